@@ -1,0 +1,51 @@
+"""hf_bertscratch: BERT written from scratch in PyTorch, shipped as a transformers model plugin.
+
+Importing the package registers model type "bertscratch" with AutoConfig and every Auto model class of the family,
+so `AutoModelForMaskedLM.from_pretrained`, `pipeline("fill-mask")`, `Trainer` and `accelerate` work unchanged.
+"""
+
+from __future__ import annotations
+
+import transformers
+
+from .configuration_bertscratch import PRESETS, BertScratchConfig
+from .modeling_bertscratch import (
+    AUTO_CLASS_TO_MODEL,
+    BertScratchForMaskedLM,
+    BertScratchForMultipleChoice,
+    BertScratchForNextSentencePrediction,
+    BertScratchForPreTraining,
+    BertScratchForPreTrainingOutput,
+    BertScratchForQuestionAnswering,
+    BertScratchForSequenceClassification,
+    BertScratchForTokenClassification,
+    BertScratchModel,
+    BertScratchPreTrainedModel,
+)
+
+__version__ = "0.1.0"
+
+
+def _register() -> None:
+    """Register the config and each head with its Auto class (idempotent, so re-imports are harmless)."""
+    transformers.AutoConfig.register(BertScratchConfig.model_type, BertScratchConfig, exist_ok=True)
+    for auto_name, model_name in AUTO_CLASS_TO_MODEL.items():
+        getattr(transformers, auto_name).register(BertScratchConfig, globals()[model_name], exist_ok=True)
+
+
+_register()
+
+__all__ = [
+    "PRESETS",
+    "BertScratchConfig",
+    "BertScratchPreTrainedModel",
+    "BertScratchModel",
+    "BertScratchForPreTraining",
+    "BertScratchForPreTrainingOutput",
+    "BertScratchForMaskedLM",
+    "BertScratchForNextSentencePrediction",
+    "BertScratchForSequenceClassification",
+    "BertScratchForTokenClassification",
+    "BertScratchForQuestionAnswering",
+    "BertScratchForMultipleChoice",
+]

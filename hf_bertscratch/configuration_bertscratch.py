@@ -1,0 +1,107 @@
+"""Configuration of BertScratch, a from-scratch BERT that lives in the transformers ecosystem.
+
+This file imports nothing but transformers and huggingface_hub so that `save_pretrained` can ship it next to the
+weights for `trust_remote_code=True` loading.
+"""
+
+from __future__ import annotations
+
+from huggingface_hub.dataclasses import strict
+from transformers import PretrainedConfig
+
+# Google's BERT sizes (Turc et al. 2019, "Well-Read Students Learn Better"): heads = H / 64, intermediate = 4H.
+_SIZES: dict[str, tuple[int, int]] = {
+    "tiny": (2, 128),
+    "mini": (4, 256),
+    "small": (4, 512),
+    "medium": (8, 512),
+    "base": (12, 768),
+    "large": (24, 1024),
+}
+PRESETS: dict[str, dict[str, int]] = {
+    name: {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": hidden // 64,
+        "intermediate_size": 4 * hidden,
+    }
+    for name, (layers, hidden) in _SIZES.items()
+}
+
+_ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
+
+
+@strict
+class BertScratchConfig(PretrainedConfig):
+    r"""Configuration for the BertScratch model family; the fields and defaults are those of `BertConfig`
+    (bert-base-uncased), so a converted Google/transformers BERT checkpoint keeps its numbers.
+
+    Args:
+        vocab_size: Size of the WordPiece vocabulary (rows of the word embedding and of the tied MLM decoder).
+        hidden_size: Width H of every hidden state; must be divisible by `num_attention_heads`.
+        num_hidden_layers: Number of post-LayerNorm transformer blocks.
+        num_attention_heads: Heads per attention layer; head size is `hidden_size // num_attention_heads`.
+        intermediate_size: Width of the GELU feed-forward layer (4H in Google's presets).
+        hidden_act: Activation of the feed-forward layer and of the MLM transform.
+        hidden_dropout_prob: Dropout on embeddings and on every residual branch.
+        attention_probs_dropout_prob: Dropout on the attention probabilities.
+        max_position_embeddings: Longest sequence the learned position embeddings cover.
+        type_vocab_size: Number of segment (token type) ids; 2 for sentence pairs.
+        initializer_range: Standard deviation of the truncated-free normal init of all weight matrices.
+        layer_norm_eps: Epsilon of every LayerNorm.
+        pad_token_id: Id of [PAD]; its word embedding row is initialised to zero.
+        classifier_dropout: Dropout before classification heads; `hidden_dropout_prob` when None.
+        sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
+            (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
+        unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.
+            Outputs at real positions are unchanged; hidden states at padded positions are zero.
+
+    Example:
+        >>> import hf_bertscratch
+        >>> config = hf_bertscratch.BertScratchConfig(**hf_bertscratch.PRESETS["mini"])
+    """
+
+    model_type = "bertscratch"
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float | int = 0.1
+    attention_probs_dropout_prob: float | int = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int | None = 0
+    bos_token_id: int | None = None
+    eos_token_id: int | list[int] | None = None
+    classifier_dropout: float | int | None = None
+    tie_word_embeddings: bool = True
+    sparse_prediction: bool = True
+    unpad_inputs: bool = True
+
+    def validate_architecture(self) -> None:
+        """Reject shapes the model cannot be built with, naming the bad value (run by `@strict` on creation)."""
+        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                    "max_position_embeddings", "type_vocab_size")
+        for name in positive:
+            value = getattr(self, name)
+            if value <= 0:
+                raise ValueError(f"BertScratchConfig.{name} must be a positive integer, got {value}.")
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"BertScratchConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads}); try num_attention_heads={max(1, self.hidden_size // 64)}."
+            )
+        if self.hidden_act not in _ACTIVATIONS:
+            raise ValueError(f"BertScratchConfig.hidden_act must be one of {_ACTIVATIONS}, got {self.hidden_act!r}.")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"BertScratchConfig.{name} must be in [0, 1), got {value}.")
+
+
+__all__ = ["BertScratchConfig", "PRESETS"]

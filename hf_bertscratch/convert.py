@@ -1,0 +1,221 @@
+"""Conversion between transformers' BERT (`BertFor*`) and BertScratch (`BertScratchFor*`) checkpoints.
+
+Parameter names differ in two ways only: snake_case module names, and the fused QKV projection (transformers keeps
+query, key and value separate). Every other tensor is copied as is, so converted models give the same numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import AutoConfig, BertConfig, PreTrainedModel
+
+from .configuration_bertscratch import BertScratchConfig
+from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
+
+logger = logging.getLogger(__name__)
+
+# transformers' BERT class <-> BertScratch class, one row per head.
+ARCHITECTURES: dict[str, str] = {
+    "BertModel": "BertScratchModel",
+    "BertForPreTraining": "BertScratchForPreTraining",
+    "BertForMaskedLM": "BertScratchForMaskedLM",
+    "BertForNextSentencePrediction": "BertScratchForNextSentencePrediction",
+    "BertForSequenceClassification": "BertScratchForSequenceClassification",
+    "BertForTokenClassification": "BertScratchForTokenClassification",
+    "BertForQuestionAnswering": "BertScratchForQuestionAnswering",
+    "BertForMultipleChoice": "BertScratchForMultipleChoice",
+}
+
+# (transformers BERT name, BertScratch name) pairs, "{i}" standing for a layer index; QKV fusion is handled apart.
+_RENAMES: list[tuple[str, str]] = [
+    ("embeddings.LayerNorm.", "embeddings.layer_norm."),
+    ("encoder.layer.{i}.attention.output.dense.", "encoder.layers.{i}.attention.dense."),
+    ("encoder.layer.{i}.attention.output.LayerNorm.", "encoder.layers.{i}.attention.layer_norm."),
+    ("encoder.layer.{i}.intermediate.dense.", "encoder.layers.{i}.mlp.fc_in."),
+    ("encoder.layer.{i}.output.dense.", "encoder.layers.{i}.mlp.fc_out."),
+    ("encoder.layer.{i}.output.LayerNorm.", "encoder.layers.{i}.mlp.layer_norm."),
+    ("cls.predictions.transform.dense.", "cls.dense."),
+    ("cls.predictions.transform.LayerNorm.", "cls.layer_norm."),
+    ("cls.predictions.decoder.weight", "cls.decoder.weight"),
+    ("cls.predictions.bias", "cls.decoder.bias"),
+    ("cls.seq_relationship.", "nsp."),
+]
+
+
+def _rule(source: str, target: str) -> tuple[re.Pattern[str], str]:
+    pattern = "(^|\\.)" + re.escape(source).replace(re.escape("{i}"), r"(\d+)")
+    return re.compile(pattern), r"\1" + target.replace("{i}", r"\2")
+
+
+_TO_SCRATCH = [_rule(bert, scratch) for bert, scratch in _RENAMES]
+_TO_BERT = [_rule(scratch, bert) for bert, scratch in _RENAMES]
+_QKV = re.compile(r"(.*)encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(weight|bias)")
+_FUSED = re.compile(r"(.*)encoder\.layers\.(\d+)\.attention\.qkv\.(weight|bias)")
+# Config fields of transformers' BertConfig that an encoder-only model does not use.
+_BERT_ONLY_FIELDS = ("is_decoder", "add_cross_attention", "use_cache", "position_embedding_type")
+
+
+def _rename(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
+    for pattern, replacement in rules:
+        name = pattern.sub(replacement, name)
+    return name
+
+
+def bert_state_dict_to_bertscratch(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a transformers BERT state dict to BertScratch names, fusing Q, K and V per layer."""
+    converted: dict[str, torch.Tensor] = {}
+    qkv_parts: dict[tuple[str, str, str], dict[str, torch.Tensor]] = {}
+    for name, tensor in state_dict.items():
+        if name.endswith("cls.predictions.decoder.bias"):
+            continue  # the same tensor as cls.predictions.bias in transformers' BERT
+        if match := _QKV.fullmatch(name):
+            prefix, layer, part, kind = match.groups()
+            qkv_parts.setdefault((prefix, layer, kind), {})[part] = tensor
+            continue
+        converted[_rename(name, _TO_SCRATCH)] = tensor
+    for (prefix, layer, kind), parts in qkv_parts.items():
+        converted[f"{prefix}encoder.layers.{layer}.attention.qkv.{kind}"] = torch.cat(
+            [parts["query"], parts["key"], parts["value"]], dim=0
+        )
+    return converted
+
+
+def bertscratch_state_dict_to_bert(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Inverse of `bert_state_dict_to_bertscratch`: split the fused QKV and restore transformers' names."""
+    converted: dict[str, torch.Tensor] = {}
+    for name, tensor in state_dict.items():
+        if match := _FUSED.fullmatch(name):
+            prefix, layer, kind = match.groups()
+            for part, chunk in zip(("query", "key", "value"), tensor.chunk(3, dim=0)):
+                converted[f"{prefix}encoder.layer.{layer}.attention.self.{part}.{kind}"] = chunk.clone()
+            continue
+        name = _rename(name, _TO_BERT)
+        converted[name] = tensor
+        if name.endswith("cls.predictions.bias"):
+            converted[name.replace("cls.predictions.bias", "cls.predictions.decoder.bias")] = tensor
+    return converted
+
+
+def bert_config_to_bertscratch(config: BertConfig) -> BertScratchConfig:
+    """A BertScratchConfig with the same sizes, labels and special tokens as a transformers `BertConfig`."""
+    if config.model_type != "bert":
+        raise ValueError(f"Expected a config of model_type 'bert', got {config.model_type!r}.")
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        raise ValueError("BertScratch is an encoder: decoder BERT configs (is_decoder/add_cross_attention) cannot convert.")
+    values = config.to_dict()
+    for key in (*_BERT_ONLY_FIELDS, "model_type", "architectures", "transformers_version", "auto_map"):
+        values.pop(key, None)
+    return BertScratchConfig(**values)
+
+
+def bertscratch_config_to_bert(config: BertScratchConfig) -> BertConfig:
+    """A transformers `BertConfig` with the same sizes, labels and special tokens as a BertScratchConfig."""
+    if config.model_type != BertScratchConfig.model_type:
+        raise ValueError(f"Expected a config of model_type 'bertscratch', got {config.model_type!r}.")
+    values = config.to_dict()
+    for key in ("model_type", "architectures", "transformers_version", "auto_map", "sparse_prediction", "unpad_inputs"):
+        values.pop(key, None)
+    return BertConfig(**values)
+
+
+def _model_class(name: str) -> type[PreTrainedModel]:
+    if name in ARCHITECTURES.values():
+        import hf_bertscratch
+
+        return getattr(hf_bertscratch, name)
+    return getattr(transformers, name)
+
+
+def bert_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
+    """Convert a loaded transformers `BertFor*` model into the matching `BertScratchFor*` with the same weights."""
+    source_name = type(model).__name__
+    if source_name not in ARCHITECTURES:
+        raise ValueError(f"Cannot convert {source_name}; supported: {sorted(ARCHITECTURES)}.")
+    target = _model_class(ARCHITECTURES[source_name])(bert_config_to_bertscratch(model.config))
+    target.load_state_dict(bert_state_dict_to_bertscratch(model.state_dict()), strict=True)
+    return target.to(next(model.parameters()).dtype).eval()
+
+
+def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
+    """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights."""
+    reverse = {v: k for k, v in ARCHITECTURES.items()}
+    source_name = type(model).__name__
+    if source_name not in reverse:
+        raise ValueError(f"Cannot convert {source_name}; supported: {sorted(reverse)}.")
+    target = _model_class(reverse[source_name])(bertscratch_config_to_bert(model.config))
+    target.load_state_dict(bertscratch_state_dict_to_bert(model.state_dict()), strict=True)
+    return target.to(next(model.parameters()).dtype).eval()
+
+
+def convert_checkpoint(source: str | Path, output_dir: str | Path) -> PreTrainedModel:
+    """Convert a checkpoint folder or Hub id in either direction and save it, tokenizer included, to `output_dir`.
+
+    The direction follows the source's `model_type` ("bert" -> BertScratch, "bertscratch" -> transformers' BERT);
+    the head follows its `architectures` (the bare model when none is recorded). The output is written to a
+    temporary folder and moved into place, so a failed conversion leaves nothing that looks finished.
+    """
+    import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
+
+    config = AutoConfig.from_pretrained(str(source))
+    architecture = (config.architectures or [None])[0]
+    if config.model_type == "bert":
+        architecture = architecture or "BertModel"
+        table, convert = ARCHITECTURES, bert_to_bertscratch
+    elif config.model_type == BertScratchConfig.model_type:
+        architecture = architecture or "BertScratchModel"
+        table, convert = {v: k for k, v in ARCHITECTURES.items()}, bertscratch_to_bert
+    else:
+        raise ValueError(
+            f"{source} holds a checkpoint of model_type {config.model_type!r}; expected 'bert' or 'bertscratch'."
+        )
+    if architecture not in table:
+        raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
+    model = convert(_model_class(architecture).from_pretrained(str(source)))
+    _save_atomically(model, source, Path(output_dir))
+    return model
+
+
+def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path) -> None:
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    try:
+        model.save_pretrained(staging)
+        _copy_tokenizer(source, staging)
+        if output_dir.exists():
+            shutil.rmtree(output_dir)
+        staging.rename(output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _copy_tokenizer(source: str | Path, destination: Path) -> None:
+    """Carry the tokenizer over when the source has one (a folder with only weights converts without it)."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source))
+    except (OSError, ValueError) as error:
+        logger.warning("No tokenizer carried over from %s: %s", source, error)
+        return
+    tokenizer.save_pretrained(destination)
+
+
+__all__ = [
+    "ARCHITECTURES",
+    "AUTO_CLASS_TO_MODEL",
+    "bert_state_dict_to_bertscratch",
+    "bertscratch_state_dict_to_bert",
+    "bert_config_to_bertscratch",
+    "bertscratch_config_to_bert",
+    "bert_to_bertscratch",
+    "bertscratch_to_bert",
+    "convert_checkpoint",
+]

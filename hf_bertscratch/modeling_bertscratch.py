@@ -1,0 +1,856 @@
+"""BertScratch: BERT (Devlin et al. 2019) written from scratch as a transformers-native model family.
+
+File order follows transformers' `modeling_bert.py`: embeddings, attention functions, attention, MLP, layer, encoder,
+pooler, heads, `PreTrainedModel`, the base model, then the `For*` task models. Shapes use B = batch, T = sequence
+length, N = number of real (non-pad) tokens in the batch, H = hidden size, nh = heads, hs = head size, V = vocab.
+
+Two things differ from transformers' BERT, both invisible at real (non-pad) positions:
+- `config.unpad_inputs`: with padding in `attention_mask`, the dense layers run on the N real tokens only, and
+  attention is computed on the trimmed (B, T', ...) batch, T' the longest real row; outputs at pad positions are 0.
+- `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
+  labelled positions, which is most of a small BERT's training compute.
+
+This file imports torch, public transformers API and its own configuration only, so that `save_pretrained` can ship
+it for `trust_remote_code=True` loading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    NextSentencePredictorOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import ModelOutput
+
+from .configuration_bertscratch import BertScratchConfig
+
+# Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
+# `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
+AUTO_CLASS_TO_MODEL: dict[str, str] = {
+    "AutoModel": "BertScratchModel",
+    "AutoModelForPreTraining": "BertScratchForPreTraining",
+    "AutoModelForMaskedLM": "BertScratchForMaskedLM",
+    "AutoModelForNextSentencePrediction": "BertScratchForNextSentencePrediction",
+    "AutoModelForSequenceClassification": "BertScratchForSequenceClassification",
+    "AutoModelForTokenClassification": "BertScratchForTokenClassification",
+    "AutoModelForQuestionAnswering": "BertScratchForQuestionAnswering",
+    "AutoModelForMultipleChoice": "BertScratchForMultipleChoice",
+}
+
+
+@dataclass
+class BertScratchPadding:
+    """Where the real tokens of a padded (B, T) batch are, for running dense layers on (N, H) instead of (B, T, H).
+
+    Attributes:
+        indices: (N,) flat positions of the real tokens in the (B * T') grid.
+        batch_size: B.
+        seq_len: T', the batch trimmed to its longest real row (trailing all-pad columns cost nothing).
+    """
+
+    indices: torch.Tensor
+    batch_size: int
+    seq_len: int
+
+    @classmethod
+    def from_mask(cls, attention_mask: torch.Tensor) -> BertScratchPadding:
+        """Build from a (B, T) 0/1 mask whose rows may be padded anywhere (left, right or in between)."""
+        seq_len = int(attention_mask.any(dim=0).nonzero().max().item()) + 1 if attention_mask.any() else 1
+        trimmed = attention_mask[:, :seq_len]
+        indices = trimmed.reshape(-1).nonzero().squeeze(-1)
+        return cls(indices=indices, batch_size=attention_mask.shape[0], seq_len=seq_len)
+
+    def unpad(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (N, D); T may be longer than T' (the trimmed tail is dropped)."""
+        return x[:, : self.seq_len].reshape(-1, x.shape[-1]).index_select(0, self.indices)
+
+    def pad(self, x: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
+        """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable."""
+        grid = x.new_zeros(self.batch_size * self.seq_len, x.shape[-1]).index_copy(0, self.indices, x)
+        grid = grid.view(self.batch_size, self.seq_len, x.shape[-1])
+        if seq_len is not None and seq_len > self.seq_len:
+            grid = F.pad(grid, (0, 0, 0, seq_len - self.seq_len))
+        return grid
+
+
+class BertScratchEmbeddings(nn.Module):
+    """Word + learned position + segment embeddings, then LayerNorm and dropout: (B, T) ids -> (B, T, H)."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+    ) -> torch.Tensor:
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)
+        seq_len, device = inputs_embeds.shape[1], inputs_embeds.device
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=device).unsqueeze(0)  # (1, T), broadcast over the batch
+        embeddings = inputs_embeds + self.position_embeddings(position_ids)
+        if token_type_ids is None:
+            embeddings = embeddings + self.token_type_embeddings.weight[0]
+        else:
+            embeddings = embeddings + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.layer_norm(embeddings))
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain softmax(QK^T * scaling + mask) V with the softmax in fp32.
+
+    Args:
+        query, key, value: (B, nh, T, hs).
+        attention_mask: additive (B, 1, 1 or T, T) mask, 0 where attended and finfo.min elsewhere.
+
+    Returns:
+        (B, T, nh, hs) attention output and (B, nh, T, T) attention probabilities.
+    """
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling  # (B, nh, T, T)
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = F.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, nh, hs)
+    return output, probs
+
+
+class BertScratchAttention(nn.Module):
+    """Multi-head self-attention with one fused QKV projection, output projection, residual and post-LayerNorm."""
+
+    is_causal = False  # read by transformers' sdpa attention function
+
+    def __init__(self, config: BertScratchConfig, layer_idx: int = 0) -> None:
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_size**-0.5
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        padding: BertScratchPadding | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B, T, H), or (N, H) when `padding` is given -> same shape, plus (B, nh, T, T) probs if asked for."""
+        qkv = self.qkv(hidden_states)  # (B, T, 3H) or (N, 3H)
+        if padding is not None:
+            qkv = padding.pad(qkv)  # (B, T', 3H)
+        batch_size, seq_len, _ = qkv.shape
+        qkv = qkv.view(batch_size, seq_len, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)
+        query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
+
+        implementation = "eager" if output_attentions else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+        mask = None if attention_mask is None else attention_mask.to(query.dtype)
+        context, probs = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            mask,
+            dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
+            scaling=self.scaling,
+        )
+        context = context.reshape(batch_size, seq_len, -1)  # (B, T, H)
+        if padding is not None:
+            context = padding.unpad(context)  # (N, H)
+        output = self.layer_norm(hidden_states + self.dropout(self.dense(context)))
+        return output, probs
+
+
+class BertScratchMLP(nn.Module):
+    """Position-wise feed-forward block: H -> intermediate -> H with GELU, residual and post-LayerNorm."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.fc_out = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (..., H); row-wise, so it runs the same on (B, T, H) and unpadded (N, H)."""
+        return self.layer_norm(hidden_states + self.dropout(self.fc_out(self.act(self.fc_in(hidden_states)))))
+
+
+class BertScratchLayer(GradientCheckpointingLayer):
+    """One post-LN transformer block: self-attention then feed-forward."""
+
+    def __init__(self, config: BertScratchConfig, layer_idx: int = 0) -> None:
+        super().__init__()
+        self.attention = BertScratchAttention(config, layer_idx=layer_idx)
+        self.mlp = BertScratchMLP(config)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        padding: BertScratchPadding | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hidden_states, probs = self.attention(hidden_states, attention_mask, padding, output_attentions)
+        return self.mlp(hidden_states), probs
+
+
+class BertScratchEncoder(nn.Module):
+    """The stack of `num_hidden_layers` blocks; collects hidden states and attentions when asked."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([BertScratchLayer(config, layer_idx=i) for i in range(config.num_hidden_layers)])
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        padding: BertScratchPadding | None,
+        output_attentions: bool,
+        output_hidden_states: bool,
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """Returns the last hidden state (same layout as the input), all hidden states and all attentions."""
+        all_hidden: list[torch.Tensor] = [hidden_states] if output_hidden_states else []
+        all_attentions: list[torch.Tensor] = []
+        for layer in self.layers:
+            hidden_states, probs = layer(hidden_states, attention_mask, padding, output_attentions)
+            if output_hidden_states:
+                all_hidden.append(hidden_states)
+            if output_attentions:
+                all_attentions.append(probs)
+        return hidden_states, all_hidden, all_attentions
+
+
+class BertScratchPooler(nn.Module):
+    """tanh(dense(h_[CLS])): the sentence vector used by NSP and the sequence classification heads."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) -> (B, H)."""
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class BertScratchLMHead(nn.Module):
+    """MLM head: dense + GELU + LayerNorm transform, then a decoder to the vocabulary tied to the word embeddings."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (..., V) logits."""
+        return self.decoder(self.layer_norm(self.act(self.dense(hidden_states))))
+
+
+def _masked_lm_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None
+) -> torch.Tensor:
+    """Cross-entropy over positions whose label is not -100.
+
+    Averages over the labelled positions of this batch, or over `num_items_in_batch` (Trainer's count of labelled
+    positions across all micro-batches of a gradient-accumulation step) when given, so that the accumulated gradient
+    equals that of one large batch.
+    """
+    logits, labels = logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1)
+    if num_items_in_batch is None:
+        return F.cross_entropy(logits, labels, ignore_index=-100)
+    loss = F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum")
+    if isinstance(num_items_in_batch, torch.Tensor):
+        num_items_in_batch = num_items_in_batch.to(loss.device)
+    return loss / num_items_in_batch
+
+
+class BertScratchPreTrainedModel(PreTrainedModel):
+    """Weight init, attention-backend flags and `save_pretrained` with a complete `auto_map` for remote code."""
+
+    config_class = BertScratchConfig
+    config: BertScratchConfig
+    base_model_prefix = "bert"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_attention_backend = True
+    _no_split_modules = ["BertScratchEmbeddings", "BertScratchLayer"]
+    # Task heads average their loss per batch: Trainer divides by the accumulation steps itself.
+    accepts_loss_kwargs = False
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Normal(0, initializer_range) matrices and embeddings, zero biases, unit LayerNorms, zero [PAD] row."""
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+
+    def save_pretrained(self, save_directory: str, *args: object, **kwargs: object) -> None:
+        """`PreTrainedModel.save_pretrained`, plus this package's code and an `auto_map` naming every head.
+
+        The configuration and modeling files are copied next to the weights so that transformers alone can load the
+        folder with `trust_remote_code=True`, through any Auto class of the family.
+        """
+        self.config.auto_map = _auto_map()
+        type(self).register_for_auto_class(_auto_class_of(type(self)))
+        super().save_pretrained(save_directory, *args, **kwargs)
+
+
+def _auto_class_of(model_class: type) -> str:
+    for auto_class, name in AUTO_CLASS_TO_MODEL.items():
+        if name == model_class.__name__:
+            return auto_class
+    return "AutoModel"
+
+
+def _auto_map() -> dict[str, str]:
+    """`auto_map` entries for the config and every head, as written into a saved `config.json`."""
+    modeling = __name__.rsplit(".", 1)[-1]
+    config_module = BertScratchConfig.__module__.rsplit(".", 1)[-1]
+    entries = {"AutoConfig": f"{config_module}.BertScratchConfig"}
+    entries.update({auto: f"{modeling}.{name}" for auto, name in AUTO_CLASS_TO_MODEL.items()})
+    return entries
+
+
+def _check_inputs(
+    config: BertScratchConfig,
+    input_ids: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    token_type_ids: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    inputs_embeds: torch.Tensor | None,
+) -> tuple[int, int]:
+    """Validate model inputs where they enter and return (B, T); each error names the bad value and the limit."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+    if input_ids is not None and input_ids.dim() != 2:
+        raise ValueError(f"input_ids must have shape (batch, seq_len); got shape {tuple(input_ids.shape)}.")
+    shape = tuple(input_ids.shape) if input_ids is not None else tuple(inputs_embeds.shape[:2])
+    if shape[1] > config.max_position_embeddings:
+        raise ValueError(
+            f"Sequence length {shape[1]} exceeds max_position_embeddings={config.max_position_embeddings}; "
+            "truncate the inputs (e.g. tokenizer(..., truncation=True, max_length=...))."
+        )
+    if attention_mask is not None and tuple(attention_mask.shape) != shape:
+        raise ValueError(
+            f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}."
+        )
+    if torch.compiler.is_compiling():
+        return shape
+    _check_range("input_ids", input_ids, config.vocab_size, "vocab_size")
+    _check_range("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size")
+    _check_range("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
+    return shape
+
+
+def _check_range(name: str, ids: torch.Tensor | None, limit: int, limit_name: str) -> None:
+    if ids is None or ids.numel() == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= limit:
+        bad = low if low < 0 else high
+        raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
+
+
+class BertScratchModel(BertScratchPreTrainedModel):
+    """The bare encoder: embeddings, `num_hidden_layers` blocks and (optionally) the pooler.
+
+    Returns `BaseModelOutputWithPooling` with `last_hidden_state` (B, T, H), `pooler_output` (B, H), and when asked
+    `hidden_states` (num_layers + 1 tensors of (B, T, H)) and `attentions` (num_layers tensors of (B, nh, T, T)).
+    """
+
+    def __init__(self, config: BertScratchConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config)
+        self.embeddings = BertScratchEmbeddings(config)
+        self.encoder = BertScratchEncoder(config)
+        self.pooler = BertScratchPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> BaseModelOutputWithPooling | tuple:
+        output_attentions = _flag(output_attentions, self.config.output_attentions)
+        output_hidden_states = _flag(output_hidden_states, self.config.output_hidden_states)
+        return_dict = _flag(return_dict, self.config.return_dict)
+        batch_size, seq_len = _check_inputs(
+            self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
+        )
+        hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, H)
+
+        padding = self._padding(attention_mask, output_attentions, output_hidden_states)
+        if padding is not None:
+            hidden_states = padding.unpad(hidden_states)  # (N, H)
+            attention_mask = attention_mask[:, : padding.seq_len]
+        additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1, T) or None
+
+        hidden_states, all_hidden, all_attentions = self.encoder(
+            hidden_states, additive_mask, padding, output_attentions, output_hidden_states
+        )
+        if padding is not None:
+            hidden_states = padding.pad(hidden_states, seq_len)  # (B, T, H), zeros at pad positions
+        pooled = self.pooler(hidden_states) if self.pooler is not None else None
+        output = BaseModelOutputWithPooling(
+            last_hidden_state=hidden_states,
+            pooler_output=pooled,
+            hidden_states=tuple(all_hidden) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+        return output if return_dict else output.to_tuple()
+
+    def _padding(
+        self, attention_mask: torch.Tensor | None, output_attentions: bool, output_hidden_states: bool
+    ) -> BertScratchPadding | None:
+        """Unpad only when it saves work and every requested output can still be given per position."""
+        if (
+            attention_mask is None
+            or not self.config.unpad_inputs
+            or output_attentions
+            or output_hidden_states
+            or torch.compiler.is_compiling()
+            or bool(attention_mask.all())
+        ):
+            return None
+        return BertScratchPadding.from_mask(attention_mask)
+
+
+def _flag(value: bool | None, default: bool | None) -> bool:
+    return bool(default) if value is None else bool(value)
+
+
+def _additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """(B, T) 0/1 mask -> (B, 1, 1, T) additive mask: 0 to attend, finfo(dtype).min to ignore.
+
+    A finite minimum (never -inf) keeps a fully padded row finite: its softmax is uniform instead of NaN.
+    """
+    if attention_mask is None:
+        return None
+    keep = attention_mask[:, None, None, :].to(torch.bool)
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+@dataclass
+class BertScratchForPreTrainingOutput(ModelOutput):
+    """Output of `BertScratchForPreTraining`.
+
+    Attributes:
+        loss: MLM loss plus NSP loss, for the labels given.
+        prediction_logits: (B, T, V) MLM logits, or (num_labelled, V) under `sparse_prediction` in training.
+        seq_relationship_logits: (B, 2) NSP logits (index 0 = IsNext, 1 = NotNext).
+        hidden_states: per-layer (B, T, H) when asked for.
+        attentions: per-layer (B, nh, T, T) when asked for.
+    """
+
+    loss: torch.Tensor | None = None
+    prediction_logits: torch.Tensor | None = None
+    seq_relationship_logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class _BertScratchMLMMixin:
+    """MLM decoding shared by the MaskedLM and PreTraining heads (both own `self.bert` and `self.cls`)."""
+
+    _tied_weights_keys = {"cls.decoder.weight": "bert.embeddings.word_embeddings.weight"}
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.cls.decoder = new_embeddings
+
+    def _mlm_logits_and_loss(
+        self, sequence_output: torch.Tensor, labels: torch.Tensor | None, num_items_in_batch: object = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss."""
+        if labels is None:
+            return self.cls(sequence_output), None
+        if self.config.sparse_prediction and self.training:
+            labels = labels.reshape(-1)
+            selected = (labels != -100).nonzero().squeeze(-1)  # (num_labelled,)
+            hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
+            logits = self.cls(hidden)  # (num_labelled, V)
+            labels = labels.index_select(0, selected)
+        else:
+            logits = self.cls(sequence_output)
+        return logits, _masked_lm_loss(logits, labels, num_items_in_batch)
+
+
+class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):
+    """BERT's pretraining model: masked language modelling plus next sentence prediction on the pooled [CLS]."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.bert = BertScratchModel(config)
+        self.cls = BertScratchLMHead(config)
+        self.nsp = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> BertScratchForPreTrainingOutput | tuple:
+        """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not."""
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels)
+        nsp_logits = self.nsp(outputs.pooler_output)
+        if next_sentence_label is not None:
+            nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
+            loss = nsp_loss if loss is None else loss + nsp_loss
+        output = BertScratchForPreTrainingOutput(
+            loss=loss, prediction_logits=logits, seq_relationship_logits=nsp_logits,
+            hidden_states=outputs.hidden_states, attentions=outputs.attentions,
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
+    """Masked language model: the encoder (no pooler) and the tied MLM head; what `pipeline("fill-mask")` uses."""
+
+    # The MLM loss is a token average: with Trainer's `num_items_in_batch` it stays exact under accumulation.
+    accepts_loss_kwargs = True
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.bert = BertScratchModel(config, add_pooling_layer=False)
+        self.cls = BertScratchLMHead(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: int | torch.Tensor | None = None,
+        **kwargs: object,
+    ) -> MaskedLMOutput | tuple:
+        """`labels` (B, T): target ids at scored positions and -100 elsewhere."""
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, num_items_in_batch)
+        output = MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
+    """Next sentence prediction alone: a 2-way classifier on the pooled [CLS] (0 = IsNext, 1 = NotNext)."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.bert = BertScratchModel(config)
+        self.nsp = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> NextSentencePredictorOutput | tuple:
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits = self.nsp(outputs.pooler_output)  # (B, 2)
+        loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
+        output = NextSentencePredictorOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
+    rate = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+    return nn.Dropout(rate)
+
+
+def _sequence_classification_loss(config: BertScratchConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """MSE, cross-entropy or BCE by `config.problem_type`, inferred as transformers does when unset."""
+    num_labels = config.num_labels
+    if config.problem_type is None:
+        if num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    if config.problem_type == "regression":
+        if num_labels == 1:
+            return F.mse_loss(logits.squeeze().float(), labels.squeeze().float())
+        return F.mse_loss(logits.float(), labels.float())
+    if config.problem_type == "single_label_classification":
+        return F.cross_entropy(logits.reshape(-1, num_labels).float(), labels.reshape(-1))
+    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+
+
+class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
+    """Classifier or regressor on the pooled [CLS]: single-label, multi-label or regression by `problem_type`."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = BertScratchModel(config)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> SequenceClassifierOutput | tuple:
+        """`labels`: (B,) class ids, (B, num_labels) multi-hot floats, or (B,) floats for regression."""
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
+        loss = None if labels is None else _sequence_classification_loss(self.config, logits, labels)
+        output = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+class BertScratchForTokenClassification(BertScratchPreTrainedModel):
+    """Per-token classifier (NER, POS) on the last hidden states."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = BertScratchModel(config, add_pooling_layer=False)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> TokenClassifierOutput | tuple:
+        """`labels` (B, T) class ids, -100 where not scored."""
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.reshape(-1, self.num_labels).float(), labels.reshape(-1), ignore_index=-100)
+        output = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
+    """Extractive QA (SQuAD): start and end logits per token."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = BertScratchModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        """`start_positions`/`end_positions` (B,): answer span; positions beyond T are ignored in the loss."""
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
+        start_logits, end_logits = (t.squeeze(-1).contiguous() for t in logits.split(1, dim=-1))
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            ignored = start_logits.shape[1]
+            start = start_positions.reshape(-1).clamp(0, ignored)
+            end = end_positions.reshape(-1).clamp(0, ignored)
+            loss = (
+                F.cross_entropy(start_logits.float(), start, ignore_index=ignored)
+                + F.cross_entropy(end_logits.float(), end, ignore_index=ignored)
+            ) / 2
+        output = QuestionAnsweringModelOutput(
+            loss=loss, start_logits=start_logits, end_logits=end_logits,
+            hidden_states=outputs.hidden_states, attentions=outputs.attentions,
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
+    """Multiple choice (SWAG): each (B, C, T) choice is encoded, scored from its pooled [CLS], softmaxed over C."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.bert = BertScratchModel(config)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> MultipleChoiceModelOutput | tuple:
+        """Inputs (B, C, T) (`inputs_embeds` (B, C, T, H)); `labels` (B,) index of the right choice."""
+        num_choices = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+
+        def flat(x: torch.Tensor | None, tail: int = 1) -> torch.Tensor | None:
+            return None if x is None else x.reshape(-1, *x.shape[-tail:])  # (B * C, T[, H])
+
+        outputs = self.bert(
+            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds, 2),
+            output_attentions, output_hidden_states, return_dict=True,
+        )
+        logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)  # (B, C)
+        loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
+        output = MultipleChoiceModelOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
+
+
+__all__ = [
+    "AUTO_CLASS_TO_MODEL",
+    "BertScratchPreTrainedModel",
+    "BertScratchModel",
+    "BertScratchForPreTraining",
+    "BertScratchForPreTrainingOutput",
+    "BertScratchForMaskedLM",
+    "BertScratchForNextSentencePrediction",
+    "BertScratchForSequenceClassification",
+    "BertScratchForTokenClassification",
+    "BertScratchForQuestionAnswering",
+    "BertScratchForMultipleChoice",
+]
