@@ -1,0 +1,94 @@
+"""Shared fixtures: tiny configs, a tokenizer the tests build themselves, and tiny text corpora.
+
+Nothing here reads ../shared/data: the core suite runs on data the tests make.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertTokenizer
+
+import hf_bertscratch
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = (
+    "the a of and to in is was it that for on with as by at from his her an be this which are not "
+    "paris france capital city london england berlin germany rome italy madrid spain country river "
+    "movie film great bad good terrible wonderful boring plot actor acting story love hate best worst "
+    "cat dog sat mat ran fast slow big small red blue green . , ! ? ' \""
+).split()
+
+CORPUS = [
+    "paris is the capital of france .",
+    "london is the capital of england .",
+    "berlin is the capital of germany .",
+    "rome is the capital of italy .",
+    "madrid is the capital of spain .",
+    "the cat sat on the mat .",
+    "the dog ran fast in the city .",
+    "the movie was great and the acting was wonderful .",
+    "the film was boring and the plot was bad .",
+    "this is the best story , i love it !",
+    "this is the worst film , i hate it .",
+    "the big red dog sat with the small blue cat .",
+]
+
+
+def tiny_config_kwargs(vocab_size: int) -> dict:
+    """A model small enough for CPU unit tests yet with every moving part (2 layers, 4 heads, padding id 0)."""
+    return dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
+
+
+@pytest.fixture(scope="session")
+def vocab_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A WordPiece vocab.txt of the special tokens and a few dozen words."""
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(SPECIAL_TOKENS + WORDS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tokenizer(vocab_file: Path) -> BertTokenizer:
+    """An uncased BERT tokenizer over `vocab_file`."""
+    return BertTokenizer(vocab=str(vocab_file))
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tokenizer: BertTokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tokenizer saved as a folder (what `--tokenizer_name` and pipelines take)."""
+    path = tmp_path_factory.mktemp("tokenizer")
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def tiny_config(tokenizer: BertTokenizer) -> hf_bertscratch.BertScratchConfig:
+    return hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+
+
+@pytest.fixture(scope="session")
+def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small raw-text training file, one sentence a line, documents separated by blank lines."""
+    path = tmp_path_factory.mktemp("text") / "train.txt"
+    lines = []
+    for repeat in range(8):
+        lines.extend(CORPUS[repeat % 3 :: 2])
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
