@@ -1,0 +1,202 @@
+"""Raw datasets for pretraining and fine-tuning: explicit files, a local data directory, or the Hub.
+
+`load_raw_datasets` is the one entry point. It resolves, in order:
+
+1. explicit `train_file` / `validation_file` / `test_file` (text, csv, tsv, json/jsonl, parquet; optionally .gz);
+2. a local copy of a named Hub dataset inside a data directory (`data_dir`, or `$BERTSCRATCH_DATA_DIR`), found
+   through `LOCAL_DATASETS`, a table from (name, config) to files, so offline machines run the same commands;
+3. `datasets.load_dataset(name, config)` from the Hugging Face Hub.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+logger = logging.getLogger(__name__)
+
+DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"
+
+# File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
+_BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
+    "txt": ("text", {}),
+    "text": ("text", {}),
+    "raw": ("text", {}),
+    "csv": ("csv", {}),
+    "tsv": ("csv", {"sep": "\t"}),
+    "json": ("json", {}),
+    "jsonl": ("json", {}),
+    "parquet": ("parquet", {}),
+}
+
+
+@dataclass(frozen=True)
+class LocalDataset:
+    """Where a Hub dataset's published files live inside a data directory, and how to read them.
+
+    Attributes:
+        folder: Sub-folder of the data directory.
+        splits: Split name -> file path or glob, relative to `folder`.
+        columns: Columns to keep (the Hub dataset's columns), in order; None keeps all.
+    """
+
+    folder: str
+    splits: dict[str, str]
+    columns: tuple[str, ...] | None = None
+    builder_kwargs: dict[str, str] = field(default_factory=dict)
+
+
+_WIKITEXT2 = LocalDataset(
+    "wikitext-2-raw",
+    {"train": "train_split_5/*.txt", "validation": "wiki.valid.raw", "test": "wiki.test.raw"},
+    ("text",),
+)
+_IMDB = LocalDataset("imdb", {"train": "train.csv.gz", "test": "test.csv.gz"}, ("text", "label"))
+_SST2 = LocalDataset("sst2", {"train": "train.tsv", "validation": "dev.tsv"}, ("sentence", "label"))
+
+# (dataset_name, dataset_config_name) -> local copy. A None config matches a name given without a config.
+LOCAL_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
+    ("wikitext", "wikitext-2-raw-v1"): _WIKITEXT2,
+    ("Salesforce/wikitext", "wikitext-2-raw-v1"): _WIKITEXT2,
+    ("imdb", None): _IMDB,
+    ("stanfordnlp/imdb", None): _IMDB,
+    ("glue", "sst2"): _SST2,
+    ("nyu-mll/glue", "sst2"): _SST2,
+    ("stanfordnlp/sst2", None): _SST2,
+    ("sst2", None): _SST2,
+}
+
+
+def resolve_data_dir(data_dir: str | None) -> Path | None:
+    """The local data directory: `data_dir` if given, else `$BERTSCRATCH_DATA_DIR`, else None.
+
+    Raises:
+        NotADirectoryError: if the directory named (by argument or environment) does not exist.
+    """
+    source = "data_dir" if data_dir else DATA_DIR_ENV
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None
+    if data_dir is None:
+        return None
+    path = Path(data_dir).expanduser()
+    if not path.is_dir():
+        raise NotADirectoryError(f"{source}={str(data_dir)!r} is not a directory; expected a folder of local datasets.")
+    return path
+
+
+def _builder_for(files: list[Path]) -> tuple[str, dict[str, str]]:
+    """The datasets builder that reads `files`, all of which must share one format."""
+    builders = []
+    for path in files:
+        suffixes = [s.lstrip(".").lower() for s in path.suffixes]
+        if suffixes and suffixes[-1] == "gz":
+            suffixes = suffixes[:-1]
+        extension = suffixes[-1] if suffixes else ""
+        if extension not in _BUILDERS:
+            raise ValueError(
+                f"Cannot read {str(path)!r}: extension {extension!r} is not one of {sorted(_BUILDERS)} (optionally .gz)."
+            )
+        builders.append(_BUILDERS[extension])
+    if any(b != builders[0] for b in builders):
+        kinds = sorted({f"{name} {kwargs}" for name, kwargs in builders})
+        raise ValueError(f"All data files must share one format, got {kinds} for {[str(f) for f in files]}.")
+    return builders[0]
+
+
+def _check_file(path: Path, split: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"The {split} file {str(path)!r} does not exist.")
+    if path.stat().st_size == 0:
+        raise ValueError(f"The {split} file {str(path)!r} is empty; expected at least one example.")
+    return path
+
+
+def _expand(pattern: Path, split: str) -> list[Path]:
+    """A file, or the sorted files a glob matches (error if none)."""
+    if any(ch in str(pattern) for ch in "*?["):
+        matches = sorted(pattern.parent.glob(pattern.name))
+        if not matches:
+            raise FileNotFoundError(f"No {split} file matches {str(pattern)!r}.")
+        return [_check_file(m, split) for m in matches]
+    return [_check_file(pattern, split)]
+
+
+def _load_files(
+    split_files: dict[str, list[Path]],
+    streaming: bool,
+    cache_dir: str | None,
+    builder_kwargs: dict[str, str] | None = None,
+) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    all_files = [f for files in split_files.values() for f in files]
+    builder, kwargs = _builder_for(all_files)
+    kwargs = {**kwargs, **(builder_kwargs or {})}
+    data_files = {split: [str(f) for f in files] for split, files in split_files.items()}
+    logger.info("Loading %s files: %s", builder, data_files)
+    return datasets.load_dataset(builder, data_files=data_files, streaming=streaming, cache_dir=cache_dir, **kwargs)
+
+
+def _find_local(
+    data_dir: Path, dataset_name: str, dataset_config_name: str | None
+) -> LocalDataset | None:
+    spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
+    if spec is None or not (data_dir / spec.folder).is_dir():
+        return None
+    return spec
+
+
+def _select_columns(
+    raw: datasets.DatasetDict | datasets.IterableDatasetDict, columns: tuple[str, ...] | None
+) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    if columns is None:
+        return raw
+    return type(raw)({split: ds.select_columns(list(columns)) for split, ds in raw.items()})
+
+
+def load_raw_datasets(
+    dataset_name: str | None = None,
+    dataset_config_name: str | None = None,
+    train_file: str | None = None,
+    validation_file: str | None = None,
+    test_file: str | None = None,
+    data_dir: str | None = None,
+    streaming: bool = False,
+    cache_dir: str | None = None,
+) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    """Load the raw (untokenised) splits of a dataset.
+
+    Explicit files win; else a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the
+    Hub. Splits keep the names "train", "validation", "test" for whichever are present.
+
+    Returns:
+        A `DatasetDict`, or an `IterableDatasetDict` when `streaming` is True.
+
+    Raises:
+        ValueError: if neither a dataset name nor any file is given, or a file is empty or of an unknown format.
+        FileNotFoundError: if a file (or a local dataset's file) is missing.
+    """
+    files = {"train": train_file, "validation": validation_file, "test": test_file}
+    files = {split: f for split, f in files.items() if f}
+    if files:
+        if dataset_name:
+            logger.warning("Both dataset_name=%r and data files were given; using the files.", dataset_name)
+        split_files = {split: _expand(Path(f).expanduser(), split) for split, f in files.items()}
+        return _load_files(split_files, streaming, cache_dir)
+    if not dataset_name:
+        raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
+
+    local_dir = resolve_data_dir(data_dir)
+    spec = _find_local(local_dir, dataset_name, dataset_config_name) if local_dir else None
+    if spec is not None:
+        root = local_dir / spec.folder
+        logger.info("Using the local copy of %s/%s in %s", dataset_name, dataset_config_name, root)
+        split_files = {split: _expand(root / pattern, split) for split, pattern in spec.splits.items()}
+        return _select_columns(_load_files(split_files, streaming, cache_dir, spec.builder_kwargs), spec.columns)
+    if local_dir:
+        logger.info("%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir)
+    return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
+
+
+__all__ = ["DATA_DIR_ENV", "LOCAL_DATASETS", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]

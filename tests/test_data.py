@@ -1,0 +1,109 @@
+"""Tests for hf_bertscratch.data: explicit files, the local data-directory table, and clear errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+
+from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, resolve_data_dir
+
+
+def _fake_data_dir(root: Path) -> Path:
+    """A data directory shaped like ../shared/data, with a few lines per file."""
+    wiki = root / "wikitext-2-raw"
+    (wiki / "train_split_5").mkdir(parents=True)
+    (wiki / "train_split_5" / "train_0.txt").write_text(" = A = \n\n first line .\n", encoding="utf-8")
+    (wiki / "train_split_5" / "train_1.txt").write_text(" second line .\n", encoding="utf-8")
+    (wiki / "wiki.valid.raw").write_bytes(b" valid one .\r\n valid two .\r\n")
+    (wiki / "wiki.test.raw").write_bytes(b" test .\r\n")
+    (root / "sst2").mkdir()
+    (root / "sst2" / "train.tsv").write_text("sentence\tlabel\ngood film \t1\nbad , film \t0\n", encoding="utf-8")
+    (root / "sst2" / "dev.tsv").write_text("sentence\tlabel\nfine \t1\n", encoding="utf-8")
+    (root / "imdb").mkdir()
+    for split in ("train", "test"):
+        with gzip.open(root / "imdb" / f"{split}.csv.gz", "wt", encoding="utf-8") as f:
+            f.write('id,rating,label,text\n0,9,1,"Great, truly."\n1,2,0,Awful.\n')
+    return root
+
+
+def test_wikitext_from_data_dir_keeps_hub_splits(tmp_path: Path) -> None:
+    raw = load_raw_datasets("wikitext", "wikitext-2-raw-v1", data_dir=str(_fake_data_dir(tmp_path)))
+    assert set(raw) == {"train", "validation", "test"}
+    # Train is the 5 pieces concatenated in order; CRLF files are read as lines without "\r".
+    assert raw["train"]["text"] == [" = A = ", "", " first line .", " second line ."]
+    assert raw["validation"]["text"] == [" valid one .", " valid two ."]
+
+
+@pytest.mark.parametrize("name,config", [("glue", "sst2"), ("stanfordnlp/sst2", None), ("sst2", None)])
+def test_sst2_aliases_from_env_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, config: str) -> None:
+    monkeypatch.setenv(DATA_DIR_ENV, str(_fake_data_dir(tmp_path)))
+    raw = load_raw_datasets(name, config)
+    assert set(raw) == {"train", "validation"}
+    assert raw["train"].column_names == ["sentence", "label"]
+    assert raw["train"]["label"] == [1, 0] and raw["train"]["sentence"][1] == "bad , film "
+
+
+def test_imdb_keeps_text_and_label_only(tmp_path: Path) -> None:
+    raw = load_raw_datasets("imdb", data_dir=str(_fake_data_dir(tmp_path)))
+    assert raw["test"].column_names == ["text", "label"]
+    assert raw["train"][0] == {"text": "Great, truly.", "label": 1}
+
+
+def test_streaming_local_copy_is_iterable(tmp_path: Path) -> None:
+    raw = load_raw_datasets("wikitext", "wikitext-2-raw-v1", data_dir=str(_fake_data_dir(tmp_path)), streaming=True)
+    assert isinstance(raw, datasets.IterableDatasetDict)
+    assert [row["text"] for row in raw["validation"]] == [" valid one .", " valid two ."]
+
+
+@pytest.mark.parametrize("suffix", ["txt", "csv", "jsonl", "parquet"])
+def test_explicit_files_each_format(tmp_path: Path, suffix: str) -> None:
+    rows = [{"text": "hello world"}, {"text": "second row"}]
+    path = tmp_path / f"train.{suffix}"
+    if suffix == "txt":
+        path.write_text("\n".join(r["text"] for r in rows) + "\n", encoding="utf-8")
+    elif suffix == "csv":
+        path.write_text("text\n" + "\n".join(r["text"] for r in rows) + "\n", encoding="utf-8")
+    elif suffix == "jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    else:
+        datasets.Dataset.from_list(rows).to_parquet(str(path))
+    raw = load_raw_datasets(train_file=str(path), validation_file=str(path))
+    assert raw["train"]["text"] == ["hello world", "second row"]
+    assert set(raw) == {"train", "validation"}
+
+
+def test_files_win_over_dataset_name(text_file: Path, tmp_path: Path) -> None:
+    raw = load_raw_datasets("wikitext", "wikitext-2-raw-v1", train_file=str(text_file),
+                            data_dir=str(_fake_data_dir(tmp_path)))
+    assert set(raw) == {"train"} and raw["train"][0]["text"] == text_file.read_text().splitlines()[0]
+
+
+def test_errors_name_the_bad_value(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        load_raw_datasets(train_file=str(tmp_path / "missing.txt"))
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(ValueError, match="empty.txt.*empty"):
+        load_raw_datasets(train_file=str(tmp_path / "empty.txt"))
+    (tmp_path / "data.xml").write_text("<a/>")
+    with pytest.raises(ValueError, match="'xml'"):
+        load_raw_datasets(train_file=str(tmp_path / "data.xml"))
+    (tmp_path / "a.txt").write_text("x\n")
+    (tmp_path / "b.csv").write_text("text\nx\n")
+    with pytest.raises(ValueError, match="one format"):
+        load_raw_datasets(train_file=str(tmp_path / "a.txt"), validation_file=str(tmp_path / "b.csv"))
+    with pytest.raises(ValueError, match="No data given"):
+        load_raw_datasets()
+
+
+def test_resolve_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    assert resolve_data_dir(None) is None
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    assert resolve_data_dir(None) == tmp_path
+    assert resolve_data_dir(str(tmp_path / "..")) == tmp_path / ".."  # the argument beats the environment
+    with pytest.raises(NotADirectoryError, match="nowhere"):
+        resolve_data_dir(str(tmp_path / "nowhere"))
