@@ -1,0 +1,301 @@
+"""Pictures of what the model does: training curves, confusion matrices and attention maps.
+
+Every function draws on a bare `matplotlib.figure.Figure` (rendered by Agg), never through `pyplot`, so calling them
+from a notebook neither changes the notebook's backend nor leaks open figures; they return the path of the image
+they wrote (show it in a notebook with `IPython.display.Image(path)`).
+
+Images are written atomically: drawn to a temporary file beside the target, then renamed, so a failed plot never
+leaves a half-written image that looks finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+DPI = 100
+CURVE_PANEL_INCHES = (6.0, 4.0)  # (width, height) of one panel of `plot_training_curves`
+ATTENTION_PANEL_INCHES = 3.0  # side of one head's heatmap in `plot_attention`'s grid
+SINGLE_ATTENTION_INCHES = 6.0  # side of the figure when one head is drawn alone
+
+# Series of `trainer_state.json`'s log_history drawn by `plot_training_curves`: panel -> [(log key, legend label)].
+CURVE_PANELS: dict[str, list[tuple[str, str]]] = {
+    "loss": [("loss", "training loss"), ("eval_loss", "validation loss")],
+    "accuracy": [("eval_accuracy", "validation accuracy")],
+}
+
+
+def _save_figure(fig: Figure, output_file: str | Path) -> Path:
+    """Write `fig` to `output_file` (format from its suffix, PNG if none) through a temp file and a rename."""
+    output_file = Path(output_file)
+    image_format = output_file.suffix.lstrip(".").lower() or "png"
+    supported = fig.canvas.get_supported_filetypes()
+    if image_format not in supported:
+        raise ValueError(
+            f"Cannot write image {str(output_file)!r}: format {image_format!r} is not one of {sorted(supported)}."
+        )
+    output_file.parent.mkdir(parents=True, exist_ok=True)
+    # Not mkstemp: its 0600 mode would survive the rename; a pid-unique name keeps the user's umask.
+    tmp_name = output_file.with_name(f".{output_file.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp_name, format=image_format, dpi=DPI)
+        os.replace(tmp_name, output_file)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    logger.info("Wrote %s", output_file)
+    return output_file
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training curves
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def find_trainer_state(run_dir: str | Path) -> Path:
+    """The `trainer_state.json` of a Trainer run: `run_dir`'s own, else that of its latest `checkpoint-N`."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"Run directory {str(run_dir)!r} does not exist (expected a Trainer output_dir).")
+    state = run_dir / "trainer_state.json"
+    if state.is_file():
+        return state
+    checkpoints = sorted(
+        (p for p in run_dir.glob("checkpoint-*/trainer_state.json") if p.parent.name.split("-")[-1].isdigit()),
+        key=lambda p: int(p.parent.name.split("-")[-1]),
+    )
+    if checkpoints:
+        return checkpoints[-1]
+    raise FileNotFoundError(
+        f"No trainer_state.json in {str(run_dir)!r} or its checkpoint-* folders: expected the output_dir of a "
+        "finished Trainer run (pretraining or fine-tuning)."
+    )
+
+
+def read_log_history(trainer_state: str | Path) -> list[dict]:
+    """The `log_history` list of a `trainer_state.json` (one dict per logging/eval event, each with "step")."""
+    trainer_state = Path(trainer_state)
+    try:
+        state = json.loads(trainer_state.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{str(trainer_state)!r} is not valid JSON: {error}.") from error
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise ValueError(f"{str(trainer_state)!r} has no 'log_history' list: is it a Trainer's trainer_state.json?")
+    return history
+
+
+def _series(history: list[dict], key: str) -> tuple[list[float], list[float]]:
+    """(steps, values) of every log entry that holds `key`."""
+    points = [(entry.get("step", index), entry[key]) for index, entry in enumerate(history) if key in entry]
+    return [float(step) for step, _ in points], [float(value) for _, value in points]
+
+
+def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = None) -> Path:
+    """Plot training and validation loss (and validation accuracy when logged) of a Trainer run.
+
+    Args:
+        run_dir: a Trainer `output_dir` holding `trainer_state.json` (or `checkpoint-N/trainer_state.json`).
+        output_file: image to write; defaults to `run_dir/loss_curve.png`.
+
+    Returns:
+        The path written. The figure is one 600x400 px panel for the losses, plus a second panel beside it
+        (1200x400 px in all) when `eval_accuracy` was logged.
+    """
+    history = read_log_history(find_trainer_state(run_dir))
+    output_file = Path(run_dir) / "loss_curve.png" if output_file is None else Path(output_file)
+    panels = {
+        name: [(label, *_series(history, key)) for key, label in series]
+        for name, series in CURVE_PANELS.items()
+    }
+    panels = {name: [s for s in series if s[1]] for name, series in panels.items()}
+    if not panels["loss"]:
+        raise ValueError(
+            f"The trainer_state.json of {str(run_dir)!r} logs no 'loss' or 'eval_loss' yet: train for at least "
+            "`logging_steps` steps (or evaluate) before plotting."
+        )
+    drawn = {name: series for name, series in panels.items() if series}
+    width, height = CURVE_PANEL_INCHES
+    fig = Figure(figsize=(width * len(drawn), height), dpi=DPI, layout="constrained")
+    for ax, (name, series) in zip(fig.subplots(1, len(drawn), squeeze=False)[0], drawn.items()):
+        for label, steps, values in series:
+            # A lone point (e.g. one final evaluation) is invisible as a line: give it a marker.
+            ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, label=label)
+        ax.set_xlabel("step")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(Path(run_dir).resolve().name)
+    return _save_figure(fig, output_file)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Confusion matrix
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def plot_confusion_matrix(
+    labels: Sequence[int],
+    predictions: Sequence[int],
+    label_names: Sequence[str],
+    output_file: str | Path,
+    title: str = "",
+) -> Path:
+    """Draw the confusion matrix of class ids `predictions` against true `labels` (rows: true, columns: predicted).
+
+    Args:
+        labels, predictions: (n,) class ids in [0, len(label_names)).
+        label_names: the name of each class id, in id order.
+        output_file: image to write.
+        title: figure title.
+
+    Returns:
+        The path written; the figure is square, max(4, 2 + 0.8 * num_classes) inches at 100 dpi.
+    """
+    labels = np.asarray(labels).reshape(-1)
+    predictions = np.asarray(predictions).reshape(-1)
+    num_classes = len(label_names)
+    if num_classes == 0:
+        raise ValueError("label_names is empty: expected one name per class id.")
+    if labels.shape != predictions.shape:
+        raise ValueError(f"labels has {labels.size} entries but predictions has {predictions.size}: expected equal.")
+    for name, ids in (("labels", labels), ("predictions", predictions)):
+        bad = ids[(ids < 0) | (ids >= num_classes)] if ids.size else ids
+        if bad.size:
+            raise ValueError(f"{name} contains class id {bad[0]}, outside [0, {num_classes - 1}] ({label_names=}).")
+    matrix = np.zeros((num_classes, num_classes), dtype=np.int64)
+    np.add.at(matrix, (labels.astype(np.int64), predictions.astype(np.int64)), 1)
+
+    side = max(4.0, 2.0 + 0.8 * num_classes)
+    fig = Figure(figsize=(side, side), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(matrix, cmap="Blues")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    ticks = range(num_classes)
+    ax.set_xticks(ticks, labels=label_names, rotation=45, ha="right")
+    ax.set_yticks(ticks, labels=label_names)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    threshold = matrix.max() / 2 if matrix.size else 0
+    for (row, col), count in np.ndenumerate(matrix):
+        ax.text(col, row, str(count), ha="center", va="center", color="white" if count > threshold else "black")
+    accuracy = float(np.trace(matrix)) / max(int(matrix.sum()), 1)
+    ax.set_title(f"{title} (accuracy {accuracy:.3f}, n={labels.size})" if title else f"accuracy {accuracy:.3f}")
+    return _save_figure(fig, output_file)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Attention maps
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def attention_weights(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, text: str
+) -> tuple[list[str], torch.Tensor]:
+    """Run `model` on `text` and return its tokens and the attention probabilities of every layer.
+
+    Args:
+        model: any encoder that returns `attentions` when called with `output_attentions=True`.
+        tokenizer: the model's tokenizer.
+        text: one sentence (or a pair separated by [SEP]).
+
+    Returns:
+        (tokens, weights): the T tokens including [CLS]/[SEP], and float32 weights of shape (L, nh, T, T),
+        weights[l, h, i, j] being how much token i attends to token j in head h of layer l.
+    """
+    if not text or not text.strip():
+        raise ValueError("text is empty: expected a sentence to draw attention for.")
+    was_training = model.training
+    model.eval()  # attention dropout would make the map random
+    try:
+        device = next(model.parameters()).device
+        encoding = tokenizer(text, return_tensors="pt", truncation=True).to(device)
+        outputs = model(**encoding, output_attentions=True, return_dict=True)
+    finally:
+        model.train(was_training)
+    if not outputs.attentions:
+        raise ValueError(f"{type(model).__name__} returned no attentions: it does not support output_attentions.")
+    weights = torch.stack([layer[0] for layer in outputs.attentions]).float().cpu()  # (L, nh, T, T)
+    tokens = tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist())
+    return tokens, weights
+
+
+def _check_index(name: str, value: int | None, count: int) -> int | None:
+    """Accept Python-style indices in [-count, count); raise a clear error otherwise."""
+    if value is None:
+        return None
+    if not -count <= value < count:
+        raise ValueError(f"{name}={value} is out of range: the model has {count} {name}s (use 0..{count - 1}).")
+    return value % count
+
+
+def _draw_heatmap(ax, weights: np.ndarray, tokens: list[str], title: str, fontsize: float) -> object:
+    """One (T, T) heatmap, queries down the rows and keys across the columns, a token on every tick."""
+    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0)
+    ticks = range(len(tokens))
+    ax.set_xticks(ticks, labels=tokens, rotation=90, fontsize=fontsize)
+    ax.set_yticks(ticks, labels=tokens, fontsize=fontsize)
+    ax.set_title(title, fontsize=fontsize + 2)
+    return image
+
+
+def plot_attention(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    text: str,
+    output_file: str | Path,
+    layer: int | None = None,
+    head: int | None = None,
+) -> Path:
+    """Draw the attention map of `text` as heatmaps with the tokens on both axes (rows attend to columns).
+
+    Args:
+        model, tokenizer, text: as for `attention_weights`.
+        output_file: image to write.
+        layer: layer index (negative counts from the end); defaults to the last layer.
+        head: one head to draw alone in a 600x600 px figure; by default every head of `layer` is drawn in a
+            grid of ceil(sqrt(nh)) columns, each panel 300x300 px (a 4-head model gives 600x600 px).
+
+    Returns:
+        The path written.
+    """
+    tokens, weights = attention_weights(model, tokenizer, text)  # (L, nh, T, T)
+    num_layers, num_heads = weights.shape[:2]
+    layer = _check_index("layer", -1 if layer is None else layer, num_layers)
+    head = _check_index("head", head, num_heads)
+    heads = list(range(num_heads)) if head is None else [head]
+    columns = math.ceil(math.sqrt(len(heads)))
+    rows = math.ceil(len(heads) / columns)
+    panel = SINGLE_ATTENTION_INCHES if head is not None else ATTENTION_PANEL_INCHES
+    # Shrink the tick labels with long sentences so neighbouring tokens stay readable.
+    fontsize = max(3.0, min(9.0, panel * 72 / (1.6 * len(tokens)) - 1))
+    fig = Figure(figsize=(panel * columns, panel * rows), dpi=DPI, layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).reshape(-1)
+    for ax, index in zip(axes, heads):
+        image = _draw_heatmap(ax, weights[layer, index].numpy(), tokens, f"layer {layer} head {index}", fontsize)
+    for ax in axes[len(heads) :]:
+        ax.set_axis_off()
+    fig.colorbar(image, ax=axes.tolist(), shrink=0.6)
+    return _save_figure(fig, output_file)
+
+
+__all__ = [
+    "attention_weights",
+    "find_trainer_state",
+    "plot_attention",
+    "plot_confusion_matrix",
+    "plot_training_curves",
+    "read_log_history",
+]

@@ -1,0 +1,176 @@
+"""Tests for hf_bertscratch.plotting: the images are real PNGs of the documented pixel size, errors are clear."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from matplotlib import image as mpimg
+
+import hf_bertscratch
+from hf_bertscratch import plotting
+
+
+def read_png(path: Path) -> np.ndarray:
+    """Decode a PNG (failing on anything else) and return its (H, W, C) pixels."""
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return mpimg.imread(path)
+
+
+def assert_png(path: Path, width: int, height: int) -> None:
+    pixels = read_png(path)
+    assert pixels.shape[:2] == (height, width)
+    assert pixels.std() > 0.01, "the image is blank"
+
+
+def write_state(run_dir: Path, history: list[dict]) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 40, "log_history": history}), encoding="utf-8")
+    return path
+
+
+PRETRAIN_HISTORY = [{"loss": 4.0 - 0.1 * i, "step": 5 * (i + 1), "epoch": i / 8} for i in range(8)] + [
+    {"eval_loss": 3.5, "step": 20},
+    {"eval_loss": 3.2, "step": 40},
+]
+FINETUNE_HISTORY = PRETRAIN_HISTORY + [{"eval_loss": 0.6, "eval_accuracy": 0.7, "step": 40}]
+
+
+# ----------------------------------------------------------------------------------------------- training curves
+
+
+def test_training_curves_default_output_and_size(tmp_path: Path) -> None:
+    write_state(tmp_path / "run", PRETRAIN_HISTORY)
+    path = plotting.plot_training_curves(tmp_path / "run")
+    assert path == tmp_path / "run" / "loss_curve.png"
+    assert_png(path, 600, 400)  # one panel: no accuracy logged
+    names = {p.name for p in (tmp_path / "run").iterdir()}
+    assert names == {"trainer_state.json", "loss_curve.png"}, "temporary files were left behind"
+
+
+def test_training_curves_add_accuracy_panel(tmp_path: Path) -> None:
+    write_state(tmp_path / "run", FINETUNE_HISTORY)
+    path = plotting.plot_training_curves(tmp_path / "run", tmp_path / "out" / "curves.png")
+    assert_png(path, 1200, 400)
+
+
+def test_training_curves_series_read_from_history() -> None:
+    steps, values = plotting._series(FINETUNE_HISTORY, "eval_loss")
+    assert steps == [20.0, 40.0, 40.0] and values == [3.5, 3.2, 0.6]
+    assert plotting._series(PRETRAIN_HISTORY, "eval_accuracy") == ([], [])
+
+
+def test_training_curves_fall_back_to_latest_checkpoint(tmp_path: Path) -> None:
+    write_state(tmp_path / "run" / "checkpoint-5", PRETRAIN_HISTORY[:1])
+    write_state(tmp_path / "run" / "checkpoint-40", PRETRAIN_HISTORY)
+    write_state(tmp_path / "run" / "checkpoint-100", FINETUNE_HISTORY)
+    assert plotting.find_trainer_state(tmp_path / "run") == tmp_path / "run" / "checkpoint-100" / "trainer_state.json"
+
+
+@pytest.mark.parametrize(
+    "setup, error, match",
+    [
+        (lambda d: None, FileNotFoundError, "does not exist"),
+        (lambda d: d.mkdir(), FileNotFoundError, "No trainer_state.json"),
+        (lambda d: write_state(d, [{"learning_rate": 1e-4, "step": 1}]), ValueError, "logs no 'loss'"),
+        (lambda d: (d.mkdir(), (d / "trainer_state.json").write_text("{oops")), ValueError, "not valid JSON"),
+        (lambda d: (d.mkdir(), (d / "trainer_state.json").write_text("{}")), ValueError, "no 'log_history'"),
+    ],
+)
+def test_training_curves_errors(tmp_path: Path, setup, error: type, match: str) -> None:
+    run_dir = tmp_path / "run"
+    setup(run_dir)
+    with pytest.raises(error, match=match):
+        plotting.plot_training_curves(run_dir)
+    assert not (run_dir / "loss_curve.png").exists()
+
+
+def test_bad_image_format_is_rejected_before_writing(tmp_path: Path) -> None:
+    write_state(tmp_path / "run", PRETRAIN_HISTORY)
+    with pytest.raises(ValueError, match="format 'bmpx'"):
+        plotting.plot_training_curves(tmp_path / "run", tmp_path / "curve.bmpx")
+    assert list(tmp_path.glob("*curve*")) == []
+
+
+def test_failed_save_keeps_previous_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    write_state(run_dir, PRETRAIN_HISTORY)
+    (run_dir / "loss_curve.png").write_bytes(b"previous")
+
+    def broken_savefig(self, *args, **kwargs) -> None:
+        Path(args[0]).write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(plotting.Figure, "savefig", broken_savefig)
+    with pytest.raises(OSError, match="disk full"):
+        plotting.plot_training_curves(run_dir)
+    assert (run_dir / "loss_curve.png").read_bytes() == b"previous"
+    assert {p.name for p in run_dir.iterdir()} == {"trainer_state.json", "loss_curve.png"}
+
+
+# ---------------------------------------------------------------------------------------------- confusion matrix
+
+
+def test_confusion_matrix_png(tmp_path: Path) -> None:
+    path = plotting.plot_confusion_matrix([0, 1, 1, 0, 1], [0, 1, 0, 0, 1], ["neg", "pos"], tmp_path / "cm.png", "SST-2")
+    assert_png(path, 400, 400)
+    path = plotting.plot_confusion_matrix([0, 4], [3, 4], list("abcde"), tmp_path / "cm5.png")
+    assert_png(path, 600, 600)  # 2 + 0.8 * 5 inches
+
+
+@pytest.mark.parametrize(
+    "labels, predictions, names, match",
+    [
+        ([0, 1], [0], ["a", "b"], "2 entries but predictions has 1"),
+        ([0, 2], [0, 1], ["a", "b"], "labels contains class id 2"),
+        ([0, 1], [-1, 1], ["a", "b"], "predictions contains class id -1"),
+        ([0], [0], [], "label_names is empty"),
+    ],
+)
+def test_confusion_matrix_errors(tmp_path: Path, labels, predictions, names, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plotting.plot_confusion_matrix(labels, predictions, names, tmp_path / "cm.png")
+    assert not (tmp_path / "cm.png").exists()
+
+
+# ------------------------------------------------------------------------------------------------ attention maps
+
+
+@pytest.fixture
+def mlm_model(tiny_config: hf_bertscratch.BertScratchConfig) -> hf_bertscratch.BertScratchForMaskedLM:
+    return hf_bertscratch.BertScratchForMaskedLM(tiny_config)
+
+
+def test_attention_weights_match_model_output(mlm_model, tokenizer) -> None:
+    mlm_model.train()
+    tokens, weights = plotting.attention_weights(mlm_model, tokenizer, "paris is the capital of france .")
+    assert tokens == ["[CLS]", "paris", "is", "the", "capital", "of", "france", ".", "[SEP]"]
+    assert weights.shape == (2, 4, 9, 9)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 9))
+    assert mlm_model.training, "the model's train/eval mode must be restored"
+    mlm_model.eval()
+    reference = mlm_model(**tokenizer("paris is the capital of france .", return_tensors="pt"), output_attentions=True)
+    torch.testing.assert_close(weights[1], reference.attentions[1][0])
+
+
+def test_attention_grid_and_single_head(tmp_path: Path, mlm_model, tokenizer) -> None:
+    grid = plotting.plot_attention(mlm_model, tokenizer, "the cat sat on the mat .", tmp_path / "grid.png")
+    assert_png(grid, 600, 600)  # 4 heads -> 2 x 2 panels of 300 px
+    one = plotting.plot_attention(mlm_model, tokenizer, "the cat sat .", tmp_path / "one.png", layer=-2, head=3)
+    assert_png(one, 600, 600)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"layer": 2}, "layer=2 is out of range"), ({"head": -5}, "head=-5")])
+def test_attention_bad_index(tmp_path: Path, mlm_model, tokenizer, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plotting.plot_attention(mlm_model, tokenizer, "the cat", tmp_path / "a.png", **kwargs)
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_attention_empty_text(tmp_path: Path, mlm_model, tokenizer) -> None:
+    with pytest.raises(ValueError, match="text is empty"):
+        plotting.plot_attention(mlm_model, tokenizer, "  ", tmp_path / "a.png")
