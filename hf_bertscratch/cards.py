@@ -1,0 +1,359 @@
+"""Model cards for BertScratch runs: Hub metadata plus a readable card, filled from what a run measured.
+
+The templates live in the top-level `model_cards/` folder; `hf_bertscratch/model_cards` is a symlink to it, so the
+same single copy is found in a source checkout, in an editable install and (as package data) in an installed wheel.
+A card written here parses with `huggingface_hub.ModelCard` and its YAML metadata (`library_name`, `pipeline_tag`,
+`license`, `datasets`, `metrics`, `tags`, `base_model`, `model-index`) round-trips through `ModelCard.load`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import re
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+logger = logging.getLogger(__name__)
+
+# Written into a card when the repo id is not known yet; `set_card_repo` swaps in the real one at upload time.
+REPO_PLACEHOLDER = "your-username/your-model"
+DEFAULT_REVISION = "main"
+PROJECT_URL = "https://github.com/hf-bertscratch/hf-bertscratch"
+
+
+@dataclass(frozen=True)
+class CardKind:
+    """What differs between the card of a pretrained MLM and that of a fine-tuned classifier."""
+
+    template: str
+    pipeline_tag: str
+    task_name: str
+    auto_class: str
+    tags: tuple[str, ...]
+
+
+CARD_KINDS: dict[str, CardKind] = {
+    "pretrained": CardKind(
+        "pretrained.md", "fill-mask", "Masked language modeling", "AutoModelForMaskedLM", ("fill-mask", "pretraining")
+    ),
+    "classifier": CardKind(
+        "classifier.md",
+        "text-classification",
+        "Text classification",
+        "AutoModelForSequenceClassification",
+        ("text-classification",),
+    ),
+}
+_COMMON_TAGS = ("bert", "bertscratch", "custom_code")
+
+# Result keys that measure speed, not quality: shown nowhere in the metadata.
+_NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos")
+
+# Known datasets: a readable name and the citation the card must carry. Keys are Hub ids (and local aliases).
+_WIKITEXT = ("WikiText-2", """@inproceedings{merity2017pointer,
+  title     = {Pointer Sentinel Mixture Models},
+  author    = {Merity, Stephen and Xiong, Caiming and Bradbury, James and Socher, Richard},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2017}
+}""")
+_IMDB = ("IMDB Large Movie Review", """@inproceedings{maas2011learning,
+  title     = {Learning Word Vectors for Sentiment Analysis},
+  author    = {Maas, Andrew L. and Daly, Raymond E. and Pham, Peter T. and Huang, Dan and Ng, Andrew Y. and Potts, Christopher},
+  booktitle = {Proceedings of the 49th Annual Meeting of the Association for Computational Linguistics},
+  year      = {2011},
+  pages     = {142--150}
+}""")
+_SST2 = ("SST-2 (GLUE)", """@inproceedings{socher2013recursive,
+  title     = {Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank},
+  author    = {Socher, Richard and Perelygin, Alex and Wu, Jean and Chuang, Jason and Manning, Christopher D. and Ng, Andrew and Potts, Christopher},
+  booktitle = {Proceedings of the 2013 Conference on Empirical Methods in Natural Language Processing},
+  year      = {2013},
+  pages     = {1631--1642}
+}
+@inproceedings{wang2019glue,
+  title     = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
+  author    = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2019}
+}""")
+DATASET_CITATIONS: dict[str, tuple[str, str]] = {
+    "wikitext": _WIKITEXT,
+    "Salesforce/wikitext": _WIKITEXT,
+    "imdb": _IMDB,
+    "stanfordnlp/imdb": _IMDB,
+    "glue": _SST2,
+    "nyu-mll/glue": _SST2,
+    "sst2": _SST2,
+    "stanfordnlp/sst2": _SST2,
+}
+BERT_CITATION = """@inproceedings{devlin2019bert,
+  title     = {{BERT}: Pre-training of Deep Bidirectional Transformers for Language Understanding},
+  author    = {Devlin, Jacob and Chang, Ming-Wei and Lee, Kenton and Toutanova, Kristina},
+  booktitle = {Proceedings of the 2019 Conference of the North {A}merican Chapter of the Association for Computational Linguistics},
+  year      = {2019},
+  pages     = {4171--4186}
+}"""
+
+
+def template_path(kind: str) -> Path:
+    """The Jinja template of a card kind ("pretrained" or "classifier"), wherever the package is installed."""
+    card_kind = _card_kind(kind)
+    path = Path(str(resources.files("hf_bertscratch").joinpath("model_cards", card_kind.template)))
+    if not path.is_file():
+        raise FileNotFoundError(f"Model card template {card_kind.template!r} not found at {path}; reinstall the package.")
+    return path
+
+
+def build_model_card(kind: str, info: dict[str, Any]) -> ModelCard:
+    """Render the card of `kind` from a run's `info` (keys: see `write_model_card`), without writing it."""
+    card_kind = _card_kind(kind)
+    _check_info(info)
+    card_data = _card_data(card_kind, info)
+    return ModelCard.from_template(card_data, template_path=str(template_path(kind)), **_template_fields(card_kind, info))
+
+
+def write_model_card(output_dir: str | Path, kind: str, info: dict[str, Any]) -> Path:
+    """Write `output_dir/README.md`, the model card of a run, and return its path.
+
+    Args:
+        output_dir: Folder of the saved model (created if missing).
+        kind: "pretrained" (masked-LM pretraining) or "classifier" (fine-tuned sequence classifier).
+        info: What the run knows, every key optional: model_name, base_model (Hub id or path fine-tuned from),
+            datasets (Hub dataset ids), dataset_description, model_size (preset name), num_parameters,
+            hyperparameters (dict), hardware, wall_time_seconds, train_tokens, results (metric -> value, e.g.
+            eval_accuracy, perplexity, eval_loss), task ("fill-mask" or "text-classification"), labels (list),
+            repo_id; also license (default "apache-2.0"), language (default "en"), dataset_config, eval_split.
+
+    The file is written to a temporary name beside it and renamed, so a failure never leaves a half card.
+    """
+    card = build_model_card(kind, info)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / "README.md"
+    _atomic_write_text(path, str(card))
+    logger.info("Wrote the %s model card to %s", kind, path)
+    return path
+
+
+def set_card_repo(card_file: str | Path, repo_id: str, revision: str | None = None) -> Path:
+    """Point the loading instructions of a written card at `repo_id` (and branch `revision`), in place.
+
+    Cards are written at the end of training, often before anyone has chosen where they go: the placeholder repo id
+    and default revision are swapped here, at upload time. The result must still parse as a `ModelCard`.
+    """
+    path = Path(card_file)
+    text = path.read_text(encoding="utf-8").replace(REPO_PLACEHOLDER, repo_id)
+    if revision:
+        text = text.replace(f'revision = "{DEFAULT_REVISION}"', f'revision = "{revision}"')
+    ModelCard(text)  # raises if the edit broke the metadata block
+    _atomic_write_text(path, text)
+    return path
+
+
+def describe_hardware() -> str:
+    """A one-line description of the accelerator (or CPU) this process runs on, for the card's hardware field."""
+    import torch
+
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        return f"{count} x {torch.cuda.get_device_name(0)}"
+    cpu = platform.processor() or platform.machine()
+    return f"CPU ({cpu}, {os.cpu_count()} cores)"
+
+
+def info_from_model_folder(model_dir: str | Path) -> tuple[str, dict[str, Any]]:
+    """Guess the card kind and `info` of a saved model folder that has no card (config, sizes, saved metrics).
+
+    Returns:
+        (kind, info): kind "classifier" for sequence-classification heads, else "pretrained".
+    """
+    model_dir = Path(model_dir)
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    architectures = config.get("architectures") or []
+    kind = "classifier" if any("SequenceClassification" in name for name in architectures) else "pretrained"
+    info: dict[str, Any] = {"model_name": model_dir.resolve().name}
+    num_parameters = _count_safetensors_parameters(model_dir)
+    if num_parameters:
+        info["num_parameters"] = num_parameters
+    results_file = model_dir / "all_results.json"
+    if results_file.is_file():
+        info["results"] = json.loads(results_file.read_text(encoding="utf-8"))
+    if kind == "classifier" and config.get("id2label"):
+        info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
+    return kind, info
+
+
+def _card_kind(kind: str) -> CardKind:
+    if kind not in CARD_KINDS:
+        raise ValueError(f"Unknown model card kind {kind!r}; expected one of {sorted(CARD_KINDS)}.")
+    return CARD_KINDS[kind]
+
+
+def _check_info(info: dict[str, Any]) -> None:
+    """Reject info values of the wrong type, naming the key, before anything is rendered."""
+    expected = {"datasets": (list, tuple), "hyperparameters": dict, "results": dict, "labels": (list, tuple)}
+    for key, types in expected.items():
+        if info.get(key) is not None and not isinstance(info[key], types):
+            raise ValueError(f"Model card info[{key!r}] must be a {types}, got {type(info[key]).__name__}.")
+    task = info.get("task")
+    if task is not None and task not in {kind.pipeline_tag for kind in CARD_KINDS.values()}:
+        raise ValueError(f"Model card info['task'] must be 'fill-mask' or 'text-classification', got {task!r}.")
+
+
+def _quality_metrics(results: dict[str, Any]) -> dict[str, float]:
+    """The numeric, quality-measuring entries of a results dict (speed counters and epochs dropped)."""
+    metrics = {}
+    for key, value in results.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        if key.endswith(_NON_METRIC_SUFFIXES) or key.startswith("train_"):
+            continue
+        metrics[key] = float(value)
+    return metrics
+
+
+def _metric_type(key: str) -> str:
+    """`eval_accuracy` -> `accuracy`: the Hub's metric id for a Trainer result key."""
+    return re.sub(r"^(eval|test|validation)_", "", key)
+
+
+def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
+    """The YAML metadata block: what the Hub indexes and shows in the model-index widget."""
+    datasets = list(info.get("datasets") or [])
+    metrics = _quality_metrics(info.get("results") or {})
+    model_name = info.get("model_name") or (info.get("repo_id") or REPO_PLACEHOLDER).split("/")[-1]
+    pipeline_tag = info.get("task") or card_kind.pipeline_tag
+    eval_dataset = datasets[0] if datasets else "custom"
+    eval_results = [
+        EvalResult(
+            task_type=pipeline_tag,
+            task_name=card_kind.task_name,
+            dataset_type=eval_dataset,
+            dataset_name=DATASET_CITATIONS.get(eval_dataset, (eval_dataset, ""))[0],
+            dataset_config=info.get("dataset_config"),
+            dataset_split=info.get("eval_split"),
+            metric_type=_metric_type(key),
+            metric_name=key,
+            metric_value=value,
+        )
+        for key, value in metrics.items()
+    ]
+    return ModelCardData(
+        language=info.get("language", "en"),
+        license=info.get("license", "apache-2.0"),
+        library_name="transformers",
+        pipeline_tag=pipeline_tag,
+        tags=list(_COMMON_TAGS + card_kind.tags),
+        datasets=datasets or None,
+        metrics=sorted({_metric_type(key) for key in metrics}) or None,
+        base_model=info.get("base_model"),
+        model_name=model_name,
+        eval_results=eval_results or None,
+    )
+
+
+def _template_fields(card_kind: CardKind, info: dict[str, Any]) -> dict[str, Any]:
+    """Everything the Jinja template shows besides the metadata, pre-formatted as strings."""
+    datasets = list(info.get("datasets") or [])
+    hyperparameters = info.get("hyperparameters") or {}
+    return {
+        "model_name": info.get("model_name") or (info.get("repo_id") or REPO_PLACEHOLDER).split("/")[-1],
+        "repo_id": info.get("repo_id") or REPO_PLACEHOLDER,
+        "revision": DEFAULT_REVISION,
+        "auto_class": card_kind.auto_class,
+        "pipeline_tag": info.get("task") or card_kind.pipeline_tag,
+        "base_model": info.get("base_model"),
+        "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
+        "dataset_description": info.get("dataset_description") or "",
+        "model_size": info.get("model_size") or "custom",
+        "num_parameters": _format_count(info.get("num_parameters")),
+        "train_tokens": _format_count(info.get("train_tokens")),
+        "hardware": info.get("hardware") or "not recorded",
+        "wall_time": _format_duration(info.get("wall_time_seconds")),
+        "hyperparameters": [(key, _format_value(value)) for key, value in hyperparameters.items()],
+        "results": [(key, _format_value(value)) for key, value in _quality_metrics(info.get("results") or {}).items()],
+        "labels": [str(label) for label in info.get("labels") or []],
+        "citations": [BERT_CITATION] + _dataset_citations(datasets),
+        "project_url": PROJECT_URL,
+    }
+
+
+def _dataset_citations(datasets: list[str]) -> list[str]:
+    citations = []
+    for name in datasets:
+        citation = DATASET_CITATIONS.get(name, ("", ""))[1]
+        if citation and citation not in citations:
+            citations.append(citation)
+    return citations
+
+
+def _format_count(value: int | None) -> str:
+    """4385920 -> '4.39M' (and the exact number), for parameter and token counts."""
+    if value is None:
+        return "not recorded"
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if value >= scale:
+            return f"{value / scale:.2f}{suffix} ({value:,})"
+    return f"{value:,}"
+
+
+def _format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not recorded"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _count_safetensors_parameters(model_dir: Path) -> int | None:
+    """Parameter count from the safetensors headers alone (no weights are loaded)."""
+    from safetensors import safe_open
+
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for file in files:
+        with safe_open(str(file), framework="pt") as handle:
+            for name in handle.keys():
+                total += math.prod(handle.get_slice(name).get_shape())
+    return total
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: readers see the old file or the whole new one."""
+    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+__all__ = [
+    "CARD_KINDS",
+    "REPO_PLACEHOLDER",
+    "build_model_card",
+    "describe_hardware",
+    "info_from_model_folder",
+    "set_card_repo",
+    "template_path",
+    "write_model_card",
+]
