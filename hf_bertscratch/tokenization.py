@@ -1,0 +1,117 @@
+"""Tokenizers for pretraining: load an existing WordPiece tokenizer, or train one on the training text.
+
+`load_tokenizer` accepts the forms users have at hand (a saved tokenizer folder, a folder holding only `vocab.txt`,
+a `vocab.txt` file, or a Hub id); `train_wordpiece_tokenizer` trains BERT's uncased WordPiece with the `tokenizers`
+library and returns it as a `BertTokenizerFast`. `main()` is the `train_tokenizer` command.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from transformers import AutoTokenizer, BertTokenizerFast, HfArgumentParser, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+# BERT's special tokens, in the order that gives them ids 0..4 (so [PAD] is 0, the config's pad_token_id).
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    """Load a tokenizer from a tokenizer folder, a folder with only `vocab.txt`, a `vocab.txt` file, or a Hub id.
+
+    Raises:
+        ValueError: if the tokenizer has no mask token (masked language modelling needs one).
+    """
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        tokenizer = BertTokenizerFast(vocab=str(path))
+    elif path.is_dir() and not any((path / name).is_file() for name in _TOKENIZER_FILES):
+        if not (path / "vocab.txt").is_file():
+            raise FileNotFoundError(
+                f"Tokenizer folder {name_or_path!r} holds neither {' nor '.join(_TOKENIZER_FILES)} nor vocab.txt."
+            )
+        # AutoTokenizer cannot tell a bare vocab.txt folder's class; WordPiece vocab files are BERT's.
+        tokenizer = BertTokenizerFast.from_pretrained(str(path))
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    if tokenizer.mask_token is None:
+        raise ValueError(
+            f"Tokenizer {name_or_path!r} has no mask token; masked language modelling needs one (e.g. [MASK])."
+        )
+    return tokenizer
+
+
+def train_wordpiece_tokenizer(
+    texts: Iterable[str], vocab_size: int, output_dir: str | None = None, lowercase: bool = True
+) -> BertTokenizerFast:
+    """Train a BERT WordPiece tokenizer on `texts` (BERT normaliser and pre-tokeniser, "##" continuation prefix).
+
+    The special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4. Saved to `output_dir` when given.
+
+    Raises:
+        ValueError: if `vocab_size` cannot hold the special tokens.
+    """
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}.")
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    backend.train_from_iterator(_non_empty(texts), trainer=trainer)
+    vocab = backend.get_vocab()
+    if len(vocab) <= len(SPECIAL_TOKENS):
+        raise ValueError("Cannot train a tokenizer: the texts given contain no characters to learn from.")
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=lowercase)
+    if output_dir is not None:
+        tokenizer.save_pretrained(output_dir)
+        logger.info("Saved a %d-token WordPiece tokenizer to %s", len(tokenizer), output_dir)
+    return tokenizer
+
+
+def _non_empty(texts: Iterable[str]) -> Iterator[str]:
+    return (text for text in texts if text and not text.isspace())
+
+
+@dataclass
+class TrainTokenizerArguments:
+    """Arguments of `train_tokenizer`: which text to learn from and where to save the tokenizer."""
+
+    output_dir: str = field(metadata={"help": "Folder to save the tokenizer in (loadable by AutoTokenizer)."})
+    vocab_size: int = field(default=30522, metadata={"help": "Vocabulary size, the 5 special tokens included."})
+    dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset id (e.g. wikitext)."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config (e.g. wikitext-2-raw-v1)."})
+    train_file: str | None = field(default=None, metadata={"help": "Training text file (txt, csv, json/jsonl, parquet)."})
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Local copies of Hub datasets (default: $BERTSCRATCH_DATA_DIR)."}
+    )
+    text_column: str = field(default="text", metadata={"help": "Column holding the text."})
+    lowercase: bool = field(default=True, metadata={"help": "Lowercase and strip accents (BERT uncased)."})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train a WordPiece tokenizer on a dataset's train split and save it (the `train_tokenizer` command)."""
+    from .data import load_raw_datasets
+
+    argv = sys.argv[1:] if argv is None else argv
+    parser = HfArgumentParser(TrainTokenizerArguments, description=main.__doc__)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        (args,) = parser.parse_json_file(argv[0])
+    else:
+        (args,) = parser.parse_args_into_dataclasses(argv)
+    raw = load_raw_datasets(args.dataset_name, args.dataset_config_name, train_file=args.train_file,
+                            data_dir=args.data_dir)
+    train = raw["train"]
+    if args.text_column not in train.column_names:
+        raise ValueError(f"text_column={args.text_column!r} is not a column of the data; columns: {train.column_names}.")
+    tokenizer = train_wordpiece_tokenizer(train[args.text_column], args.vocab_size, args.output_dir, args.lowercase)
+    print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
+
+
+__all__ = ["SPECIAL_TOKENS", "load_tokenizer", "main", "train_wordpiece_tokenizer"]
