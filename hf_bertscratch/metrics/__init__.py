@@ -1,0 +1,88 @@
+"""Classification metrics through `evaluate`, with an offline path that keeps `evaluate`'s API.
+
+`evaluate.load("accuracy")` fetches the metric script from the Hub. This package ships the same metrics
+(accuracy, f1, matthews_correlation) as `evaluate` metric modules in `hf_bertscratch/metrics/<name>/<name>.py`,
+computed with scikit-learn, and loads them with `evaluate.load(<local path>)` whenever the Hub is off
+(`HF_HUB_OFFLINE=1`) or cannot be reached. The returned objects are ordinary `evaluate.EvaluationModule`s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import evaluate
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+METRICS_DIR = Path(__file__).resolve().parent
+LOCAL_METRICS: tuple[str, ...] = ("accuracy", "f1", "matthews_correlation")
+
+
+def local_metric_path(name: str) -> Path:
+    """The folder of the metric module shipped with the package (what `evaluate.load` takes as a path)."""
+    if name not in LOCAL_METRICS:
+        raise ValueError(f"No local metric named {name!r}; expected one of {list(LOCAL_METRICS)}.")
+    return METRICS_DIR / name
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def load_metric(name: str) -> evaluate.EvaluationModule:
+    """`evaluate.load(name)` from the Hub, or the packaged copy when offline or the Hub is unreachable.
+
+    Args:
+        name: a metric name: one of `LOCAL_METRICS` for the offline fallback, or any Hub metric when online.
+    """
+    if name in LOCAL_METRICS and _hub_offline():
+        return evaluate.load(str(local_metric_path(name)))
+    try:
+        return evaluate.load(name)
+    except (OSError, ConnectionError) as error:  # FileNotFoundError when the Hub cannot be reached
+        if name not in LOCAL_METRICS:
+            raise
+        logger.warning("Hub metric %r unavailable (%s); using the packaged copy.", name, error)
+        return evaluate.load(str(local_metric_path(name)))
+
+
+def classification_metric_names(pairs: bool = False) -> list[str]:
+    """Accuracy and F1 for every task (macro F1 when there are more than two labels); Matthews for pairs."""
+    names = ["accuracy", "f1"]
+    if pairs:
+        names.append("matthews_correlation")
+    return names
+
+
+class ClassificationMetrics:
+    """A `compute_metrics` callable for `Trainer`: accuracy, F1 (binary or macro) and optionally Matthews.
+
+    Args:
+        num_labels: the number of classes; F1 is binary for 2, macro-averaged otherwise.
+        pairs: also compute Matthews correlation (the GLUE metric for sentence-pair tasks like CoLA/MRPC).
+    """
+
+    def __init__(self, num_labels: int, pairs: bool = False) -> None:
+        self.num_labels = num_labels
+        self.metrics = {name: load_metric(name) for name in classification_metric_names(pairs)}
+
+    def compute(self, predictions: Sequence[int], references: Sequence[int]) -> dict[str, float]:
+        """Every metric on integer predictions and references, both of shape (N,)."""
+        results: dict[str, float] = {}
+        for name, metric in self.metrics.items():
+            kwargs = {"average": "binary" if self.num_labels == 2 else "macro"} if name == "f1" else {}
+            results.update(metric.compute(predictions=predictions, references=references, **kwargs))
+        return results
+
+    def __call__(self, eval_prediction) -> dict[str, float]:
+        """Trainer hook: `eval_prediction.predictions` (N, num_labels) logits, `.label_ids` (N,)."""
+        logits = eval_prediction.predictions
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        return self.compute(np.argmax(logits, axis=-1).tolist(), np.asarray(eval_prediction.label_ids).tolist())
+
+
+__all__ = ["LOCAL_METRICS", "ClassificationMetrics", "load_metric", "local_metric_path"]
