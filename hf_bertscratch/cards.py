@@ -256,7 +256,8 @@ def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
         datasets=datasets or None,
         metrics=sorted({_metric_type(key) for key in metrics}) or None,
         base_model=info.get("base_model"),
-        model_name=model_name,
+        # model_name only names the model-index entry; without results it would be a stray metadata key.
+        model_name=model_name if eval_results else None,
         eval_results=eval_results or None,
     )
 

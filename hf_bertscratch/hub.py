@@ -1,0 +1,358 @@
+"""Share a trained BertScratch model on the Hugging Face Hub so that anyone can load it with transformers alone.
+
+    python scripts/push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] [--dry_run DIR]
+
+Stages: (1) validate the model folder, the repo id and the token, before anything is written or uploaded;
+(2) assemble the upload folder: weights (safetensors), `config.json` with a complete `auto_map`, the configuration and
+modeling code for `trust_remote_code=True`, the tokenizer, metrics, plots and the model card (pointed at the repo);
+(3) hand that folder to `huggingface_hub` (`HfApi.create_repo`, `create_branch`, `upload_folder`). With `--dry_run DIR`
+stage 3 is replaced by writing the folder to DIR and listing it: nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import CommitInfo, HfApi, get_token
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+from transformers import HfArgumentParser, TrainingArguments
+
+from . import configuration_bertscratch, modeling_bertscratch
+from .cards import info_from_model_folder, set_card_repo, write_model_card
+from .configuration_bertscratch import BertScratchConfig
+from .modeling_bertscratch import _auto_map
+
+logger = logging.getLogger(__name__)
+
+# What goes up, by file-name pattern (top level of the model folder only): checkpoints, optimizer states, TensorBoard
+# logs, pickled training arguments and pytorch_model.bin stay home.
+UPLOAD_PATTERNS: dict[str, str] = {
+    "config.json": "configuration with the auto_map for remote code",
+    "*.safetensors": "weights",
+    "model.safetensors.index.json": "index of sharded weights",
+    "configuration_bertscratch.py": "remote code: configuration",
+    "modeling_bertscratch.py": "remote code: model",
+    "tokenizer.json": "tokenizer",
+    "tokenizer_config.json": "tokenizer",
+    "special_tokens_map.json": "tokenizer",
+    "added_tokens.json": "tokenizer",
+    "vocab.txt": "tokenizer",
+    "*_results.json": "metrics",
+    "*.png": "training curves and confusion matrix",
+    "README.md": "model card",
+}
+# The code `trust_remote_code` imports; taken from this package when a folder lacks it.
+CODE_MODULES = (configuration_bertscratch, modeling_bertscratch)
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+DEFAULT_COMMIT_MESSAGE = "Upload BertScratch model with hf_bertscratch"
+# USER/NAME or ORG/NAME: an explicit namespace, so a push never lands somewhere the user did not name.
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass
+class PushToHubArguments:
+    """Arguments of `push_to_hub.py` (also accepted as a single .json file)."""
+
+    model_dir: str | None = field(
+        default=None,
+        metadata={"help": "Saved model folder (the output_dir of a pretraining or fine-tuning run); may be given "
+                          "as the first positional argument instead."},
+    )
+    repo_id: str | None = field(
+        default=None, metadata={"help": "Hub repository to create or update, as USER/NAME or ORG/NAME."}
+    )
+    private: bool = field(default=False, metadata={"help": "Create the repository as private (if it does not exist)."})
+    revision: str | None = field(
+        default=None, metadata={"help": "Branch to upload to (created from main if missing); default: main."}
+    )
+    commit_message: str | None = field(
+        default=None, metadata={"help": f"Commit message; default: {DEFAULT_COMMIT_MESSAGE!r}."}
+    )
+    token: str | None = field(
+        default=None,
+        metadata={"help": "Hub token with write access; default: the HF_TOKEN environment variable, else the token "
+                          "saved by `hf auth login`."},
+    )
+    dry_run: str | None = field(
+        default=None,
+        metadata={"help": "Write the exact folder that would be uploaded into this (new or empty) folder and list "
+                          "it, touching no network and needing no token."},
+    )
+
+
+def check_repo_id(repo_id: str | None) -> str:
+    """Return `repo_id` if it has the form USER/NAME (or ORG/NAME) the Hub accepts, else raise ValueError."""
+    if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id):
+        raise ValueError(f"repo_id must look like 'USER/NAME' or 'ORG/NAME' (letters, digits, '-', '_', '.'), "
+                         f"got {repo_id!r}.")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"repo_id {repo_id!r} is not a valid Hub repository id: {error}") from error
+    return repo_id
+
+
+def resolve_token(token: str | None = None) -> str:
+    """The write token: `token`, else HF_TOKEN, else the saved login. Raises ValueError when there is none."""
+    token = token or get_token()
+    if not token:
+        raise ValueError("No Hugging Face token found: set the HF_TOKEN environment variable, run `hf auth login`, "
+                         "or pass --token. (Use --dry_run DIR to inspect the upload without a token.)")
+    return token
+
+
+def check_model_folder(model_dir: str | Path) -> Path:
+    """Check that `model_dir` is a saved BertScratch model with safetensors weights and a tokenizer.
+
+    Raises:
+        FileNotFoundError: the folder does not exist.
+        ValueError: naming what is missing or wrong (no config.json, another model_type, no safetensors weights,
+            no tokenizer files).
+    """
+    path = Path(model_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"Model folder {str(path)!r} does not exist or is not a folder.")
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ValueError(f"{str(path)!r} is not a saved model folder: it has no config.json "
+                         f"(save the model with model.save_pretrained).")
+    model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
+    if model_type != BertScratchConfig.model_type:
+        raise ValueError(f"{str(path)!r} holds a model of type {model_type!r}, expected "
+                         f"{BertScratchConfig.model_type!r} (a BertScratch model).")
+    BertScratchConfig.from_pretrained(path)  # its own validation names any bad field
+    if not any(path.glob("*.safetensors")):
+        hint = " It has pytorch_model.bin: reload and re-save it." if (path / "pytorch_model.bin").exists() else ""
+        raise ValueError(f"{str(path)!r} has no safetensors weights (model.safetensors).{hint}")
+    missing = [name for name in ("tokenizer_config.json",) if not (path / name).is_file()]
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        missing.append(" or ".join(TOKENIZER_FILES))
+    if missing:
+        raise ValueError(f"{str(path)!r} lacks tokenizer files: {', '.join(missing)}. Save the tokenizer next to the "
+                         f"model with tokenizer.save_pretrained({str(path)!r}).")
+    return path
+
+
+def prepare_upload_folder(
+    model_dir: str | Path, output_dir: str | Path, repo_id: str | None = None, revision: str | None = None
+) -> Path:
+    """Write into `output_dir` exactly the files a Hub repository of this model needs, and return `output_dir`.
+
+    Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir`; completes `auto_map` in config.json
+    and adds the package's configuration/modeling code when missing (so `trust_remote_code=True` can load every
+    head); keeps the model card, pointing its loading example at `repo_id`/`revision`, or writes one from the
+    folder's config and metrics. `output_dir` must be new or empty; it is assembled beside itself and renamed, so
+    it never looks finished after a failure.
+    """
+    source = check_model_folder(model_dir)
+    if repo_id is not None:
+        check_repo_id(repo_id)
+    target = Path(output_dir)
+    if target.resolve() == source.resolve() or source.resolve() in target.resolve().parents:
+        raise ValueError(f"Upload folder {str(target)!r} must be outside the model folder {str(source)!r}.")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"Upload folder {str(target)!r} already exists and is not empty; give a new folder.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+    try:
+        _assemble(source, staging, repo_id, revision)
+        if target.exists():
+            target.rmdir()
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def list_folder(folder: str | Path) -> list[tuple[str, int]]:
+    """(relative path, size in bytes) of every file under `folder`, sorted."""
+    root = Path(folder)
+    return sorted((path.relative_to(root).as_posix(), path.stat().st_size) for path in root.rglob("*") if path.is_file())
+
+
+def push_to_hub(
+    model_dir: str | Path,
+    repo_id: str,
+    private: bool = False,
+    revision: str | None = None,
+    commit_message: str | None = None,
+    token: str | None = None,
+    dry_run: str | Path | None = None,
+) -> CommitInfo | Path:
+    """Upload a saved BertScratch model folder to the Hub repository `repo_id` (created if needed).
+
+    Everything is validated first (folder, repo id, token), so a bad input uploads nothing. The upload is the
+    folder `prepare_upload_folder` builds, handed to `HfApi.upload_folder` in one commit; stale weight shards of an
+    earlier upload are deleted in the same commit.
+
+    Args:
+        model_dir: Saved model folder (weights, config, tokenizer; metrics, plots and card when present).
+        repo_id: "USER/NAME" or "ORG/NAME".
+        private: Create the repository as private (no effect on an existing repository).
+        revision: Branch to commit to, created from main when missing; None for main.
+        commit_message: Commit message; a default one when None.
+        token: Write token; HF_TOKEN or the saved login when None.
+        dry_run: When given, write the upload folder there and return its path instead of uploading.
+
+    Returns:
+        The `CommitInfo` of the upload, or the dry-run folder.
+    """
+    check_repo_id(repo_id)
+    check_model_folder(model_dir)
+    if dry_run is not None:
+        folder = prepare_upload_folder(model_dir, dry_run, repo_id=repo_id, revision=revision)
+        logger.info("Dry run: wrote the folder that would be uploaded to %s at %s", repo_id, folder)
+        return folder
+    token = resolve_token(token)
+    with tempfile.TemporaryDirectory(prefix="bertscratch-upload-") as tmp:
+        folder = prepare_upload_folder(model_dir, Path(tmp) / "upload", repo_id=repo_id, revision=revision)
+        api = HfApi(token=token)
+        repo_url = api.create_repo(repo_id, private=private, repo_type="model", exist_ok=True)
+        if revision:
+            api.create_branch(repo_id, branch=revision, repo_type="model", exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=folder,
+            repo_type="model",
+            revision=revision,
+            commit_message=commit_message or DEFAULT_COMMIT_MESSAGE,
+            delete_patterns=["*.safetensors", "model.safetensors.index.json"],
+        )
+    logger.info("Uploaded %s to %s (%s)", model_dir, repo_url, commit.commit_url)
+    return commit
+
+
+def check_training_push(training_args: TrainingArguments) -> None:
+    """Validate `--push_to_hub` arguments of a training run before training starts (no-op without push_to_hub).
+
+    Pretraining and fine-tuning call this right after parsing, so a bad `--hub_model_id` or a missing token fails
+    in seconds, not after hours of training.
+    """
+    if not training_args.push_to_hub:
+        return
+    if training_args.hub_model_id is None:
+        raise ValueError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repository to upload to).")
+    check_repo_id(training_args.hub_model_id)
+    resolve_token(training_args.hub_token)
+
+
+def push_training_output(training_args: TrainingArguments, output_dir: str | Path | None = None) -> CommitInfo | None:
+    """Upload a finished run's output folder with `push_to_hub`, when `--push_to_hub` was given.
+
+    Call it last, after the model, tokenizer, metrics, plots and card are written. It replaces
+    `Trainer.push_to_hub`, which would overwrite this package's model card with its own and upload the whole output
+    folder (TensorBoard logs, training_args.bin); the repo, privacy, branch and token come from the training
+    arguments (`--hub_model_id`, `--hub_private_repo`, `--hub_revision`, `--hub_token`).
+    """
+    if not training_args.push_to_hub:
+        return None
+    check_training_push(training_args)
+    return push_to_hub(
+        output_dir or training_args.output_dir,
+        repo_id=training_args.hub_model_id,
+        private=bool(training_args.hub_private_repo),
+        revision=training_args.hub_revision,
+        commit_message="End of training",
+        token=training_args.hub_token,
+    )
+
+
+def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | None) -> None:
+    """Fill the empty folder `target` from the validated model folder `source` (stage 2)."""
+    for path in sorted(source.iterdir()):
+        if path.is_file() and any(fnmatch.fnmatch(path.name, pattern) for pattern in UPLOAD_PATTERNS):
+            shutil.copy2(path, target / path.name)
+    _complete_auto_map(target / "config.json")
+    for module in CODE_MODULES:
+        code_file = Path(module.__file__)
+        if not (target / code_file.name).exists():
+            logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
+            shutil.copy2(code_file, target / code_file.name)
+    card = target / "README.md"
+    if card.exists():
+        if repo_id:
+            set_card_repo(card, repo_id, revision)
+    else:
+        kind, info = info_from_model_folder(source)
+        logger.info("%s has no model card: writing a %s card from its config and metrics.", source, kind)
+        if repo_id:
+            info.update(repo_id=repo_id, model_name=repo_id.split("/")[-1])
+        write_model_card(target, kind, info)
+
+
+def _complete_auto_map(config_file: Path) -> None:
+    """Make config.json's `auto_map` name the config and every head, keeping every other field as written."""
+    config: dict[str, Any] = json.loads(config_file.read_text(encoding="utf-8"))
+    expected = _auto_map()
+    if config.get("auto_map") != expected:
+        logger.info("Completing auto_map in %s so every Auto class can load the model with remote code.", config_file)
+        config["auto_map"] = expected
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
+    """Arguments from the command line (MODEL_DIR may come first, positionally) or from a single .json file."""
+    parser = HfArgumentParser(
+        PushToHubArguments,
+        description=__doc__.split("\n\n")[0],
+        usage="push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
+              "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: push_to_hub.py ARGS.json)",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        (args,) = parser.parse_json_file(json_file=argv[0])
+    else:
+        if argv and not argv[0].startswith("-"):
+            argv = ["--model_dir", *argv]
+        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    if args.model_dir is None:
+        raise ValueError("Give the model folder: push_to_hub.py MODEL_DIR --repo_id USER/NAME.")
+    if args.repo_id is None:
+        raise ValueError("Give the Hub repository: --repo_id USER/NAME.")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point of `scripts/push_to_hub.py` and `bertscratch push_to_hub`."""
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    args = parse_args(argv)
+    result = push_to_hub(
+        args.model_dir,
+        repo_id=args.repo_id,
+        private=args.private,
+        revision=args.revision,
+        commit_message=args.commit_message,
+        token=args.token,
+        dry_run=args.dry_run,
+    )
+    if isinstance(result, Path):
+        print(f"Dry run: {result} holds what would be uploaded to {args.repo_id}:")
+        for name, size in list_folder(result):
+            print(f"  {name:40s} {size:>12,d} bytes")
+    else:
+        print(f"Uploaded to {result.commit_url}")
+
+
+__all__ = [
+    "PushToHubArguments",
+    "check_model_folder",
+    "check_repo_id",
+    "check_training_push",
+    "list_folder",
+    "main",
+    "prepare_upload_folder",
+    "push_to_hub",
+    "push_training_output",
+    "resolve_token",
+]
