@@ -1,0 +1,544 @@
+"""Pretrain a BertScratch model on raw text with masked language modelling (optionally plus NSP).
+
+In the style of transformers' `run_mlm.py`: `HfArgumentParser` over `ModelArguments`, `DataArguments` and
+`PretrainingArguments` (a `TrainingArguments`), and a `main()` that reads as named stages:
+
+    parse + validate -> raw data -> tokenizer -> tokenize and pack (datasets.map) -> model -> Trainer.train
+    -> evaluate (loss, perplexity, masked-token accuracy) -> save -> all_results.json, loss curve, model card
+    -> fill-mask examples
+
+The same command runs on one CPU, under `torchrun` and under `accelerate launch` (DDP/FSDP/DeepSpeed), since the
+Trainer does the distribution.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+import torch
+import transformers
+from transformers import (
+    AutoConfig,
+    AutoModelForMaskedLM,
+    AutoModelForPreTraining,
+    DataCollatorForLanguageModeling,
+    EvalPrediction,
+    HfArgumentParser,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    Trainer,
+    TrainingArguments,
+    set_seed,
+)
+from transformers.trainer_utils import get_last_checkpoint
+
+from .configuration_bertscratch import PRESETS, BertScratchConfig
+from .data import load_raw_datasets
+from .nsp import make_nsp_pairs_function
+from .tokenization import load_tokenizer, train_wordpiece_tokenizer
+
+logger = logging.getLogger(__name__)
+
+OBJECTIVES = ("mlm", "mlm_nsp")
+# Files whose presence makes an output folder look like a finished run; written last, and only on success.
+FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
+FILL_MASK_EXAMPLES = (
+    "The capital of France is {mask}.",
+    "He was born in {mask} and studied at the university.",
+    "The {mask} of the river is in the mountains.",
+)
+
+
+@dataclass
+class ModelArguments:
+    """Which model to pretrain and which tokenizer it reads."""
+
+    model_size: str = field(
+        default="mini", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."}
+    )
+    config_name: str | None = field(
+        default=None, metadata={"help": "A config.json folder/file or Hub id to build a new model from (overrides model_size)."}
+    )
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model."}
+    )
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "Tokenizer: a tokenizer folder, a folder with only vocab.txt, a vocab.txt, or a Hub id. "
+                  "Default: train a WordPiece tokenizer on the training text."},
+    )
+    tokenizer_vocab_size: int = field(
+        default=8192, metadata={"help": "Vocabulary size of the WordPiece tokenizer trained when no tokenizer_name is given."}
+    )
+    tokenizer_train_samples: int = field(
+        default=200_000, metadata={"help": "Training texts the on-the-fly tokenizer learns from (the first N)."}
+    )
+    objective: str = field(
+        default="mlm", metadata={"help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction)."}
+    )
+    max_position_embeddings: int = field(
+        default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
+    )
+
+
+@dataclass
+class DataArguments:
+    """Which text to train on and how to turn it into masked examples."""
+
+    dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset id, e.g. wikitext."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."})
+    train_file: str | None = field(default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Validation data file, same formats as train_file."})
+    data_dir: str | None = field(
+        default=None,
+        metadata={"help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."},
+    )
+    text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
+    max_seq_length: int = field(
+        default=128, metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."}
+    )
+    mlm_probability: float = field(default=0.15, metadata={"help": "Fraction of tokens selected for prediction."})
+    mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."})
+    random_replace_prob: float = field(
+        default=0.1, metadata={"help": "Of the selected tokens, the fraction replaced by a random token (the rest stay)."}
+    )
+    whole_word_mask: bool = field(
+        default=False, metadata={"help": "Mask all WordPieces of a word together (mlm objective; forces mask_replace_prob=1)."}
+    )
+    nsp_random_probability: float = field(
+        default=0.5, metadata={"help": "For mlm_nsp: probability that segment B comes from a random other document."}
+    )
+    validation_split_percentage: int = field(
+        default=5, metadata={"help": "Percent of the train split held out for validation when no validation split exists."}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N raw training texts."})
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000)."}
+    )
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation (datasets.map)."})
+    overwrite_cache: bool = field(default=False, metadata={"help": "Re-tokenise even if datasets has a cached result."})
+    streaming: bool = field(
+        default=False, metadata={"help": "Stream the data (needs max_steps) instead of downloading and caching it all."}
+    )
+    shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Streaming: size of the shuffle buffer."})
+
+
+@dataclass
+class PretrainingArguments(TrainingArguments):
+    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped."""
+
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished model."}
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
+    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments, PretrainingArguments),
+        description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
+    )
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(os.path.abspath(argv[0]))
+    return parser.parse_args_into_dataclasses(argv)
+
+
+def validate_args(model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments) -> None:
+    """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
+    if model_args.objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
+    if model_args.config_name is None and model_args.model_name_or_path is None and model_args.model_size not in PRESETS:
+        raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
+    if not data_args.dataset_name and not data_args.train_file:
+        raise ValueError("No training data: pass --dataset_name (a Hub id) or --train_file.")
+    for name in ("mlm_probability", "mask_replace_prob", "random_replace_prob", "nsp_random_probability"):
+        value = getattr(data_args, name)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value}.")
+    if not 0.0 < data_args.mlm_probability:
+        raise ValueError(f"mlm_probability must be positive, got {data_args.mlm_probability}.")
+    if data_args.mask_replace_prob + data_args.random_replace_prob > 1.0:
+        raise ValueError(
+            f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
+            f"{data_args.random_replace_prob}."
+        )
+    if data_args.whole_word_mask and model_args.objective != "mlm":
+        raise ValueError(f"whole_word_mask works with objective 'mlm' only, got objective {model_args.objective!r}.")
+    if data_args.max_seq_length < 8:
+        raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
+    if not 0 < data_args.validation_split_percentage < 100:
+        raise ValueError(f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}.")
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError("--streaming needs --max_steps > 0: a streamed dataset has no length to count epochs by.")
+    _check_output_dir(training_args)
+
+
+def _check_output_dir(training_args: PretrainingArguments) -> None:
+    """Refuse to overwrite a finished run unless asked; a folder of checkpoints only is a resumable run."""
+    output_dir = Path(training_args.output_dir)
+    finished = [name for name in FINISHED_FILES if (output_dir / name).exists()]
+    if finished and not training_args.overwrite_output_dir and not training_args.resume_from_checkpoint:
+        raise ValueError(
+            f"output_dir {str(output_dir)!r} already holds a finished run ({', '.join(finished)}); pass "
+            "--overwrite_output_dir to replace it or choose another --output_dir."
+        )
+
+
+def resolve_checkpoint(training_args: PretrainingArguments) -> str | None:
+    """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last"."""
+    resume = training_args.resume_from_checkpoint
+    if resume is None or str(resume).lower() in ("false", ""):
+        return None
+    if str(resume).lower() in ("true", "last"):
+        last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
+        if last is None:
+            raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {training_args.output_dir!r}.")
+        return last
+    if not os.path.isdir(resume):
+        raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
+    return resume
+
+
+# ----------------------------------------------------------------------------------------------- data stages
+
+
+def load_text_splits(
+    data_args: DataArguments, seed: int
+) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
+    """The raw train and validation splits; validation is carved off the end of train when there is none."""
+    raw = load_raw_datasets(
+        data_args.dataset_name, data_args.dataset_config_name, train_file=data_args.train_file,
+        validation_file=data_args.validation_file, data_dir=data_args.data_dir, streaming=data_args.streaming,
+    )
+    if "train" not in raw:
+        raise ValueError(f"The data has no train split; splits found: {sorted(raw)}.")
+    train = raw["train"]
+    columns = train.column_names if train.column_names is not None else list(next(iter(train)).keys())
+    if data_args.text_column not in columns:
+        raise ValueError(f"text_column={data_args.text_column!r} is not a column of the data; columns: {columns}.")
+    if data_args.max_train_samples is not None:
+        train = train.take(data_args.max_train_samples) if data_args.streaming else train.select(
+            range(min(data_args.max_train_samples, len(train))))
+    validation = raw.get("validation")
+    if validation is None and data_args.streaming:
+        held_out = data_args.max_eval_samples or 1000
+        train, validation = train.skip(held_out), train.take(held_out)
+    elif validation is None:
+        # The last rows, not a random sample: keeps documents contiguous for packing and NSP.
+        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, shuffle=False)
+        train, validation = split["train"], split["test"]
+    if data_args.max_eval_samples is not None and not data_args.streaming:
+        validation = validation.select(range(min(data_args.max_eval_samples, len(validation))))
+    if data_args.streaming:
+        train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
+    return train, validation
+
+
+def build_tokenizer(
+    model_args: ModelArguments, train: datasets.Dataset | datasets.IterableDataset, text_column: str,
+    checkpoint: str | None,
+) -> PreTrainedTokenizerBase:
+    """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`."""
+    if model_args.tokenizer_name:
+        return load_tokenizer(model_args.tokenizer_name)
+    for source in (checkpoint, model_args.model_name_or_path):
+        if source:
+            return load_tokenizer(source)
+    logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
+    texts = (row[text_column] for row in train.take(model_args.tokenizer_train_samples)) if isinstance(
+        train, datasets.IterableDataset) else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
+    return train_wordpiece_tokenizer(texts, model_args.tokenizer_vocab_size)
+
+
+def make_pack_function(
+    tokenizer: PreTrainedTokenizerBase, text_column: str, max_seq_length: int, with_offsets: bool
+) -> Any:
+    """A batched `datasets.map` function: tokenise texts, concatenate them, cut `[CLS] block [SEP]` examples.
+
+    Every example is exactly `max_seq_length` tokens (the batch's remainder is dropped), so no compute is spent on
+    padding. With `with_offsets`, character offsets travel along for whole-word masking: a token that does not
+    start where the previous one ended begins a new word (offsets restart at each text, so texts never merge).
+    """
+    block = max_seq_length - 2
+
+    def pack(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(batch[text_column], add_special_tokens=False, return_attention_mask=False,
+                            return_token_type_ids=False, return_offsets_mapping=with_offsets, verbose=False)
+        ids = [t for seq in encoded["input_ids"] for t in seq]
+        n_blocks = len(ids) // block
+        out: dict[str, list] = {
+            "input_ids": [[tokenizer.cls_token_id, *ids[i * block:(i + 1) * block], tokenizer.sep_token_id]
+                          for i in range(n_blocks)],
+            "special_tokens_mask": [[1] + [0] * block + [1]] * n_blocks,
+        }
+        if with_offsets:
+            offsets = [tuple(o) for seq in encoded["offset_mapping"] for o in seq]
+            out["offset_mapping"] = [[(0, 0), *offsets[i * block:(i + 1) * block], (0, 0)] for i in range(n_blocks)]
+        return out
+
+    return pack
+
+
+def tokenize_splits(
+    splits: dict[str, datasets.Dataset | datasets.IterableDataset], tokenizer: PreTrainedTokenizerBase,
+    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments,
+) -> dict[str, datasets.Dataset | datasets.IterableDataset]:
+    """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs."""
+    if model_args.objective == "mlm_nsp":
+        function = make_nsp_pairs_function(tokenizer, data_args.text_column, data_args.max_seq_length,
+                                           data_args.nsp_random_probability, training_args.seed)
+        map_kwargs: dict[str, Any] = {"with_indices": True}
+    else:
+        function = make_pack_function(tokenizer, data_args.text_column, data_args.max_seq_length,
+                                      data_args.whole_word_mask)
+        map_kwargs = {}
+    result = {}
+    for name, split in splits.items():
+        columns = split.column_names if split.column_names is not None else [data_args.text_column]
+        if not data_args.streaming:
+            map_kwargs.update(num_proc=data_args.preprocessing_num_workers,
+                              load_from_cache_file=not data_args.overwrite_cache,
+                              desc=f"Tokenizing and packing {name}")
+        # Only the main process tokenises; the others then read datasets' cache instead of redoing the work.
+        with training_args.main_process_first(desc=f"tokenize {name}"):
+            result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
+        _check_not_empty(name, result[name], data_args)
+    return result
+
+
+def _check_not_empty(name: str, split: datasets.Dataset | datasets.IterableDataset, data_args: DataArguments) -> None:
+    empty = next(iter(split), None) is None if isinstance(split, datasets.IterableDataset) else len(split) == 0
+    if empty:
+        raise ValueError(
+            f"The {name} split yields no example of max_seq_length={data_args.max_seq_length} tokens after "
+            "tokenisation (its texts are empty or too short); give more text or a smaller --max_seq_length."
+        )
+
+
+# ---------------------------------------------------------------------------------------------- model stage
+
+
+def build_model(
+    model_args: ModelArguments, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase
+) -> PreTrainedModel:
+    """A new model from a preset or config, or given weights; checked against the tokenizer and sequence length."""
+    auto_class = AutoModelForPreTraining if model_args.objective == "mlm_nsp" else AutoModelForMaskedLM
+    if model_args.model_name_or_path:
+        model = auto_class.from_pretrained(model_args.model_name_or_path)
+    else:
+        if model_args.config_name:
+            config = AutoConfig.from_pretrained(model_args.config_name)
+        else:
+            config = BertScratchConfig(**PRESETS[model_args.model_size],
+                                       max_position_embeddings=model_args.max_position_embeddings)
+        config.vocab_size = len(tokenizer)
+        config.pad_token_id = tokenizer.pad_token_id
+        model = auto_class.from_config(config)
+    config = model.config
+    if data_args.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length={data_args.max_seq_length} exceeds the model's max_position_embeddings="
+            f"{config.max_position_embeddings}; use --max_seq_length {config.max_position_embeddings} or less."
+        )
+    if len(tokenizer) > config.vocab_size:
+        raise ValueError(f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}.")
+    return model
+
+
+# -------------------------------------------------------------------------------------------- metric stage
+
+
+def preprocess_logits_for_metrics(logits: torch.Tensor | tuple, labels: torch.Tensor | tuple) -> torch.Tensor:
+    """Reduce eval logits to what the metrics need, so (B, T, V) never accumulates across batches.
+
+    Returns (B, T, 2) float: [..., 0] the argmax token, [..., 1] the token's cross-entropy (0 where unlabelled),
+    and for NSP (B, 1+T, 2) with the sentence-relation argmax prepended at position 0 (the Trainer right-pads
+    batches of different T, so position 0 is the only one that stays put).
+    """
+    mlm_logits = logits[0] if isinstance(logits, tuple) else logits  # (B, T, V): eval decodes densely
+    mlm_labels = labels[0] if isinstance(labels, tuple) else labels  # (B, T)
+    token_loss = torch.nn.functional.cross_entropy(
+        mlm_logits.float().transpose(1, 2), mlm_labels.clamp(min=0), reduction="none"
+    ) * (mlm_labels != -100)
+    reduced = torch.stack([mlm_logits.argmax(-1).float(), token_loss], dim=-1)
+    if isinstance(logits, tuple) and len(logits) > 1 and logits[1].dim() == 2:
+        nsp = torch.stack([logits[1].argmax(-1).float(), torch.zeros_like(logits[1][:, 0])], dim=-1)  # (B, 2)
+        reduced = torch.cat([nsp[:, None, :], reduced], dim=1)
+    return reduced
+
+
+def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
+    """Masked-token accuracy (`accuracy`), token-weighted MLM loss and its perplexity, and NSP accuracy if any."""
+    reduced, labels = eval_pred.predictions, eval_pred.label_ids
+    mlm_labels = labels[0] if isinstance(labels, tuple) else labels
+    metrics = {}
+    if isinstance(labels, tuple):
+        nsp_labels = labels[1]
+        metrics["nsp_accuracy"] = float((reduced[:, 0, 0] == nsp_labels).mean())
+        reduced = reduced[:, 1:]
+    scored = mlm_labels != -100
+    n_scored = max(int(scored.sum()), 1)
+    metrics["accuracy"] = float((reduced[..., 0][scored] == mlm_labels[scored]).sum() / n_scored)
+    metrics["mlm_loss"] = float(reduced[..., 1][scored].sum() / n_scored)
+    metrics["perplexity"] = math.exp(min(metrics["mlm_loss"], 50.0))
+    return metrics
+
+
+# --------------------------------------------------------------------------------------------- main stages
+
+
+def build_trainer(
+    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments,
+    checkpoint: str | None = None,
+) -> Trainer:
+    """Every stage before training: data, tokenizer, tokenised splits, model, collator, and the Trainer."""
+    set_seed(training_args.seed)
+    train_text, validation_text = load_text_splits(data_args, training_args.seed)
+    tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint)
+    # Checked on the tokenizer alone, before the (slow) tokenisation.
+    if tokenizer.mask_token is None:
+        raise ValueError("The tokenizer has no mask token; masked language modelling needs one (e.g. [MASK]).")
+    model = build_model(model_args, data_args, tokenizer)
+    splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args,
+                             data_args, training_args)
+    # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
+    tokenizer.model_max_length = data_args.max_seq_length
+    collator = DataCollatorForLanguageModeling(
+        tokenizer, mlm_probability=data_args.mlm_probability, whole_word_mask=data_args.whole_word_mask,
+        mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob,
+    )
+    return Trainer(
+        model=model, args=training_args, train_dataset=splits["train"], eval_dataset=splits["validation"],
+        processing_class=tokenizer, data_collator=collator, compute_metrics=compute_metrics,
+        preprocess_logits_for_metrics=preprocess_logits_for_metrics,
+    )
+
+
+def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: str | None) -> dict[str, float]:
+    """Train (resuming from `checkpoint`), evaluate, and return train and eval metrics with throughput."""
+    start = time.perf_counter()
+    train_result = trainer.train(resume_from_checkpoint=checkpoint)
+    wall = time.perf_counter() - start
+    args = trainer.args
+    effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    steps_run = trainer.state.global_step - _checkpoint_step(checkpoint)
+    metrics = dict(train_result.metrics)
+    metrics.update(
+        train_wall_time_seconds=wall,
+        train_effective_batch_size=effective_batch,
+        world_size=args.world_size,
+        # Upper bound for NSP pairs (which may be shorter); exact for packed MLM blocks.
+        train_tokens=steps_run * effective_batch * data_args.max_seq_length,
+    )
+    metrics["train_tokens_per_second"] = metrics["train_tokens"] / wall if wall > 0 else 0.0
+    metrics.update(trainer.evaluate())
+    return metrics
+
+
+def _checkpoint_step(checkpoint: str | None) -> int:
+    if checkpoint is None:
+        return 0
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+    return int(state["global_step"])
+
+
+def save_outputs(
+    trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
+) -> None:
+    """Write the model, tokenizer, trainer_state.json, all_results.json, loss curve and model card.
+
+    Everything is written into a hidden staging folder first and moved in at the end (the model card last), so a
+    failure here never leaves an output folder that looks finished.
+    """
+    from .cards import write_model_card
+    from .plotting import plot_training_curves
+
+    output_dir = Path(trainer.args.output_dir)
+    staging = output_dir / ".staging"
+    trainer.save_model(str(staging))  # collective under FSDP/DeepSpeed: every rank calls it
+    if not trainer.is_world_process_zero():
+        return
+    trainer.state.save_to_json(str(staging / "trainer_state.json"))
+    (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    plot_training_curves(staging, staging / "loss_curve.png")
+    write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
+    for path in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):
+        os.replace(path, output_dir / path.name)
+    staging.rmdir()
+
+
+def _card_info(
+    trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
+) -> dict[str, Any]:
+    from .cards import describe_hardware
+
+    args = trainer.args
+    hyperparameters = {
+        "objective": model_args.objective, "max_seq_length": data_args.max_seq_length,
+        "mlm_probability": data_args.mlm_probability, "whole_word_mask": data_args.whole_word_mask,
+        "learning_rate": args.learning_rate, "effective_batch_size": metrics["train_effective_batch_size"],
+        "max_steps": trainer.state.global_step, "warmup_steps": args.warmup_steps,
+        "weight_decay": args.weight_decay, "seed": args.seed, "vocab_size": trainer.model.config.vocab_size,
+    }
+    data = data_args.dataset_name or data_args.train_file
+    return {
+        "model_name": Path(args.output_dir).resolve().name,
+        "datasets": [data_args.dataset_name] if data_args.dataset_name else [],
+        "dataset_config": data_args.dataset_config_name,
+        "dataset_description": f"{data} ({data_args.dataset_config_name or 'default'})",
+        "model_size": None if model_args.config_name or model_args.model_name_or_path else model_args.model_size,
+        "base_model": model_args.model_name_or_path,
+        "num_parameters": trainer.model.num_parameters(),
+        "hyperparameters": hyperparameters,
+        "hardware": describe_hardware(),
+        "wall_time_seconds": metrics["train_wall_time_seconds"],
+        "train_tokens": metrics["train_tokens"],
+        "results": {k: metrics[k] for k in ("eval_loss", "eval_accuracy", "eval_perplexity") if k in metrics},
+        "task": "fill-mask",
+    }
+
+
+def show_fill_mask(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, top_k: int = 3) -> list[str]:
+    """Print the top-k fill-mask predictions on a few example sentences; returns the printed lines."""
+    fill = transformers.pipeline("fill-mask", model=model, tokenizer=tokenizer, device=model.device)
+    lines = []
+    for template in FILL_MASK_EXAMPLES:
+        text = template.format(mask=tokenizer.mask_token)
+        guesses = ", ".join(f"{p['token_str']} ({p['score']:.2f})" for p in fill(text, top_k=top_k))
+        lines.append(f"{text}  ->  {guesses}")
+    print("Fill-mask predictions:\n  " + "\n  ".join(lines))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
+    model_args, data_args, training_args = parse_args(argv)
+    validate_args(model_args, data_args, training_args)
+    checkpoint = resolve_checkpoint(training_args)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
+    trainer = build_trainer(model_args, data_args, training_args, checkpoint)
+    metrics = train_and_evaluate(trainer, data_args, checkpoint)
+    save_outputs(trainer, metrics, model_args, data_args)
+    if trainer.is_world_process_zero():
+        logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
+        print(f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
+              f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
+              f"-> {training_args.output_dir}")
+        show_fill_mask(trainer.model.eval(), trainer.processing_class)
+
+
+__all__ = [
+    "DataArguments", "ModelArguments", "PretrainingArguments", "build_trainer", "compute_metrics", "main",
+    "parse_args", "preprocess_logits_for_metrics", "validate_args",
+]
