@@ -1,0 +1,154 @@
+"""Model cards: Hub metadata that round-trips through huggingface_hub.ModelCard, and a card text filled from the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from hf_bertscratch import cards
+
+PRETRAINED_INFO = {
+    "model_name": "bertscratch-mini-wikitext",
+    "datasets": ["wikitext"],
+    "dataset_config": "wikitext-2-raw-v1",
+    "eval_split": "validation",
+    "dataset_description": "WikiText-2 raw, train split.",
+    "model_size": "mini",
+    "num_parameters": 11_170_000,
+    "hyperparameters": {"learning_rate": 5e-4, "max_seq_length": 128},
+    "hardware": "1 x NVIDIA H200",
+    "wall_time_seconds": 3723.4,
+    "train_tokens": 2_000_000,
+    "results": {"eval_loss": 3.25, "perplexity": 25.8, "eval_accuracy": 0.41, "eval_runtime": 3.0, "epoch": 3.0},
+}
+CLASSIFIER_INFO = {
+    "model_name": "bertscratch-mini-imdb",
+    "base_model": "someone/bertscratch-mini-wikitext",
+    "datasets": ["imdb"],
+    "results": {"eval_accuracy": 0.87, "eval_loss": 0.31, "eval_samples_per_second": 900.0},
+    "task": "text-classification",
+    "labels": ["neg", "pos"],
+    "repo_id": "someone/bertscratch-mini-imdb",
+}
+
+
+def _front_matter(path: Path) -> dict:
+    """The YAML block of a card file, parsed independently of huggingface_hub."""
+    _, block, _ = path.read_text(encoding="utf-8").split("---\n", 2)
+    return yaml.safe_load(block)
+
+
+def test_pretrained_card_metadata_round_trips(tmp_path: Path) -> None:
+    path = cards.write_model_card(tmp_path, "pretrained", PRETRAINED_INFO)
+    assert path == tmp_path / "README.md"
+    card = ModelCard.load(path)
+    metadata = card.data.to_dict()
+    assert metadata == _front_matter(path)
+    assert ModelCard(str(card)).data.to_dict() == metadata  # save -> load -> save is stable
+    assert metadata["library_name"] == "transformers"
+    assert metadata["pipeline_tag"] == "fill-mask"
+    assert metadata["license"] == "apache-2.0"
+    assert metadata["datasets"] == ["wikitext"]
+    assert metadata["metrics"] == ["accuracy", "loss", "perplexity"]
+    assert {"bert", "custom_code", "fill-mask"} <= set(metadata["tags"])
+    assert "base_model" not in metadata
+    # model-index carries the quality metrics, not the speed counters or the epoch.
+    results = {result.metric_name: result.metric_value for result in card.data.eval_results}
+    assert results == {"eval_loss": 3.25, "perplexity": 25.8, "eval_accuracy": 0.41}
+    assert {result.dataset_config for result in card.data.eval_results} == {"wikitext-2-raw-v1"}
+
+
+def test_pretrained_card_text_is_filled_from_the_run(tmp_path: Path) -> None:
+    text = cards.write_model_card(tmp_path, "pretrained", PRETRAINED_INFO).read_text(encoding="utf-8")
+    for expected in (
+        "# bertscratch-mini-wikitext",
+        "AutoModelForMaskedLM.from_pretrained(repo_id, revision=revision, trust_remote_code=True)",
+        f'repo_id = "{cards.REPO_PLACEHOLDER}"',
+        "11.17M (11,170,000)",
+        "2.00M (2,000,000)",
+        "1 x NVIDIA H200",
+        "1h 02m 03s",
+        "| `learning_rate` | 0.0005 |",
+        "| `perplexity` | 25.8 |",
+        "WikiText-2 raw, train split.",
+        "## Intended use and limitations",
+        "@inproceedings{devlin2019bert",
+        "@inproceedings{merity2017pointer",
+    ):
+        assert expected in text, expected
+    assert "eval_runtime" not in text
+
+
+def test_classifier_card_names_base_model_labels_and_dataset_citation(tmp_path: Path) -> None:
+    path = cards.write_model_card(tmp_path, "classifier", CLASSIFIER_INFO)
+    card = ModelCard.load(path)
+    assert card.data.base_model == "someone/bertscratch-mini-wikitext"
+    assert card.data.pipeline_tag == "text-classification"
+    assert card.data.to_dict()["model-index"][0]["name"] == "bertscratch-mini-imdb"
+    assert {result.metric_type for result in card.data.eval_results} == {"accuracy", "loss"}
+    text = path.read_text(encoding="utf-8")
+    assert 'repo_id = "someone/bertscratch-mini-imdb"' in text
+    assert "AutoModelForSequenceClassification.from_pretrained(repo_id, revision=revision, trust_remote_code=True)" in text
+    assert "Labels: `neg`, `pos`." in text
+    assert "@inproceedings{maas2011learning" in text
+
+
+def test_card_without_results_has_no_model_index(tmp_path: Path) -> None:
+    card = ModelCard.load(cards.write_model_card(tmp_path, "classifier", {}))
+    assert "model-index" not in card.data.to_dict()
+    assert "model_name" not in card.data.to_dict()
+    assert "No evaluation was recorded" in card.text
+
+
+def test_set_card_repo_points_the_example_at_the_repo_and_branch(tmp_path: Path) -> None:
+    path = cards.write_model_card(tmp_path, "pretrained", PRETRAINED_INFO)
+    before = ModelCard.load(path).data.to_dict()
+    cards.set_card_repo(path, "alice/my-bert", revision="v1")
+    text = path.read_text(encoding="utf-8")
+    assert 'repo_id = "alice/my-bert"' in text and 'revision = "v1"' in text
+    assert cards.REPO_PLACEHOLDER not in text
+    assert ModelCard.load(path).data.to_dict() == before
+
+
+@pytest.mark.parametrize(
+    ("kind", "info", "message"),
+    [
+        ("regressor", {}, "regressor"),
+        ("pretrained", {"datasets": "wikitext"}, "datasets"),
+        ("pretrained", {"results": [0.5]}, "results"),
+        ("classifier", {"task": "translation"}, "translation"),
+    ],
+)
+def test_bad_card_input_is_rejected_before_writing(tmp_path: Path, kind: str, info: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        cards.write_model_card(tmp_path, kind, info)
+    assert not (tmp_path / "README.md").exists()
+
+
+def test_templates_are_one_copy_shipped_inside_the_package() -> None:
+    repo_templates = Path(__file__).resolve().parents[1] / "model_cards"
+    for kind, card_kind in cards.CARD_KINDS.items():
+        path = cards.template_path(kind)
+        # Found through the package (what an installed wheel has), and the same file as the top-level template.
+        assert "hf_bertscratch" in path.parts
+        assert path.samefile(repo_templates / card_kind.template)
+
+
+def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokenizer, tiny_config) -> None:
+    import json
+
+    import hf_bertscratch
+
+    tiny_config.id2label = {0: "neg", 1: "pos"}
+    model = hf_bertscratch.BertScratchForSequenceClassification(tiny_config)
+    model.save_pretrained(tmp_path)
+    (tmp_path / "all_results.json").write_text(json.dumps({"eval_accuracy": 0.75}), encoding="utf-8")
+    kind, info = cards.info_from_model_folder(tmp_path)
+    assert kind == "classifier"
+    assert info["labels"] == ["neg", "pos"]
+    assert info["results"] == {"eval_accuracy": 0.75}
+    # Tied weights are stored once; the header count equals the model's own unique-parameter count.
+    assert info["num_parameters"] == model.num_parameters()
