@@ -372,6 +372,19 @@ def load_classifier_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+class OrderedEvalTrainer(Trainer):
+    """`Trainer` that evaluates in dataset order.
+
+    transformers 5 also length-groups (and so reorders) the eval set under train_sampling_strategy=group_by_length;
+    predictions.csv must line up row by row with the eval examples, so evaluation stays sequential.
+    """
+
+    def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
+        if self.args.world_size > 1 or not hasattr(eval_dataset, "__len__"):
+            return super()._get_eval_sampler(eval_dataset)
+        return torch.utils.data.SequentialSampler(eval_dataset)
+
+
 # ------------------------------------------------------------------------------------------------------- outputs
 def write_predictions(
     path: Path, raw_eval: datasets.Dataset, task: ResolvedTask, labels: np.ndarray, logits: np.ndarray, names: list[str]
@@ -503,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection.
     metrics = ClassificationMetrics(len(names), pairs=task.text_pair_column is not None)
-    trainer = Trainer(
+    trainer = OrderedEvalTrainer(
         model=model,
         args=training_args,
         train_dataset=tokenized["train"],
