@@ -44,7 +44,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import load_raw_datasets
 from .nsp import make_nsp_pairs_function
-from .tokenization import load_tokenizer, train_wordpiece_tokenizer
+from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -405,9 +405,7 @@ def build_trainer(
     set_seed(training_args.seed)
     train_text, validation_text = load_text_splits(data_args, training_args.seed)
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint)
-    # Checked on the tokenizer alone, before the (slow) tokenisation.
-    if tokenizer.mask_token is None:
-        raise ValueError("The tokenizer has no mask token; masked language modelling needs one (e.g. [MASK]).")
+    check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)
     splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args,
                              data_args, training_args)

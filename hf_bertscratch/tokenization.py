@@ -41,11 +41,21 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
         tokenizer = BertTokenizerFast.from_pretrained(str(path))
     else:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-    if tokenizer.mask_token is None:
-        raise ValueError(
-            f"Tokenizer {name_or_path!r} has no mask token; masked language modelling needs one (e.g. [MASK])."
-        )
+    check_mask_token(tokenizer, name_or_path)
     return tokenizer
+
+
+def check_mask_token(tokenizer: PreTrainedTokenizerBase, name: str = "tokenizer") -> None:
+    """Raise ValueError unless the tokenizer has a mask token that is in its vocabulary (MLM needs one).
+
+    BERT tokenizers always name "[MASK]", so a vocabulary without it would silently mask with [UNK].
+    """
+    mask = tokenizer.mask_token
+    if mask is None or mask not in tokenizer.get_vocab():
+        raise ValueError(
+            f"{name!r} has no usable mask token (mask_token={mask!r}, not None and in the vocabulary); masked language modelling needs "
+            "one: add [MASK] to vocab.txt or train a tokenizer with train_tokenizer."
+        )
 
 
 def train_wordpiece_tokenizer(
@@ -114,4 +124,4 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 
 
-__all__ = ["SPECIAL_TOKENS", "load_tokenizer", "main", "train_wordpiece_tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "check_mask_token", "load_tokenizer", "main", "train_wordpiece_tokenizer"]

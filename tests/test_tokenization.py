@@ -1,0 +1,56 @@
+"""Tests for hf_bertscratch.tokenization: every tokenizer form loads, WordPiece training, mask-token checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from transformers import BertTokenizer
+
+from hf_bertscratch.tokenization import SPECIAL_TOKENS, load_tokenizer, main, train_wordpiece_tokenizer
+
+from conftest import CORPUS
+
+
+@pytest.mark.parametrize("form", ["folder", "vocab_folder", "vocab_file"])
+def test_load_tokenizer_forms_agree(form: str, tokenizer: BertTokenizer, tokenizer_dir: Path, vocab_file: Path) -> None:
+    path = {"folder": tokenizer_dir, "vocab_folder": vocab_file.parent, "vocab_file": vocab_file}[form]
+    loaded = load_tokenizer(str(path))
+    text = "Paris is the capital of France ."
+    assert loaded(text)["input_ids"] == tokenizer(text)["input_ids"]
+    assert loaded.mask_token_id == tokenizer.mask_token_id
+
+
+def test_load_tokenizer_rejects_missing_mask_and_empty_folder(vocab_file: Path, tmp_path: Path) -> None:
+    BertTokenizer(vocab=str(vocab_file), mask_token=None).save_pretrained(tmp_path / "nomask")
+    with pytest.raises(ValueError, match="mask token"):
+        load_tokenizer(str(tmp_path / "nomask"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        load_tokenizer(str(tmp_path / "empty"))
+
+
+def test_train_wordpiece_tokenizer_round_trips(tmp_path: Path) -> None:
+    tokenizer = train_wordpiece_tokenizer(CORPUS * 3 + ["", "  "], vocab_size=80, output_dir=str(tmp_path))
+    assert tokenizer.convert_ids_to_tokens(list(range(5))) == SPECIAL_TOKENS
+    assert tokenizer.pad_token_id == 0 and len(tokenizer) <= 80
+    assert any(token.startswith("##") for token in tokenizer.get_vocab())  # real WordPiece continuation pieces
+    encoded = tokenizer("Paris is the capital of France .")["input_ids"]
+    assert encoded[0] == tokenizer.cls_token_id and encoded[-1] == tokenizer.sep_token_id
+    assert tokenizer.decode(encoded, skip_special_tokens=True) == "paris is the capital of france."
+    reloaded = load_tokenizer(str(tmp_path))  # saved as a BertTokenizerFast folder
+    assert reloaded("the cat sat")["input_ids"] == tokenizer("the cat sat")["input_ids"]
+
+
+def test_train_wordpiece_tokenizer_errors() -> None:
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_wordpiece_tokenizer(CORPUS, vocab_size=5)
+    with pytest.raises(ValueError, match="no characters"):
+        train_wordpiece_tokenizer(["", " "], vocab_size=50)
+
+
+def test_main_trains_from_a_file(text_file: Path, tmp_path: Path) -> None:
+    main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(tmp_path / "tok")])
+    assert len(load_tokenizer(str(tmp_path / "tok"))) <= 70
+    with pytest.raises(ValueError, match="'sentence'"):
+        main(["--train_file", str(text_file), "--text_column", "sentence", "--output_dir", str(tmp_path / "x")])
