@@ -1,0 +1,283 @@
+"""Tests for hf_bertscratch.pretraining: the main job end to end on tiny data, resume, streaming, NSP, whole-word
+masking, bad input, and a 2-process gloo run under torchrun."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, DataCollatorForLanguageModeling, pipeline
+
+import hf_bertscratch
+from hf_bertscratch import pretraining
+from hf_bertscratch.pretraining import (
+    FINISHED_FILES,
+    compute_metrics,
+    main,
+    make_pack_function,
+    parse_args,
+    preprocess_logits_for_metrics,
+)
+from hf_bertscratch.tokenization import train_wordpiece_tokenizer
+
+from conftest import CORPUS, tiny_config_kwargs
+
+# Fast settings every run shares: a 2-layer 32-wide model, 16-token blocks, no checkpoints unless asked.
+FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
+        "--learning_rate", "1e-3", "--disable_tqdm", "true", "--report_to", "none", "--save_strategy", "no",
+        "--validation_split_percentage", "20", "--seed", "0", "--dataloader_pin_memory", "false"]
+
+
+@pytest.fixture(scope="module")
+def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("config")
+    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
+    return path
+
+
+def _args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
+    return ["--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir), "--config_name", str(config_dir),
+            "--output_dir", str(output_dir), *FAST, *extra]
+
+
+def _typed(value: str) -> object:
+    """A command-line value as the JSON type HfArgumentParser.parse_json_file expects."""
+    if value in ("true", "false"):
+        return value == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _results(output_dir: Path) -> dict:
+    return json.loads((output_dir / "all_results.json").read_text())
+
+
+def _assert_not_finished(output_dir: Path) -> None:
+    assert not any((output_dir / name).exists() for name in FINISHED_FILES)
+    assert not list(output_dir.glob("checkpoint-*")) if output_dir.exists() else True
+
+
+def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path,
+                             capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "run"
+    config_file = tmp_path / "args.json"  # the JSON-file form of the same command
+    parser_args = _args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "12", "--logging_steps", "4",
+                        "--eval_strategy", "steps", "--eval_steps", "6")
+    config_file.write_text(json.dumps({k.lstrip("-"): _typed(v) for k, v in zip(parser_args[::2], parser_args[1::2])}))
+    main([str(config_file)])
+
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "trainer_state.json", "all_results.json",
+                 "loss_curve.png", "README.md", "modeling_bertscratch.py"):
+        assert (out / name).is_file(), name
+    results = _results(out)
+    assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["train_effective_batch_size"] == 4
+    assert results["eval_perplexity"] == pytest.approx(math.exp(results["eval_mlm_loss"]))
+    assert results["train_tokens"] == 12 * 4 * 16
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 12 and any("eval_accuracy" in log for log in state["log_history"])
+    card = (out / "README.md").read_text()
+    assert "fill-mask" in card and f"{results['eval_accuracy']:.4f}"[:4] in card
+    assert "Fill-mask predictions" in capsys.readouterr().out
+    assert not (out / ".staging").exists()
+
+    fill = pipeline("fill-mask", model=str(out))
+    assert len(fill("paris is the [MASK] of france .", top_k=2)) == 2
+    # Through remote code, with the package made unimportable: what a user with transformers alone gets.
+    code = ("import sys; sys.modules['hf_bertscratch'] = None\n"
+            "from transformers import AutoModelForMaskedLM, pipeline\n"
+            f"fill = pipeline('fill-mask', model={str(out)!r}, trust_remote_code=True)\n"
+            "print(type(fill.model).__name__, fill('the cat sat on the [MASK] .', top_k=1)[0]['token_str'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("BertScratchForMaskedLM ")
+
+
+def test_metrics_match_a_direct_computation() -> None:
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11)
+    labels = torch.full((3, 5), -100)
+    labels[0, 1], labels[1, 3], labels[2, 0], labels[2, 4] = 4, 7, int(logits[2, 0].argmax()), 2
+    reduced = preprocess_logits_for_metrics(logits, labels)
+    metrics = compute_metrics(type("Pred", (), {"predictions": reduced.numpy(), "label_ids": labels.numpy()})())
+    scored = labels != -100
+    expected_loss = torch.nn.functional.cross_entropy(logits[scored], labels[scored]).item()
+    expected_acc = (logits.argmax(-1)[scored] == labels[scored]).float().mean().item()
+    assert metrics["mlm_loss"] == pytest.approx(expected_loss, rel=1e-5)
+    assert metrics["accuracy"] == pytest.approx(expected_acc) and metrics["accuracy"] >= 0.25
+    assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
+
+
+def test_resume_matches_uninterrupted_run(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    extra = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3")
+    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
+
+    # Kill the second run during step 5: it leaves checkpoint-3 and nothing that looks finished.
+    steps = {"n": 0}
+    real_step = pretraining.Trainer.training_step
+
+    def dying_step(self, *args, **kwargs):
+        steps["n"] += 1
+        if steps["n"] == 5:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
+    cut = tmp_path / "cut"
+    with pytest.raises(KeyboardInterrupt):
+        main(_args(text_file, tokenizer_dir, config_dir, cut, *extra))
+    assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
+    assert not any((cut / name).exists() for name in FINISHED_FILES)
+    monkeypatch.undo()
+
+    main(_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "true"))
+    full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
+    assert full.keys() == resumed.keys()
+    for name in full:
+        torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
+    assert _results(cut)["train_tokens"] == 3 * 4 * 16  # counted for the steps this process ran
+
+
+def test_streaming_trains_from_local_files(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                           tmp_path: Path) -> None:
+    out = tmp_path / "stream"
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--streaming", "true", "--max_steps", "3",
+               "--max_eval_samples", "10", "--shuffle_buffer_size", "8"))
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 3 and "eval_accuracy" in _results(out)
+
+
+def test_nsp_objective_trains_pretraining_heads(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                tmp_path: Path) -> None:
+    out = tmp_path / "nsp"
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--objective", "mlm_nsp", "--max_seq_length", "32",
+               "--max_steps", "2", "--validation_split_percentage", "40"))
+    results = _results(out)
+    assert 0.0 <= results["eval_nsp_accuracy"] <= 1.0 and "eval_perplexity" in results
+    model = AutoModelForPreTraining.from_pretrained(out)
+    assert type(model).__name__ == "BertScratchForPreTraining"
+    assert type(AutoModelForMaskedLM.from_pretrained(out)).__name__ == "BertScratchForMaskedLM"
+
+
+def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:
+    # A small vocabulary so most words split into several "##" pieces.
+    tokenizer = train_wordpiece_tokenizer(CORPUS, vocab_size=60)
+    pack = make_pack_function(tokenizer, "text", max_seq_length=24, with_offsets=True)
+    examples = pack({"text": CORPUS * 4})
+    rows = [dict(zip(examples, values, strict=True)) for values in zip(*examples.values(), strict=True)]
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.3, whole_word_mask=True, seed=0)
+    batch = collator(rows)
+    masked = batch["labels"] != -100
+    assert masked.any()
+    original = torch.tensor(examples["input_ids"])
+    for row in range(len(rows)):
+        pieces = tokenizer.convert_ids_to_tokens(original[row].tolist())
+        word_start = 0
+        for pos, piece in enumerate(pieces):
+            if not piece.startswith("##"):
+                word_start = pos
+            elif not tokenizer.convert_ids_to_tokens(int(original[row, word_start])).startswith("["):
+                assert masked[row, pos] == masked[row, word_start], (pieces, pos)
+    assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()  # WWM replaces with [MASK] only
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", ["missing_file", "empty_file", "bad_column", "empty_after_filtering",
+                                  "too_long", "no_mask_token", "finished_output"])
+def test_bad_input_fails_before_training(case: str, text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                         vocab_file: Path, tmp_path: Path) -> None:
+    from transformers import BertTokenizer
+
+    out = tmp_path / "out"
+    train, extra = text_file, []
+    if case == "missing_file":
+        train, error, match = tmp_path / "nope.txt", FileNotFoundError, "nope.txt"
+    elif case == "empty_file":
+        train, error, match = _write(tmp_path / "empty.txt", ""), ValueError, "empty"
+    elif case == "bad_column":
+        train, error, match = _write(tmp_path / "t.csv", "sentence\nhello\n"), ValueError, "text_column='text'"
+    elif case == "empty_after_filtering":
+        train, error, match = _write(tmp_path / "blank.txt", "\n \n\n"), ValueError, "no example"
+    elif case == "too_long":
+        extra, error, match = ["--max_seq_length", "128"], ValueError, "max_position_embeddings=64"
+    elif case == "no_mask_token":
+        BertTokenizer(vocab=str(vocab_file), mask_token=None).save_pretrained(tmp_path / "nomask")
+        extra, error, match = ["--tokenizer_name", str(tmp_path / "nomask")], ValueError, "mask token"
+    else:
+        out.mkdir()
+        _write(out / "model.safetensors", "keep me")
+        error, match = ValueError, "overwrite_output_dir"
+    with pytest.raises(error, match=match):
+        main(_args(train, tokenizer_dir, config_dir, out, "--max_steps", "2", *extra))
+    if case == "finished_output":
+        assert (out / "model.safetensors").read_text() == "keep me"  # nothing already written is lost
+    else:
+        _assert_not_finished(out)
+
+
+def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "--mlm_probability" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="objective"):
+        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
+    with pytest.raises(ValueError, match="max_steps"):
+        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o"]))
+
+
+_DDP_HELPER = """
+import json, sys, torch
+import torch.distributed as dist
+from hf_bertscratch import pretraining
+
+real_save = pretraining.save_outputs
+
+def save_outputs(trainer, metrics, *args):
+    real_save(trainer, metrics, *args)
+    rank = dist.get_rank()
+    torch.save({k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}, f"{sys.argv[1]}/rank{rank}.pt")
+    json.dump({"steps": trainer.state.global_step, "train_blocks": len(trainer.train_dataset),
+               "world_size": dist.get_world_size(), "backend": dist.get_backend()},
+              open(f"{sys.argv[1]}/rank{rank}.json", "w"))
+
+pretraining.save_outputs = save_outputs
+pretraining.main(sys.argv[2:])
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                     tmp_path: Path) -> None:
+    helper = _write(tmp_path / "ddp_helper.py", _DDP_HELPER)
+    out = tmp_path / "ddp"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0",
+               str(helper), str(tmp_path), *_args(text_file, tokenizer_dir, config_dir, out, "--num_train_epochs", "1")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    infos = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert infos[0] == infos[1] and infos[0]["world_size"] == 2 and infos[0]["backend"] == "gloo"
+    # Effective batch = 2 processes x 4 per device: one epoch takes ceil(blocks / 8) optimizer steps.
+    assert infos[0]["steps"] == math.ceil(infos[0]["train_blocks"] / 8)
+    assert _results(out)["train_effective_batch_size"] == 8 and _results(out)["world_size"] == 2
+    rank0, rank1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), name
+    saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
+    for name in saved:
+        assert torch.equal(saved[name], rank0[name]), name
