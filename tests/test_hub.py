@@ -1,0 +1,359 @@
+"""Sharing on the Hub: the dry-run folder loads with transformers alone, and push_to_hub uploads exactly that folder.
+
+The Hub is unreachable here, so uploads are checked at huggingface_hub's boundary (`HfApi.create_repo`,
+`create_branch`, `upload_folder` patched); everything up to that call runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from huggingface_hub import CommitInfo, HfApi, ModelCard
+from transformers import TrainingArguments, pipeline
+
+import hf_bertscratch
+from hf_bertscratch import cards, hub, modeling_bertscratch
+from conftest import tiny_config_kwargs
+
+FILL_MASK_TEXT = "paris is the [MASK] of france ."
+CLASSIFY_TEXT = "the movie was great and the acting was wonderful ."
+LABELS = {0: "negative", 1: "positive"}
+
+
+def _save_run(folder: Path, model: torch.nn.Module, tokenizer, kind: str) -> Path:
+    """A run's output folder: what pretraining/fine-tuning leave, including files that must NOT be uploaded."""
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "all_results.json").write_text(json.dumps({"eval_loss": 1.5, "eval_accuracy": 0.5}), encoding="utf-8")
+    (folder / "loss_curve.png").write_bytes(b"\x89PNG fake plot")
+    (folder / "training_args.bin").write_bytes(b"pickle")
+    (folder / "trainer_state.json").write_text("{}", encoding="utf-8")
+    (folder / "checkpoint-10").mkdir()
+    (folder / "checkpoint-10" / "model.safetensors").write_bytes(b"old")
+    cards.write_model_card(folder, kind, {"model_name": folder.name, "results": {"eval_loss": 1.5}})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mlm_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    return _save_run(tmp_path_factory.mktemp("mlm-run"), model, tokenizer, "pretrained")
+
+
+@pytest.fixture(scope="module")
+def cls_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(1)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), id2label=LABELS)
+    model = hf_bertscratch.BertScratchForSequenceClassification(config)
+    folder = _save_run(tmp_path_factory.mktemp("cls-run"), model, tokenizer, "classifier")
+    (folder / "confusion_matrix.png").write_bytes(b"\x89PNG fake matrix")
+    return folder
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every Hub call fail loudly; returns the list of calls attempted (must stay empty)."""
+    calls: list[str] = []
+
+    def refuse(name: str):
+        def call(*args, **kwargs):
+            calls.append(name)
+            raise AssertionError(f"HfApi.{name} called despite bad input")
+        return call
+
+    for name in ("create_repo", "create_branch", "upload_folder"):
+        monkeypatch.setattr(HfApi, name, refuse(name))
+    return calls
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name, _ in hub.list_folder(folder)}
+
+
+def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Path, no_network: list[str]) -> None:
+    folder = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", dry_run=tmp_path / "dry")
+    assert folder == tmp_path / "dry"
+    assert [name for name, _ in hub.list_folder(folder)] == [
+        "README.md", "all_results.json", "config.json", "configuration_bertscratch.py", "loss_curve.png",
+        "model.safetensors", "modeling_bertscratch.py", "tokenizer.json", "tokenizer_config.json",
+    ]
+    assert (folder / "model.safetensors").read_bytes() == (mlm_dir / "model.safetensors").read_bytes()
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["auto_map"] == modeling_bertscratch._auto_map()
+    assert set(config["auto_map"]) == {"AutoConfig", *modeling_bertscratch.AUTO_CLASS_TO_MODEL}
+    card = ModelCard.load(folder / "README.md")
+    assert 'repo_id = "alice/tiny-mlm"' in card.text
+    assert (mlm_dir / "README.md").read_text(encoding="utf-8").count(cards.REPO_PLACEHOLDER) == 1  # source untouched
+    assert no_network == []
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]  # no staging folder left
+
+
+def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (bare / name).write_bytes((mlm_dir / name).read_bytes())
+    config = json.loads((mlm_dir / "config.json").read_text(encoding="utf-8"))
+    config["auto_map"] = {"AutoModelForMaskedLM": "modeling_bertscratch.BertScratchForMaskedLM"}
+    (bare / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    folder = hub.prepare_upload_folder(bare, tmp_path / "up", repo_id="alice/bare")
+    assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["auto_map"] == modeling_bertscratch._auto_map()
+    for module in hub.CODE_MODULES:
+        assert (folder / Path(module.__file__).name).read_bytes() == Path(module.__file__).read_bytes()
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.pipeline_tag == "fill-mask"
+    assert 'repo_id = "alice/bare"' in card.text
+
+
+# Runs in a fresh interpreter where `import hf_bertscratch` must fail: only transformers and the downloaded code.
+_DOWNLOADER = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class _NoPackage(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "hf_bertscratch":
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _NoPackage())
+    try:
+        import hf_bertscratch
+        sys.exit("hf_bertscratch is importable: the test would not prove anything")
+    except ModuleNotFoundError:
+        pass
+
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    mlm_dir, cls_dir, fill_text, cls_text = sys.argv[1:5]
+    out = {}
+    for key, auto, folder, task, text in (
+        ("mlm", AutoModelForMaskedLM, mlm_dir, "fill-mask", fill_text),
+        ("cls", AutoModelForSequenceClassification, cls_dir, "text-classification", cls_text),
+    ):
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+        model = auto.from_pretrained(folder, trust_remote_code=True)
+        with torch.no_grad():
+            logits = model(**tokenizer(text, return_tensors="pt")).logits
+        pipe = pipeline(task, model=folder, trust_remote_code=True)
+        predictions = pipe(text, top_k=5) if task == "fill-mask" else pipe(text, top_k=None)
+        out[key] = {"class": type(model).__module__ + "." + type(model).__name__,
+                    "logits": logits.tolist(), "pipeline": predictions}
+    out["hf_bertscratch_loaded"] = [name for name in sys.modules if name.startswith("hf_bertscratch")]
+    print(json.dumps(out))
+    """
+)
+
+
+def _reference_outputs(model_dir: Path, task: str, text: str, tokenizer) -> dict:
+    """Outputs of the original model, loaded through this package."""
+    auto = {"fill-mask": "AutoModelForMaskedLM", "text-classification": "AutoModelForSequenceClassification"}[task]
+    import transformers
+
+    model = getattr(transformers, auto).from_pretrained(model_dir).eval()
+    with torch.no_grad():
+        logits = model(**tokenizer(text, return_tensors="pt")).logits
+    pipe = pipeline(task, model=model, tokenizer=tokenizer)
+    predictions = pipe(text, top_k=5) if task == "fill-mask" else pipe(text, top_k=None)
+    return {"logits": logits, "pipeline": predictions}
+
+
+def _by_key(predictions: list[dict], key: str) -> dict[str, float]:
+    return {prediction[key]: prediction["score"] for prediction in predictions}
+
+
+def test_dry_run_folders_load_with_transformers_alone(mlm_dir: Path, cls_dir: Path, tokenizer, tmp_path: Path) -> None:
+    mlm_up = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", dry_run=tmp_path / "mlm")
+    cls_up = hub.push_to_hub(cls_dir, "alice/tiny-cls", dry_run=tmp_path / "cls")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run(
+        [sys.executable, "-c", _DOWNLOADER, str(mlm_up), str(cls_up), FILL_MASK_TEXT, CLASSIFY_TEXT],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Do you wish to run the custom code" not in result.stdout  # every load that needs remote code says so
+    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    assert remote["hf_bertscratch_loaded"] == []
+
+    for key, folder, task, text, label_key in (
+        ("mlm", mlm_dir, "fill-mask", FILL_MASK_TEXT, "token_str"),
+        ("cls", cls_dir, "text-classification", CLASSIFY_TEXT, "label"),
+    ):
+        # Loaded from the downloaded code (transformers_modules), not from this package.
+        assert remote[key]["class"].startswith("transformers_modules."), remote[key]["class"]
+        reference = _reference_outputs(folder, task, text, tokenizer)
+        torch.testing.assert_close(torch.tensor(remote[key]["logits"]), reference["logits"], atol=1e-5, rtol=1e-5)
+        expected, got = _by_key(reference["pipeline"], label_key), _by_key(remote[key]["pipeline"], label_key)
+        assert got.keys() == expected.keys()
+        for name, score in expected.items():
+            assert got[name] == pytest.approx(score, abs=1e-6)
+    assert set(_by_key(remote["cls"]["pipeline"], "label")) == set(LABELS.values())
+
+
+@pytest.mark.parametrize("revision", [None, "experiment-1"])
+def test_push_to_hub_uploads_exactly_the_dry_run_folder(
+    mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, revision: str | None
+) -> None:
+    expected = _snapshot(hub.push_to_hub(mlm_dir, "alice/tiny-mlm", revision=revision, dry_run=tmp_path / "dry"))
+    calls: dict[str, dict] = {}
+
+    def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
+        calls["create_repo"] = {"repo_id": repo_id, "token": self.token, **kwargs}
+        return f"https://huggingface.co/{repo_id}"
+
+    def create_branch(self: HfApi, repo_id: str, **kwargs) -> None:
+        calls["create_branch"] = {"repo_id": repo_id, **kwargs}
+
+    def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
+        # The folder is temporary: read what is in it at the moment it is handed over.
+        calls["upload_folder"] = {**kwargs, "files": _snapshot(Path(kwargs["folder_path"])), "token": self.token}
+        return CommitInfo(commit_url=f"https://huggingface.co/{kwargs['repo_id']}/commit/abc", commit_message="",
+                          commit_description="", oid="abc")
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "create_branch", create_branch)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    commit = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", private=True, revision=revision, commit_message="first")
+
+    assert commit.oid == "abc"
+    assert calls["create_repo"] == {"repo_id": "alice/tiny-mlm", "token": "hf_from_env", "private": True,
+                                    "repo_type": "model", "exist_ok": True}
+    assert ("create_branch" in calls) == (revision is not None)
+    upload = calls["upload_folder"]
+    assert upload["files"] == expected
+    assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/tiny-mlm", revision, "first")
+    assert upload["token"] == "hf_from_env"
+    if revision:
+        assert calls["create_branch"] == {"repo_id": "alice/tiny-mlm", "branch": revision, "repo_type": "model",
+                                          "exist_ok": True}
+        assert f'revision = "{revision}"'.encode() in upload["files"]["README.md"]
+
+
+def _break(folder: Path, mlm_dir: Path, how: str) -> Path:
+    """A copy of the MLM run with one thing wrong."""
+    folder.mkdir()
+    for path in mlm_dir.iterdir():
+        if path.is_file():
+            (folder / path.name).write_bytes(path.read_bytes())
+    if how == "no_config":
+        (folder / "config.json").unlink()
+    elif how == "other_model_type":
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        (folder / "config.json").write_text(json.dumps({**config, "model_type": "bert"}), encoding="utf-8")
+    elif how == "no_safetensors":
+        (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    elif how == "no_tokenizer":
+        (folder / "tokenizer.json").unlink()
+    elif how == "no_tokenizer_config":
+        (folder / "tokenizer_config.json").unlink()
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("no_config", "no config.json"),
+        ("other_model_type", "'bert'"),
+        ("no_safetensors", "pytorch_model.bin"),
+        ("no_tokenizer", "tokenizer.json or vocab.txt"),
+        ("no_tokenizer_config", "tokenizer_config.json"),
+    ],
+)
+def test_bad_model_folder_fails_before_any_upload(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch, how: str, message: str
+) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_x")
+    folder = _break(tmp_path / "broken", mlm_dir, how)
+    with pytest.raises(ValueError, match=message):
+        hub.push_to_hub(folder, "alice/tiny")
+    with pytest.raises(ValueError, match=message):
+        hub.push_to_hub(folder, "alice/tiny", dry_run=tmp_path / "dry")
+    assert not (tmp_path / "dry").exists()
+    assert no_network == []
+
+
+def test_missing_folder_fails(tmp_path: Path, no_network: list[str]) -> None:
+    with pytest.raises(FileNotFoundError, match="does-not-exist"):
+        hub.push_to_hub(tmp_path / "does-not-exist", "alice/tiny", dry_run=tmp_path / "dry")
+
+
+@pytest.mark.parametrize("repo_id", ["tiny-mlm", "alice/", "/tiny", "alice/tiny/extra", "alice/tiny mlm", "alice/--x", ""])
+def test_bad_repo_id_fails_before_any_upload(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str], repo_id: str
+) -> None:
+    with pytest.raises(ValueError, match="repo_id"):
+        hub.push_to_hub(mlm_dir, repo_id, token="hf_x")
+    assert no_network == []
+
+
+def test_no_token_fails_before_any_upload(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(hub, "get_token", lambda: None)  # also ignore any saved `hf auth login` token
+    with pytest.raises(ValueError, match="HF_TOKEN"):
+        hub.push_to_hub(mlm_dir, "alice/tiny")
+    assert no_network == []
+
+
+def test_dry_run_refuses_a_non_empty_folder(mlm_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "dry"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ValueError, match="not empty"):
+        hub.push_to_hub(mlm_dir, "alice/tiny", dry_run=target)
+    assert [path.name for path in target.iterdir()] == ["keep.txt"]
+    with pytest.raises(ValueError, match="outside the model folder"):
+        hub.prepare_upload_folder(mlm_dir, mlm_dir / "upload")
+
+
+def test_main_dry_run_lists_the_folder(mlm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    hub.main([str(mlm_dir), "--repo_id", "alice/tiny-mlm", "--dry_run", str(tmp_path / "dry")])
+    out = capsys.readouterr().out
+    assert "alice/tiny-mlm" in out
+    for name, size in hub.list_folder(tmp_path / "dry"):
+        assert name in out and f"{size:,d}" in out
+    # The same arguments from a single .json file.
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps({"model_dir": str(mlm_dir), "repo_id": "alice/tiny-mlm",
+                                     "dry_run": str(tmp_path / "dry2")}), encoding="utf-8")
+    hub.main([str(args_file)])
+    assert _snapshot(tmp_path / "dry2") == _snapshot(tmp_path / "dry")
+
+
+def test_main_requires_a_repo_id(mlm_dir: Path) -> None:
+    with pytest.raises(ValueError, match="--repo_id"):
+        hub.main([str(mlm_dir)])
+
+
+def test_training_push_is_checked_before_training_and_uploads_the_run(
+    mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[str]
+) -> None:
+    args = TrainingArguments(output_dir=str(mlm_dir), push_to_hub=True, hub_token="hf_x", report_to=[])
+    with pytest.raises(ValueError, match="--hub_model_id"):
+        hub.check_training_push(args)
+    args.hub_model_id = "no-namespace"
+    with pytest.raises(ValueError, match="repo_id"):
+        hub.check_training_push(args)
+    assert no_network == []
+
+    args.hub_model_id, args.hub_private_repo, args.hub_revision = "alice/run", True, "v2"
+    seen: dict = {}
+    monkeypatch.setattr(hub, "push_to_hub", lambda model_dir, **kwargs: seen.update(model_dir=model_dir, **kwargs))
+    hub.push_training_output(args)
+    assert seen == {"model_dir": str(mlm_dir), "repo_id": "alice/run", "private": True, "revision": "v2",
+                    "commit_message": "End of training", "token": "hf_x"}
+    seen.clear()
+    hub.push_training_output(TrainingArguments(output_dir=str(tmp_path), report_to=[]))
+    assert seen == {}
