@@ -13,6 +13,7 @@ Trainer does the distribution.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import torch
 import transformers
 from transformers import (
@@ -36,6 +38,9 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
     TrainingArguments,
     set_seed,
 )
@@ -394,6 +399,41 @@ def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
     return metrics
 
 
+# ------------------------------------------------------------------------------------------ masking stage
+
+
+@dataclass
+class SeededMaskingCollator(DataCollatorForLanguageModeling):
+    """`DataCollatorForLanguageModeling` whose masks depend only on (seed, epoch, the batch's tokens).
+
+    The stock collator draws masks from the global RNG inside the dataloader, which accelerate runs one batch ahead
+    of the training step; a checkpoint then saves an RNG state that already consumed the next batch's masks, and a
+    resumed run masks differently from an uninterrupted one. Seeding each batch from its own content makes masking
+    reproducible across resume, dataloader workers and ranks (each rank's batches differ, so do its masks), and
+    the epoch keeps masks dynamic: a block seen again in a later epoch is masked afresh, as in RoBERTa.
+    """
+
+    epoch: int = 0
+
+    def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(f"{self.seed}/{self.epoch}".encode())
+        for example in examples:
+            digest.update(np.asarray(example["input_ids"], dtype=np.int64).tobytes() + b"|")
+        self.generator = torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+        return super().torch_call(examples)
+
+
+class MaskingEpochCallback(TrainerCallback):
+    """Tells the collator which epoch is starting (also right after a resume, mid-epoch)."""
+
+    def __init__(self, collator: SeededMaskingCollator) -> None:
+        self.collator = collator
+
+    def on_epoch_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        self.collator.epoch = int(math.floor(state.epoch or 0.0))
+
+
 # --------------------------------------------------------------------------------------------- main stages
 
 
@@ -411,14 +451,15 @@ def build_trainer(
                              data_args, training_args)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
-    collator = DataCollatorForLanguageModeling(
+    collator = SeededMaskingCollator(
         tokenizer, mlm_probability=data_args.mlm_probability, whole_word_mask=data_args.whole_word_mask,
         mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob,
+        seed=training_args.seed,
     )
     return Trainer(
         model=model, args=training_args, train_dataset=splits["train"], eval_dataset=splits["validation"],
         processing_class=tokenizer, data_collator=collator, compute_metrics=compute_metrics,
-        preprocess_logits_for_metrics=preprocess_logits_for_metrics,
+        preprocess_logits_for_metrics=preprocess_logits_for_metrics, callbacks=[MaskingEpochCallback(collator)],
     )
 
 
