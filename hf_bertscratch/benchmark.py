@@ -1,0 +1,435 @@
+"""Side-by-side throughput of BertScratch and transformers' `BertForMaskedLM` (sdpa), with the same weights.
+
+For each case (preset, sequence length, padding fraction, eager or compiled) both models are built from the same
+preset, the reference's weights are copied from ours through `hf_bertscratch.convert`, and in ONE process timed
+repetitions of each model alternate (ours, reference, reference, ours, ...), so that load from other processes on
+the machine hits both alike. Two workloads are timed:
+
+- train: one MLM training step (forward, backward, AdamW) on a batch with 15% of the real tokens labelled;
+- infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as fill-mask needs).
+
+Throughput is counted in useful tokens/s: real (non-pad) tokens of the batch divided by the step time. Peak memory
+of each model's training step is measured in a separate subprocess (its `ru_maxrss`), so neither model's
+allocations hide the other's. The loss of both models on the same batch, before any step, shows they compute the
+same function; ours runs its fast path (sparse prediction, unpadding) in that check.
+
+Usage:
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --repeats 5 \
+        --output_markdown benchmark.md
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import BertForMaskedLM, HfArgumentParser
+
+from .configuration_bertscratch import PRESETS, BertScratchConfig
+from .convert import bertscratch_config_to_bert, bertscratch_to_bert
+from .modeling_bertscratch import BertScratchForMaskedLM
+
+logger = logging.getLogger(__name__)
+
+WORKLOADS = ("train", "infer")
+VARIANTS = ("eager", "compiled")
+VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
+FIRST_WORD_ID = 999  # ids below are [PAD], [unused*], [UNK], [CLS], [SEP], [MASK] in bert-base-uncased
+
+
+@dataclass
+class BenchmarkArguments:
+    """What to benchmark; every list argument takes several values (`--presets tiny mini`)."""
+
+    presets: list[str] = field(
+        default_factory=lambda: ["tiny", "mini", "small", "base"],
+        metadata={"help": f"Model sizes to benchmark, from {sorted(PRESETS)}."},
+    )
+    seq_lens: list[int] = field(
+        default_factory=lambda: [128, 512], metadata={"help": "Padded sequence lengths T (at most 512)."}
+    )
+    paddings: list[float] = field(
+        default_factory=lambda: [0.0, 0.3],
+        metadata={
+            "help": "Fractions of the (B, T) batch that are padding, in [0, 0.5]: row lengths are spread evenly "
+            "between (1 - 2p) T and T, as in a real batch of varied sentences."
+        },
+    )
+    workloads: list[str] = field(
+        default_factory=lambda: list(WORKLOADS),
+        metadata={"help": f"Workloads to time, from {list(WORKLOADS)}."},
+    )
+    variants: list[str] = field(
+        default_factory=lambda: ["eager"],
+        metadata={"help": f"Execution modes, from {list(VARIANTS)} ('compiled' wraps both models in torch.compile)."},
+    )
+    batch_size: int = field(default=32, metadata={"help": "Rows per batch B."})
+    repeats: int = field(default=5, metadata={"help": "Timed repetitions of each model per case."})
+    warmup: int = field(default=1, metadata={"help": "Untimed repetitions of each model before timing."})
+    mask_probability: float = field(default=0.15, metadata={"help": "Fraction of real tokens labelled for MLM."})
+    dropout: float = field(default=0.1, metadata={"help": "Hidden and attention dropout during the training step."})
+    memory: bool = field(
+        default=True, metadata={"help": "Measure the peak training memory of each model in a subprocess."}
+    )
+    num_threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
+    seed: int = field(default=0, metadata={"help": "Seed for the weights and the batches."})
+    output_json: str | None = field(default=None, metadata={"help": "Write every measured case to this JSON file."})
+    output_markdown: str | None = field(default=None, metadata={"help": "Write the results table to this file."})
+
+    def __post_init__(self) -> None:
+        _check_choices("presets", self.presets, sorted(PRESETS))
+        _check_choices("workloads", self.workloads, WORKLOADS)
+        _check_choices("variants", self.variants, VARIANTS)
+        for seq_len in self.seq_lens:
+            if not 8 <= seq_len <= 512:
+                raise ValueError(f"--seq_lens values must be in [8, 512] (BERT's positions), got {seq_len}.")
+        for padding in self.paddings:
+            if not 0.0 <= padding <= 0.5:
+                raise ValueError(f"--paddings values must be in [0, 0.5], got {padding}.")
+        for name in ("batch_size", "repeats"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
+        if not 0.0 < self.mask_probability <= 1.0:
+            raise ValueError(f"--mask_probability must be in (0, 1], got {self.mask_probability}.")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}.")
+
+
+def _check_choices(name: str, values: list[str], allowed: tuple[str, ...] | list[str]) -> None:
+    bad = [value for value in values if value not in allowed]
+    if bad or not values:
+        raise ValueError(f"--{name} got {bad or 'nothing'}; expected one or more of {list(allowed)}.")
+
+
+@dataclass
+class CaseResult:
+    """One measured case; tokens/s are medians over repetitions, the ratio is ours/reference per repetition."""
+
+    preset: str
+    seq_len: int
+    padding: float
+    workload: str
+    variant: str
+    batch_size: int
+    useful_tokens: int
+    ours_tokens_per_s: float
+    reference_tokens_per_s: float
+    ratio_median: float
+    ratio_min: float
+    ratio_max: float
+    loss_max_abs_diff: float | None = None
+    ours_peak_mib: float | None = None
+    reference_peak_mib: float | None = None
+
+
+def build_config(preset: str, dropout: float = 0.1) -> BertScratchConfig:
+    """A BertScratch config of `preset` with bert-base-uncased's vocabulary and 512 positions."""
+    return BertScratchConfig(
+        **PRESETS[preset], vocab_size=VOCAB_SIZE, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout
+    )
+
+
+def build_models(preset: str, dropout: float, seed: int) -> tuple[BertScratchForMaskedLM, BertForMaskedLM]:
+    """Ours at random init and transformers' `BertForMaskedLM` (sdpa) holding exactly the same weights."""
+    torch.manual_seed(seed)
+    ours = BertScratchForMaskedLM(build_config(preset, dropout))
+    reference = bertscratch_to_bert(ours)
+    reference.set_attn_implementation("sdpa")
+    return ours, reference
+
+
+def make_batch(
+    batch_size: int, seq_len: int, padding: float, mask_probability: float = 0.15, seed: int = 0
+) -> dict[str, torch.Tensor]:
+    """A right-padded MLM batch whose rows have varied lengths (a fraction `padding` of the grid is pad).
+
+    Row lengths are spread evenly over [(1 - 2 padding) T, T] and shuffled; `mask_probability` of each row's real
+    tokens carry a label (at least one per row), the rest are -100.
+
+    Returns:
+        input_ids, attention_mask, labels: each (B, T) int64.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    shortest = max(2, round((1.0 - 2.0 * padding) * seq_len))
+    lengths = torch.linspace(shortest, seq_len, batch_size).round().long()
+    lengths = lengths[torch.randperm(batch_size, generator=generator)]
+    positions = torch.arange(seq_len).unsqueeze(0)  # (1, T)
+    attention_mask = (positions < lengths.unsqueeze(1)).long()  # (B, T)
+    input_ids = torch.randint(FIRST_WORD_ID, VOCAB_SIZE, (batch_size, seq_len), generator=generator)
+    input_ids = input_ids * attention_mask  # pad id 0
+    scores = torch.rand(batch_size, seq_len, generator=generator).masked_fill(attention_mask == 0, 2.0)
+    labelled = scores < mask_probability
+    labelled[torch.arange(batch_size), scores.argmin(dim=1)] = True  # every row scores at least one token
+    labels = input_ids.masked_fill(~labelled, -100)
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+@contextlib.contextmanager
+def dropout_disabled(*models: nn.Module) -> Iterator[None]:
+    """Turn every dropout of `models` off (modules and config rates) and restore them afterwards."""
+    saved: list[tuple[object, str, float]] = []
+    for model in models:
+        saved.append((model.config, "attention_probs_dropout_prob", model.config.attention_probs_dropout_prob))
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                saved.append((module, "p", module.p))
+    try:
+        for owner, name, _ in saved:
+            setattr(owner, name, 0.0)
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+def loss_difference(ours: nn.Module, reference: nn.Module, batch: dict[str, torch.Tensor]) -> float:
+    """|loss_ours - loss_reference| on `batch`, both in training mode (ours on its fast path), dropout off."""
+    ours.train()
+    reference.train()
+    with dropout_disabled(ours, reference), torch.no_grad():
+        return abs(ours(**batch).loss.item() - reference(**batch).loss.item())
+
+
+def make_train_step(model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+    """A closure running one MLM training step (forward, backward, AdamW) of `model` on `batch`."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step() -> None:
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        model(**batch).loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def make_infer_step(model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+    """A closure running one batched eval-mode forward of `model` under `torch.inference_mode`."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    def step() -> None:
+        model.eval()
+        with torch.inference_mode():
+            model(**inputs)
+
+    return step
+
+
+def make_step(workload: str, model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+    """The step closure of `workload` ("train" or "infer")."""
+    return {"train": make_train_step, "infer": make_infer_step}[workload](model, batch)
+
+
+def time_interleaved(
+    steps: dict[str, Callable[[], None]], repeats: int, warmup: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each step, alternating the order every repetition (ABBA) so drift hits both alike."""
+    names = list(steps)
+    for _ in range(warmup):
+        for name in names:
+            steps[name]()
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for repeat in range(repeats):
+        for name in names if repeat % 2 == 0 else reversed(names):
+            start = time.perf_counter()
+            steps[name]()
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def summarize(
+    seconds: dict[str, list[float]], useful_tokens: int
+) -> tuple[float, float, float, float, float]:
+    """(ours tokens/s, reference tokens/s, ratio median, min, max) from per-repetition times."""
+    ours = [useful_tokens / s for s in seconds["ours"]]
+    reference = [useful_tokens / s for s in seconds["reference"]]
+    ratios = [o / r for o, r in zip(ours, reference)]
+    return statistics.median(ours), statistics.median(reference), statistics.median(ratios), min(ratios), max(ratios)
+
+
+def peak_training_memory_mib(
+    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, args: BenchmarkArguments
+) -> float:
+    """Peak resident memory (MiB) of a fresh subprocess that builds one model and runs two training steps."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        return pool.apply(
+            _memory_probe, (kind, preset, batch_size, seq_len, padding, variant, args.dropout, args.mask_probability)
+        )
+
+
+def _memory_probe(
+    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, dropout: float,
+    mask_probability: float,
+) -> float:
+    """Runs in the subprocess: builds only the model `kind` ("ours" or "reference") so nothing else is resident."""
+    config = build_config(preset, dropout)
+    if kind == "ours":
+        model: nn.Module = BertScratchForMaskedLM(config)
+    else:
+        model = BertForMaskedLM(bertscratch_config_to_bert(config))
+        model.set_attn_implementation("sdpa")
+    if variant == "compiled":
+        model = torch.compile(model)
+    step = make_train_step(model, make_batch(batch_size, seq_len, padding, mask_probability))
+    for _ in range(2):  # the second step also holds AdamW's state
+        step()
+    return _peak_rss_mib()
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident memory in MiB.
+
+    Linux's VmHWM is per address space, so it restarts at the exec of a spawned child; `ru_maxrss` would carry the
+    parent's peak over (it survives fork + exec), which is why it is only the fallback off Linux.
+    """
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    per_mib = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / per_mib
+
+
+def run_case(
+    args: BenchmarkArguments, preset: str, seq_len: int, padding: float, variant: str
+) -> list[CaseResult]:
+    """Measure every workload of one (preset, T, padding, variant) case; returns one result per workload."""
+    ours, reference = build_models(preset, args.dropout, args.seed)
+    batch = make_batch(args.batch_size, seq_len, padding, args.mask_probability, args.seed)
+    useful_tokens = int(batch["attention_mask"].sum())
+    loss_diff = loss_difference(ours, reference, batch)
+    models = {"ours": ours, "reference": reference}
+    if variant == "compiled":
+        models = {name: torch.compile(model) for name, model in models.items()}
+    results = []
+    for workload in args.workloads:
+        steps = {name: make_step(workload, model, batch) for name, model in models.items()}
+        seconds = time_interleaved(steps, args.repeats, args.warmup)
+        ours_tps, ref_tps, ratio, low, high = summarize(seconds, useful_tokens)
+        result = CaseResult(
+            preset, seq_len, padding, workload, variant, args.batch_size, useful_tokens,
+            ours_tps, ref_tps, ratio, low, high,
+        )
+        if workload == "train":
+            result.loss_max_abs_diff = loss_diff
+            if args.memory:
+                memory = {
+                    kind: peak_training_memory_mib(kind, preset, args.batch_size, seq_len, padding, variant, args)
+                    for kind in ("ours", "reference")
+                }
+                result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
+        logger.info("%s", format_row(result))
+        results.append(result)
+    return results
+
+
+def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
+    """Every case of the grid in `args`, in order preset, T, padding, variant."""
+    if args.num_threads is not None:
+        torch.set_num_threads(args.num_threads)
+    results = []
+    for preset in args.presets:
+        for seq_len in args.seq_lens:
+            for padding in args.paddings:
+                for variant in args.variants:
+                    results.extend(run_case(args, preset, seq_len, padding, variant))
+    return results
+
+
+TABLE_HEADER = (
+    "| preset | T | pad | workload | mode | ours tok/s | ref tok/s | ours/ref (min-max) | peak MiB ours / ref "
+    "| loss diff |\n|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_row(result: CaseResult) -> str:
+    """One Markdown table row of `result`."""
+    memory = "-"
+    if result.ours_peak_mib is not None:
+        memory = f"{result.ours_peak_mib:,.0f} / {result.reference_peak_mib:,.0f}"
+    loss = "-" if result.loss_max_abs_diff is None else f"{result.loss_max_abs_diff:.1e}"
+    return (
+        f"| {result.preset} | {result.seq_len} | {result.padding:g} | {result.workload} | {result.variant} "
+        f"| {result.ours_tokens_per_s:,.0f} | {result.reference_tokens_per_s:,.0f} "
+        f"| **{result.ratio_median:.2f}x** ({result.ratio_min:.2f}-{result.ratio_max:.2f}) | {memory} | {loss} |"
+    )
+
+
+def format_table(results: list[CaseResult]) -> str:
+    """The Markdown table of all results."""
+    return "\n".join([TABLE_HEADER, *(format_row(result) for result in results)])
+
+
+def environment_line() -> str:
+    """Where the numbers come from: torch version, threads, CPU and load average."""
+    load = ", ".join(f"{x:.1f}" for x in _load_average())
+    return (
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+        f"load average at the end {load}"
+    )
+
+
+def _load_average() -> tuple[float, ...]:
+    try:
+        import os
+
+        return os.getloadavg()
+    except OSError:
+        return ()
+
+
+def write_outputs(args: BenchmarkArguments, results: list[CaseResult]) -> None:
+    """Write the JSON and Markdown files asked for, each through a temporary file renamed into place."""
+    if args.output_json:
+        payload = {"arguments": asdict(args), "environment": environment_line(),
+                   "results": [asdict(r) for r in results]}
+        _write_atomically(Path(args.output_json), json.dumps(payload, indent=2) + "\n")
+    if args.output_markdown:
+        _write_atomically(Path(args.output_markdown), format_table(results) + f"\n\n{environment_line()}\n")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    staging.replace(path)
+
+
+def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
+    """Arguments from the command line, or from a single .json file argument."""
+    parser = HfArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
+    if argv is None:
+        argv = sys.argv[1:]
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        (args,) = parser.parse_json_file(json_file=argv[0])
+    else:
+        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Benchmark ours against transformers' BertForMaskedLM and print the table."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    results = run_benchmark(args)
+    write_outputs(args, results)
+    print(format_table(results))
+    print(f"\n{environment_line()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The benchmark stays runnable: its tiniest case end to end, its batches, and its argument checks (no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_bertscratch import benchmark
+
+TINIEST = ["--presets", "tiny", "--seq_lens", "16", "--batch_size", "4", "--repeats", "1", "--warmup", "0"]
+
+
+def test_main_runs_tiniest_case_and_writes_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    json_file, markdown_file = tmp_path / "out" / "bench.json", tmp_path / "bench.md"
+    benchmark.main(
+        [*TINIEST, "--paddings", "0", "0.3", "--output_json", str(json_file), "--output_markdown", str(markdown_file)]
+    )
+    results = json.loads(json_file.read_text())["results"]
+    assert [(r["padding"], r["workload"]) for r in results] == [
+        (0.0, "train"), (0.0, "infer"), (0.3, "train"), (0.3, "infer")
+    ]
+    for result in results:
+        assert result["ours_tokens_per_s"] > 0 and result["reference_tokens_per_s"] > 0
+        assert result["ratio_min"] <= result["ratio_median"] <= result["ratio_max"]
+    for result in (r for r in results if r["workload"] == "train"):
+        assert result["loss_max_abs_diff"] < 1e-5  # same weights, same batch: the same loss
+        assert result["ours_peak_mib"] > 50 and result["reference_peak_mib"] > 50  # a real process measured
+    assert results[2]["useful_tokens"] < 4 * 16  # the padded batch counts only real tokens
+    table = markdown_file.read_text()
+    assert table.count("| tiny | 16 |") == 4
+    assert "| tiny | 16 | 0.3 | infer | eager |" in capsys.readouterr().out
+
+
+def test_json_argument_file(tmp_path: Path) -> None:
+    config = tmp_path / "args.json"
+    config.write_text(json.dumps({"presets": ["tiny"], "seq_lens": [16], "paddings": [0.3], "repeats": 2}))
+    args = benchmark.parse_args([str(config)])
+    assert (args.presets, args.seq_lens, args.paddings, args.repeats) == (["tiny"], [16], [0.3], 2)
+
+
+@pytest.mark.parametrize("padding", [0.0, 0.3, 0.5])
+def test_make_batch_padding_and_labels(padding: float) -> None:
+    batch = benchmark.make_batch(32, 128, padding, mask_probability=0.15, seed=1)
+    mask, labels = batch["attention_mask"], batch["labels"]
+    assert abs(1 - mask.float().mean().item() - padding) < 0.02
+    assert mask.sum(1).max().item() == 128  # the longest row fills T, as in a real padded batch
+    assert bool((mask[:, 1:] <= mask[:, :-1]).all())  # right padding
+    assert bool(((labels != -100) <= (mask == 1)).all())  # labels only on real tokens
+    assert bool(((labels != -100).sum(1) >= 1).all())
+    assert abs((labels != -100).sum().item() / mask.sum().item() - 0.15) < 0.05
+    assert bool((batch["input_ids"][mask == 0] == 0).all())
+
+
+def test_models_share_weights_and_reference_uses_sdpa() -> None:
+    ours, reference = benchmark.build_models("tiny", dropout=0.1, seed=0)
+    assert reference.config._attn_implementation == "sdpa"
+    batch = benchmark.make_batch(4, 16, 0.3)
+    ours.eval(), reference.eval()
+    with torch.no_grad():
+        mask = batch["attention_mask"].bool()
+        ours_logits = ours(batch["input_ids"], batch["attention_mask"]).logits[mask]
+        reference_logits = reference(batch["input_ids"], batch["attention_mask"]).logits[mask]
+    torch.testing.assert_close(ours_logits, reference_logits, atol=1e-4, rtol=1e-4)
+
+
+def test_dropout_disabled_restores_rates() -> None:
+    ours, reference = benchmark.build_models("tiny", dropout=0.1, seed=0)
+    with benchmark.dropout_disabled(ours, reference):
+        assert ours.config.attention_probs_dropout_prob == 0.0
+        assert all(m.p == 0.0 for m in reference.modules() if isinstance(m, torch.nn.Dropout))
+    assert ours.config.attention_probs_dropout_prob == 0.1
+    assert all(m.p == 0.1 for m in reference.modules() if isinstance(m, torch.nn.Dropout))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--presets", "huge"], "huge"),
+        (["--seq_lens", "1024"], "1024"),
+        (["--paddings", "0.8"], "0.8"),
+        (["--workloads", "sing"], "sing"),
+        (["--variants", "jit"], "jit"),
+        (["--repeats", "0"], "repeats"),
+    ],
+)
+def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        benchmark.parse_args(argv)
+
+
+def test_help_explains_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    assert "padding" in capsys.readouterr().out
