@@ -1,0 +1,334 @@
+"""The `bertscratch` console command: one entry point for training, inspecting and sharing models.
+
+    bertscratch pretrain ARGS            same arguments as scripts/pretrain.py   (hf_bertscratch.pretraining.main)
+    bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
+    bertscratch fill-mask MODEL "paris is the [MASK] of france ."
+    bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
+    bertscratch plot OUTPUT_DIR
+
+Training-side commands forward their arguments unchanged to the module's `main(argv)` (imported only when used,
+so one missing or broken module does not take the others down). Inspection commands parse their own arguments
+with `HfArgumentParser` over the dataclasses below (positional fields are marked `positional` in their metadata).
+Any error ends the command with one line on stderr and exit status 1; `--debug` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from transformers import HfArgumentParser
+
+logger = logging.getLogger(__name__)
+
+PROG = "bertscratch"
+DEBUG_ENV = "BERTSCRATCH_DEBUG"
+
+# Forwarded command -> (module whose main(argv) runs it, one-line help).
+FORWARDED: dict[str, tuple[str, str]] = {
+    "pretrain": ("hf_bertscratch.pretraining", "Pretrain a BERT by masked language modelling (= scripts/pretrain.py)."),
+    "finetune": ("hf_bertscratch.finetuning", "Fine-tune a text classifier, e.g. on IMDB or SST-2 (= scripts/finetune.py)."),
+    "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
+    "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),
+    "benchmark": ("hf_bertscratch.benchmark", "Time BertScratch against transformers' BERT (= scripts/benchmark.py)."),
+    "train-tokenizer": ("hf_bertscratch.tokenization", "Train a WordPiece tokenizer (= scripts/train_tokenizer.py)."),
+}
+
+
+# ------------------------------------------------------------------------------------------ inspection arguments
+
+
+def _positional(help: str) -> Any:
+    return field(metadata={"positional": True, "help": help})
+
+
+@dataclass(kw_only=True)
+class CommandArguments:
+    """Options every inspection command takes."""
+
+    debug: bool = field(default=False, metadata={"help": "On error, show the full traceback instead of one line."})
+
+
+@dataclass(kw_only=True)
+class ModelTextArguments(CommandArguments):
+    """A model and one text to run it on."""
+
+    model: str = _positional("Model folder (a training output_dir) or Hub id.")
+    text: str = _positional("The text to run the model on (quote it).")
+    tokenizer: str | None = field(
+        default=None,
+        metadata={"help": "Tokenizer folder, vocab.txt or Hub id; None: the tokenizer saved with the model."},
+    )
+    device: str | None = field(
+        default=None, metadata={"help": "Device to run on: cpu, cuda, cuda:1, ...; None: the pipeline's choice."}
+    )
+
+
+@dataclass(kw_only=True)
+class FillMaskArguments(ModelTextArguments):
+    """Predict the tokens hidden behind each [MASK] of TEXT, best first, with their probabilities."""
+
+    top_k: int = field(default=5, metadata={"help": "How many candidates to show for each mask."})
+    json: bool = field(default=False, metadata={"help": "Print the pipeline's results as JSON instead of a table."})
+
+
+@dataclass(kw_only=True)
+class ClassifyArguments(ModelTextArguments):
+    """Classify TEXT with a fine-tuned classifier and print every label's probability, best first."""
+
+    json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
+
+
+@dataclass(kw_only=True)
+class EmbedArguments(ModelTextArguments):
+    """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
+
+    pooling: Literal["mean", "cls"] = field(
+        default="mean", metadata={"help": "mean: average of all token vectors; cls: the [CLS] token's vector."}
+    )
+    output: str | None = field(
+        default=None, metadata={"help": "Write the vector to this .npy or .json file; None: print it as a JSON list."}
+    )
+
+
+@dataclass(kw_only=True)
+class AttentionArguments(ModelTextArguments):
+    """Draw the self-attention of TEXT as heatmaps with the tokens on both axes (row token attends to column)."""
+
+    output: str = field(default="attention.png", metadata={"help": "Image to write (.png, .pdf, .svg, ...)."})
+    layer: int | None = field(
+        default=None, metadata={"help": "Layer to draw, from 0 (negative counts from the end); None: the last layer."}
+    )
+    head: int | None = field(
+        default=None, metadata={"help": "Draw only this head, larger; None: every head of the layer, in a grid."}
+    )
+
+
+@dataclass(kw_only=True)
+class PlotArguments(CommandArguments):
+    """Draw training and validation loss (and validation accuracy) of a training run from its trainer_state.json."""
+
+    run_dir: str = _positional("The output_dir of a pretraining or fine-tuning run.")
+    output: str | None = field(default=None, metadata={"help": "Image to write; None: RUN_DIR/loss_curve.png."})
+
+
+# ------------------------------------------------------------------------------------------- inspection commands
+
+EMBEDDING_FORMATS = (".npy", ".json")
+
+
+def run_fill_mask(args: FillMaskArguments) -> None:
+    from .inference import fill_mask
+
+    results = fill_mask(args.model, args.text, args.top_k, tokenizer=args.tokenizer, device=args.device)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for index, candidates in enumerate(results):
+        if len(results) > 1:
+            print(f"mask {index + 1}:")
+        for rank, candidate in enumerate(candidates, start=1):
+            print(f"{rank:>3}. {candidate['token_str']:<16} {candidate['score']:.4f}  {candidate['sequence']}")
+
+
+def run_classify(args: ClassifyArguments) -> None:
+    from .inference import classify
+
+    results = classify(args.model, args.text, tokenizer=args.tokenizer, device=args.device)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for result in results:
+        print(f"{result['label']:<16} {result['score']:.4f}")
+
+
+def run_embed(args: EmbedArguments) -> None:
+    from .inference import embed
+
+    output = Path(args.output) if args.output else None
+    if output is not None and output.suffix not in EMBEDDING_FORMATS:
+        raise ValueError(f"--output {args.output!r} must end in one of {EMBEDDING_FORMATS}.")
+    vector = embed(args.model, args.text, args.pooling, tokenizer=args.tokenizer, device=args.device)
+    if output is None:
+        print(json.dumps(vector.tolist()))
+        return
+    _write_embedding(vector, output)
+    print(f"Wrote a {vector.shape[0]}-dimensional {args.pooling}-pooled embedding to {output}")
+
+
+def _write_embedding(vector: np.ndarray, output: Path) -> None:
+    """Save (H,) `vector` as .npy or .json through a temp file and a rename, so a failure leaves no partial file."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            if output.suffix == ".npy":
+                np.save(handle, vector)
+            else:
+                handle.write(json.dumps(vector.tolist()).encode("utf-8"))
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_attention(args: AttentionArguments) -> None:
+    from .inference import load_pipeline
+    from .plotting import plot_attention
+
+    encoder = load_pipeline("feature-extraction", args.model, tokenizer=args.tokenizer, device=args.device)
+    path = plot_attention(encoder.model, encoder.tokenizer, args.text, args.output, args.layer, args.head)
+    print(f"Wrote {path}")
+
+
+def run_plot(args: PlotArguments) -> None:
+    from .plotting import plot_training_curves
+
+    print(f"Wrote {plot_training_curves(args.run_dir, args.output)}")
+
+
+# Inspection command -> (its arguments, what runs it).
+COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
+    "fill-mask": (FillMaskArguments, run_fill_mask),
+    "classify": (ClassifyArguments, run_classify),
+    "embed": (EmbedArguments, run_embed),
+    "attention": (AttentionArguments, run_attention),
+    "plot": (PlotArguments, run_plot),
+}
+
+
+# ------------------------------------------------------------------------------------------------------ parsing
+
+
+class CommandParser(HfArgumentParser):
+    """`HfArgumentParser` that turns fields marked `positional` in their metadata into positional arguments."""
+
+    @staticmethod
+    def _parse_dataclass_field(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
+        if field.metadata.get("positional"):
+            parser.add_argument(field.name, metavar=field.name.upper(), help=field.metadata["help"])
+        else:
+            HfArgumentParser._parse_dataclass_field(parser, field)
+
+
+def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
+    """Parse an inspection command's argv (or its single .json file argument) into its dataclass."""
+    arguments_class, _ = COMMANDS[command]
+    parser = CommandParser(
+        arguments_class,
+        prog=f"{PROG} {command}",
+        description=arguments_class.__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    if len(argv) == 1 and argv[0].endswith(".json") and Path(argv[0]).is_file():
+        (args,) = parser.parse_json_file(argv[0])
+    else:
+        (args,) = parser.parse_args_into_dataclasses(argv)
+    return args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: global flags, then COMMAND and the command's own arguments (left unparsed)."""
+    helps = {name: help for name, (_, help) in FORWARDED.items()}
+    helps.update({name: arguments.__doc__.splitlines()[0] for name, (arguments, _) in COMMANDS.items()})
+    listing = "\n".join(f"  {name:<16} {help}" for name, help in helps.items())
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="BERT from scratch: pretrain, fine-tune, inspect and share models.",
+        epilog=f"commands:\n{listing}\n\nRun `{PROG} COMMAND --help` for a command's arguments.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help=f"Show tracebacks on error (or set {DEBUG_ENV}=1).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("command", metavar="COMMAND", choices=list(helps), help="One of the commands below.")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="The command's arguments.")
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+# -------------------------------------------------------------------------------------------------------- main
+
+
+@contextmanager
+def _program_name(name: str) -> Iterator[None]:
+    """Make argparse in a forwarded module print `bertscratch COMMAND` as its usage name, as a script would its own."""
+    saved = sys.argv[0]
+    sys.argv[0] = name
+    try:
+        yield
+    finally:
+        sys.argv[0] = saved
+
+
+def run_forwarded(command: str, argv: list[str]) -> None:
+    """Import the command's module only now and call its `main(argv)` with the arguments unchanged."""
+    module_name, _ = FORWARDED[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise  # a dependency of the module is missing: report that, not the module
+        raise RuntimeError(f"`{PROG} {command}` is not available in this install ({module_name} is missing).") from error
+    with _program_name(f"{PROG} {command}"):
+        module.main(argv)
+
+
+def _quiet_transformers() -> None:
+    """Inspection commands print results only: hide load reports and progress bars (warnings still show)."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+
+
+def _run(command: str, argv: list[str]) -> None:
+    if command in FORWARDED:
+        run_forwarded(command, argv)
+        return
+    args = parse_command_arguments(command, argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not args.debug:
+        _quiet_transformers()
+    COMMANDS[command][1](args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
+        raise SystemExit(2)
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    try:
+        _run(args.command, args.args)
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as error:
+        # Inspection commands also take --debug after the command; forwarded ones only before it.
+        if debug or (args.command in COMMANDS and "--debug" in args.args):
+            raise
+        message = " ".join(str(error).split()) or "(no message)"
+        print(f"{PROG} {args.command}: error: {type(error).__name__}: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

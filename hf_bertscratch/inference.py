@@ -1,0 +1,126 @@
+"""Ask a trained model something: fill in masks, classify a text, embed a sentence.
+
+Thin wrappers over transformers pipelines (the same code path users get from `pipeline(...)`), with the checks a
+command line needs: the model must have the head the task reads (a masked-LM checkpoint has no trained classifier,
+and transformers would silently attach a random one), and the text must be usable (a [MASK] for fill-mask).
+Each function takes a model folder / Hub id or an already built pipeline, so a notebook can reuse one pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoConfig, Pipeline, pipeline
+
+from .tokenization import load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+# Pipeline task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor
+# reads the bare encoder, which every checkpoint of the family holds.
+TASK_HEADS: dict[str, tuple[str, ...]] = {
+    "fill-mask": ("ForMaskedLM", "ForPreTraining"),
+    "text-classification": ("ForSequenceClassification",),
+    "feature-extraction": (),
+}
+POOLINGS = ("mean", "cls")
+
+# A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+
+def check_model_reference(model: str | Path) -> str:
+    """Fail early, in one line, when `model` is neither an existing local folder nor shaped like a Hub id."""
+    model = str(model)
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise NotADirectoryError(f"Model {model!r} is a file: expected a model folder (with config.json).")
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"Model folder {model!r} has no config.json: is it a saved model folder?")
+        return str(path)
+    if model.startswith((".", "/", "~")) or not _HUB_ID.match(model):
+        raise FileNotFoundError(f"Model {model!r} does not exist: expected a model folder or a Hub id (user/name).")
+    return model
+
+
+def check_task_head(model: str, task: str) -> None:
+    """Raise if the checkpoint's `architectures` show it has no trained head for `task`."""
+    heads = TASK_HEADS[task]
+    architectures = AutoConfig.from_pretrained(model).architectures or []
+    if heads and architectures and not any(name.endswith(heads) for name in architectures):
+        raise ValueError(
+            f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
+            f"{', '.join('*' + head for head in heads)} (a masked-LM checkpoint must be fine-tuned before classifying)."
+        )
+
+
+def load_pipeline(
+    task: str, model: str | Path, tokenizer: str | Path | None = None, device: str | int | None = None
+) -> Pipeline:
+    """Build the transformers pipeline for `task` ("fill-mask", "text-classification", "feature-extraction").
+
+    Args:
+        model: a model folder or Hub id.
+        tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
+        device: "cpu", "cuda", "cuda:1", a GPU index, or None for the pipeline's default.
+    """
+    if task not in TASK_HEADS:
+        raise ValueError(f"Unknown task {task!r}: expected one of {sorted(TASK_HEADS)}.")
+    model = check_model_reference(model)
+    check_task_head(model, task)
+    tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    # dtype="auto" would load a checkpoint saved in half precision as is; inference on CPU wants float32.
+    return pipeline(task, model=model, tokenizer=tokenizer, device=device, dtype=torch.float32)
+
+
+def _as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:
+    return model if isinstance(model, Pipeline) else load_pipeline(task, model, **kwargs)
+
+
+def fill_mask(
+    model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object
+) -> list[list[dict]]:
+    """The `top_k` most likely tokens for each mask token in `text`.
+
+    Returns:
+        One list per mask, in text order, of {"token_str", "score", "token", "sequence"} dicts, best first.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}.")
+    fill = _as_pipeline("fill-mask", model, **load_kwargs)
+    mask = fill.tokenizer.mask_token
+    if mask not in text:
+        raise ValueError(f"Text {text!r} has no {mask} token: write the word to predict as {mask}.")
+    results = fill(text, top_k=top_k)
+    return results if text.count(mask) > 1 else [results]  # the pipeline un-nests a single mask's list
+
+
+def classify(model: str | Path | Pipeline, text: str, **load_kwargs: object) -> list[dict]:
+    """Score every label for `text`: [{"label", "score"}, ...], best first, scores summing to 1."""
+    if not text.strip():
+        raise ValueError("Text is empty: expected something to classify.")
+    classifier = _as_pipeline("text-classification", model, **load_kwargs)
+    return classifier(text, top_k=None)
+
+
+def embed(
+    model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object
+) -> np.ndarray:
+    """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
+    ([CLS] and [SEP] included, as one unpadded text has no padding to leave out), or the [CLS] state."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling={pooling!r} is not supported: expected one of {POOLINGS}.")
+    if not text.strip():
+        raise ValueError("Text is empty: expected a sentence to embed.")
+    extractor = _as_pipeline("feature-extraction", model, **load_kwargs)
+    hidden = extractor(text, return_tensors=True)[0].float()  # (T, H)
+    vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]
+    return vector.numpy()
+
+
+__all__ = ["POOLINGS", "TASK_HEADS", "check_model_reference", "classify", "embed", "fill_mask", "load_pipeline"]

@@ -1,0 +1,340 @@
+"""Tests for the `bertscratch` command: every subcommand on tiny models, forwarding, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from conftest import CORPUS, tiny_config_kwargs
+from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
+import hf_bertscratch
+from hf_bertscratch import cli
+
+from test_plotting import assert_png
+
+SENTENCE = "paris is the capital of france ."
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> str:
+    """Run `bertscratch ARGV` in-process and return what it printed on stdout."""
+    capsys.readouterr()
+    cli.main([str(arg) for arg in argv])
+    return capsys.readouterr().out
+
+
+def run_cli_error(capsys: pytest.CaptureFixture, *argv: str) -> str:
+    """Run a command that must fail; return its stderr after checking it is one line with exit status 1."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([str(arg) for arg in argv])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+# --------------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Tiny models gain nothing from threads, and on a shared busy machine extra threads make them ~50x slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny masked LM trained until it rebuilds every word of SENTENCE from the others, saved with its tokenizer."""
+    torch.manual_seed(0)
+    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]  # (1, T)
+    positions = torch.arange(1, ids.shape[1] - 1)  # every word, not [CLS]/[SEP]
+    rows = torch.arange(len(positions))
+    input_ids = ids.repeat(len(positions), 1)  # (T - 2, T): row i masks word i
+    labels = torch.full_like(input_ids, -100)
+    labels[rows, positions] = input_ids[rows, positions]
+    input_ids[rows, positions] = tokenizer.mask_token_id
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(80):
+        loss = model(input_ids=input_ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    assert loss.item() < 0.1, f"the tiny model did not memorise the sentence (loss {loss.item():.3f})"
+    path = tmp_path_factory.mktemp("memorised")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained two-label classifier (names neg/pos), saved with its tokenizer."""
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(
+        **tiny_config_kwargs(len(tokenizer)), id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1}
+    )
+    path = tmp_path_factory.mktemp("classifier")
+    hf_bertscratch.BertScratchForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def trainer_run_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output_dir of a real 6-step Trainer MLM run with evaluation and `report_to="tensorboard"`."""
+    torch.manual_seed(0)
+    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    data = datasets.Dataset.from_dict({"text": CORPUS}).map(
+        lambda batch: tokenizer(batch["text"]), batched=True, remove_columns=["text"]
+    )
+    output_dir = tmp_path_factory.mktemp("run")
+    args = TrainingArguments(
+        output_dir=str(output_dir),
+        max_steps=6,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        eval_strategy="steps",
+        eval_steps=3,
+        save_strategy="no",
+        report_to="tensorboard",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.3)
+    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data, data_collator=collator)
+    trainer.train()
+    trainer.save_state()
+    return output_dir
+
+
+# -------------------------------------------------------------------------------------------------- fill-mask
+
+
+def test_fill_mask_puts_memorised_token_first(capsys, memorised_dir: Path) -> None:
+    out = run_cli(capsys, "fill-mask", memorised_dir, "paris is the [MASK] of france .", "--top_k", "3")
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split()[:2] == ["1.", "capital"], out
+
+
+def test_fill_mask_json_matches_model(capsys, memorised_dir: Path, tokenizer) -> None:
+    text = "[MASK] is the capital of [MASK] ."
+    results = json.loads(run_cli(capsys, "fill-mask", memorised_dir, text, "--top_k", "2", "--json"))
+    assert [[c["token_str"] for c in mask][0] for mask in results] == ["paris", "france"]
+    model = hf_bertscratch.BertScratchForMaskedLM.from_pretrained(memorised_dir).eval()
+    encoding = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        probs = model(**encoding).logits[0].softmax(-1)  # (T, V)
+    masked = (encoding["input_ids"][0] == tokenizer.mask_token_id).nonzero().flatten()
+    for mask_result, position in zip(results, masked):
+        reference = probs[position].topk(2)
+        assert [c["token"] for c in mask_result] == reference.indices.tolist()
+        np.testing.assert_allclose([c["score"] for c in mask_result], reference.values.numpy(), rtol=1e-4)
+
+
+def test_fill_mask_without_mask_is_one_line_error(capsys, memorised_dir: Path) -> None:
+    err = run_cli_error(capsys, "fill-mask", memorised_dir, "paris is the capital")
+    assert "has no [MASK] token" in err
+
+
+def test_fill_mask_on_classifier_is_refused(capsys, classifier_dir: Path) -> None:
+    err = run_cli_error(capsys, "fill-mask", classifier_dir, "the [MASK] sat")
+    assert "BertScratchForSequenceClassification checkpoint" in err and "ForMaskedLM" in err
+
+
+# --------------------------------------------------------------------------------------------------- classify
+
+
+def test_classify_matches_model(capsys, classifier_dir: Path, tokenizer) -> None:
+    lines = run_cli(capsys, "classify", classifier_dir, "the movie was great").splitlines()
+    scores = {label: float(score) for label, score in (line.split() for line in lines)}
+    assert list(scores) == sorted(scores, key=scores.get, reverse=True)
+    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(classifier_dir).eval()
+    with torch.no_grad():
+        probs = model(**tokenizer("the movie was great", return_tensors="pt")).logits[0].softmax(-1)
+    np.testing.assert_allclose([scores["neg"], scores["pos"]], probs.numpy(), atol=1e-4)
+
+
+def test_classify_refuses_masked_lm(capsys, memorised_dir: Path) -> None:
+    err = run_cli_error(capsys, "classify", memorised_dir, "the movie was great")
+    assert "BertScratchForMaskedLM checkpoint" in err and "fine-tuned" in err
+
+
+# ------------------------------------------------------------------------------------------------------ embed
+
+
+def _reference_embedding(model_dir: Path, tokenizer, text: str, pooling: str) -> np.ndarray:
+    model = hf_bertscratch.BertScratchModel.from_pretrained(model_dir).eval()
+    with torch.no_grad():
+        hidden = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]  # (T, H)
+    return (hidden.mean(0) if pooling == "mean" else hidden[0]).numpy()
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_embed_prints_pooled_vector(capsys, memorised_dir: Path, tokenizer, pooling: str) -> None:
+    vector = json.loads(run_cli(capsys, "embed", memorised_dir, SENTENCE, "--pooling", pooling))
+    np.testing.assert_allclose(vector, _reference_embedding(memorised_dir, tokenizer, SENTENCE, pooling), atol=1e-5)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".json"])
+def test_embed_writes_file(capsys, tmp_path: Path, memorised_dir: Path, tokenizer, suffix: str) -> None:
+    output = tmp_path / f"vector{suffix}"
+    run_cli(capsys, "embed", memorised_dir, SENTENCE, "--output", output)
+    vector = np.load(output) if suffix == ".npy" else np.array(json.loads(output.read_text()))
+    np.testing.assert_allclose(vector, _reference_embedding(memorised_dir, tokenizer, SENTENCE, "mean"), atol=1e-5)
+    assert [p.name for p in tmp_path.iterdir()] == [output.name]
+
+
+def test_embed_bad_output_format(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    err = run_cli_error(capsys, "embed", memorised_dir, SENTENCE, "--output", tmp_path / "v.txt")
+    assert "must end in one of ('.npy', '.json')" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -------------------------------------------------------------------------------------------------- attention
+
+
+def test_attention_grid_and_single_head(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    run_cli(capsys, "attention", memorised_dir, SENTENCE, "--output", tmp_path / "grid.png")
+    assert_png(tmp_path / "grid.png", 600, 600)  # 4 heads: a 2 x 2 grid of 300 px panels
+    run_cli(capsys, "attention", memorised_dir, SENTENCE, "--output", tmp_path / "h.png", "--layer", "0", "--head", "1")
+    assert_png(tmp_path / "h.png", 600, 600)
+
+
+def test_attention_bad_layer(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    err = run_cli_error(capsys, "attention", memorised_dir, SENTENCE, "--output", tmp_path / "a.png", "--layer", "7")
+    assert "layer=7 is out of range: the model has 2 layers" in err
+    assert not (tmp_path / "a.png").exists()
+
+
+# ------------------------------------------------------------------------------------------ plot / TensorBoard
+
+
+def test_tensorboard_report_writes_events(trainer_run_dir: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = trainer_run_dir.glob("runs/*/events.out.tfevents.*")
+    accumulator = EventAccumulator(str(events.parent))
+    accumulator.Reload()
+    assert {"train/loss", "eval/loss"} <= set(accumulator.Tags()["scalars"])
+    assert [event.step for event in accumulator.Scalars("train/loss")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_plot_real_trainer_run(capsys, tmp_path: Path, trainer_run_dir: Path) -> None:
+    out = run_cli(capsys, "plot", trainer_run_dir, "--output", tmp_path / "curve.png")
+    assert out.strip() == f"Wrote {tmp_path / 'curve.png'}"
+    assert_png(tmp_path / "curve.png", 600, 400)  # losses only: the MLM run logs no accuracy
+
+
+def test_plot_missing_run_dir(capsys, tmp_path: Path) -> None:
+    err = run_cli_error(capsys, "plot", tmp_path / "nope")
+    assert err.startswith("bertscratch plot: error: FileNotFoundError:") and "does not exist" in err
+
+
+# -------------------------------------------------------------------------------- errors, debug and --help
+
+
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        cli.main(["--debug", "plot", str(tmp_path / "nope")])
+    with pytest.raises(FileNotFoundError):
+        cli.main(["plot", str(tmp_path / "nope"), "--debug"])
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    with pytest.raises(FileNotFoundError):
+        cli.main(["plot", str(tmp_path / "nope")])
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_inspection_help(capsys, command: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: bertscratch {command}")
+    assert cli.COMMANDS[command][0].__doc__.split()[0] in out
+
+
+def test_top_level_help_lists_every_command(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    for command in [*cli.FORWARDED, *cli.COMMANDS]:
+        assert f"\n  {command} " in out
+
+
+def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:
+    config = tmp_path / "fill.json"
+    config.write_text(json.dumps({"model": str(memorised_dir), "text": "the [MASK]", "top_k": 7}))
+    args = cli.parse_command_arguments("fill-mask", [str(config)])
+    assert (args.model, args.text, args.top_k, args.json) == (str(memorised_dir), "the [MASK]", 7, False)
+
+
+# ----------------------------------------------------------------------------------------- forwarded commands
+
+
+@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
+def test_forwarded_arguments_unchanged(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    calls = []
+    fake = types.ModuleType("fake")
+    fake.main = lambda argv: calls.append((list(argv), sys.argv[0]))
+    monkeypatch.setitem(sys.modules, cli.FORWARDED[command][0], fake)
+    argv = ["--output_dir", "out dir", "--debug", "x.json", "--help"]
+    cli.main([command, *argv])
+    assert calls == [(argv, f"bertscratch {command}")]
+    assert sys.argv[0] != f"bertscratch {command}"
+
+
+def test_forwarded_errors_are_one_line(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(argv: list[str]) -> None:
+        raise ValueError("--max_steps=-3 is negative:\n expected a positive number.")
+
+    monkeypatch.setitem(sys.modules, cli.FORWARDED["pretrain"][0], types.SimpleNamespace(main=fail))
+    err = run_cli_error(capsys, "pretrain", "--max_steps", "-3")
+    assert err == "bertscratch pretrain: error: ValueError: --max_steps=-3 is negative: expected a positive number.\n"
+
+
+def test_missing_forwarded_module_is_one_line(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, cli.FORWARDED["benchmark"][0], None)
+    err = run_cli_error(capsys, "benchmark")
+    assert "is not available in this install (hf_bertscratch.benchmark is missing)" in err
+
+
+@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
+def test_forwarded_help_is_the_module_help(capsys, command: str) -> None:
+    module_name = cli.FORWARDED[command][0]
+    module = pytest.importorskip(module_name)
+    if not hasattr(module, "main"):
+        pytest.skip(f"{module_name} has no main() yet")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: ")
+
+
+# ------------------------------------------------------------------------------------------ installed command
+
+
+def test_console_script_error_exit(tmp_path: Path) -> None:
+    executable = shutil.which("bertscratch")
+    if executable is None:
+        pytest.skip("the package is not installed with its console script")
+    result = subprocess.run(
+        [executable, "plot", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Run directory" in result.stderr
