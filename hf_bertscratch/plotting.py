@@ -102,12 +102,21 @@ def _series(history: list[dict], key: str) -> tuple[list[float], list[float]]:
     return [float(step) for step, _ in points], [float(value) for _, value in points]
 
 
-def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = None) -> Path:
+def _run_name(run_dir: Path) -> str:
+    """The run's folder name; for a hidden staging folder inside the output_dir (".staging"), the output_dir's."""
+    run_dir = run_dir.resolve()
+    return run_dir.parent.name if run_dir.name.startswith(".") else run_dir.name
+
+
+def plot_training_curves(
+    run_dir: str | Path, output_file: str | Path | None = None, title: str | None = None
+) -> Path:
     """Plot training and validation loss (and validation accuracy when logged) of a Trainer run.
 
     Args:
         run_dir: a Trainer `output_dir` holding `trainer_state.json` (or `checkpoint-N/trainer_state.json`).
         output_file: image to write; defaults to `run_dir/loss_curve.png`.
+        title: figure title; defaults to the run folder's name.
 
     Returns:
         The path written. The figure is one 600x400 px panel for the losses, plus a second panel beside it
@@ -136,7 +145,7 @@ def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = N
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle(Path(run_dir).resolve().name)
+    fig.suptitle(_run_name(Path(run_dir)) if title is None else title)
     return _save_figure(fig, output_file)
 
 

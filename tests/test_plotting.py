@@ -174,3 +174,8 @@ def test_attention_bad_index(tmp_path: Path, mlm_model, tokenizer, kwargs: dict,
 def test_attention_empty_text(tmp_path: Path, mlm_model, tokenizer) -> None:
     with pytest.raises(ValueError, match="text is empty"):
         plotting.plot_attention(mlm_model, tokenizer, "  ", tmp_path / "a.png")
+
+
+def test_training_curves_title_skips_staging_folder(tmp_path: Path) -> None:
+    assert plotting._run_name(tmp_path / "my-run" / ".staging") == "my-run"
+    assert plotting._run_name(tmp_path / "my-run") == "my-run"
