@@ -547,14 +547,19 @@ def _card_info(
     }
 
 
-def show_fill_mask(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, top_k: int = 3) -> list[str]:
-    """Print the top-k fill-mask predictions on a few example sentences; returns the printed lines."""
-    fill = transformers.pipeline("fill-mask", model=model, tokenizer=tokenizer, device=model.device)
+def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
+    """Print the top-k fill-mask predictions of the saved model on a few example sentences; returns the lines.
+
+    Loads the folder as a user would (`pipeline("fill-mask", model=model_dir)`), so it also checks the output.
+    """
+    from .inference import fill_mask, load_pipeline
+
+    fill = load_pipeline("fill-mask", model_dir)
     lines = []
     for template in FILL_MASK_EXAMPLES:
-        text = template.format(mask=tokenizer.mask_token)
-        guesses = ", ".join(f"{p['token_str']} ({p['score']:.2f})" for p in fill(text, top_k=top_k))
-        lines.append(f"{text}  ->  {guesses}")
+        text = template.format(mask=fill.tokenizer.mask_token)
+        (guesses,) = fill_mask(fill, text, top_k=top_k)
+        lines.append(f"{text}  ->  " + ", ".join(f"{g['token_str']} ({g['score']:.2f})" for g in guesses))
     print("Fill-mask predictions:\n  " + "\n  ".join(lines))
     return lines
 
@@ -574,7 +579,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
               f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
               f"-> {training_args.output_dir}")
-        show_fill_mask(trainer.model.eval(), trainer.processing_class)
+        show_fill_mask(training_args.output_dir)
 
 
 __all__ = [
