@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ CARD_KINDS: dict[str, CardKind] = {
 _COMMON_TAGS = ("bert", "bertscratch", "custom_code")
 
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
-_NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos")
+_NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos", "_samples")
 
 # Known datasets: a readable name and the citation the card must carry. Keys are Hub ids (and local aliases).
 _WIKITEXT = ("WikiText-2", """@inproceedings{merity2017pointer,
@@ -255,7 +256,7 @@ def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
         tags=list(_COMMON_TAGS + card_kind.tags),
         datasets=datasets or None,
         metrics=sorted({_metric_type(key) for key in metrics}) or None,
-        base_model=info.get("base_model"),
+        base_model=_hub_model_id(info.get("base_model")),
         # model_name only names the model-index entry; without results it would be a stray metadata key.
         model_name=model_name if eval_results else None,
         eval_results=eval_results or None,
@@ -273,6 +274,7 @@ def _template_fields(card_kind: CardKind, info: dict[str, Any]) -> dict[str, Any
         "auto_class": card_kind.auto_class,
         "pipeline_tag": info.get("task") or card_kind.pipeline_tag,
         "base_model": info.get("base_model"),
+        "base_model_on_hub": _hub_model_id(info.get("base_model")) is not None,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
         "dataset_description": info.get("dataset_description") or "",
         "model_size": info.get("model_size") or "custom",
@@ -286,6 +288,17 @@ def _template_fields(card_kind: CardKind, info: dict[str, Any]) -> dict[str, Any
         "citations": [BERT_CITATION] + _dataset_citations(datasets),
         "project_url": PROJECT_URL,
     }
+
+
+def _hub_model_id(name: str | None) -> str | None:
+    """`name` if it can be a Hub model id, None for a local path: the Hub rejects a `base_model` it cannot resolve."""
+    if not name or os.path.exists(name):
+        return None
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return None
+    return name
 
 
 def _dataset_citations(datasets: list[str]) -> list[str]:

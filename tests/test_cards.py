@@ -152,3 +152,14 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     assert info["results"] == {"eval_accuracy": 0.75}
     # Tied weights are stored once; the header count equals the model's own unique-parameter count.
     assert info["num_parameters"] == model.num_parameters()
+
+
+def test_local_base_model_stays_out_of_hub_metadata(tmp_path: Path) -> None:
+    # A run fine-tuned from a local folder: the Hub would reject `base_model: runs/pre`, so only the text names it.
+    local = tmp_path / "pre"
+    local.mkdir()
+    info = {**CLASSIFIER_INFO, "base_model": str(local), "results": {"eval_accuracy": 0.5, "eval_samples": 24}}
+    card = ModelCard.load(cards.write_model_card(tmp_path / "out", "classifier", info))
+    assert card.data.base_model is None
+    assert f"fine-tuned from `{local}`" in card.text
+    assert [result.metric_name for result in card.data.eval_results] == ["eval_accuracy"]  # a count is no metric
