@@ -178,7 +178,8 @@ def prepare_upload_folder(
 def list_folder(folder: str | Path) -> list[tuple[str, int]]:
     """(relative path, size in bytes) of every file under `folder`, sorted."""
     root = Path(folder)
-    return sorted((path.relative_to(root).as_posix(), path.stat().st_size) for path in root.rglob("*") if path.is_file())
+    files = (path for path in root.rglob("*") if path.is_file())
+    return sorted((path.relative_to(root).as_posix(), path.stat().st_size) for path in files)
 
 
 def push_to_hub(

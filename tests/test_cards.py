@@ -91,7 +91,8 @@ def test_classifier_card_names_base_model_labels_and_dataset_citation(tmp_path: 
     assert {result.metric_type for result in card.data.eval_results} == {"accuracy", "loss"}
     text = path.read_text(encoding="utf-8")
     assert 'repo_id = "someone/bertscratch-mini-imdb"' in text
-    assert "AutoModelForSequenceClassification.from_pretrained(repo_id, revision=revision, trust_remote_code=True)" in text
+    load = "AutoModelForSequenceClassification.from_pretrained(repo_id, revision=revision, trust_remote_code=True)"
+    assert load in text
     assert "Labels: `neg`, `pos`." in text
     assert "@inproceedings{maas2011learning" in text
 

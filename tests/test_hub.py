@@ -44,7 +44,8 @@ def _save_run(folder: Path, model: torch.nn.Module, tokenizer, kind: str) -> Pat
 @pytest.fixture(scope="module")
 def mlm_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
-    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    model = hf_bertscratch.BertScratchForMaskedLM(config)
     return _save_run(tmp_path_factory.mktemp("mlm-run"), model, tokenizer, "pretrained")
 
 
@@ -105,7 +106,8 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     config["auto_map"] = {"AutoModelForMaskedLM": "modeling_bertscratch.BertScratchForMaskedLM"}
     (bare / "config.json").write_text(json.dumps(config), encoding="utf-8")
     folder = hub.prepare_upload_folder(bare, tmp_path / "up", repo_id="alice/bare")
-    assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["auto_map"] == modeling_bertscratch._auto_map()
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["auto_map"] == modeling_bertscratch._auto_map()
     for module in hub.CODE_MODULES:
         assert (folder / Path(module.__file__).name).read_bytes() == Path(module.__file__).read_bytes()
     card = ModelCard.load(folder / "README.md")
@@ -288,7 +290,9 @@ def test_missing_folder_fails(tmp_path: Path, no_network: list[str]) -> None:
         hub.push_to_hub(tmp_path / "does-not-exist", "alice/tiny", dry_run=tmp_path / "dry")
 
 
-@pytest.mark.parametrize("repo_id", ["tiny-mlm", "alice/", "/tiny", "alice/tiny/extra", "alice/tiny mlm", "alice/--x", ""])
+@pytest.mark.parametrize(
+    "repo_id", ["tiny-mlm", "alice/", "/tiny", "alice/tiny/extra", "alice/tiny mlm", "alice/--x", ""]
+)
 def test_bad_repo_id_fails_before_any_upload(
     mlm_dir: Path, tmp_path: Path, no_network: list[str], repo_id: str
 ) -> None:
