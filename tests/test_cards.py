@@ -124,13 +124,21 @@ def test_set_card_repo_points_the_example_at_the_repo_and_branch(tmp_path: Path)
     ],
 )
 def test_bad_card_input_is_rejected_before_writing(tmp_path: Path, kind: str, info: dict, message: str) -> None:
+    (tmp_path / "README.md").write_text("previous card", encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         cards.write_model_card(tmp_path, kind, info)
-    assert not (tmp_path / "README.md").exists()
+    assert [path.name for path in tmp_path.iterdir()] == ["README.md"]
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "previous card"
 
 
 def test_templates_are_one_copy_shipped_inside_the_package() -> None:
-    repo_templates = Path(__file__).resolve().parents[1] / "model_cards"
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    repo_templates = root / "model_cards"
+    # The wheel takes package data by this glob, through the hf_bertscratch/model_cards symlink.
+    package_data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "model_cards/*.md" in package_data["package-data"]["hf_bertscratch"]
     for kind, card_kind in cards.CARD_KINDS.items():
         path = cards.template_path(kind)
         # Found through the package (what an installed wheel has), and the same file as the top-level template.
