@@ -10,12 +10,10 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, tiny_config_kwargs
-from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+from conftest import tiny_config_kwargs
 
 import hf_bertscratch
 from hf_bertscratch import cli
@@ -81,44 +79,37 @@ def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def classifier_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An untrained two-label classifier (names neg/pos), saved with its tokenizer."""
-    torch.manual_seed(0)
-    config = hf_bertscratch.BertScratchConfig(
-        **tiny_config_kwargs(len(tokenizer)), id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1}
-    )
-    path = tmp_path_factory.mktemp("classifier")
-    hf_bertscratch.BertScratchForSequenceClassification(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+# The fast settings of tests/test_pretraining.py: 16-token blocks, no checkpoints, logging every step.
+PRETRAIN_FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
+                 "--learning_rate", "1e-3", "--disable_tqdm", "true", "--save_strategy", "no", "--seed", "0",
+                 "--validation_split_percentage", "20", "--dataloader_pin_memory", "false", "--max_steps", "6",
+                 "--logging_steps", "1", "--eval_strategy", "steps", "--eval_steps", "3"]
+REVIEWS = [("the movie was great and the acting was wonderful .", 1), ("the film was boring and the plot was bad .", 0),
+           ("this is the best story , i love it !", 1), ("this is the worst film , i hate it .", 0)]
 
 
 @pytest.fixture(scope="module")
-def trainer_run_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The output_dir of a real 6-step Trainer MLM run with evaluation and `report_to="tensorboard"`."""
-    torch.manual_seed(0)
-    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
-    data = datasets.Dataset.from_dict({"text": CORPUS}).map(
-        lambda batch: tokenizer(batch["text"]), batched=True, remove_columns=["text"]
-    )
-    output_dir = tmp_path_factory.mktemp("run")
-    args = TrainingArguments(
-        output_dir=str(output_dir),
-        max_steps=6,
-        per_device_train_batch_size=4,
-        logging_steps=1,
-        eval_strategy="steps",
-        eval_steps=3,
-        save_strategy="no",
-        report_to="tensorboard",
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.3)
-    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data, data_collator=collator)
-    trainer.train()
-    trainer.save_state()
+def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bertscratch pretrain` for 6 steps with `--report_to tensorboard`: its output_dir."""
+    config_dir = tmp_path_factory.mktemp("config")
+    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(config_dir)
+    output_dir = tmp_path_factory.mktemp("pretrained") / "run"
+    cli.main(["pretrain", "--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir), "--config_name",
+              str(config_dir), "--output_dir", str(output_dir), "--report_to", "tensorboard", *PRETRAIN_FAST])
+    return output_dir
+
+
+@pytest.fixture(scope="module")
+def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bertscratch finetune` of the pretrained run for one epoch on 16 reviews (labels neg/pos): its output_dir."""
+    data_dir = tmp_path_factory.mktemp("reviews")
+    lines = ["text,label"] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
+    (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output_dir = data_dir / "classifier"
+    cli.main(["finetune", "--model_name_or_path", str(pretrained_dir), "--train_file", str(data_dir / "train.csv"),
+              "--validation_file", str(data_dir / "train.csv"), "--class_names", "neg,pos", "--output_dir",
+              str(output_dir), "--max_seq_length", "16", "--num_train_epochs", "1", "--per_device_train_batch_size",
+              "8", "--report_to", "none", "--disable_tqdm", "true", "--seed", "0", "--dataloader_pin_memory", "false"])
     return output_dir
 
 
@@ -152,19 +143,19 @@ def test_fill_mask_without_mask_is_one_line_error(capsys, memorised_dir: Path) -
     assert "has no [MASK] token" in err
 
 
-def test_fill_mask_on_classifier_is_refused(capsys, classifier_dir: Path) -> None:
-    err = run_cli_error(capsys, "fill-mask", classifier_dir, "the [MASK] sat")
+def test_fill_mask_on_classifier_is_refused(capsys, finetuned_dir: Path) -> None:
+    err = run_cli_error(capsys, "fill-mask", finetuned_dir, "the [MASK] sat")
     assert "BertScratchForSequenceClassification checkpoint" in err and "ForMaskedLM" in err
 
 
 # --------------------------------------------------------------------------------------------------- classify
 
 
-def test_classify_matches_model(capsys, classifier_dir: Path, tokenizer) -> None:
-    lines = run_cli(capsys, "classify", classifier_dir, "the movie was great").splitlines()
+def test_classify_matches_model(capsys, finetuned_dir: Path, tokenizer) -> None:
+    lines = run_cli(capsys, "classify", finetuned_dir, "the movie was great").splitlines()
     scores = {label: float(score) for label, score in (line.split() for line in lines)}
     assert list(scores) == sorted(scores, key=scores.get, reverse=True)
-    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(classifier_dir).eval()
+    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(finetuned_dir).eval()
     with torch.no_grad():
         probs = model(**tokenizer("the movie was great", return_tensors="pt")).logits[0].softmax(-1)
     np.testing.assert_allclose([scores["neg"], scores["pos"]], probs.numpy(), atol=1e-4)
@@ -225,20 +216,27 @@ def test_attention_bad_layer(capsys, tmp_path: Path, memorised_dir: Path) -> Non
 # ------------------------------------------------------------------------------------------ plot / TensorBoard
 
 
-def test_tensorboard_report_writes_events(trainer_run_dir: Path) -> None:
+def test_pretrain_reports_to_tensorboard(pretrained_dir: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    (events,) = trainer_run_dir.glob("runs/*/events.out.tfevents.*")
-    accumulator = EventAccumulator(str(events.parent))
+    (log_dir,) = pretrained_dir.glob("runs/*")
+    accumulator = EventAccumulator(str(log_dir))
     accumulator.Reload()
     assert {"train/loss", "eval/loss"} <= set(accumulator.Tags()["scalars"])
     assert [event.step for event in accumulator.Scalars("train/loss")] == [1, 2, 3, 4, 5, 6]
 
 
-def test_plot_real_trainer_run(capsys, tmp_path: Path, trainer_run_dir: Path) -> None:
-    out = run_cli(capsys, "plot", trainer_run_dir, "--output", tmp_path / "curve.png")
+def test_plot_pretraining_run(capsys, tmp_path: Path, pretrained_dir: Path) -> None:
+    out = run_cli(capsys, "plot", pretrained_dir, "--output", tmp_path / "curve.png")
     assert out.strip() == f"Wrote {tmp_path / 'curve.png'}"
-    assert_png(tmp_path / "curve.png", 600, 400)  # losses only: the MLM run logs no accuracy
+    assert_png(tmp_path / "curve.png", 1200, 400)  # the MLM run logs eval_accuracy (masked-token accuracy) too
+    assert_png(pretrained_dir / "loss_curve.png", 1200, 400)  # pretraining drew the same at the end
+
+
+def test_plot_finetuning_run_default_output(capsys, finetuned_dir: Path) -> None:
+    (finetuned_dir / "loss_curve.png").unlink()
+    assert run_cli(capsys, "plot", finetuned_dir).strip() == f"Wrote {finetuned_dir / 'loss_curve.png'}"
+    assert_png(finetuned_dir / "loss_curve.png", 1200, 400)
 
 
 def test_plot_missing_run_dir(capsys, tmp_path: Path) -> None:
@@ -324,6 +322,24 @@ def test_forwarded_help_is_the_module_help(capsys, command: str) -> None:
         cli.main([command, "--help"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("usage: ")
+
+
+def test_finetune_writes_plots(finetuned_dir: Path) -> None:
+    assert_png(finetuned_dir / "confusion_matrix.png", 400, 400)  # 2 classes
+    assert json.loads((finetuned_dir / "config.json").read_text())["id2label"] == {"0": "neg", "1": "pos"}
+
+
+def test_push_dry_run(capsys, tmp_path: Path, pretrained_dir: Path) -> None:
+    run_cli(capsys, "push", pretrained_dir, "--repo_id", "someone/tiny-bert", "--dry_run", tmp_path / "upload")
+    assert {"config.json", "model.safetensors", "README.md"} <= {p.name for p in (tmp_path / "upload").iterdir()}
+
+
+def test_benchmark_tiny(capsys, tmp_path: Path) -> None:
+    run_cli(capsys, "benchmark", "--presets", "tiny", "--seq_lens", "16", "--paddings", "0", "--workloads", "infer",
+            "--batch_size", "2", "--repeats", "1", "--warmup", "0", "--no_memory", "--num_threads", "1",
+            "--output_json", tmp_path / "bench.json")
+    (result,) = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert result["preset"] == "tiny"
 
 
 # ------------------------------------------------------------------------------------------ installed command
