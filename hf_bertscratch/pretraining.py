@@ -153,6 +153,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
         (ModelArguments, DataArguments, PretrainingArguments),
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
     )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+        # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
+        # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.
+        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(os.path.abspath(argv[0]))
     return parser.parse_args_into_dataclasses(argv)
@@ -186,6 +190,9 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps > 0: a streamed dataset has no length to count epochs by.")
     _check_output_dir(training_args)
+    if training_args.ddp_find_unused_parameters is None:
+        # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
+        training_args.ddp_find_unused_parameters = False
 
 
 def _check_output_dir(training_args: PretrainingArguments) -> None:

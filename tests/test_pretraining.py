@@ -265,7 +265,7 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, tokenizer_
                                                      tmp_path: Path) -> None:
     helper = _write(tmp_path / "ddp_helper.py", _DDP_HELPER)
     out = tmp_path / "ddp"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0",
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
                str(helper), str(tmp_path), *_args(text_file, tokenizer_dir, config_dir, out, "--num_train_epochs", "1")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
