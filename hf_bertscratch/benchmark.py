@@ -260,14 +260,22 @@ def summarize(
 
 
 def peak_training_memory_mib(
-    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, args: BenchmarkArguments
-) -> float:
-    """Peak resident memory (MiB) of a fresh subprocess that builds one model and runs two training steps."""
+    preset: str, batch_size: int, seq_len: int, padding: float, variant: str, args: BenchmarkArguments
+) -> dict[str, float]:
+    """Peak resident memory (MiB) of ours and of the reference, each a fresh subprocess running two training steps.
+
+    The two subprocesses run side by side (each has its own address space, so neither sees the other's memory).
+    """
     context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        return pool.apply(
-            _memory_probe, (kind, preset, batch_size, seq_len, padding, variant, args.dropout, args.mask_probability)
-        )
+    with context.Pool(2, maxtasksperchild=1) as pool:
+        pending = {
+            kind: pool.apply_async(
+                _memory_probe,
+                (kind, preset, batch_size, seq_len, padding, variant, args.dropout, args.mask_probability),
+            )
+            for kind in ("ours", "reference")
+        }
+        return {kind: result.get() for kind, result in pending.items()}
 
 
 def _memory_probe(
@@ -327,10 +335,7 @@ def run_case(
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
-                memory = {
-                    kind: peak_training_memory_mib(kind, preset, args.batch_size, seq_len, padding, variant, args)
-                    for kind in ("ours", "reference")
-                }
+                memory = peak_training_memory_mib(preset, args.batch_size, seq_len, padding, variant, args)
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
         logger.info("%s", format_row(result))
         results.append(result)
