@@ -2,6 +2,10 @@
 
 Parameter names differ in two ways only: snake_case module names, and the fused QKV projection (transformers keeps
 query, key and value separate). Every other tensor is copied as is, so converted models give the same numbers.
+
+Command line (the direction follows the source's `model_type`, the head its `architectures`):
+
+    python scripts/convert_checkpoint.py SOURCE OUTPUT_DIR [--overwrite_output_dir]
 """
 
 from __future__ import annotations
@@ -9,12 +13,14 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import transformers
-from transformers import AutoConfig, BertConfig, PreTrainedModel
+from transformers import AutoConfig, BertConfig, HfArgumentParser, PreTrainedModel
 
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
@@ -154,15 +160,24 @@ def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
     return target.to(next(model.parameters()).dtype).eval()
 
 
-def convert_checkpoint(source: str | Path, output_dir: str | Path) -> PreTrainedModel:
+def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bool = False) -> PreTrainedModel:
     """Convert a checkpoint folder or Hub id in either direction and save it, tokenizer included, to `output_dir`.
 
     The direction follows the source's `model_type` ("bert" -> BertScratch, "bertscratch" -> transformers' BERT);
     the head follows its `architectures` (the bare model when none is recorded). The output is written to a
-    temporary folder and moved into place, so a failed conversion leaves nothing that looks finished.
+    temporary folder and moved into place, so a failed conversion leaves nothing that looks finished. A non-empty
+    `output_dir` is only replaced when `overwrite` is set (checked before anything is loaded).
     """
     import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
 
+    output_dir = Path(output_dir)
+    if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
+        raise ValueError(
+            f"Output folder {output_dir} already exists and is not empty; pass --overwrite_output_dir "
+            "(overwrite=True) to replace it, or choose another folder."
+        )
+    if Path(source).resolve() == output_dir.resolve():
+        raise ValueError(f"SOURCE and OUTPUT_DIR are the same folder ({output_dir}); write the conversion elsewhere.")
     config = AutoConfig.from_pretrained(str(source))
     architecture = (config.architectures or [None])[0]
     if config.model_type == "bert":
@@ -178,7 +193,8 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path) -> PreTrained
     if architecture not in table:
         raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
     model = convert(_model_class(architecture).from_pretrained(str(source)))
-    _save_atomically(model, source, Path(output_dir))
+    _save_atomically(model, source, output_dir)
+    logger.info("Converted %s (%s) into %s (%s)", source, architecture, output_dir, type(model).__name__)
     return model
 
 
@@ -208,6 +224,55 @@ def _copy_tokenizer(source: str | Path, destination: Path) -> None:
     tokenizer.save_pretrained(destination)
 
 
+@dataclass
+class ConvertArguments:
+    """Arguments of `convert_checkpoint.py` (SOURCE and OUTPUT_DIR may be given positionally, or all as one .json)."""
+
+    source: str | None = field(
+        default=None,
+        metadata={"help": "Checkpoint to convert: a folder saved by save_pretrained, or a Hub id when online. A "
+                          "transformers BERT (model_type 'bert') becomes BertScratch; a BertScratch checkpoint "
+                          "becomes transformers' BERT. The head follows config.architectures."},
+    )
+    output_dir: str | None = field(
+        default=None, metadata={"help": "Folder to write the converted model, config and tokenizer files into."}
+    )
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Replace OUTPUT_DIR if it already exists and is not empty."}
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> ConvertArguments:
+    """Arguments from the command line (`SOURCE OUTPUT_DIR [--flags]`) or from a single .json file."""
+    parser = HfArgumentParser(
+        ConvertArguments,
+        description="Convert a checkpoint between transformers' BERT (BertFor*) and BertScratch (BertScratchFor*); "
+                    "weights, config (sizes, labels) and tokenizer files are carried over.",
+        usage="convert_checkpoint.py SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: convert_checkpoint.py ARGS.json)",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        (args,) = parser.parse_json_file(json_file=argv[0])
+    else:
+        positional = []
+        while argv and not argv[0].startswith("-") and len(positional) < 2:
+            positional.append(argv.pop(0))
+        argv = [*(item for name, value in zip(("--source", "--output_dir"), positional) for item in (name, value)),
+                *argv]
+        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    if args.source is None or args.output_dir is None:
+        raise ValueError("Give both folders: convert_checkpoint.py SOURCE OUTPUT_DIR (see --help).")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point of `scripts/convert_checkpoint.py` and `bertscratch convert`."""
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    args = parse_args(argv)
+    model = convert_checkpoint(args.source, args.output_dir, overwrite=args.overwrite_output_dir)
+    print(f"Saved {type(model).__name__} ({model.config.model_type}) to {args.output_dir}")
+
+
 __all__ = [
     "ARCHITECTURES",
     "AUTO_CLASS_TO_MODEL",
@@ -218,4 +283,7 @@ __all__ = [
     "bert_to_bertscratch",
     "bertscratch_to_bert",
     "convert_checkpoint",
+    "ConvertArguments",
+    "main",
+    "parse_args",
 ]

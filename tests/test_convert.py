@@ -1,0 +1,158 @@
+"""hf_bertscratch.convert: transformers BERT <-> BertScratch checkpoints, as functions and as the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForSequenceClassification,
+    BertModel,
+    BertTokenizer,
+    DistilBertConfig,
+)
+
+import hf_bertscratch
+from hf_bertscratch import convert
+from conftest import tiny_config_kwargs
+
+REPO = Path(__file__).resolve().parents[1]
+SENTENCES = (["paris is the capital of", "france ."], ["the cat sat on the mat with the dog .", "it ran fast ."])
+
+
+def _bert_folder(path: Path, model_class: type, tokenizer: BertTokenizer, **config_kwargs: object) -> Path:
+    """A tiny randomly initialised transformers BERT of `model_class`, saved with its tokenizer."""
+    config = BertConfig(**tiny_config_kwargs(len(tokenizer)), **config_kwargs)
+    model_class(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _batch(tokenizer: BertTokenizer) -> dict[str, torch.Tensor]:
+    """Two sentence pairs of different lengths: padding and token_type_ids both exercised."""
+    return tokenizer([a for a, _ in SENTENCES], [b for _, b in SENTENCES], padding=True, return_tensors="pt")
+
+
+def _outputs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        out = model.eval()(**batch)
+    mask = batch["attention_mask"].bool()
+    tensors = []
+    for value in out.values():
+        if value.dim() == 3 and value.shape[:2] == mask.shape:
+            value = value[mask]  # compare per-token outputs at real tokens (BertScratch zeroes pad positions)
+        tensors.append(value)
+    return tensors
+
+
+@pytest.mark.parametrize(
+    ("bert_class", "scratch_name", "config_kwargs"),
+    [
+        (BertModel, "BertScratchModel", {}),
+        (BertForMaskedLM, "BertScratchForMaskedLM", {}),
+        (BertForPreTraining, "BertScratchForPreTraining", {}),
+        (BertForSequenceClassification, "BertScratchForSequenceClassification",
+         {"id2label": {0: "neg", 1: "neu", 2: "pos"}, "label2id": {"neg": 0, "neu": 1, "pos": 2}}),
+    ],
+)
+def test_cli_converts_bert_and_back(
+    tmp_path: Path, tokenizer: BertTokenizer, bert_class: type, scratch_name: str, config_kwargs: dict
+) -> None:
+    source = _bert_folder(tmp_path / "bert", bert_class, tokenizer, **config_kwargs)
+    convert.main([str(source), str(tmp_path / "scratch")])
+
+    scratch = AutoModel.from_pretrained(tmp_path / "scratch")  # registered by `import hf_bertscratch`
+    scratch = getattr(hf_bertscratch, scratch_name).from_pretrained(tmp_path / "scratch")
+    assert scratch.config.model_type == "bertscratch"
+    assert scratch.config.architectures == [scratch_name]
+    assert scratch.config.id2label == bert_class.from_pretrained(source).config.id2label
+    assert (tmp_path / "scratch" / "model.safetensors").is_file()
+    # The tokenizer is carried over and loads through AutoTokenizer.
+    assert AutoTokenizer.from_pretrained(tmp_path / "scratch").get_vocab() == tokenizer.get_vocab()
+
+    batch = _batch(tokenizer)
+    reference = bert_class.from_pretrained(source, attn_implementation="eager")
+    for ours, theirs in zip(_outputs(scratch, batch), _outputs(reference, batch), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+    # And back: BertScratch -> transformers' BERT gives the original tensors, bit for bit.
+    convert.main([str(tmp_path / "scratch"), str(tmp_path / "back")])
+    back = bert_class.from_pretrained(tmp_path / "back")
+    assert back.config.model_type == "bert"
+    original = reference.state_dict()
+    restored = back.state_dict()
+    assert restored.keys() == original.keys()
+    for name, tensor in original.items():
+        assert torch.equal(restored[name], tensor), name
+
+
+def test_state_dict_round_trip_is_exact(tokenizer: BertTokenizer) -> None:
+    model = BertForPreTraining(BertConfig(**tiny_config_kwargs(len(tokenizer))))
+    state = model.state_dict()
+    scratch = convert.bert_state_dict_to_bertscratch(state)
+    assert any(name.endswith("attention.qkv.weight") for name in scratch)
+    assert not any(".query." in name for name in scratch)
+    restored = convert.bertscratch_state_dict_to_bert(scratch)
+    assert restored.keys() == state.keys()
+    assert all(torch.equal(restored[name], state[name]) for name in state)
+
+
+def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:
+    DistilBertConfig(vocab_size=30, dim=32, n_layers=1, n_heads=2, hidden_dim=37).save_pretrained(tmp_path / "distil")
+    with pytest.raises(ValueError, match="model_type 'distilbert'.*expected 'bert' or 'bertscratch'"):
+        convert.main([str(tmp_path / "distil"), str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["distil"]  # no staging folder left behind
+
+
+def test_unsupported_architecture_is_refused(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    config = BertConfig(**tiny_config_kwargs(len(tokenizer)), architectures=["BertLMHeadModel"])
+    config.save_pretrained(tmp_path / "decoder")
+    with pytest.raises(ValueError, match="'BertLMHeadModel'; supported"):
+        convert.convert_checkpoint(tmp_path / "decoder", tmp_path / "out")
+
+
+def test_non_empty_output_is_kept_unless_overwrite(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="already exists and is not empty.*--overwrite_output_dir"):
+        convert.main([str(source), str(output)])
+    assert (output / "notes.txt").read_text() == "keep me"
+
+    convert.main([str(source), str(output), "--overwrite_output_dir"])
+    assert not (output / "notes.txt").exists()
+    assert type(AutoModel.from_pretrained(output)).__name__ == "BertScratchModel"
+
+
+def test_arguments(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(ValueError, match="SOURCE OUTPUT_DIR"):
+        convert.parse_args([str(tmp_path)])
+    with pytest.raises(SystemExit) as exit_info:
+        convert.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    assert "model_type 'bert'" in capsys.readouterr().out
+    json_file = tmp_path / "args.json"
+    json_file.write_text('{"source": "a", "output_dir": "b", "overwrite_output_dir": true}')
+    args = convert.parse_args([str(json_file)])
+    assert (args.source, args.output_dir, args.overwrite_output_dir) == ("a", "b", True)
+
+
+def test_script_runs(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "convert_checkpoint.py"), str(source), str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Saved BertScratchForMaskedLM (bertscratch)" in result.stdout
+    assert (tmp_path / "out" / "config.json").is_file()
