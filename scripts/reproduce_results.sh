@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Reproduce the fine-tuning results table in README.md (section "finetuning").
+#
+#   bash scripts/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
+#
+# Stages (each skipped when its all_results.json already exists, so an interrupted run resumes):
+#   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it
+#   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy)
+#   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings
+#   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
+# The budget is sized for a shared 2-core CPU (about an hour); every knob is an environment variable below.
+# SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${1:-runs/results}
+DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
+SIZE=${SIZE:-tiny}
+SEED=${SEED:-42}
+PRETRAIN_STEPS=${PRETRAIN_STEPS:-300}
+PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}
+PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
+PRETRAIN_LR=${PRETRAIN_LR:-1e-3}
+VOCAB=${VOCAB:-8192}
+FT_LR=${FT_LR:-2e-4}
+FT_BATCH=${FT_BATCH:-32}
+SST2_TRAIN=${SST2_TRAIN:-20000}        # of 67,349 GLUE train sentences (seeded random subset)
+SST2_EPOCHS=${SST2_EPOCHS:-2}
+SST2_SEQ=${SST2_SEQ:-64}
+IMDB_TRAIN=${IMDB_TRAIN:-4000}         # of 25,000 train reviews (seeded random subset)
+IMDB_EVAL=${IMDB_EVAL:-2000}           # of 25,000 test reviews (seeded random subset)
+IMDB_EPOCHS=${IMDB_EPOCHS:-1}
+IMDB_SEQ=${IMDB_SEQ:-128}
+IMDB_HEAD=${IMDB_HEAD:-32}             # head+tail truncation: 32 head + 94 tail tokens (Sun et al.'s 1:3 split)
+if [[ "${SMOKE:-0}" == 1 ]]; then
+    PRETRAIN_STEPS=5; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
+    PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
+else
+    PRETRAIN_EXTRA=(--max_eval_samples 500); SST2_EVAL=()
+fi
+mkdir -p "$RUNS"
+COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --per_device_eval_batch_size 64
+           --seed "$SEED" --logging_steps 20 --report_to none --disable_tqdm true --data_dir "$DATA_DIR")
+
+done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
+    local dir=$1; shift
+    if [[ -f "$dir/all_results.json" ]]; then echo "skip $dir (done)"; return; fi
+    echo "$(date -u +%H:%M:%S) start $dir"
+    "$@" > "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+    echo "$(date -u +%H:%M:%S) done  $dir"
+}
+
+# 1. Pretraining on the IMDB train reviews (never the test reviews).
+done_or_run "$RUNS/pretrain" python scripts/pretrain.py \
+    --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
+    --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --max_seq_length "$PRETRAIN_SEQ" \
+    --max_position_embeddings 512 --max_steps "$PRETRAIN_STEPS" --per_device_train_batch_size "$PRETRAIN_BATCH" \
+    --learning_rate "$PRETRAIN_LR" --warmup_steps $((PRETRAIN_STEPS / 10)) --weight_decay 0.01 \
+    --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true \
+    --output_dir "$RUNS/pretrain" "${PRETRAIN_EXTRA[@]}"
+
+# 2-3. Fine-tuning: pretrained weights, then the same architecture from random weights.
+for init in pretrained scratch; do
+    flags=(); [[ $init == scratch ]] && flags=(--init_from_scratch)
+    done_or_run "$RUNS/sst2-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" "${flags[@]}" \
+        --task sst2 --max_seq_length "$SST2_SEQ" --max_train_samples "$SST2_TRAIN" --num_train_epochs "$SST2_EPOCHS" \
+        "${SST2_EVAL[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/sst2-$init"
+    done_or_run "$RUNS/imdb-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" "${flags[@]}" \
+        --task imdb --max_seq_length "$IMDB_SEQ" --truncation head+tail --head_tokens "$IMDB_HEAD" \
+        --max_train_samples "$IMDB_TRAIN" --max_eval_samples "$IMDB_EVAL" --num_train_epochs "$IMDB_EPOCHS" \
+        --eval_strategy epoch "${COMMON_FT[@]}" --output_dir "$RUNS/imdb-$init"
+done
+
+# 4. The table.
+python scripts/results_table.py "$RUNS" --output "$RUNS/results.md"
+echo "wrote $RUNS/results.md"
