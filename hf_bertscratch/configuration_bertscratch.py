@@ -83,6 +83,21 @@ class BertScratchConfig(PretrainedConfig):
     sparse_prediction: bool = True
     unpad_inputs: bool = True
 
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs: object) -> "BertScratchConfig":
+        """`PretrainedConfig.from_dict`, refusing another model type's config instead of loading random weights.
+
+        transformers only warns when, e.g., a `bert` folder is loaded with `BertScratchForMaskedLM.from_pretrained`,
+        and then silently initialises every renamed parameter; such a folder has to be converted first.
+        """
+        model_type = config_dict.get("model_type", cls.model_type)
+        if model_type != cls.model_type:
+            raise ValueError(
+                f"This checkpoint has model_type {model_type!r}, expected {cls.model_type!r}. Convert a transformers "
+                "BERT checkpoint first: python scripts/convert_checkpoint.py SOURCE OUTPUT_DIR."
+            )
+        return super().from_dict(config_dict, **kwargs)
+
     def validate_architecture(self) -> None:
         """Reject shapes the model cannot be built with, naming the bad value (run by `@strict` on creation)."""
         positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
