@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -268,8 +269,15 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, tokenizer_
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
                str(helper), str(tmp_path), *_args(text_file, tokenizer_dir, config_dir, out, "--num_train_epochs", "1")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # A session of its own, so a hang kills torchrun's workers too rather than leaving them behind.
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as process:
+        try:
+            _, stderr = process.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    assert process.returncode == 0, stderr[-3000:]
     infos = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert infos[0] == infos[1] and infos[0]["world_size"] == 2 and infos[0]["backend"] == "gloo"
     # Effective batch = 2 processes x 4 per device: one epoch takes ceil(blocks / 8) optimizer steps.

@@ -1,0 +1,67 @@
+"""Tests for hf_bertscratch.nsp: documents, IsNext/NotNext pair sampling, and MLM masking of the pairs."""
+
+from __future__ import annotations
+
+from transformers import BertTokenizer, DataCollatorForLanguageModeling
+
+from hf_bertscratch.nsp import make_nsp_pairs_function, split_documents
+
+
+def _documents(n_docs: int = 12, n_sentences: int = 6) -> list[str]:
+    """Rows of numbered sentences, one paragraph per row, documents separated by a blank row."""
+    rows = []
+    for d in range(n_docs):
+        words = ["paris", "london", "berlin", "rome", "madrid", "spain", "italy", "france", "germany", "england",
+                 "city", "river"]
+        rows.append(" ".join(f"the {words[d]} {words[(d + s) % 12]} ." for s in range(n_sentences)))
+        rows.append("")
+    return rows
+
+
+def test_split_documents_on_blank_rows_and_sentence_ends() -> None:
+    docs = split_documents(["A b. C d!", "E f?", "", "  ", "G h.", ""])
+    assert docs == [["A b.", "C d!", "E f?"], ["G h."]]
+
+
+def test_pairs_are_half_is_next_and_is_next_continues_the_document(tokenizer: BertTokenizer) -> None:
+    rows = _documents()
+    pairs = make_nsp_pairs_function(tokenizer, "text", max_seq_length=24, random_next_probability=0.5, seed=0)
+    out = pairs({"text": rows}, list(range(len(rows))))
+    labels = out["next_sentence_label"]
+    assert 0.3 < sum(labels) / len(labels) < 0.7, labels  # about half NotNext
+    doc_ids = [tokenizer(row, add_special_tokens=False)["input_ids"] for row in rows if row]
+    for ids, types, special, label in zip(out["input_ids"], out["token_type_ids"], out["special_tokens_mask"],
+                                          labels, strict=True):
+        assert len(ids) <= 24 and ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+        split = types.index(1)
+        assert ids[split - 1] == tokenizer.sep_token_id and types == sorted(types)
+        assert [i for i, s in zip(ids, special, strict=True) if s] == [tokenizer.cls_token_id] + [tokenizer.sep_token_id] * 2
+        a, b = ids[1:split - 1], ids[split:-1]
+        source = [doc for doc in doc_ids if _contains(doc, a)]
+        assert source, "segment A is a run of one document"
+        if label == 0:  # IsNext: A then B read contiguously in the same document (when nothing was truncated)
+            assert any(_contains(doc, a + b) for doc in source) or len(ids) == 24
+        else:
+            assert not any(_contains(doc, a + b) for doc in source)
+
+
+def _contains(sequence: list[int], part: list[int]) -> bool:
+    return any(sequence[i:i + len(part)] == part for i in range(len(sequence) - len(part) + 1))
+
+
+def test_sampling_is_seeded(tokenizer: BertTokenizer) -> None:
+    rows = _documents()
+    make = lambda seed: make_nsp_pairs_function(tokenizer, "text", 24, 0.5, seed)({"text": rows}, [0])  # noqa: E731
+    assert make(1) == make(1) and make(1) != make(2)
+
+
+def test_collator_masks_pairs_and_keeps_nsp_labels(tokenizer: BertTokenizer) -> None:
+    rows = _documents()
+    out = make_nsp_pairs_function(tokenizer, "text", 24, 0.5, 0)({"text": rows}, [0])
+    examples = [dict(zip(out, values, strict=True)) for values in zip(*out.values(), strict=True)][:8]
+    batch = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.3, seed=0)(examples)
+    assert batch["next_sentence_label"].tolist() == [e["next_sentence_label"] for e in examples]
+    width = max(len(e["input_ids"]) for e in examples)
+    assert batch["input_ids"].shape == batch["token_type_ids"].shape == batch["labels"].shape == (8, width)
+    special = (batch["input_ids"] == tokenizer.cls_token_id) | (batch["attention_mask"] == 0)
+    assert (batch["labels"][special] == -100).all() and (batch["labels"] != -100).any()
