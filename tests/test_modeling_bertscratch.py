@@ -1,0 +1,361 @@
+"""Parity of every BertScratch head with transformers' BERT (weights copied through hf_bertscratch.convert), and the
+model's own contracts: eager == sdpa, attentions and hidden states, gradient checkpointing, fully padded rows,
+sparse MLM decoding, `num_items_in_batch`, problem types, and clear errors on bad input.
+
+Reference outputs come from transformers' `BertFor*` with the same weights, in fp32 on a padded batch of sentence
+pairs (token_type_ids 0 and 1). With `unpad_inputs` on, BertScratch leaves zeros at pad positions, so per-token
+outputs are compared at real tokens only; with it off they are compared everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from torch.nn import functional as F
+from transformers import BertConfig
+
+import hf_bertscratch
+from hf_bertscratch import BertScratchConfig, convert
+
+ATOL = 1e-5
+HEADS = list(convert.ARCHITECTURES)  # BertModel, BertForPreTraining, ... : every head of the family
+BATCH, SEQ, VOCAB, CHOICES = 3, 9, 99, 2
+# Largest |ours - BERT| seen by the parity tests in this process (printed at the end of the session by -rA / -s).
+MAX_DIFF: dict[str, float] = {"value": 0.0}
+
+
+def _bert_config(**overrides: object) -> BertConfig:
+    kwargs = dict(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+        max_position_embeddings=64, type_vocab_size=2, num_labels=3, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    kwargs.update(overrides)
+    return BertConfig(**kwargs)
+
+
+def _inputs(multiple_choice: bool = False) -> dict[str, torch.Tensor]:
+    """A right-padded batch (real lengths 9, 6, 3) of two segments with token_type_ids, ids avoiding [PAD]=0."""
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=generator)
+    lengths = torch.tensor([SEQ, 6, 3])
+    attention_mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).long()
+    token_type_ids = ((torch.arange(SEQ)[None, :] >= lengths[:, None] // 2) & attention_mask.bool()).long()
+    input_ids = input_ids.masked_fill(attention_mask == 0, 0)
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    if multiple_choice:  # (B, C, T): choice c is the batch shifted by c rows
+        inputs = {k: torch.stack([v.roll(c, dims=0) for c in range(CHOICES)], dim=1) for k, v in inputs.items()}
+    return inputs
+
+
+def _labels(head: str, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Labels for each head's loss; per-token labels are -100 at padding (as a data collator leaves them)."""
+    mask = inputs["attention_mask"].bool()
+    token_labels = torch.randint(0, 3, mask.shape).masked_fill(~mask, -100)
+    mlm_labels = inputs["input_ids"].masked_fill(~mask, -100)
+    mlm_labels[:, 1::2] = -100  # score only some positions, as in real MLM
+    sequence = torch.tensor([0, 2, 1])
+    return {
+        "BertModel": {},
+        "BertForPreTraining": {"labels": mlm_labels, "next_sentence_label": torch.tensor([0, 1, 1])},
+        "BertForMaskedLM": {"labels": mlm_labels},
+        "BertForNextSentencePrediction": {"labels": torch.tensor([1, 0, 1])},
+        "BertForSequenceClassification": {"labels": sequence},
+        "BertForTokenClassification": {"labels": token_labels},
+        "BertForQuestionAnswering": {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 2])},
+        "BertForMultipleChoice": {"labels": torch.tensor([1, 0, 1])},
+    }[head]
+
+
+def _pair(head: str, attn: str = "eager", unpad: bool = True, **config: object) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """(transformers BertFor*, BertScratchFor*) with identical weights, in eval mode."""
+    torch.manual_seed(0)
+    if head == "BertForQuestionAnswering":
+        config.setdefault("num_labels", 2)  # start and end logits
+    reference = getattr(transformers, head)(_bert_config(**config)).eval()
+    reference.set_attn_implementation(attn)
+    ours = convert.bert_to_bertscratch(reference)
+    ours.config.unpad_inputs = unpad
+    ours.set_attn_implementation(attn)
+    return reference, ours.eval()
+
+
+def _qa_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    return (F.cross_entropy(start_logits, inputs["start_positions"]) + F.cross_entropy(end_logits, inputs["end_positions"])) / 2
+
+
+def _compare(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor | None, name: str) -> None:
+    """assert_close at real tokens (when `mask` is given and the tensor is per token) or everywhere."""
+    if mask is not None and ours.dim() >= mask.dim() and ours.shape[: mask.dim()] == mask.shape:
+        ours, theirs = ours[mask], theirs[mask]
+    assert ours.shape == theirs.shape, name
+    MAX_DIFF["value"] = max(MAX_DIFF["value"], (ours - theirs).abs().max().item())
+    torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=ATOL, msg=lambda m: f"{name}: {m}")
+
+
+def _compare_outputs(ours: dict, theirs: dict, mask: torch.Tensor | None) -> None:
+    assert set(theirs) <= set(ours) | {"past_key_values"}, (set(theirs), set(ours))
+    for key, value in theirs.items():
+        if isinstance(value, torch.Tensor):
+            _compare(ours[key], value, mask, key)
+        elif isinstance(value, tuple):
+            assert len(ours[key]) == len(value), key
+            for i, (a, b) in enumerate(zip(ours[key], value)):
+                _compare(a, b, mask, f"{key}[{i}]")
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("head", HEADS)
+def test_parity_with_transformers_bert(head: str, attn: str, unpad: bool) -> None:
+    reference, ours = _pair(head, attn, unpad)
+    inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
+    inputs.update(_labels(head, inputs))
+    with torch.no_grad():
+        expected, got = reference(**inputs), ours(**inputs)
+    mask = inputs["attention_mask"].bool() if unpad else None
+    if mask is not None and head == "BertForMultipleChoice":
+        mask = mask.reshape(-1, SEQ)
+    if unpad and head == "BertForQuestionAnswering":
+        # BERT's span loss is a softmax over ALL T positions, pad included; under unpad_inputs our pad positions
+        # hold zeros (logit = bias), so only this loss differs (logits at real tokens are compared below). With
+        # unpad_inputs off (the "padded" case) the loss matches too.
+        torch.testing.assert_close(got.loss, _qa_loss(got.start_logits, got.end_logits, inputs))
+        expected.loss = got.loss
+    _compare_outputs(got, expected, mask)
+    if head != "BertModel":
+        assert got.loss is not None and torch.isfinite(got.loss)
+
+
+def test_parity_hidden_states_and_attentions() -> None:
+    """output_hidden_states / output_attentions: same number, shapes and values as BERT's, pad positions included."""
+    reference, ours = _pair("BertForMaskedLM", "eager", unpad=True)
+    inputs = _inputs()
+    with torch.no_grad():
+        expected = reference(**inputs, output_hidden_states=True, output_attentions=True)
+        got = ours(**inputs, output_hidden_states=True, output_attentions=True)
+    assert len(got.hidden_states) == 3 and len(got.attentions) == 2
+    assert got.hidden_states[0].shape == (BATCH, SEQ, 32)
+    assert got.attentions[0].shape == (BATCH, 4, SEQ, SEQ)
+    _compare_outputs(got, expected, mask=None)
+    # Attention rows sum to one and give no weight to padded keys.
+    probs = got.attentions[-1]
+    torch.testing.assert_close(probs.sum(-1), torch.ones(BATCH, 4, SEQ))
+    assert probs[2, :, :, 3:].abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+def test_eager_equals_sdpa(unpad: bool) -> None:
+    _, eager = _pair("BertForPreTraining", "eager", unpad)
+    _, sdpa = _pair("BertForPreTraining", "sdpa", unpad)
+    assert eager.config._attn_implementation == "eager" and sdpa.config._attn_implementation == "sdpa"
+    inputs = _inputs()
+    with torch.no_grad():
+        _compare_outputs(sdpa(**inputs), eager(**inputs), inputs["attention_mask"].bool())
+
+
+def test_attn_implementation_from_pretrained(tmp_path: Path) -> None:
+    _, ours = _pair("BertModel")
+    ours.save_pretrained(tmp_path)
+    for attn in ("eager", "sdpa"):
+        loaded = transformers.AutoModel.from_pretrained(tmp_path, attn_implementation=attn)
+        assert loaded.config._attn_implementation == attn
+
+
+def _grads(model: torch.nn.Module, inputs: dict[str, torch.Tensor], **kwargs: object) -> tuple[torch.Tensor, dict]:
+    model.zero_grad()
+    loss = model(**inputs, **kwargs).loss
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def _assert_same_grads(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys() and a
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], atol=1e-6, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+def test_gradient_checkpointing_gives_same_gradients() -> None:
+    _, model = _pair("BertForPreTraining")
+    model.train()  # dropout is 0, so train mode is deterministic
+    inputs = _inputs()
+    inputs.update(_labels("BertForPreTraining", inputs))
+    loss, plain = _grads(model, inputs)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    assert model.is_gradient_checkpointing
+    checkpointed_loss, checkpointed = _grads(model, inputs)
+    torch.testing.assert_close(checkpointed_loss, loss)
+    _assert_same_grads(checkpointed, plain)
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_fully_padded_row_gives_no_nan(attn: str, unpad: bool) -> None:
+    _, model = _pair("BertForSequenceClassification", attn, unpad)
+    inputs = _inputs()
+    inputs["attention_mask"][1] = 0
+    with torch.no_grad():
+        out = model(**inputs, labels=torch.tensor([0, 1, 2]))
+    assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
+    # The other rows are unaffected by the empty one.
+    with torch.no_grad():
+        alone = model(**{k: v[[0, 2]] for k, v in inputs.items()})
+    torch.testing.assert_close(out.logits[[0, 2]], alone.logits, atol=ATOL, rtol=ATOL)
+    inputs["attention_mask"][:] = 0  # every row empty
+    with torch.no_grad():
+        assert torch.isfinite(model(**inputs).logits).all()
+
+
+def test_sparse_prediction_matches_dense() -> None:
+    _, sparse = _pair("BertForMaskedLM")
+    _, dense = _pair("BertForMaskedLM")
+    dense.config.sparse_prediction = False
+    sparse.train(), dense.train()
+    inputs = _inputs()
+    inputs.update(_labels("BertForMaskedLM", inputs))
+    num_labelled = int((inputs["labels"] != -100).sum())
+    assert sparse(**inputs).logits.shape == (num_labelled, VOCAB)
+    assert dense(**inputs).logits.shape == (BATCH, SEQ, VOCAB)
+    sparse_loss, sparse_grads = _grads(sparse, inputs)
+    dense_loss, dense_grads = _grads(dense, inputs)
+    torch.testing.assert_close(sparse_loss, dense_loss)
+    _assert_same_grads(sparse_grads, dense_grads)
+    # In eval mode (pipelines, evaluation) logits always cover every position.
+    assert sparse.eval()(**inputs).logits.shape == (BATCH, SEQ, VOCAB)
+
+
+def test_num_items_in_batch_makes_accumulation_exact() -> None:
+    """Two micro-batches divided by Trainer's total label count give the gradient of the whole batch."""
+    _, model = _pair("BertForMaskedLM")
+    model.train()
+    assert type(model).accepts_loss_kwargs is True
+    assert hf_bertscratch.BertScratchForSequenceClassification.accepts_loss_kwargs is False
+    inputs = _inputs()
+    inputs.update(_labels("BertForMaskedLM", inputs))
+    total = int((inputs["labels"] != -100).sum())
+    full_loss, full_grads = _grads(model, inputs)
+
+    model.zero_grad()
+    accumulated = 0.0
+    for rows in ([0], [1, 2]):
+        loss = model(**{k: v[rows] for k, v in inputs.items()}, num_items_in_batch=torch.tensor(total)).loss
+        loss.backward()
+        accumulated += loss.item()
+    torch.testing.assert_close(torch.tensor(accumulated), full_loss, atol=1e-6, rtol=1e-5)
+    _assert_same_grads({n: p.grad for n, p in model.named_parameters() if p.grad is not None}, full_grads)
+
+
+@pytest.mark.parametrize(
+    ("problem_type", "labels", "loss_fn"),
+    [
+        ("regression", torch.tensor([[0.5, -1.0, 2.0]] * BATCH), F.mse_loss),
+        ("multi_label_classification", torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
+         F.binary_cross_entropy_with_logits),
+        ("single_label_classification", torch.tensor([2, 0, 1]), F.cross_entropy),
+    ],
+)
+def test_sequence_classification_problem_types(problem_type: str, labels: torch.Tensor, loss_fn: Callable) -> None:
+    reference, ours = _pair("BertForSequenceClassification", problem_type=problem_type)
+    inputs = _inputs()
+    with torch.no_grad():
+        got, expected = ours(**inputs, labels=labels), reference(**inputs, labels=labels)
+    torch.testing.assert_close(got.loss, loss_fn(got.logits, labels))
+    torch.testing.assert_close(got.loss, expected.loss, atol=ATOL, rtol=ATOL)
+
+
+def test_single_output_regression_is_inferred() -> None:
+    reference, ours = _pair("BertForSequenceClassification", num_labels=1)
+    labels = torch.tensor([0.3, -0.2, 1.5])
+    with torch.no_grad():
+        got, expected = ours(**_inputs(), labels=labels), reference(**_inputs(), labels=labels)
+    assert ours.config.problem_type == "regression"
+    torch.testing.assert_close(got.loss, expected.loss, atol=ATOL, rtol=ATOL)
+
+
+# ----------------------------------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> hf_bertscratch.BertScratchModel:
+    return hf_bertscratch.BertScratchModel(convert.bert_config_to_bertscratch(_bert_config())).eval()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), VOCAB)),
+         rf"input_ids contains {VOCAB}, outside \[0, {VOCAB - 1}\] \(vocab_size={VOCAB}\)"),
+        (lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), -1)),
+         r"input_ids contains -1, outside \[0, 98\]"),
+        (lambda x: x.update(token_type_ids=x["token_type_ids"] + 2),
+         r"token_type_ids contains 3, outside \[0, 1\] \(type_vocab_size=2\)"),
+        (lambda x: x.update(attention_mask=x["attention_mask"][:, :-1]),
+         r"attention_mask must have the shape of input_ids \(3, 9\); got \(3, 8\)"),
+        (lambda x: x.update({k: v.repeat(1, 8) for k, v in x.items()}),
+         r"Sequence length 72 exceeds max_position_embeddings=64"),
+        (lambda x: x.update(input_ids=x["input_ids"][0]),
+         r"input_ids must have shape \(batch, seq_len\); got shape \(9,\)"),
+    ],
+    ids=["id-too-large", "negative-id", "token-type", "mask-shape", "too-long", "1d-ids"],
+)
+def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Callable, message: str) -> None:
+    inputs = _inputs()
+    change(inputs)
+    with pytest.raises(ValueError, match=message):
+        tiny_model(**inputs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"hidden_size": 30, "num_attention_heads": 4}, r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"),
+        ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0"),
+        ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
+        ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
+    ],
+)
+def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
+    # huggingface_hub's @strict wraps the config's ValueError in StrictDataclassClassValidationError (same text).
+    with pytest.raises(Exception, match=message) as error:
+        BertScratchConfig(**kwargs)
+    assert isinstance(error.value, ValueError) or isinstance(error.value.__cause__, ValueError)
+
+
+def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
+    transformers.BertForMaskedLM(_bert_config()).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="model_type 'bert', expected 'bertscratch'.*convert_checkpoint.py"):
+        hf_bertscratch.BertScratchForMaskedLM.from_pretrained(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------- family and presets
+
+
+def test_presets_are_googles_sizes() -> None:
+    expected = {"tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768),
+                "large": (24, 1024)}
+    assert set(hf_bertscratch.PRESETS) == set(expected)
+    for name, (layers, hidden) in expected.items():
+        preset = hf_bertscratch.PRESETS[name]
+        assert preset == {"num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": hidden // 64,
+                          "intermediate_size": 4 * hidden}, name
+    config = transformers.AutoConfig.for_model("bertscratch", **hf_bertscratch.PRESETS["mini"])
+    assert isinstance(config, BertScratchConfig) and config.hidden_size == 256
+
+
+def test_mlm_decoder_is_tied_to_word_embeddings() -> None:
+    for head in ("BertScratchForMaskedLM", "BertScratchForPreTraining"):
+        model = getattr(hf_bertscratch, head)(BertScratchConfig(**hf_bertscratch.PRESETS["tiny"], vocab_size=VOCAB))
+        assert model.cls.decoder.weight is model.bert.embeddings.word_embeddings.weight, head
+
+
+def test_largest_parity_difference_is_reported(capsys: pytest.CaptureFixture) -> None:
+    """Runs every head once more and reports the largest |ours - BERT| (the figure quoted in the README)."""
+    for head in HEADS:
+        test_parity_with_transformers_bert(head, "sdpa", True)
+    with capsys.disabled():
+        print(f"\n[parity] largest |BertScratch - transformers BERT| difference: {MAX_DIFF['value']:.2e}")
+    assert MAX_DIFF["value"] < ATOL
