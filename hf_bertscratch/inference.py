@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoConfig, Pipeline, pipeline
+from transformers import AutoConfig, Pipeline, PreTrainedModel, pipeline
 
 from .tokenization import load_tokenizer
 
@@ -82,6 +82,12 @@ def _as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> P
     return model if isinstance(model, Pipeline) else load_pipeline(task, model, **kwargs)
 
 
+def truncation_kwargs(model: PreTrainedModel) -> dict:
+    """Tokenizer arguments that cut a long text to what the model's position embeddings cover (a tokenizer
+    saved without `model_max_length` would otherwise let it through and fail inside the model)."""
+    return {"truncation": True, "max_length": model.config.max_position_embeddings}
+
+
 def fill_mask(
     model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object
 ) -> list[list[dict]]:
@@ -105,22 +111,27 @@ def classify(model: str | Path | Pipeline, text: str, **load_kwargs: object) -> 
     if not text.strip():
         raise ValueError("Text is empty: expected something to classify.")
     classifier = _as_pipeline("text-classification", model, **load_kwargs)
-    return classifier(text, top_k=None)
+    return classifier(text, top_k=None, **truncation_kwargs(classifier.model))
 
 
 def embed(
     model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object
 ) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
-    ([CLS] and [SEP] included, as one unpadded text has no padding to leave out), or the [CLS] state."""
+    ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state.
+    Text beyond the model's max_position_embeddings tokens is cut off."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling={pooling!r} is not supported: expected one of {POOLINGS}.")
     if not text.strip():
         raise ValueError("Text is empty: expected a sentence to embed.")
     extractor = _as_pipeline("feature-extraction", model, **load_kwargs)
-    hidden = extractor(text, return_tensors=True)[0].float()  # (T, H)
+    outputs = extractor(text, return_tensors=True, tokenize_kwargs=truncation_kwargs(extractor.model))
+    hidden = outputs[0].float()  # (T, H)
     vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]
     return vector.numpy()
 
 
-__all__ = ["POOLINGS", "TASK_HEADS", "check_model_reference", "classify", "embed", "fill_mask", "load_pipeline"]
+__all__ = [
+    "POOLINGS", "TASK_HEADS", "check_model_reference", "classify", "embed", "fill_mask", "load_pipeline",
+    "truncation_kwargs",
+]

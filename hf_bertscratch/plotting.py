@@ -226,11 +226,13 @@ def attention_weights(
     """
     if not text or not text.strip():
         raise ValueError("text is empty: expected a sentence to draw attention for.")
+    from .inference import truncation_kwargs
+
     was_training = model.training
     model.eval()  # attention dropout would make the map random
     try:
         device = next(model.parameters()).device
-        encoding = tokenizer(text, return_tensors="pt", truncation=True).to(device)
+        encoding = tokenizer(text, return_tensors="pt", **truncation_kwargs(model)).to(device)
         outputs = model(**encoding, output_attentions=True, return_dict=True)
     finally:
         model.train(was_training)
