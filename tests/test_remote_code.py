@@ -1,0 +1,111 @@
+"""Remote code: a saved folder loads with `trust_remote_code=True` in a Python process WITHOUT hf_bertscratch.
+
+The child process runs isolated (`python -I`, a cwd outside the repo) and, because the editable install is found
+through site-packages even then, also with a meta-path hook that makes `import hf_bertscratch` fail. The child
+checks that the import really fails, loads the folders through AutoModel, AutoModelForMaskedLM and
+AutoModelForSequenceClassification, and writes its outputs back; they must equal the original model's exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import torch
+from transformers import BertTokenizer
+
+import hf_bertscratch
+from conftest import tiny_config_kwargs
+
+CHILD = textwrap.dedent(
+    '''
+    import sys
+
+    class _NoBertScratch:
+        """Meta-path hook: behave as if hf_bertscratch were not installed."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name == "hf_bertscratch" or name.startswith("hf_bertscratch."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _NoBertScratch())
+    try:
+        import hf_bertscratch  # noqa: F401
+    except ModuleNotFoundError:
+        print("hf_bertscratch: not importable")
+    else:
+        raise SystemExit("hf_bertscratch is importable: the remote-code test would prove nothing")
+
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
+
+    mlm_dir, classifier_dir, io_file = sys.argv[1:4]
+    inputs = torch.load(io_file)["inputs"]
+    results = {}
+    for key, auto_class, folder in (
+        ("base", AutoModel, classifier_dir),  # the classifier's encoder has a pooler, the MLM's does not
+        ("mlm", AutoModelForMaskedLM, mlm_dir),
+        ("classifier", AutoModelForSequenceClassification, classifier_dir),
+    ):
+        model = auto_class.from_pretrained(folder, trust_remote_code=True).eval()
+        assert not type(model).__module__.startswith("hf_bertscratch"), type(model).__module__
+        with torch.no_grad():
+            results[key] = {k: v for k, v in model(**inputs).items() if isinstance(v, torch.Tensor)}
+        results[key + "_class"] = f"{type(model).__module__}.{type(model).__name__}"
+    results["config_class"] = type(AutoConfig.from_pretrained(mlm_dir, trust_remote_code=True)).__module__
+    torch.save(results, sys.argv[4])
+    print("loaded:", results["base_class"], results["mlm_class"], results["classifier_class"])
+    '''
+)
+
+
+def _outputs(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    with torch.no_grad():
+        return {k: v for k, v in model.eval()(**inputs).items() if isinstance(v, torch.Tensor)}
+
+
+def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), num_labels=3)
+    mlm = hf_bertscratch.BertScratchForMaskedLM(config)
+    classifier = hf_bertscratch.BertScratchForSequenceClassification(config)
+    mlm.save_pretrained(tmp_path / "mlm")
+    classifier.save_pretrained(tmp_path / "classifier")
+
+    # The folder ships the code, and its auto_map names every head, not only the saved one.
+    for name in ("configuration_bertscratch.py", "modeling_bertscratch.py", "model.safetensors"):
+        assert (tmp_path / "mlm" / name).is_file(), name
+    auto_map = json.loads((tmp_path / "mlm" / "config.json").read_text())["auto_map"]
+    assert set(auto_map) == {"AutoConfig", *hf_bertscratch.AUTO_CLASS_TO_MODEL}
+    assert auto_map["AutoModelForSequenceClassification"] == "modeling_bertscratch.BertScratchForSequenceClassification"
+
+    inputs = dict(tokenizer(["paris is the capital of", "the cat sat"], ["france .", "on the mat ."],
+                            padding=True, return_tensors="pt"))
+    torch.save({"inputs": inputs}, tmp_path / "inputs.pt")
+    (tmp_path / "child.py").write_text(CHILD)
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1")
+    result = subprocess.run(
+        [sys.executable, "-I", str(tmp_path / "child.py"), str(tmp_path / "mlm"), str(tmp_path / "classifier"),
+         str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt")],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "hf_bertscratch: not importable" in result.stdout
+
+    remote = torch.load(tmp_path / "outputs.pt")
+    assert remote["mlm_class"].startswith("transformers_modules.") and remote["mlm_class"].endswith("BertScratchForMaskedLM")
+    assert remote["classifier_class"].endswith("BertScratchForSequenceClassification")
+    assert remote["base_class"].endswith("BertScratchModel")
+    assert remote["config_class"].startswith("transformers_modules.")
+    expected = {"base": _outputs(classifier.bert, inputs), "mlm": _outputs(mlm, inputs), "classifier": _outputs(classifier, inputs)}
+    for key, tensors in expected.items():
+        assert remote[key].keys() == tensors.keys(), key
+        for name, tensor in tensors.items():
+            assert torch.equal(remote[key][name], tensor), f"{key}.{name}"
