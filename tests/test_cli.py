@@ -329,6 +329,13 @@ def test_finetune_writes_plots(finetuned_dir: Path) -> None:
     assert json.loads((finetuned_dir / "config.json").read_text())["id2label"] == {"0": "neg", "1": "pos"}
 
 
+def test_convert_to_bert_keeps_predictions(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    run_cli(capsys, "convert", memorised_dir, tmp_path / "bert")
+    assert json.loads((tmp_path / "bert" / "config.json").read_text())["model_type"] == "bert"
+    out = run_cli(capsys, "fill-mask", tmp_path / "bert", "paris is the [MASK] of france .", "--top_k", "1")
+    assert out.split()[:2] == ["1.", "capital"]
+
+
 def test_push_dry_run(capsys, tmp_path: Path, pretrained_dir: Path) -> None:
     run_cli(capsys, "push", pretrained_dir, "--repo_id", "someone/tiny-bert", "--dry_run", tmp_path / "upload")
     assert {"config.json", "model.safetensors", "README.md"} <= {p.name for p in (tmp_path / "upload").iterdir()}
