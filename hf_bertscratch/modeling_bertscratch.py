@@ -80,6 +80,30 @@ class BertScratchPadding:
         """(B, T, D) -> (N, D); T may be longer than T' (the trimmed tail is dropped)."""
         return x[:, : self.seq_len].reshape(-1, x.shape[-1]).index_select(0, self.indices)
 
+    def unpad_inputs(
+        self,
+        input_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
+        """(B, T) ids and (B, T, H) embeddings -> the N real tokens as one row: (1, N) ids, (1, N, H) embeddings.
+
+        Embedding only the real tokens keeps the embedding layer and its (V, H) gradient off the padding. Position
+        ids default to each token's column, as in the padded batch; (1, T) position ids broadcast over the batch.
+        """
+        if position_ids is None:
+            device = (input_ids if input_ids is not None else inputs_embeds).device
+            position_ids = torch.arange(self.seq_len, device=device).unsqueeze(0)
+
+        def one_row(x: torch.Tensor | None) -> torch.Tensor | None:
+            if x is None:
+                return None
+            x = x[:, : self.seq_len].expand(self.batch_size, -1, *x.shape[2:])
+            return x.reshape(self.batch_size * self.seq_len, *x.shape[2:]).index_select(0, self.indices).unsqueeze(0)
+
+        return one_row(input_ids), one_row(token_type_ids), one_row(position_ids), one_row(inputs_embeds)
+
     def pad(self, x: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable."""
         grid = x.new_zeros(self.batch_size * self.seq_len, x.shape[-1]).index_copy(0, self.indices, x)
@@ -440,11 +464,12 @@ class BertScratchModel(BertScratchPreTrainedModel):
         batch_size, seq_len = _check_inputs(
             self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
         )
-        hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, H)
-
         padding = self._padding(attention_mask, output_attentions, output_hidden_states)
-        if padding is not None:
-            hidden_states = padding.unpad(hidden_states)  # (N, H)
+        if padding is None:
+            hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, H)
+        else:
+            real_inputs = padding.unpad_inputs(input_ids, token_type_ids, position_ids, inputs_embeds)  # (1, N)
+            hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
             attention_mask = attention_mask[:, : padding.seq_len]
         additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1, T) or None
 
@@ -524,20 +549,42 @@ class _BertScratchMLMMixin:
         self.cls.decoder = new_embeddings
 
     def _mlm_logits_and_loss(
-        self, sequence_output: torch.Tensor, labels: torch.Tensor | None, num_items_in_batch: object = None
+        self,
+        sequence_output: torch.Tensor,
+        labels: torch.Tensor | None,
+        num_items_in_batch: object = None,
+        padding: BertScratchPadding | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss."""
-        if labels is None:
-            return self.cls(sequence_output), None
-        if self.config.sparse_prediction and self.training:
-            labels = labels.reshape(-1)
-            selected = (labels != -100).nonzero().squeeze(-1)  # (num_labelled,)
-            hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
-            logits = self.cls(hidden)  # (num_labelled, V)
-            labels = labels.index_select(0, selected)
-        else:
-            logits = self.cls(sequence_output)
+        """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
+
+        With `padding` (the encoder ran unpadded), the vocabulary is decoded at the N real positions only: the
+        decoder is most of a small BERT's compute, and logits at pad positions are 0 like the hidden states there.
+        """
+        if labels is None or not (self.config.sparse_prediction and self.training):
+            logits = self._decode(sequence_output, padding)
+            return logits, None if labels is None else _masked_lm_loss(logits, labels, num_items_in_batch)
+        labels = labels.reshape(-1)
+        selected = (labels != -100).nonzero().squeeze(-1)  # (num_labelled,)
+        hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
+        logits = self.cls(hidden)  # (num_labelled, V)
+        labels = labels.index_select(0, selected)
         return logits, _masked_lm_loss(logits, labels, num_items_in_batch)
+
+    def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
+        """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere)."""
+        if padding is None:
+            return self.cls(sequence_output)
+        return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
+
+    def _mlm_padding(
+        self, attention_mask: torch.Tensor | None, output_attentions: bool | None, output_hidden_states: bool | None
+    ) -> BertScratchPadding | None:
+        """The padding the encoder ran with (None when it ran padded), for decoding the real positions only."""
+        return self.bert._padding(
+            attention_mask,
+            _flag(output_attentions, self.config.output_attentions),
+            _flag(output_hidden_states, self.config.output_hidden_states),
+        )
 
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):
@@ -569,7 +616,8 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
             output_attentions, output_hidden_states, return_dict=True,
         )
-        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels)
+        padding = self._mlm_padding(attention_mask, output_attentions, output_hidden_states)
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, padding=padding)
         nsp_logits = self.nsp(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
@@ -612,7 +660,8 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
             output_attentions, output_hidden_states, return_dict=True,
         )
-        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, num_items_in_batch)
+        padding = self._mlm_padding(attention_mask, output_attentions, output_hidden_states)
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, num_items_in_batch, padding)
         output = MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
