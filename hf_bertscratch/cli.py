@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -288,12 +288,21 @@ def run_forwarded(command: str, argv: list[str]) -> None:
         module.main(argv)
 
 
-def _quiet_transformers() -> None:
-    """Inspection commands print results only: hide load reports and progress bars (warnings still show)."""
-    import transformers
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Inspection commands print results only: hide load reports and progress bars (warnings still show), and
+    put both settings back afterwards, since `main` may be called in-process (tests, notebooks)."""
+    from transformers.utils import logging as hf_logging
 
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
+    verbosity, progress_bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if progress_bar:
+            hf_logging.enable_progress_bar()
 
 
 def _run(command: str, argv: list[str]) -> None:
@@ -302,9 +311,8 @@ def _run(command: str, argv: list[str]) -> None:
         return
     args = parse_command_arguments(command, argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not args.debug:
-        _quiet_transformers()
-    COMMANDS[command][1](args)
+    with _quiet_transformers() if not args.debug else nullcontext():
+        COMMANDS[command][1](args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -361,3 +361,11 @@ def test_console_script_error_exit(tmp_path: Path) -> None:
     )
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "Run directory" in result.stderr
+
+
+def test_inspection_commands_restore_transformers_logging(capsys, tmp_path: Path) -> None:
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    run_cli_error(capsys, "plot", tmp_path / "nope")
+    assert (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()) == before
