@@ -66,6 +66,8 @@ _QKV = re.compile(r"(.*)encoder\.layer\.(\d+)\.attention\.self\.(query|key|value
 _FUSED = re.compile(r"(.*)encoder\.layers\.(\d+)\.attention\.qkv\.(weight|bias)")
 # Config fields of transformers' BertConfig that an encoder-only model does not use.
 _BERT_ONLY_FIELDS = ("is_decoder", "add_cross_attention", "use_cache", "position_embedding_type")
+# Config fields of BertScratch that only choose how it computes (transformers' BERT has no such switches).
+_SCRATCH_ONLY_FIELDS = ("sparse_prediction", "unpad_inputs", "attention_per_document")
 
 
 def _rename(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
@@ -126,7 +128,7 @@ def bertscratch_config_to_bert(config: BertScratchConfig) -> BertConfig:
     if config.model_type != BertScratchConfig.model_type:
         raise ValueError(f"Expected a config of model_type 'bertscratch', got {config.model_type!r}.")
     values = config.to_dict()
-    for key in ("model_type", "architectures", "transformers_version", "auto_map", "sparse_prediction", "unpad_inputs"):
+    for key in ("model_type", "architectures", "transformers_version", "auto_map", *_SCRATCH_ONLY_FIELDS):
         values.pop(key, None)
     return BertConfig(**values)
 
