@@ -36,6 +36,8 @@ from transformers import (
     set_seed,
 )
 
+from transformers.trainer_utils import PredictionOutput
+
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .data import load_raw_datasets
@@ -406,14 +408,13 @@ def write_predictions(
 
 
 def write_reports(
-    output_dir: Path, trainer: Trainer, raw_eval: datasets.Dataset, eval_dataset: datasets.Dataset,
+    output_dir: Path, trainer: Trainer, raw_eval: datasets.Dataset, prediction: PredictionOutput,
     task: ResolvedTask, names: list[str], results: dict, model_args: ModelArguments, data_args: DataArguments,
 ) -> None:
-    """predictions.csv, confusion_matrix.png, loss_curve.png, the model card, then all_results.json (last, so a
-    folder with all_results.json is a finished run)."""
+    """predictions.csv, confusion_matrix.png, loss_curve.png and the model card from the best model's eval
+    `prediction` (logits (N, num_labels), label_ids (N,)); the caller writes all_results.json last."""
     from .plotting import plot_confusion_matrix, plot_training_curves
 
-    prediction = trainer.predict(eval_dataset, metric_key_prefix="eval")
     logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
     labels = np.asarray(prediction.label_ids)
     write_predictions(output_dir / "predictions.csv", raw_eval, task, labels, logits, names)
@@ -533,7 +534,9 @@ def main(argv: list[str] | None = None) -> None:
     trainer.save_state()
 
     # 4. Evaluate the best model and write every report; all_results.json last.
-    results = {**train_result.metrics, **trainer.evaluate()}
+    # One pass over the eval set gives both the metrics and the per-example predictions.
+    prediction = trainer.predict(tokenized["eval"], metric_key_prefix="eval")
+    results = {**train_result.metrics, **prediction.metrics}
     results.update(
         num_parameters=sum(p.numel() for p in model.parameters()),
         global_step=trainer.state.global_step,
@@ -546,7 +549,7 @@ def main(argv: list[str] | None = None) -> None:
         init_from_scratch=model_args.init_from_scratch,
         model_name_or_path=model_args.model_name_or_path,
     )
-    write_reports(output_dir, trainer, raw["eval"], tokenized["eval"], task, names, results, model_args, data_args)
+    write_reports(output_dir, trainer, raw["eval"], prediction, task, names, results, model_args, data_args)
     (output_dir / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     logger.info("eval_accuracy %.4f (%d eval examples)", results.get("eval_accuracy", math.nan), len(raw["eval"]))
     print(json.dumps({k: v for k, v in results.items() if k.startswith("eval_")}, indent=2))
