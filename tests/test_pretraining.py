@@ -73,8 +73,8 @@ def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: P
                              capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "run"
     config_file = tmp_path / "args.json"  # the JSON-file form of the same command
-    parser_args = _args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "12", "--logging_steps", "4",
-                        "--eval_strategy", "steps", "--eval_steps", "6")
+    parser_args = _args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "6", "--logging_steps", "2",
+                        "--eval_strategy", "steps", "--eval_steps", "3")
     config_file.write_text(json.dumps({k.lstrip("-"): _typed(v) for k, v in zip(parser_args[::2], parser_args[1::2])}))
     main([str(config_file)])
 
@@ -84,9 +84,9 @@ def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: P
     results = _results(out)
     assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["train_effective_batch_size"] == 4
     assert results["eval_perplexity"] == pytest.approx(math.exp(results["eval_mlm_loss"]))
-    assert results["train_tokens"] == 12 * 4 * 16
+    assert results["train_tokens"] == 6 * 4 * 16
     state = json.loads((out / "trainer_state.json").read_text())
-    assert state["global_step"] == 12 and any("eval_accuracy" in log for log in state["log_history"])
+    assert state["global_step"] == 6 and any("eval_accuracy" in log for log in state["log_history"])
     card = (out / "README.md").read_text()
     assert "fill-mask" in card and f"{results['eval_accuracy']:.4f}"[:4] in card
     assert "Fill-mask predictions" in capsys.readouterr().out
