@@ -69,7 +69,6 @@ def test_cli_converts_bert_and_back(
     source = _bert_folder(tmp_path / "bert", bert_class, tokenizer, **config_kwargs)
     convert.main([str(source), str(tmp_path / "scratch")])
 
-    scratch = AutoModel.from_pretrained(tmp_path / "scratch")  # registered by `import hf_bertscratch`
     scratch = getattr(hf_bertscratch, scratch_name).from_pretrained(tmp_path / "scratch")
     assert scratch.config.model_type == "bertscratch"
     assert scratch.config.architectures == [scratch_name]
