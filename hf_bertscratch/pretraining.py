@@ -536,12 +536,11 @@ def _card_info(
         "max_steps": trainer.state.global_step, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "seed": args.seed, "vocab_size": trainer.model.config.vocab_size,
     }
-    data = data_args.dataset_name or data_args.train_file
     return {
         "model_name": Path(args.output_dir).resolve().name,
         "datasets": [data_args.dataset_name] if data_args.dataset_name else [],
         "dataset_config": data_args.dataset_config_name,
-        "dataset_description": f"{data} ({data_args.dataset_config_name or 'default'})",
+        "dataset_description": _describe_data(trainer, model_args, data_args),
         "model_size": None if model_args.config_name or model_args.model_name_or_path else model_args.model_size,
         "base_model": model_args.model_name_or_path,
         "num_parameters": trainer.model.num_parameters(),
@@ -552,6 +551,17 @@ def _card_info(
         "results": {k: metrics[k] for k in ("eval_loss", "eval_accuracy", "eval_perplexity") if k in metrics},
         "task": "fill-mask",
     }
+
+
+def _describe_data(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments) -> str:
+    """One sentence on what the model saw: source, example shape, and split sizes where known."""
+    source = data_args.train_file or " / ".join(filter(None, [data_args.dataset_name, data_args.dataset_config_name]))
+    shape = ("sentence pairs for MLM + next-sentence prediction" if model_args.objective == "mlm_nsp"
+             else f"texts concatenated and packed into {data_args.max_seq_length}-token blocks")
+    sizes = ""
+    if not data_args.streaming:
+        sizes = f" ({len(trainer.train_dataset):,} training and {len(trainer.eval_dataset):,} validation examples)"
+    return f"Raw text from `{source}`, {shape}{sizes}."
 
 
 def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
