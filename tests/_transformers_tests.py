@@ -75,7 +75,10 @@ def _download_sdist(version: str, destination: Path) -> Path:
         sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
         "--disable-pip-version-check", "-q", f"transformers=={version}", "-d", str(destination),
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as error:
+        raise RuntimeError(f"pip download of transformers=={version} timed out after 300 s") from error
     archives = sorted(destination.glob("transformers-*.tar.gz"))
     if result.returncode != 0 or not archives:
         raise RuntimeError(f"pip download of transformers=={version} failed:\n{result.stdout}\n{result.stderr}")
