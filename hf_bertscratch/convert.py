@@ -250,7 +250,7 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
         ConvertArguments,
         description="Convert a checkpoint between transformers' BERT (BertFor*) and BertScratch (BertScratchFor*); "
                     "weights, config (sizes, labels) and tokenizer files are carried over.",
-        usage="convert_checkpoint.py SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: convert_checkpoint.py ARGS.json)",
+        usage="%(prog)s SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: %(prog)s ARGS.json)",
     )
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
