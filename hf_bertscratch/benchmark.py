@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 WORKLOADS = ("train", "infer")
 VARIANTS = ("eager", "compiled")
+PRECISIONS = ("fp32", "bf16")
 VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
 FIRST_WORD_ID = 999  # ids below are [PAD], [unused*], [UNK], [CLS], [SEP], [MASK] in bert-base-uncased
 
@@ -75,6 +76,10 @@ class BenchmarkArguments:
         default_factory=lambda: ["eager"],
         metadata={"help": f"Execution modes, from {list(VARIANTS)} ('compiled' wraps both models in torch.compile)."},
     )
+    precisions: list[str] = field(
+        default_factory=lambda: ["fp32"],
+        metadata={"help": f"Numeric precisions, from {list(PRECISIONS)} ('bf16': both models under CPU autocast)."},
+    )
     batch_size: int = field(default=32, metadata={"help": "Rows per batch B."})
     repeats: int = field(default=5, metadata={"help": "Timed repetitions of each model per case."})
     warmup: int = field(default=1, metadata={"help": "Untimed repetitions of each model before timing."})
@@ -92,6 +97,7 @@ class BenchmarkArguments:
         _check_choices("presets", self.presets, sorted(PRESETS))
         _check_choices("workloads", self.workloads, WORKLOADS)
         _check_choices("variants", self.variants, VARIANTS)
+        _check_choices("precisions", self.precisions, PRECISIONS)
         for seq_len in self.seq_lens:
             if not 8 <= seq_len <= 512:
                 raise ValueError(f"--seq_lens values must be in [8, 512] (BERT's positions), got {seq_len}.")
@@ -122,6 +128,7 @@ class CaseResult:
     padding: float
     workload: str
     variant: str
+    precision: str
     batch_size: int
     useful_tokens: int
     ours_tokens_per_s: float
@@ -202,34 +209,49 @@ def loss_difference(ours: nn.Module, reference: nn.Module, batch: dict[str, torc
         return abs(ours(**batch).loss.item() - reference(**batch).loss.item())
 
 
-def make_train_step(model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+def autocast(precision: str) -> contextlib.AbstractContextManager:
+    """CPU bf16 autocast for "bf16", nothing for "fp32"."""
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def make_train_step(
+    model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
+) -> Callable[[], None]:
     """A closure running one MLM training step (forward, backward, AdamW) of `model` on `batch`."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step() -> None:
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        model(**batch).loss.backward()
+        with autocast(precision):
+            loss = model(**batch).loss
+        loss.backward()
         optimizer.step()
 
     return step
 
 
-def make_infer_step(model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+def make_infer_step(
+    model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
+) -> Callable[[], None]:
     """A closure running one batched eval-mode forward of `model` under `torch.inference_mode`."""
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
     def step() -> None:
         model.eval()
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(precision):
             model(**inputs)
 
     return step
 
 
-def make_step(workload: str, model: nn.Module, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+def make_step(
+    workload: str, model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
+) -> Callable[[], None]:
     """The step closure of `workload` ("train" or "infer")."""
-    return {"train": make_train_step, "infer": make_infer_step}[workload](model, batch)
+    return {"train": make_train_step, "infer": make_infer_step}[workload](model, batch, precision)
 
 
 def time_interleaved(
@@ -260,7 +282,8 @@ def summarize(
 
 
 def peak_training_memory_mib(
-    preset: str, batch_size: int, seq_len: int, padding: float, variant: str, args: BenchmarkArguments
+    preset: str, batch_size: int, seq_len: int, padding: float, variant: str, precision: str,
+    args: BenchmarkArguments,
 ) -> dict[str, float]:
     """Peak resident memory (MiB) of ours and of the reference, each a fresh subprocess running two training steps.
 
@@ -271,7 +294,8 @@ def peak_training_memory_mib(
         pending = {
             kind: pool.apply_async(
                 _memory_probe,
-                (kind, preset, batch_size, seq_len, padding, variant, args.dropout, args.mask_probability),
+                (kind, preset, batch_size, seq_len, padding, variant, precision, args.dropout,
+                 args.mask_probability),
             )
             for kind in ("ours", "reference")
         }
@@ -279,8 +303,8 @@ def peak_training_memory_mib(
 
 
 def _memory_probe(
-    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, dropout: float,
-    mask_probability: float,
+    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, precision: str,
+    dropout: float, mask_probability: float,
 ) -> float:
     """Runs in the subprocess: builds only the model `kind` ("ours" or "reference") so nothing else is resident."""
     config = build_config(preset, dropout)
@@ -291,7 +315,7 @@ def _memory_probe(
         model.set_attn_implementation("sdpa")
     if variant == "compiled":
         model = torch.compile(model)
-    step = make_train_step(model, make_batch(batch_size, seq_len, padding, mask_probability))
+    step = make_train_step(model, make_batch(batch_size, seq_len, padding, mask_probability), precision)
     for _ in range(2):  # the second step also holds AdamW's state
         step()
     return _peak_rss_mib()
@@ -313,9 +337,9 @@ def _peak_rss_mib() -> float:
 
 
 def run_case(
-    args: BenchmarkArguments, preset: str, seq_len: int, padding: float, variant: str
+    args: BenchmarkArguments, preset: str, seq_len: int, padding: float, variant: str, precision: str
 ) -> list[CaseResult]:
-    """Measure every workload of one (preset, T, padding, variant) case; returns one result per workload."""
+    """Measure every workload of one (preset, T, padding, variant, precision) case; one result per workload."""
     ours, reference = build_models(preset, args.dropout, args.seed)
     batch = make_batch(args.batch_size, seq_len, padding, args.mask_probability, args.seed)
     useful_tokens = int(batch["attention_mask"].sum())
@@ -325,17 +349,19 @@ def run_case(
         models = {name: torch.compile(model) for name, model in models.items()}
     results = []
     for workload in args.workloads:
-        steps = {name: make_step(workload, model, batch) for name, model in models.items()}
+        steps = {name: make_step(workload, model, batch, precision) for name, model in models.items()}
         seconds = time_interleaved(steps, args.repeats, args.warmup)
         ours_tps, ref_tps, ratio, low, high = summarize(seconds, useful_tokens)
         result = CaseResult(
-            preset, seq_len, padding, workload, variant, args.batch_size, useful_tokens,
+            preset, seq_len, padding, workload, variant, precision, args.batch_size, useful_tokens,
             ours_tps, ref_tps, ratio, low, high,
         )
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
-                memory = peak_training_memory_mib(preset, args.batch_size, seq_len, padding, variant, args)
+                memory = peak_training_memory_mib(
+                    preset, args.batch_size, seq_len, padding, variant, precision, args
+                )
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
         logger.info("%s", format_row(result))
         results.append(result)
@@ -343,7 +369,7 @@ def run_case(
 
 
 def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
-    """Every case of the grid in `args`, in order preset, T, padding, variant."""
+    """Every case of the grid in `args`, in order preset, T, padding, variant, precision."""
     if args.num_threads is not None:
         torch.set_num_threads(args.num_threads)
     results = []
@@ -351,7 +377,8 @@ def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
         for seq_len in args.seq_lens:
             for padding in args.paddings:
                 for variant in args.variants:
-                    results.extend(run_case(args, preset, seq_len, padding, variant))
+                    for precision in args.precisions:
+                        results.extend(run_case(args, preset, seq_len, padding, variant, precision))
     return results
 
 
@@ -368,7 +395,8 @@ def format_row(result: CaseResult) -> str:
         memory = f"{result.ours_peak_mib:,.0f} / {result.reference_peak_mib:,.0f}"
     loss = "-" if result.loss_max_abs_diff is None else f"{result.loss_max_abs_diff:.1e}"
     return (
-        f"| {result.preset} | {result.seq_len} | {result.padding:g} | {result.workload} | {result.variant} "
+        f"| {result.preset} | {result.seq_len} | {result.padding:g} | {result.workload} "
+        f"| {result.variant}{'' if result.precision == 'fp32' else ' ' + result.precision} "
         f"| {result.ours_tokens_per_s:,.0f} | {result.reference_tokens_per_s:,.0f} "
         f"| **{result.ratio_median:.2f}x** ({result.ratio_min:.2f}-{result.ratio_max:.2f}) | {memory} | {loss} |"
     )
