@@ -62,19 +62,26 @@ class BertScratchPadding:
         indices: (N,) flat positions of the real tokens in the (B * T') grid.
         batch_size: B.
         seq_len: T', the batch trimmed to its longest real row (trailing all-pad columns cost nothing).
+        pad_indices: (B * T' - N,) flat positions of the pad tokens in the (B * T') grid.
     """
 
     indices: torch.Tensor
     batch_size: int
     seq_len: int
+    pad_indices: torch.Tensor
 
     @classmethod
     def from_mask(cls, attention_mask: torch.Tensor) -> BertScratchPadding:
         """Build from a (B, T) 0/1 mask whose rows may be padded anywhere (left, right or in between)."""
         seq_len = int(attention_mask.any(dim=0).nonzero().max().item()) + 1 if attention_mask.any() else 1
         trimmed = attention_mask[:, :seq_len]
-        indices = trimmed.reshape(-1).nonzero().squeeze(-1)
-        return cls(indices=indices, batch_size=attention_mask.shape[0], seq_len=seq_len)
+        flat = trimmed.reshape(-1).to(torch.bool)
+        return cls(
+            indices=flat.nonzero().squeeze(-1),
+            batch_size=attention_mask.shape[0],
+            seq_len=seq_len,
+            pad_indices=(~flat).nonzero().squeeze(-1),
+        )
 
     def unpad(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (N, D); T may be longer than T' (the trimmed tail is dropped)."""
@@ -105,12 +112,22 @@ class BertScratchPadding:
         return one_row(input_ids), one_row(token_type_ids), one_row(position_ids), one_row(inputs_embeds)
 
     def pad(self, x: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
-        """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable."""
-        grid = x.new_zeros(self.batch_size * self.seq_len, x.shape[-1]).index_copy(0, self.indices, x)
-        grid = grid.view(self.batch_size, self.seq_len, x.shape[-1])
-        if seq_len is not None and seq_len > self.seq_len:
-            grid = F.pad(grid, (0, 0, 0, seq_len - self.seq_len))
-        return grid
+        """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable.
+
+        Every row of the output is written once (real rows copied, pad rows zeroed) rather than zero-filling the
+        whole grid first: for the (B, T, V) MLM logits that extra pass would cost as much as the decoder itself.
+        """
+        out_len = max(seq_len or self.seq_len, self.seq_len)
+        indices, pad_indices = self.indices, self.pad_indices
+        if out_len > self.seq_len:  # re-address into the (B * T) grid: the trimmed tail columns are pad too
+            indices = indices // self.seq_len * out_len + indices % self.seq_len
+            is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=x.device).index_fill_(
+                0, indices, False
+            )
+            pad_indices = is_pad.nonzero().squeeze(-1)
+        grid = x.new_empty(self.batch_size * out_len, x.shape[-1])
+        grid.index_copy_(0, indices, x).index_fill_(0, pad_indices, 0)
+        return grid.view(self.batch_size, out_len, x.shape[-1])
 
 
 class BertScratchEmbeddings(nn.Module):
