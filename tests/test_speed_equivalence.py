@@ -82,9 +82,11 @@ def test_fast_path_matches_plain_path(sparse: bool) -> None:
         torch.testing.assert_close(a.grad, b.grad, atol=ATOL, rtol=1e-4, msg=name)
 
 
+@pytest.mark.parametrize("chunk_rows", [512, 5])  # 5: the 27 real tokens are decoded in 6 chunks
 @pytest.mark.parametrize("give_ids", [False, True])
-def test_unpadded_inference_matches_reference_at_real_tokens(give_ids: bool) -> None:
+def test_unpadded_inference_matches_reference_at_real_tokens(give_ids: bool, chunk_rows: int) -> None:
     ours, reference = _models()
+    ours._decode_chunk_rows = chunk_rows
     batch = _batch()
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     if give_ids:  # explicit (1, T) position ids and segment ids take the unpadded embedding path too
@@ -95,6 +97,18 @@ def test_unpadded_inference_matches_reference_at_real_tokens(give_ids: bool) -> 
     real = batch["attention_mask"].bool()
     torch.testing.assert_close(ours_logits[real], reference_logits[real], atol=ATOL, rtol=1e-4)
     assert bool((ours_logits[~real] == 0).all())  # the vocabulary is not decoded at padding
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_inference_decoding_without_padding_matches_reference(grad: bool) -> None:
+    """No padding: the vocabulary bias is added inside the decoder GEMM at inference (plain nn.Linear with grad)."""
+    ours, reference = _models()
+    input_ids = _batch()["input_ids"][:1]  # the unpadded row
+    ours.eval(), reference.eval()
+    with torch.set_grad_enabled(grad):
+        ours_logits, reference_logits = ours(input_ids).logits, reference(input_ids).logits
+    assert ours_logits.shape == reference_logits.shape == (1, 12, VOCAB)
+    torch.testing.assert_close(ours_logits, reference_logits, atol=ATOL, rtol=1e-4)
 
 
 def test_unpadded_inputs_embeds_match_padded() -> None:
