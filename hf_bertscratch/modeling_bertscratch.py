@@ -111,18 +111,6 @@ class BertScratchPadding:
 
         return one_row(input_ids), one_row(token_type_ids), one_row(position_ids), one_row(inputs_embeds)
 
-    def grid_indices(self, seq_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Flat positions of the real and of the pad tokens in a (B * seq_len) grid, seq_len >= T' (default T')."""
-        out_len = max(seq_len or self.seq_len, self.seq_len)
-        if out_len == self.seq_len:
-            return self.indices, self.pad_indices
-        # Re-address into the longer grid: the trimmed tail columns are pad too.
-        indices = self.indices // self.seq_len * out_len + self.indices % self.seq_len
-        is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=indices.device).index_fill_(
-            0, indices, False
-        )
-        return indices, is_pad.nonzero().squeeze(-1)
-
     def pad(self, x: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable.
 
@@ -130,7 +118,13 @@ class BertScratchPadding:
         whole grid first: for the (B, T, V) MLM logits that extra pass would cost as much as the decoder itself.
         """
         out_len = max(seq_len or self.seq_len, self.seq_len)
-        indices, pad_indices = self.grid_indices(out_len)
+        indices, pad_indices = self.indices, self.pad_indices
+        if out_len > self.seq_len:  # re-address into the (B * T) grid: the trimmed tail columns are pad too
+            indices = indices // self.seq_len * out_len + indices % self.seq_len
+            is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=x.device).index_fill_(
+                0, indices, False
+            )
+            pad_indices = is_pad.nonzero().squeeze(-1)
         grid = x.new_empty(self.batch_size * out_len, x.shape[-1])
         grid.index_copy_(0, indices, x).index_fill_(0, pad_indices, 0)
         return grid.view(self.batch_size, out_len, x.shape[-1])
@@ -332,20 +326,7 @@ class BertScratchLMHead(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""
-        return self.decoder(self.transform(hidden_states))
-
-    def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """(..., H) -> (..., H): the dense + GELU + LayerNorm before the decoder."""
-        return self.layer_norm(self.act(self.dense(hidden_states)))
-
-    def decoder_with_bias(self) -> torch.Tensor:
-        """(V, H + 1): the decoder weight with its bias as a last column, so `[h, 1] @ W.T` adds the bias inside
-        the GEMM. `nn.Linear` instead first broadcasts the bias into the whole (rows, V) output, an extra pass over
-        the largest tensor of inference."""
-        weight, bias = self.decoder.weight, self.decoder.bias
-        if bias is None:
-            bias = weight.new_zeros(weight.shape[0])
-        return torch.cat([weight, bias[:, None]], dim=1)
+        return self.decoder(self.layer_norm(self.act(self.dense(hidden_states))))
 
 
 def _masked_lm_loss(
@@ -594,9 +575,6 @@ class _BertScratchMLMMixin:
     """MLM decoding shared by the MaskedLM and PreTraining heads (both own `self.bert` and `self.cls`)."""
 
     _tied_weights_keys = {"cls.decoder.weight": "bert.embeddings.word_embeddings.weight"}
-    # Real positions decoded per GEMM at inference under unpadding: enough rows for an efficient GEMM (each call
-    # re-packs the (H, V) weight), few enough that the (rows, V) buffer stays small and is reused.
-    _decode_chunk_rows = 512
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.cls.decoder
@@ -628,43 +606,9 @@ class _BertScratchMLMMixin:
 
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
         """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere)."""
-        if (
-            torch.is_grad_enabled()
-            or torch.is_autocast_enabled(sequence_output.device.type)
-            or torch.compiler.is_compiling()
-        ):
-            if padding is None:
-                return self.cls(sequence_output)
-            return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
-        return self._decode_inference(sequence_output, padding)
-
-    def _decode_inference(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
-        """`_decode` without autograd, for the largest tensor of inference: (B, T, V) logits.
-
-        The bias is added inside the GEMM (`decoder_with_bias`). Under unpadding, the real positions are decoded
-        `_decode_chunk_rows` at a time into one reused buffer and copied into the output grid, instead of into a
-        fresh (N, V) tensor: a fresh tensor that size is paid for again in page faults on its first write.
-        """
-        batch_size, seq_len, hidden_size = sequence_output.shape
-        weight = self.cls.decoder_with_bias().t()  # (H + 1, V)
-        vocab_size = weight.shape[1]
-
-        def with_ones(hidden: torch.Tensor) -> torch.Tensor:  # (n, H) -> (n, H + 1)
-            return torch.cat([hidden, hidden.new_ones(hidden.shape[0], 1)], dim=1)
-
         if padding is None:
-            hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))  # (B * T, H)
-            return torch.mm(with_ones(hidden), weight).view(batch_size, seq_len, vocab_size)
-        hidden = self.cls.transform(padding.unpad(sequence_output))  # (N, H)
-        indices, pad_indices = padding.grid_indices(seq_len)
-        grid = hidden.new_empty(batch_size * seq_len, vocab_size)
-        buffer = hidden.new_empty(min(self._decode_chunk_rows, hidden.shape[0]), vocab_size)
-        for start in range(0, hidden.shape[0], self._decode_chunk_rows):
-            rows = with_ones(hidden[start : start + self._decode_chunk_rows])
-            chunk = torch.mm(rows, weight, out=buffer[: rows.shape[0]])  # (rows, V)
-            grid.index_copy_(0, indices[start : start + rows.shape[0]], chunk)
-        grid.index_fill_(0, pad_indices, 0)
-        return grid.view(batch_size, seq_len, vocab_size)
+            return self.cls(sequence_output)
+        return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
 
     def _mlm_padding(
         self, attention_mask: torch.Tensor | None, output_attentions: bool | None, output_hidden_states: bool | None
