@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -259,6 +260,26 @@ def save_outputs(trainer, metrics, *args):
 pretraining.save_outputs = save_outputs
 pretraining.main(sys.argv[2:])
 """
+
+
+def _readme_main_job_argv() -> list[str]:
+    """The arguments of the README's main-job command (the first `scripts/pretrain.py` call under "Main job")."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Main job", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    words = shlex.split(block.replace("\\\n", " "))
+    return words[words.index("scripts/pretrain.py") + 1:]
+
+
+def test_shipped_config_is_the_readme_main_job() -> None:
+    """scripts/configs/pretrain_wikitext2.json holds exactly the README's main-job arguments."""
+    config = Path(__file__).parents[1] / "scripts" / "configs" / "pretrain_wikitext2.json"
+    from_file, from_readme = parse_args([str(config)]), parse_args(_readme_main_job_argv())
+    assert from_file[:2] == from_readme[:2]  # model and data arguments
+    ignore = {"logging_dir"}  # derived from the run's start time
+    training = [{k: v for k, v in args.to_dict().items() if k not in ignore} for args in (from_file[2], from_readme[2])]
+    assert training[0] == training[1]
+    assert from_readme[0].model_size == "tiny" and from_readme[2].max_steps > 0
 
 
 @pytest.mark.slow
