@@ -8,7 +8,7 @@
 #   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy)
 #   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
-# The budget is sized for this project's 2-core CPU (about 85 minutes when the machine is otherwise idle); every knob
+# The budget is sized for this project's 2-core CPU (about 90 minutes when the machine is otherwise idle); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
 set -euo pipefail
