@@ -129,6 +129,28 @@ class BertScratchPadding:
         grid.index_copy_(0, indices, x).index_fill_(0, pad_indices, 0)
         return grid.view(self.batch_size, out_len, x.shape[-1])
 
+    def runs(self, seq_len: int | None = None) -> tuple[list[tuple[int, int, int]], torch.Tensor]:
+        """Runs of consecutive real tokens in the (B * out_len) grid, and that grid's pad positions.
+
+        Returns:
+            runs: (grid_start, real_start, length) per run: grid rows [grid_start, grid_start + length) hold real
+                tokens [real_start, real_start + length) of the (N, D) unpadded tensor. A right-padded row is one
+                run; full rows next to each other merge into one.
+            pad_indices: flat positions of the pad rows in the (B * out_len) grid.
+        """
+        out_len = max(seq_len or self.seq_len, self.seq_len)
+        indices = self.indices // self.seq_len * out_len + self.indices % self.seq_len
+        is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=indices.device)
+        pad_indices = is_pad.index_fill_(0, indices, False).nonzero().squeeze(-1)
+        if indices.numel() == 0:
+            return [], pad_indices
+        starts = torch.ones_like(indices, dtype=torch.bool)
+        starts[1:] = indices[1:] != indices[:-1] + 1
+        real_starts = starts.nonzero().squeeze(-1)
+        lengths = torch.diff(real_starts, append=real_starts.new_tensor([indices.numel()]))
+        grid_starts = indices.index_select(0, real_starts)
+        return list(zip(grid_starts.tolist(), real_starts.tolist(), lengths.tolist())), pad_indices
+
 
 class BertScratchEmbeddings(nn.Module):
     """Word + learned position + segment embeddings, then LayerNorm and dropout: (B, T) ids -> (B, T, H)."""
@@ -314,6 +336,11 @@ class BertScratchPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
+# Inference decoding tiles (BertScratchLMHead.decode_tiled): rows per GEMM, and bytes of decoder weight per vocab tile.
+_DECODE_ROW_TILE = 128
+_DECODE_TILE_BYTES = 2 << 20
+
+
 class BertScratchLMHead(nn.Module):
     """MLM head: dense + GELU + LayerNorm transform, then a decoder to the vocabulary tied to the word embeddings."""
 
@@ -324,9 +351,38 @@ class BertScratchLMHead(nn.Module):
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
 
+    def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (..., H): dense, GELU, LayerNorm; what the decoder reads."""
+        return self.layer_norm(self.act(self.dense(hidden_states)))
+
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""
-        return self.decoder(self.layer_norm(self.act(self.dense(hidden_states))))
+        return self.decoder(self.transform(hidden_states))
+
+    def decode_tiled(self, hidden: torch.Tensor, out: torch.Tensor, runs: list[tuple[int, int, int]]) -> torch.Tensor:
+        """Decode transformed (N, H) rows into rows of `out` (R, V) tile by tile; no autograd (writes with out=).
+
+        For each run (out_start, hidden_start, length), rows [hidden_start, hidden_start + length) of `hidden` are
+        decoded into rows [out_start, out_start + length) of `out`; other rows of `out` are not touched. Tiles of
+        128 rows x about 2 MiB of decoder weight stay in cache while the bias is written and the product added, so
+        the (R, V) logits, the largest tensor of inference, are written in one pass instead of a bias pass plus a
+        GEMM pass, and unpadded rows go straight to their padded position with no scatter.
+        """
+        weight, bias = self.decoder.weight, self.decoder.bias
+        vocab_tile = max(1, _DECODE_TILE_BYTES // (weight.element_size() * weight.shape[1]))
+        row_tiles = [
+            (out_start + offset, hidden_start + offset, min(_DECODE_ROW_TILE, length - offset))
+            for out_start, hidden_start, length in runs
+            for offset in range(0, length, _DECODE_ROW_TILE)
+        ]
+        for v0 in range(0, weight.shape[0], vocab_tile):
+            w, b = weight[v0 : v0 + vocab_tile].t(), bias[v0 : v0 + vocab_tile]
+            for out_start, hidden_start, rows in row_tiles:
+                torch.addmm(
+                    b, hidden[hidden_start : hidden_start + rows], w,
+                    out=out[out_start : out_start + rows, v0 : v0 + vocab_tile],
+                )
+        return out
 
 
 def _masked_lm_loss(
@@ -605,10 +661,38 @@ class _BertScratchMLMMixin:
         return logits, _masked_lm_loss(logits, labels, num_items_in_batch)
 
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
-        """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere)."""
+        """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere).
+
+        Without autograd on CPU (evaluation, pipelines) the vocabulary is decoded in cache-sized tiles straight into
+        the returned tensor; otherwise as one differentiable GEMM.
+        """
+        if not self._decodes_tiled(sequence_output):
+            if padding is None:
+                return self.cls(sequence_output)
+            return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
+        batch_size, seq_len, hidden_size = sequence_output.shape
+        logits = sequence_output.new_empty(batch_size * seq_len, self.config.vocab_size)
         if padding is None:
-            return self.cls(sequence_output)
-        return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
+            hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))
+            self.cls.decode_tiled(hidden, logits, [(0, 0, batch_size * seq_len)])
+        else:
+            runs, pad_indices = padding.runs(seq_len)
+            self.cls.decode_tiled(self.cls.transform(padding.unpad(sequence_output)), logits, runs)
+            logits.index_fill_(0, pad_indices, 0)
+        return logits.view(batch_size, seq_len, -1)
+
+    def _decodes_tiled(self, sequence_output: torch.Tensor) -> bool:
+        """Tiled decoding needs CPU, no autograd (it writes with out=), no tracing, and no autocast (which
+        does not cast out= calls)."""
+        weight = self.cls.decoder.weight
+        return (
+            sequence_output.device.type == "cpu"
+            and not (torch.is_grad_enabled() and (sequence_output.requires_grad or weight.requires_grad))
+            and not torch.compiler.is_compiling()
+            and not torch.is_autocast_enabled("cpu")
+            and sequence_output.dtype == weight.dtype
+            and self.cls.decoder.bias is not None
+        )
 
     def _mlm_padding(
         self, attention_mask: torch.Tensor | None, output_attentions: bool | None, output_hidden_states: bool | None

@@ -13,6 +13,8 @@ import transformers
 from torch import nn
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, convert
+from hf_bertscratch import modeling_bertscratch as modeling
+from hf_bertscratch.modeling_bertscratch import BertScratchPadding
 from tests.conftest import tiny_config_kwargs
 
 VOCAB = 99
@@ -106,6 +108,54 @@ def test_inference_without_padding_matches_reference() -> None:
         ours_logits, reference_logits = ours(input_ids).logits, reference(input_ids).logits
     assert ours_logits.shape == reference_logits.shape == (1, 12, VOCAB)
     torch.testing.assert_close(ours_logits, reference_logits, atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("tiles", ["one", "many"])
+def test_tiled_inference_decoding_matches_reference(monkeypatch: pytest.MonkeyPatch, tiles: str) -> None:
+    """Without autograd, the vocabulary is decoded tile by tile straight into the padded logits.
+
+    "many": 5-row tiles split the runs of real tokens, and 40-word vocabulary tiles leave a ragged last tile (99
+    words), so every edge of the tiling is crossed; "one": the default tiles, one per run at this size.
+    """
+    ours, reference = _models()
+    if tiles == "many":
+        monkeypatch.setattr(modeling, "_DECODE_ROW_TILE", 5)
+        monkeypatch.setattr(modeling, "_DECODE_TILE_BYTES", 40 * 4 * ours.config.hidden_size)
+    calls = []
+    decode_tiled = ours.cls.decode_tiled
+    monkeypatch.setattr(ours.cls, "decode_tiled", lambda *args: calls.append(args[2]) or decode_tiled(*args))
+    batch = _batch()
+    ours.eval(), reference.eval()
+    for inputs in ({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},  # padded
+                   {"input_ids": batch["input_ids"][:1]}):  # no padding: dense decoding, tiled too
+        with torch.inference_mode():
+            ours_logits, reference_logits = ours(**inputs).logits, reference(**inputs).logits
+        differentiable = ours(**inputs).logits  # autograd on: one GEMM, no tiles
+        real = inputs.get("attention_mask", torch.ones_like(inputs["input_ids"])).bool()
+        torch.testing.assert_close(ours_logits[real], reference_logits[real], atol=ATOL, rtol=1e-4)
+        torch.testing.assert_close(ours_logits, differentiable.detach(), atol=ATOL, rtol=1e-4)
+        assert bool((ours_logits[~real] == 0).all())
+    # The padded batch has runs of 12 + 7 (a full row then a right-padded one merge: 19), 3, and a left-padded 5.
+    assert calls == [[(0, 0, 19), (24, 19, 3), (43, 22, 5)], [(0, 0, 12)]]
+
+
+def test_padding_runs_address_every_real_token_once() -> None:
+    """`BertScratchPadding.runs` covers each real token of the grid exactly once, also in a grid longer than T'."""
+    mask = torch.tensor([[1, 1, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]])
+    padding = BertScratchPadding.from_mask(mask)
+    assert padding.seq_len == 5
+    for out_len in (5, 8):
+        runs, pad_indices = padding.runs(out_len)
+        grid = torch.full((4 * out_len,), -1)
+        for grid_start, real_start, length in runs:
+            assert bool((grid[grid_start : grid_start + length] == -1).all())
+            grid[grid_start : grid_start + length] = torch.arange(real_start, real_start + length)
+        padded_mask = torch.zeros(4, out_len, dtype=torch.bool)
+        padded_mask[:, :6] = mask[:, :out_len].bool()
+        real = padded_mask.reshape(-1)
+        assert grid[real].tolist() == list(range(int(real.sum())))  # real token k of the (N, D) tensor, in order
+        assert bool((grid[~real] == -1).all())
+        assert pad_indices.tolist() == (~real).nonzero().squeeze(-1).tolist()
 
 
 def test_unpadded_inputs_embeds_match_padded() -> None:
