@@ -336,9 +336,11 @@ class BertScratchPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
-# Inference decoding tiles (BertScratchLMHead.decode_tiled): rows per GEMM, and bytes of decoder weight per vocab tile.
-_DECODE_ROW_TILE = 128
-_DECODE_TILE_BYTES = 2 << 20
+# Inference decoding tiles (BertScratchLMHead.decode_tiled): rows x vocabulary words per GEMM, a 1 MiB fp32 output
+# tile. Picked from decoder-only timings at H = 128, 256, 512 on the project's 2-core CPU (256 x 1024 was the one
+# size at or above one GEMM at all three; 128 or 512 rows and 512 or 2048 words were each worse somewhere).
+_DECODE_ROW_TILE = 256
+_DECODE_VOCAB_TILE = 1024
 
 
 class BertScratchLMHead(nn.Module):
@@ -364,12 +366,12 @@ class BertScratchLMHead(nn.Module):
 
         For each run (out_start, hidden_start, length), rows [hidden_start, hidden_start + length) of `hidden` are
         decoded into rows [out_start, out_start + length) of `out`; other rows of `out` are not touched. Tiles of
-        128 rows x about 2 MiB of decoder weight stay in cache while the bias is written and the product added, so
+        256 rows x 1024 words (1 MiB of fp32 logits) stay in cache while the bias is written and the product added, so
         the (R, V) logits, the largest tensor of inference, are written in one pass instead of a bias pass plus a
         GEMM pass, and unpadded rows go straight to their padded position with no scatter.
         """
         weight, bias = self.decoder.weight, self.decoder.bias
-        vocab_tile = max(1, _DECODE_TILE_BYTES // (weight.element_size() * weight.shape[1]))
+        vocab_tile = _DECODE_VOCAB_TILE
         row_tiles = [
             (out_start + offset, hidden_start + offset, min(_DECODE_ROW_TILE, length - offset))
             for out_start, hidden_start, length in runs

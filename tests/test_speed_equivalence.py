@@ -120,7 +120,7 @@ def test_tiled_inference_decoding_matches_reference(monkeypatch: pytest.MonkeyPa
     ours, reference = _models()
     if tiles == "many":
         monkeypatch.setattr(modeling, "_DECODE_ROW_TILE", 5)
-        monkeypatch.setattr(modeling, "_DECODE_TILE_BYTES", 40 * 4 * ours.config.hidden_size)
+        monkeypatch.setattr(modeling, "_DECODE_VOCAB_TILE", 40)
     calls = []
     decode_tiled = ours.cls.decode_tiled
     monkeypatch.setattr(ours.cls, "decode_tiled", lambda *args: calls.append(args[2]) or decode_tiled(*args))
