@@ -117,17 +117,20 @@ class BertScratchPadding:
         Every row of the output is written once (real rows copied, pad rows zeroed) rather than zero-filling the
         whole grid first: for the (B, T, V) MLM logits that extra pass would cost as much as the decoder itself.
         """
-        out_len = max(seq_len or self.seq_len, self.seq_len)
-        indices, pad_indices = self.indices, self.pad_indices
-        if out_len > self.seq_len:  # re-address into the (B * T) grid: the trimmed tail columns are pad too
-            indices = indices // self.seq_len * out_len + indices % self.seq_len
-            is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=x.device).index_fill_(
-                0, indices, False
-            )
-            pad_indices = is_pad.nonzero().squeeze(-1)
+        out_len, indices, pad_indices = self._grid(seq_len)
         grid = x.new_empty(self.batch_size * out_len, x.shape[-1])
         grid.index_copy_(0, indices, x).index_fill_(0, pad_indices, 0)
         return grid.view(self.batch_size, out_len, x.shape[-1])
+
+    def _grid(self, seq_len: int | None) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """out_len = max(seq_len, T') and the flat positions of the real and of the pad tokens in (B * out_len)."""
+        out_len = max(seq_len or self.seq_len, self.seq_len)
+        if out_len == self.seq_len:
+            return out_len, self.indices, self.pad_indices
+        # Re-address into the longer grid: the trimmed tail columns are pad too.
+        indices = self.indices // self.seq_len * out_len + self.indices % self.seq_len
+        is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=indices.device)
+        return out_len, indices, is_pad.index_fill_(0, indices, False).nonzero().squeeze(-1)
 
     def runs(self, seq_len: int | None = None) -> tuple[list[tuple[int, int, int]], torch.Tensor]:
         """Runs of consecutive real tokens in the (B * out_len) grid, and that grid's pad positions.
@@ -138,10 +141,7 @@ class BertScratchPadding:
                 run; full rows next to each other merge into one.
             pad_indices: flat positions of the pad rows in the (B * out_len) grid.
         """
-        out_len = max(seq_len or self.seq_len, self.seq_len)
-        indices = self.indices // self.seq_len * out_len + self.indices % self.seq_len
-        is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=indices.device)
-        pad_indices = is_pad.index_fill_(0, indices, False).nonzero().squeeze(-1)
+        _, indices, pad_indices = self._grid(seq_len)
         if indices.numel() == 0:
             return [], pad_indices
         starts = torch.ones_like(indices, dtype=torch.bool)
@@ -370,8 +370,7 @@ class BertScratchLMHead(nn.Module):
         the (R, V) logits, the largest tensor of inference, are written in one pass instead of a bias pass plus a
         GEMM pass, and unpadded rows go straight to their padded position with no scatter.
         """
-        weight, bias = self.decoder.weight, self.decoder.bias
-        vocab_tile = _DECODE_VOCAB_TILE
+        weight, bias, vocab_tile = self.decoder.weight, self.decoder.bias, _DECODE_VOCAB_TILE
         row_tiles = [
             (out_start + offset, hidden_start + offset, min(_DECODE_ROW_TILE, length - offset))
             for out_start, hidden_start, length in runs
@@ -673,7 +672,7 @@ class _BertScratchMLMMixin:
                 return self.cls(sequence_output)
             return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
         batch_size, seq_len, hidden_size = sequence_output.shape
-        logits = sequence_output.new_empty(batch_size * seq_len, self.config.vocab_size)
+        logits = sequence_output.new_empty(batch_size * seq_len, self.cls.decoder.weight.shape[0])
         if padding is None:
             hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))
             self.cls.decode_tiled(hidden, logits, [(0, 0, batch_size * seq_len)])
