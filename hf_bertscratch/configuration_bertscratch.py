@@ -48,6 +48,11 @@ class BertScratchConfig(PretrainedConfig):
         max_position_embeddings: Longest sequence the learned position embeddings cover.
         type_vocab_size: Number of segment (token type) ids; 2 for sentence pairs.
         initializer_range: Standard deviation of the truncated-free normal init of all weight matrices.
+        sinusoidal_position_std: When set, the learned position embeddings start from the sinusoid table of
+            Vaswani et al. (2017), rescaled to this standard deviation, instead of N(0, initializer_range); they are
+            trained as usual, only the starting point differs. None (the default) is BERT's init. A structured start
+            lets a small BERT trained from scratch attend to neighbouring tokens within hundreds of steps instead of
+            sitting on the unigram plateau of masked language modelling (pretraining uses 0.05; README, Results).
         layer_norm_eps: Epsilon of every LayerNorm.
         pad_token_id: Id of [PAD]; its word embedding row is initialised to zero.
         classifier_dropout: Dropout before classification heads; `hidden_dropout_prob` when None.
@@ -78,6 +83,7 @@ class BertScratchConfig(PretrainedConfig):
     max_position_embeddings: int = 512
     type_vocab_size: int = 2
     initializer_range: float = 0.02
+    sinusoidal_position_std: float | None = None
     layer_norm_eps: float = 1e-12
     pad_token_id: int | None = 0
     bos_token_id: int | None = None
@@ -118,6 +124,10 @@ class BertScratchConfig(PretrainedConfig):
             )
         if self.hidden_act not in _ACTIVATIONS:
             raise ValueError(f"BertScratchConfig.hidden_act must be one of {_ACTIVATIONS}, got {self.hidden_act!r}.")
+        if self.sinusoidal_position_std is not None and not self.sinusoidal_position_std > 0:
+            raise ValueError(
+                f"BertScratchConfig.sinusoidal_position_std must be positive or None, got {self.sinusoidal_position_std}."
+            )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:

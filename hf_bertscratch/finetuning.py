@@ -472,7 +472,8 @@ def machine_description() -> str:
     """A short description of where the run happened (for the results table)."""
     if torch.cuda.is_available():
         return f"1x {torch.cuda.get_device_name(0)}"
-    return f"CPU, {torch.get_num_threads()} threads ({os.cpu_count()} cores visible)"
+    threads = torch.get_num_threads()
+    return f"CPU, {threads} thread{'s' if threads != 1 else ''} ({os.cpu_count()} cores visible)"
 
 
 # ---------------------------------------------------------------------------------------------------------- main

@@ -16,6 +16,7 @@ it for `trust_remote_code=True` loading.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -181,6 +182,16 @@ class BertScratchEmbeddings(nn.Module):
         else:
             embeddings = embeddings + self.token_type_embeddings(token_type_ids)
         return self.dropout(self.layer_norm(embeddings))
+
+
+def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
+    """(num_positions, dim) sinusoid position table of Vaswani et al. (2017): sin in even, cos in odd columns."""
+    positions = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (P, 1)
+    frequencies = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))  # (dim/2,)
+    table = torch.zeros(num_positions, dim)
+    table[:, 0::2] = torch.sin(positions * frequencies)
+    table[:, 1::2] = torch.cos(positions * frequencies[: dim // 2])
+    return table
 
 
 def eager_attention_forward(
@@ -419,12 +430,16 @@ class BertScratchPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Normal(0, initializer_range) matrices and embeddings, zero biases, unit LayerNorms, zero [PAD] row."""
+        """Normal(0, initializer_range) matrices and embeddings, zero biases, unit LayerNorms, zero [PAD] row; the
+        position embeddings start from a scaled sinusoid table instead when `config.sinusoidal_position_std` is set."""
         std = self.config.initializer_range
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding) and self._starts_sinusoidal(module):
+            table = sinusoidal_table(module.num_embeddings, module.embedding_dim)
+            init.copy_(module.weight, table * (self.config.sinusoidal_position_std / table.std()))
         elif isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
@@ -432,6 +447,12 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
+
+    def _starts_sinusoidal(self, module: nn.Embedding) -> bool:
+        """Whether `module` is this model's position embedding and the config asks for a sinusoidal start."""
+        embeddings = getattr(self.base_model, "embeddings", None)
+        return self.config.sinusoidal_position_std is not None and module is getattr(
+            embeddings, "position_embeddings", None)
 
     def save_pretrained(self, save_directory: str, *args: object, **kwargs: object) -> None:
         """`PreTrainedModel.save_pretrained`, plus this package's code and an `auto_map` naming every head.

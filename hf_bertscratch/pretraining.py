@@ -93,6 +93,12 @@ class ModelArguments:
     max_position_embeddings: int = field(
         default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
     )
+    sinusoidal_position_std: float = field(
+        default=0.05,
+        metadata={"help": "A new --model_size model's learned position embeddings start from a sinusoid table with "
+                  "this standard deviation (0: BERT's N(0, initializer_range) init). A small BERT then learns to attend "
+                  "to neighbouring tokens within hundreds of steps instead of staying on the MLM unigram plateau."},
+    )
 
 
 @dataclass
@@ -168,6 +174,8 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
     if model_args.config_name is None and model_args.model_name_or_path is None and model_args.model_size not in PRESETS:
         raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
+    if model_args.sinusoidal_position_std < 0:
+        raise ValueError(f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}.")
     if not data_args.dataset_name and not data_args.train_file:
         raise ValueError("No training data: pass --dataset_name (a Hub id) or --train_file.")
     for name in ("mlm_probability", "mask_replace_prob", "random_replace_prob", "nsp_random_probability"):
@@ -352,7 +360,8 @@ def build_model(
             config = AutoConfig.from_pretrained(model_args.config_name)
         else:
             config = BertScratchConfig(**PRESETS[model_args.model_size],
-                                       max_position_embeddings=model_args.max_position_embeddings)
+                                       max_position_embeddings=model_args.max_position_embeddings,
+                                       sinusoidal_position_std=model_args.sinusoidal_position_std or None)
         config.vocab_size = len(tokenizer)
         config.pad_token_id = tokenizer.pad_token_id
         model = auto_class.from_config(config)

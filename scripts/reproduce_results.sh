@@ -4,11 +4,13 @@
 #   bash scripts/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
 #
 # Stages (each skipped when its all_results.json already exists, so an interrupted run resumes):
-#   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it
+#   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
+#      data-parallel over PROCS processes (torchrun; gloo on CPU)
 #   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy)
-#   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings
+#   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings;
+#      2 and 3 run side by side for each task when PROCS >= 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
-# The budget is sized for this project's 2-core CPU (about 90 minutes when the machine is otherwise idle); every knob
+# The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
 set -euo pipefail
@@ -16,12 +18,16 @@ cd "$(dirname "$0")/.."
 
 RUNS=${1:-runs/results}
 DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
+PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes side by side
+THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 SEED=${SEED:-42}
-PRETRAIN_STEPS=${PRETRAIN_STEPS:-3000}
-PRETRAIN_BATCH=${PRETRAIN_BATCH:-64}
+PRETRAIN_STEPS=${PRETRAIN_STEPS:-6000}
+PRETRAIN_BATCH=${PRETRAIN_BATCH:-64}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
-PRETRAIN_LR=${PRETRAIN_LR:-1e-3}
+PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
+PRETRAIN_WARMUP=${PRETRAIN_WARMUP:-300}
+POSITION_STD=${POSITION_STD:-0.05}     # sinusoidal start of the position embeddings (0: BERT's normal init)
 VOCAB=${VOCAB:-8192}
 FT_LR=${FT_LR:-2e-4}
 FT_BATCH=${FT_BATCH:-32}
@@ -34,11 +40,16 @@ IMDB_EPOCHS=${IMDB_EPOCHS:-2}
 IMDB_SEQ=${IMDB_SEQ:-256}
 IMDB_HEAD=${IMDB_HEAD:-64}             # head+tail truncation: 64 head + 190 tail tokens (Sun et al.'s 1:3 split)
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_STEPS=5; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
+    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
 else
     PRETRAIN_EXTRA=(--max_eval_samples 500); SST2_EVAL=()
 fi
+if (( PRETRAIN_BATCH % PROCS )); then
+    echo "PRETRAIN_BATCH=$PRETRAIN_BATCH must be a multiple of PROCS=$PROCS (it is split over the processes)" >&2
+    exit 2
+fi
+export OMP_NUM_THREADS=$THREADS
 mkdir -p "$RUNS"
 COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --per_device_eval_batch_size 64
            --seed "$SEED" --logging_steps 20 --report_to none --disable_tqdm true --data_dir "$DATA_DIR")
@@ -52,24 +63,39 @@ done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_result
 }
 
 # 1. Pretraining on the IMDB train reviews (never the test reviews).
-done_or_run "$RUNS/pretrain" python scripts/pretrain.py \
+done_or_run "$RUNS/pretrain" python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" \
+    scripts/pretrain.py \
     --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
     --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --max_seq_length "$PRETRAIN_SEQ" \
-    --max_position_embeddings 512 --max_steps "$PRETRAIN_STEPS" --per_device_train_batch_size "$PRETRAIN_BATCH" \
-    --learning_rate "$PRETRAIN_LR" --warmup_steps $((PRETRAIN_STEPS / 10)) --weight_decay 0.01 \
-    --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true \
-    --output_dir "$RUNS/pretrain" "${PRETRAIN_EXTRA[@]}"
+    --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_steps "$PRETRAIN_STEPS" \
+    --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" --adam_beta2 0.98 \
+    --warmup_steps "$PRETRAIN_WARMUP" --weight_decay 0.01 --logging_steps 10 --seed "$SEED" --report_to none \
+    --disable_tqdm true --output_dir "$RUNS/pretrain" "${PRETRAIN_EXTRA[@]}"
 
-# 2-3. Fine-tuning: pretrained weights, then the same architecture from random weights.
-for init in pretrained scratch; do
-    flags=(); [[ $init == scratch ]] && flags=(--init_from_scratch)
-    done_or_run "$RUNS/sst2-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" "${flags[@]}" \
-        --task sst2 --max_seq_length "$SST2_SEQ" --max_train_samples "$SST2_TRAIN" --num_train_epochs "$SST2_EPOCHS" \
-        "${SST2_EVAL[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/sst2-$init"
-    done_or_run "$RUNS/imdb-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" "${flags[@]}" \
-        --task imdb --max_seq_length "$IMDB_SEQ" --truncation head+tail --head_tokens "$IMDB_HEAD" \
-        --max_train_samples "$IMDB_TRAIN" --max_eval_samples "$IMDB_EVAL" --num_train_epochs "$IMDB_EPOCHS" \
-        --eval_strategy epoch "${COMMON_FT[@]}" --output_dir "$RUNS/imdb-$init"
+finetune() {  # finetune TASK INIT: fine-tune the pretrained weights (INIT=pretrained) or random ones (scratch)
+    local task=$1 init=$2 flags=()
+    [[ $init == scratch ]] && flags=(--init_from_scratch)
+    if [[ $task == sst2 ]]; then
+        flags+=(--max_seq_length "$SST2_SEQ" --max_train_samples "$SST2_TRAIN" --num_train_epochs "$SST2_EPOCHS"
+                "${SST2_EVAL[@]}")
+    else
+        flags+=(--max_seq_length "$IMDB_SEQ" --truncation head+tail --head_tokens "$IMDB_HEAD"
+                --max_train_samples "$IMDB_TRAIN" --max_eval_samples "$IMDB_EVAL" --num_train_epochs "$IMDB_EPOCHS")
+    fi
+    done_or_run "$RUNS/$task-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" --task "$task" \
+        "${flags[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/$task-$init"
+}
+
+# 2-3. Fine-tuning: pretrained weights and the same architecture from random weights, side by side per task.
+for task in sst2 imdb; do
+    if (( PROCS >= 2 )); then
+        finetune "$task" pretrained & pretrained=$!
+        finetune "$task" scratch & scratch=$!
+        wait "$pretrained" && wait "$scratch" || { wait; exit 1; }
+    else
+        finetune "$task" pretrained
+        finetune "$task" scratch
+    fi
 done
 
 # 4. The table.
