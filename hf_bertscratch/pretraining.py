@@ -266,18 +266,29 @@ def load_text_splits(
 
 def build_tokenizer(
     model_args: ModelArguments, train: datasets.Dataset | datasets.IterableDataset, text_column: str,
-    checkpoint: str | None,
+    checkpoint: str | None, training_args: TrainingArguments,
 ) -> PreTrainedTokenizerBase:
-    """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`."""
+    """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`.
+
+    Under torchrun/accelerate only the first process trains the tokenizer and sends it to the others, so every rank
+    tokenises with the same ids even where training ties could be broken differently.
+    """
     if model_args.tokenizer_name:
         return load_tokenizer(model_args.tokenizer_name)
     for source in (checkpoint, model_args.model_name_or_path):
         if source:
             return load_tokenizer(source)
-    logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
-    texts = (row[text_column] for row in train.take(model_args.tokenizer_train_samples)) if isinstance(
-        train, datasets.IterableDataset) else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
-    return train_wordpiece_tokenizer(texts, model_args.tokenizer_vocab_size)
+    tokenizer = None
+    if training_args.process_index == 0:
+        logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
+        texts = (row[text_column] for row in train.take(model_args.tokenizer_train_samples)) if isinstance(
+            train, datasets.IterableDataset) else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
+        tokenizer = train_wordpiece_tokenizer(texts, model_args.tokenizer_vocab_size)
+    if training_args.world_size > 1:
+        shared = [tokenizer]
+        torch.distributed.broadcast_object_list(shared, src=0)
+        tokenizer = shared[0]
+    return tokenizer
 
 
 def make_pack_function(
@@ -460,7 +471,7 @@ def build_trainer(
     """Every stage before training: data, tokenizer, tokenised splits, model, collator, and the Trainer."""
     set_seed(training_args.seed)
     train_text, validation_text = load_text_splits(data_args, training_args.seed)
-    tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint)
+    tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)
     splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args,

@@ -63,7 +63,11 @@ def train_wordpiece_tokenizer(
 ) -> BertTokenizerFast:
     """Train a BERT WordPiece tokenizer on `texts` (BERT normaliser and pre-tokeniser, "##" continuation prefix).
 
-    The special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4. Saved to `output_dir` when given.
+    The special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4, the other tokens the following ids in sorted
+    order: `tokenizers` numbers equally ranked tokens differently from run to run (its hash maps are seeded per
+    process), and WordPiece splits words the same whatever the numbering, so trainings that learn the same tokens
+    (as on a real corpus, where ties rarely change which tokens are learned) give them the same ids. Saved to
+    `output_dir` when given.
 
     Raises:
         ValueError: if `vocab_size` cannot hold the special tokens.
@@ -75,9 +79,10 @@ def train_wordpiece_tokenizer(
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
     backend.train_from_iterator(_non_empty(texts), trainer=trainer)
-    vocab = backend.get_vocab()
-    if len(vocab) <= len(SPECIAL_TOKENS):
+    learned = sorted(set(backend.get_vocab()) - set(SPECIAL_TOKENS))
+    if not learned:
         raise ValueError("Cannot train a tokenizer: the texts given contain no characters to learn from.")
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + learned)}
     tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=lowercase)
     if output_dir is not None:
         tokenizer.save_pretrained(output_dir)

@@ -3,6 +3,7 @@ masking, bad input, and a 2-process gloo run under torchrun."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -15,7 +16,13 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, DataCollatorForLanguageModeling, pipeline
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoModelForPreTraining,
+    AutoTokenizer,
+    DataCollatorForLanguageModeling,
+    pipeline,
+)
 
 import hf_bertscratch
 from hf_bertscratch import pretraining
@@ -243,7 +250,7 @@ def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
 
 
 _DDP_HELPER = """
-import json, sys, torch
+import hashlib, json, sys, torch
 import torch.distributed as dist
 from hf_bertscratch import pretraining
 
@@ -254,7 +261,8 @@ def save_outputs(trainer, metrics, *args):
     rank = dist.get_rank()
     torch.save({k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}, f"{sys.argv[1]}/rank{rank}.pt")
     json.dump({"steps": trainer.state.global_step, "train_blocks": len(trainer.train_dataset),
-               "world_size": dist.get_world_size(), "backend": dist.get_backend()},
+               "world_size": dist.get_world_size(), "backend": dist.get_backend(),
+               "vocab": hashlib.sha256(json.dumps(sorted(trainer.processing_class.get_vocab().items())).encode()).hexdigest()},
               open(f"{sys.argv[1]}/rank{rank}.json", "w"))
 
 pretraining.save_outputs = save_outputs
@@ -283,12 +291,15 @@ def test_shipped_config_is_the_readme_main_job() -> None:
 
 
 @pytest.mark.slow
-def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                     tmp_path: Path) -> None:
+def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir: Path, tmp_path: Path) -> None:
+    """Ranks end with the same weights and the same tokenizer, which the run trains (rank 0 learns it, then sends
+    it: two processes each training one would number tokens of equal rank differently)."""
     helper = _write(tmp_path / "ddp_helper.py", _DDP_HELPER)
     out = tmp_path / "ddp"
+    arguments = ["--train_file", str(text_file), "--tokenizer_vocab_size", "120", "--config_name", str(config_dir),
+                 "--output_dir", str(out), *FAST, "--num_train_epochs", "1"]
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-               str(helper), str(tmp_path), *_args(text_file, tokenizer_dir, config_dir, out, "--num_train_epochs", "1")]
+               str(helper), str(tmp_path), *arguments]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     # A session of its own, so a hang kills torchrun's workers too rather than leaving them behind.
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -307,6 +318,8 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, tokenizer_
     rank0, rank1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
     for name in rank0:
         assert torch.equal(rank0[name], rank1[name]), name
+    saved_vocab = json.dumps(sorted(AutoTokenizer.from_pretrained(out).get_vocab().items())).encode()
+    assert hashlib.sha256(saved_vocab).hexdigest() == infos[0]["vocab"]
     saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
     for name in saved:
         assert torch.equal(saved[name], rank0[name]), name

@@ -42,6 +42,16 @@ def test_train_wordpiece_tokenizer_round_trips(tmp_path: Path) -> None:
     assert reloaded("the cat sat")["input_ids"] == tokenizer("the cat sat")["input_ids"]
 
 
+def test_train_wordpiece_tokenizer_numbers_the_same_tokens_the_same_way() -> None:
+    """`tokenizers` numbers equally ranked tokens by per-process hash seeds; trainings that learn the same tokens
+    (as on this corpus, every time) must give them the same ids, so a rerun of the same command reads the same ids."""
+    vocabularies = [train_wordpiece_tokenizer(CORPUS, vocab_size=80).get_vocab() for _ in range(5)]
+    assert all(set(vocab) == set(vocabularies[0]) for vocab in vocabularies)  # the premise: same tokens learned
+    assert all(vocab == vocabularies[0] for vocab in vocabularies[1:])
+    learned = [token for token, _ in sorted(vocabularies[0].items(), key=lambda item: item[1])][len(SPECIAL_TOKENS):]
+    assert learned == sorted(learned)
+
+
 def test_train_wordpiece_tokenizer_errors() -> None:
     with pytest.raises(ValueError, match="vocab_size"):
         train_wordpiece_tokenizer(CORPUS, vocab_size=5)
