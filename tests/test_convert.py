@@ -104,6 +104,16 @@ def test_state_dict_round_trip_is_exact(tokenizer: BertTokenizer) -> None:
     assert all(torch.equal(restored[name], state[name]) for name in state)
 
 
+def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
+    """A model pretrained here (sinusoidal position start, unpadding switches) converts to a plain BertConfig."""
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), sinusoidal_position_std=0.05)
+    bert = convert.bertscratch_config_to_bert(config).to_dict()
+    assert bert["model_type"] == "bert"
+    for name in ("sinusoidal_position_std", "sparse_prediction", "unpad_inputs", "attention_per_document"):
+        assert name not in bert, name
+    assert bert["hidden_size"] == config.hidden_size and bert["vocab_size"] == 50
+
+
 def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:
     DistilBertConfig(vocab_size=30, dim=32, n_layers=1, n_heads=2, hidden_dim=37).save_pretrained(tmp_path / "distil")
     with pytest.raises(ValueError, match="model_type 'distilbert'.*expected 'bert' or 'bertscratch'"):

@@ -318,6 +318,7 @@ def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Call
         ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0"),
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
+        ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
     ],
 )
 def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
@@ -346,6 +347,31 @@ def test_presets_are_googles_sizes() -> None:
                           "intermediate_size": 4 * hidden}, name
     config = transformers.AutoConfig.for_model("bertscratch", **hf_bertscratch.PRESETS["mini"])
     assert isinstance(config, BertScratchConfig) and config.hidden_size == 256
+
+
+@pytest.mark.parametrize("head", ["BertScratchModel", "BertScratchForMaskedLM", "BertScratchForSequenceClassification"])
+def test_sinusoidal_position_start(head: str, tmp_path: Path) -> None:
+    """`sinusoidal_position_std` starts the position embeddings (only them) at the scaled sinusoid table of Vaswani
+    et al.; the embeddings stay trainable and a saved model reloads its trained values, not the table."""
+    model_class = getattr(hf_bertscratch, head)
+    config = BertScratchConfig(**hf_bertscratch.PRESETS["tiny"], vocab_size=VOCAB, sinusoidal_position_std=0.05)
+    torch.manual_seed(0)
+    model = model_class(config)
+    positions = model.base_model.embeddings.position_embeddings.weight
+    p, i = torch.arange(512.0)[:, None], torch.arange(0, 128, 2.0)
+    table = torch.stack([torch.sin(p / 10000 ** (i / 128)), torch.cos(p / 10000 ** (i / 128))], dim=-1).reshape(512, 128)
+    torch.testing.assert_close(positions, table * 0.05 / table.std(), atol=1e-5, rtol=1e-4)
+    assert positions.requires_grad
+    embeddings = model.base_model.embeddings  # the other embeddings keep BERT's N(0, 0.02)
+    for other in (embeddings.word_embeddings.weight[1:], embeddings.token_type_embeddings.weight):
+        assert abs(other.std().item() - 0.02) < 3e-3
+    bert_init = model_class(BertScratchConfig(**hf_bertscratch.PRESETS["tiny"], vocab_size=VOCAB))
+    assert abs(bert_init.base_model.embeddings.position_embeddings.weight.std().item() - 0.02) < 2e-3
+    with torch.no_grad():
+        positions.add_(1.0)
+    model.save_pretrained(tmp_path)
+    reloaded = model_class.from_pretrained(tmp_path)
+    assert torch.equal(reloaded.base_model.embeddings.position_embeddings.weight, positions)
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings() -> None:

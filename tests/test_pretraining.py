@@ -20,6 +20,7 @@ from transformers import (
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
     AutoTokenizer,
+    BertTokenizer,
     DataCollatorForLanguageModeling,
     pipeline,
 )
@@ -210,8 +211,6 @@ def _write(path: Path, text: str) -> Path:
                                   "too_long", "no_mask_token", "finished_output"])
 def test_bad_input_fails_before_training(case: str, text_file: Path, tokenizer_dir: Path, config_dir: Path,
                                          vocab_file: Path, tmp_path: Path) -> None:
-    from transformers import BertTokenizer
-
     out = tmp_path / "out"
     train, extra = text_file, []
     if case == "missing_file":
@@ -237,6 +236,26 @@ def test_bad_input_fails_before_training(case: str, text_file: Path, tokenizer_d
         assert (out / "model.safetensors").read_text() == "keep me"  # nothing already written is lost
     else:
         _assert_not_finished(out)
+
+
+@pytest.mark.parametrize(("std", "expected"), [(None, 0.05), (0.02, 0.02), (0.0, None)])
+def test_new_preset_models_start_with_sinusoidal_positions(std: float | None, expected: float | None,
+                                                           tokenizer: BertTokenizer) -> None:
+    """A new --model_size model starts its position embeddings from the sinusoid table (default std 0.05, the
+    README's measured choice); 0 keeps BERT's normal init."""
+    model_args = pretraining.ModelArguments(model_size="tiny", max_position_embeddings=64,
+                                            **({} if std is None else {"sinusoidal_position_std": std}))
+    model = pretraining.build_model(model_args, pretraining.DataArguments(max_seq_length=32), tokenizer)
+    assert model.config.sinusoidal_position_std == expected
+    positions = model.bert.embeddings.position_embeddings.weight
+    assert positions.std().item() == pytest.approx(expected or 0.02, rel=0.1)
+    assert (positions[0, 1::2] > 0).all() == (expected is not None)  # cos(0) = 1: every odd column starts positive
+
+
+def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sinusoidal_position_std must be >= 0 .* got -0.1"):
+        main(["--train_file", str(text_file), "--model_size", "tiny", "--sinusoidal_position_std", "-0.1",
+              "--output_dir", str(tmp_path / "out"), *FAST])
 
 
 def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
