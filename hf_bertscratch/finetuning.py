@@ -545,6 +545,7 @@ def main(argv: list[str] | None = None) -> None:
         eval_samples=len(tokenized["eval"]),
         wall_time_seconds=time.perf_counter() - start,
         machine=machine_description(),
+        seed=training_args.seed,
         max_seq_length=data_args.max_seq_length,
         truncation=data_args.truncation,
         init_from_scratch=model_args.init_from_scratch,

@@ -502,6 +502,7 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
     metrics.update(
         train_wall_time_seconds=wall,
         train_effective_batch_size=effective_batch,
+        max_seq_length=data_args.max_seq_length,
         world_size=args.world_size,
         # Upper bound for NSP pairs (which may be shorter); exact for packed MLM blocks.
         train_tokens=steps_run * effective_batch * data_args.max_seq_length,

@@ -17,7 +17,8 @@ from pathlib import Path
 from transformers import HfArgumentParser
 
 
-# Run sub-folder -> (task label, initialisation label). The pretraining run is "pretrain".
+# Run name -> (task label, initialisation label). A run's fine-tunes live in `<name>-seed<N>` folders, one per
+# fine-tuning seed; the pretraining run is "pretrain".
 RUNS: dict[str, tuple[str, str]] = {
     "sst2-pretrained": ("SST-2", "pretrained here"),
     "sst2-scratch": ("SST-2", "no pretraining"),
@@ -55,20 +56,35 @@ def _minutes(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds / 60:.1f} min"
 
 
-def pretraining_description(run_dir: Path) -> str:
-    """How the pretrained checkpoint was made: steps, batch x length, wall time, MLM accuracy/perplexity."""
+# The pretraining stages reproduce_results.sh runs, in order: packed 128-token blocks, then 256-token blocks that
+# teach the positions IMDB fine-tuning reads (BERT's own recipe: most steps short, the last ones long).
+PRETRAINING_STAGES = ("pretrain", "pretrain-long")
+
+
+def _stage(run_dir: Path) -> tuple[str, dict] | None:
+    """'6000 steps of 64 x 128 tokens' and the stage's all_results.json, or None if the stage did not finish."""
     results = _read_json(run_dir / "all_results.json")
-    state = _read_json(run_dir / "trainer_state.json")
     if not results:
+        return None
+    steps = _read_json(run_dir / "trainer_state.json").get("global_step", 0)
+    batch = results.get("train_effective_batch_size", 0)
+    length = results.get("max_seq_length") or (results.get("train_tokens", 0) // max(steps * batch, 1))
+    return f"{steps} steps of {batch} x {length} tokens", results
+
+
+def pretraining_description(runs_dir: Path) -> str:
+    """How the pretrained checkpoint was made: each stage's steps and shape, tokens, wall time, and the final
+    stage's MLM accuracy/perplexity on held-out text."""
+    stages = [stage for stage in (_stage(runs_dir / name) for name in PRETRAINING_STAGES) if stage is not None]
+    if not stages:
         return "(pretraining run missing)"
-    steps = state.get("global_step", "?")
-    tokens = results.get("train_tokens")
-    parts = [f"{steps} MLM steps"]
-    if tokens:
-        parts.append(f"{tokens / 1e6:.1f}M tokens")
-    parts.append(f"{_minutes(results.get('train_wall_time_seconds', results.get('train_runtime')))} train")
-    if "eval_perplexity" in results:
-        parts.append(f"MLM ppl {results['eval_perplexity']:.0f}, masked acc {100 * results['eval_accuracy']:.1f}%")
+    tokens = sum(results.get("train_tokens", 0) for _, results in stages)
+    seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for _, results in stages)
+    parts = ["MLM " + " then ".join(shape for shape, _ in stages), f"{tokens / 1e6:.1f}M tokens",
+             f"{_minutes(seconds)} train"]
+    final = stages[-1][1]
+    if "eval_perplexity" in final:
+        parts.append(f"MLM ppl {final['eval_perplexity']:.0f}, masked acc {100 * final['eval_accuracy']:.1f}%")
     return ", ".join(parts)
 
 
@@ -78,6 +94,7 @@ class RunRow:
 
     task: str
     init: str
+    seed: int
     accuracy: float
     f1: float | None
     size: str
@@ -98,6 +115,7 @@ def read_run(run_dir: Path, task: str, init: str) -> RunRow | None:
     return RunRow(
         task=task,
         init=init,
+        seed=results.get("seed", int(run_dir.name.rsplit("-seed", 1)[-1])),
         accuracy=100 * results["eval_accuracy"],
         f1=100 * results["eval_f1"] if "eval_f1" in results else None,
         size=_size(_read_json(run_dir / "config.json")),
@@ -111,28 +129,57 @@ def read_run(run_dir: Path, task: str, init: str) -> RunRow | None:
     )
 
 
+def read_seeds(runs_dir: Path, name: str, task: str, init: str) -> list[RunRow]:
+    """The finished `<name>-seed<N>` runs of one table row, by seed."""
+    folders = [path for path in runs_dir.glob(f"{name}-seed*") if path.name.rsplit("-seed", 1)[-1].isdigit()]
+    rows = [read_run(folder, task, init) for folder in folders]
+    return sorted((row for row in rows if row is not None), key=lambda row: row.seed)
+
+
+def _mean_and_spread(values: list[float]) -> tuple[float, str]:
+    """The mean, and " ± sd" (sample standard deviation) when there is more than one value."""
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return mean, ""
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return mean, f" ± {sd:.1f}"
+
+
+def _row(runs: list[RunRow], split: str, pretraining: str) -> str:
+    first = runs[0]
+    accuracy, spread = _mean_and_spread([run.accuracy for run in runs])
+    f1s = [run.f1 for run in runs if run.f1 is not None]
+    f1 = f"{_mean_and_spread(f1s)[0]:.1f}" if f1s else ""
+    if len(runs) == 1:
+        seeds = f"fine-tuning seed {first.seed}"
+    else:
+        each = ", ".join(f"{run.seed}: {run.accuracy:.1f}" for run in runs)
+        seeds = f"mean ± sd over {len(runs)} fine-tuning seeds ({each})"
+    wall = _minutes(sum(run.wall_seconds for run in runs) / len(runs))
+    how = (
+        f"{first.size}; fine-tuned {first.steps} steps on {first.train_samples:,} train examples, "
+        f"max_seq_length {first.max_seq_length} ({first.truncation}); evaluated on {first.eval_samples:,} {split} "
+        f"examples; {seeds}; fine-tune wall time {wall} per run on {first.machine}"
+    )
+    pre = pretraining if first.init == "pretrained here" else "none (random init, same config and tokenizer)"
+    return f"| {first.task} ({split}) | BertScratch | {pre} | **{accuracy:.1f}**{spread} | {f1} | {how} |"
+
+
 def results_table(runs_dir: str | Path) -> str:
     """The markdown table (ours first, then the published references) for a reproduce_results.sh folder."""
     runs_dir = Path(runs_dir)
-    pretraining = pretraining_description(runs_dir / "pretrain")
+    pretraining = pretraining_description(runs_dir)
     lines = [
         "| task (split) | model | pretraining | accuracy % | F1 % | how it was produced |",
         "| --- | --- | --- | ---: | ---: | --- |",
     ]
-    for folder, (task, init) in RUNS.items():
-        row = read_run(runs_dir / folder, task, init)
+    for name, (task, init) in RUNS.items():
+        runs = read_seeds(runs_dir, name, task, init)
         split = "dev" if task == "SST-2" else "test"
-        if row is None:
-            lines.append(f"| {task} ({split}) | BertScratch | {init} | not run | | `{folder}` missing |")
+        if not runs:
+            lines.append(f"| {task} ({split}) | BertScratch | {init} | not run | | `{name}-seed*` missing |")
             continue
-        how = (
-            f"{row.size}; fine-tuned {row.steps} steps on {row.train_samples:,} train examples, "
-            f"max_seq_length {row.max_seq_length} ({row.truncation}); evaluated on {row.eval_samples:,} {split} "
-            f"examples; fine-tune wall time {_minutes(row.wall_seconds)} on {row.machine}"
-        )
-        pre = pretraining if init == "pretrained here" else "none (random init, same config and tokenizer)"
-        f1 = f"{row.f1:.1f}" if row.f1 is not None else ""
-        lines.append(f"| {task} ({split}) | BertScratch | {pre} | **{row.accuracy:.1f}** | {f1} | {how} |")
+        lines.append(_row(runs, split, pretraining))
     for task, model, accuracy, how, source in REFERENCES:
         split = "test"
         lines.append(f"| {task} ({split}) | {model} | published | {accuracy:.1f} | | {how}; {source} |")

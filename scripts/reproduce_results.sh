@@ -5,10 +5,12 @@
 #
 # Stages (each skipped when its all_results.json already exists, so an interrupted run resumes):
 #   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
-#      data-parallel over PROCS processes (torchrun; gloo on CPU)
-#   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy)
+#      data-parallel over PROCS processes (torchrun; gloo on CPU), in 128-token blocks ("pretrain"), then continue in
+#      256-token blocks ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning
+#      reads are trained too
+#   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy), once per fine-tuning seed
 #   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings;
-#      2 and 3 run side by side for each task when PROCS >= 2
+#      2 and 3 run side by side for each task and seed when PROCS >= 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
@@ -21,13 +23,19 @@ DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
 PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes side by side
 THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
-SEED=${SEED:-42}
+SEED=${SEED:-42}                       # pretraining seed
+SST2_SEEDS=${SST2_SEEDS:-"42 43 44"}   # fine-tuning seeds: 872 dev sentences are noisy, so SST-2 is run three times
+IMDB_SEEDS=${IMDB_SEEDS:-42}           # (25,000 test reviews: one run)
 PRETRAIN_STEPS=${PRETRAIN_STEPS:-6000}
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-64}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
 PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
 PRETRAIN_WARMUP=${PRETRAIN_WARMUP:-300}
 POSITION_STD=${POSITION_STD:-0.05}     # sinusoidal start of the position embeddings (0: BERT's normal init)
+LONG_STEPS=${LONG_STEPS:-1500}         # second stage in longer blocks (0: none; fine-tune the first stage)
+LONG_SEQ=${LONG_SEQ:-256}
+LONG_BATCH=${LONG_BATCH:-32}           # 32 x 256: the first stage's tokens per step
+LONG_LR=${LONG_LR:-1e-3}
 VOCAB=${VOCAB:-8192}
 FT_LR=${FT_LR:-2e-4}
 FT_BATCH=${FT_BATCH:-32}
@@ -40,19 +48,21 @@ IMDB_EPOCHS=${IMDB_EPOCHS:-2}
 IMDB_SEQ=${IMDB_SEQ:-256}
 IMDB_HEAD=${IMDB_HEAD:-64}             # head+tail truncation: 64 head + 190 tail tokens (Sun et al.'s 1:3 split)
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
+    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; LONG_STEPS=3; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
 else
     PRETRAIN_EXTRA=(--max_eval_samples 500); SST2_EVAL=()
 fi
-if (( PRETRAIN_BATCH % PROCS )); then
-    echo "PRETRAIN_BATCH=$PRETRAIN_BATCH must be a multiple of PROCS=$PROCS (it is split over the processes)" >&2
-    exit 2
-fi
+for batch in PRETRAIN_BATCH LONG_BATCH; do
+    if (( ${!batch} % PROCS )); then
+        echo "$batch=${!batch} must be a multiple of PROCS=$PROCS (it is split over the processes)" >&2
+        exit 2
+    fi
+done
 export OMP_NUM_THREADS=$THREADS
 mkdir -p "$RUNS"
 COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --per_device_eval_batch_size 64
-           --seed "$SEED" --logging_steps 20 --report_to none --disable_tqdm true --data_dir "$DATA_DIR")
+           --logging_steps 20 --report_to none --disable_tqdm true --data_dir "$DATA_DIR")
 
 done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
     local dir=$1; shift
@@ -63,17 +73,24 @@ done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_result
 }
 
 # 1. Pretraining on the IMDB train reviews (never the test reviews).
-done_or_run "$RUNS/pretrain" python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" \
-    scripts/pretrain.py \
+PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
+          --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --adam_beta2 0.98 --weight_decay 0.01
+          --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
+done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" \
     --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
-    --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --max_seq_length "$PRETRAIN_SEQ" \
-    --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_steps "$PRETRAIN_STEPS" \
-    --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" --adam_beta2 0.98 \
-    --warmup_steps "$PRETRAIN_WARMUP" --weight_decay 0.01 --logging_steps 10 --seed "$SEED" --report_to none \
-    --disable_tqdm true --output_dir "$RUNS/pretrain" "${PRETRAIN_EXTRA[@]}"
+    --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
+    --max_steps "$PRETRAIN_STEPS" --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) \
+    --learning_rate "$PRETRAIN_LR" --warmup_steps "$PRETRAIN_WARMUP" --output_dir "$RUNS/pretrain"
+PRETRAINED=$RUNS/pretrain
+if (( LONG_STEPS > 0 )); then
+    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" --model_name_or_path "$RUNS/pretrain" \
+        --max_seq_length "$LONG_SEQ" --max_steps "$LONG_STEPS" --per_device_train_batch_size $((LONG_BATCH / PROCS)) \
+        --learning_rate "$LONG_LR" --warmup_steps $((LONG_STEPS / 10)) --output_dir "$RUNS/pretrain-long"
+    PRETRAINED=$RUNS/pretrain-long
+fi
 
-finetune() {  # finetune TASK INIT: fine-tune the pretrained weights (INIT=pretrained) or random ones (scratch)
-    local task=$1 init=$2 flags=()
+finetune() {  # finetune TASK INIT SEED: fine-tune the pretrained weights (INIT=pretrained) or random ones (scratch)
+    local task=$1 init=$2 seed=$3 flags=()
     [[ $init == scratch ]] && flags=(--init_from_scratch)
     if [[ $task == sst2 ]]; then
         flags+=(--max_seq_length "$SST2_SEQ" --max_train_samples "$SST2_TRAIN" --num_train_epochs "$SST2_EPOCHS"
@@ -82,20 +99,23 @@ finetune() {  # finetune TASK INIT: fine-tune the pretrained weights (INIT=pretr
         flags+=(--max_seq_length "$IMDB_SEQ" --truncation head+tail --head_tokens "$IMDB_HEAD"
                 --max_train_samples "$IMDB_TRAIN" --max_eval_samples "$IMDB_EVAL" --num_train_epochs "$IMDB_EPOCHS")
     fi
-    done_or_run "$RUNS/$task-$init" python scripts/finetune.py --model_name_or_path "$RUNS/pretrain" --task "$task" \
-        "${flags[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/$task-$init"
+    done_or_run "$RUNS/$task-$init-seed$seed" python scripts/finetune.py --model_name_or_path "$PRETRAINED" \
+        --task "$task" --seed "$seed" "${flags[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/$task-$init-seed$seed"
 }
 
-# 2-3. Fine-tuning: pretrained weights and the same architecture from random weights, side by side per task.
+# 2-3. Fine-tuning: pretrained weights and the same architecture from random weights, side by side per task and seed.
 for task in sst2 imdb; do
-    if (( PROCS >= 2 )); then
-        finetune "$task" pretrained & pretrained=$!
-        finetune "$task" scratch & scratch=$!
-        wait "$pretrained" && wait "$scratch" || { wait; exit 1; }
-    else
-        finetune "$task" pretrained
-        finetune "$task" scratch
-    fi
+    seeds=$SST2_SEEDS; [[ $task == imdb ]] && seeds=$IMDB_SEEDS
+    for seed in $seeds; do
+        if (( PROCS >= 2 )); then
+            finetune "$task" pretrained "$seed" & pretrained=$!
+            finetune "$task" scratch "$seed" & scratch=$!
+            wait "$pretrained" && wait "$scratch" || { wait; exit 1; }
+        else
+            finetune "$task" pretrained "$seed"
+            finetune "$task" scratch "$seed"
+        fi
+    done
 done
 
 # 4. The table.

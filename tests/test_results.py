@@ -69,21 +69,43 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     assert table == results.results_table(runs)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "| BertScratch |" in line]
     assert len(rows) == len(results.RUNS)
-    pretraining = json.loads((runs / "pretrain" / "all_results.json").read_text())
-    for (folder, (task, init)), row in zip(results.RUNS.items(), rows, strict=True):  # rows in RUNS order
-        run = json.loads((runs / folder / "all_results.json").read_text())
+    stages = [json.loads((runs / name / "all_results.json").read_text()) for name in results.PRETRAINING_STAGES]
+    assert [stage["max_seq_length"] for stage in stages] == [128, 32]  # SMOKE=1's long stage: 32-token blocks
+    for (name, (task, init)), row in zip(results.RUNS.items(), rows, strict=True):  # rows in RUNS order
+        seeds = [42, 43] if task == "SST-2" else [42]  # SMOKE=1 fine-tunes SST-2 with two seeds, IMDB with one
+        runs_of_row = [json.loads((runs / f"{name}-seed{seed}" / "all_results.json").read_text()) for seed in seeds]
+        assert [run["seed"] for run in runs_of_row] == seeds
+        accuracies = [100 * run["eval_accuracy"] for run in runs_of_row]
         assert row.startswith(f"| {task} (")
-        assert f"**{100 * run['eval_accuracy']:.1f}**" in row  # the number is the run's own
+        assert f"**{sum(accuracies) / len(accuracies):.1f}**" in row  # the mean of the runs' own numbers
+        if len(seeds) > 1:
+            assert f"over {len(seeds)} fine-tuning seeds" in row
+            assert all(f"{seed}: {accuracy:.1f}" in row for seed, accuracy in zip(seeds, accuracies))
+        run = runs_of_row[0]
+        assert run["model_name_or_path"].endswith("pretrain-long")  # fine-tunes start from the last stage
         assert f"on {run['eval_samples']:,} " in row and f"max_seq_length {run['max_seq_length']}" in row
-        if init == "pretrained here":
-            assert f"masked acc {100 * pretraining['eval_accuracy']:.1f}%" in row
+        if init == "pretrained here":  # both stages, and the final one's held-out numbers
+            assert "MLM 5 steps of 64 x 128 tokens then 3 steps of 32 x 32 tokens" in row
+            assert f"masked acc {100 * stages[-1]['eval_accuracy']:.1f}%" in row
     for _, model, accuracy, _, _ in results.REFERENCES:
         assert f"| {model} | published | {accuracy:.1f} |" in table
 
     again = _run_script(runs, data)  # every stage finished: a second run skips them all and rebuilds the table
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("(done)") == 1 + len(results.RUNS)
+    assert again.stdout.count("(done)") == 2 + 2 * 2 + 2 * 1  # pretraining stages, SST-2 and IMDB pairs per seed
     assert (runs / "results.md").read_text() == table
+
+
+def test_seed_runs_are_averaged_with_their_spread(tmp_path: Path) -> None:
+    for seed, accuracy in ((44, 0.83), (42, 0.81), (43, 0.82)):
+        folder = tmp_path / f"sst2-scratch-seed{seed}"
+        folder.mkdir()
+        (folder / "all_results.json").write_text(json.dumps(
+            {"eval_accuracy": accuracy, "eval_f1": accuracy, "seed": seed, "eval_samples": 872, "max_seq_length": 64}))
+    (tmp_path / "sst2-scratch-seed7x").mkdir()  # not a seed folder: ignored
+    row = next(line for line in results.results_table(tmp_path).splitlines() if "| SST-2 (dev) | BertScratch | none" in line)
+    assert "**82.0** ± 1.0 | 82.0 |" in row  # mean, sample standard deviation, mean F1
+    assert "over 3 fine-tuning seeds (42: 81.0, 43: 82.0, 44: 83.0)" in row
 
 
 def test_table_marks_missing_runs(tmp_path: Path) -> None:
