@@ -544,6 +544,13 @@ def save_outputs(
     staging.rmdir()
 
 
+def _position_start(config) -> str:
+    """How the position embeddings started, in words for the model card."""
+    if config.sinusoidal_position_std is None:
+        return f"N(0, {config.initializer_range:g}) (BERT's init)"
+    return f"sinusoid table scaled to std {config.sinusoidal_position_std:g}"
+
+
 def _card_info(
     trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
 ) -> dict[str, Any]:
@@ -556,6 +563,7 @@ def _card_info(
         "learning_rate": args.learning_rate, "effective_batch_size": metrics["train_effective_batch_size"],
         "max_steps": trainer.state.global_step, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "seed": args.seed, "vocab_size": trainer.model.config.vocab_size,
+        "position_embeddings_start": _position_start(trainer.model.config),
     }
     return {
         "model_name": Path(args.output_dir).resolve().name,

@@ -98,6 +98,7 @@ def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: P
     assert state["global_step"] == 6 and any("eval_accuracy" in log for log in state["log_history"])
     card = (out / "README.md").read_text()
     assert "fill-mask" in card and f"{results['eval_accuracy']:.4f}"[:4] in card
+    assert "N(0, 0.02) (BERT's init)" in card  # a --config_name model keeps BERT's position init
     assert "Fill-mask predictions" in capsys.readouterr().out
     assert not (out / ".staging").exists()
 
