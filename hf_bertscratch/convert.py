@@ -289,3 +289,7 @@ __all__ = [
     "main",
     "parse_args",
 ]
+
+
+if __name__ == "__main__":
+    main()

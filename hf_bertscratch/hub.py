@@ -357,3 +357,7 @@ __all__ = [
     "push_training_output",
     "resolve_token",
 ]
+
+
+if __name__ == "__main__":
+    main()

@@ -632,3 +632,7 @@ __all__ = [
     "DataArguments", "ModelArguments", "PretrainingArguments", "build_trainer", "compute_metrics", "main",
     "parse_args", "preprocess_logits_for_metrics", "validate_args",
 ]
+
+
+if __name__ == "__main__":
+    main()

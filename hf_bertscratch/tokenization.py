@@ -130,3 +130,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 __all__ = ["SPECIAL_TOKENS", "check_mask_token", "load_tokenizer", "main", "train_wordpiece_tokenizer"]
+
+
+if __name__ == "__main__":
+    main()
