@@ -190,7 +190,8 @@ def results_table(runs_dir: str | Path) -> str:
 class ResultsTableArguments:
     """Where the runs are and where the table goes."""
 
-    runs_dir: str = field(metadata={"help": "The folder reproduce_results.sh wrote (pretrain/, sst2-*/, imdb-*/); may also be given as the first argument, without --runs_dir."})
+    runs_dir: str = field(metadata={"help": "The folder reproduce_results.sh wrote (pretrain/, sst2-*/, imdb-*/); "
+                                            "may also be given as the first argument, without --runs_dir."})
     output: str | None = field(default=None, metadata={"help": "Markdown file to write; default: print only."})
 
 
