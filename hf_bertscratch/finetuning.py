@@ -32,7 +32,6 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
-    TrainingArguments,
     set_seed,
 )
 
@@ -42,6 +41,7 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from .data import load_raw_datasets
 from .metrics import ClassificationMetrics
+from .outputs import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -156,8 +156,9 @@ class DataArguments:
 
 
 @dataclass
-class FinetuneTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with defaults for classification: per-epoch eval, best checkpoint kept, length grouping."""
+class FinetuneTrainingArguments(GuardedTrainingArguments):
+    """`TrainingArguments` with defaults for classification (per-epoch eval, best checkpoint kept, length grouping)
+    and the output-folder guard (`hf_bertscratch.outputs`)."""
 
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
@@ -493,6 +494,8 @@ def main(argv: list[str] | None = None) -> None:
     set_seed(training_args.seed)
 
     # 1. Resolve and check everything that can be wrong before any training starts.
+    check_output_dir(training_args)
+    checkpoint = resolve_checkpoint(training_args)
     task = resolve_task(data_args)
     raw = load_task_datasets(data_args, task, model_args.cache_dir)
     raw["train"] = _subsample(raw["train"], data_args.max_train_samples, training_args.seed)
@@ -530,7 +533,7 @@ def main(argv: list[str] | None = None) -> None:
     output_dir = Path(training_args.output_dir)
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
     start = time.perf_counter()
-    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    train_result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()
     trainer.save_state()
 

@@ -44,18 +44,16 @@ from transformers import (
     TrainingArguments,
     set_seed,
 )
-from transformers.trainer_utils import get_last_checkpoint
 
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import load_raw_datasets
 from .nsp import make_nsp_pairs_function
+from .outputs import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("mlm", "mlm_nsp")
-# Files whose presence makes an output folder look like a finished run; written last, and only on success.
-FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
 FILL_MASK_EXAMPLES = (
     "The capital of France is {mask}.",
     "He was born in {mask} and studied at the university.",
@@ -144,12 +142,8 @@ class DataArguments:
 
 
 @dataclass
-class PretrainingArguments(TrainingArguments):
-    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped."""
-
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished model."}
-    )
+class PretrainingArguments(GuardedTrainingArguments):
+    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.outputs`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
@@ -197,36 +191,10 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}.")
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps > 0: a streamed dataset has no length to count epochs by.")
-    _check_output_dir(training_args)
+    check_output_dir(training_args)
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
         training_args.ddp_find_unused_parameters = False
-
-
-def _check_output_dir(training_args: PretrainingArguments) -> None:
-    """Refuse to overwrite a finished run unless asked; a folder of checkpoints only is a resumable run."""
-    output_dir = Path(training_args.output_dir)
-    finished = [name for name in FINISHED_FILES if (output_dir / name).exists()]
-    if finished and not training_args.overwrite_output_dir and not training_args.resume_from_checkpoint:
-        raise ValueError(
-            f"output_dir {str(output_dir)!r} already holds a finished run ({', '.join(finished)}); pass "
-            "--overwrite_output_dir to replace it or choose another --output_dir."
-        )
-
-
-def resolve_checkpoint(training_args: PretrainingArguments) -> str | None:
-    """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last"."""
-    resume = training_args.resume_from_checkpoint
-    if resume is None or str(resume).lower() in ("false", ""):
-        return None
-    if str(resume).lower() in ("true", "last"):
-        last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
-        if last is None:
-            raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {training_args.output_dir!r}.")
-        return last
-    if not os.path.isdir(resume):
-        raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
-    return resume
 
 
 # ----------------------------------------------------------------------------------------------- data stages

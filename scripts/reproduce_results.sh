@@ -3,7 +3,8 @@
 #
 #   bash scripts/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
 #
-# Stages (each skipped when its all_results.json already exists, so an interrupted run resumes):
+# Stages (each skipped when its all_results.json already exists, and continued from its last checkpoint-N when it
+# was interrupted, so the script can simply be started again):
 #   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
 #      data-parallel over PROCS processes (torchrun; gloo on CPU), in 128-token blocks ("pretrain"), then continue in
 #      256-token blocks ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning
@@ -67,8 +68,14 @@ COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --
 done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
     local dir=$1; shift
     if [[ -f "$dir/all_results.json" ]]; then echo "skip $dir (done)"; return; fi
-    echo "$(date -u +%H:%M:%S) start $dir"
-    "$@" > "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+    if compgen -G "$dir/checkpoint-*" > /dev/null; then  # interrupted: continue from its last checkpoint
+        echo "$(date -u +%H:%M:%S) resume $dir"
+        "$@" --resume_from_checkpoint last >> "$dir.log" 2>&1 \
+            || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+    else
+        echo "$(date -u +%H:%M:%S) start $dir"
+        "$@" > "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+    fi
     echo "$(date -u +%H:%M:%S) done  $dir"
 }
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, BertTokenizer
 
 import hf_bertscratch
@@ -205,3 +207,35 @@ def test_finetune_end_to_end(tmp_path: Path, model_dir: Path, data_files: tuple[
     assert state["best_model_checkpoint"] is not None
     reloaded = AutoModelForSequenceClassification.from_pretrained(output)
     assert reloaded.config.num_labels == 2
+
+
+def test_finished_output_is_kept_and_an_interrupted_run_resumes(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+) -> None:
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    main(base_argv(model_dir, *data_files, full))
+    finished = (full / "all_results.json").read_text()
+    with pytest.raises(ValueError, match=r"already holds a finished run \(model.safetensors, all_results.json"):
+        main(base_argv(model_dir, *data_files, full))
+    assert (full / "all_results.json").read_text() == finished  # refused before anything was written
+
+    # An interruption after the first epoch's checkpoint: only checkpoint-6 is left.
+    main(base_argv(model_dir, *data_files, cut))
+    shutil.rmtree(cut / "checkpoint-12")
+    for path in cut.iterdir():
+        if path.is_file():
+            path.unlink()
+    main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
+    state = json.loads((cut / "trainer_state.json").read_text())
+    assert state["global_step"] == 12
+    resumed, uninterrupted = (load_file(str(folder / "model.safetensors")) for folder in (cut, full))
+    assert resumed.keys() == uninterrupted.keys()
+    for name in resumed:
+        torch.testing.assert_close(resumed[name], uninterrupted[name], msg=name)
+
+    with pytest.raises(ValueError, match="no checkpoint-\\* folder"):
+        main(base_argv(model_dir, *data_files, tmp_path / "empty") + ["--resume_from_checkpoint", "last"])
+    with pytest.raises(ValueError, match="overwrite_output_dir"):
+        main(base_argv(model_dir, *data_files, cut))
+    main(base_argv(model_dir, *data_files, cut) + ["--overwrite_output_dir", "true", "--num_train_epochs", "1"])
+    assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6

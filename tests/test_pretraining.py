@@ -27,8 +27,8 @@ from transformers import (
 
 import hf_bertscratch
 from hf_bertscratch import pretraining
+from hf_bertscratch.outputs import FINISHED_FILES
 from hf_bertscratch.pretraining import (
-    FINISHED_FILES,
     compute_metrics,
     main,
     make_pack_function,

@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,10 +91,21 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     for _, model, accuracy, _, _ in results.REFERENCES:
         assert f"| {model} | published | {accuracy:.1f} |" in table
 
-    again = _run_script(runs, data)  # every stage finished: a second run skips them all and rebuilds the table
+    # An IMDB fine-tune interrupted after its first epoch's checkpoint: the script continues it from there.
+    cut = runs / "imdb-scratch-seed42"
+    finished = json.loads((cut / "all_results.json").read_text())
+    checkpoints = sorted(cut.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[1]))
+    assert [path.name for path in checkpoints] == ["checkpoint-1", "checkpoint-2"]  # SMOKE: 1 step per epoch
+    shutil.rmtree(checkpoints[-1])
+    for path in cut.iterdir():
+        if path.is_file():
+            path.unlink()
+    again = _run_script(runs, data)  # every other stage finished: a second run skips them and rebuilds the table
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("(done)") == 2 + 2 * 2 + 2 * 1  # pretraining stages, SST-2 and IMDB pairs per seed
-    assert (runs / "results.md").read_text() == table
+    assert again.stdout.count("(done)") == 2 + 2 * 2 + 2 * 1 - 1  # pretraining stages, SST-2 and IMDB pairs per seed
+    assert f"resume {cut}" in again.stdout
+    resumed = json.loads((cut / "all_results.json").read_text())
+    assert resumed["global_step"] == 2 and resumed["eval_accuracy"] == finished["eval_accuracy"]
 
 
 def test_seed_runs_are_averaged_with_their_spread(tmp_path: Path) -> None:
