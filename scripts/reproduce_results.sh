@@ -26,7 +26,7 @@ THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 SEED=${SEED:-42}                       # pretraining seed
 SST2_SEEDS=${SST2_SEEDS:-"42 43 44"}   # fine-tuning seeds: 872 dev sentences are noisy, so SST-2 is run three times
-IMDB_SEEDS=${IMDB_SEEDS:-42}           # (25,000 test reviews: one run)
+IMDB_SEEDS=${IMDB_SEEDS:-"42 43"}      # (25,000 test reviews: two runs)
 PRETRAIN_STEPS=${PRETRAIN_STEPS:-6000}
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-64}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
@@ -45,11 +45,12 @@ SST2_EPOCHS=${SST2_EPOCHS:-3}
 SST2_SEQ=${SST2_SEQ:-64}
 IMDB_TRAIN=${IMDB_TRAIN:-25000}        # of 25,000 train reviews (all; fewer takes a seeded random subset)
 IMDB_EVAL=${IMDB_EVAL:-25000}          # of 25,000 test reviews (all; fewer takes a seeded random subset)
-IMDB_EPOCHS=${IMDB_EPOCHS:-2}
+IMDB_EPOCHS=${IMDB_EPOCHS:-3}
 IMDB_SEQ=${IMDB_SEQ:-256}
 IMDB_HEAD=${IMDB_HEAD:-64}             # head+tail truncation: 64 head + 190 tail tokens (Sun et al.'s 1:3 split)
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; LONG_STEPS=3; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
+    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; LONG_STEPS=3; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1
+    IMDB_SEEDS=42; IMDB_EPOCHS=2; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
 else
     PRETRAIN_EXTRA=(--max_eval_samples 500); SST2_EVAL=()
