@@ -10,6 +10,7 @@ points (`REFERENCES`) are appended with their sources.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +108,12 @@ class RunRow:
     machine: str
 
 
+def _folder_seed(run_dir: Path) -> int | None:
+    """N of a `<name>-seed<N>` folder, or None for any other name."""
+    suffix = run_dir.name.rsplit("-seed", 1)[-1]
+    return int(suffix) if "-seed" in run_dir.name and suffix.isdigit() else None
+
+
 def read_run(run_dir: Path, task: str, init: str) -> RunRow | None:
     """The row for one fine-tuning run folder, or None if it has not finished (no all_results.json)."""
     results = _read_json(run_dir / "all_results.json")
@@ -115,7 +122,7 @@ def read_run(run_dir: Path, task: str, init: str) -> RunRow | None:
     return RunRow(
         task=task,
         init=init,
-        seed=results.get("seed", int(run_dir.name.rsplit("-seed", 1)[-1])),
+        seed=results.get("seed", _folder_seed(run_dir)),
         accuracy=100 * results["eval_accuracy"],
         f1=100 * results["eval_f1"] if "eval_f1" in results else None,
         size=_size(_read_json(run_dir / "config.json")),
@@ -131,18 +138,15 @@ def read_run(run_dir: Path, task: str, init: str) -> RunRow | None:
 
 def read_seeds(runs_dir: Path, name: str, task: str, init: str) -> list[RunRow]:
     """The finished `<name>-seed<N>` runs of one table row, by seed."""
-    folders = [path for path in runs_dir.glob(f"{name}-seed*") if path.name.rsplit("-seed", 1)[-1].isdigit()]
+    folders = [path for path in runs_dir.glob(f"{name}-seed*") if _folder_seed(path) is not None]
     rows = [read_run(folder, task, init) for folder in folders]
     return sorted((row for row in rows if row is not None), key=lambda row: row.seed)
 
 
 def _mean_and_spread(values: list[float]) -> tuple[float, str]:
     """The mean, and " ± sd" (sample standard deviation) when there is more than one value."""
-    mean = sum(values) / len(values)
-    if len(values) == 1:
-        return mean, ""
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return mean, f" ± {sd:.1f}"
+    mean = statistics.fmean(values)
+    return mean, f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else ""
 
 
 def _row(runs: list[RunRow], split: str, pretraining: str) -> str:

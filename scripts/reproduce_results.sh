@@ -69,14 +69,14 @@ COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --
 done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
     local dir=$1; shift
     if [[ -f "$dir/all_results.json" ]]; then echo "skip $dir (done)"; return; fi
+    local how=start resume=()
     if compgen -G "$dir/checkpoint-*" > /dev/null; then  # interrupted: continue from its last checkpoint
-        echo "$(date -u +%H:%M:%S) resume $dir"
-        "$@" --resume_from_checkpoint last >> "$dir.log" 2>&1 \
-            || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+        how=resume; resume=(--resume_from_checkpoint last)
     else
-        echo "$(date -u +%H:%M:%S) start $dir"
-        "$@" > "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
+        : > "$dir.log"  # a fresh start gets a fresh log; a resumed run's log keeps its earlier part
     fi
+    echo "$(date -u +%H:%M:%S) $how $dir"
+    "$@" "${resume[@]}" >> "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
     echo "$(date -u +%H:%M:%S) done  $dir"
 }
 

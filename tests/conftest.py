@@ -5,6 +5,7 @@ Nothing here reads ../shared/data: the core suite runs on data the tests make.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,17 @@ CORPUS = [
     "this is the worst film , i hate it .",
     "the big red dog sat with the small blue cat .",
 ]
+
+
+def cut_back_to_checkpoint(run_dir: Path, keep: str) -> None:
+    """Leave `run_dir` as a run interrupted just after saving `keep` would: that checkpoint folder alone, none of
+    the later checkpoints and none of the final files."""
+    assert (run_dir / keep).is_dir(), f"{run_dir} has no {keep}"
+    for path in run_dir.iterdir():
+        if path.is_file():
+            path.unlink()
+        elif path.name.startswith("checkpoint-") and path.name != keep:
+            shutil.rmtree(path)
 
 
 def tiny_config_kwargs(vocab_size: int) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import random
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from hf_bertscratch.finetuning import (
     truncate_ids,
 )
 
-from conftest import tiny_config_kwargs
+from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -221,10 +220,7 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
 
     # An interruption after the first epoch's checkpoint: only checkpoint-6 is left.
     main(base_argv(model_dir, *data_files, cut))
-    shutil.rmtree(cut / "checkpoint-12")
-    for path in cut.iterdir():
-        if path.is_file():
-            path.unlink()
+    cut_back_to_checkpoint(cut, "checkpoint-6")
     main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
     state = json.loads((cut / "trainer_state.json").read_text())
     assert state["global_step"] == 12

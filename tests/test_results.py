@@ -8,7 +8,6 @@ import gzip
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from hf_bertscratch import results
+
+from conftest import cut_back_to_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 POSITIVE = "great wonderful moving brilliant fine superb charming".split()
@@ -94,12 +95,8 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     # An IMDB fine-tune interrupted after its first epoch's checkpoint: the script continues it from there.
     cut = runs / "imdb-scratch-seed42"
     finished = json.loads((cut / "all_results.json").read_text())
-    checkpoints = sorted(cut.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[1]))
-    assert [path.name for path in checkpoints] == ["checkpoint-1", "checkpoint-2"]  # SMOKE: 1 step per epoch
-    shutil.rmtree(checkpoints[-1])
-    for path in cut.iterdir():
-        if path.is_file():
-            path.unlink()
+    assert sorted(path.name for path in cut.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]  # 1 step/epoch
+    cut_back_to_checkpoint(cut, "checkpoint-1")
     again = _run_script(runs, data)  # every other stage finished: a second run skips them and rebuilds the table
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("(done)") == 2 + 2 * 2 + 2 * 1 - 1  # pretraining stages, SST-2 and IMDB pairs per seed
