@@ -409,14 +409,25 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
     """
 
     epoch: int = 0
+    _batch_seed: int = field(default=0, init=False, repr=False)
 
     def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
         digest = hashlib.blake2b(digest_size=8)
         digest.update(f"{self.seed}/{self.epoch}".encode())
         for example in examples:
             digest.update(np.asarray(example["input_ids"], dtype=np.int64).tobytes() + b"|")
-        self.generator = torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+        self._batch_seed = int.from_bytes(digest.digest(), "little") >> 1
+        # With no generator, the stock torch_call asks create_rng for one (every transformers 5.x does), and ours
+        # returns the batch's. Setting self.generator here instead is not enough: transformers 5.24 replaces a
+        # generator whose creating process it did not record (`_generator_pid`, new in 5.24's data_collator.py) with
+        # one seeded from `seed` alone, which made masks depend on the batches drawn before and broke exact resume.
+        self.generator = None
         return super().torch_call(examples)
+
+    def create_rng(self, *args: Any, **kwargs: Any) -> None:
+        """The generator of the batch being collated (see `torch_call`)."""
+        self.generator = torch.Generator().manual_seed(self._batch_seed)
+        self._generator_pid = os.getpid()  # transformers >= 5.24 checks it; earlier versions ignore it
 
 
 class MaskingEpochCallback(TrainerCallback):

@@ -343,3 +343,21 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
     saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
     for name in saved:
         assert torch.equal(saved[name], rank0[name]), name
+
+
+def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
+    """The cause of exact resume: a batch is masked the same whatever was collated before it (on every transformers
+    5.x; 5.24's collator re-seeds a generator it did not create itself)."""
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    pack = make_pack_function(tokenizer, "text", max_seq_length=16, with_offsets=False)
+    examples = pack({"text": CORPUS})
+    rows = [{"input_ids": ids, "special_tokens_mask": mask}
+            for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)]
+    first, second = rows[:4], rows[4:8]
+    collator = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3)
+    alone = collator([dict(row) for row in first])
+    collator([dict(row) for row in second])
+    again = collator([dict(row) for row in first])
+    assert torch.equal(alone["labels"], again["labels"]) and torch.equal(alone["input_ids"], again["input_ids"])
+    collator.epoch = 1
+    assert not torch.equal(collator([dict(row) for row in first])["labels"], alone["labels"])  # masks stay dynamic
