@@ -5,7 +5,8 @@
 1. explicit `train_file` / `validation_file` / `test_file` (text, csv, tsv, json/jsonl, parquet; optionally .gz);
 2. a local copy of a named Hub dataset inside a data directory (`data_dir`, or `$BERTSCRATCH_DATA_DIR`), found
    through `LOCAL_DATASETS`, a table from (name, config) to files, so offline machines run the same commands;
-3. `datasets.load_dataset(name, config)` from the Hugging Face Hub.
+3. a copy shipped inside the package (`BUNDLED_DATASETS`: WikiText-2 raw, the default pretraining corpus);
+4. `datasets.load_dataset(name, config)` from the Hugging Face Hub.
 """
 
 from __future__ import annotations
@@ -69,6 +70,21 @@ LOCAL_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
     ("stanfordnlp/sst2", None): _SST2,
     ("sst2", None): _SST2,
 }
+
+
+# Corpora shipped inside the package (hf_bertscratch/corpora, each with a SOURCE.md giving origin and licence): used
+# when a named dataset has no copy in the data directory, before going to the Hub, so the default pretraining
+# corpus works offline right after `pip install`.
+BUNDLED_DIR = Path(__file__).resolve().parent / "corpora"
+_WIKITEXT2_BUNDLED = LocalDataset(
+    "wikitext-2-raw",
+    {"train": "wiki.train.txt.gz", "validation": "wiki.valid.txt.gz", "test": "wiki.test.txt.gz"},
+)
+BUNDLED_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
+    ("wikitext", "wikitext-2-raw-v1"): _WIKITEXT2_BUNDLED,
+    ("Salesforce/wikitext", "wikitext-2-raw-v1"): _WIKITEXT2_BUNDLED,
+}
+DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
 
 
 def resolve_data_dir(data_dir: str | None) -> Path | None:
@@ -139,9 +155,10 @@ def _load_files(
 
 
 def _find_local(
-    data_dir: Path, dataset_name: str, dataset_config_name: str | None
+    data_dir: Path, dataset_name: str, dataset_config_name: str | None,
+    table: dict[tuple[str, str | None], LocalDataset] = LOCAL_DATASETS,
 ) -> LocalDataset | None:
-    spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
+    spec = table.get((dataset_name, dataset_config_name)) or table.get((dataset_name, None))
     if spec is None or not (data_dir / spec.folder).is_dir():
         return None
     return spec
@@ -188,15 +205,16 @@ def load_raw_datasets(
         raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
 
     local_dir = resolve_data_dir(data_dir)
-    spec = _find_local(local_dir, dataset_name, dataset_config_name) if local_dir else None
-    if spec is not None:
-        root = local_dir / spec.folder
-        logger.info("Using the local copy of %s/%s in %s", dataset_name, dataset_config_name, root)
-        split_files = {split: _expand(root / pattern, split) for split, pattern in spec.splits.items()}
-        return _select_columns(_load_files(split_files, streaming, cache_dir, spec.builder_kwargs), spec.columns)
+    for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):
+        spec = _find_local(root, dataset_name, dataset_config_name, table) if root else None
+        if spec is not None:
+            folder = root / spec.folder
+            logger.info("Using the local copy of %s/%s in %s", dataset_name, dataset_config_name, folder)
+            split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
+            return _select_columns(_load_files(split_files, streaming, cache_dir, spec.builder_kwargs), spec.columns)
     if local_dir:
         logger.info("%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir)
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
 
 
-__all__ = ["DATA_DIR_ENV", "LOCAL_DATASETS", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]
+__all__ = ["BUNDLED_DATASETS", "DATA_DIR_ENV", "DEFAULT_PRETRAINING_DATASET", "LOCAL_DATASETS", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]

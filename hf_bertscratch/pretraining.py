@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -45,8 +46,9 @@ from transformers import (
     set_seed,
 )
 
+from .budget import TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
-from .data import load_raw_datasets
+from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
 from .nsp import make_nsp_pairs_function
 from .outputs import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
@@ -54,6 +56,10 @@ from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_toke
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("mlm", "mlm_nsp")
+# Training minutes of a run that names neither --max_steps nor --max_train_minutes: the README main job's budget.
+DEFAULT_BUDGET_MINUTES = 7.0
+# --max_steps given to the Trainer when only a time budget ends the run (it needs a step count to size its loop).
+BUDGET_STEP_CAP = 10_000_000
 FILL_MASK_EXAMPLES = (
     "The capital of France is {mask}.",
     "He was born in {mask} and studied at the university.",
@@ -66,7 +72,7 @@ class ModelArguments:
     """Which model to pretrain and which tokenizer it reads."""
 
     model_size: str = field(
-        default="mini", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."}
+        default="tiny", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."}
     )
     config_name: str | None = field(
         default=None, metadata={"help": "A config.json folder/file or Hub id to build a new model from (overrides model_size)."}
@@ -91,6 +97,12 @@ class ModelArguments:
     max_position_embeddings: int = field(
         default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
     )
+    dropout: float = field(
+        default=0.0,
+        metadata={"help": "Hidden and attention dropout of a new --model_size model while it pretrains (Cramming: "
+                  "0 learns faster in a short budget; BERT used 0.1). The saved config keeps this value; fine-tuning "
+                  "sets its own."},
+    )
     sinusoidal_position_std: float = field(
         default=0.05,
         metadata={"help": "A new --model_size model's learned position embeddings start from a sinusoid table with "
@@ -103,7 +115,11 @@ class ModelArguments:
 class DataArguments:
     """Which text to train on and how to turn it into masked examples."""
 
-    dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset id, e.g. wikitext."})
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Hub dataset id, e.g. wikitext. With neither this nor --train_file: WikiText-2 raw "
+                  "(wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."},
+    )
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."})
     train_file: str | None = field(default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."})
     validation_file: str | None = field(default=None, metadata={"help": "Validation data file, same formats as train_file."})
@@ -115,7 +131,16 @@ class DataArguments:
     max_seq_length: int = field(
         default=128, metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."}
     )
-    mlm_probability: float = field(default=0.15, metadata={"help": "Fraction of tokens selected for prediction."})
+    mlm_probability: float = field(
+        default=0.3,
+        metadata={"help": "Fraction of tokens selected for prediction while training (30%% as ModernBERT; Wettig et "
+                  "al. 2022 find 15%% too few for short budgets). Evaluation masks --eval_mlm_probability."},
+    )
+    eval_mlm_probability: float = field(
+        default=0.15,
+        metadata={"help": "Fraction of tokens masked in evaluation, whatever the training rate, so that the accuracy "
+                  "and perplexity of runs trained at different rates compare (BERT's 15%%)."},
+    )
     mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."})
     random_replace_prob: float = field(
         default=0.1, metadata={"help": "Of the selected tokens, the fraction replaced by a random token (the rest stay)."}
@@ -143,7 +168,38 @@ class DataArguments:
 
 @dataclass
 class PretrainingArguments(GuardedTrainingArguments):
-    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.outputs`)."""
+    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.outputs`) and a time budget."""
+
+    num_processes: str = field(
+        default="auto",
+        metadata={"help": "Data-parallel processes this command launches itself (torchrun, gloo) when it is not "
+                  "already running under torchrun/accelerate: a number, or auto = 2 on a CPU-only machine with 2 or "
+                  "more cores (one torch thread per process trains a small BERT faster there than one process "
+                  "with all the threads) and 1 otherwise (launch GPUs with torchrun yourself). Each process trains "
+                  "on its own per_device_train_batch_size share."},
+    )
+    max_train_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Train for this many minutes of training time (evaluation and saving not counted; a resumed "
+                  f"run counts the time already spent), then evaluate and save. Default: {DEFAULT_BUDGET_MINUTES:g} "
+                  "when neither --max_steps nor --num_train_epochs is given; 0 turns the budget off. The "
+                  "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
+                  "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay. --max_steps, "
+                  "if given with a budget, still caps the steps."},
+    )
+    num_train_epochs: float | None = field(
+        default=None, metadata={"help": "Epochs to train when neither a time budget nor --max_steps ends the run."}
+    )
+    # The small-budget recipe (README, "Pretraining recipe"): measured by scripts/sweep_pretraining.py.
+    per_device_train_batch_size: int = field(default=32, metadata={"help": "Blocks per process per step."})
+    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
+    adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    warmup_steps: float = field(
+        default=0.1, metadata={"help": "Linear warm-up: steps, or with a time budget a fraction of it (below 1)."}
+    )
+    lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule after warm-up."})
+    logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
@@ -168,16 +224,20 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
     if model_args.config_name is None and model_args.model_name_or_path is None and model_args.model_size not in PRESETS:
         raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
+    if not 0.0 <= model_args.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {model_args.dropout}.")
     if model_args.sinusoidal_position_std < 0:
         raise ValueError(f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}.")
     if not data_args.dataset_name and not data_args.train_file:
-        raise ValueError("No training data: pass --dataset_name (a Hub id) or --train_file.")
-    for name in ("mlm_probability", "mask_replace_prob", "random_replace_prob", "nsp_random_probability"):
+        data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
+    for name in ("mlm_probability", "eval_mlm_probability", "mask_replace_prob", "random_replace_prob",
+                 "nsp_random_probability"):
         value = getattr(data_args, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}.")
-    if not 0.0 < data_args.mlm_probability:
-        raise ValueError(f"mlm_probability must be positive, got {data_args.mlm_probability}.")
+    for name in ("mlm_probability", "eval_mlm_probability"):
+        if not 0.0 < getattr(data_args, name):
+            raise ValueError(f"{name} must be positive, got {getattr(data_args, name)}.")
     if data_args.mask_replace_prob + data_args.random_replace_prob > 1.0:
         raise ValueError(
             f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
@@ -189,8 +249,21 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
     if not 0 < data_args.validation_split_percentage < 100:
         raise ValueError(f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}.")
+    if training_args.max_train_minutes is None and training_args.max_steps <= 0 and training_args.num_train_epochs is None:
+        training_args.max_train_minutes = DEFAULT_BUDGET_MINUTES
+    if training_args.num_train_epochs is None:
+        training_args.num_train_epochs = 3.0  # TrainingArguments' default; unused when max_steps ends the run
+    if training_args.max_train_minutes == 0:
+        training_args.max_train_minutes = None
+    if training_args.max_train_minutes is not None:
+        if not training_args.max_train_minutes > 0:
+            raise ValueError(f"max_train_minutes must be positive, got {training_args.max_train_minutes}.")
+        budget_lr_lambda(str(training_args.lr_scheduler_type.value), training_args.warmup_steps)  # validates both
+        if training_args.max_steps <= 0:
+            training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
     if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError("--streaming needs --max_steps > 0: a streamed dataset has no length to count epochs by.")
+        raise ValueError("--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
+                         "to count epochs by.")
     check_output_dir(training_args)
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
@@ -339,6 +412,8 @@ def build_model(
             config = AutoConfig.from_pretrained(model_args.config_name)
         else:
             config = BertScratchConfig(**PRESETS[model_args.model_size],
+                                       hidden_dropout_prob=model_args.dropout,
+                                       attention_probs_dropout_prob=model_args.dropout,
                                        max_position_embeddings=model_args.max_position_embeddings,
                                        sinusoidal_position_std=model_args.sinusoidal_position_std or None)
         config.vocab_size = len(tokenizer)
@@ -443,6 +518,42 @@ class MaskingEpochCallback(TrainerCallback):
 # --------------------------------------------------------------------------------------------- main stages
 
 
+class PretrainingTrainer(Trainer):
+    """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`)."""
+
+    def __init__(
+        self, *args: Any, eval_collator: SeededMaskingCollator | None = None, budget: TrainingBudget | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.eval_collator = eval_collator
+        self.budget = budget
+        if budget is not None:
+            budget.attach(self)
+
+    def get_eval_dataloader(self, eval_dataset: Any = None) -> torch.utils.data.DataLoader:
+        """Evaluation batches are masked by `eval_collator` (the evaluation masking rate), training ones are not."""
+        if self.eval_collator is None:
+            return super().get_eval_dataloader(eval_dataset)
+        train_collator, self.data_collator = self.data_collator, self.eval_collator
+        try:
+            return super().get_eval_dataloader(eval_dataset)
+        finally:
+            self.data_collator = train_collator
+
+    def create_scheduler(
+        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
+    ) -> torch.optim.lr_scheduler.LRScheduler:
+        if self.budget is None or self.lr_scheduler is not None:
+            return super().create_scheduler(num_training_steps, optimizer)
+        factor = budget_lr_lambda(str(self.args.lr_scheduler_type.value), self.args.warmup_steps)
+        budget = self.budget
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer or self.optimizer, lambda _step: factor(budget.fraction))
+        return self.lr_scheduler
+
+
+
 def build_trainer(
     model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments,
     checkpoint: str | None = None,
@@ -457,15 +568,19 @@ def build_trainer(
                              data_args, training_args)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
-    collator = SeededMaskingCollator(
-        tokenizer, mlm_probability=data_args.mlm_probability, whole_word_mask=data_args.whole_word_mask,
+    collator, eval_collator = (SeededMaskingCollator(
+        tokenizer, mlm_probability=probability, whole_word_mask=data_args.whole_word_mask,
         mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob,
         seed=training_args.seed,
-    )
-    return Trainer(
+    ) for probability in (data_args.mlm_probability, data_args.eval_mlm_probability))
+    budget = None
+    if training_args.max_train_minutes is not None:
+        budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
+    return PretrainingTrainer(
         model=model, args=training_args, train_dataset=splits["train"], eval_dataset=splits["validation"],
         processing_class=tokenizer, data_collator=collator, compute_metrics=compute_metrics,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics, callbacks=[MaskingEpochCallback(collator)],
+        eval_collator=eval_collator, budget=budget,
     )
 
 
@@ -487,6 +602,9 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
         train_tokens=steps_run * effective_batch * data_args.max_seq_length,
     )
     metrics["train_tokens_per_second"] = metrics["train_tokens"] / wall if wall > 0 else 0.0
+    budget = getattr(trainer, "budget", None)
+    if budget is not None:
+        metrics.update(train_budget_minutes=budget.minutes, train_budget_spent_minutes=budget.spent_seconds / 60)
     metrics.update(trainer.evaluate())
     return metrics
 
@@ -589,10 +707,42 @@ def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
     return lines
 
 
+def resolve_num_processes(training_args: PretrainingArguments) -> int:
+    """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
+    if "WORLD_SIZE" in os.environ:
+        return 1
+    value = str(training_args.num_processes).strip().lower()
+    if value == "auto":
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return 2 if cores >= 2 and not torch.cuda.is_available() else 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
+    return int(value)
+
+
+def launch_processes(argv: list[str], processes: int) -> None:
+    """Run this same command under `torch.distributed.run` with `processes` processes, splitting the CPU threads."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // processes))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
+               "-m", __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining", *argv]
+    logger.info("Launching %d processes with %s torch thread(s) each: %s", processes, threads, " ".join(command))
+    done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": threads}, check=False)
+    if done.returncode != 0:
+        raise SystemExit(done.returncode)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     model_args, data_args, training_args = parse_args(argv)
     validate_args(model_args, data_args, training_args)
+    processes = resolve_num_processes(training_args)
+    if processes > 1:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logger.setLevel(logging.INFO)
+        launch_processes(argv, processes)
+        return
     checkpoint = resolve_checkpoint(training_args)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)

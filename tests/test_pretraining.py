@@ -42,7 +42,7 @@ from conftest import CORPUS, tiny_config_kwargs
 # Fast settings every run shares: a 2-layer 32-wide model, 16-token blocks, no checkpoints unless asked.
 FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
         "--learning_rate", "1e-3", "--disable_tqdm", "true", "--report_to", "none", "--save_strategy", "no",
-        "--validation_split_percentage", "20", "--seed", "0", "--dataloader_pin_memory", "false"]
+        "--validation_split_percentage", "20", "--seed", "0", "--dataloader_pin_memory", "false", "--num_processes", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -265,8 +265,9 @@ def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
     assert "--mlm_probability" in capsys.readouterr().out
     with pytest.raises(ValueError, match="objective"):
         pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
-    with pytest.raises(ValueError, match="max_steps"):
-        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o"]))
+    with pytest.raises(ValueError, match="max_steps"):  # a budget, the default, ends a streamed run too; none does not
+        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o",
+                                               "--max_train_minutes", "0"]))
 
 
 _DDP_HELPER = """
@@ -361,3 +362,92 @@ def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
     assert torch.equal(alone["labels"], again["labels"]) and torch.equal(alone["input_ids"], again["input_ids"])
     collator.epoch = 1
     assert not torch.equal(collator([dict(row) for row in first])["labels"], alone["labels"])  # masks stay dynamic
+
+
+def test_budget_schedule_shapes() -> None:
+    from hf_bertscratch.budget import budget_lr_lambda
+
+    linear = budget_lr_lambda("linear", 0.2)
+    assert [linear(x) for x in (0.0, 0.1, 0.2, 0.6, 1.0)] == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
+    wsd = budget_lr_lambda("warmup_stable_decay", 0.1)
+    assert [wsd(x) for x in (0.05, 0.5, 0.8, 0.9, 1.0)] == pytest.approx([0.5, 1.0, 1.0, 0.5, 0.0])
+    cosine = budget_lr_lambda("cosine", 0.0)
+    assert [cosine(x) for x in (0.0, 0.5, 1.0)] == pytest.approx([1.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="lr_scheduler_type must be one of .* got 'polynomial'"):
+        budget_lr_lambda("polynomial", 0.1)
+    with pytest.raises(ValueError, match="fraction of the budget in \\[0, 1\\), got 300"):
+        budget_lr_lambda("linear", 300)
+
+
+def test_time_budget_stops_and_resumes_with_the_time_spent(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    budget = ("--max_train_minutes", "0.04", "--warmup_steps", "0.25", "--logging_steps", "1",
+              "--save_strategy", "steps", "--save_steps", "5")
+    out = tmp_path / "budget"
+    main(_args(text_file, tokenizer_dir, config_dir, out, *budget))
+    results, state = _results(out), json.loads((out / "trainer_state.json").read_text())
+    assert results["train_budget_minutes"] == 0.04
+    assert 0.04 <= results["train_budget_spent_minutes"] < 0.04 + 0.02  # stops at the first step past the budget
+    assert 10 < state["global_step"] < pretraining.BUDGET_STEP_CAP
+    rates = [log["learning_rate"] for log in state["log_history"] if "learning_rate" in log]
+    peak = rates.index(max(rates))  # warm-up then linear decay towards 0 at the budget
+    assert 0 < peak < len(rates) - 1 and rates[-1] < 0.2 * max(rates)
+
+
+
+def test_time_budget_resumes_with_the_time_already_spent(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a clock that advances one second per reading, each step costs exactly one second of the budget: a
+    30-second budget is 30 steps, and a run interrupted after checkpoint-10 trains steps 11-30 when resumed."""
+    from hf_bertscratch import budget as budget_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
+    budget = ("--max_train_minutes", "0.5", "--save_strategy", "steps", "--save_steps", "10")
+    full = tmp_path / "full"
+    main(_args(text_file, tokenizer_dir, config_dir, full, *budget))
+    assert json.loads((full / "trainer_state.json").read_text())["global_step"] == 30
+
+    steps = {"n": 0}
+    real_step = pretraining.Trainer.training_step
+
+    def dying_step(self, *args, **kwargs):
+        steps["n"] += 1
+        if steps["n"] == 13:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
+    cut = tmp_path / "cut"
+    with pytest.raises(KeyboardInterrupt):
+        main(_args(text_file, tokenizer_dir, config_dir, cut, *budget))
+    monkeypatch.setattr(pretraining.Trainer, "training_step", real_step)
+    saved = json.loads((cut / "checkpoint-10" / "trainer_state.json").read_text())
+    assert saved["stateful_callbacks"]["TrainingBudget"]["attributes"]["spent_seconds"] == 10.0
+    main(_args(text_file, tokenizer_dir, config_dir, cut, *budget, "--resume_from_checkpoint", "true"))
+    assert json.loads((cut / "trainer_state.json").read_text())["global_step"] == 30
+    assert _results(cut)["train_budget_spent_minutes"] == 0.5
+
+
+def test_bad_budget_arguments_fail_before_training(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                   tmp_path: Path) -> None:
+    base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="max_train_minutes must be positive, got -1.0"):
+        main([*base, "--max_train_minutes", "-1"])
+    with pytest.raises(ValueError, match="warmup_steps is a fraction of the budget in \\[0, 1\\), got 80"):
+        main([*base, "--max_train_minutes", "1", "--warmup_steps", "80"])
+    with pytest.raises(ValueError, match="num_processes must be a positive integer or 'auto', got 'two'"):
+        main([*base, "--num_processes", "two"])
+    assert not (tmp_path / "x").exists()
+
+
+def test_default_data_is_the_shipped_wikitext2() -> None:
+    """With no data named, pretraining reads the WikiText-2 copy inside the package: the Hub dataset's rows."""
+    from hf_bertscratch.data import load_raw_datasets
+
+    model_args, data_args, training_args = parse_args(["--output_dir", "unused"])
+    pretraining.validate_args(model_args, data_args, training_args)
+    assert (data_args.dataset_name, data_args.dataset_config_name) == ("wikitext", "wikitext-2-raw-v1")
+    raw = load_raw_datasets(data_args.dataset_name, data_args.dataset_config_name, data_dir=None)
+    assert {name: len(split) for name, split in raw.items()} == {"train": 36718, "validation": 3760, "test": 4358}
+    assert raw["train"][1]["text"] == " = Valkyria Chronicles III = " and raw["validation"][1]["text"] == " = Homarus gammarus = "

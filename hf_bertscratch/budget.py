@@ -1,0 +1,139 @@
+"""Time-budgeted training: stop at a wall-clock budget, with the learning-rate schedule laid over the budget.
+
+Cramming (Geiping & Goldstein 2023) trains "as well as possible in N hours": the warm-up and decay are fractions of
+the time budget, not of a step count guessed in advance, and the step rate is simply whatever the machine delivers.
+`TrainingBudget` is the clock (a `TrainerCallback`): it counts training time (evaluation and checkpoint saving
+excluded), agrees on it across processes (the maximum over ranks, so every rank stops at the same step and applies
+the same learning rate), stops the run when the budget is spent, and is saved in each checkpoint's
+`trainer_state.json`, so a resumed run counts the time already spent. `budget_lr_lambda` turns the fraction of the
+budget spent into a learning-rate factor for the `lr_scheduler_type` given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_callback import ExportableState, ProgressCallback
+
+# lr_scheduler_type -> factor(progress after warm-up, in [0, 1]). WSD holds the peak, then decays over the last
+# WSD_DECAY_FRACTION of the budget (Hägele et al. 2024 find 10-20% enough).
+WSD_DECAY_FRACTION = 0.2
+_clock = time.perf_counter  # the training clock (tests replace it with a deterministic one)
+BUDGET_SCHEDULES: dict[str, Callable[[float, float], float]] = {
+    "linear": lambda progress, _: 1.0 - progress,
+    "cosine": lambda progress, _: 0.5 * (1.0 + math.cos(math.pi * progress)),
+    "constant_with_warmup": lambda progress, _: 1.0,
+    "warmup_stable_decay": lambda progress, spent: min(1.0, (1.0 - spent) / WSD_DECAY_FRACTION),
+}
+
+
+def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float], float]:
+    """Learning-rate factor as a function of the fraction of the time budget spent (0 at the start, 1 at the end).
+
+    Linear warm-up over the first `warmup_fraction` of the budget, then `schedule` (a key of `BUDGET_SCHEDULES`)
+    over the rest. A one-cycle (triangle) schedule is "linear" with `warmup_fraction` 0.5.
+    """
+    if schedule not in BUDGET_SCHEDULES:
+        raise ValueError(f"With a time budget, lr_scheduler_type must be one of {sorted(BUDGET_SCHEDULES)}, got {schedule!r}.")
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise ValueError(f"With a time budget, warmup_steps is a fraction of the budget in [0, 1), got {warmup_fraction}.")
+    decay = BUDGET_SCHEDULES[schedule]
+
+    def factor(spent: float) -> float:
+        spent = min(max(spent, 0.0), 1.0)
+        if spent < warmup_fraction:
+            return spent / warmup_fraction
+        progress = (spent - warmup_fraction) / (1.0 - warmup_fraction)
+        return max(0.0, decay(progress, spent))
+
+    return factor
+
+
+class TrainingBudget(TrainerCallback, ExportableState):
+    """Stops training once `minutes` of training time are spent; `fraction` drives the budget schedule.
+
+    Training time is the wall time between steps; evaluation and checkpoint saving are not counted. Under several
+    processes the clocks are reduced with MAX after every step (one scalar all-reduce), so all ranks stop together.
+    """
+
+    def __init__(self, minutes: float, spent_seconds: float = 0.0) -> None:
+        if not minutes > 0:
+            raise ValueError(f"The time budget must be positive minutes, got {minutes}.")
+        self.minutes = float(minutes)
+        self.spent_seconds = float(spent_seconds)
+        self._mark: float | None = None
+        self._first_step: int | None = None
+        self._first_spent = 0.0
+        self.progress_callbacks: list[ProgressCallback] = []  # whose bars show the expected steps (see attach)
+
+    def attach(self, trainer: Trainer) -> None:
+        """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar."""
+        trainer.add_callback(self)
+        self.progress_callbacks = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, ProgressCallback)]
+
+    @property
+    def seconds(self) -> float:
+        return self.minutes * 60.0
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of the budget spent, in [0, 1]."""
+        return min(self.spent_seconds / self.seconds, 1.0)
+
+    @classmethod
+    def resumed(cls, minutes: float, checkpoint: str | Path | None) -> TrainingBudget:
+        """A budget that continues the clock saved in `checkpoint`'s trainer_state.json (a fresh one without)."""
+        spent = 0.0
+        if checkpoint is not None:
+            state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
+            saved = state.get("stateful_callbacks", {}).get(cls.__name__)
+            if saved is not None:
+                spent = float((saved[0] if isinstance(saved, list) else saved)["attributes"]["spent_seconds"])
+        return cls(minutes, spent)
+
+    def state(self) -> dict[str, Any]:
+        return {"args": {"minutes": self.minutes}, "attributes": {"spent_seconds": self.spent_seconds}}
+
+    def _restart_clock(self, *args: Any, **kwargs: Any) -> None:
+        self._mark = _clock()
+
+    on_train_begin = _restart_clock
+    on_evaluate = _restart_clock  # evaluation and saving happen between on_step_end and the next step
+    on_save = _restart_clock
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        now = _clock()
+        self.spent_seconds += now - (self._mark if self._mark is not None else now)
+        self._mark = now
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and args.world_size > 1:
+            clock = torch.tensor([self.spent_seconds], dtype=torch.float64)
+            torch.distributed.all_reduce(clock, op=torch.distributed.ReduceOp.MAX)
+            self.spent_seconds = float(clock.item())
+        if self.spent_seconds >= self.seconds:
+            control.should_training_stop = True
+        self._update_progress_bar(state, kwargs)
+
+    def _update_progress_bar(self, state: TrainerState, kwargs: dict[str, Any]) -> None:
+        """Show the expected number of steps at the measured step rate instead of the step cap."""
+        if self._first_step is None:
+            self._first_step, self._first_spent = state.global_step, self.spent_seconds
+            return
+        steps, seconds = state.global_step - self._first_step, self.spent_seconds - self._first_spent
+        if steps < 5 or seconds <= 0:
+            return
+        expected = state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
+        for callback in self.progress_callbacks:
+            bar = getattr(callback, "training_bar", None)
+            if bar is not None and bar.total != expected:
+                bar.total = expected
+                bar.refresh()
+
+
+__all__ = ["BUDGET_SCHEDULES", "TrainingBudget", "budget_lr_lambda"]
