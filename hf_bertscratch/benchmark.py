@@ -40,6 +40,7 @@ from transformers import BertForMaskedLM, HfArgumentParser
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
 from .modeling_bertscratch import BertScratchForMaskedLM
+from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -436,10 +437,8 @@ def write_outputs(args: BenchmarkArguments, results: list[CaseResult]) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    staging.replace(path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:

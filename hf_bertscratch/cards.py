@@ -14,7 +14,6 @@ import math
 import os
 import platform
 import re
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,6 +21,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -350,15 +351,9 @@ def _count_safetensors_parameters(model_dir: Path) -> int | None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: readers see the old file or the whole new one."""
-    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    """Write `text` to `path` through a temporary file and a rename (`outputs.atomic_write`)."""
+    with atomic_write(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 __all__ = [

@@ -30,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 from transformers import HfArgumentParser
 
+from .outputs import atomic_write
+
 logger = logging.getLogger(__name__)
 
 PROG = "bertscratch"
@@ -169,17 +171,11 @@ def run_embed(args: EmbedArguments) -> None:
 
 def _write_embedding(vector: np.ndarray, output: Path) -> None:
     """Save (H,) `vector` as .npy or .json through a temp file and a rename, so a failure leaves no partial file."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            if output.suffix == ".npy":
-                np.save(handle, vector)
-            else:
-                handle.write(json.dumps(vector.tolist()).encode("utf-8"))
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_write(output) as tmp, open(tmp, "wb") as handle:
+        if output.suffix == ".npy":
+            np.save(handle, vector)
+        else:
+            handle.write(json.dumps(vector.tolist()).encode("utf-8"))
 
 
 def run_attention(args: AttentionArguments) -> None:

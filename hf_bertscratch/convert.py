@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from transformers import AutoConfig, BertConfig, HfArgumentParser, PreTrainedMod
 
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
+from .outputs import staged_folder
 
 logger = logging.getLogger(__name__)
 
@@ -201,17 +200,9 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
 
 
 def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path) -> None:
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
-    try:
+    with staged_folder(output_dir) as staging:
         model.save_pretrained(staging)
         _copy_tokenizer(source, staging)
-        if output_dir.exists():
-            shutil.rmtree(output_dir)
-        staging.rename(output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _copy_tokenizer(source: str | Path, destination: Path) -> None:

@@ -41,7 +41,8 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from .data import load_raw_datasets
 from .metrics import ClassificationMetrics
-from .outputs import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
+from .hub import check_training_push, push_training_output
+from .outputs import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -495,6 +496,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 1. Resolve and check everything that can be wrong before any training starts.
     check_output_dir(training_args)
+    check_training_push(training_args)
     checkpoint = resolve_checkpoint(training_args)
     task = resolve_task(data_args)
     raw = load_task_datasets(data_args, task, model_args.cache_dir)
@@ -556,8 +558,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     write_reports(output_dir, trainer, raw["eval"], prediction, task, names, results, model_args, data_args)
     (output_dir / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    for path in output_dir.iterdir():
+        if path.is_file():
+            grant_usual_permissions(path)  # safetensors writes the weights 0600
     logger.info("eval_accuracy %.4f (%d eval examples)", results.get("eval_accuracy", math.nan), len(raw["eval"]))
     print(json.dumps({k: v for k, v in results.items() if k.startswith("eval_")}, indent=2))
+    if trainer.is_world_process_zero():
+        push_training_output(training_args)
 
 
 if __name__ == "__main__":

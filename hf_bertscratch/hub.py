@@ -14,7 +14,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import os
 import re
 import shutil
 import sys
@@ -31,6 +30,7 @@ from . import configuration_bertscratch, modeling_bertscratch
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import _auto_map
+from .outputs import staged_folder
 
 logger = logging.getLogger(__name__)
 
@@ -162,16 +162,8 @@ def prepare_upload_folder(
         raise ValueError(f"Upload folder {str(target)!r} must be outside the model folder {str(source)!r}.")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"Upload folder {str(target)!r} already exists and is not empty; give a new folder.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
-    try:
+    with staged_folder(target) as staging:
         _assemble(source, staging, repo_id, revision)
-        if target.exists():
-            target.rmdir()
-        os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return target
 
 
@@ -234,13 +226,18 @@ def push_to_hub(
     return commit
 
 
+def wants_push(training_args: TrainingArguments) -> bool:
+    """Whether `--push_to_hub` was given (`GuardedTrainingArguments` keeps it as `push_at_end`, off for the Trainer)."""
+    return bool(getattr(training_args, "push_at_end", training_args.push_to_hub))
+
+
 def check_training_push(training_args: TrainingArguments) -> None:
     """Validate `--push_to_hub` arguments of a training run before training starts (no-op without push_to_hub).
 
     Pretraining and fine-tuning call this right after parsing, so a bad `--hub_model_id` or a missing token fails
     in seconds, not after hours of training.
     """
-    if not training_args.push_to_hub:
+    if not wants_push(training_args):
         return
     if training_args.hub_model_id is None:
         raise ValueError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repository to upload to).")
@@ -256,7 +253,7 @@ def push_training_output(training_args: TrainingArguments, output_dir: str | Pat
     folder (TensorBoard logs, training_args.bin); the repo, privacy, branch and token come from the training
     arguments (`--hub_model_id`, `--hub_private_repo`, `--hub_revision`, `--hub_token`).
     """
-    if not training_args.push_to_hub:
+    if not wants_push(training_args):
         return None
     check_training_push(training_args)
     return push_to_hub(

@@ -9,7 +9,10 @@ folders is an interrupted run that `--resume_from_checkpoint last` continues.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +30,13 @@ class GuardedTrainingArguments(TrainingArguments):
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card
+        # and remote code (hf_bertscratch.hub.push_training_output). The Trainer's own push, which would create the
+        # repo at start-up and upload the whole folder (staging, training_args.bin) with a generic card, stays off.
+        self.push_at_end, self.push_to_hub = self.push_to_hub, False
 
 
 def check_output_dir(
@@ -57,4 +67,73 @@ def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
     return resume
 
 
-__all__ = ["FINISHED_FILES", "GuardedTrainingArguments", "check_output_dir", "resolve_checkpoint"]
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def grant_usual_permissions(path: str | Path) -> None:
+    """Give a written file the mode a plain `open()` would (0666 minus the umask): safetensors and `mkstemp` write
+    0600, which another user or a serving container on a shared disk cannot read."""
+    mode = 0o666 & ~_umask()
+    if stat.S_IMODE(os.stat(path).st_mode) != mode:
+        os.chmod(path, mode)
+
+
+@contextmanager
+def atomic_write(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write to; on success it replaces `path` in one rename.
+
+    Readers see the old file or the whole new one; a failure leaves neither a partial file nor the temporary one.
+    The file gets the usual permissions (see `grant_usual_permissions`).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        grant_usual_permissions(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def staged_folder(target: str | Path) -> Iterator[Path]:
+    """Yield a new hidden folder beside `target` to assemble; on success it replaces `target` in one rename (a
+    folder already there is removed), its files with the usual permissions; on failure it is deleted."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+        for path in staging.rglob("*"):
+            if path.is_file():
+                grant_usual_permissions(path)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[str] = ("README.md",)) -> None:
+    """Move every file of `staging` into `output_dir` with the usual permissions, the `last` names last, then remove
+    `staging`: a folder holding its `last` files (the model card) is complete."""
+    staging, output_dir = Path(staging), Path(output_dir)
+    last = tuple(last)
+    for path in sorted(staging.iterdir(), key=lambda p: p.name in last):
+        if path.is_file():
+            grant_usual_permissions(path)
+        os.replace(path, output_dir / path.name)
+    staging.rmdir()
+
+
+__all__ = [
+    "FINISHED_FILES", "GuardedTrainingArguments", "atomic_write", "check_output_dir", "grant_usual_permissions",
+    "publish_folder", "resolve_checkpoint", "staged_folder",
+]

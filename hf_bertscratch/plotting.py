@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +20,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +46,8 @@ def _save_figure(fig: Figure, output_file: str | Path) -> Path:
         raise ValueError(
             f"Cannot write image {str(output_file)!r}: format {image_format!r} is not one of {sorted(supported)}."
         )
-    output_file.parent.mkdir(parents=True, exist_ok=True)
-    # Not mkstemp: its 0600 mode would survive the rename; a pid-unique name keeps the user's umask.
-    tmp_name = output_file.with_name(f".{output_file.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp_name, format=image_format, dpi=DPI)
-        os.replace(tmp_name, output_file)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_write(output_file) as tmp:
+        fig.savefig(tmp, format=image_format, dpi=DPI)
     logger.info("Wrote %s", output_file)
     return output_file
 

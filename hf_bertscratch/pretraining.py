@@ -28,7 +28,6 @@ from typing import Any
 import datasets
 import numpy as np
 import torch
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForMaskedLM,
@@ -49,8 +48,9 @@ from transformers import (
 from .budget import TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
+from .hub import check_training_push, push_training_output
 from .nsp import make_nsp_pairs_function
-from .outputs import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
+from .outputs import GuardedTrainingArguments, check_output_dir, publish_folder, resolve_checkpoint
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -265,6 +265,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError("--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
                          "to count epochs by.")
     check_output_dir(training_args)
+    check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
         training_args.ddp_find_unused_parameters = False
@@ -636,9 +637,7 @@ def save_outputs(
     (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     plot_training_curves(staging, staging / "loss_curve.png")
     write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
-    for path in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):
-        os.replace(path, output_dir / path.name)
-    staging.rmdir()
+    publish_folder(staging, output_dir)
 
 
 def _position_start(config) -> str:
@@ -755,6 +754,7 @@ def main(argv: list[str] | None = None) -> None:
               f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
               f"-> {training_args.output_dir}")
         show_fill_mask(training_args.output_dir)
+        push_training_output(training_args)
 
 
 __all__ = [

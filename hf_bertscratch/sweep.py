@@ -7,7 +7,8 @@ plus the candidate's own arguments (`CANDIDATES`), so each row changes one thing
 evaluated on the validation split at 15% masking whatever its training rate (`--eval_mlm_probability`, the
 pretraining default), and probed for layer-1 neighbour attention (`neighbour_attention`). A finished run (its
 `all_results.json` exists) is skipped, so the sweep continues where it stopped; `RUNS_DIR/sweep.md` is rewritten
-after every run with the rows so far.
+after every run with the rows so far. Run it from a checkout nobody edits meanwhile (each candidate imports the
+package afresh), e.g. a `git worktree` with `PYTHONPATH` pointing at it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -23,22 +23,25 @@ from pathlib import Path
 
 import torch
 
+from .outputs import atomic_write
+
 logger = logging.getLogger(__name__)
 
 # name -> (arguments added to the default recipe, what the row tests). "default" is the recipe as shipped.
 CANDIDATES: dict[str, tuple[list[str], str]] = {
     "default": ([], "the shipped recipe"),
-    "mask-15": (["--mlm_probability", "0.15"], "masking rate 15% (BERT)"),
-    "mask-40": (["--mlm_probability", "0.40"], "masking rate 40% (Wettig et al. 2022)"),
-    "lr-1e-3": (["--learning_rate", "1e-3"], "peak learning rate 1e-3"),
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
-    "warmup-25%": (["--warmup_steps", "0.25"], "warm-up over 25% of the budget"),
+    "batch-32": (["--per_device_train_batch_size", "16"], "effective batch 32 (twice the steps)"),
+    "mask-40": (["--mlm_probability", "0.40"], "masking rate 40% (Wettig et al. 2022)"),
+    "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
+    "mask-15": (["--mlm_probability", "0.15"], "masking rate 15% (BERT)"),
     "one-cycle": (["--warmup_steps", "0.5"], "one-cycle (triangle) schedule: warm-up to the middle, then decay"),
     "wsd": (["--lr_scheduler_type", "warmup_stable_decay"], "warmup-stable-decay (the last 20% decays)"),
+    "warmup-2%": (["--warmup_steps", "0.02"], "warm-up over 2% of the budget"),
+    "lr-1e-3": (["--learning_rate", "1e-3"], "peak learning rate 1e-3"),
     "batch-128": (["--per_device_train_batch_size", "64"], "effective batch 128"),
     "dropout-0.1": (["--dropout", "0.1"], "dropout 0.1 while pretraining (BERT)"),
     "mini": (["--model_size", "mini"], "BERT-Mini (4 layers, H=256) for the same minutes"),
-    "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
     "vocab-16k": (["--tokenizer_vocab_size", "16384"], "16,384-token WordPiece"),
     "1proc-2threads": (["--num_processes", "1", "--per_device_train_batch_size", "64"],
                        "one process with two threads (the same effective batch of 64)"),
@@ -104,9 +107,8 @@ def write_table(rows: list[dict], path: Path, minutes: float) -> None:
         lines.append(f"| {row['name']} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
                      f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
                      f"{row['steps']} | {row['world_size']} | {row['neighbour_attention']:.3f} | {wall} |")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -104,3 +104,30 @@ def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
+    """Record the calls that reach huggingface_hub's HfApi (the network boundary), with the files uploaded."""
+    from huggingface_hub import CommitInfo, HfApi
+
+    calls: list[tuple[str, dict]] = []
+
+    def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
+        folder = Path(kwargs["folder_path"])  # temporary: read it at the moment it is handed over
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        calls.append(("upload_folder", {**kwargs, "files": files, "token": self.token}))
+        return CommitInfo(commit_url="https://huggingface.co/alice/run/commit/abc", commit_message="",
+                          commit_description="", oid="abc")
+
+    def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
+        calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
+        return f"https://huggingface.co/{repo_id}"
+
+    def create_branch(self: HfApi, repo_id: str, **kwargs) -> None:
+        calls.append(("create_branch", {"repo_id": repo_id, **kwargs}))
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "create_branch", create_branch)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    return calls

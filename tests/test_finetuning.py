@@ -24,7 +24,7 @@ from hf_bertscratch.finetuning import (
     truncate_ids,
 )
 
-from conftest import cut_back_to_checkpoint, tiny_config_kwargs
+from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -235,3 +235,21 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
         main(base_argv(model_dir, *data_files, cut))
     main(base_argv(model_dir, *data_files, cut) + ["--overwrite_output_dir", "true", "--num_train_epochs", "1"])
     assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6
+
+
+def test_push_to_hub_uploads_the_finished_classifier(tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fine-tuning's --push_to_hub: one upload of the finished folder with the classifier card and remote code."""
+    from hf_bertscratch import hub
+
+    calls = record_hub(monkeypatch)
+    out = tmp_path / "run"
+    main([*base_argv(model_dir, *data_files, out), "--num_train_epochs", "1", "--push_to_hub", "true",
+          "--hub_model_id", "alice/classifier"])
+    assert [name for name, _ in calls] == ["create_repo", "upload_folder"]
+    upload = calls[-1][1]
+    assert (upload["repo_id"], upload["revision"]) == ("alice/classifier", None)
+    expected = hub.push_to_hub(out, "alice/classifier", dry_run=tmp_path / "dry")
+    assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
+    assert "training_args.bin" not in upload["files"] and "modeling_bertscratch.py" in upload["files"]
+    assert "text-classification" in upload["files"]["README.md"].decode()

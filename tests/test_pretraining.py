@@ -37,7 +37,7 @@ from hf_bertscratch.pretraining import (
 )
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 
-from conftest import CORPUS, tiny_config_kwargs
+from conftest import CORPUS, record_hub, tiny_config_kwargs
 
 # Fast settings every run shares: a 2-layer 32-wide model, 16-token blocks, no checkpoints unless asked.
 FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
@@ -451,3 +451,67 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
     raw = load_raw_datasets(data_args.dataset_name, data_args.dataset_config_name, data_dir=None)
     assert {name: len(split) for name, split in raw.items()} == {"train": 36718, "validation": 3760, "test": 4358}
     assert raw["train"][1]["text"] == " = Valkyria Chronicles III = " and raw["validation"][1]["text"] == " = Homarus gammarus = "
+
+
+def test_push_to_hub_uploads_the_finished_folder_once(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--push_to_hub uploads the finished output folder once, at the end, as scripts/push_to_hub.py would: the
+    project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes."""
+    from hf_bertscratch import hub
+
+    calls = record_hub(monkeypatch)
+    out = tmp_path / "run"
+    push = ("--push_to_hub", "true", "--hub_model_id", "alice/run", "--hub_revision", "v1")
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "4", "--save_strategy", "steps",
+               "--save_steps", "2", *push))
+    assert [name for name, _ in calls] == ["create_repo", "create_branch", "upload_folder"]
+    upload = calls[-1][1]
+    assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/run", "v1", "End of training")
+    calls.clear()
+    expected = hub.push_to_hub(out, "alice/run", revision="v1", dry_run=tmp_path / "dry")  # scripts/push_to_hub.py
+    assert calls == []
+    assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
+    assert upload["files"]["model.safetensors"] == (out / "model.safetensors").read_bytes()
+    assert not any(name.startswith((".staging", "checkpoint-")) or name == "training_args.bin" for name in upload["files"])
+    assert {"modeling_bertscratch.py", "configuration_bertscratch.py", "tokenizer.json"} <= set(upload["files"])
+    assert json.loads(upload["files"]["config.json"])["auto_map"]["AutoModelForMaskedLM"].endswith("BertScratchForMaskedLM")
+    card = upload["files"]["README.md"].decode()
+    assert "fill-mask" in card and "alice/run" in card and "unknown dataset" not in card
+
+
+def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(
+        text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = record_hub(monkeypatch)
+    with pytest.raises(ValueError, match="repo_id"):
+        main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "bad", "--max_steps", "4", "--push_to_hub", "true",
+                   "--hub_model_id", "no-namespace"))
+    assert not (tmp_path / "bad").exists()
+
+    def dying_step(self, *args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "dies", "--max_steps", "4", "--push_to_hub",
+                   "true", "--hub_model_id", "alice/run"))
+    assert calls == []
+
+
+def test_outputs_get_the_usual_permissions(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path) -> None:
+    """Every file of a finished run is readable as the umask says (safetensors and mkstemp would leave 0600)."""
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "run"
+        main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "2"))
+        from hf_bertscratch.convert import convert_checkpoint
+        from hf_bertscratch.hub import prepare_upload_folder
+
+        upload = prepare_upload_folder(out, tmp_path / "upload")
+        convert_checkpoint(out, tmp_path / "as-bert")
+    finally:
+        os.umask(old)
+    for folder in (out, upload, tmp_path / "as-bert"):
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in folder.iterdir() if p.is_file()}
+        assert {"model.safetensors", "config.json"} <= set(modes) and ("README.md" in modes) == (folder != tmp_path / "as-bert")
+        assert set(modes.values()) == {"0o644"}, modes
+    assert oct(upload.stat().st_mode & 0o777) == "0o755"
