@@ -32,6 +32,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "default": ([], "the shipped recipe"),
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
     "batch-32": (["--per_device_train_batch_size", "16"], "effective batch 32 (twice the steps)"),
+    "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "64"],
+               "64-token blocks, the same tokens a step (evaluated on 64-token blocks)"),
     "mask-40": (["--mlm_probability", "0.40"], "masking rate 40% (Wettig et al. 2022)"),
     "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
     "mask-15": (["--mlm_probability", "0.15"], "masking rate 15% (BERT)"),
@@ -54,14 +56,14 @@ def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128)
     A model that attends uniformly scores 2/(T-1) (0.016 at T=128); one that has learned to read its neighbours,
     the first thing an MLM must learn to leave the unigram plateau, scores far higher.
     """
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
     from .pretraining import make_pack_function
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
-    text = load_raw_datasets(*DEFAULT_PRETRAINING_DATASET)["validation"].select(range(400))["text"]
+    model = AutoModelForMaskedLM.from_pretrained(model_dir, attn_implementation="eager").base_model.eval()
+    text = list(load_raw_datasets(*DEFAULT_PRETRAINING_DATASET)["validation"].select(range(400))["text"])
     ids = torch.tensor(make_pack_function(tokenizer, "text", seq, False)({"text": text})["input_ids"][:blocks])
     with torch.no_grad():
         attention = model(ids, output_attentions=True).attentions[0]  # (B, heads, T, T)
