@@ -34,14 +34,13 @@ from transformers import (
     Trainer,
     set_seed,
 )
-
 from transformers.trainer_utils import PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .data import load_raw_datasets
-from .metrics import ClassificationMetrics
 from .hub import check_training_push, push_training_output
+from .metrics import ClassificationMetrics
 from .outputs import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -101,6 +100,11 @@ class ModelArguments:
             "help": "Allow a classifier checkpoint whose num_labels differs from the task's (its head is "
             "re-initialised). Without it, the mismatch is an error."
         },
+    )
+    dropout: float = field(
+        default=0.1,
+        metadata={"help": "Hidden and attention dropout while fine-tuning (BERT's 0.1; pretraining here runs without "
+                  "dropout, and the checkpoint's config records that). -1 keeps the checkpoint's values."},
     )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
 
@@ -357,6 +361,10 @@ def load_model(
         "id2label": dict(enumerate(label_names)),
         "label2id": {name: i for i, name in enumerate(label_names)},
     }
+    if args.dropout != -1:
+        if not 0.0 <= args.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1) or -1 (the checkpoint's), got {args.dropout}.")
+        labels.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     if args.init_from_scratch:
         config.update(labels)
         return AutoModelForSequenceClassification.from_config(config)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from transformers import HfArgumentParser
 
-
 # Run name -> (task label, initialisation label). A run's fine-tunes live in `<name>-seed<N>` folders, one per
 # fine-tuning seed; the pretraining run is "pretrain".
 RUNS: dict[str, tuple[str, str]] = {

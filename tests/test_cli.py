@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config_kwargs
+from test_plotting import assert_png
 
 import hf_bertscratch
 from hf_bertscratch import cli
 
-from test_plotting import assert_png
+from conftest import tiny_config_kwargs
 
 SENTENCE = "paris is the capital of france ."
 

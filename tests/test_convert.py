@@ -22,6 +22,7 @@ from transformers import (
 
 import hf_bertscratch
 from hf_bertscratch import convert
+
 from conftest import tiny_config_kwargs
 
 REPO = Path(__file__).resolve().parents[1]

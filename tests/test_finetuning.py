@@ -253,3 +253,20 @@ def test_push_to_hub_uploads_the_finished_classifier(tmp_path: Path, model_dir: 
     assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
     assert "training_args.bin" not in upload["files"] and "modeling_bertscratch.py" in upload["files"]
     assert "text-classification" in upload["files"]["README.md"].decode()
+
+
+def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None:
+    """A checkpoint pretrained without dropout fine-tunes with BERT's 0.1 unless told to keep its own."""
+    from hf_bertscratch.finetuning import ModelArguments
+
+    no_dropout = tmp_path / "no-dropout"
+    model = AutoModelForMaskedLM.from_pretrained(model_dir)
+    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
+    model.save_pretrained(no_dropout)
+    for scratch in (False, True):
+        classifier = load_model(ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), 2, ["a", "b"])
+        assert (classifier.config.hidden_dropout_prob, classifier.config.attention_probs_dropout_prob) == (0.1, 0.1)
+    kept = load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=-1), 2, ["a", "b"])
+    assert (kept.config.hidden_dropout_prob, kept.config.attention_probs_dropout_prob) == (0.0, 0.0)
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\) or -1 \(the checkpoint's\), got 1.5"):
+        load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=1.5), 2, ["a", "b"])

@@ -20,6 +20,7 @@ from transformers import TrainingArguments, pipeline
 
 import hf_bertscratch
 from hf_bertscratch import cards, hub, modeling_bertscratch
+
 from conftest import tiny_config_kwargs
 
 FILL_MASK_TEXT = "paris is the [MASK] of france ."

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config_kwargs
 
 import hf_bertscratch
 from hf_bertscratch import inference
+
+from conftest import tiny_config_kwargs
 
 LONG_TEXT = " ".join(["the cat sat on the mat ."] * 30)  # 211 tokens, beyond the tiny model's 64 positions
 

@@ -12,6 +12,7 @@ import torch
 from transformers import BertTokenizer, pipeline
 
 import hf_bertscratch
+
 from conftest import tiny_config_kwargs
 
 TEXT = "paris is the capital of france ."

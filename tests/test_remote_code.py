@@ -19,6 +19,7 @@ import torch
 from transformers import BertTokenizer
 
 import hf_bertscratch
+
 from conftest import tiny_config_kwargs
 
 CHILD = textwrap.dedent(

@@ -4,8 +4,8 @@ Same name, inputs and output key as the Hub's `evaluate-metric/f1`; computed wit
 """
 
 import datasets
-import numpy as np
 import evaluate
+import numpy as np
 from sklearn.metrics import f1_score
 
 _DESCRIPTION = "F1: the harmonic mean of precision and recall, F1 = 2 * (P * R) / (P + R)."
