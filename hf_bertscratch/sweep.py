@@ -45,6 +45,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "dropout-0.1": (["--dropout", "0.1"], "dropout 0.1 while pretraining (BERT)"),
     "mini": (["--model_size", "mini"], "BERT-Mini (4 layers, H=256) for the same minutes"),
     "vocab-16k": (["--tokenizer_vocab_size", "16384"], "16,384-token WordPiece"),
+    "batch-32+wsd": (["--per_device_train_batch_size", "16", "--lr_scheduler_type", "warmup_stable_decay"],
+                     "effective batch 32 and warmup-stable-decay"),
     "1proc-2threads": (["--num_processes", "1", "--per_device_train_batch_size", "64"],
                        "one process with two threads (the same effective batch of 64)"),
 }
