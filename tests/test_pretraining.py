@@ -292,23 +292,30 @@ pretraining.main(sys.argv[2:])
 
 
 def _readme_main_job_argv() -> list[str]:
-    """The arguments of the README's main-job command (the first `scripts/pretrain.py` call under "Main job")."""
+    """The arguments of the README's main-job command (the first `bertscratch pretrain` call under "Main job")."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Main job", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     words = shlex.split(block.replace("\\\n", " "))
-    return words[words.index("scripts/pretrain.py") + 1:]
+    start = next(i for i in range(len(words) - 1) if words[i:i + 2] == ["bertscratch", "pretrain"])
+    return words[start + 2:]
 
 
-def test_shipped_config_is_the_readme_main_job() -> None:
-    """scripts/configs/pretrain_wikitext2.json holds exactly the README's main-job arguments."""
+def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out() -> None:
+    """The README main job names only its output folder; scripts/configs/pretrain_wikitext2.json gives the same run
+    with every recipe argument written out."""
+    argv = _readme_main_job_argv()
+    assert argv[0] == "--output_dir" and len(argv) == 2
     config = Path(__file__).parents[1] / "scripts" / "configs" / "pretrain_wikitext2.json"
-    from_file, from_readme = parse_args([str(config)]), parse_args(_readme_main_job_argv())
+    from_file, from_readme = parse_args([str(config)]), parse_args(argv)
+    for parsed in (from_file, from_readme):
+        pretraining.validate_args(*parsed)
     assert from_file[:2] == from_readme[:2]  # model and data arguments
     ignore = {"logging_dir"}  # derived from the run's start time
     training = [{k: v for k, v in args.to_dict().items() if k not in ignore} for args in (from_file[2], from_readme[2])]
     assert training[0] == training[1]
-    assert from_readme[0].model_size == "tiny" and from_readme[2].max_steps > 0
+    assert from_readme[2].max_train_minutes == pretraining.DEFAULT_BUDGET_MINUTES
+    assert (from_readme[1].dataset_name, from_readme[1].data_dir) == ("wikitext", None)  # the shipped copy, offline
 
 
 @pytest.mark.slow
