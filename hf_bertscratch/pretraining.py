@@ -37,6 +37,7 @@ from transformers import (
     HfArgumentParser,
     PreTrainedModel,
     PreTrainedTokenizerBase,
+    SchedulerType,
     Trainer,
     TrainerCallback,
     TrainerControl,
@@ -45,7 +46,7 @@ from transformers import (
     set_seed,
 )
 
-from .budget import TrainingBudget, budget_lr_lambda
+from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
 from .hub import check_training_push, push_training_output
@@ -555,6 +556,12 @@ class PretrainingTrainer(Trainer):
         self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
     ) -> torch.optim.lr_scheduler.LRScheduler:
         if self.budget is None or self.lr_scheduler is not None:
+            kwargs = self.args.lr_scheduler_kwargs or {}
+            if self.args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY and "num_decay_steps" not in kwargs:
+                # The same shape as with a budget: the last WSD_DECAY_FRACTION of the steps decay linearly to 0.
+                self.args.lr_scheduler_kwargs = {
+                    "num_decay_steps": math.ceil(WSD_DECAY_FRACTION * num_training_steps), "decay_type": "linear",
+                    **kwargs}
             return super().create_scheduler(num_training_steps, optimizer)
         factor = budget_lr_lambda(str(self.args.lr_scheduler_type.value), self.args.warmup_steps)
         budget = self.budget

@@ -522,3 +522,16 @@ def test_outputs_get_the_usual_permissions(text_file: Path, tokenizer_dir: Path,
         assert {"model.safetensors", "config.json"} <= set(modes) and ("README.md" in modes) == (folder != tmp_path / "as-bert")
         assert set(modes.values()) == {"0o644"}, modes
     assert oct(upload.stat().st_mode & 0o777) == "0o755"
+
+
+def test_step_budget_runs_take_the_same_schedule_shape(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """Without a time budget the default warmup-stable-decay schedule runs over --max_steps: warm-up, the peak held,
+    a linear decay over the last 20% (transformers' WSD needs num_decay_steps; the package supplies it)."""
+    out = tmp_path / "steps"
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "20", "--logging_steps", "1",
+               "--lr_scheduler_type", "warmup_stable_decay", "--warmup_steps", "0.1"))
+    rates = [log["learning_rate"] for log in json.loads((out / "trainer_state.json").read_text())["log_history"]
+             if "learning_rate" in log]
+    assert len(rates) == 20 and rates[0] < rates[1] < rates[2] == pytest.approx(1e-3)  # 2 warm-up steps
+    assert rates[16] == pytest.approx(1e-3) and rates[16:] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
