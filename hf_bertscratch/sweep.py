@@ -42,6 +42,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "lr-1e-3": (["--learning_rate", "1e-3"], "peak learning rate 1e-3"),
     "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
     "batch-64": (["--per_device_train_batch_size", "32"], "effective batch 64"),
+    "position-0.1": (["--sinusoidal_position_std", "0.1"], "position embeddings start as sinusoids of std 0.1"),
     "batch-16": (["--per_device_train_batch_size", "8"], "effective batch 16 (twice the steps)"),
     "linear": (["--lr_scheduler_type", "linear"], "linear decay from the end of warm-up"),
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
