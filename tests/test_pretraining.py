@@ -386,20 +386,38 @@ def test_budget_schedule_shapes() -> None:
         budget_lr_lambda("linear", 300)
 
 
-def test_time_budget_stops_and_resumes_with_the_time_spent(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    budget = ("--max_train_minutes", "0.04", "--warmup_steps", "0.25", "--logging_steps", "1",
-              "--save_strategy", "steps", "--save_steps", "5")
+def test_time_budget_stops_at_the_budget_on_the_real_clock(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                          tmp_path: Path) -> None:
     out = tmp_path / "budget"
-    main(_args(text_file, tokenizer_dir, config_dir, out, *budget))
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.04", "--save_strategy", "steps",
+               "--save_steps", "5"))
     results, state = _results(out), json.loads((out / "trainer_state.json").read_text())
     assert results["train_budget_minutes"] == 0.04
     assert 0.04 <= results["train_budget_spent_minutes"] < 0.04 + 0.02  # stops at the first step past the budget
     assert 10 < state["global_step"] < pretraining.BUDGET_STEP_CAP
-    rates = [log["learning_rate"] for log in state["log_history"] if "learning_rate" in log]
-    peak = rates.index(max(rates))  # warm-up then linear decay towards 0 at the budget
-    assert 0 < peak < len(rates) - 1 and rates[-1] < 0.2 * max(rates)
 
+
+@pytest.mark.parametrize("schedule", ["linear", "warmup_stable_decay"])
+def test_time_budget_lays_the_schedule_over_the_budget(schedule: str, text_file: Path, tokenizer_dir: Path,
+                                                       config_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a clock that advances one second per reading, a 30-second budget is 30 one-second steps, and the learning
+    rate of step k is the peak times the schedule's factor at the fraction spent before step k - 1 (the scheduler steps
+    after the optimizer, before the budget's clock reads the step's time; step 1 runs at the initial factor)."""
+    from hf_bertscratch import budget as budget_module
+    from hf_bertscratch.budget import budget_lr_lambda
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
+    out = tmp_path / schedule
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.5", "--warmup_steps", "0.2",
+               "--lr_scheduler_type", schedule, "--learning_rate", "1e-3", "--logging_steps", "1"))
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 30 and _results(out)["train_budget_spent_minutes"] == 0.5
+    logged = {log["step"]: log["learning_rate"] for log in state["log_history"] if "learning_rate" in log}
+    factor = budget_lr_lambda(schedule, 0.2)
+    assert sorted(logged) == list(range(1, 31))
+    assert [logged[step] for step in range(1, 31)] == pytest.approx([1e-3 * factor(max(step - 2, 0) / 30) for step in range(1, 31)])
 
 
 def test_time_budget_resumes_with_the_time_already_spent(text_file: Path, tokenizer_dir: Path, config_dir: Path,
