@@ -1,6 +1,7 @@
 """Compare pretraining recipes for the same wall-clock budget on the same data and machine.
 
-    python scripts/sweep_pretraining.py [--runs_dir runs/sweep] [--minutes 6] [--only NAME ...] [--seed 0]
+    python scripts/sweep_pretraining.py [--runs_dir runs/sweep] [--minutes 6] [--only NAME ...] [--seeds 0 ...]
+    python scripts/sweep_pretraining.py --max_steps 1800 --jobs 2 [--only NAME ...] [--seeds 42 1]
 
 Every candidate is `bertscratch pretrain` with the shared budget (`--max_train_minutes`) and the package defaults
 plus the candidate's own arguments (`CANDIDATES`), so each row changes one thing from the default recipe. Each run is
@@ -9,6 +10,15 @@ pretraining default), and probed for layer-1 neighbour attention (`neighbour_att
 `all_results.json` exists) is skipped, so the sweep continues where it stopped; `RUNS_DIR/sweep.md` is rewritten
 after every run with the rows so far. Run it from a checkout nobody edits meanwhile (each candidate imports the
 package afresh), e.g. a `git worktree` with `PYTHONPATH` pointing at it.
+
+With several `--seeds`, each seed's runs go to `RUNS_DIR/seed-S/`; with one, to `RUNS_DIR/` itself. Every row also
+gives the step at which the run left the unigram plateau: the first logged training loss below `PLATEAU_EXIT_LOSS`.
+
+`--max_steps N --jobs J` is a *screen* that does not depend on the machine's load: every run trains exactly N steps
+(`STEP_SCREEN_ARGUMENTS`: the default's peak rate held after its warm-up, i.e. warmup-stable-decay before its decay
+starts), in one process with gradient accumulation standing in for the default's processes (the same effective
+batch), J runs at a time with the cores shared out. It asks one question, when each candidate leaves the plateau,
+and leaves the budgeted comparison to the time mode.
 """
 
 from __future__ import annotations
@@ -16,9 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -48,7 +61,16 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
     "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "32"],
                "64-token blocks, the same tokens a step (evaluated on 64-token blocks)"),
+    "lr-1.5e-3": (["--learning_rate", "1.5e-3"], "peak learning rate 1.5e-3"),
 }
+# Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
+# 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
+# few hundred steps.
+PLATEAU_EXIT_LOSS = 5.8
+# The step screen (--max_steps): the default's warm-up in steps (about a tenth of the ~3,500 steps of its 8.5-minute
+# budget), then its peak rate held, as warmup-stable-decay holds it until 80% of the budget.
+STEP_SCREEN_ARGUMENTS = ["--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "350"]
+DEFAULT_PROCESSES = 2  # what --num_processes auto starts on this project's 2-core machine (the recipe's batch is per process)
 
 
 def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128) -> float:
@@ -72,44 +94,68 @@ def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128)
     return float(attention[..., index[1:], index[:-1]].mean() + attention[..., index[:-1], index[1:]].mean())
 
 
-def run_candidate(name: str, runs_dir: Path, minutes: float, seed: int) -> dict:
-    """Train one candidate (unless finished) and return its row."""
+def plateau_exit_step(log_history: list[dict]) -> int | None:
+    """The first logged step whose training loss is below `PLATEAU_EXIT_LOSS` (None: never left the plateau)."""
+    return next((log["step"] for log in log_history if "loss" in log and log["loss"] < PLATEAU_EXIT_LOSS), None)
+
+
+def run_candidate(name: str, runs_dir: Path, minutes: float, seed: int, max_steps: int | None = None,
+                  threads: int | None = None) -> dict:
+    """Train one candidate (unless finished) and return its row.
+
+    With `max_steps`, the step screen: that many steps in one process of `threads` threads, with gradient
+    accumulation over `DEFAULT_PROCESSES` micro-batches standing in for the default's processes.
+    """
     extra, what = CANDIDATES[name]
     output_dir = runs_dir / name
-    command = [sys.executable, "-m", "hf_bertscratch.pretraining", "--output_dir", str(output_dir),
-               "--max_train_minutes", str(minutes), "--seed", str(seed), "--disable_tqdm", "true", *extra]
+    if max_steps is None:
+        length = ["--max_train_minutes", str(minutes)]
+        env = None
+    else:
+        length = ["--max_steps", str(max_steps), *STEP_SCREEN_ARGUMENTS, "--num_processes", "1",
+                  "--gradient_accumulation_steps", str(DEFAULT_PROCESSES)]
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads or 1)}
+    command = [sys.executable, "-m", "hf_bertscratch.pretraining", "--output_dir", str(output_dir), *length,
+               "--seed", str(seed), "--disable_tqdm", "true", *extra]
     if not (output_dir / "all_results.json").exists():
         if any(output_dir.glob("checkpoint-*")):
             command += ["--resume_from_checkpoint", "last"]
         logger.info("%s: %s", name, " ".join(command))
         start = time.perf_counter()
         with open(runs_dir / f"{name}.log", "a", encoding="utf-8") as log:
-            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"Candidate {name!r} failed (exit {done.returncode}); see {runs_dir / (name + '.log')}.")
         (output_dir / "sweep_wall_seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     results = json.loads((output_dir / "all_results.json").read_text())
+    state = json.loads((output_dir / "trainer_state.json").read_text())
     wall_file = output_dir / "sweep_wall_seconds.txt"
     return {
-        "name": name, "what": what, "arguments": " ".join(extra) or "(none)",
+        "name": name, "seed": seed, "what": what, "arguments": " ".join(extra) or "(none)",
         "eval_accuracy": results["eval_accuracy"], "eval_mlm_loss": results["eval_mlm_loss"],
         "eval_perplexity": results["eval_perplexity"], "train_tokens": results["train_tokens"],
-        "steps": json.loads((output_dir / "trainer_state.json").read_text())["global_step"],
+        "steps": state["global_step"], "plateau_exit_step": plateau_exit_step(state["log_history"]),
         "world_size": results["world_size"], "neighbour_attention": neighbour_attention(output_dir),
         "wall_seconds": float(wall_file.read_text()) if wall_file.exists() else None,
     }
 
 
-def write_table(rows: list[dict], path: Path, minutes: float) -> None:
-    """The sweep as a markdown table, best held-out MLM loss first."""
-    lines = [f"Budget {minutes:g} min of training per run; evaluated at 15% masking on WikiText-2 validation.", "",
-             "| run | changes from the default | accuracy | MLM loss | perplexity | tokens | steps | procs "
-             "| layer-1 neighbour attention | wall |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for row in sorted(rows, key=lambda r: r["eval_mlm_loss"]):
+def write_table(rows: list[dict], path: Path, length: str) -> None:
+    """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
+    lines = [f"{length} per run; evaluated at 15% masking on WikiText-2 validation.", "",
+             "| run | seed | changes from the default | accuracy | MLM loss | perplexity | tokens | steps "
+             "| left the plateau at step | procs | layer-1 neighbour attention | wall |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    losses: dict[str, list[float]] = {}
+    for row in rows:
+        losses.setdefault(row["name"], []).append(row["eval_mlm_loss"])
+    for row in sorted(rows, key=lambda r: (sum(losses[r["name"]]) / len(losses[r["name"]]), r["name"], r["seed"])):
         wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] else "-"
-        lines.append(f"| {row['name']} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
+        exit_step = row.get("plateau_exit_step")
+        lines.append(f"| {row['name']} | {row.get('seed', '-')} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
                      f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
-                     f"{row['steps']} | {row['world_size']} | {row['neighbour_attention']:.3f} | {wall} |")
+                     f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
+                     f"{row['neighbour_attention']:.3f} | {wall} |")
     with atomic_write(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -120,18 +166,42 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--runs_dir", default="runs/sweep", help="Folder of the runs, their logs and sweep.md.")
     parser.add_argument("--minutes", type=float, default=6.0, help="Training minutes per candidate.")
+    parser.add_argument("--max_steps", type=int, default=None,
+                        help="Instead of --minutes: the step screen, exactly this many steps per run (see above).")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="With --max_steps: runs at a time, each in one process with cores/jobs threads.")
     parser.add_argument("--only", nargs="*", choices=sorted(CANDIDATES), help="Run only these candidates.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of every run.")
+    parser.add_argument("--seeds", "--seed", nargs="+", type=int, default=[0],
+                        help="Seeds; every candidate runs once per seed.")
     args = parser.parse_args(argv)
+    if args.max_steps is not None and args.max_steps <= 0:
+        parser.error(f"--max_steps must be a positive number of steps, got {args.max_steps}")
+    if args.jobs < 1 or (args.jobs > 1 and args.max_steps is None):
+        parser.error(f"--jobs must be 1, or more with --max_steps (timed runs need the machine to themselves), got {args.jobs}")
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     runs_dir = Path(args.runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in args.only or list(CANDIDATES):
-        rows.append(run_candidate(name, runs_dir, args.minutes, args.seed))
-        (runs_dir / "sweep.json").write_text(json.dumps(rows, indent=2) + "\n")
-        write_table(rows, runs_dir / "sweep.md", args.minutes)
-        logger.info("%s: accuracy %.4f, MLM loss %.3f", name, rows[-1]["eval_accuracy"], rows[-1]["eval_mlm_loss"])
+    length = f"Budget {args.minutes:g} min of training" if args.max_steps is None else f"{args.max_steps} steps"
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    tasks = [(name, seed, runs_dir if len(args.seeds) == 1 else runs_dir / f"seed-{seed}")
+             for seed in args.seeds for name in args.only or list(CANDIDATES)]
+    for _, _, folder in tasks:
+        folder.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    lock = threading.Lock()
+
+    def run(task: tuple[str, int, Path]) -> None:
+        name, seed, folder = task
+        row = run_candidate(name, folder, args.minutes, seed, args.max_steps, threads)
+        with lock:  # the table is rewritten from the rows so far
+            rows.append(row)
+            with atomic_write(runs_dir / "sweep.json") as tmp:
+                tmp.write_text(json.dumps(rows, indent=2) + "\n")
+            write_table(rows, runs_dir / "sweep.md", length)
+        logger.info("%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s", name, seed,
+                    row["eval_accuracy"], row["eval_mlm_loss"], row["plateau_exit_step"])
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(run, tasks))
 
 
 if __name__ == "__main__":
