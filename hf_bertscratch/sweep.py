@@ -62,6 +62,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "32"],
                "64-token blocks, the same tokens a step (evaluated on 64-token blocks)"),
     "lr-1.5e-3": (["--learning_rate", "1.5e-3"], "peak learning rate 1.5e-3"),
+    "seq-32": (["--max_seq_length", "32", "--per_device_train_batch_size", "64"],
+               "32-token blocks, the same tokens a step (evaluated on 32-token blocks)"),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
