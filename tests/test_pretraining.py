@@ -3,6 +3,7 @@ masking, bad input, and a 2-process gloo run under torchrun."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -351,6 +352,26 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
     saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
     for name in saved:
         assert torch.equal(saved[name], rank0[name]), name
+
+
+def test_num_processes_auto_launches_two_processes_that_share_the_budget(
+        text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README main job's path: `--num_processes auto` (the default) on a CPU with 2 cores relaunches the command
+    under torch.distributed.run with two single-thread processes, and the time budget, whose clock is the maximum
+    over the ranks, stops both at the same step (a rank that stopped alone would leave the other hanging in DDP)."""
+    monkeypatch.setattr(pretraining.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(pretraining.torch.cuda, "is_available", lambda: False)
+    for name in ("WORLD_SIZE", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
+    assert pretraining.resolve_num_processes(parse_args(["--output_dir", "unused"])[2]) == 2
+    out = tmp_path / "auto"
+    main(_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "auto", "--max_train_minutes", "0.05"))
+    results = _results(out)
+    assert results["world_size"] == 2 and results["train_effective_batch_size"] == 2 * 4
+    assert 0.05 <= results["train_budget_spent_minutes"] < 0.05 + 0.02
+    assert load_file(out / "model.safetensors")  # rank 0 saved the model
 
 
 def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
