@@ -60,6 +60,8 @@ OBJECTIVES = ("mlm", "mlm_nsp")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README main job's budget
 # (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
 DEFAULT_BUDGET_MINUTES = 8.5
+# Fraction of a run trained on blocks cut to a quarter of max_seq_length (`cut_blocks`) before full blocks.
+SHORT_SEQ_FRACTION = 0.25
 # --max_steps given to the Trainer when only a time budget ends the run (it needs a step count to size its loop).
 BUDGET_STEP_CAP = 10_000_000
 FILL_MASK_EXAMPLES = (
@@ -132,6 +134,19 @@ class DataArguments:
     text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
     max_seq_length: int = field(
         default=128, metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."}
+    )
+    short_seq_length: int | None = field(
+        default=None,
+        metadata={"help": "Tokens per block during the first --short_seq_fraction of training: each max_seq_length "
+                  "block is cut into blocks of this length (it must divide max_seq_length; default a quarter of "
+                  "it, 32 for 128). A small BERT leaves the MLM unigram plateau in far fewer steps on short blocks, "
+                  "then trains on full blocks."},
+    )
+    short_seq_fraction: float | None = field(
+        default=None,
+        metadata={"help": "Fraction of the training (of the time budget, or of the steps) on short blocks; 0 turns the "
+                  f"short start off. Default {SHORT_SEQ_FRACTION} with objective mlm and a max_seq_length divisible by "
+                  "4, else 0."},
     )
     mlm_probability: float = field(
         default=0.3,
@@ -257,6 +272,20 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(f"whole_word_mask works with objective 'mlm' only, got objective {model_args.objective!r}.")
     if data_args.max_seq_length < 8:
         raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
+    if data_args.short_seq_fraction is None:
+        usual = model_args.objective == "mlm" and data_args.max_seq_length % 4 == 0
+        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
+    if not 0.0 <= data_args.short_seq_fraction < 1.0:
+        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
+    if data_args.short_seq_length is None:
+        data_args.short_seq_length = max(1, data_args.max_seq_length // 4)
+    if data_args.short_seq_fraction > 0:
+        if not 0 < data_args.short_seq_length <= data_args.max_seq_length or data_args.max_seq_length % data_args.short_seq_length:
+            raise ValueError(f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
+                             f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0).")
+        if model_args.objective != "mlm":
+            raise ValueError(f"The short-block start works with objective 'mlm' only (cutting would split NSP's sentence "
+                             f"pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0.")
     if not 0 < data_args.validation_split_percentage < 100:
         raise ValueError(f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}.")
     if training_args.max_train_minutes is None and training_args.max_steps <= 0 and training_args.num_train_epochs is None:
@@ -529,18 +558,45 @@ class MaskingEpochCallback(TrainerCallback):
 # --------------------------------------------------------------------------------------------- main stages
 
 
+def cut_blocks(inputs: dict[str, Any], length: int) -> dict[str, Any]:
+    """A packed (B, T) MLM batch as (B * T / length, length): the same tokens, masks and labels in shorter blocks.
+
+    Each short block gets positions 0..length-1 and attends only within itself; only the first of a row keeps the
+    row's [CLS] and only the last its [SEP], which MLM does not need.
+    """
+    rows, seq_len = inputs["input_ids"].shape
+    if seq_len % length:
+        raise ValueError(f"Cannot cut blocks of {seq_len} tokens into blocks of {length}.")
+    return {key: value.reshape(rows * seq_len // length, length)
+            if isinstance(value, torch.Tensor) and value.shape == (rows, seq_len) else value
+            for key, value in inputs.items()}
+
+
 class PretrainingTrainer(Trainer):
-    """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`)."""
+    """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`),
+    and which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run."""
 
     def __init__(
         self, *args: Any, eval_collator: SeededMaskingCollator | None = None, budget: TrainingBudget | None = None,
-        **kwargs: Any,
+        short_seq_length: int = 0, short_seq_fraction: float = 0.0, **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.eval_collator = eval_collator
         self.budget = budget
+        self.short_seq_length, self.short_seq_fraction = short_seq_length, short_seq_fraction
         if budget is not None:
             budget.attach(self)
+
+    def progress(self) -> float:
+        """Fraction of the training done: of the time budget, or of the steps."""
+        if self.budget is not None:
+            return self.budget.fraction
+        return self.state.global_step / self.state.max_steps if self.state.max_steps else 0.0
+
+    def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if model.training and self.short_seq_fraction > 0 and self.progress() < self.short_seq_fraction:
+            inputs = cut_blocks(inputs, self.short_seq_length)
+        return super().compute_loss(model, inputs, *args, **kwargs)
 
     def get_eval_dataloader(self, eval_dataset: Any = None) -> torch.utils.data.DataLoader:
         """Evaluation batches are masked by `eval_collator` (the evaluation masking rate), training ones are not."""
@@ -598,6 +654,7 @@ def build_trainer(
         processing_class=tokenizer, data_collator=collator, compute_metrics=compute_metrics,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics, callbacks=[MaskingEpochCallback(collator)],
         eval_collator=eval_collator, budget=budget,
+        short_seq_length=data_args.short_seq_length, short_seq_fraction=data_args.short_seq_fraction,
     )
 
 

@@ -59,11 +59,14 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "batch-16": (["--per_device_train_batch_size", "8"], "effective batch 16 (twice the steps)"),
     "linear": (["--lr_scheduler_type", "linear"], "linear decay from the end of warm-up"),
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
-    "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "32"],
-               "64-token blocks, the same tokens a step (evaluated on 64-token blocks)"),
+    "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "32", "--short_seq_fraction", "0"],
+               "64-token blocks throughout, the same tokens a step (evaluated on 64-token blocks)"),
     "lr-1.5e-3": (["--learning_rate", "1.5e-3"], "peak learning rate 1.5e-3"),
-    "seq-32": (["--max_seq_length", "32", "--per_device_train_batch_size", "64"],
-               "32-token blocks, the same tokens a step (evaluated on 32-token blocks)"),
+    "seq-32": (["--max_seq_length", "32", "--per_device_train_batch_size", "64", "--short_seq_fraction", "0"],
+               "32-token blocks throughout, the same tokens a step (evaluated on 32-token blocks)"),
+    "no-short-start": (["--short_seq_fraction", "0"], "128-token blocks from the start (no short-block start)"),
+    "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
+    "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a

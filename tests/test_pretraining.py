@@ -574,3 +574,57 @@ def test_step_budget_runs_take_the_same_schedule_shape(text_file: Path, tokenize
              if "learning_rate" in log]
     assert len(rates) == 20 and rates[0] < rates[1] < rates[2] == pytest.approx(1e-3)  # 2 warm-up steps
     assert rates[16] == pytest.approx(1e-3) and rates[16:] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
+
+
+def test_cut_blocks_keeps_every_token_and_label_in_order() -> None:
+    from hf_bertscratch.pretraining import cut_blocks
+
+    ids = torch.arange(2 * 8).reshape(2, 8)
+    batch = {"input_ids": ids, "attention_mask": torch.ones(2, 8, dtype=torch.long), "labels": ids + 100,
+             "num_items": 3}
+    cut = cut_blocks(batch, 4)
+    assert cut["input_ids"].tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    assert torch.equal(cut["labels"], cut["input_ids"] + 100) and cut["attention_mask"].shape == (4, 4)
+    assert cut["num_items"] == 3
+    with pytest.raises(ValueError, match="Cannot cut blocks of 8 tokens into blocks of 3"):
+        cut_blocks(batch, 3)
+
+
+def test_short_block_start_trains_the_first_quarter_on_short_blocks(text_file: Path, tokenizer_dir: Path,
+                                                                    config_dir: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the first quarter of the steps trains on blocks a quarter as long (the same tokens and labels in
+    four times the rows), the rest on full blocks; evaluation always reads full blocks."""
+    shapes: list[tuple[bool, tuple[int, ...]]] = []
+    real = pretraining.Trainer.compute_loss
+
+    def recording(self, model, inputs, *args, **kwargs):
+        shapes.append((model.training, tuple(inputs["input_ids"].shape)))
+        return real(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining.Trainer, "compute_loss", recording)
+    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "short", "--max_steps", "8"))
+    train = [shape for training, shape in shapes if training]
+    assert [length for _, length in train] == [4] * 2 + [16] * 6  # steps 1-2 of 8 on 4-token blocks, then 16
+    assert train[:2] == [(16, 4)] * 2  # 4 blocks of 16 a step, each cut in four
+    assert all(shape[1] == 16 for training, shape in shapes if not training)
+    assert _results(tmp_path / "short")["train_tokens"] == 8 * 4 * 16
+
+    shapes.clear()
+    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "long", "--max_steps", "8", "--short_seq_fraction", "0"))
+    assert [shape[1] for training, shape in shapes if training] == [16] * 8
+
+
+def test_bad_short_block_arguments_fail_before_training(text_file: Path, tokenizer_dir: Path, config_dir: Path,
+                                                        tmp_path: Path) -> None:
+    base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="short_seq_length must divide max_seq_length=16, got 5"):
+        main([*base, "--short_seq_length", "5"])
+    with pytest.raises(ValueError, match="short_seq_fraction must be in \\[0, 1\\), got 1.0"):
+        main([*base, "--short_seq_fraction", "1"])
+    with pytest.raises(ValueError, match="objective 'mlm' only .* got objective 'mlm_nsp'"):
+        main([*base, "--objective", "mlm_nsp", "--short_seq_fraction", "0.25"])
+    assert not (tmp_path / "x").exists()
+    model_args, data_args, training_args = parse_args(["--output_dir", "unused", "--objective", "mlm_nsp"])
+    pretraining.validate_args(model_args, data_args, training_args)
+    assert data_args.short_seq_fraction == 0.0  # NSP keeps its sentence pairs whole by default
