@@ -12,16 +12,16 @@ optax installed raises an error naming the extra to install.
 
 from __future__ import annotations
 
-import importlib.util
-
-_REQUIRED = ("jax", "flax", "optax")
-_missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
-if _missing:
+try:
+    import flax  # noqa: F401
+    import jax  # noqa: F401
+    import optax  # noqa: F401
+except ImportError as error:
     raise ModuleNotFoundError(
-        f"hf_bertscratch.flax needs {', '.join(_missing)}, which is not installed; install the extra with "
-        '`pip install "hf-bertscratch[flax]"` (jax, flax and optax).',
-        name=_missing[0],
-    )
+        f"hf_bertscratch.flax needs jax, flax and optax ({error.name or error} is missing); install them with "
+        '`pip install "hf-bertscratch[flax]"`.',
+        name=error.name,
+    ) from error
 
 from .modeling_flax_bertscratch import (  # noqa: E402 (after the dependency check, on purpose)
     FlaxBaseModelOutputWithPooling,
