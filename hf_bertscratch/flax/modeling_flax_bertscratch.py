@@ -307,7 +307,9 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
             if array.shape != variable[...].shape:
                 expected = variable[...].shape[::-1] if transposed else variable[...].shape
                 raise ValueError(f"Checkpoint tensor {key!r} has shape {tuple(weights[key].shape)}, expected "
-                                 f"{tuple(expected)} for config {self.config.to_diff_dict()}.")
+                                 f"{tuple(expected)} by the config (hidden_size={self.config.hidden_size}, "
+                                 f"intermediate_size={self.config.intermediate_size}, "
+                                 f"vocab_size={self.config.vocab_size}); the config does not describe these weights.")
             variable.value = array
         missing = sorted(set(parameters) - set(weights))
         # A tied checkpoint may still carry the decoder weight (it is the word embedding table); it is not read.
