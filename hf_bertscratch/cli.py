@@ -1,6 +1,7 @@
 """The `bertscratch` console command: one entry point for training, inspecting and sharing models.
 
     bertscratch pretrain ARGS            same arguments as scripts/pretrain.py   (hf_bertscratch.pretraining.main)
+    bertscratch pretrain-flax ARGS       same arguments as scripts/pretrain_flax.py (hf_bertscratch.flax.pretraining.main)
     bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
     bertscratch fill-mask MODEL "paris is the [MASK] of france ."
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
@@ -40,6 +41,8 @@ DEBUG_ENV = "BERTSCRATCH_DEBUG"
 # Forwarded command -> (module whose main(argv) runs it, one-line help).
 FORWARDED: dict[str, tuple[str, str]] = {
     "pretrain": ("hf_bertscratch.pretraining", "Pretrain a BERT by masked language modelling (= scripts/pretrain.py)."),
+    "pretrain-flax": ("hf_bertscratch.flax.pretraining",
+                      'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").'),
     "finetune": ("hf_bertscratch.finetuning", "Fine-tune a text classifier, e.g. on IMDB or SST-2 (= scripts/finetune.py)."),
     "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
     "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),

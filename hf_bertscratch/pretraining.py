@@ -448,18 +448,29 @@ def build_model(
     if model_args.model_name_or_path:
         model = auto_class.from_pretrained(model_args.model_name_or_path)
     else:
-        if model_args.config_name:
-            config = AutoConfig.from_pretrained(model_args.config_name)
-        else:
-            config = BertScratchConfig(**PRESETS[model_args.model_size],
-                                       hidden_dropout_prob=model_args.dropout,
-                                       attention_probs_dropout_prob=model_args.dropout,
-                                       max_position_embeddings=model_args.max_position_embeddings,
-                                       sinusoidal_position_std=model_args.sinusoidal_position_std or None)
-        config.vocab_size = len(tokenizer)
-        config.pad_token_id = tokenizer.pad_token_id
-        model = auto_class.from_config(config)
-    config = model.config
+        model = auto_class.from_config(new_model_config(model_args, tokenizer))
+    check_model_fits(model.config, data_args, tokenizer)
+    return model
+
+
+def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:
+    """The config of a new model: `--config_name`, or the `--model_size` preset with this run's dropout, positions
+    and position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
+    if model_args.config_name:
+        config = AutoConfig.from_pretrained(model_args.config_name)
+    else:
+        config = BertScratchConfig(**PRESETS[model_args.model_size],
+                                   hidden_dropout_prob=model_args.dropout,
+                                   attention_probs_dropout_prob=model_args.dropout,
+                                   max_position_embeddings=model_args.max_position_embeddings,
+                                   sinusoidal_position_std=model_args.sinusoidal_position_std or None)
+    config.vocab_size = len(tokenizer)
+    config.pad_token_id = tokenizer.pad_token_id
+    return config
+
+
+def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Refuse a model whose positions or vocabulary are too small for the data, naming both numbers."""
     if data_args.max_seq_length > config.max_position_embeddings:
         raise ValueError(
             f"max_seq_length={data_args.max_seq_length} exceeds the model's max_position_embeddings="
@@ -467,7 +478,6 @@ def build_model(
         )
     if len(tokenizer) > config.vocab_size:
         raise ValueError(f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}.")
-    return model
 
 
 # -------------------------------------------------------------------------------------------- metric stage

@@ -1,0 +1,50 @@
+"""BertScratch in Flax NNX (JAX): the same model family, reading and writing the same `model.safetensors` folders.
+
+    pip install "hf-bertscratch[flax]"
+
+    from hf_bertscratch.flax import FlaxBertScratchForMaskedLM
+    model = FlaxBertScratchForMaskedLM.from_pretrained("path/to/bertscratch-folder")
+    logits = model(input_ids, attention_mask=attention_mask).logits  # (B, T, V)
+
+This subpackage is optional: the core package never imports jax, and importing this one without jax, flax and
+optax installed raises an error naming the extra to install.
+"""
+
+from __future__ import annotations
+
+try:
+    import flax  # noqa: F401
+    import jax  # noqa: F401
+    import optax  # noqa: F401
+except ImportError as error:
+    raise ModuleNotFoundError(
+        f"hf_bertscratch.flax needs jax, flax and optax ({error.name or error} is missing); install them with "
+        '`pip install "hf-bertscratch[flax]"`.',
+        name=error.name,
+    ) from error
+
+from .modeling_flax_bertscratch import (  # noqa: E402 (after the dependency check, on purpose)
+    FlaxBaseModelOutputWithPooling,
+    FlaxBertScratchForMaskedLM,
+    FlaxBertScratchForSequenceClassification,
+    FlaxBertScratchModel,
+    FlaxBertScratchPreTrainedModel,
+    FlaxMaskedLMOutput,
+    FlaxSequenceClassifierOutput,
+)
+from .training import make_mlm_train_step, make_optimizer, masked_lm_loss, mlm_loss, mlm_loss_and_grads  # noqa: E402
+
+__all__ = [
+    "FlaxBaseModelOutputWithPooling",
+    "FlaxBertScratchForMaskedLM",
+    "FlaxBertScratchForSequenceClassification",
+    "FlaxBertScratchModel",
+    "FlaxBertScratchPreTrainedModel",
+    "FlaxMaskedLMOutput",
+    "FlaxSequenceClassifierOutput",
+    "make_mlm_train_step",
+    "make_optimizer",
+    "masked_lm_loss",
+    "mlm_loss",
+    "mlm_loss_and_grads",
+]
