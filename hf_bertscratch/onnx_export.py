@@ -187,16 +187,18 @@ def export_graph(model: PreTrainedModel, task: str, path: Path, opset: int | Non
 def _quiet_exporter() -> Iterator[None]:
     """Hide the exporter's notes that say nothing about this model (torchvision ops it skips, the shared names of
     the dynamic axes, a deprecation inside torch); anything else it warns about still shows."""
-    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
-    level = registration.level
-    registration.setLevel(logging.ERROR)
+    loggers = [logging.getLogger(name) for name in ("torch.onnx._internal.exporter._registration", "onnx_ir")]
+    levels = [logger.level for logger in loggers]
+    for each in loggers:  # onnx_ir logs every initializer it deduplicates at INFO
+        each.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"# The axis name: \w+ will not be used", category=UserWarning)
             warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
             yield
     finally:
-        registration.setLevel(level)
+        for each, level in zip(loggers, levels):
+            each.setLevel(level)
 
 
 def export_onnx(
@@ -249,10 +251,11 @@ def export_onnx(
 # -------------------------------------------------------------------------------------------- ONNX Runtime
 
 
-def onnx_session(folder: str | Path, num_threads: int | None = None) -> object:
+def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: bool | None = None) -> object:
     """An ONNX Runtime CPU `InferenceSession` on `folder`/model.onnx, all graph optimisations on.
 
     num_threads: intra-op threads; None: ONNX Runtime's choice.
+    spinning: whether idle intra-op threads busy-wait for work; None: ONNX Runtime's default (they do).
     """
     ort = require("onnxruntime")
     path = Path(folder) / ONNX_FILE
@@ -264,6 +267,8 @@ def onnx_session(folder: str | Path, num_threads: int | None = None) -> object:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if num_threads is not None:
         options.intra_op_num_threads = num_threads
+    if spinning is not None:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
