@@ -187,9 +187,9 @@ def export_graph(model: PreTrainedModel, task: str, path: Path, opset: int | Non
 def _quiet_exporter() -> Iterator[None]:
     """Hide the exporter's notes that say nothing about this model (torchvision ops it skips, the shared names of
     the dynamic axes, a deprecation inside torch); anything else it warns about still shows."""
-    loggers = [logging.getLogger(name) for name in ("torch.onnx._internal.exporter._registration", "onnx_ir")]
+    loggers = [logging.getLogger(name) for name in ("torch.onnx._internal.exporter._registration", "onnx_ir", "onnxscript")]
     levels = [logger.level for logger in loggers]
-    for each in loggers:  # onnx_ir logs every initializer it deduplicates at INFO
+    for each in loggers:  # onnx_ir and onnxscript log every initializer they fold or deduplicate at INFO
         each.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
