@@ -413,7 +413,8 @@ def run_case(
                     preset, args.batch_size, seq_len, padding, variant, precision, args
                 )
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
-        logger.info("%s", format_row(result) if result.onnxruntime_tokens_per_s is None else format_onnxruntime_row(result))
+        row = format_row if result.onnxruntime_tokens_per_s is None else format_onnxruntime_row
+        logger.info("%s", row(result))
         results.append(result)
     return results
 

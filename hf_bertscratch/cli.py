@@ -133,7 +133,7 @@ class AttentionArguments(ModelTextArguments):
 
 @dataclass(kw_only=True)
 class ExportArguments(CommandArguments):
-    """Export MODEL to ONNX in OUTPUT_DIR (model.onnx, config.json, tokenizer), checked against PyTorch with ONNX Runtime."""
+    """Export MODEL to ONNX in OUTPUT_DIR with its config and tokenizer, checked against PyTorch by ONNX Runtime."""
 
     model: str = _positional("Model folder (a training output_dir) or Hub id.")
     output_dir: str = _positional("Folder to write; refused if it exists and is not empty, unless --overwrite.")

@@ -97,7 +97,9 @@ def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int |
     from .onnx_export import BertScratchOnnxRuntimeModel
 
     if device not in (None, "cpu", -1):
-        raise ValueError(f"device={device!r}: the onnxruntime backend runs on the CPU only (pass --device cpu or none).")
+        raise ValueError(
+            f"device={device!r}: the onnxruntime backend runs on the CPU only (pass --device cpu or none)."
+        )
     if not Path(model).is_dir():
         raise FileNotFoundError(
             f"Model {model!r}: the onnxruntime backend reads a local folder written by `bertscratch export`."

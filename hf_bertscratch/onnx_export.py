@@ -187,7 +187,8 @@ def export_graph(model: PreTrainedModel, task: str, path: Path, opset: int | Non
 def _quiet_exporter() -> Iterator[None]:
     """Hide the exporter's notes that say nothing about this model (torchvision ops it skips, the shared names of
     the dynamic axes, a deprecation inside torch); anything else it warns about still shows."""
-    loggers = [logging.getLogger(name) for name in ("torch.onnx._internal.exporter._registration", "onnx_ir", "onnxscript")]
+    names = ("torch.onnx._internal.exporter._registration", "onnx_ir", "onnxscript")
+    loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     for each in loggers:  # onnx_ir and onnxscript log every initializer they fold or deduplicate at INFO
         each.setLevel(logging.ERROR)
@@ -229,7 +230,9 @@ def export_onnx(
     model = check_model_reference(model)
     output_dir = Path(output_dir)
     if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
-        raise FileExistsError(f"Output {str(output_dir)!r} already exists and is not empty; pass --overwrite to replace it.")
+        raise FileExistsError(
+            f"Output {str(output_dir)!r} already exists and is not empty; pass --overwrite to replace it."
+        )
     config = AutoConfig.from_pretrained(model)
     task = task or default_task(config.architectures)
     spec = check_task(task)

@@ -51,7 +51,9 @@ def test_onnxruntime_contender_runs_with_parity() -> None:
     assert train.onnxruntime_tokens_per_s is None  # training has no ONNX Runtime contender
     for result in (infer, encode):
         assert result.onnxruntime_tokens_per_s > 0
-        assert result.ours_over_onnxruntime_min <= result.ours_over_onnxruntime_median <= result.ours_over_onnxruntime_max
+        low, median, high = (result.ours_over_onnxruntime_min, result.ours_over_onnxruntime_median,
+                             result.ours_over_onnxruntime_max)
+        assert low <= median <= high
         assert result.onnxruntime_max_abs_diff < 1e-4  # the same weights compute the same outputs
     table = benchmark.format_table([train, infer, encode])
     assert "| ours/ORT (min-max) |" in table and "| tiny | 16 | 0.3 | encode | eager |" in table
