@@ -1,4 +1,5 @@
-"""Side-by-side throughput of BertScratch and transformers' `BertForMaskedLM` (sdpa), with the same weights.
+"""Side-by-side throughput of BertScratch, transformers' `BertForMaskedLM` (sdpa) and, for inference, ONNX Runtime,
+all with the same weights.
 
 For each case (preset, sequence length, padding fraction, eager or compiled) both models are built from the same
 preset, the reference's weights are copied from ours through `hf_bertscratch.convert`, and in ONE process timed
@@ -6,7 +7,13 @@ repetitions of each model alternate (ours, reference, reference, ours, ...), so 
 the machine hits both alike. Two workloads are timed:
 
 - train: one MLM training step (forward, backward, AdamW) on a batch with 15% of the real tokens labelled;
-- infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as fill-mask needs).
+- infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as fill-mask needs);
+- encode: the same for the bare encoder (`model.bert`: (B, T, H) last hidden states, as embeddings need).
+
+With `--onnxruntime true`, the inference workloads time a third contender: our model exported with
+`hf_bertscratch.onnx_export` (what `bertscratch export` writes) and run by an ONNX Runtime CPU session with every
+graph optimisation, as many intra-op threads as torch uses and spinning off (spinning threads would steal the CPU
+from the PyTorch contenders between their turns). Its largest difference from ours at real positions is printed.
 
 Throughput is counted in useful tokens/s: real (non-pad) tokens of the batch divided by the step time. Peak memory
 of each model's training step is measured in a separate subprocess (its `ru_maxrss`), so neither model's
@@ -28,6 +35,7 @@ import platform
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -44,7 +52,8 @@ from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
 
-WORKLOADS = ("train", "infer")
+WORKLOADS = ("train", "infer", "encode")
+INFERENCE_WORKLOADS = ("infer", "encode")
 VARIANTS = ("eager", "compiled")
 PRECISIONS = ("fp32", "bf16")
 VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
@@ -70,8 +79,8 @@ class BenchmarkArguments:
         },
     )
     workloads: list[str] = field(
-        default_factory=lambda: list(WORKLOADS),
-        metadata={"help": f"Workloads to time, from {list(WORKLOADS)}."},
+        default_factory=lambda: ["train", "infer"],
+        metadata={"help": f"Workloads to time, from {list(WORKLOADS)} (encode: the bare encoder's inference)."},
     )
     variants: list[str] = field(
         default_factory=lambda: ["eager"],
@@ -86,6 +95,10 @@ class BenchmarkArguments:
     warmup: int = field(default=1, metadata={"help": "Untimed repetitions of each model before timing."})
     mask_probability: float = field(default=0.15, metadata={"help": "Fraction of real tokens labelled for MLM."})
     dropout: float = field(default=0.1, metadata={"help": "Hidden and attention dropout during the training step."})
+    onnxruntime: bool = field(
+        default=False,
+        metadata={"help": "Also time ONNX Runtime on our exported model in the inference workloads (needs [onnx])."},
+    )
     memory: bool = field(
         default=True, metadata={"help": "Measure the peak training memory of each model in a subprocess."}
     )
@@ -140,6 +153,11 @@ class CaseResult:
     loss_max_abs_diff: float | None = None
     ours_peak_mib: float | None = None
     reference_peak_mib: float | None = None
+    onnxruntime_tokens_per_s: float | None = None
+    ours_over_onnxruntime_median: float | None = None
+    ours_over_onnxruntime_min: float | None = None
+    ours_over_onnxruntime_max: float | None = None
+    onnxruntime_max_abs_diff: float | None = None
 
 
 def build_config(preset: str, dropout: float = 0.1) -> BertScratchConfig:
@@ -251,8 +269,29 @@ def make_infer_step(
 def make_step(
     workload: str, model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
 ) -> Callable[[], None]:
-    """The step closure of `workload` ("train" or "infer")."""
-    return {"train": make_train_step, "infer": make_infer_step}[workload](model, batch, precision)
+    """The step closure of `workload` ("train", "infer" or "encode"; encode is infer on the bare encoder)."""
+    return {"train": make_train_step, "infer": make_infer_step, "encode": make_infer_step}[workload](
+        model, batch, precision
+    )
+
+
+def onnxruntime_contender(
+    ours: BertScratchForMaskedLM, workload: str, batch: dict[str, torch.Tensor], folder: Path
+) -> tuple[Callable[[], None], float]:
+    """Export ours (the MLM, or its encoder for "encode") into `folder` and return a closure running one ONNX Runtime
+    forward on `batch`, and the largest |ONNX Runtime - ours| over real positions of that batch."""
+    from .onnx_export import export_graph, onnx_session, run_session
+
+    model, task = (ours, "fill-mask") if workload == "infer" else (ours.bert, "feature-extraction")
+    model.eval()
+    (name,) = export_graph(model, task, folder / "model.onnx")[:1]
+    session = onnx_session(folder, num_threads=torch.get_num_threads(), spinning=False)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    with torch.inference_mode():
+        expected = model(**inputs, return_dict=True)[name]
+    real = batch["attention_mask"].bool().numpy()
+    difference = float(abs(run_session(session, inputs)[name][real] - expected.numpy()[real]).max())
+    return lambda: run_session(session, inputs), difference
 
 
 def time_interleaved(
@@ -273,11 +312,11 @@ def time_interleaved(
 
 
 def summarize(
-    seconds: dict[str, list[float]], useful_tokens: int
+    seconds: dict[str, list[float]], useful_tokens: int, other: str = "reference"
 ) -> tuple[float, float, float, float, float]:
-    """(ours tokens/s, reference tokens/s, ratio median, min, max) from per-repetition times."""
+    """(ours tokens/s, `other`'s tokens/s, ratio ours/other median, min, max) from per-repetition times."""
     ours = [useful_tokens / s for s in seconds["ours"]]
-    reference = [useful_tokens / s for s in seconds["reference"]]
+    reference = [useful_tokens / s for s in seconds[other]]
     ratios = [o / r for o, r in zip(ours, reference)]
     return statistics.median(ours), statistics.median(reference), statistics.median(ratios), min(ratios), max(ratios)
 
@@ -345,18 +384,28 @@ def run_case(
     batch = make_batch(args.batch_size, seq_len, padding, args.mask_probability, args.seed)
     useful_tokens = int(batch["attention_mask"].sum())
     loss_diff = loss_difference(ours, reference, batch)
-    models = {"ours": ours, "reference": reference}
-    if variant == "compiled":
-        models = {name: torch.compile(model) for name, model in models.items()}
     results = []
     for workload in args.workloads:
+        models = {"ours": ours, "reference": reference}
+        if workload == "encode":
+            models = {name: model.bert for name, model in models.items()}  # both keep the bare encoder as .bert
+        if variant == "compiled":
+            models = {name: torch.compile(model) for name, model in models.items()}
         steps = {name: make_step(workload, model, batch, precision) for name, model in models.items()}
-        seconds = time_interleaved(steps, args.repeats, args.warmup)
+        with tempfile.TemporaryDirectory() as onnx_dir:
+            ort_difference = None
+            if args.onnxruntime and workload in INFERENCE_WORKLOADS:
+                steps["onnxruntime"], ort_difference = onnxruntime_contender(ours, workload, batch, Path(onnx_dir))
+            seconds = time_interleaved(steps, args.repeats, args.warmup)
         ours_tps, ref_tps, ratio, low, high = summarize(seconds, useful_tokens)
         result = CaseResult(
             preset, seq_len, padding, workload, variant, precision, args.batch_size, useful_tokens,
             ours_tps, ref_tps, ratio, low, high,
         )
+        if "onnxruntime" in seconds:
+            (_, result.onnxruntime_tokens_per_s, result.ours_over_onnxruntime_median, result.ours_over_onnxruntime_min,
+             result.ours_over_onnxruntime_max) = summarize(seconds, useful_tokens, "onnxruntime")
+            result.onnxruntime_max_abs_diff = ort_difference
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
@@ -364,7 +413,8 @@ def run_case(
                     preset, args.batch_size, seq_len, padding, variant, precision, args
                 )
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
-        logger.info("%s", format_row(result))
+        row = format_row if result.onnxruntime_tokens_per_s is None else format_onnxruntime_row
+        logger.info("%s", row(result))
         results.append(result)
     return results
 
@@ -387,6 +437,10 @@ TABLE_HEADER = (
     "| preset | T | pad | workload | mode | ours tok/s | ref tok/s | ours/ref (min-max) | peak MiB ours / ref "
     "| loss diff |\n|---|---|---|---|---|---|---|---|---|---|"
 )
+ONNXRUNTIME_HEADER = (
+    "| preset | T | pad | workload | mode | ours tok/s | ref tok/s | ORT tok/s | ours/ref (min-max) "
+    "| ours/ORT (min-max) | ORT diff |\n|---|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def format_row(result: CaseResult) -> str:
@@ -403,18 +457,50 @@ def format_row(result: CaseResult) -> str:
     )
 
 
+def format_onnxruntime_row(result: CaseResult) -> str:
+    """One Markdown row of an inference `result` timed with ONNX Runtime as the third contender."""
+    return (
+        f"| {result.preset} | {result.seq_len} | {result.padding:g} | {result.workload} "
+        f"| {result.variant}{'' if result.precision == 'fp32' else ' ' + result.precision} "
+        f"| {result.ours_tokens_per_s:,.0f} | {result.reference_tokens_per_s:,.0f} "
+        f"| {result.onnxruntime_tokens_per_s:,.0f} "
+        f"| {result.ratio_median:.2f}x ({result.ratio_min:.2f}-{result.ratio_max:.2f}) "
+        f"| **{result.ours_over_onnxruntime_median:.2f}x** ({result.ours_over_onnxruntime_min:.2f}-"
+        f"{result.ours_over_onnxruntime_max:.2f}) | {result.onnxruntime_max_abs_diff:.1e} |"
+    )
+
+
 def format_table(results: list[CaseResult]) -> str:
-    """The Markdown table of all results."""
-    return "\n".join([TABLE_HEADER, *(format_row(result) for result in results)])
+    """The Markdown table of all results; inference cases timed against ONNX Runtime get a second table."""
+    with_ort = [result for result in results if result.onnxruntime_tokens_per_s is not None]
+    others = [result for result in results if result.onnxruntime_tokens_per_s is None]
+    tables = []
+    if others:
+        tables.append("\n".join([TABLE_HEADER, *(format_row(result) for result in others)]))
+    if with_ort:
+        tables.append("\n".join([ONNXRUNTIME_HEADER, *(format_onnxruntime_row(result) for result in with_ort)]))
+    return "\n\n".join(tables)
 
 
 def environment_line() -> str:
-    """Where the numbers come from: torch version, threads, CPU and load average."""
+    """Where the numbers come from: torch (and onnxruntime) version, threads, CPU model and load average."""
     load = ", ".join(f"{x:.1f}" for x in _load_average())
-    return (
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-        f"load average at the end {load}"
-    )
+    versions = f"torch {torch.__version__}"
+    with contextlib.suppress(ImportError):
+        import onnxruntime
+
+        versions += f", onnxruntime {onnxruntime.__version__}"
+    return f"{versions}, {torch.get_num_threads()} threads, {_cpu_model()}, load average at the end {load}"
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (what `lscpu | grep 'Model name'` shows), or the architecture where it is not known."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def _load_average() -> tuple[float, ...]:

@@ -3,7 +3,8 @@
     bertscratch pretrain ARGS            same arguments as scripts/pretrain.py   (hf_bertscratch.pretraining.main)
     bertscratch pretrain-flax ARGS       same arguments as scripts/pretrain_flax.py (hf_bertscratch.flax.pretraining.main)
     bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
-    bertscratch fill-mask MODEL "paris is the [MASK] of france ."
+    bertscratch fill-mask MODEL "paris is the [MASK] of france ."   [--backend onnxruntime]
+    bertscratch export MODEL OUT          ONNX model + config + tokenizer, laid out for Optimum's ORTModelFor*
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
     bertscratch plot OUTPUT_DIR
 
@@ -81,7 +82,20 @@ class ModelTextArguments(CommandArguments):
 
 
 @dataclass(kw_only=True)
-class FillMaskArguments(ModelTextArguments):
+class InferenceArguments(ModelTextArguments):
+    """A model, one text, and what runs the forward pass."""
+
+    backend: Literal["pytorch", "onnxruntime"] = field(
+        default="pytorch",
+        metadata={
+            "help": "pytorch: MODEL is a model folder or Hub id. onnxruntime: MODEL is a folder written by "
+            "`bertscratch export` (needs the [onnx] extra); results are the same within float32 rounding."
+        },
+    )
+
+
+@dataclass(kw_only=True)
+class FillMaskArguments(InferenceArguments):
     """Predict the tokens hidden behind each [MASK] of TEXT, best first, with their probabilities."""
 
     top_k: int = field(default=5, metadata={"help": "How many candidates to show for each mask."})
@@ -89,14 +103,14 @@ class FillMaskArguments(ModelTextArguments):
 
 
 @dataclass(kw_only=True)
-class ClassifyArguments(ModelTextArguments):
+class ClassifyArguments(InferenceArguments):
     """Classify TEXT with a fine-tuned classifier and print every label's probability, best first."""
 
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
 
 
 @dataclass(kw_only=True)
-class EmbedArguments(ModelTextArguments):
+class EmbedArguments(InferenceArguments):
     """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
 
     pooling: Literal["mean", "cls"] = field(
@@ -121,6 +135,34 @@ class AttentionArguments(ModelTextArguments):
 
 
 @dataclass(kw_only=True)
+class ExportArguments(CommandArguments):
+    """Export MODEL to ONNX in OUTPUT_DIR with its config and tokenizer, checked against PyTorch by ONNX Runtime."""
+
+    model: str = _positional("Model folder (a training output_dir) or Hub id.")
+    output_dir: str = _positional("Folder to write; refused if it exists and is not empty, unless --overwrite.")
+    task: str | None = field(
+        default=None,
+        metadata={
+            "help": "What to export: feature-extraction, fill-mask, text-classification, token-classification or "
+            "question-answering. None: the task of the checkpoint's head (feature-extraction for a bare encoder)."
+        },
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata={"help": "Tokenizer folder, vocab.txt or Hub id; None: the tokenizer saved with the model."},
+    )
+    opset: int | None = field(default=None, metadata={"help": "ONNX opset version; None: torch.onnx's default."})
+    overwrite: bool = field(default=False, metadata={"help": "Replace OUTPUT_DIR if it already holds files."})
+    check: bool = field(
+        default=True,
+        metadata={
+            "help": "Run the written model with ONNX Runtime on a right-padded batch and fail unless it matches "
+            "PyTorch within 1e-4 (--no_check to skip)."
+        },
+    )
+
+
+@dataclass(kw_only=True)
 class PlotArguments(CommandArguments):
     """Draw training and validation loss (and validation accuracy) of a training run from its trainer_state.json."""
 
@@ -136,7 +178,9 @@ EMBEDDING_FORMATS = (".npy", ".json")
 def run_fill_mask(args: FillMaskArguments) -> None:
     from .inference import fill_mask
 
-    results = fill_mask(args.model, args.text, args.top_k, tokenizer=args.tokenizer, device=args.device)
+    results = fill_mask(
+        args.model, args.text, args.top_k, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+    )
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -150,7 +194,7 @@ def run_fill_mask(args: FillMaskArguments) -> None:
 def run_classify(args: ClassifyArguments) -> None:
     from .inference import classify
 
-    results = classify(args.model, args.text, tokenizer=args.tokenizer, device=args.device)
+    results = classify(args.model, args.text, tokenizer=args.tokenizer, device=args.device, backend=args.backend)
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -164,7 +208,9 @@ def run_embed(args: EmbedArguments) -> None:
     output = Path(args.output) if args.output else None
     if output is not None and output.suffix not in EMBEDDING_FORMATS:
         raise ValueError(f"--output {args.output!r} must end in one of {EMBEDDING_FORMATS}.")
-    vector = embed(args.model, args.text, args.pooling, tokenizer=args.tokenizer, device=args.device)
+    vector = embed(
+        args.model, args.text, args.pooling, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+    )
     if output is None:
         print(json.dumps(vector.tolist()))
         return
@@ -190,6 +236,17 @@ def run_attention(args: AttentionArguments) -> None:
     print(f"Wrote {path}")
 
 
+def run_export(args: ExportArguments) -> None:
+    from .onnx_export import export_onnx
+
+    output = export_onnx(
+        args.model, args.output_dir, task=args.task, tokenizer=args.tokenizer, opset=args.opset,
+        overwrite=args.overwrite, check=args.check,
+    )
+    checked = "checked against PyTorch with ONNX Runtime" if args.check else "not checked"
+    print(f"Wrote {output / 'model.onnx'} with its config and tokenizer ({checked})")
+
+
 def run_plot(args: PlotArguments) -> None:
     from .plotting import plot_training_curves
 
@@ -202,6 +259,7 @@ COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
     "classify": (ClassifyArguments, run_classify),
     "embed": (EmbedArguments, run_embed),
     "attention": (AttentionArguments, run_attention),
+    "export": (ExportArguments, run_export),
     "plot": (PlotArguments, run_plot),
 }
 

@@ -4,6 +4,10 @@ Thin wrappers over transformers pipelines (the same code path users get from `pi
 command line needs: the model must have the head the task reads (a masked-LM checkpoint has no trained classifier,
 and transformers would silently attach a random one), and the text must be usable (a [MASK] for fill-mask).
 Each function takes a model folder / Hub id or an already built pipeline, so a notebook can reuse one pipeline.
+
+`backend="onnxruntime"` runs the same pipeline on a folder written by `bertscratch export` (see
+`hf_bertscratch.onnx_export`): tokenization and post-processing are the pipeline's either way, only the forward
+pass changes.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
     "feature-extraction": (),
 }
 POOLINGS = ("mean", "cls")
+BACKENDS = ("pytorch", "onnxruntime")
 
 # A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
@@ -60,22 +65,46 @@ def check_task_head(model: str, task: str) -> None:
 
 
 def load_pipeline(
-    task: str, model: str | Path, tokenizer: str | Path | None = None, device: str | int | None = None
+    task: str,
+    model: str | Path,
+    tokenizer: str | Path | None = None,
+    device: str | int | None = None,
+    backend: str = "pytorch",
 ) -> Pipeline:
     """Build the transformers pipeline for `task` ("fill-mask", "text-classification", "feature-extraction").
 
     Args:
-        model: a model folder or Hub id.
+        model: a model folder or Hub id; for backend "onnxruntime", a folder written by `bertscratch export`.
         tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
-        device: "cpu", "cuda", "cuda:1", a GPU index, or None for the pipeline's default.
+        device: "cpu", "cuda", "cuda:1", a GPU index, or None for the pipeline's default (onnxruntime: CPU only).
+        backend: "pytorch" or "onnxruntime".
     """
     if task not in TASK_HEADS:
         raise ValueError(f"Unknown task {task!r}: expected one of {sorted(TASK_HEADS)}.")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
     model = check_model_reference(model)
     check_task_head(model, task)
     tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    if backend == "onnxruntime":
+        return _onnx_pipeline(task, model, tokenizer, device)
     # dtype="auto" would load a checkpoint saved in half precision as is; inference on CPU wants float32.
     return pipeline(task, model=model, tokenizer=tokenizer, device=device, dtype=torch.float32)
+
+
+def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int | None) -> Pipeline:
+    """The pipeline for `task` over the exported folder `model`, run by ONNX Runtime on the CPU."""
+    from .onnx_export import BertScratchOnnxRuntimeModel
+
+    if device not in (None, "cpu", -1):
+        raise ValueError(
+            f"device={device!r}: the onnxruntime backend runs on the CPU only (pass --device cpu or none)."
+        )
+    if not Path(model).is_dir():
+        raise FileNotFoundError(
+            f"Model {model!r}: the onnxruntime backend reads a local folder written by `bertscratch export`."
+        )
+    return pipeline(task, model=BertScratchOnnxRuntimeModel.from_folder(model, task), tokenizer=tokenizer)
 
 
 def _as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:

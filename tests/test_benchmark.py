@@ -40,6 +40,25 @@ def test_bf16_autocast_case_runs() -> None:
     assert "| eager bf16 |" in benchmark.format_row(results[1])
 
 
+def test_onnxruntime_contender_runs_with_parity() -> None:
+    pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install 'hf-bertscratch[onnx]')")
+    pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript")
+    args = benchmark.parse_args(
+        [*TINIEST, "--paddings", "0.3", "--workloads", "train", "infer", "encode", "--onnxruntime", "true",
+         "--memory", "false"]
+    )
+    train, infer, encode = benchmark.run_benchmark(args)
+    assert train.onnxruntime_tokens_per_s is None  # training has no ONNX Runtime contender
+    for result in (infer, encode):
+        assert result.onnxruntime_tokens_per_s > 0
+        low, median, high = (result.ours_over_onnxruntime_min, result.ours_over_onnxruntime_median,
+                             result.ours_over_onnxruntime_max)
+        assert low <= median <= high
+        assert result.onnxruntime_max_abs_diff < 1e-4  # the same weights compute the same outputs
+    table = benchmark.format_table([train, infer, encode])
+    assert "| ours/ORT (min-max) |" in table and "| tiny | 16 | 0.3 | encode | eager |" in table
+
+
 def test_json_argument_file(tmp_path: Path) -> None:
     config = tmp_path / "args.json"
     config.write_text(json.dumps({"presets": ["tiny"], "seq_lens": [16], "paddings": [0.3], "repeats": 2}))

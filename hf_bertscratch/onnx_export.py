@@ -1,0 +1,360 @@
+"""Export a BertScratch model to ONNX, and run an exported folder with ONNX Runtime.
+
+    bertscratch export MODEL OUT [--task fill-mask]
+
+The export is the project's own, through `torch.onnx.export(dynamo=True)` (Hugging Face Optimum does not install
+beside transformers 5 yet). OUT is laid out as Optimum's `ORTModelFor*` classes expect: `model.onnx` (one file,
+weights inside), `config.json` (plus `configuration_bertscratch.py` for `trust_remote_code` loading) and the tokenizer
+files. The graph takes `input_ids`, `attention_mask` and `token_type_ids`, each (batch, sequence) int64 with both axes
+dynamic, and returns the head's outputs by the names transformers gives them (`ONNX_TASKS`).
+
+What is exported is the dense eager computation, numerically transformers' BERT: the unpadded and tiled-decoding
+speed paths of the PyTorch model are off under tracing. At real (non-pad) positions the outputs equal the PyTorch
+model's; at pad positions they are what transformers' BERT computes there (the PyTorch model's unpadded path
+returns zeros there instead), so read pad positions from neither.
+
+`BertScratchOnnxRuntimeModel` wraps an exported folder's `InferenceSession` as a `PreTrainedModel` whose forward
+returns the same `ModelOutput` as the PyTorch head, so transformers pipelines run on it unchanged
+(`hf_bertscratch.inference`, `--backend onnxruntime`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import shutil
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import AutoConfig, PreTrainedModel
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.utils import ModelOutput
+
+from . import configuration_bertscratch
+from .configuration_bertscratch import BertScratchConfig
+from .outputs import staged_folder
+
+logger = logging.getLogger(__name__)
+
+ONNX_FILE = "model.onnx"
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# Tolerance of the check run after every export (and of the tests): fp32 ONNX Runtime against PyTorch.
+ATOL = 1e-4
+
+
+@dataclass(frozen=True)
+class OnnxTask:
+    """One exportable head: the Auto class that loads it, its outputs in order, and what reads them."""
+
+    auto_class: str
+    outputs: tuple[str, ...]
+    output_class: type[ModelOutput]
+    architectures: tuple[str, ...]  # checkpoint architecture suffixes whose default task this is
+    optimum_class: str  # the Optimum class that loads the exported folder
+    per_sequence: tuple[str, ...] = ()  # outputs with one row per sequence (B, ...), not per token (B, T, ...)
+
+
+# Task names are Optimum's (and the pipelines').
+ONNX_TASKS: dict[str, OnnxTask] = {
+    "feature-extraction": OnnxTask(
+        "AutoModel", ("last_hidden_state", "pooler_output"), BaseModelOutputWithPooling, (),
+        "ORTModelForFeatureExtraction", per_sequence=("pooler_output",),
+    ),
+    "fill-mask": OnnxTask(
+        "AutoModelForMaskedLM", ("logits",), MaskedLMOutput, ("ForMaskedLM", "ForPreTraining"), "ORTModelForMaskedLM"
+    ),
+    "text-classification": OnnxTask(
+        "AutoModelForSequenceClassification", ("logits",), SequenceClassifierOutput, ("ForSequenceClassification",),
+        "ORTModelForSequenceClassification", per_sequence=("logits",),
+    ),
+    "token-classification": OnnxTask(
+        "AutoModelForTokenClassification", ("logits",), TokenClassifierOutput, ("ForTokenClassification",),
+        "ORTModelForTokenClassification",
+    ),
+    "question-answering": OnnxTask(
+        "AutoModelForQuestionAnswering", ("start_logits", "end_logits"), QuestionAnsweringModelOutput,
+        ("ForQuestionAnswering",), "ORTModelForQuestionAnswering",
+    ),
+}
+
+
+def require(package: str) -> object:
+    """Import `package` or raise ImportError naming it and the extra that installs it."""
+    try:
+        return importlib.import_module(package)
+    except ModuleNotFoundError as error:
+        raise ImportError(
+            f"The ONNX path needs the {package!r} package, which is not installed: "
+            "pip install 'hf-bertscratch[onnx]' (or pip install onnx onnxruntime onnxscript)."
+        ) from error
+
+
+def default_task(architectures: list[str] | None) -> str:
+    """The task of the checkpoint's trained head (feature-extraction for a bare encoder or an unexported head)."""
+    for task, spec in ONNX_TASKS.items():
+        for name in architectures or []:
+            if spec.architectures and name.endswith(spec.architectures):
+                return task
+    return "feature-extraction"
+
+
+def check_task(task: str) -> OnnxTask:
+    if task not in ONNX_TASKS:
+        raise ValueError(f"task={task!r} cannot be exported: expected one of {list(ONNX_TASKS)}.")
+    return ONNX_TASKS[task]
+
+
+# ------------------------------------------------------------------------------------------------------- export
+
+
+class _OnnxGraph(nn.Module):
+    """The traced function: the three named inputs in, the task's outputs out as a tuple."""
+
+    def __init__(self, model: PreTrainedModel, outputs: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = outputs
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        result = self.model(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True
+        )
+        return tuple(result[name] for name in self.outputs)
+
+
+def output_names(model: PreTrainedModel, task: str) -> tuple[str, ...]:
+    """The task's outputs that `model` returns (a bare encoder saved without a pooler has no `pooler_output`)."""
+    names = ONNX_TASKS[task].outputs
+    if task == "feature-extraction" and getattr(model, "pooler", None) is None:
+        names = names[:1]
+    return names
+
+
+def example_batch(config: BertScratchConfig, batch_size: int, seq_len: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A right-padded (batch_size, seq_len) batch of random ids: row i has seq_len - i real tokens (at least 1).
+
+    Token type ids switch to 1 halfway through each row's real tokens (when the config has two segments).
+    """
+    generator = torch.Generator().manual_seed(seed)
+    lengths = (seq_len - torch.arange(batch_size)).clamp(min=1)  # (B,)
+    positions = torch.arange(seq_len)[None]  # (1, T)
+    attention_mask = (positions < lengths[:, None]).long()  # (B, T)
+    low = min(5, config.vocab_size - 1)  # past the usual special tokens
+    input_ids = torch.randint(low, config.vocab_size, (batch_size, seq_len), generator=generator)
+    input_ids = input_ids.masked_fill(attention_mask == 0, config.pad_token_id or 0)
+    second = (positions >= (lengths[:, None] + 1) // 2) & (attention_mask == 1)
+    token_type_ids = (second & (config.type_vocab_size > 1)).long()
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+
+
+def export_graph(model: PreTrainedModel, task: str, path: Path, opset: int | None = None) -> tuple[str, ...]:
+    """Trace `model` (eval mode, fp32) with dynamic batch and sequence axes and write the ONNX file `path`.
+
+    Returns the output names written.
+    """
+    require("onnxscript")  # torch.onnx's dynamo exporter translates through it
+    names = output_names(model, task)
+    graph = _OnnxGraph(model.float().eval(), names).eval()
+    # Neither axis may be 1 in the example: torch.export would specialise on it.
+    example = example_batch(model.config, 2, min(8, model.config.max_position_embeddings))
+    batch = torch.export.Dim("batch")
+    sequence = torch.export.Dim("sequence", max=model.config.max_position_embeddings)
+    dynamic = {name: {0: batch, 1: sequence} for name in INPUT_NAMES}
+    with torch.no_grad(), _quiet_exporter():
+        program = torch.onnx.export(
+            graph, tuple(example[name] for name in INPUT_NAMES), input_names=list(INPUT_NAMES),
+            output_names=list(names), dynamic_shapes=dynamic, opset_version=opset, dynamo=True, verbose=False,
+        )
+    program.save(str(path), external_data=False)
+    return names
+
+
+@contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Hide the exporter's notes that say nothing about this model (torchvision ops it skips, the shared names of
+    the dynamic axes, a deprecation inside torch); anything else it warns about still shows."""
+    names = ("torch.onnx._internal.exporter._registration", "onnx_ir", "onnxscript")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for each in loggers:  # onnx_ir and onnxscript log every initializer they fold or deduplicate at INFO
+        each.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"# The axis name: \w+ will not be used", category=UserWarning)
+            warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+            yield
+    finally:
+        for each, level in zip(loggers, levels):
+            each.setLevel(level)
+
+
+def export_onnx(
+    model: str | Path,
+    output_dir: str | Path,
+    task: str | None = None,
+    tokenizer: str | Path | None = None,
+    opset: int | None = None,
+    overwrite: bool = False,
+    check: bool = True,
+) -> Path:
+    """Export the model folder (or Hub id) `model` to ONNX in `output_dir`, with its config and tokenizer.
+
+    Args:
+        task: one of `ONNX_TASKS`; None: the task of the checkpoint's head (`default_task`).
+        tokenizer: tokenizer folder, vocab.txt or Hub id; None: the one saved with the model.
+        opset: ONNX opset; None: torch.onnx's default.
+        overwrite: replace an `output_dir` that already holds files (otherwise refused).
+        check: run the written model with ONNX Runtime on a right-padded batch of another shape than the traced one
+            and raise unless every output matches PyTorch within `ATOL` at real positions.
+
+    Returns:
+        `output_dir`, written in one rename once complete.
+    """
+    from .inference import check_model_reference
+    from .tokenization import load_tokenizer
+
+    model = check_model_reference(model)
+    output_dir = Path(output_dir)
+    if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
+        raise FileExistsError(
+            f"Output {str(output_dir)!r} already exists and is not empty; pass --overwrite to replace it."
+        )
+    config = AutoConfig.from_pretrained(model)
+    task = task or default_task(config.architectures)
+    spec = check_task(task)
+    torch_model = getattr(importlib.import_module("transformers"), spec.auto_class).from_pretrained(
+        model, dtype=torch.float32
+    )
+    loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    with staged_folder(output_dir) as staging:
+        names = export_graph(torch_model, task, staging / ONNX_FILE, opset)
+        torch_model.config.save_pretrained(staging)
+        shutil.copy(configuration_bertscratch.__file__, staging / Path(configuration_bertscratch.__file__).name)
+        loaded_tokenizer.save_pretrained(staging)
+        if check:
+            difference = check_export(staging, torch_model, task, names)
+            logger.info("ONNX Runtime matches PyTorch: largest difference %.1e", difference)
+    return output_dir
+
+
+# -------------------------------------------------------------------------------------------- ONNX Runtime
+
+
+def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: bool | None = None) -> object:
+    """An ONNX Runtime CPU `InferenceSession` on `folder`/model.onnx, all graph optimisations on.
+
+    num_threads: intra-op threads; None: ONNX Runtime's choice.
+    spinning: whether idle intra-op threads busy-wait for work; None: ONNX Runtime's default (they do).
+    """
+    ort = require("onnxruntime")
+    path = Path(folder) / ONNX_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{str(folder)!r} has no {ONNX_FILE}: export the model first (bertscratch export MODEL OUT) and pass OUT."
+        )
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if num_threads is not None:
+        options.intra_op_num_threads = num_threads
+    if spinning is not None:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def run_session(session: object, inputs: dict[str, torch.Tensor | np.ndarray]) -> dict[str, np.ndarray]:
+    """Run `session` on the named inputs (token_type_ids default to zeros); every output by name."""
+    feeds = {name: np.asarray(value, dtype=np.int64) for name, value in inputs.items() if name in INPUT_NAMES}
+    if "input_ids" not in feeds:
+        raise ValueError(f"ONNX inputs need input_ids; got {sorted(inputs)}.")
+    feeds.setdefault("attention_mask", np.ones_like(feeds["input_ids"]))
+    feeds.setdefault("token_type_ids", np.zeros_like(feeds["input_ids"]))
+    names = [output.name for output in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def check_export(folder: Path, model: PreTrainedModel, task: str, names: tuple[str, ...]) -> float:
+    """Largest |ONNX Runtime - PyTorch| over every output at real positions of a right-padded (3, 11) batch; raises
+    if over `ATOL`. PyTorch runs its default path here (unpadded), so this also checks the two paths agree."""
+    batch = example_batch(model.config, 3, min(11, model.config.max_position_embeddings), seed=1)
+    onnx_outputs = run_session(onnx_session(folder), batch)
+    with torch.no_grad():
+        torch_outputs = model(**batch, return_dict=True)
+    real = batch["attention_mask"].bool().numpy()
+    worst = 0.0
+    for name in names:
+        expected, actual = torch_outputs[name].numpy(), onnx_outputs[name]
+        if name not in ONNX_TASKS[task].per_sequence:
+            expected, actual = expected[real], actual[real]  # per-token outputs: real positions only
+        difference = float(np.abs(expected - actual).max())
+        if not difference <= ATOL:
+            raise RuntimeError(f"Exported {name} differs from PyTorch by {difference:.2e} (> {ATOL}): export is wrong.")
+        worst = max(worst, difference)
+    return worst
+
+
+class BertScratchOnnxRuntimeModel(PreTrainedModel):
+    """An exported folder run by ONNX Runtime behind the `PreTrainedModel` interface pipelines use.
+
+    `forward(input_ids, attention_mask, token_type_ids)` returns the task's `ModelOutput` (the PyTorch head's output
+    class) holding the ONNX outputs as CPU tensors. It has no parameters: it always runs on the CPU in float32.
+    """
+
+    config_class = BertScratchConfig
+
+    def __init__(self, config: BertScratchConfig, session: object, task: str) -> None:
+        super().__init__(config)
+        self.session = session
+        self.task = task
+        self.post_init()
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, task: str, num_threads: int | None = None) -> BertScratchOnnxRuntimeModel:
+        """Load `folder` (written by `export_onnx`) for `task`; raises if its graph lacks the task's outputs."""
+        spec = check_task(task)
+        session = onnx_session(folder, num_threads)
+        found = [output.name for output in session.get_outputs()]
+        if found[:1] != list(spec.outputs[:1]):
+            raise ValueError(
+                f"{str(Path(folder) / ONNX_FILE)!r} has outputs {found}, but {task} reads {list(spec.outputs)}: "
+                f"export it with --task {task}."
+            )
+        return cls(AutoConfig.from_pretrained(str(folder)), session, task)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float32
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        **kwargs: object,
+    ) -> ModelOutput:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        outputs = run_session(self.session, {name: value for name, value in inputs.items() if value is not None})
+        return ONNX_TASKS[self.task].output_class(**{name: torch.from_numpy(value) for name, value in outputs.items()})
+
+
+__all__ = [
+    "ATOL", "BertScratchOnnxRuntimeModel", "INPUT_NAMES", "ONNX_FILE", "ONNX_TASKS", "OnnxTask", "check_export",
+    "default_task", "example_batch", "export_graph", "export_onnx", "onnx_session", "run_session",
+]
