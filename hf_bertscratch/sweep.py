@@ -67,6 +67,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "no-short-start": (["--short_seq_fraction", "0"], "128-token blocks from the start (no short-block start)"),
     "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
     "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
+    "warmup-0.2": (["--warmup_steps", "0.2"], "warm-up over a fifth of the budget (default: a tenth)"),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
