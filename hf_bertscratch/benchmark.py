@@ -31,7 +31,6 @@ import contextlib
 import json
 import logging
 import multiprocessing
-import platform
 import resource
 import statistics
 import sys
@@ -45,8 +44,10 @@ import torch
 from torch import nn
 from transformers import BertForMaskedLM, HfArgumentParser
 
+from .arguments import parse_args_or_json
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
+from .hardware import cpu_model
 from .modeling_bertscratch import BertScratchForMaskedLM
 from .outputs import atomic_write
 
@@ -490,17 +491,7 @@ def environment_line() -> str:
         import onnxruntime
 
         versions += f", onnxruntime {onnxruntime.__version__}"
-    return f"{versions}, {torch.get_num_threads()} threads, {_cpu_model()}, load average at the end {load}"
-
-
-def _cpu_model() -> str:
-    """The CPU's model name (what `lscpu | grep 'Model name'` shows), or the architecture where it is not known."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return f"{versions}, {torch.get_num_threads()} threads, {cpu_model()}, load average at the end {load}"
 
 
 def _load_average() -> tuple[float, ...]:
@@ -530,12 +521,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
     """Arguments from the command line, or from a single .json file argument."""
     parser = HfArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
-    if argv is None:
-        argv = sys.argv[1:]
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        (args,) = parser.parse_json_file(json_file=argv[0])
-    else:
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args_or_json(parser, argv)
     return args
 
 

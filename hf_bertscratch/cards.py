@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import os
-import platform
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +21,7 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from .data import DATASET_CITATIONS
 from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -60,43 +60,6 @@ _COMMON_TAGS = ("bert", "bertscratch", "custom_code")
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
 _NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos", "_samples")
 
-# Known datasets: a readable name and the citation the card must carry. Keys are Hub ids (and local aliases).
-_WIKITEXT = ("WikiText-2", """@inproceedings{merity2017pointer,
-  title     = {Pointer Sentinel Mixture Models},
-  author    = {Merity, Stephen and Xiong, Caiming and Bradbury, James and Socher, Richard},
-  booktitle = {International Conference on Learning Representations},
-  year      = {2017}
-}""")
-_IMDB = ("IMDB Large Movie Review", """@inproceedings{maas2011learning,
-  title     = {Learning Word Vectors for Sentiment Analysis},
-  author    = {Maas, Andrew L. and Daly, Raymond E. and Pham, Peter T. and Huang, Dan and Ng, Andrew Y. and Potts, Christopher},
-  booktitle = {Proceedings of the 49th Annual Meeting of the Association for Computational Linguistics},
-  year      = {2011},
-  pages     = {142--150}
-}""")
-_SST2 = ("SST-2 (GLUE)", """@inproceedings{socher2013recursive,
-  title     = {Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank},
-  author    = {Socher, Richard and Perelygin, Alex and Wu, Jean and Chuang, Jason and Manning, Christopher D. and Ng, Andrew and Potts, Christopher},
-  booktitle = {Proceedings of the 2013 Conference on Empirical Methods in Natural Language Processing},
-  year      = {2013},
-  pages     = {1631--1642}
-}
-@inproceedings{wang2019glue,
-  title     = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
-  author    = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
-  booktitle = {International Conference on Learning Representations},
-  year      = {2019}
-}""")
-DATASET_CITATIONS: dict[str, tuple[str, str]] = {
-    "wikitext": _WIKITEXT,
-    "Salesforce/wikitext": _WIKITEXT,
-    "imdb": _IMDB,
-    "stanfordnlp/imdb": _IMDB,
-    "glue": _SST2,
-    "nyu-mll/glue": _SST2,
-    "sst2": _SST2,
-    "stanfordnlp/sst2": _SST2,
-}
 BERT_CITATION = """@inproceedings{devlin2019bert,
   title     = {{BERT}: Pre-training of Deep Bidirectional Transformers for Language Understanding},
   author    = {Devlin, Jacob and Chang, Ming-Wei and Lee, Kenton and Toutanova, Kristina},
@@ -159,17 +122,6 @@ def set_card_repo(card_file: str | Path, repo_id: str, revision: str | None = No
     ModelCard(text)  # raises if the edit broke the metadata block
     _atomic_write_text(path, text)
     return path
-
-
-def describe_hardware() -> str:
-    """A one-line description of the accelerator (or CPU) this process runs on, for the card's hardware field."""
-    import torch
-
-    if torch.cuda.is_available():
-        count = torch.cuda.device_count()
-        return f"{count} x {torch.cuda.get_device_name(0)}"
-    cpu = platform.processor() or platform.machine()
-    return f"CPU ({cpu}, {os.cpu_count()} cores)"
 
 
 def info_from_model_folder(model_dir: str | Path) -> tuple[str, dict[str, Any]]:
@@ -360,7 +312,6 @@ __all__ = [
     "CARD_KINDS",
     "REPO_PLACEHOLDER",
     "build_model_card",
-    "describe_hardware",
     "info_from_model_folder",
     "set_card_repo",
     "template_path",

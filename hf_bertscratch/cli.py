@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from transformers import HfArgumentParser
 
+from .arguments import parse_args_or_json
 from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -287,10 +288,7 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
         description=arguments_class.__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    if len(argv) == 1 and argv[0].endswith(".json") and Path(argv[0]).is_file():
-        (args,) = parser.parse_json_file(argv[0])
-    else:
-        (args,) = parser.parse_args_into_dataclasses(argv)
+    (args,) = parse_args_or_json(parser, argv)
     return args
 
 

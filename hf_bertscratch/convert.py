@@ -12,31 +12,24 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import transformers
 from transformers import AutoConfig, BertConfig, HfArgumentParser, PreTrainedModel
 
+from .arguments import parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
 from .outputs import staged_folder
 
 logger = logging.getLogger(__name__)
 
-# transformers' BERT class <-> BertScratch class, one row per head.
-ARCHITECTURES: dict[str, str] = {
-    "BertModel": "BertScratchModel",
-    "BertForPreTraining": "BertScratchForPreTraining",
-    "BertForMaskedLM": "BertScratchForMaskedLM",
-    "BertForNextSentencePrediction": "BertScratchForNextSentencePrediction",
-    "BertForSequenceClassification": "BertScratchForSequenceClassification",
-    "BertForTokenClassification": "BertScratchForTokenClassification",
-    "BertForQuestionAnswering": "BertScratchForQuestionAnswering",
-    "BertForMultipleChoice": "BertScratchForMultipleChoice",
-}
+# transformers' BERT class -> BertScratch class, one row per head (the heads are named after BERT's).
+ARCHITECTURES: dict[str, str] = {name.replace("BertScratch", "Bert"): name for name in AUTO_CLASS_TO_MODEL.values()}
 
 # (transformers BERT name, BertScratch name) pairs, "{i}" standing for a layer index; QKV fusion is handled apart.
 _RENAMES: list[tuple[str, str]] = [
@@ -142,22 +135,23 @@ def _model_class(name: str) -> type[PreTrainedModel]:
 
 def bert_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
     """Convert a loaded transformers `BertFor*` model into the matching `BertScratchFor*` with the same weights."""
-    source_name = type(model).__name__
-    if source_name not in ARCHITECTURES:
-        raise ValueError(f"Cannot convert {source_name}; supported: {sorted(ARCHITECTURES)}.")
-    target = _model_class(ARCHITECTURES[source_name])(bert_config_to_bertscratch(model.config))
-    target.load_state_dict(bert_state_dict_to_bertscratch(model.state_dict()), strict=True)
-    return target.to(next(model.parameters()).dtype).eval()
+    return _convert_model(model, ARCHITECTURES, bert_config_to_bertscratch, bert_state_dict_to_bertscratch)
 
 
 def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
     """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights."""
     reverse = {v: k for k, v in ARCHITECTURES.items()}
+    return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
+
+
+def _convert_model(model: PreTrainedModel, classes: dict[str, str], convert_config: Callable[[Any], Any],
+                   convert_state_dict: Callable[[dict], dict]) -> PreTrainedModel:
+    """The model of class `classes[type(model).__name__]` with the converted config and weights, in eval mode."""
     source_name = type(model).__name__
-    if source_name not in reverse:
-        raise ValueError(f"Cannot convert {source_name}; supported: {sorted(reverse)}.")
-    target = _model_class(reverse[source_name])(bertscratch_config_to_bert(model.config))
-    target.load_state_dict(bertscratch_state_dict_to_bert(model.state_dict()), strict=True)
+    if source_name not in classes:
+        raise ValueError(f"Cannot convert {source_name}; supported: {sorted(classes)}.")
+    target = _model_class(classes[source_name])(convert_config(model.config))
+    target.load_state_dict(convert_state_dict(model.state_dict()), strict=True)
     return target.to(next(model.parameters()).dtype).eval()
 
 
@@ -243,16 +237,7 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
                     "weights, config (sizes, labels) and tokenizer files are carried over.",
         usage="%(prog)s SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: %(prog)s ARGS.json)",
     )
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        (args,) = parser.parse_json_file(json_file=argv[0])
-    else:
-        positional = []
-        while argv and not argv[0].startswith("-") and len(positional) < 2:
-            positional.append(argv.pop(0))
-        argv = [*(item for name, value in zip(("--source", "--output_dir"), positional) for item in (name, value)),
-                *argv]
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args_or_json(parser, argv, positional=("source", "output_dir"))
     if args.source is None or args.output_dir is None:
         raise ValueError("Give both folders: convert_checkpoint.py SOURCE OUTPUT_DIR (see --help).")
     return args

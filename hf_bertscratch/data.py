@@ -51,38 +51,93 @@ class LocalDataset:
     builder_kwargs: dict[str, str] = field(default_factory=dict)
 
 
-_WIKITEXT2 = LocalDataset(
-    "wikitext-2-raw",
-    {"train": "train_split_5/*.txt", "validation": "wiki.valid.raw", "test": "wiki.test.raw"},
-    ("text",),
-)
-_IMDB = LocalDataset("imdb", {"train": "train.csv.gz", "test": "test.csv.gz"}, ("text", "label"))
-_SST2 = LocalDataset("sst2", {"train": "train.tsv", "validation": "dev.tsv"}, ("sentence", "label"))
+@dataclass(frozen=True)
+class KnownDataset:
+    """A dataset this package knows by name: one row of `KNOWN_DATASETS`.
 
-# (dataset_name, dataset_config_name) -> local copy. A None config matches a name given without a config.
-LOCAL_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
-    ("wikitext", "wikitext-2-raw-v1"): _WIKITEXT2,
-    ("Salesforce/wikitext", "wikitext-2-raw-v1"): _WIKITEXT2,
-    ("imdb", None): _IMDB,
-    ("stanfordnlp/imdb", None): _IMDB,
-    ("glue", "sst2"): _SST2,
-    ("nyu-mll/glue", "sst2"): _SST2,
-    ("stanfordnlp/sst2", None): _SST2,
-    ("sst2", None): _SST2,
+    Attributes:
+        hub_ids: (dataset_name, dataset_config_name) pairs it is known by (Hub ids and short aliases); a None config
+            matches a name given without one.
+        title: readable name, for model cards.
+        citation: BibTeX that a model card trained or evaluated on it carries.
+        local: layout of its copy in a data directory (`--data_dir`, `$BERTSCRATCH_DATA_DIR`).
+        bundled: layout of the copy shipped inside the package (`BUNDLED_DIR`), if there is one.
+    """
+
+    hub_ids: tuple[tuple[str, str | None], ...]
+    title: str
+    citation: str
+    local: LocalDataset
+    bundled: LocalDataset | None = None
+
+
+_WIKITEXT_CITATION = """@inproceedings{merity2017pointer,
+  title     = {Pointer Sentinel Mixture Models},
+  author    = {Merity, Stephen and Xiong, Caiming and Bradbury, James and Socher, Richard},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2017}
+}"""
+_IMDB_CITATION = """@inproceedings{maas2011learning,
+  title     = {Learning Word Vectors for Sentiment Analysis},
+  author    = {Maas, Andrew L. and Daly, Raymond E. and Pham, Peter T. and Huang, Dan and Ng, Andrew Y. and Potts, Christopher},
+  booktitle = {Proceedings of the 49th Annual Meeting of the Association for Computational Linguistics},
+  year      = {2011},
+  pages     = {142--150}
+}"""
+_SST2_CITATION = """@inproceedings{socher2013recursive,
+  title     = {Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank},
+  author    = {Socher, Richard and Perelygin, Alex and Wu, Jean and Chuang, Jason and Manning, Christopher D. and Ng, Andrew and Potts, Christopher},
+  booktitle = {Proceedings of the 2013 Conference on Empirical Methods in Natural Language Processing},
+  year      = {2013},
+  pages     = {1631--1642}
 }
-
+@inproceedings{wang2019glue,
+  title     = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
+  author    = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2019}
+}"""
 
 # Corpora shipped inside the package (hf_bertscratch/corpora, each with a SOURCE.md giving origin and licence): used
 # when a named dataset has no copy in the data directory, before going to the Hub, so the default pretraining
 # corpus works offline right after `pip install`.
 BUNDLED_DIR = Path(__file__).resolve().parent / "corpora"
-_WIKITEXT2_BUNDLED = LocalDataset(
-    "wikitext-2-raw",
-    {"train": "wiki.train.txt.gz", "validation": "wiki.valid.txt.gz", "test": "wiki.test.txt.gz"},
+
+# Every dataset known by name, once; the lookup tables below are views of it.
+KNOWN_DATASETS: tuple[KnownDataset, ...] = (
+    KnownDataset(
+        (("wikitext", "wikitext-2-raw-v1"), ("Salesforce/wikitext", "wikitext-2-raw-v1")),
+        "WikiText-2",
+        _WIKITEXT_CITATION,
+        LocalDataset("wikitext-2-raw",
+                     {"train": "train_split_5/*.txt", "validation": "wiki.valid.raw", "test": "wiki.test.raw"},
+                     ("text",)),
+        LocalDataset("wikitext-2-raw",
+                     {"train": "wiki.train.txt.gz", "validation": "wiki.valid.txt.gz", "test": "wiki.test.txt.gz"}),
+    ),
+    KnownDataset(
+        (("imdb", None), ("stanfordnlp/imdb", None)),
+        "IMDB Large Movie Review",
+        _IMDB_CITATION,
+        LocalDataset("imdb", {"train": "train.csv.gz", "test": "test.csv.gz"}, ("text", "label")),
+    ),
+    KnownDataset(
+        (("glue", "sst2"), ("nyu-mll/glue", "sst2"), ("stanfordnlp/sst2", None), ("sst2", None)),
+        "SST-2 (GLUE)",
+        _SST2_CITATION,
+        LocalDataset("sst2", {"train": "train.tsv", "validation": "dev.tsv"}, ("sentence", "label")),
+    ),
 )
+# (dataset_name, dataset_config_name) -> its copy in a data directory / inside the package.
+LOCAL_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
+    hub_id: known.local for known in KNOWN_DATASETS for hub_id in known.hub_ids
+}
 BUNDLED_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
-    ("wikitext", "wikitext-2-raw-v1"): _WIKITEXT2_BUNDLED,
-    ("Salesforce/wikitext", "wikitext-2-raw-v1"): _WIKITEXT2_BUNDLED,
+    hub_id: known.bundled for known in KNOWN_DATASETS if known.bundled for hub_id in known.hub_ids
+}
+# dataset_name -> (title, citation), for model cards.
+DATASET_CITATIONS: dict[str, tuple[str, str]] = {
+    name: (known.title, known.citation) for known in KNOWN_DATASETS for name, _ in known.hub_ids
 }
 DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
 
@@ -217,4 +272,5 @@ def load_raw_datasets(
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
 
 
-__all__ = ["BUNDLED_DATASETS", "DATA_DIR_ENV", "DEFAULT_PRETRAINING_DATASET", "LOCAL_DATASETS", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]
+__all__ = ["BUNDLED_DATASETS", "DATASET_CITATIONS", "DATA_DIR_ENV", "DEFAULT_PRETRAINING_DATASET", "KNOWN_DATASETS",
+           "LOCAL_DATASETS", "KnownDataset", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]

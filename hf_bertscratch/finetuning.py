@@ -14,8 +14,6 @@ import csv
 import json
 import logging
 import math
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +36,9 @@ from transformers.trainer_utils import PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
+from .arguments import parse_args_or_json
 from .data import load_raw_datasets
+from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
 from .metrics import ClassificationMetrics
 from .outputs import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
@@ -478,22 +478,11 @@ def _write_card(
     )
 
 
-def machine_description() -> str:
-    """A short description of where the run happened (for the results table)."""
-    if torch.cuda.is_available():
-        return f"1x {torch.cuda.get_device_name(0)}"
-    threads = torch.get_num_threads()
-    return f"CPU, {threads} thread{'s' if threads != 1 else ''} ({os.cpu_count()} cores visible)"
-
-
 # ---------------------------------------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, FinetuneTrainingArguments]:
     """Parse the three dataclasses from argv, or from a single .json file argument."""
     parser = HfArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=argv)
+    return parse_args_or_json(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -557,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
         train_samples=len(tokenized["train"]),
         eval_samples=len(tokenized["eval"]),
         wall_time_seconds=time.perf_counter() - start,
-        machine=machine_description(),
+        machine=describe_hardware(),
         seed=training_args.seed,
         max_seq_length=data_args.max_seq_length,
         truncation=data_args.truncation,

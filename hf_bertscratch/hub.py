@@ -16,7 +16,6 @@ import json
 import logging
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import HfArgumentParser, TrainingArguments
 
 from . import configuration_bertscratch, modeling_bertscratch
+from .arguments import parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import _auto_map
@@ -307,13 +307,7 @@ def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
         usage="push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
               "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: push_to_hub.py ARGS.json)",
     )
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        (args,) = parser.parse_json_file(json_file=argv[0])
-    else:
-        if argv and not argv[0].startswith("-"):
-            argv = ["--model_dir", *argv]
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args_or_json(parser, argv, positional=("model_dir",))
     if args.model_dir is None:
         raise ValueError("Give the model folder: push_to_hub.py MODEL_DIR --repo_id USER/NAME.")
     if args.repo_id is None:

@@ -46,6 +46,7 @@ from transformers import (
     set_seed,
 )
 
+from .arguments import parse_args_or_json
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
@@ -238,9 +239,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
         # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
         # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.
         os.environ.setdefault("ACCELERATE_USE_CPU", "true")
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(argv)
+    return parse_args_or_json(parser, argv)
 
 
 def validate_args(model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments) -> None:
@@ -555,6 +554,15 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
         self._generator_pid = os.getpid()  # transformers >= 5.24 checks it; earlier versions ignore it
 
 
+def masking_collators(tokenizer: PreTrainedTokenizerBase, data_args: DataArguments,
+                      seed: int) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
+    """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate."""
+    return tuple(SeededMaskingCollator(
+        tokenizer, mlm_probability=probability, whole_word_mask=data_args.whole_word_mask,
+        mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob, seed=seed,
+    ) for probability in (data_args.mlm_probability, data_args.eval_mlm_probability))
+
+
 class MaskingEpochCallback(TrainerCallback):
     """Tells the collator which epoch is starting (also right after a resume, mid-epoch)."""
 
@@ -651,11 +659,7 @@ def build_trainer(
                              data_args, training_args)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
-    collator, eval_collator = (SeededMaskingCollator(
-        tokenizer, mlm_probability=probability, whole_word_mask=data_args.whole_word_mask,
-        mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob,
-        seed=training_args.seed,
-    ) for probability in (data_args.mlm_probability, data_args.eval_mlm_probability))
+    collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)
     budget = None
     if training_args.max_train_minutes is not None:
         budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
@@ -733,7 +737,7 @@ def _position_start(config) -> str:
 def _card_info(
     trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
 ) -> dict[str, Any]:
-    from .cards import describe_hardware
+    from .hardware import describe_hardware
 
     args = trainer.args
     hyperparameters = {

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from .diagnostics import neighbour_weight
 from .outputs import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -95,9 +96,7 @@ def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128)
     text = list(load_raw_datasets(*DEFAULT_PRETRAINING_DATASET)["validation"].select(range(400))["text"])
     ids = torch.tensor(make_pack_function(tokenizer, "text", seq, False)({"text": text})["input_ids"][:blocks])
     with torch.no_grad():
-        attention = model(ids, output_attentions=True).attentions[0]  # (B, heads, T, T)
-    index = torch.arange(attention.shape[-1])
-    return float(attention[..., index[1:], index[:-1]].mean() + attention[..., index[:-1], index[1:]].mean())
+        return neighbour_weight(model(ids, output_attentions=True).attentions[0])
 
 
 def plateau_exit_step(log_history: list[dict]) -> int | None:

@@ -16,6 +16,8 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizerFast, HfArgumentParser, PreTrainedTokenizerBase
 
+from .arguments import parse_args_or_json
+
 logger = logging.getLogger(__name__)
 
 # BERT's special tokens, in the order that gives them ids 0..4 (so [PAD] is 0, the config's pad_token_id).
@@ -116,10 +118,7 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     parser = HfArgumentParser(TrainTokenizerArguments, description=main.__doc__)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        (args,) = parser.parse_json_file(argv[0])
-    else:
-        (args,) = parser.parse_args_into_dataclasses(argv)
+    (args,) = parse_args_or_json(parser, argv)
     raw = load_raw_datasets(args.dataset_name, args.dataset_config_name, train_file=args.train_file,
                             data_dir=args.data_dir)
     train = raw["train"]

@@ -35,6 +35,7 @@ import optax
 from flax import nnx
 from transformers import HfArgumentParser, PreTrainedTokenizerBase
 
+from ..arguments import parse_args_or_json
 from ..data import DEFAULT_PRETRAINING_DATASET
 from ..outputs import check_output_dir, publish_folder
 from ..pretraining import (
@@ -44,6 +45,7 @@ from ..pretraining import (
     build_tokenizer,
     check_model_fits,
     load_text_splits,
+    masking_collators,
     new_model_config,
     tokenize_splits,
 )
@@ -93,9 +95,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
     argv = sys.argv[1:] if argv is None else argv
     parser = HfArgumentParser((ModelArguments, DataArguments, FlaxPretrainingArguments),
                               description="Pretrain a BertScratch masked language model in JAX (Flax NNX).")
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(argv[0])
-    return parser.parse_args_into_dataclasses(argv)
+    return parse_args_or_json(parser, argv)
 
 
 def validate_args(model_args: ModelArguments, data_args: DataArguments, args: FlaxPretrainingArguments) -> None:
@@ -228,11 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args,
                              args)
     tokenizer.model_max_length = data_args.max_seq_length
-    train_collator, eval_collator = (SeededMaskingCollator(
-        tokenizer, mlm_probability=probability, whole_word_mask=data_args.whole_word_mask,
-        mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob,
-        seed=args.seed,
-    ) for probability in (data_args.mlm_probability, data_args.eval_mlm_probability))
+    train_collator, eval_collator = masking_collators(tokenizer, data_args, args.seed)
     metrics = train(model, splits["train"], train_collator, args)
     metrics.update(evaluate(model, splits["validation"], eval_collator, args))
     save_outputs(model, tokenizer, metrics, args.output_dir)

@@ -1,0 +1,40 @@
+"""Every entry point reads flags or one .json file of them through `hf_bertscratch.arguments.parse_args_or_json`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_bertscratch import convert, hub
+from hf_bertscratch.pretraining import parse_args as parse_pretraining_args
+
+
+def test_a_json_file_gives_the_same_arguments_as_the_flags(tmp_path: Path) -> None:
+    flags = ["--output_dir", str(tmp_path / "out"), "--max_seq_length", "64", "--learning_rate", "1e-3"]
+    from_flags = parse_pretraining_args(flags)
+    arguments = tmp_path / "args.json"
+    arguments.write_text(json.dumps({"output_dir": str(tmp_path / "out"), "max_seq_length": 64,
+                                     "learning_rate": 1e-3}))
+    from_file = parse_pretraining_args([str(arguments)])
+    assert from_file[1].max_seq_length == from_flags[1].max_seq_length == 64
+    assert from_file[2].learning_rate == from_flags[2].learning_rate == 1e-3
+    assert from_file[2].output_dir == from_flags[2].output_dir
+
+
+def test_a_missing_json_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nope.json")
+    with pytest.raises(SystemExit) as raised:
+        parse_pretraining_args([missing])
+    assert raised.value.code == 2
+    assert f"arguments file {missing!r} does not exist" in capsys.readouterr().err
+
+
+def test_leading_arguments_fill_the_positional_fields(tmp_path: Path) -> None:
+    args = convert.parse_args(["SRC", "OUT", "--overwrite_output_dir"])
+    assert (args.source, args.output_dir, args.overwrite_output_dir) == ("SRC", "OUT", True)
+    args = hub.parse_args(["MODEL", "--repo_id", "user/name"])
+    assert (args.model_dir, args.repo_id) == ("MODEL", "user/name")
+    args = hub.parse_args(["--model_dir", "MODEL", "--repo_id", "user/name"])
+    assert args.model_dir == "MODEL"
