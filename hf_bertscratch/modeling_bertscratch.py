@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -37,7 +38,11 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import ModelOutput
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
+from transformers.utils.output_capturing import OutputRecorder, capture_outputs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 from .configuration_bertscratch import BertScratchConfig
 
@@ -73,16 +78,23 @@ class BertScratchPadding:
 
     @classmethod
     def from_mask(cls, attention_mask: torch.Tensor) -> BertScratchPadding:
-        """Build from a (B, T) 0/1 mask whose rows may be padded anywhere (left, right or in between)."""
-        seq_len = int(attention_mask.any(dim=0).nonzero().max().item()) + 1 if attention_mask.any() else 1
-        trimmed = attention_mask[:, :seq_len]
-        flat = trimmed.reshape(-1).to(torch.bool)
-        return cls(
-            indices=flat.nonzero().squeeze(-1),
-            batch_size=attention_mask.shape[0],
-            seq_len=seq_len,
-            pad_indices=(~flat).nonzero().squeeze(-1),
-        )
+        """Build from a (B, T) 0/1 mask whose rows may be padded anywhere (left, right or in between).
+
+        One host sync (the number of real tokens and the last real column); the positions come from a stable sort
+        of the trimmed mask, real tokens first, so neither list needs a `nonzero` sync of its own.
+        """
+        keep = attention_mask.to(torch.bool)
+        columns = torch.arange(1, keep.shape[1] + 1, device=keep.device)
+        num_real, last_column = torch.stack([keep.sum(), (keep.any(dim=0) * columns).max()]).tolist()
+        seq_len = max(last_column, 1)
+        flat = keep[:, :seq_len].reshape(-1)
+        order = torch.argsort(flat.to(torch.uint8), descending=True, stable=True)  # real, then pad; each ascending
+        return cls(indices=order[:num_real], batch_size=keep.shape[0], seq_len=seq_len, pad_indices=order[num_real:])
+
+    @property
+    def has_padding(self) -> bool:
+        """Whether any position of the (B, T') grid is padding (known on the host: no sync)."""
+        return self.pad_indices.numel() > 0
 
     def unpad(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (N, D); T may be longer than T' (the trimmed tail is dropped)."""
@@ -147,10 +159,11 @@ class BertScratchPadding:
             return [], pad_indices
         starts = torch.ones_like(indices, dtype=torch.bool)
         starts[1:] = indices[1:] != indices[:-1] + 1
-        real_starts = starts.nonzero().squeeze(-1)
+        real_starts = starts.nonzero().squeeze(-1)  # a host sync: the number of runs
         lengths = torch.diff(real_starts, append=real_starts.new_tensor([indices.numel()]))
         grid_starts = indices.index_select(0, real_starts)
-        return list(zip(grid_starts.tolist(), real_starts.tolist(), lengths.tolist())), pad_indices
+        runs = torch.stack([grid_starts, real_starts, lengths], dim=1).tolist()  # and one to read them
+        return [tuple(run) for run in runs], pad_indices
 
 
 class BertScratchEmbeddings(nn.Module):
@@ -246,7 +259,8 @@ class BertScratchAttention(nn.Module):
         padding: BertScratchPadding | None = None,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(B, T, H), or (N, H) when `padding` is given -> same shape, plus (B, nh, T, T) probs if asked for."""
+        """(B, T, H), or (N, H) when `padding` is given -> same shape, plus (B, nh, T, T) probs if asked for (what
+        `capture_outputs` records as `attentions`)."""
         qkv = self.qkv(hidden_states)  # (B, T, 3H) or (N, 3H)
         if padding is not None:
             qkv = padding.pad(qkv)  # (B, T', 3H)
@@ -303,13 +317,14 @@ class BertScratchLayer(GradientCheckpointingLayer):
         attention_mask: torch.Tensor | None = None,
         padding: BertScratchPadding | None = None,
         output_attentions: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        hidden_states, probs = self.attention(hidden_states, attention_mask, padding, output_attentions)
-        return self.mlp(hidden_states), probs
+    ) -> torch.Tensor:
+        """(B, T, H), or (N, H) under `padding` -> same shape (what `capture_outputs` records as `hidden_states`)."""
+        hidden_states, _ = self.attention(hidden_states, attention_mask, padding, output_attentions)
+        return self.mlp(hidden_states)
 
 
 class BertScratchEncoder(nn.Module):
-    """The stack of `num_hidden_layers` blocks; collects hidden states and attentions when asked."""
+    """The stack of `num_hidden_layers` blocks (hidden states and attentions are recorded by `capture_outputs`)."""
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
@@ -321,18 +336,11 @@ class BertScratchEncoder(nn.Module):
         attention_mask: torch.Tensor | None,
         padding: BertScratchPadding | None,
         output_attentions: bool,
-        output_hidden_states: bool,
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """Returns the last hidden state (same layout as the input), all hidden states and all attentions."""
-        all_hidden: list[torch.Tensor] = [hidden_states] if output_hidden_states else []
-        all_attentions: list[torch.Tensor] = []
+    ) -> torch.Tensor:
+        """The last hidden state, in the layout of the input ((B, T, H), or (N, H) under `padding`)."""
         for layer in self.layers:
-            hidden_states, probs = layer(hidden_states, attention_mask, padding, output_attentions)
-            if output_hidden_states:
-                all_hidden.append(hidden_states)
-            if output_attentions:
-                all_attentions.append(probs)
-        return hidden_states, all_hidden, all_attentions
+            hidden_states = layer(hidden_states, attention_mask, padding, output_attentions)
+        return hidden_states
 
 
 class BertScratchPooler(nn.Module):
@@ -425,6 +433,12 @@ class BertScratchPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
     _supports_attention_backend = True
     _no_split_modules = ["BertScratchEmbeddings", "BertScratchLayer"]
+    # What `capture_outputs` records: each layer's output (after the embeddings, the first layer's input) and each
+    # attention's probabilities (its second output, computed eagerly when asked for).
+    _can_record_outputs = {
+        "hidden_states": BertScratchLayer,
+        "attentions": OutputRecorder(BertScratchAttention, index=1),
+    }
     # Task heads average their loss per batch: Trainer divides by the accumulation steps itself.
     accepts_loss_kwargs = False
 
@@ -504,21 +518,48 @@ def _check_inputs(
         raise ValueError(
             f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}."
         )
-    if torch.compiler.is_compiling():
-        return shape
-    _check_range("input_ids", input_ids, config.vocab_size, "vocab_size")
-    _check_range("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size")
-    _check_range("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
+    if not torch.compiler.is_compiling():
+        _check_ranges(
+            ("input_ids", input_ids, config.vocab_size, "vocab_size"),
+            ("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size"),
+            ("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings"),
+        )
     return shape
 
 
-def _check_range(name: str, ids: torch.Tensor | None, limit: int, limit_name: str) -> None:
-    if ids is None or ids.numel() == 0:
+def _check_ranges(*checks: tuple[str, torch.Tensor | None, int, str]) -> None:
+    """Every id tensor within [0, limit); one host sync for all of them (their min and max, read together)."""
+    checks = tuple(check for check in checks if check[1] is not None and check[1].numel() > 0)
+    if not checks:
         return
-    low, high = int(ids.min()), int(ids.max())
-    if low < 0 or high >= limit:
-        bad = low if low < 0 else high
-        raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
+    bounds = torch.stack([bound.long() for _, ids, _, _ in checks for bound in torch.aminmax(ids)]).tolist()
+    for (name, _, limit, limit_name), low, high in zip(checks, bounds[0::2], bounds[1::2]):
+        if low < 0 or high >= limit:
+            bad = low if low < 0 else high
+            raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
+
+
+# Keyword arguments a forward accepts beyond its named ones: transformers' (`TransformersKwargs`: output flags,
+# `num_items_in_batch`, attention-interface options) and `return_dict`. Anything else is a typo or an argument of
+# another model, and is refused by name instead of being dropped (transformers' BERT accepts `atention_mask=`).
+_KNOWN_KWARGS = frozenset(TransformersKwargs.__annotations__) | {"return_dict"}
+
+
+def _check_kwargs(model: nn.Module, kwargs: dict[str, object]) -> None:
+    unknown = sorted(set(kwargs) - _KNOWN_KWARGS)
+    if unknown:
+        raise TypeError(
+            f"BertScratch got unexpected keyword argument(s) {unknown} (checked by {type(model).__name__}.forward, "
+            "which every head calls); it takes input_ids, "
+            "attention_mask, token_type_ids, position_ids, inputs_embeds, its head's labels and transformers' "
+            f"keyword arguments ({', '.join(sorted(_KNOWN_KWARGS))})."
+        )
+
+
+def _requested(kwargs: dict[str, object], name: str, config: BertScratchConfig) -> bool:
+    """An output flag as `capture_outputs` reads it: the keyword if given (and not None), else the config's."""
+    value = kwargs.get(name)
+    return bool(getattr(config, name, False) if value is None else value)
 
 
 class BertScratchModel(BertScratchPreTrainedModel):
@@ -541,6 +582,7 @@ class BertScratchModel(BertScratchPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
+    @capture_outputs
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -548,18 +590,20 @@ class BertScratchModel(BertScratchPreTrainedModel):
         token_type_ids: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> BaseModelOutputWithPooling | tuple:
-        output_attentions = _flag(output_attentions, self.config.output_attentions)
-        output_hidden_states = _flag(output_hidden_states, self.config.output_hidden_states)
-        return_dict = _flag(return_dict, self.config.return_dict)
+        unpad: BertScratchPadding | None | str = "auto",
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> BaseModelOutputWithPooling:
+        """`unpad`: how the batch runs, as `padding_for` describes it: "auto" computes it here, a head that needs
+        it too computes it once and passes it, None runs the padded batch."""
+        _check_kwargs(self, kwargs)
         batch_size, seq_len = _check_inputs(
             self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
         )
-        padding = self._padding(attention_mask, output_attentions, output_hidden_states)
+        if unpad == "auto":
+            unpad = self.padding_for(attention_mask, **kwargs)
+        elif unpad is not None and not isinstance(unpad, BertScratchPadding):
+            raise TypeError(f"unpad must be 'auto', None or a BertScratchPadding from padding_for; got {unpad!r}.")
+        padding = unpad
         if padding is None:
             hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, H)
         else:
@@ -571,38 +615,27 @@ class BertScratchModel(BertScratchPreTrainedModel):
             attention_mask = _document_mask(attention_mask, position_ids.expand(batch_size, -1)[:, :attended_len])
         additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1 or T, T) or None
 
-        hidden_states, all_hidden, all_attentions = self.encoder(
-            hidden_states, additive_mask, padding, output_attentions, output_hidden_states
-        )
+        output_attentions = _requested(kwargs, "output_attentions", self.config)
+        hidden_states = self.encoder(hidden_states, additive_mask, padding, output_attentions)
         if padding is not None:
             hidden_states = padding.pad(hidden_states, seq_len)  # (B, T, H), zeros at pad positions
         pooled = self.pooler(hidden_states) if self.pooler is not None else None
-        output = BaseModelOutputWithPooling(
-            last_hidden_state=hidden_states,
-            pooler_output=pooled,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
-        )
-        return output if return_dict else output.to_tuple()
+        return BaseModelOutputWithPooling(last_hidden_state=hidden_states, pooler_output=pooled)
 
-    def _padding(
-        self, attention_mask: torch.Tensor | None, output_attentions: bool, output_hidden_states: bool
-    ) -> BertScratchPadding | None:
-        """Unpad only when it saves work and every requested output can still be given per position."""
+    def padding_for(self, attention_mask: torch.Tensor | None, **kwargs: object) -> BertScratchPadding | None:
+        """How a batch with this mask runs: unpadded (the returned `BertScratchPadding`) only when it saves work and
+        every requested output can still be given per position; None runs the padded batch. `kwargs` are the
+        forward's (its output flags count)."""
         if (
             attention_mask is None
             or not self.config.unpad_inputs
-            or output_attentions
-            or output_hidden_states
+            or _requested(kwargs, "output_attentions", self.config)
+            or _requested(kwargs, "output_hidden_states", self.config)
             or torch.compiler.is_compiling()
-            or bool(attention_mask.all())
         ):
             return None
-        return BertScratchPadding.from_mask(attention_mask)
-
-
-def _flag(value: bool | None, default: bool | None) -> bool:
-    return bool(default) if value is None else bool(value)
+        padding = BertScratchPadding.from_mask(attention_mask)
+        return padding if padding.has_padding else None
 
 
 def _document_mask(attention_mask: torch.Tensor | None, position_ids: torch.Tensor) -> torch.Tensor:
@@ -716,16 +749,6 @@ class _BertScratchMLMMixin:
             and self.cls.decoder.bias is not None
         )
 
-    def _mlm_padding(
-        self, attention_mask: torch.Tensor | None, output_attentions: bool | None, output_hidden_states: bool | None
-    ) -> BertScratchPadding | None:
-        """The padding the encoder ran with (None when it ran padded), for decoding the real positions only."""
-        return self.bert._padding(
-            attention_mask,
-            _flag(output_attentions, self.config.output_attentions),
-            _flag(output_hidden_states, self.config.output_hidden_states),
-        )
-
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):
     """BERT's pretraining model: masked language modelling plus next sentence prediction on the pooled [CLS]."""
@@ -737,6 +760,7 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         self.nsp = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -746,27 +770,23 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         next_sentence_label: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> BertScratchForPreTrainingOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> BertScratchForPreTrainingOutput:
         """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not."""
+        padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, unpad=padding, return_dict=True, **kwargs,
         )
-        padding = self._mlm_padding(attention_mask, output_attentions, output_hidden_states)
         logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, padding=padding)
         nsp_logits = self.nsp(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
             loss = nsp_loss if loss is None else loss + nsp_loss
-        output = BertScratchForPreTrainingOutput(
+        return BertScratchForPreTrainingOutput(
             loss=loss, prediction_logits=logits, seq_relationship_logits=nsp_logits,
             hidden_states=outputs.hidden_states, attentions=outputs.attentions,
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
@@ -781,6 +801,7 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         self.cls = BertScratchLMHead(config)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -789,23 +810,20 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        num_items_in_batch: int | torch.Tensor | None = None,
-        **kwargs: object,
-    ) -> MaskedLMOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> MaskedLMOutput:
         """`labels` (B, T): target ids at scored positions and -100 elsewhere."""
+        padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, unpad=padding, return_dict=True, **kwargs,
         )
-        padding = self._mlm_padding(attention_mask, output_attentions, output_hidden_states)
-        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, num_items_in_batch, padding)
-        output = MaskedLMOutput(
+        logits, loss = self._mlm_logits_and_loss(
+            outputs.last_hidden_state, labels, kwargs.get("num_items_in_batch"), padding
+        )
+        return MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
@@ -817,6 +835,7 @@ class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
         self.nsp = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -825,21 +844,17 @@ class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> NextSentencePredictorOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> NextSentencePredictorOutput:
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
         )
         logits = self.nsp(outputs.pooler_output)  # (B, 2)
         loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
-        output = NextSentencePredictorOutput(
+        return NextSentencePredictorOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
@@ -877,6 +892,7 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -885,22 +901,18 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> SequenceClassifierOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> SequenceClassifierOutput:
         """`labels`: (B,) class ids, (B, num_labels) multi-hot floats, or (B,) floats for regression."""
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
         loss = None if labels is None else _sequence_classification_loss(self.config, logits, labels)
-        output = SequenceClassifierOutput(
+        return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 class BertScratchForTokenClassification(BertScratchPreTrainedModel):
@@ -914,6 +926,7 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -922,24 +935,20 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> TokenClassifierOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> TokenClassifierOutput:
         """`labels` (B, T) class ids, -100 where not scored."""
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.reshape(-1, self.num_labels).float(), labels.reshape(-1), ignore_index=-100)
-        output = TokenClassifierOutput(
+        return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
@@ -952,6 +961,7 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
         self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -961,15 +971,12 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         start_positions: torch.Tensor | None = None,
         end_positions: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> QuestionAnsweringModelOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> QuestionAnsweringModelOutput:
         """`start_positions`/`end_positions` (B,): answer span; positions beyond T are ignored in the loss."""
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states, return_dict=True,
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
         )
         logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
         start_logits, end_logits = (t.squeeze(-1).contiguous() for t in logits.split(1, dim=-1))
@@ -982,11 +989,10 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
                 F.cross_entropy(start_logits.float(), start, ignore_index=ignored)
                 + F.cross_entropy(end_logits.float(), end, ignore_index=ignored)
             ) / 2
-        output = QuestionAnsweringModelOutput(
+        return QuestionAnsweringModelOutput(
             loss=loss, start_logits=start_logits, end_logits=end_logits,
             hidden_states=outputs.hidden_states, attentions=outputs.attentions,
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
@@ -999,6 +1005,7 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, 1)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -1007,11 +1014,8 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs: object,
-    ) -> MultipleChoiceModelOutput | tuple:
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> MultipleChoiceModelOutput:
         """Inputs (B, C, T) (`inputs_embeds` (B, C, T, H)); `labels` (B,) index of the right choice."""
         num_choices = (input_ids if input_ids is not None else inputs_embeds).shape[1]
 
@@ -1019,15 +1023,14 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
             return None if x is None else x.reshape(-1, *x.shape[-tail:])  # (B * C, T[, H])
 
         outputs = self.bert(
-            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds, 2),
-            output_attentions, output_hidden_states, return_dict=True,
+            flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
+            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds, 2), return_dict=True, **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)  # (B, C)
         loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
-        output = MultipleChoiceModelOutput(
+        return MultipleChoiceModelOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if _flag(return_dict, self.config.return_dict) else output.to_tuple()
 
 
 __all__ = [

@@ -311,6 +311,39 @@ def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Call
         tiny_model(**inputs)
 
 
+@pytest.mark.parametrize("head", HEADS)
+def test_unknown_keyword_is_refused_by_name(head: str) -> None:
+    """transformers' BERT drops `atention_mask=` silently and attends to the padding; every head here refuses it."""
+    _, ours = _pair(head)
+    inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
+    inputs["atention_mask"] = inputs.pop("attention_mask")
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['atention_mask'\]"):
+        ours(**inputs)
+    inputs["attention_mask"] = inputs.pop("atention_mask")
+    with torch.no_grad():  # transformers' own keyword arguments pass
+        ours(**inputs, output_hidden_states=False, num_items_in_batch=None, return_dict=True)
+
+
+def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input range check and the padding description read one value list each, the tiled decoder's runs two
+    (their number, then their bounds); nothing else in the forward waits for a tensor value."""
+    _, ours = _pair("BertForMaskedLM")
+    inputs = _inputs()
+    syncs: list[str] = []
+
+    def counted(name: str, original: Callable) -> Callable:
+        return lambda *args, **kwargs: syncs.append(name) or original(*args, **kwargs)
+
+    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero"):
+        monkeypatch.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
+    monkeypatch.setattr(torch, "nonzero", counted("torch.nonzero", torch.nonzero))
+    with torch.no_grad():
+        logits = ours(**inputs).logits
+    monkeypatch.undo()
+    assert syncs == ["tolist", "tolist", "nonzero", "tolist"], syncs
+    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, tiled
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
