@@ -49,7 +49,7 @@ from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
 from .hardware import cpu_model
 from .modeling_bertscratch import BertScratchForMaskedLM
-from .outputs import atomic_write
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 

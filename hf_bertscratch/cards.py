@@ -6,23 +6,25 @@ A card written here parses with `huggingface_hub.ModelCard` and its YAML metadat
 `license`, `datasets`, `metrics`, `tags`, `base_model`, `model-index`) round-trips through `ModelCard.load`.
 """
 
-from __future__ import annotations
 
 import json
 import logging
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub.dataclasses import strict
+from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from .data import DATASET_CITATIONS
-from .outputs import atomic_write
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +71,56 @@ BERT_CITATION = """@inproceedings{devlin2019bert,
 }"""
 
 
+
+@strict
+@dataclass
+class CardInfo:
+    """What a run knows for its model card; every field optional, each type checked on creation (`@strict`).
+
+    Attributes:
+        model_name / repo_id: how the card names the model (repo_id's last part when no name is given).
+        base_model: Hub id or path the model was fine-tuned from.
+        datasets: Hub dataset ids (their titles and citations come from `data.KNOWN_DATASETS`); dataset_config,
+            eval_split and dataset_description say which part and how it was shaped.
+        model_size, num_parameters, hyperparameters, hardware, wall_time_seconds, train_tokens: how it was trained.
+        results: metric -> value (eval_accuracy, perplexity, eval_loss; speed counters are left out of the card).
+        task: "fill-mask" or "text-classification" (default: the card kind's); labels: class names in id order.
+        license, language: card metadata.
+    """
+
+    model_name: str | None = None
+    repo_id: str | None = None
+    base_model: str | None = None
+    datasets: list[str] | tuple[str, ...] | None = None
+    dataset_config: str | None = None
+    eval_split: str | None = None
+    dataset_description: str | None = None
+    model_size: str | None = None
+    num_parameters: int | None = None
+    hyperparameters: dict[str, Any] | None = None
+    hardware: str | None = None
+    wall_time_seconds: int | float | None = None
+    train_tokens: int | float | None = None
+    results: dict[str, Any] | None = None
+    task: str | None = None
+    labels: list[Any] | tuple[Any, ...] | None = None
+    license: str = "apache-2.0"
+    language: str = "en"
+
+    def validate_task(self) -> None:
+        if self.task is not None and self.task not in {kind.pipeline_tag for kind in CARD_KINDS.values()}:
+            raise ValueError(f"Model card task must be 'fill-mask' or 'text-classification', got {self.task!r}.")
+
+    @classmethod
+    def of(cls, info: "CardInfo | Mapping[str, Any]") -> "CardInfo":
+        """`info` itself, or a `CardInfo` from a mapping of its fields; a bad or unknown key is a ValueError naming it."""
+        if isinstance(info, cls):
+            return info
+        try:
+            return cls(**info)
+        except (TypeError, StrictDataclassError) as error:
+            raise ValueError(f"Bad model card info: {error}") from error
+
 def template_path(kind: str) -> Path:
     """The Jinja template of a card kind ("pretrained" or "classifier"), wherever the package is installed."""
     card_kind = _card_kind(kind)
@@ -78,25 +130,21 @@ def template_path(kind: str) -> Path:
     return path
 
 
-def build_model_card(kind: str, info: dict[str, Any]) -> ModelCard:
+def build_model_card(kind: str, info: CardInfo | Mapping[str, Any]) -> ModelCard:
     """Render the card of `kind` from a run's `info` (keys: see `write_model_card`), without writing it."""
     card_kind = _card_kind(kind)
-    _check_info(info)
+    info = CardInfo.of(info)
     card_data = _card_data(card_kind, info)
     return ModelCard.from_template(card_data, template_path=str(template_path(kind)), **_template_fields(card_kind, info))
 
 
-def write_model_card(output_dir: str | Path, kind: str, info: dict[str, Any]) -> Path:
+def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping[str, Any]) -> Path:
     """Write `output_dir/README.md`, the model card of a run, and return its path.
 
     Args:
         output_dir: Folder of the saved model (created if missing).
         kind: "pretrained" (masked-LM pretraining) or "classifier" (fine-tuned sequence classifier).
-        info: What the run knows, every key optional: model_name, base_model (Hub id or path fine-tuned from),
-            datasets (Hub dataset ids), dataset_description, model_size (preset name), num_parameters,
-            hyperparameters (dict), hardware, wall_time_seconds, train_tokens, results (metric -> value, e.g.
-            eval_accuracy, perplexity, eval_loss), task ("fill-mask" or "text-classification"), labels (list),
-            repo_id; also license (default "apache-2.0"), language (default "en"), dataset_config, eval_split.
+        info: What the run knows: a `CardInfo`, or a mapping of its fields (checked the same way).
 
     The file is written to a temporary name beside it and renamed, so a failure never leaves a half card.
     """
@@ -124,7 +172,7 @@ def set_card_repo(card_file: str | Path, repo_id: str, revision: str | None = No
     return path
 
 
-def info_from_model_folder(model_dir: str | Path) -> tuple[str, dict[str, Any]]:
+def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     """Guess the card kind and `info` of a saved model folder that has no card (config, sizes, saved metrics).
 
     Returns:
@@ -143,24 +191,13 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, dict[str, Any]]:
         info["results"] = json.loads(results_file.read_text(encoding="utf-8"))
     if kind == "classifier" and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
-    return kind, info
+    return kind, CardInfo.of(info)
 
 
 def _card_kind(kind: str) -> CardKind:
     if kind not in CARD_KINDS:
         raise ValueError(f"Unknown model card kind {kind!r}; expected one of {sorted(CARD_KINDS)}.")
     return CARD_KINDS[kind]
-
-
-def _check_info(info: dict[str, Any]) -> None:
-    """Reject info values of the wrong type, naming the key, before anything is rendered."""
-    expected = {"datasets": (list, tuple), "hyperparameters": dict, "results": dict, "labels": (list, tuple)}
-    for key, types in expected.items():
-        if info.get(key) is not None and not isinstance(info[key], types):
-            raise ValueError(f"Model card info[{key!r}] must be a {types}, got {type(info[key]).__name__}.")
-    task = info.get("task")
-    if task is not None and task not in {kind.pipeline_tag for kind in CARD_KINDS.values()}:
-        raise ValueError(f"Model card info['task'] must be 'fill-mask' or 'text-classification', got {task!r}.")
 
 
 def _quality_metrics(results: dict[str, Any]) -> dict[str, float]:
@@ -180,12 +217,12 @@ def _metric_type(key: str) -> str:
     return re.sub(r"^(eval|test|validation)_", "", key)
 
 
-def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
+def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
     """The YAML metadata block: what the Hub indexes and shows in the model-index widget."""
-    datasets = list(info.get("datasets") or [])
-    metrics = _quality_metrics(info.get("results") or {})
-    model_name = info.get("model_name") or (info.get("repo_id") or REPO_PLACEHOLDER).split("/")[-1]
-    pipeline_tag = info.get("task") or card_kind.pipeline_tag
+    datasets = list(info.datasets or [])
+    metrics = _quality_metrics(info.results or {})
+    model_name = info.model_name or (info.repo_id or REPO_PLACEHOLDER).split("/")[-1]
+    pipeline_tag = info.task or card_kind.pipeline_tag
     eval_dataset = datasets[0] if datasets else "custom"
     eval_results = [
         EvalResult(
@@ -193,8 +230,8 @@ def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
             task_name=card_kind.task_name,
             dataset_type=eval_dataset,
             dataset_name=DATASET_CITATIONS.get(eval_dataset, (eval_dataset, ""))[0],
-            dataset_config=info.get("dataset_config"),
-            dataset_split=info.get("eval_split"),
+            dataset_config=info.dataset_config,
+            dataset_split=info.eval_split,
             metric_type=_metric_type(key),
             metric_name=key,
             metric_value=value,
@@ -202,42 +239,42 @@ def _card_data(card_kind: CardKind, info: dict[str, Any]) -> ModelCardData:
         for key, value in metrics.items()
     ]
     return ModelCardData(
-        language=info.get("language", "en"),
-        license=info.get("license", "apache-2.0"),
+        language=info.language,
+        license=info.license,
         library_name="transformers",
         pipeline_tag=pipeline_tag,
         tags=list(_COMMON_TAGS + card_kind.tags),
         datasets=datasets or None,
         metrics=sorted({_metric_type(key) for key in metrics}) or None,
-        base_model=_hub_model_id(info.get("base_model")),
+        base_model=_hub_model_id(info.base_model),
         # model_name only names the model-index entry; without results it would be a stray metadata key.
         model_name=model_name if eval_results else None,
         eval_results=eval_results or None,
     )
 
 
-def _template_fields(card_kind: CardKind, info: dict[str, Any]) -> dict[str, Any]:
+def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
     """Everything the Jinja template shows besides the metadata, pre-formatted as strings."""
-    datasets = list(info.get("datasets") or [])
-    hyperparameters = info.get("hyperparameters") or {}
+    datasets = list(info.datasets or [])
+    hyperparameters = info.hyperparameters or {}
     return {
-        "model_name": info.get("model_name") or (info.get("repo_id") or REPO_PLACEHOLDER).split("/")[-1],
-        "repo_id": info.get("repo_id") or REPO_PLACEHOLDER,
+        "model_name": info.model_name or (info.repo_id or REPO_PLACEHOLDER).split("/")[-1],
+        "repo_id": info.repo_id or REPO_PLACEHOLDER,
         "revision": DEFAULT_REVISION,
         "auto_class": card_kind.auto_class,
-        "pipeline_tag": info.get("task") or card_kind.pipeline_tag,
-        "base_model": info.get("base_model"),
-        "base_model_on_hub": _hub_model_id(info.get("base_model")) is not None,
+        "pipeline_tag": info.task or card_kind.pipeline_tag,
+        "base_model": info.base_model,
+        "base_model_on_hub": _hub_model_id(info.base_model) is not None,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
-        "dataset_description": info.get("dataset_description") or "",
-        "model_size": info.get("model_size") or "custom",
-        "num_parameters": _format_count(info.get("num_parameters")),
-        "train_tokens": _format_count(info.get("train_tokens")),
-        "hardware": info.get("hardware") or "not recorded",
-        "wall_time": _format_duration(info.get("wall_time_seconds")),
+        "dataset_description": info.dataset_description or "",
+        "model_size": info.model_size or "custom",
+        "num_parameters": _format_count(info.num_parameters),
+        "train_tokens": _format_count(info.train_tokens),
+        "hardware": info.hardware or "not recorded",
+        "wall_time": _format_duration(info.wall_time_seconds),
         "hyperparameters": [(key, _format_value(value)) for key, value in hyperparameters.items()],
-        "results": [(key, _format_value(value)) for key, value in _quality_metrics(info.get("results") or {}).items()],
-        "labels": [str(label) for label in info.get("labels") or []],
+        "results": [(key, _format_value(value)) for key, value in _quality_metrics(info.results or {}).items()],
+        "labels": [str(label) for label in info.labels or []],
         "citations": [BERT_CITATION] + _dataset_citations(datasets),
         "project_url": PROJECT_URL,
     }
@@ -310,6 +347,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 __all__ = [
     "CARD_KINDS",
+    "CardInfo",
     "REPO_PLACEHOLDER",
     "build_model_card",
     "info_from_model_folder",

@@ -33,7 +33,7 @@ import numpy as np
 from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
-from .outputs import atomic_write
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from transformers import AutoConfig, BertConfig, HfArgumentParser, PreTrainedMod
 from .arguments import parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
-from .outputs import staged_folder
+from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from .data import load_raw_datasets
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
 from .metrics import ClassificationMetrics
-from .outputs import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
+from .run_folder import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class DataArguments:
 @dataclass
 class FinetuneTrainingArguments(GuardedTrainingArguments):
     """`TrainingArguments` with defaults for classification (per-epoch eval, best checkpoint kept, length grouping)
-    and the output-folder guard (`hf_bertscratch.outputs`)."""
+    and the output-folder guard (`hf_bertscratch.run_folder`)."""
 
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})

@@ -30,7 +30,7 @@ from .arguments import parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import _auto_map
-from .outputs import staged_folder
+from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | N
         kind, info = info_from_model_folder(source)
         logger.info("%s has no model card: writing a %s card from its config and metrics.", source, kind)
         if repo_id:
-            info.update(repo_id=repo_id, model_name=repo_id.split("/")[-1])
+            info.repo_id, info.model_name = repo_id, repo_id.split("/")[-1]
         write_model_card(target, kind, info)
 
 

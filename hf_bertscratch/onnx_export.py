@@ -44,7 +44,7 @@ from transformers.utils import ModelOutput
 
 from . import configuration_bertscratch
 from .configuration_bertscratch import BertScratchConfig
-from .outputs import staged_folder
+from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
 

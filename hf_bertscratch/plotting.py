@@ -21,7 +21,7 @@ import torch
 from matplotlib.figure import Figure
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .outputs import atomic_write
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 

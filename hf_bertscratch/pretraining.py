@@ -52,7 +52,7 @@ from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
 from .hub import check_training_push, push_training_output
 from .nsp import make_nsp_pairs_function
-from .outputs import GuardedTrainingArguments, check_output_dir, publish_folder, resolve_checkpoint
+from .run_folder import GuardedTrainingArguments, check_output_dir, publish_folder, resolve_checkpoint
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class DataArguments:
 
 @dataclass
 class PretrainingArguments(GuardedTrainingArguments):
-    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.outputs`) and a time budget."""
+    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.run_folder`) and a time budget."""
 
     num_processes: str = field(
         default="auto",

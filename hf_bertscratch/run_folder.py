@@ -1,5 +1,6 @@
-"""The output folder of a training run: the overwrite guard and checkpoint resolution that pretraining and
-fine-tuning share.
+"""A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share, and
+the atomic writes every command uses (`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that
+appears only when complete), with the permissions the umask gives.
 
 transformers 5 dropped `TrainingArguments.overwrite_output_dir` and its check; `GuardedTrainingArguments` puts them
 back, so that a finished run is never written over by accident, while a folder holding only `checkpoint-N/`

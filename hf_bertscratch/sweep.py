@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from .diagnostics import neighbour_weight
-from .outputs import atomic_write
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 

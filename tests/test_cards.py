@@ -121,6 +121,8 @@ def test_set_card_repo_points_the_example_at_the_repo_and_branch(tmp_path: Path)
         ("pretrained", {"datasets": "wikitext"}, "datasets"),
         ("pretrained", {"results": [0.5]}, "results"),
         ("classifier", {"task": "translation"}, "translation"),
+        ("pretrained", {"modle_name": "x"}, "modle_name"),
+        ("pretrained", {"num_parameters": "11M"}, "num_parameters"),
     ],
 )
 def test_bad_card_input_is_rejected_before_writing(tmp_path: Path, kind: str, info: dict, message: str) -> None:
@@ -157,10 +159,10 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     (tmp_path / "all_results.json").write_text(json.dumps({"eval_accuracy": 0.75}), encoding="utf-8")
     kind, info = cards.info_from_model_folder(tmp_path)
     assert kind == "classifier"
-    assert info["labels"] == ["neg", "pos"]
-    assert info["results"] == {"eval_accuracy": 0.75}
+    assert info.labels == ["neg", "pos"]
+    assert info.results == {"eval_accuracy": 0.75}
     # Tied weights are stored once; the header count equals the model's own unique-parameter count.
-    assert info["num_parameters"] == model.num_parameters()
+    assert info.num_parameters == model.num_parameters()
 
 
 def test_local_base_model_stays_out_of_hub_metadata(tmp_path: Path) -> None:

@@ -28,7 +28,6 @@ from transformers import (
 
 import hf_bertscratch
 from hf_bertscratch import pretraining
-from hf_bertscratch.outputs import FINISHED_FILES
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
@@ -36,6 +35,7 @@ from hf_bertscratch.pretraining import (
     parse_args,
     preprocess_logits_for_metrics,
 )
+from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 
 from conftest import CORPUS, record_hub, tiny_config_kwargs

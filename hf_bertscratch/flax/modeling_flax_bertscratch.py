@@ -33,7 +33,7 @@ from transformers.utils import cached_file
 from .. import configuration_bertscratch, modeling_bertscratch
 from ..configuration_bertscratch import BertScratchConfig
 from ..modeling_bertscratch import _auto_map, sinusoidal_table
-from ..outputs import publish_folder
+from ..run_folder import publish_folder
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from transformers import HfArgumentParser, PreTrainedTokenizerBase
 
 from ..arguments import parse_args_or_json
 from ..data import DEFAULT_PRETRAINING_DATASET
-from ..outputs import check_output_dir, publish_folder
 from ..pretraining import (
     DataArguments,
     ModelArguments,
@@ -49,6 +48,7 @@ from ..pretraining import (
     new_model_config,
     tokenize_splits,
 )
+from ..run_folder import check_output_dir, publish_folder
 from ..tokenization import check_mask_token
 from .modeling_flax_bertscratch import FlaxBertScratchForMaskedLM
 from .training import make_mlm_train_step, make_optimizer, masked_lm_loss, num_predictions_for
