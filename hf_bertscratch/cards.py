@@ -340,7 +340,7 @@ def _count_safetensors_parameters(model_dir: Path) -> int | None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (`outputs.atomic_write`)."""
+    """Write `text` to `path` through a temporary file and a rename (`run_folder.atomic_write`)."""
     with atomic_write(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 

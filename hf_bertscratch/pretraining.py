@@ -230,7 +230,6 @@ class PretrainingArguments(GuardedTrainingArguments):
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    argv = sys.argv[1:] if argv is None else argv
     parser = HfArgumentParser(
         (ModelArguments, DataArguments, PretrainingArguments),
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",

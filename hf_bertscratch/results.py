@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformers import HfArgumentParser
+
+from .arguments import parse_args_or_json
 
 # Run name -> (task label, initialisation label). A run's fine-tunes live in `<name>-seed<N>` folders, one per
 # fine-tuning seed; the pretraining run is "pretrain".
@@ -200,10 +201,8 @@ class ResultsTableArguments:
 
 def main(argv: list[str] | None = None) -> None:
     """Print (and optionally write) the results table for a runs folder."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and not argv[0].startswith("-"):  # the runs folder may also be given positionally
-        argv = ["--runs_dir", *argv]
-    (args,) = HfArgumentParser(ResultsTableArguments).parse_args_into_dataclasses(args=argv)
+    # the runs folder may also be given positionally
+    (args,) = parse_args_or_json(HfArgumentParser(ResultsTableArguments), argv, positional=("runs_dir",))
     if not Path(args.runs_dir).is_dir():
         raise ValueError(f"runs_dir {args.runs_dir!r} is not a folder; expected the output of reproduce_results.sh.")
     table = results_table(args.runs_dir)

@@ -8,7 +8,6 @@ library and returns it as a `BertTokenizerFast`. `main()` is the `train_tokenize
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,7 +115,6 @@ def main(argv: list[str] | None = None) -> None:
     """Train a WordPiece tokenizer on a dataset's train split and save it (the `train_tokenizer` command)."""
     from .data import load_raw_datasets
 
-    argv = sys.argv[1:] if argv is None else argv
     parser = HfArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
     raw = load_raw_datasets(args.dataset_name, args.dataset_config_name, train_file=args.train_file,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -54,7 +53,9 @@ def _median_seconds(step: object, steps: int, warmup: int) -> float:
 def main(argv: list[str] | None = None) -> None:
     from transformers import HfArgumentParser
 
-    (args,) = HfArgumentParser(BenchmarkArguments).parse_args_into_dataclasses(sys.argv[1:] if argv is None else argv)
+    from ..arguments import parse_args_or_json
+
+    (args,) = parse_args_or_json(HfArgumentParser(BenchmarkArguments), argv)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
                                f"intra_op_parallelism_threads={args.threads}")
     import torch

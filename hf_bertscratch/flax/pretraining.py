@@ -20,7 +20,6 @@ import json
 import logging
 import math
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -92,7 +91,6 @@ class FlaxPretrainingArguments:
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, FlaxPretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    argv = sys.argv[1:] if argv is None else argv
     parser = HfArgumentParser((ModelArguments, DataArguments, FlaxPretrainingArguments),
                               description="Pretrain a BertScratch masked language model in JAX (Flax NNX).")
     return parse_args_or_json(parser, argv)
