@@ -63,14 +63,16 @@ PRETRAINING_STAGES = ("pretrain", "pretrain-long")
 
 
 def _stage(run_dir: Path) -> tuple[str, dict] | None:
-    """'6000 steps of 64 x 128 tokens' and the stage's all_results.json, or None if the stage did not finish."""
+    """'6000 steps of 64 x 128 tokens' (with ' in a 40-minute budget' for a time-budgeted stage) and the stage's
+    all_results.json, or None if the stage did not finish."""
     results = _read_json(run_dir / "all_results.json")
     if not results:
         return None
     steps = _read_json(run_dir / "trainer_state.json").get("global_step", 0)
     batch = results.get("train_effective_batch_size", 0)
     length = results.get("max_seq_length") or (results.get("train_tokens", 0) // max(steps * batch, 1))
-    return f"{steps} steps of {batch} x {length} tokens", results
+    budget = f" in a {results['train_budget_minutes']:g}-minute budget" if results.get("train_budget_minutes") else ""
+    return f"{steps} steps of {batch} x {length} tokens{budget}", results
 
 
 def pretraining_description(runs_dir: Path) -> str:

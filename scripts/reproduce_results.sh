@@ -6,9 +6,10 @@
 # Stages (each skipped when its all_results.json already exists, and continued from its last checkpoint-N when it
 # was interrupted, so the script can simply be started again):
 #   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
-#      data-parallel over PROCS processes (torchrun; gloo on CPU), in 128-token blocks ("pretrain"), then continue in
-#      256-token blocks ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning
-#      reads are trained too
+#      data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the README
+#      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
+#      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue in 256-token blocks for LONG_MINUTES
+#      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too
 #   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy), once per fine-tuning seed
 #   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings;
 #      2 and 3 run side by side for each task and seed when PROCS >= 2
@@ -27,15 +28,14 @@ SIZE=${SIZE:-tiny}
 SEED=${SEED:-42}                       # pretraining seed
 SST2_SEEDS=${SST2_SEEDS:-"42 43 44"}   # fine-tuning seeds: 872 dev sentences are noisy, so SST-2 is run three times
 IMDB_SEEDS=${IMDB_SEEDS:-"42 43"}      # (25,000 test reviews: two runs)
-PRETRAIN_STEPS=${PRETRAIN_STEPS:-6000}
-PRETRAIN_BATCH=${PRETRAIN_BATCH:-64}   # effective batch, split over the PROCS processes
+PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-40}  # training time of stage 1 (the schedule is laid over it)
+PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
 PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
-PRETRAIN_WARMUP=${PRETRAIN_WARMUP:-300}
 POSITION_STD=${POSITION_STD:-0.05}     # sinusoidal start of the position embeddings (0: BERT's normal init)
-LONG_STEPS=${LONG_STEPS:-1500}         # second stage in longer blocks (0: none; fine-tune the first stage)
+LONG_MINUTES=${LONG_MINUTES:-10}       # second stage in longer blocks (0: none; fine-tune the first stage)
 LONG_SEQ=${LONG_SEQ:-256}
-LONG_BATCH=${LONG_BATCH:-32}           # 32 x 256: the first stage's tokens per step
+LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
 LONG_LR=${LONG_LR:-1e-3}
 VOCAB=${VOCAB:-8192}
 FT_LR=${FT_LR:-2e-4}
@@ -49,7 +49,7 @@ IMDB_EPOCHS=${IMDB_EPOCHS:-3}
 IMDB_SEQ=${IMDB_SEQ:-256}
 IMDB_HEAD=${IMDB_HEAD:-64}             # head+tail truncation: 64 head + 190 tail tokens (Sun et al.'s 1:3 split)
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_STEPS=5; PRETRAIN_WARMUP=1; LONG_STEPS=3; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1
+    PRETRAIN_MINUTES=5steps; LONG_MINUTES=3steps; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1
     IMDB_SEEDS=42; IMDB_EPOCHS=2; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
 else
@@ -80,23 +80,28 @@ done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_result
     echo "$(date -u +%H:%M:%S) done  $dir"
 }
 
-# 1. Pretraining on the IMDB train reviews (never the test reviews).
-# The recipe of the published table, written out: the package's pretraining defaults have since become the
-# time-budgeted main-job recipe (30% masking, no dropout, warmup-stable-decay), not yet rerun for this table.
+length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nsteps" (the smoke run) a step count
+    if [[ $1 == *steps ]]; then echo --max_train_minutes 0 --max_steps "${1%steps}" --warmup_steps 1
+    else echo --max_train_minutes "$1"; fi
+}
+
+# 1. Pretraining on the IMDB train reviews (never the test reviews), with the package's pretraining defaults (the
+# README main job's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
+# warmup-stable-decay, the first quarter of stage 1 in 32-token blocks); evaluation masks 15% as everywhere.
 PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
-          --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --adam_beta2 0.98 --weight_decay 0.01
-          --mlm_probability 0.15 --eval_mlm_probability 0.15 --dropout 0.1 --lr_scheduler_type linear
+          --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --eval_mlm_probability 0.15
           --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
-done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" \
+done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" $(length "$PRETRAIN_MINUTES") \
     --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
     --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
-    --max_steps "$PRETRAIN_STEPS" --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) \
-    --learning_rate "$PRETRAIN_LR" --warmup_steps "$PRETRAIN_WARMUP" --output_dir "$RUNS/pretrain"
+    --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" \
+    --output_dir "$RUNS/pretrain"
 PRETRAINED=$RUNS/pretrain
-if (( LONG_STEPS > 0 )); then
-    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" --model_name_or_path "$RUNS/pretrain" \
-        --max_seq_length "$LONG_SEQ" --max_steps "$LONG_STEPS" --per_device_train_batch_size $((LONG_BATCH / PROCS)) \
-        --learning_rate "$LONG_LR" --warmup_steps $((LONG_STEPS / 10)) --output_dir "$RUNS/pretrain-long"
+if [[ $LONG_MINUTES != 0 ]]; then
+    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" $(length "$LONG_MINUTES") \
+        --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
+        --per_device_train_batch_size $((LONG_BATCH / PROCS)) --learning_rate "$LONG_LR" \
+        --output_dir "$RUNS/pretrain-long"
     PRETRAINED=$RUNS/pretrain-long
 fi
 

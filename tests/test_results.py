@@ -87,7 +87,7 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
         assert run["model_name_or_path"].endswith("pretrain-long")  # fine-tunes start from the last stage
         assert f"on {run['eval_samples']:,} " in row and f"max_seq_length {run['max_seq_length']}" in row
         if init == "pretrained here":  # both stages, and the final one's held-out numbers
-            assert "MLM 5 steps of 64 x 128 tokens then 3 steps of 32 x 32 tokens" in row
+            assert "MLM 5 steps of 32 x 128 tokens then 3 steps of 16 x 32 tokens" in row
             assert f"masked acc {100 * stages[-1]['eval_accuracy']:.1f}%" in row
     for _, model, accuracy, _, _ in results.REFERENCES:
         assert f"| {model} | published | {accuracy:.1f} |" in table
@@ -126,3 +126,18 @@ def test_table_marks_missing_runs(tmp_path: Path) -> None:
 def test_results_table_cli_rejects_a_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not a folder"):
         results.main([str(tmp_path / "nope")])
+
+
+def test_pretraining_description_names_each_stage_and_its_budget(tmp_path: Path) -> None:
+    stages = {"pretrain": ({"train_budget_minutes": 40.0, "train_effective_batch_size": 32, "max_seq_length": 128,
+                            "train_tokens": 40_960_000, "train_wall_time_seconds": 2400.0}, 10_000),
+              "pretrain-long": ({"train_effective_batch_size": 16, "max_seq_length": 256, "train_tokens": 4_096_000,
+                                 "train_wall_time_seconds": 600.0, "eval_perplexity": 44.6, "eval_accuracy": 0.3561},
+                                1_000)}
+    for name, (stage, steps) in stages.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "all_results.json").write_text(json.dumps(stage))
+        (tmp_path / name / "trainer_state.json").write_text(json.dumps({"global_step": steps}))
+    assert results.pretraining_description(tmp_path) == (
+        "MLM 10000 steps of 32 x 128 tokens in a 40-minute budget then 1000 steps of 16 x 256 tokens, 45.1M tokens, "
+        "50.0 min train, MLM ppl 45, masked acc 35.6%")
