@@ -17,6 +17,8 @@ it for `trust_remote_code=True` loading.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -682,6 +684,38 @@ class BertScratchForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+# The inference logits buffer of each MLM model (BertScratchForMaskedLM and ForPreTraining decode into it). The
+# (B*T, V) logits are by far the largest tensor of inference (500 MB at 32 x 128 tokens and BERT's vocabulary), and
+# the allocator hands such sizes straight back to the OS when freed, so every forward into fresh memory page-faults
+# and zeroes all of it again. A model reuses its last buffer once nothing outside refers to its memory any more (the
+# previous outputs, and every view of them, were dropped); while they are alive it decodes into new memory, so
+# logits a caller keeps are never overwritten. Weak keys: the buffer is not model state (not saved, copied or
+# pickled with the model) and goes away with the model.
+_LOGITS_BUFFERS: weakref.WeakKeyDictionary[nn.Module, torch.Tensor] = weakref.WeakKeyDictionary()
+_LOGITS_BUFFERS_LOCK = threading.Lock()
+_storage_use_count = getattr(torch._C, "_storage_Use_Count", None)  # private torch API: without it, never reuse
+
+
+def _logits_buffer(owner: nn.Module, rows: int, columns: int, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised (rows, columns) tensor of `like`'s dtype and device: `owner`'s last buffer when no tensor
+    outside uses its memory any more and it is large enough, new memory (kept for next time) otherwise."""
+    with _LOGITS_BUFFERS_LOCK:
+        buffer = _LOGITS_BUFFERS.pop(owner, None)
+    if not (
+        buffer is not None
+        and _storage_use_count is not None
+        and buffer.numel() >= rows * columns
+        and (buffer.dtype, buffer.device) == (like.dtype, like.device)
+        and (torch.is_inference_mode_enabled() or not buffer.is_inference())  # inference tensors: written there only
+        and _storage_use_count(buffer.untyped_storage()._cdata) <= 2  # this tensor and the storage object just made
+    ):
+        buffer = like.new_empty(rows * columns)
+    logits = buffer[: rows * columns].view(rows, columns)  # in use from here on: another thread cannot take it
+    with _LOGITS_BUFFERS_LOCK:
+        _LOGITS_BUFFERS[owner] = buffer
+    return logits
+
+
 class _BertScratchMLMMixin:
     """MLM decoding shared by the MaskedLM and PreTraining heads (both own `self.bert` and `self.cls`)."""
 
@@ -719,14 +753,15 @@ class _BertScratchMLMMixin:
         """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere).
 
         Without autograd on CPU (evaluation, pipelines) the vocabulary is decoded in cache-sized tiles straight into
-        the returned tensor; otherwise as one differentiable GEMM.
+        the returned tensor, the model's reused logits buffer (see `_logits_buffer`); otherwise as one differentiable
+        GEMM.
         """
         if not self._decodes_tiled(sequence_output):
             if padding is None:
                 return self.cls(sequence_output)
             return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
         batch_size, seq_len, hidden_size = sequence_output.shape
-        logits = sequence_output.new_empty(batch_size * seq_len, self.cls.decoder.weight.shape[0])
+        logits = _logits_buffer(self, batch_size * seq_len, self.cls.decoder.weight.shape[0], sequence_output)
         if padding is None:
             hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))
             self.cls.decode_tiled(hidden, logits, [(0, 0, batch_size * seq_len)])

@@ -139,6 +139,44 @@ def test_tiled_inference_decoding_matches_reference(monkeypatch: pytest.MonkeyPa
     assert calls == [[(0, 0, 19), (24, 19, 3), (43, 22, 5)], [(0, 0, 12)]]
 
 
+def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_dropped() -> None:
+    """The decode writes into the model's last logits buffer when no tensor uses it any more, never into logits (or a
+    view of them) that a caller still holds, and each result still equals BERT's logits."""
+    import copy
+    import pickle
+
+    ours, reference = _models()
+    ours.eval(), reference.eval()
+    batch = _batch()
+    inputs = [{"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+              {"input_ids": batch["input_ids"].flip(0), "attention_mask": batch["attention_mask"].flip(0)}]
+    with torch.no_grad():
+        expected = [reference(**x).logits * x["attention_mask"][..., None] for x in inputs]  # ours: 0 at pads
+    with torch.inference_mode():  # a buffer made in inference mode is an inference tensor: not written outside it
+        torch.testing.assert_close(ours(**inputs[1]).logits, expected[1], atol=ATOL, rtol=1e-4)
+    with torch.no_grad():
+        held = ours(**inputs[0]).logits
+        second = ours(**inputs[1]).logits  # the first logits are held: new memory
+        assert second.data_ptr() != held.data_ptr()
+        torch.testing.assert_close(held, expected[0], atol=ATOL, rtol=1e-4)  # not overwritten
+        address = second.data_ptr()
+        del second, held
+        third = ours(**inputs[0]).logits  # the last logits were dropped: their memory is reused
+        assert third.data_ptr() == address
+        torch.testing.assert_close(third, expected[0], atol=ATOL, rtol=1e-4)
+        row = third[1]  # only a view of the logits is kept: still in use
+        del third
+        fourth = ours(**inputs[1]).logits
+        assert fourth.data_ptr() != address
+        torch.testing.assert_close(row, expected[0][1], atol=ATOL, rtol=1e-4)
+        torch.testing.assert_close(fourth, expected[1], atol=ATOL, rtol=1e-4)
+        del fourth, row
+    # The buffer is not model state: not in the state dict, not copied or pickled with the model.
+    assert set(ours.state_dict()) == set(copy.deepcopy(ours).state_dict())
+    assert modeling._LOGITS_BUFFERS.get(ours) is not None and modeling._LOGITS_BUFFERS.get(copy.deepcopy(ours)) is None
+    assert not any(isinstance(value, torch.Tensor) for value in vars(pickle.loads(pickle.dumps(ours))).values())
+
+
 def test_padding_runs_address_every_real_token_once() -> None:
     """`BertScratchPadding.runs` covers each real token of the grid exactly once, also in a grid longer than T'."""
     mask = torch.tensor([[1, 1, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]])
