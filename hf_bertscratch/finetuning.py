@@ -41,7 +41,7 @@ from .data import load_raw_datasets
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
 from .metrics import ClassificationMetrics
-from .run_folder import GuardedTrainingArguments, check_output_dir, grant_usual_permissions, resolve_checkpoint
+from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -418,26 +418,29 @@ def write_predictions(
 
 
 def write_reports(
-    output_dir: Path, trainer: Trainer, raw_eval: datasets.Dataset, prediction: PredictionOutput,
+    folder: Path, trainer: Trainer, raw_eval: datasets.Dataset, prediction: PredictionOutput,
     task: ResolvedTask, names: list[str], results: dict, model_args: ModelArguments, data_args: DataArguments,
 ) -> None:
-    """predictions.csv, confusion_matrix.png, loss_curve.png and the model card from the best model's eval
-    `prediction` (logits (N, num_labels), label_ids (N,)); the caller writes all_results.json last."""
+    """predictions.csv, confusion_matrix.png, loss_curve.png, the model card and all_results.json in `folder` (the
+    run's staging folder, holding trainer_state.json), from the best model's eval `prediction` (logits
+    (N, num_labels), label_ids (N,))."""
     from .plotting import plot_confusion_matrix, plot_training_curves
 
     logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
     labels = np.asarray(prediction.label_ids)
-    write_predictions(output_dir / "predictions.csv", raw_eval, task, labels, logits, names)
+    write_predictions(folder / "predictions.csv", raw_eval, task, labels, logits, names)
     plot_confusion_matrix(
-        labels.tolist(), logits.argmax(-1).tolist(), names, output_dir / "confusion_matrix.png",
+        labels.tolist(), logits.argmax(-1).tolist(), names, folder / "confusion_matrix.png",
         title=f"{data_args.task or data_args.dataset_name or 'eval'}: accuracy {results.get('eval_accuracy', 0):.4f}",
     )
-    plot_training_curves(output_dir)
-    _write_card(output_dir, trainer, names, results, model_args, data_args)
+    run_name = Path(trainer.args.output_dir).resolve().name
+    plot_training_curves(folder, title=run_name)
+    _write_card(folder, run_name, trainer, names, results, model_args, data_args)
+    (folder / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def _write_card(
-    output_dir: Path, trainer: Trainer, names: list[str], results: dict, model_args: ModelArguments,
+    folder: Path, run_name: str, trainer: Trainer, names: list[str], results: dict, model_args: ModelArguments,
     data_args: DataArguments,
 ) -> None:
     try:
@@ -449,10 +452,10 @@ def _write_card(
     dataset_id = data_args.dataset_name or (spec.dataset_name if spec else None)
     args = trainer.args
     write_model_card(
-        output_dir,
+        folder,
         "classifier",
         {
-            "model_name": output_dir.name,
+            "model_name": run_name,
             "base_model": None if model_args.init_from_scratch else model_args.model_name_or_path,
             "datasets": [dataset_id] if dataset_id else [],
             "dataset_description": f"{data_args.task or dataset_id or data_args.train_file}, "
@@ -533,11 +536,9 @@ def main(argv: list[str] | None = None) -> None:
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model()
-    trainer.save_state()
 
-    # 4. Evaluate the best model and write every report; all_results.json last.
-    # One pass over the eval set gives both the metrics and the per-example predictions.
+    # 4. Evaluate the best model and write it with every report (run_folder.finish_run: all_results.json and the
+    # model card last). One pass over the eval set gives both the metrics and the per-example predictions.
     prediction = trainer.predict(tokenized["eval"], metric_key_prefix="eval")
     results = {**train_result.metrics, **prediction.metrics}
     results.update(
@@ -553,11 +554,8 @@ def main(argv: list[str] | None = None) -> None:
         init_from_scratch=model_args.init_from_scratch,
         model_name_or_path=model_args.model_name_or_path,
     )
-    write_reports(output_dir, trainer, raw["eval"], prediction, task, names, results, model_args, data_args)
-    (output_dir / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
-    for path in output_dir.iterdir():
-        if path.is_file():
-            grant_usual_permissions(path)  # safetensors writes the weights 0600
+    finish_run(trainer, lambda folder: write_reports(
+        folder, trainer, raw["eval"], prediction, task, names, results, model_args, data_args))
     logger.info("eval_accuracy %.4f (%d eval examples)", results.get("eval_accuracy", math.nan), len(raw["eval"]))
     print(json.dumps({k: v for k, v in results.items() if k.startswith("eval_")}, indent=2))
     if trainer.is_world_process_zero():

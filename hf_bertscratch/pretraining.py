@@ -52,7 +52,7 @@ from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
 from .hub import check_training_push, push_training_output
 from .nsp import make_nsp_pairs_function
-from .run_folder import GuardedTrainingArguments, check_output_dir, publish_folder, resolve_checkpoint
+from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -706,24 +706,17 @@ def _checkpoint_step(checkpoint: str | None) -> int:
 def save_outputs(
     trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
 ) -> None:
-    """Write the model, tokenizer, trainer_state.json, all_results.json, loss curve and model card.
-
-    Everything is written into a hidden staging folder first and moved in at the end (the model card last), so a
-    failure here never leaves an output folder that looks finished.
-    """
+    """Write the model, tokenizer, trainer_state.json, all_results.json, loss curve and model card, through the
+    finished-run protocol fine-tuning shares (`run_folder.finish_run`: staged, moved in with the card last)."""
     from .cards import write_model_card
     from .plotting import plot_training_curves
 
-    output_dir = Path(trainer.args.output_dir)
-    staging = output_dir / ".staging"
-    trainer.save_model(str(staging))  # collective under FSDP/DeepSpeed: every rank calls it
-    if not trainer.is_world_process_zero():
-        return
-    trainer.state.save_to_json(str(staging / "trainer_state.json"))
-    (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    plot_training_curves(staging, staging / "loss_curve.png")
-    write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
-    publish_folder(staging, output_dir)
+    def write_reports(staging: Path) -> None:
+        (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        plot_training_curves(staging, staging / "loss_curve.png", title=Path(trainer.args.output_dir).resolve().name)
+        write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
+
+    finish_run(trainer, write_reports)
 
 
 def _position_start(config) -> str:

@@ -12,16 +12,22 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
+if TYPE_CHECKING:
+    from transformers import Trainer
+
 # Files whose presence makes an output folder look like a finished run; written last, and only on success.
 FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
+# The order in which `finish_run` moves the last of them in: a folder holding the model card is complete.
+_WRITTEN_LAST = ("all_results.json", "README.md")
 
 
 @dataclass
@@ -123,18 +129,36 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
 
 
 def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[str] = ("README.md",)) -> None:
-    """Move every file of `staging` into `output_dir` with the usual permissions, the `last` names last, then remove
-    `staging`: a folder holding its `last` files (the model card) is complete."""
+    """Move every file of `staging` into `output_dir` with the usual permissions, the `last` names last and in their
+    order, then remove `staging`: a folder holding its `last` files (the model card) is complete."""
     staging, output_dir = Path(staging), Path(output_dir)
     last = tuple(last)
-    for path in sorted(staging.iterdir(), key=lambda p: p.name in last):
+    for path in sorted(staging.iterdir(), key=lambda p: last.index(p.name) if p.name in last else -1):
         if path.is_file():
             grant_usual_permissions(path)
         os.replace(path, output_dir / path.name)
     staging.rmdir()
 
 
+def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
+    """How pretraining and fine-tuning end a run: the trained model (tokenizer, config, remote code) and
+    `trainer_state.json` are saved into the hidden `output_dir/.staging` folder, `write_reports(staging)` adds the
+    run's own files there on the main process (all_results.json, plots, the model card), and everything is moved into
+    `output_dir` with all_results.json and the model card last. So an output folder holding them is complete, and a
+    run that fails on the way leaves nothing that looks finished."""
+    staging = Path(trainer.args.output_dir) / ".staging"
+    if trainer.is_world_process_zero():
+        shutil.rmtree(staging, ignore_errors=True)  # what a run that failed here before left behind
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(staging))  # collective under FSDP/DeepSpeed: every rank calls it
+    if not trainer.is_world_process_zero():
+        return
+    trainer.state.save_to_json(str(staging / "trainer_state.json"))
+    write_reports(staging)
+    publish_folder(staging, trainer.args.output_dir, last=_WRITTEN_LAST)
+
+
 __all__ = [
-    "FINISHED_FILES", "GuardedTrainingArguments", "atomic_write", "check_output_dir", "grant_usual_permissions",
-    "publish_folder", "resolve_checkpoint", "staged_folder",
+    "FINISHED_FILES", "GuardedTrainingArguments", "atomic_write", "check_output_dir", "finish_run",
+    "grant_usual_permissions", "publish_folder", "resolve_checkpoint", "staged_folder",
 ]

@@ -1,0 +1,61 @@
+"""The finished-run protocol pretraining and fine-tuning share (`run_folder.finish_run`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from hf_bertscratch import run_folder
+from hf_bertscratch.run_folder import FINISHED_FILES, finish_run
+
+
+class _Trainer:
+    """What `finish_run` uses of a `transformers.Trainer`: its output_dir, saving, the state and the rank."""
+
+    def __init__(self, output_dir: Path, main_process: bool = True) -> None:
+        self.args = SimpleNamespace(output_dir=str(output_dir))
+        self.accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
+        self.state = SimpleNamespace(save_to_json=lambda path: Path(path).write_text("{}"))
+        self.main_process = main_process
+
+    def is_world_process_zero(self) -> bool:
+        return self.main_process
+
+    def save_model(self, folder: str) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / "model.safetensors").write_text("weights")
+
+
+def _reports(staging: Path) -> None:
+    for name in ("README.md", "all_results.json", "loss_curve.png"):
+        (staging / name).write_text(name)
+
+
+def test_finish_run_moves_the_results_and_the_card_in_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    (out / ".staging").mkdir(parents=True)
+    (out / ".staging" / "stale.png").write_text("left by a run that failed while finishing")
+    moved, replace = [], os.replace
+    monkeypatch.setattr(run_folder.os, "replace", lambda source, target: moved.append(Path(target).name) or replace(source, target))
+    finish_run(_Trainer(out), _reports)
+    assert moved[-2:] == ["all_results.json", "README.md"]
+    assert sorted(moved) == sorted(path.name for path in out.iterdir())
+    assert sorted(moved) == ["README.md", "all_results.json", "loss_curve.png", "model.safetensors", "trainer_state.json"]
+
+
+def test_a_run_that_fails_while_finishing_leaves_no_finished_files(tmp_path: Path) -> None:
+    def failing_reports(staging: Path) -> None:
+        (staging / "all_results.json").write_text("{}")
+        raise RuntimeError("the plot failed")
+
+    with pytest.raises(RuntimeError, match="the plot failed"):
+        finish_run(_Trainer(tmp_path), failing_reports)
+    assert not any((tmp_path / name).exists() for name in FINISHED_FILES)
+
+
+def test_only_the_main_process_writes_reports(tmp_path: Path) -> None:
+    finish_run(_Trainer(tmp_path, main_process=False), lambda staging: pytest.fail("reports written off the main process"))
+    assert not any((tmp_path / name).exists() for name in FINISHED_FILES)
