@@ -4,8 +4,6 @@ This file imports nothing but transformers and huggingface_hub so that `save_pre
 weights for `trust_remote_code=True` loading.
 """
 
-from __future__ import annotations
-
 from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
 

@@ -1014,6 +1014,10 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
             inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
         )
         logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
+        if logits.shape[-1] != 2:
+            raise ValueError(
+                f"Question answering needs config.num_labels == 2 (a start and an end logit per token), got {logits.shape[-1]}."
+            )
         start_logits, end_logits = (t.squeeze(-1).contiguous() for t in logits.split(1, dim=-1))
         loss = None
         if start_positions is not None and end_positions is not None:

@@ -20,6 +20,7 @@ from transformers import BertConfig
 
 import hf_bertscratch
 from hf_bertscratch import BertScratchConfig, convert
+from tests.conftest import tiny_config_kwargs
 
 ATOL = 1e-5
 HEADS = list(convert.ARCHITECTURES)  # BertModel, BertForPreTraining, ... : every head of the family
@@ -352,13 +353,16 @@ def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
         ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
+        # The field types are checked too (@strict reads the annotations, so the config module must not postpone them).
+        ({"unpad_inputs": "yes"}, r"Field 'unpad_inputs' expected bool, got str \(value: 'yes'\)"),
+        ({"hidden_size": 128.0}, r"Field 'hidden_size' expected int, got float"),
     ],
 )
 def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
-    # huggingface_hub's @strict wraps the config's ValueError in StrictDataclassClassValidationError (same text).
+    # huggingface_hub's @strict wraps the config's ValueError (or a field's TypeError) in its own error, same text.
     with pytest.raises(Exception, match=message) as error:
         BertScratchConfig(**kwargs)
-    assert isinstance(error.value, ValueError) or isinstance(error.value.__cause__, ValueError)
+    assert isinstance(error.value, (ValueError, TypeError)) or isinstance(error.value.__cause__, (ValueError, TypeError))
 
 
 def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
@@ -420,3 +424,9 @@ def test_largest_parity_difference_is_reported(capsys: pytest.CaptureFixture) ->
     with capsys.disabled():
         print(f"\n[parity] largest |BertScratch - transformers BERT| difference: {MAX_DIFF['value']:.2e}")
     assert MAX_DIFF["value"] < ATOL
+
+
+def test_question_answering_with_other_than_two_labels_names_the_count() -> None:
+    model = hf_bertscratch.BertScratchForQuestionAnswering(BertScratchConfig(**tiny_config_kwargs(99), num_labels=3))
+    with pytest.raises(ValueError, match="needs config.num_labels == 2 .*got 3"):
+        model(torch.tensor([[2, 5, 6, 3]]))
