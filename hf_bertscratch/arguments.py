@@ -14,8 +14,9 @@ from typing import Any
 from transformers import HfArgumentParser
 
 
-def parse_args_or_json(parser: HfArgumentParser, argv: list[str] | None = None,
-                       positional: tuple[str, ...] = ()) -> tuple[Any, ...]:
+def parse_args_or_json(
+    parser: HfArgumentParser, argv: list[str] | None = None, positional: tuple[str, ...] = ()
+) -> tuple[Any, ...]:
     """The parser's dataclasses from `argv` (default `sys.argv[1:]`), or from its one argument ending in `.json`.
 
     `positional` names the fields that leading arguments without a dash stand for (`convert SOURCE OUTPUT_DIR` is

@@ -236,9 +236,7 @@ def autocast(precision: str) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
-def make_train_step(
-    model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
-) -> Callable[[], None]:
+def make_train_step(model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32") -> Callable[[], None]:
     """A closure running one MLM training step (forward, backward, AdamW) of `model` on `batch`."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
@@ -253,9 +251,7 @@ def make_train_step(
     return step
 
 
-def make_infer_step(
-    model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
-) -> Callable[[], None]:
+def make_infer_step(model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32") -> Callable[[], None]:
     """A closure running one batched eval-mode forward of `model` under `torch.inference_mode`."""
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
@@ -295,9 +291,7 @@ def onnxruntime_contender(
     return lambda: run_session(session, inputs), difference
 
 
-def time_interleaved(
-    steps: dict[str, Callable[[], None]], repeats: int, warmup: int
-) -> dict[str, list[float]]:
+def time_interleaved(steps: dict[str, Callable[[], None]], repeats: int, warmup: int) -> dict[str, list[float]]:
     """Seconds per call of each step, alternating the order every repetition (ABBA) so drift hits both alike."""
     names = list(steps)
     for _ in range(warmup):
@@ -323,7 +317,12 @@ def summarize(
 
 
 def peak_training_memory_mib(
-    preset: str, batch_size: int, seq_len: int, padding: float, variant: str, precision: str,
+    preset: str,
+    batch_size: int,
+    seq_len: int,
+    padding: float,
+    variant: str,
+    precision: str,
     args: BenchmarkArguments,
 ) -> dict[str, float]:
     """Peak resident memory (MiB) of ours and of the reference, each a fresh subprocess running two training steps.
@@ -335,8 +334,7 @@ def peak_training_memory_mib(
         pending = {
             kind: pool.apply_async(
                 _memory_probe,
-                (kind, preset, batch_size, seq_len, padding, variant, precision, args.dropout,
-                 args.mask_probability),
+                (kind, preset, batch_size, seq_len, padding, variant, precision, args.dropout, args.mask_probability),
             )
             for kind in ("ours", "reference")
         }
@@ -344,8 +342,15 @@ def peak_training_memory_mib(
 
 
 def _memory_probe(
-    kind: str, preset: str, batch_size: int, seq_len: int, padding: float, variant: str, precision: str,
-    dropout: float, mask_probability: float,
+    kind: str,
+    preset: str,
+    batch_size: int,
+    seq_len: int,
+    padding: float,
+    variant: str,
+    precision: str,
+    dropout: float,
+    mask_probability: float,
 ) -> float:
     """Runs in the subprocess: builds only the model `kind` ("ours" or "reference") so nothing else is resident."""
     config = build_config(preset, dropout)
@@ -400,19 +405,33 @@ def run_case(
             seconds = time_interleaved(steps, args.repeats, args.warmup)
         ours_tps, ref_tps, ratio, low, high = summarize(seconds, useful_tokens)
         result = CaseResult(
-            preset, seq_len, padding, workload, variant, precision, args.batch_size, useful_tokens,
-            ours_tps, ref_tps, ratio, low, high,
+            preset,
+            seq_len,
+            padding,
+            workload,
+            variant,
+            precision,
+            args.batch_size,
+            useful_tokens,
+            ours_tps,
+            ref_tps,
+            ratio,
+            low,
+            high,
         )
         if "onnxruntime" in seconds:
-            (_, result.onnxruntime_tokens_per_s, result.ours_over_onnxruntime_median, result.ours_over_onnxruntime_min,
-             result.ours_over_onnxruntime_max) = summarize(seconds, useful_tokens, "onnxruntime")
+            (
+                _,
+                result.onnxruntime_tokens_per_s,
+                result.ours_over_onnxruntime_median,
+                result.ours_over_onnxruntime_min,
+                result.ours_over_onnxruntime_max,
+            ) = summarize(seconds, useful_tokens, "onnxruntime")
             result.onnxruntime_max_abs_diff = ort_difference
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
-                memory = peak_training_memory_mib(
-                    preset, args.batch_size, seq_len, padding, variant, precision, args
-                )
+                memory = peak_training_memory_mib(preset, args.batch_size, seq_len, padding, variant, precision, args)
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
         row = format_row if result.onnxruntime_tokens_per_s is None else format_onnxruntime_row
         logger.info("%s", row(result))
@@ -506,8 +525,11 @@ def _load_average() -> tuple[float, ...]:
 def write_outputs(args: BenchmarkArguments, results: list[CaseResult]) -> None:
     """Write the JSON and Markdown files asked for, each through a temporary file renamed into place."""
     if args.output_json:
-        payload = {"arguments": asdict(args), "environment": environment_line(),
-                   "results": [asdict(r) for r in results]}
+        payload = {
+            "arguments": asdict(args),
+            "environment": environment_line(),
+            "results": [asdict(r) for r in results],
+        }
         _write_atomically(Path(args.output_json), json.dumps(payload, indent=2) + "\n")
     if args.output_markdown:
         _write_atomically(Path(args.output_markdown), format_table(results) + f"\n\n{environment_line()}\n")

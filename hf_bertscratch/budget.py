@@ -41,9 +41,13 @@ def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float],
     over the rest. A one-cycle (triangle) schedule is "linear" with `warmup_fraction` 0.5.
     """
     if schedule not in BUDGET_SCHEDULES:
-        raise ValueError(f"With a time budget, lr_scheduler_type must be one of {sorted(BUDGET_SCHEDULES)}, got {schedule!r}.")
+        raise ValueError(
+            f"With a time budget, lr_scheduler_type must be one of {sorted(BUDGET_SCHEDULES)}, got {schedule!r}."
+        )
     if not 0.0 <= warmup_fraction < 1.0:
-        raise ValueError(f"With a time budget, warmup_steps is a fraction of the budget in [0, 1), got {warmup_fraction}.")
+        raise ValueError(
+            f"With a time budget, warmup_steps is a fraction of the budget in [0, 1), got {warmup_fraction}."
+        )
     decay = BUDGET_SCHEDULES[schedule]
 
     def factor(spent: float) -> float:

@@ -6,7 +6,6 @@ A card written here parses with `huggingface_hub.ModelCard` and its YAML metadat
 `license`, `datasets`, `metrics`, `tags`, `base_model`, `model-index`) round-trips through `ModelCard.load`.
 """
 
-
 import json
 import logging
 import math
@@ -71,7 +70,6 @@ BERT_CITATION = """@inproceedings{devlin2019bert,
 }"""
 
 
-
 @strict
 @dataclass
 class CardInfo:
@@ -121,12 +119,15 @@ class CardInfo:
         except (TypeError, StrictDataclassError) as error:
             raise ValueError(f"Bad model card info: {error}") from error
 
+
 def template_path(kind: str) -> Path:
     """The Jinja template of a card kind ("pretrained" or "classifier"), wherever the package is installed."""
     card_kind = _card_kind(kind)
     path = Path(str(resources.files("hf_bertscratch").joinpath("model_cards", card_kind.template)))
     if not path.is_file():
-        raise FileNotFoundError(f"Model card template {card_kind.template!r} not found at {path}; reinstall the package.")
+        raise FileNotFoundError(
+            f"Model card template {card_kind.template!r} not found at {path}; reinstall the package."
+        )
     return path
 
 
@@ -135,7 +136,9 @@ def build_model_card(kind: str, info: CardInfo | Mapping[str, Any]) -> ModelCard
     card_kind = _card_kind(kind)
     info = CardInfo.of(info)
     card_data = _card_data(card_kind, info)
-    return ModelCard.from_template(card_data, template_path=str(template_path(kind)), **_template_fields(card_kind, info))
+    return ModelCard.from_template(
+        card_data, template_path=str(template_path(kind)), **_template_fields(card_kind, info)
+    )
 
 
 def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping[str, Any]) -> Path:

@@ -43,9 +43,14 @@ DEBUG_ENV = "BERTSCRATCH_DEBUG"
 # Forwarded command -> (module whose main(argv) runs it, one-line help).
 FORWARDED: dict[str, tuple[str, str]] = {
     "pretrain": ("hf_bertscratch.pretraining", "Pretrain a BERT by masked language modelling (= scripts/pretrain.py)."),
-    "pretrain-flax": ("hf_bertscratch.flax.pretraining",
-                      'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").'),
-    "finetune": ("hf_bertscratch.finetuning", "Fine-tune a text classifier, e.g. on IMDB or SST-2 (= scripts/finetune.py)."),
+    "pretrain-flax": (
+        "hf_bertscratch.flax.pretraining",
+        'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").',
+    ),
+    "finetune": (
+        "hf_bertscratch.finetuning",
+        "Fine-tune a text classifier, e.g. on IMDB or SST-2 (= scripts/finetune.py).",
+    ),
     "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
     "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),
     "benchmark": ("hf_bertscratch.benchmark", "Time BertScratch against transformers' BERT (= scripts/benchmark.py)."),
@@ -241,8 +246,13 @@ def run_export(args: ExportArguments) -> None:
     from .onnx_export import export_onnx
 
     output = export_onnx(
-        args.model, args.output_dir, task=args.task, tokenizer=args.tokenizer, opset=args.opset,
-        overwrite=args.overwrite, check=args.check,
+        args.model,
+        args.output_dir,
+        task=args.task,
+        tokenizer=args.tokenizer,
+        opset=args.opset,
+        overwrite=args.overwrite,
+        check=args.check,
     )
     checked = "checked against PyTorch with ONNX Runtime" if args.check else "not checked"
     print(f"Wrote {output / 'model.onnx'} with its config and tokenizer ({checked})")
@@ -338,7 +348,9 @@ def run_forwarded(command: str, argv: list[str]) -> None:
     except ModuleNotFoundError as error:
         if error.name != module_name:
             raise  # a dependency of the module is missing: report that, not the module
-        raise RuntimeError(f"`{PROG} {command}` is not available in this install ({module_name} is missing).") from error
+        raise RuntimeError(
+            f"`{PROG} {command}` is not available in this install ({module_name} is missing)."
+        ) from error
     with _program_name(f"{PROG} {command}"):
         module.main(argv)
 

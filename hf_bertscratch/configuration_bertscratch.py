@@ -109,8 +109,15 @@ class BertScratchConfig(PretrainedConfig):
 
     def validate_architecture(self) -> None:
         """Reject shapes the model cannot be built with, naming the bad value (run by `@strict` on creation)."""
-        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                    "max_position_embeddings", "type_vocab_size")
+        positive = (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        )
         for name in positive:
             value = getattr(self, name)
             if value <= 0:

@@ -108,7 +108,9 @@ def bert_config_to_bertscratch(config: BertConfig) -> BertScratchConfig:
     if config.model_type != "bert":
         raise ValueError(f"Expected a config of model_type 'bert', got {config.model_type!r}.")
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        raise ValueError("BertScratch is an encoder: decoder BERT configs (is_decoder/add_cross_attention) cannot convert.")
+        raise ValueError(
+            "BertScratch is an encoder: decoder BERT configs (is_decoder/add_cross_attention) cannot convert."
+        )
     values = config.to_dict()
     for key in (*_BERT_ONLY_FIELDS, "model_type", "architectures", "transformers_version", "auto_map"):
         values.pop(key, None)
@@ -144,8 +146,12 @@ def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
     return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
 
 
-def _convert_model(model: PreTrainedModel, classes: dict[str, str], convert_config: Callable[[Any], Any],
-                   convert_state_dict: Callable[[dict], dict]) -> PreTrainedModel:
+def _convert_model(
+    model: PreTrainedModel,
+    classes: dict[str, str],
+    convert_config: Callable[[Any], Any],
+    convert_state_dict: Callable[[dict], dict],
+) -> PreTrainedModel:
     """The model of class `classes[type(model).__name__]` with the converted config and weights, in eval mode."""
     source_name = type(model).__name__
     if source_name not in classes:
@@ -217,9 +223,11 @@ class ConvertArguments:
 
     source: str | None = field(
         default=None,
-        metadata={"help": "Checkpoint to convert: a folder saved by save_pretrained, or a Hub id when online. A "
-                          "transformers BERT (model_type 'bert') becomes BertScratch; a BertScratch checkpoint "
-                          "becomes transformers' BERT. The head follows config.architectures."},
+        metadata={
+            "help": "Checkpoint to convert: a folder saved by save_pretrained, or a Hub id when online. A "
+            "transformers BERT (model_type 'bert') becomes BertScratch; a BertScratch checkpoint "
+            "becomes transformers' BERT. The head follows config.architectures."
+        },
     )
     output_dir: str | None = field(
         default=None, metadata={"help": "Folder to write the converted model, config and tokenizer files into."}
@@ -234,7 +242,7 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
     parser = HfArgumentParser(
         ConvertArguments,
         description="Convert a checkpoint between transformers' BERT (BertFor*) and BertScratch (BertScratchFor*); "
-                    "weights, config (sizes, labels) and tokenizer files are carried over.",
+        "weights, config (sizes, labels) and tokenizer files are carried over.",
         usage="%(prog)s SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: %(prog)s ARGS.json)",
     )
     (args,) = parse_args_or_json(parser, argv, positional=("source", "output_dir"))

@@ -109,11 +109,15 @@ KNOWN_DATASETS: tuple[KnownDataset, ...] = (
         (("wikitext", "wikitext-2-raw-v1"), ("Salesforce/wikitext", "wikitext-2-raw-v1")),
         "WikiText-2",
         _WIKITEXT_CITATION,
-        LocalDataset("wikitext-2-raw",
-                     {"train": "train_split_5/*.txt", "validation": "wiki.valid.raw", "test": "wiki.test.raw"},
-                     ("text",)),
-        LocalDataset("wikitext-2-raw",
-                     {"train": "wiki.train.txt.gz", "validation": "wiki.valid.txt.gz", "test": "wiki.test.txt.gz"}),
+        LocalDataset(
+            "wikitext-2-raw",
+            {"train": "train_split_5/*.txt", "validation": "wiki.valid.raw", "test": "wiki.test.raw"},
+            ("text",),
+        ),
+        LocalDataset(
+            "wikitext-2-raw",
+            {"train": "wiki.train.txt.gz", "validation": "wiki.valid.txt.gz", "test": "wiki.test.txt.gz"},
+        ),
     ),
     KnownDataset(
         (("imdb", None), ("stanfordnlp/imdb", None)),
@@ -210,7 +214,9 @@ def _load_files(
 
 
 def _find_local(
-    data_dir: Path, dataset_name: str, dataset_config_name: str | None,
+    data_dir: Path,
+    dataset_name: str,
+    dataset_config_name: str | None,
     table: dict[tuple[str, str | None], LocalDataset] = LOCAL_DATASETS,
 ) -> LocalDataset | None:
     spec = table.get((dataset_name, dataset_config_name)) or table.get((dataset_name, None))
@@ -268,9 +274,21 @@ def load_raw_datasets(
             split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
             return _select_columns(_load_files(split_files, streaming, cache_dir, spec.builder_kwargs), spec.columns)
     if local_dir:
-        logger.info("%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir)
+        logger.info(
+            "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir
+        )
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
 
 
-__all__ = ["BUNDLED_DATASETS", "DATASET_CITATIONS", "DATA_DIR_ENV", "DEFAULT_PRETRAINING_DATASET", "KNOWN_DATASETS",
-           "LOCAL_DATASETS", "KnownDataset", "LocalDataset", "load_raw_datasets", "resolve_data_dir"]
+__all__ = [
+    "BUNDLED_DATASETS",
+    "DATASET_CITATIONS",
+    "DATA_DIR_ENV",
+    "DEFAULT_PRETRAINING_DATASET",
+    "KNOWN_DATASETS",
+    "LOCAL_DATASETS",
+    "KnownDataset",
+    "LocalDataset",
+    "load_raw_datasets",
+    "resolve_data_dir",
+]

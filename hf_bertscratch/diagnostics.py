@@ -38,8 +38,9 @@ from .modeling_bertscratch import BertScratchForMaskedLM, sinusoidal_table
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--tokenizer", required=True, help="Tokenizer folder (a WordPiece trained on the same text).")
     p.add_argument("--train_file", required=True, help="csv(.gz) with a 'text' column (the IMDB train reviews).")
     p.add_argument("--cache_dir", default="runs/diagnose_cache", help="Where the packed token blocks are cached.")
@@ -97,8 +98,14 @@ def main(argv: list[str] | None = None) -> None:
     tok = AutoTokenizer.from_pretrained(a.tokenizer)
     blocks = packed_blocks(tok, a.train_file, a.seq, a.cache_dir)
     print("blocks", blocks.shape, flush=True)
-    cfg = BertScratchConfig(**PRESETS[a.size], vocab_size=len(tok), pad_token_id=0, hidden_dropout_prob=a.dropout,
-                            attention_probs_dropout_prob=a.dropout, initializer_range=a.init)
+    cfg = BertScratchConfig(
+        **PRESETS[a.size],
+        vocab_size=len(tok),
+        pad_token_id=0,
+        hidden_dropout_prob=a.dropout,
+        attention_probs_dropout_prob=a.dropout,
+        initializer_range=a.init,
+    )
     model = BertScratchForMaskedLM(cfg)
     pe = model.bert.embeddings.position_embeddings.weight
     with torch.no_grad():
@@ -110,8 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     coll = DataCollatorForLanguageModeling(tok, mlm_probability=a.mlm)
     decay = [p for p in model.parameters() if p.dim() > 1]
     nodecay = [p for p in model.parameters() if p.dim() <= 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.wd}, {"params": nodecay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, a.beta2), eps=1e-6)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": a.wd}, {"params": nodecay, "weight_decay": 0.0}],
+        lr=a.lr,
+        betas=(0.9, a.beta2),
+        eps=1e-6,
+    )
     sch = get_linear_schedule_with_warmup(opt, a.warmup, a.steps)
     rng = np.random.default_rng(0)
     held, train = torch.tensor(blocks[-64:]), blocks[:-64]
@@ -126,10 +137,13 @@ def main(argv: list[str] | None = None) -> None:
             torch.manual_seed(123)
             loss = float(model(**coll([{"input_ids": x} for x in held.tolist()])).loss)
         model.train()
-        return dict(ent=[round(x, 2) for x in ent], nb=[round(x, 3) for x in nb],
-                    wnorm=round(float(e.word_embeddings.weight.norm(dim=1).mean()), 3),
-                    pnorm=round(float(e.position_embeddings.weight[: a.seq].norm(dim=1).mean()), 3),
-                    heldloss=round(loss, 3))
+        return dict(
+            ent=[round(x, 2) for x in ent],
+            nb=[round(x, 3) for x in nb],
+            wnorm=round(float(e.word_embeddings.weight.norm(dim=1).mean()), 3),
+            pnorm=round(float(e.position_embeddings.weight[: a.seq].norm(dim=1).mean()), 3),
+            heldloss=round(loss, 3),
+        )
 
     t0, run = time.time(), 0.0
     for step in range(1, min(a.steps, a.stop) + 1):
@@ -142,7 +156,9 @@ def main(argv: list[str] | None = None) -> None:
         opt.zero_grad(set_to_none=True)
         run = 0.98 * run + 0.02 * loss.item() if step > 1 else loss.item()
         if step % 100 == 0:  # step, seconds, smoothed training loss, gradient norm, probe
-            print(step, f"{time.time() - t0:.0f}s", round(run / (1 - 0.98**step), 3), f"gn {gn:.2f}", probe(), flush=True)
+            print(
+                step, f"{time.time() - t0:.0f}s", round(run / (1 - 0.98**step), 3), f"gn {gn:.2f}", probe(), flush=True
+            )
     if a.save:
         model.save_pretrained(a.save)
         tok.save_pretrained(a.save)

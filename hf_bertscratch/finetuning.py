@@ -103,8 +103,10 @@ class ModelArguments:
     )
     dropout: float = field(
         default=0.1,
-        metadata={"help": "Hidden and attention dropout while fine-tuning (BERT's 0.1; pretraining here runs without "
-                  "dropout, and the checkpoint's config records that). -1 keeps the checkpoint's values."},
+        metadata={
+            "help": "Hidden and attention dropout while fine-tuning (BERT's 0.1; pretraining here runs without "
+            "dropout, and the checkpoint's config records that). -1 keeps the checkpoint's values."
+        },
     )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
 
@@ -143,7 +145,9 @@ class DataArguments:
             "must be among the names. Default: the task's names, else the sorted labels of the train split."
         },
     )
-    max_seq_length: int = field(default=128, metadata={"help": "Tokens per example after truncation, incl. [CLS]/[SEP]."})
+    max_seq_length: int = field(
+        default=128, metadata={"help": "Tokens per example after truncation, incl. [CLS]/[SEP]."}
+    )
     truncation: str = field(
         default="head",
         metadata={
@@ -153,10 +157,15 @@ class DataArguments:
         },
     )
     head_tokens: int = field(
-        default=128, metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."}
+        default=128,
+        metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Train on a seeded random subset of this size."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Evaluate on a seeded random subset of this size."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Train on a seeded random subset of this size."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Evaluate on a seeded random subset of this size."}
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
 
@@ -169,7 +178,9 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
     load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})
     metric_for_best_model: str | None = field(default="accuracy", metadata={"help": "Metric that picks the best."})
-    save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best one is always kept)."})
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "Checkpoints kept (the best one is always kept)."}
+    )
     train_sampling_strategy: str = field(
         default="group_by_length",
         metadata={
@@ -274,8 +285,7 @@ def label_mapping(raw: datasets.DatasetDict, task: ResolvedTask) -> tuple[list[s
         bad = sorted({v for v in split[task.label_column] if v not in mapping}, key=str)
         if bad:
             raise ValueError(
-                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} "
-                f"(classes {names})."
+                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} (classes {names})."
             )
     return names, mapping
 
@@ -341,9 +351,7 @@ def make_tokenize_function(
 
 
 # --------------------------------------------------------------------------------------------------------- model
-def load_model(
-    args: ModelArguments, num_labels: int, label_names: list[str]
-) -> PreTrainedModel:
+def load_model(args: ModelArguments, num_labels: int, label_names: list[str]) -> PreTrainedModel:
     """The classifier: pretrained encoder + new head, or random weights with `init_from_scratch`.
 
     Raises ValueError when the checkpoint already is a sequence classifier with a different number of labels,
@@ -418,8 +426,15 @@ def write_predictions(
 
 
 def write_reports(
-    folder: Path, trainer: Trainer, raw_eval: datasets.Dataset, prediction: PredictionOutput,
-    task: ResolvedTask, names: list[str], results: dict, model_args: ModelArguments, data_args: DataArguments,
+    folder: Path,
+    trainer: Trainer,
+    raw_eval: datasets.Dataset,
+    prediction: PredictionOutput,
+    task: ResolvedTask,
+    names: list[str],
+    results: dict,
+    model_args: ModelArguments,
+    data_args: DataArguments,
 ) -> None:
     """predictions.csv, confusion_matrix.png, loss_curve.png, the model card and all_results.json in `folder` (the
     run's staging folder, holding trainer_state.json), from the best model's eval `prediction` (logits
@@ -430,7 +445,10 @@ def write_reports(
     labels = np.asarray(prediction.label_ids)
     write_predictions(folder / "predictions.csv", raw_eval, task, labels, logits, names)
     plot_confusion_matrix(
-        labels.tolist(), logits.argmax(-1).tolist(), names, folder / "confusion_matrix.png",
+        labels.tolist(),
+        logits.argmax(-1).tolist(),
+        names,
+        folder / "confusion_matrix.png",
         title=f"{data_args.task or data_args.dataset_name or 'eval'}: accuracy {results.get('eval_accuracy', 0):.4f}",
     )
     run_name = Path(trainer.args.output_dir).resolve().name
@@ -440,7 +458,12 @@ def write_reports(
 
 
 def _write_card(
-    folder: Path, run_name: str, trainer: Trainer, names: list[str], results: dict, model_args: ModelArguments,
+    folder: Path,
+    run_name: str,
+    trainer: Trainer,
+    names: list[str],
+    results: dict,
+    model_args: ModelArguments,
     data_args: DataArguments,
 ) -> None:
     try:
@@ -517,8 +540,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     with training_args.main_process_first(desc="tokenisation"):
         tokenized = raw.map(
-            tokenize, batched=True, remove_columns=raw["train"].column_names,
-            num_proc=data_args.preprocessing_num_workers, desc="Tokenising",
+            tokenize,
+            batched=True,
+            remove_columns=raw["train"].column_names,
+            num_proc=data_args.preprocessing_num_workers,
+            desc="Tokenising",
         )
 
     # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection.
@@ -554,8 +580,12 @@ def main(argv: list[str] | None = None) -> None:
         init_from_scratch=model_args.init_from_scratch,
         model_name_or_path=model_args.model_name_or_path,
     )
-    finish_run(trainer, lambda folder: write_reports(
-        folder, trainer, raw["eval"], prediction, task, names, results, model_args, data_args))
+    finish_run(
+        trainer,
+        lambda folder: write_reports(
+            folder, trainer, raw["eval"], prediction, task, names, results, model_args, data_args
+        ),
+    )
     logger.info("eval_accuracy %.4f (%d eval examples)", results.get("eval_accuracy", math.nan), len(raw["eval"]))
     print(json.dumps({k: v for k, v in results.items() if k.startswith("eval_")}, indent=2))
     if trainer.is_world_process_zero():

@@ -65,8 +65,10 @@ class PushToHubArguments:
 
     model_dir: str | None = field(
         default=None,
-        metadata={"help": "Saved model folder (the output_dir of a pretraining or fine-tuning run); may be given "
-                          "as the first positional argument instead."},
+        metadata={
+            "help": "Saved model folder (the output_dir of a pretraining or fine-tuning run); may be given "
+            "as the first positional argument instead."
+        },
     )
     repo_id: str | None = field(
         default=None, metadata={"help": "Hub repository to create or update, as USER/NAME or ORG/NAME."}
@@ -80,21 +82,26 @@ class PushToHubArguments:
     )
     token: str | None = field(
         default=None,
-        metadata={"help": "Hub token with write access; default: the HF_TOKEN environment variable, else the token "
-                          "saved by `hf auth login`."},
+        metadata={
+            "help": "Hub token with write access; default: the HF_TOKEN environment variable, else the token "
+            "saved by `hf auth login`."
+        },
     )
     dry_run: str | None = field(
         default=None,
-        metadata={"help": "Write the exact folder that would be uploaded into this (new or empty) folder and list "
-                          "it, touching no network and needing no token."},
+        metadata={
+            "help": "Write the exact folder that would be uploaded into this (new or empty) folder and list "
+            "it, touching no network and needing no token."
+        },
     )
 
 
 def check_repo_id(repo_id: str | None) -> str:
     """Return `repo_id` if it has the form USER/NAME (or ORG/NAME) the Hub accepts, else raise ValueError."""
     if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id):
-        raise ValueError(f"repo_id must look like 'USER/NAME' or 'ORG/NAME' (letters, digits, '-', '_', '.'), "
-                         f"got {repo_id!r}.")
+        raise ValueError(
+            f"repo_id must look like 'USER/NAME' or 'ORG/NAME' (letters, digits, '-', '_', '.'), got {repo_id!r}."
+        )
     try:
         validate_repo_id(repo_id)
     except HFValidationError as error:
@@ -106,8 +113,10 @@ def resolve_token(token: str | None = None) -> str:
     """The write token: `token`, else HF_TOKEN, else the saved login. Raises ValueError when there is none."""
     token = token or get_token()
     if not token:
-        raise ValueError("No Hugging Face token found: set the HF_TOKEN environment variable, run `hf auth login`, "
-                         "or pass --token. (Use --dry_run DIR to inspect the upload without a token.)")
+        raise ValueError(
+            "No Hugging Face token found: set the HF_TOKEN environment variable, run `hf auth login`, "
+            "or pass --token. (Use --dry_run DIR to inspect the upload without a token.)"
+        )
     return token
 
 
@@ -124,12 +133,16 @@ def check_model_folder(model_dir: str | Path) -> Path:
         raise FileNotFoundError(f"Model folder {str(path)!r} does not exist or is not a folder.")
     config_file = path / "config.json"
     if not config_file.is_file():
-        raise ValueError(f"{str(path)!r} is not a saved model folder: it has no config.json "
-                         f"(save the model with model.save_pretrained).")
+        raise ValueError(
+            f"{str(path)!r} is not a saved model folder: it has no config.json "
+            f"(save the model with model.save_pretrained)."
+        )
     model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
     if model_type != BertScratchConfig.model_type:
-        raise ValueError(f"{str(path)!r} holds a model of type {model_type!r}, expected "
-                         f"{BertScratchConfig.model_type!r} (a BertScratch model).")
+        raise ValueError(
+            f"{str(path)!r} holds a model of type {model_type!r}, expected "
+            f"{BertScratchConfig.model_type!r} (a BertScratch model)."
+        )
     BertScratchConfig.from_pretrained(path)  # its own validation names any bad field
     if not any(path.glob("*.safetensors")):
         hint = " It has pytorch_model.bin: reload and re-save it." if (path / "pytorch_model.bin").exists() else ""
@@ -138,8 +151,10 @@ def check_model_folder(model_dir: str | Path) -> Path:
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
         missing.append(" or ".join(TOKENIZER_FILES))
     if missing:
-        raise ValueError(f"{str(path)!r} lacks tokenizer files: {', '.join(missing)}. Save the tokenizer next to the "
-                         f"model with tokenizer.save_pretrained({str(path)!r}).")
+        raise ValueError(
+            f"{str(path)!r} lacks tokenizer files: {', '.join(missing)}. Save the tokenizer next to the "
+            f"model with tokenizer.save_pretrained({str(path)!r})."
+        )
     return path
 
 
@@ -305,7 +320,7 @@ def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
         PushToHubArguments,
         description=__doc__.split("\n\n")[0],
         usage="push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
-              "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: push_to_hub.py ARGS.json)",
+        "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: push_to_hub.py ARGS.json)",
     )
     (args,) = parse_args_or_json(parser, argv, positional=("model_dir",))
     if args.model_dir is None:

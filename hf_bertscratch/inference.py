@@ -117,9 +117,7 @@ def truncation_kwargs(model: PreTrainedModel) -> dict:
     return {"truncation": True, "max_length": model.config.max_position_embeddings}
 
 
-def fill_mask(
-    model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object
-) -> list[list[dict]]:
+def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object) -> list[list[dict]]:
     """The `top_k` most likely tokens for each mask token in `text`.
 
     Returns:
@@ -143,9 +141,7 @@ def classify(model: str | Path | Pipeline, text: str, **load_kwargs: object) -> 
     return classifier(text, top_k=None, **truncation_kwargs(classifier.model))
 
 
-def embed(
-    model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object
-) -> np.ndarray:
+def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
     ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state.
     Text beyond the model's max_position_embeddings tokens is cut off."""
@@ -161,6 +157,12 @@ def embed(
 
 
 __all__ = [
-    "POOLINGS", "TASK_HEADS", "check_model_reference", "classify", "embed", "fill_mask", "load_pipeline",
+    "POOLINGS",
+    "TASK_HEADS",
+    "check_model_reference",
+    "classify",
+    "embed",
+    "fill_mask",
+    "load_pipeline",
     "truncation_kwargs",
 ]

@@ -401,7 +401,9 @@ class BertScratchLMHead(nn.Module):
             w, b = weight[v0 : v0 + vocab_tile].t(), bias[v0 : v0 + vocab_tile]
             for out_start, hidden_start, rows in row_tiles:
                 torch.addmm(
-                    b, hidden[hidden_start : hidden_start + rows], w,
+                    b,
+                    hidden[hidden_start : hidden_start + rows],
+                    w,
                     out=out[out_start : out_start + rows, v0 : v0 + vocab_tile],
                 )
         return out
@@ -468,7 +470,8 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         """Whether `module` is this model's position embedding and the config asks for a sinusoidal start."""
         embeddings = getattr(self.base_model, "embeddings", None)
         return self.config.sinusoidal_position_std is not None and module is getattr(
-            embeddings, "position_embeddings", None)
+            embeddings, "position_embeddings", None
+        )
 
     def save_pretrained(self, save_directory: str, *args: object, **kwargs: object) -> None:
         """`PreTrainedModel.save_pretrained`, plus this package's code and an `auto_map` naming every head.
@@ -517,9 +520,7 @@ def _check_inputs(
             "truncate the inputs (e.g. tokenizer(..., truncation=True, max_length=...))."
         )
     if attention_mask is not None and tuple(attention_mask.shape) != shape:
-        raise ValueError(
-            f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}."
-        )
+        raise ValueError(f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}.")
     if not torch.compiler.is_compiling():
         _check_ranges(
             ("input_ids", input_ids, config.vocab_size, "vocab_size"),
@@ -810,8 +811,14 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not."""
         padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, unpad=padding, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            unpad=padding,
+            return_dict=True,
+            **kwargs,
         )
         logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, padding=padding)
         nsp_logits = self.nsp(outputs.pooler_output)
@@ -819,8 +826,11 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
             loss = nsp_loss if loss is None else loss + nsp_loss
         return BertScratchForPreTrainingOutput(
-            loss=loss, prediction_logits=logits, seq_relationship_logits=nsp_logits,
-            hidden_states=outputs.hidden_states, attentions=outputs.attentions,
+            loss=loss,
+            prediction_logits=logits,
+            seq_relationship_logits=nsp_logits,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
         )
 
 
@@ -850,8 +860,14 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         """`labels` (B, T): target ids at scored positions and -100 elsewhere."""
         padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, unpad=padding, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            unpad=padding,
+            return_dict=True,
+            **kwargs,
         )
         logits, loss = self._mlm_logits_and_loss(
             outputs.last_hidden_state, labels, kwargs.get("num_items_in_batch"), padding
@@ -882,8 +898,13 @@ class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
         **kwargs: Unpack[TransformersKwargs],
     ) -> NextSentencePredictorOutput:
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
         )
         logits = self.nsp(outputs.pooler_output)  # (B, 2)
         loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
@@ -897,7 +918,9 @@ def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
     return nn.Dropout(rate)
 
 
-def _sequence_classification_loss(config: BertScratchConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def _sequence_classification_loss(
+    config: BertScratchConfig, logits: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """MSE, cross-entropy or BCE by `config.problem_type`, inferred as transformers does when unset."""
     num_labels = config.num_labels
     if config.problem_type is None:
@@ -940,8 +963,13 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
     ) -> SequenceClassifierOutput:
         """`labels`: (B,) class ids, (B, num_labels) multi-hot floats, or (B,) floats for regression."""
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
         loss = None if labels is None else _sequence_classification_loss(self.config, logits, labels)
@@ -974,8 +1002,13 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
     ) -> TokenClassifierOutput:
         """`labels` (B, T) class ids, -100 where not scored."""
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
         loss = None
@@ -1010,8 +1043,13 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
     ) -> QuestionAnsweringModelOutput:
         """`start_positions`/`end_positions` (B,): answer span; positions beyond T are ignored in the loss."""
         outputs = self.bert(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, return_dict=True, **kwargs,
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
         )
         logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
         if logits.shape[-1] != 2:
@@ -1029,8 +1067,11 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
                 + F.cross_entropy(end_logits.float(), end, ignore_index=ignored)
             ) / 2
         return QuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits,
-            hidden_states=outputs.hidden_states, attentions=outputs.attentions,
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
         )
 
 
@@ -1062,8 +1103,13 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
             return None if x is None else x.reshape(-1, *x.shape[-tail:])  # (B * C, T[, H])
 
         outputs = self.bert(
-            flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
-            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds, 2), return_dict=True, **kwargs,
+            flat(input_ids),
+            attention_mask=flat(attention_mask),
+            token_type_ids=flat(token_type_ids),
+            position_ids=flat(position_ids),
+            inputs_embeds=flat(inputs_embeds, 2),
+            return_dict=True,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)  # (B, C)
         loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))

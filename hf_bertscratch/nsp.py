@@ -40,7 +40,10 @@ def _truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rand
 
 
 def _pairs_of_document(
-    doc: list[list[int]], others: list[list[list[int]]], max_tokens: int, random_next_probability: float,
+    doc: list[list[int]],
+    others: list[list[list[int]]],
+    max_tokens: int,
+    random_next_probability: float,
     rng: random.Random,
 ) -> list[tuple[list[int], list[int], int]]:
     """(segment A, segment B, label) pairs packing `doc`'s tokenised sentences into `max_tokens`-long examples."""
@@ -68,7 +71,10 @@ def _pairs_of_document(
 
 
 def make_nsp_pairs_function(
-    tokenizer: PreTrainedTokenizerBase, text_column: str, max_seq_length: int, random_next_probability: float,
+    tokenizer: PreTrainedTokenizerBase,
+    text_column: str,
+    max_seq_length: int,
+    random_next_probability: float,
     seed: int,
 ) -> Callable[[dict[str, list], list[int]], dict[str, list]]:
     """A batched `datasets.map` function (with `with_indices=True`) from raw text rows to NSP pair examples.
@@ -84,8 +90,12 @@ def make_nsp_pairs_function(
         documents = split_documents(batch[text_column])
         encoded = [tokenizer(doc, add_special_tokens=False, verbose=False)["input_ids"] for doc in documents]
         encoded = [[s for s in doc if s] for doc in encoded]
-        out: dict[str, list] = {"input_ids": [], "token_type_ids": [], "special_tokens_mask": [],
-                                "next_sentence_label": []}
+        out: dict[str, list] = {
+            "input_ids": [],
+            "token_type_ids": [],
+            "special_tokens_mask": [],
+            "next_sentence_label": [],
+        }
         for d, doc in enumerate(encoded):
             others = [other for o, other in enumerate(encoded) if o != d and other]
             for a, b, label in _pairs_of_document(doc, others, max_tokens, random_next_probability, rng):

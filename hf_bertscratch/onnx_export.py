@@ -69,23 +69,37 @@ class OnnxTask:
 # Task names are Optimum's (and the pipelines').
 ONNX_TASKS: dict[str, OnnxTask] = {
     "feature-extraction": OnnxTask(
-        "AutoModel", ("last_hidden_state", "pooler_output"), BaseModelOutputWithPooling, (),
-        "ORTModelForFeatureExtraction", per_sequence=("pooler_output",),
+        "AutoModel",
+        ("last_hidden_state", "pooler_output"),
+        BaseModelOutputWithPooling,
+        (),
+        "ORTModelForFeatureExtraction",
+        per_sequence=("pooler_output",),
     ),
     "fill-mask": OnnxTask(
         "AutoModelForMaskedLM", ("logits",), MaskedLMOutput, ("ForMaskedLM", "ForPreTraining"), "ORTModelForMaskedLM"
     ),
     "text-classification": OnnxTask(
-        "AutoModelForSequenceClassification", ("logits",), SequenceClassifierOutput, ("ForSequenceClassification",),
-        "ORTModelForSequenceClassification", per_sequence=("logits",),
+        "AutoModelForSequenceClassification",
+        ("logits",),
+        SequenceClassifierOutput,
+        ("ForSequenceClassification",),
+        "ORTModelForSequenceClassification",
+        per_sequence=("logits",),
     ),
     "token-classification": OnnxTask(
-        "AutoModelForTokenClassification", ("logits",), TokenClassifierOutput, ("ForTokenClassification",),
+        "AutoModelForTokenClassification",
+        ("logits",),
+        TokenClassifierOutput,
+        ("ForTokenClassification",),
         "ORTModelForTokenClassification",
     ),
     "question-answering": OnnxTask(
-        "AutoModelForQuestionAnswering", ("start_logits", "end_logits"), QuestionAnsweringModelOutput,
-        ("ForQuestionAnswering",), "ORTModelForQuestionAnswering",
+        "AutoModelForQuestionAnswering",
+        ("start_logits", "end_logits"),
+        QuestionAnsweringModelOutput,
+        ("ForQuestionAnswering",),
+        "ORTModelForQuestionAnswering",
     ),
 }
 
@@ -176,8 +190,14 @@ def export_graph(model: PreTrainedModel, task: str, path: Path, opset: int | Non
     dynamic = {name: {0: batch, 1: sequence} for name in INPUT_NAMES}
     with torch.no_grad(), _quiet_exporter():
         program = torch.onnx.export(
-            graph, tuple(example[name] for name in INPUT_NAMES), input_names=list(INPUT_NAMES),
-            output_names=list(names), dynamic_shapes=dynamic, opset_version=opset, dynamo=True, verbose=False,
+            graph,
+            tuple(example[name] for name in INPUT_NAMES),
+            input_names=list(INPUT_NAMES),
+            output_names=list(names),
+            dynamic_shapes=dynamic,
+            opset_version=opset,
+            dynamo=True,
+            verbose=False,
         )
     program.save(str(path), external_data=False)
     return names
@@ -355,6 +375,17 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
 
 
 __all__ = [
-    "ATOL", "BertScratchOnnxRuntimeModel", "INPUT_NAMES", "ONNX_FILE", "ONNX_TASKS", "OnnxTask", "check_export",
-    "default_task", "example_batch", "export_graph", "export_onnx", "onnx_session", "run_session",
+    "ATOL",
+    "BertScratchOnnxRuntimeModel",
+    "INPUT_NAMES",
+    "ONNX_FILE",
+    "ONNX_TASKS",
+    "OnnxTask",
+    "check_export",
+    "default_task",
+    "example_batch",
+    "export_graph",
+    "export_onnx",
+    "onnx_session",
+    "run_session",
 ]

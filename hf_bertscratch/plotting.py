@@ -102,9 +102,7 @@ def _run_name(run_dir: Path) -> str:
     return run_dir.parent.name if run_dir.name.startswith(".") else run_dir.name
 
 
-def plot_training_curves(
-    run_dir: str | Path, output_file: str | Path | None = None, title: str | None = None
-) -> Path:
+def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = None, title: str | None = None) -> Path:
     """Plot training and validation loss (and validation accuracy when logged) of a Trainer run.
 
     Args:
@@ -118,10 +116,7 @@ def plot_training_curves(
     """
     history = read_log_history(find_trainer_state(run_dir))
     output_file = Path(run_dir) / "loss_curve.png" if output_file is None else Path(output_file)
-    panels = {
-        name: [(label, *_series(history, key)) for key, label in series]
-        for name, series in CURVE_PANELS.items()
-    }
+    panels = {name: [(label, *_series(history, key)) for key, label in series] for name, series in CURVE_PANELS.items()}
     panels = {name: [s for s in series if s[1]] for name, series in panels.items()}
     if not panels["loss"]:
         raise ValueError(

@@ -76,43 +76,51 @@ FILL_MASK_EXAMPLES = (
 class ModelArguments:
     """Which model to pretrain and which tokenizer it reads."""
 
-    model_size: str = field(
-        default="tiny", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."}
-    )
+    model_size: str = field(default="tiny", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."})
     config_name: str | None = field(
-        default=None, metadata={"help": "A config.json folder/file or Hub id to build a new model from (overrides model_size)."}
+        default=None,
+        metadata={"help": "A config.json folder/file or Hub id to build a new model from (overrides model_size)."},
     )
     model_name_or_path: str | None = field(
-        default=None, metadata={"help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model."}
+        default=None,
+        metadata={"help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model."},
     )
     tokenizer_name: str | None = field(
         default=None,
-        metadata={"help": "Tokenizer: a tokenizer folder, a folder with only vocab.txt, a vocab.txt, or a Hub id. "
-                  "Default: train a WordPiece tokenizer on the training text."},
+        metadata={
+            "help": "Tokenizer: a tokenizer folder, a folder with only vocab.txt, a vocab.txt, or a Hub id. "
+            "Default: train a WordPiece tokenizer on the training text."
+        },
     )
     tokenizer_vocab_size: int = field(
-        default=8192, metadata={"help": "Vocabulary size of the WordPiece tokenizer trained when no tokenizer_name is given."}
+        default=8192,
+        metadata={"help": "Vocabulary size of the WordPiece tokenizer trained when no tokenizer_name is given."},
     )
     tokenizer_train_samples: int = field(
         default=200_000, metadata={"help": "Training texts the on-the-fly tokenizer learns from (the first N)."}
     )
     objective: str = field(
-        default="mlm", metadata={"help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction)."}
+        default="mlm",
+        metadata={"help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction)."},
     )
     max_position_embeddings: int = field(
         default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
     )
     dropout: float = field(
         default=0.0,
-        metadata={"help": "Hidden and attention dropout of a new --model_size model while it pretrains (Cramming: "
-                  "0 learns faster in a short budget; BERT used 0.1). The saved config keeps this value; fine-tuning "
-                  "sets its own."},
+        metadata={
+            "help": "Hidden and attention dropout of a new --model_size model while it pretrains (Cramming: "
+            "0 learns faster in a short budget; BERT used 0.1). The saved config keeps this value; fine-tuning "
+            "sets its own."
+        },
     )
     sinusoidal_position_std: float = field(
         default=0.05,
-        metadata={"help": "A new --model_size model's learned position embeddings start from a sinusoid table with "
-                  "this standard deviation (0: BERT's N(0, initializer_range) init). A small BERT then learns to attend "
-                  "to neighbouring tokens within hundreds of steps instead of staying on the MLM unigram plateau."},
+        metadata={
+            "help": "A new --model_size model's learned position embeddings start from a sinusoid table with "
+            "this standard deviation (0: BERT's N(0, initializer_range) init). A small BERT then learns to attend "
+            "to neighbouring tokens within hundreds of steps instead of staying on the MLM unigram plateau."
+        },
     )
 
 
@@ -122,61 +130,88 @@ class DataArguments:
 
     dataset_name: str | None = field(
         default=None,
-        metadata={"help": "Hub dataset id, e.g. wikitext. With neither this nor --train_file: WikiText-2 raw "
-                  "(wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."},
+        metadata={
+            "help": "Hub dataset id, e.g. wikitext. With neither this nor --train_file: WikiText-2 raw "
+            "(wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
+        },
     )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."})
-    train_file: str | None = field(default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."})
-    validation_file: str | None = field(default=None, metadata={"help": "Validation data file, same formats as train_file."})
+    dataset_config_name: str | None = field(
+        default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."}
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."}
+    )
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Validation data file, same formats as train_file."}
+    )
     data_dir: str | None = field(
         default=None,
-        metadata={"help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."},
+        metadata={
+            "help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."
+        },
     )
     text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
     max_seq_length: int = field(
-        default=128, metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."}
+        default=128,
+        metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."},
     )
     short_seq_length: int | None = field(
         default=None,
-        metadata={"help": "Tokens per block during the first --short_seq_fraction of training: each max_seq_length "
-                  "block is cut into blocks of this length (it must divide max_seq_length; default a quarter of "
-                  "it, 32 for 128). A small BERT leaves the MLM unigram plateau in far fewer steps on short blocks, "
-                  "then trains on full blocks."},
+        metadata={
+            "help": "Tokens per block during the first --short_seq_fraction of training: each max_seq_length "
+            "block is cut into blocks of this length (it must divide max_seq_length; default a quarter of "
+            "it, 32 for 128). A small BERT leaves the MLM unigram plateau in far fewer steps on short blocks, "
+            "then trains on full blocks."
+        },
     )
     short_seq_fraction: float | None = field(
         default=None,
-        metadata={"help": "Fraction of the training (of the time budget, or of the steps) on short blocks; 0 turns the "
-                  f"short start off. Default {SHORT_SEQ_FRACTION} with objective mlm and a max_seq_length divisible by "
-                  "4, else 0."},
+        metadata={
+            "help": "Fraction of the training (of the time budget, or of the steps) on short blocks; 0 turns the "
+            f"short start off. Default {SHORT_SEQ_FRACTION} with objective mlm and a max_seq_length divisible by "
+            "4, else 0."
+        },
     )
     mlm_probability: float = field(
         default=0.3,
-        metadata={"help": "Fraction of tokens selected for prediction while training (30%% as ModernBERT; Wettig et "
-                  "al. 2022 find 15%% too few for short budgets). Evaluation masks --eval_mlm_probability."},
+        metadata={
+            "help": "Fraction of tokens selected for prediction while training (30%% as ModernBERT; Wettig et "
+            "al. 2022 find 15%% too few for short budgets). Evaluation masks --eval_mlm_probability."
+        },
     )
     eval_mlm_probability: float = field(
         default=0.15,
-        metadata={"help": "Fraction of tokens masked in evaluation, whatever the training rate, so that the accuracy "
-                  "and perplexity of runs trained at different rates compare (BERT's 15%%)."},
+        metadata={
+            "help": "Fraction of tokens masked in evaluation, whatever the training rate, so that the accuracy "
+            "and perplexity of runs trained at different rates compare (BERT's 15%%)."
+        },
     )
-    mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."})
+    mask_replace_prob: float = field(
+        default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."}
+    )
     random_replace_prob: float = field(
-        default=0.1, metadata={"help": "Of the selected tokens, the fraction replaced by a random token (the rest stay)."}
+        default=0.1,
+        metadata={"help": "Of the selected tokens, the fraction replaced by a random token (the rest stay)."},
     )
     whole_word_mask: bool = field(
-        default=False, metadata={"help": "Mask all WordPieces of a word together (mlm objective; forces mask_replace_prob=1)."}
+        default=False,
+        metadata={"help": "Mask all WordPieces of a word together (mlm objective; forces mask_replace_prob=1)."},
     )
     nsp_random_probability: float = field(
         default=0.5, metadata={"help": "For mlm_nsp: probability that segment B comes from a random other document."}
     )
     validation_split_percentage: int = field(
-        default=5, metadata={"help": "Percent of the train split held out for validation when no validation split exists."}
+        default=5,
+        metadata={"help": "Percent of the train split held out for validation when no validation split exists."},
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N raw training texts."})
     max_eval_samples: int | None = field(
-        default=None, metadata={"help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000)."}
+        default=None,
+        metadata={"help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000)."},
     )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation (datasets.map)."})
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "Processes for tokenisation (datasets.map)."}
+    )
     overwrite_cache: bool = field(default=False, metadata={"help": "Re-tokenise even if datasets has a cached result."})
     streaming: bool = field(
         default=False, metadata={"help": "Stream the data (needs max_steps) instead of downloading and caching it all."}
@@ -190,20 +225,24 @@ class PretrainingArguments(GuardedTrainingArguments):
 
     num_processes: str = field(
         default="auto",
-        metadata={"help": "Data-parallel processes this command launches itself (torchrun, gloo) when it is not "
-                  "already running under torchrun/accelerate: a number, or auto = 2 on a CPU-only machine with 2 or "
-                  "more cores (one torch thread per process trains a small BERT faster there than one process "
-                  "with all the threads) and 1 otherwise (launch GPUs with torchrun yourself). Each process trains "
-                  "on its own per_device_train_batch_size share."},
+        metadata={
+            "help": "Data-parallel processes this command launches itself (torchrun, gloo) when it is not "
+            "already running under torchrun/accelerate: a number, or auto = 2 on a CPU-only machine with 2 or "
+            "more cores (one torch thread per process trains a small BERT faster there than one process "
+            "with all the threads) and 1 otherwise (launch GPUs with torchrun yourself). Each process trains "
+            "on its own per_device_train_batch_size share."
+        },
     )
     max_train_minutes: float | None = field(
         default=None,
-        metadata={"help": "Train for this many minutes of training time (evaluation and saving not counted; a resumed "
-                  f"run counts the time already spent), then evaluate and save. Default: {DEFAULT_BUDGET_MINUTES:g} "
-                  "when neither --max_steps nor --num_train_epochs is given; 0 turns the budget off. The "
-                  "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
-                  "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay. --max_steps, "
-                  "if given with a budget, still caps the steps."},
+        metadata={
+            "help": "Train for this many minutes of training time (evaluation and saving not counted; a resumed "
+            f"run counts the time already spent), then evaluate and save. Default: {DEFAULT_BUDGET_MINUTES:g} "
+            "when neither --max_steps nor --num_train_epochs is given; 0 turns the budget off. The "
+            "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
+            "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay. --max_steps, "
+            "if given with a budget, still caps the steps."
+        },
     )
     num_train_epochs: float | None = field(
         default=None, metadata={"help": "Epochs to train when neither a time budget nor --max_steps ends the run."}
@@ -220,7 +259,9 @@ class PretrainingArguments(GuardedTrainingArguments):
     )
     lr_scheduler_type: str = field(
         default="warmup_stable_decay",
-        metadata={"help": "Learning-rate schedule after warm-up (warmup_stable_decay: hold the peak, decay at the end)."},
+        metadata={
+            "help": "Learning-rate schedule after warm-up (warmup_stable_decay: hold the peak, decay at the end)."
+        },
     )
     logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
     dataloader_pin_memory: bool = field(
@@ -245,16 +286,27 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
-    if model_args.config_name is None and model_args.model_name_or_path is None and model_args.model_size not in PRESETS:
+    if (
+        model_args.config_name is None
+        and model_args.model_name_or_path is None
+        and model_args.model_size not in PRESETS
+    ):
         raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
     if not 0.0 <= model_args.dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {model_args.dropout}.")
     if model_args.sinusoidal_position_std < 0:
-        raise ValueError(f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}.")
+        raise ValueError(
+            f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
+        )
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
-    for name in ("mlm_probability", "eval_mlm_probability", "mask_replace_prob", "random_replace_prob",
-                 "nsp_random_probability"):
+    for name in (
+        "mlm_probability",
+        "eval_mlm_probability",
+        "mask_replace_prob",
+        "random_replace_prob",
+        "nsp_random_probability",
+    ):
         value = getattr(data_args, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}.")
@@ -278,15 +330,28 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     if data_args.short_seq_length is None:
         data_args.short_seq_length = max(1, data_args.max_seq_length // 4)
     if data_args.short_seq_fraction > 0:
-        if not 0 < data_args.short_seq_length <= data_args.max_seq_length or data_args.max_seq_length % data_args.short_seq_length:
-            raise ValueError(f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
-                             f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0).")
+        if (
+            not 0 < data_args.short_seq_length <= data_args.max_seq_length
+            or data_args.max_seq_length % data_args.short_seq_length
+        ):
+            raise ValueError(
+                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
+                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
+            )
         if model_args.objective != "mlm":
-            raise ValueError(f"The short-block start works with objective 'mlm' only (cutting would split NSP's sentence "
-                             f"pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0.")
+            raise ValueError(
+                f"The short-block start works with objective 'mlm' only (cutting would split NSP's sentence "
+                f"pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
+            )
     if not 0 < data_args.validation_split_percentage < 100:
-        raise ValueError(f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}.")
-    if training_args.max_train_minutes is None and training_args.max_steps <= 0 and training_args.num_train_epochs is None:
+        raise ValueError(
+            f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}."
+        )
+    if (
+        training_args.max_train_minutes is None
+        and training_args.max_steps <= 0
+        and training_args.num_train_epochs is None
+    ):
         training_args.max_train_minutes = DEFAULT_BUDGET_MINUTES
     if training_args.num_train_epochs is None:
         training_args.num_train_epochs = 3.0  # TrainingArguments' default; unused when max_steps ends the run
@@ -299,8 +364,10 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         if training_args.max_steps <= 0:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
     if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError("--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
-                         "to count epochs by.")
+        raise ValueError(
+            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
+            "to count epochs by."
+        )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:
@@ -316,8 +383,12 @@ def load_text_splits(
 ) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
     """The raw train and validation splits; validation is carved off the end of train when there is none."""
     raw = load_raw_datasets(
-        data_args.dataset_name, data_args.dataset_config_name, train_file=data_args.train_file,
-        validation_file=data_args.validation_file, data_dir=data_args.data_dir, streaming=data_args.streaming,
+        data_args.dataset_name,
+        data_args.dataset_config_name,
+        train_file=data_args.train_file,
+        validation_file=data_args.validation_file,
+        data_dir=data_args.data_dir,
+        streaming=data_args.streaming,
     )
     if "train" not in raw:
         raise ValueError(f"The data has no train split; splits found: {sorted(raw)}.")
@@ -326,8 +397,11 @@ def load_text_splits(
     if data_args.text_column not in columns:
         raise ValueError(f"text_column={data_args.text_column!r} is not a column of the data; columns: {columns}.")
     if data_args.max_train_samples is not None:
-        train = train.take(data_args.max_train_samples) if data_args.streaming else train.select(
-            range(min(data_args.max_train_samples, len(train))))
+        train = (
+            train.take(data_args.max_train_samples)
+            if data_args.streaming
+            else train.select(range(min(data_args.max_train_samples, len(train))))
+        )
     validation = raw.get("validation")
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
@@ -344,8 +418,11 @@ def load_text_splits(
 
 
 def build_tokenizer(
-    model_args: ModelArguments, train: datasets.Dataset | datasets.IterableDataset, text_column: str,
-    checkpoint: str | None, training_args: TrainingArguments,
+    model_args: ModelArguments,
+    train: datasets.Dataset | datasets.IterableDataset,
+    text_column: str,
+    checkpoint: str | None,
+    training_args: TrainingArguments,
 ) -> PreTrainedTokenizerBase:
     """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`.
 
@@ -360,8 +437,11 @@ def build_tokenizer(
     tokenizer = None
     if training_args.process_index == 0:
         logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
-        texts = (row[text_column] for row in train.take(model_args.tokenizer_train_samples)) if isinstance(
-            train, datasets.IterableDataset) else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
+        texts = (
+            (row[text_column] for row in train.take(model_args.tokenizer_train_samples))
+            if isinstance(train, datasets.IterableDataset)
+            else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
+        )
         tokenizer = train_wordpiece_tokenizer(texts, model_args.tokenizer_vocab_size)
     if training_args.world_size > 1:
         shared = [tokenizer]
@@ -382,43 +462,62 @@ def make_pack_function(
     block = max_seq_length - 2
 
     def pack(batch: dict[str, list]) -> dict[str, list]:
-        encoded = tokenizer(batch[text_column], add_special_tokens=False, return_attention_mask=False,
-                            return_token_type_ids=False, return_offsets_mapping=with_offsets, verbose=False)
+        encoded = tokenizer(
+            batch[text_column],
+            add_special_tokens=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            return_offsets_mapping=with_offsets,
+            verbose=False,
+        )
         ids = [t for seq in encoded["input_ids"] for t in seq]
         n_blocks = len(ids) // block
         out: dict[str, list] = {
-            "input_ids": [[tokenizer.cls_token_id, *ids[i * block:(i + 1) * block], tokenizer.sep_token_id]
-                          for i in range(n_blocks)],
+            "input_ids": [
+                [tokenizer.cls_token_id, *ids[i * block : (i + 1) * block], tokenizer.sep_token_id]
+                for i in range(n_blocks)
+            ],
             "special_tokens_mask": [[1] + [0] * block + [1]] * n_blocks,
         }
         if with_offsets:
             offsets = [tuple(o) for seq in encoded["offset_mapping"] for o in seq]
-            out["offset_mapping"] = [[(0, 0), *offsets[i * block:(i + 1) * block], (0, 0)] for i in range(n_blocks)]
+            out["offset_mapping"] = [[(0, 0), *offsets[i * block : (i + 1) * block], (0, 0)] for i in range(n_blocks)]
         return out
 
     return pack
 
 
 def tokenize_splits(
-    splits: dict[str, datasets.Dataset | datasets.IterableDataset], tokenizer: PreTrainedTokenizerBase,
-    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments,
+    splits: dict[str, datasets.Dataset | datasets.IterableDataset],
+    tokenizer: PreTrainedTokenizerBase,
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: PretrainingArguments,
 ) -> dict[str, datasets.Dataset | datasets.IterableDataset]:
     """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs."""
     if model_args.objective == "mlm_nsp":
-        function = make_nsp_pairs_function(tokenizer, data_args.text_column, data_args.max_seq_length,
-                                           data_args.nsp_random_probability, training_args.seed)
+        function = make_nsp_pairs_function(
+            tokenizer,
+            data_args.text_column,
+            data_args.max_seq_length,
+            data_args.nsp_random_probability,
+            training_args.seed,
+        )
         map_kwargs: dict[str, Any] = {"with_indices": True}
     else:
-        function = make_pack_function(tokenizer, data_args.text_column, data_args.max_seq_length,
-                                      data_args.whole_word_mask)
+        function = make_pack_function(
+            tokenizer, data_args.text_column, data_args.max_seq_length, data_args.whole_word_mask
+        )
         map_kwargs = {}
     result = {}
     for name, split in splits.items():
         columns = split.column_names if split.column_names is not None else [data_args.text_column]
         if not data_args.streaming:
-            map_kwargs.update(num_proc=data_args.preprocessing_num_workers,
-                              load_from_cache_file=not data_args.overwrite_cache,
-                              desc=f"Tokenizing and packing {name}")
+            map_kwargs.update(
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
+                desc=f"Tokenizing and packing {name}",
+            )
         # Only the main process tokenises; the others then read datasets' cache instead of redoing the work.
         with training_args.main_process_first(desc=f"tokenize {name}"):
             result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
@@ -457,11 +556,13 @@ def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerB
     if model_args.config_name:
         config = AutoConfig.from_pretrained(model_args.config_name)
     else:
-        config = BertScratchConfig(**PRESETS[model_args.model_size],
-                                   hidden_dropout_prob=model_args.dropout,
-                                   attention_probs_dropout_prob=model_args.dropout,
-                                   max_position_embeddings=model_args.max_position_embeddings,
-                                   sinusoidal_position_std=model_args.sinusoidal_position_std or None)
+        config = BertScratchConfig(
+            **PRESETS[model_args.model_size],
+            hidden_dropout_prob=model_args.dropout,
+            attention_probs_dropout_prob=model_args.dropout,
+            max_position_embeddings=model_args.max_position_embeddings,
+            sinusoidal_position_std=model_args.sinusoidal_position_std or None,
+        )
     config.vocab_size = len(tokenizer)
     config.pad_token_id = tokenizer.pad_token_id
     return config
@@ -475,7 +576,9 @@ def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokeni
             f"{config.max_position_embeddings}; use --max_seq_length {config.max_position_embeddings} or less."
         )
     if len(tokenizer) > config.vocab_size:
-        raise ValueError(f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}.")
+        raise ValueError(
+            f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}."
+        )
 
 
 # -------------------------------------------------------------------------------------------- metric stage
@@ -553,13 +656,21 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
         self._generator_pid = os.getpid()  # transformers >= 5.24 checks it; earlier versions ignore it
 
 
-def masking_collators(tokenizer: PreTrainedTokenizerBase, data_args: DataArguments,
-                      seed: int) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
+def masking_collators(
+    tokenizer: PreTrainedTokenizerBase, data_args: DataArguments, seed: int
+) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
     """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate."""
-    return tuple(SeededMaskingCollator(
-        tokenizer, mlm_probability=probability, whole_word_mask=data_args.whole_word_mask,
-        mask_replace_prob=data_args.mask_replace_prob, random_replace_prob=data_args.random_replace_prob, seed=seed,
-    ) for probability in (data_args.mlm_probability, data_args.eval_mlm_probability))
+    return tuple(
+        SeededMaskingCollator(
+            tokenizer,
+            mlm_probability=probability,
+            whole_word_mask=data_args.whole_word_mask,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+            seed=seed,
+        )
+        for probability in (data_args.mlm_probability, data_args.eval_mlm_probability)
+    )
 
 
 class MaskingEpochCallback(TrainerCallback):
@@ -568,7 +679,9 @@ class MaskingEpochCallback(TrainerCallback):
     def __init__(self, collator: SeededMaskingCollator) -> None:
         self.collator = collator
 
-    def on_epoch_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_epoch_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self.collator.epoch = int(math.floor(state.epoch or 0.0))
 
 
@@ -584,9 +697,12 @@ def cut_blocks(inputs: dict[str, Any], length: int) -> dict[str, Any]:
     rows, seq_len = inputs["input_ids"].shape
     if seq_len % length:
         raise ValueError(f"Cannot cut blocks of {seq_len} tokens into blocks of {length}.")
-    return {key: value.reshape(rows * seq_len // length, length)
-            if isinstance(value, torch.Tensor) and value.shape == (rows, seq_len) else value
-            for key, value in inputs.items()}
+    return {
+        key: value.reshape(rows * seq_len // length, length)
+        if isinstance(value, torch.Tensor) and value.shape == (rows, seq_len)
+        else value
+        for key, value in inputs.items()
+    }
 
 
 class PretrainingTrainer(Trainer):
@@ -594,8 +710,13 @@ class PretrainingTrainer(Trainer):
     and which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run."""
 
     def __init__(
-        self, *args: Any, eval_collator: SeededMaskingCollator | None = None, budget: TrainingBudget | None = None,
-        short_seq_length: int = 0, short_seq_fraction: float = 0.0, **kwargs: Any,
+        self,
+        *args: Any,
+        eval_collator: SeededMaskingCollator | None = None,
+        budget: TrainingBudget | None = None,
+        short_seq_length: int = 0,
+        short_seq_fraction: float = 0.0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.eval_collator = eval_collator
@@ -633,19 +754,23 @@ class PretrainingTrainer(Trainer):
             if self.args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY and "num_decay_steps" not in kwargs:
                 # The same shape as with a budget: the last WSD_DECAY_FRACTION of the steps decay linearly to 0.
                 self.args.lr_scheduler_kwargs = {
-                    "num_decay_steps": math.ceil(WSD_DECAY_FRACTION * num_training_steps), "decay_type": "linear",
-                    **kwargs}
+                    "num_decay_steps": math.ceil(WSD_DECAY_FRACTION * num_training_steps),
+                    "decay_type": "linear",
+                    **kwargs,
+                }
             return super().create_scheduler(num_training_steps, optimizer)
         factor = budget_lr_lambda(str(self.args.lr_scheduler_type.value), self.args.warmup_steps)
         budget = self.budget
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer or self.optimizer, lambda _step: factor(budget.fraction))
+            optimizer or self.optimizer, lambda _step: factor(budget.fraction)
+        )
         return self.lr_scheduler
 
 
-
 def build_trainer(
-    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments,
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: PretrainingArguments,
     checkpoint: str | None = None,
 ) -> Trainer:
     """Every stage before training: data, tokenizer, tokenised splits, model, collator, and the Trainer."""
@@ -654,8 +779,9 @@ def build_trainer(
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)
-    splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args,
-                             data_args, training_args)
+    splits = tokenize_splits(
+        {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, training_args
+    )
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
     collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)
@@ -663,11 +789,19 @@ def build_trainer(
     if training_args.max_train_minutes is not None:
         budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
     return PretrainingTrainer(
-        model=model, args=training_args, train_dataset=splits["train"], eval_dataset=splits["validation"],
-        processing_class=tokenizer, data_collator=collator, compute_metrics=compute_metrics,
-        preprocess_logits_for_metrics=preprocess_logits_for_metrics, callbacks=[MaskingEpochCallback(collator)],
-        eval_collator=eval_collator, budget=budget,
-        short_seq_length=data_args.short_seq_length, short_seq_fraction=data_args.short_seq_fraction,
+        model=model,
+        args=training_args,
+        train_dataset=splits["train"],
+        eval_dataset=splits["validation"],
+        processing_class=tokenizer,
+        data_collator=collator,
+        compute_metrics=compute_metrics,
+        preprocess_logits_for_metrics=preprocess_logits_for_metrics,
+        callbacks=[MaskingEpochCallback(collator)],
+        eval_collator=eval_collator,
+        budget=budget,
+        short_seq_length=data_args.short_seq_length,
+        short_seq_fraction=data_args.short_seq_fraction,
     )
 
 
@@ -733,11 +867,17 @@ def _card_info(
 
     args = trainer.args
     hyperparameters = {
-        "objective": model_args.objective, "max_seq_length": data_args.max_seq_length,
-        "mlm_probability": data_args.mlm_probability, "whole_word_mask": data_args.whole_word_mask,
-        "learning_rate": args.learning_rate, "effective_batch_size": metrics["train_effective_batch_size"],
-        "max_steps": trainer.state.global_step, "warmup_steps": args.warmup_steps,
-        "weight_decay": args.weight_decay, "seed": args.seed, "vocab_size": trainer.model.config.vocab_size,
+        "objective": model_args.objective,
+        "max_seq_length": data_args.max_seq_length,
+        "mlm_probability": data_args.mlm_probability,
+        "whole_word_mask": data_args.whole_word_mask,
+        "learning_rate": args.learning_rate,
+        "effective_batch_size": metrics["train_effective_batch_size"],
+        "max_steps": trainer.state.global_step,
+        "warmup_steps": args.warmup_steps,
+        "weight_decay": args.weight_decay,
+        "seed": args.seed,
+        "vocab_size": trainer.model.config.vocab_size,
         "position_embeddings_start": _position_start(trainer.model.config),
     }
     return {
@@ -760,8 +900,11 @@ def _card_info(
 def _describe_data(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments) -> str:
     """One sentence on what the model saw: source, example shape, and split sizes where known."""
     source = data_args.train_file or " / ".join(filter(None, [data_args.dataset_name, data_args.dataset_config_name]))
-    shape = ("sentence pairs for MLM + next-sentence prediction" if model_args.objective == "mlm_nsp"
-             else f"texts concatenated and packed into {data_args.max_seq_length}-token blocks")
+    shape = (
+        "sentence pairs for MLM + next-sentence prediction"
+        if model_args.objective == "mlm_nsp"
+        else f"texts concatenated and packed into {data_args.max_seq_length}-token blocks"
+    )
     sizes = ""
     if not data_args.streaming:
         sizes = f" ({len(trainer.train_dataset):,} training and {len(trainer.eval_dataset):,} validation examples)"
@@ -802,8 +945,16 @@ def launch_processes(argv: list[str], processes: int) -> None:
     """Run this same command under `torch.distributed.run` with `processes` processes, splitting the CPU threads."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // processes))
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-               "-m", __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining", *argv]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={processes}",
+        "-m",
+        __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining",
+        *argv,
+    ]
     logger.info("Launching %d processes with %s torch thread(s) each: %s", processes, threads, " ".join(command))
     done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": threads}, check=False)
     if done.returncode != 0:
@@ -829,16 +980,25 @@ def main(argv: list[str] | None = None) -> None:
     save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
-        print(f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
-              f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
-              f"-> {training_args.output_dir}")
+        print(
+            f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
+            f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
+            f"-> {training_args.output_dir}"
+        )
         show_fill_mask(training_args.output_dir)
         push_training_output(training_args)
 
 
 __all__ = [
-    "DataArguments", "ModelArguments", "PretrainingArguments", "build_trainer", "compute_metrics", "main",
-    "parse_args", "preprocess_logits_for_metrics", "validate_args",
+    "DataArguments",
+    "ModelArguments",
+    "PretrainingArguments",
+    "build_trainer",
+    "compute_metrics",
+    "main",
+    "parse_args",
+    "preprocess_logits_for_metrics",
+    "validate_args",
 ]
 
 

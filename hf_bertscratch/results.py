@@ -29,16 +29,41 @@ RUNS: dict[str, tuple[str, str]] = {
 
 # (task, model, accuracy %, how it was produced, source)
 REFERENCES: tuple[tuple[str, str, float, str, str], ...] = (
-    ("SST-2", "Google BERT-Tiny (2/128)", 83.2, "GLUE **test** server score; pretrained on BookCorpus+Wikipedia",
-     "Turc et al. 2019, *Well-Read Students Learn Better*, table in github.com/google-research/bert README"),
-    ("SST-2", "Google BERT-Mini (4/256)", 85.9, "GLUE **test** server score; pretrained on BookCorpus+Wikipedia",
-     "Turc et al. 2019, same table"),
-    ("SST-2", "BERT-base (12/768)", 93.5, "GLUE **test** server score, 4 TPU-days pretraining",
-     "Devlin et al. 2019, *BERT*, Table 1"),
-    ("IMDB", "NBSVM-bi (bigram NB-SVM)", 91.2, "full 25k test set, no neural pretraining",
-     "Wang & Manning 2012, *Baselines and Bigrams*, Table 2 (91.22)"),
-    ("IMDB", "BERT-base (12/768) fine-tuned", 94.6, "full 25k test set, test error 5.40%, max length 512",
-     "Sun et al. 2019, *How to Fine-Tune BERT for Text Classification?*"),
+    (
+        "SST-2",
+        "Google BERT-Tiny (2/128)",
+        83.2,
+        "GLUE **test** server score; pretrained on BookCorpus+Wikipedia",
+        "Turc et al. 2019, *Well-Read Students Learn Better*, table in github.com/google-research/bert README",
+    ),
+    (
+        "SST-2",
+        "Google BERT-Mini (4/256)",
+        85.9,
+        "GLUE **test** server score; pretrained on BookCorpus+Wikipedia",
+        "Turc et al. 2019, same table",
+    ),
+    (
+        "SST-2",
+        "BERT-base (12/768)",
+        93.5,
+        "GLUE **test** server score, 4 TPU-days pretraining",
+        "Devlin et al. 2019, *BERT*, Table 1",
+    ),
+    (
+        "IMDB",
+        "NBSVM-bi (bigram NB-SVM)",
+        91.2,
+        "full 25k test set, no neural pretraining",
+        "Wang & Manning 2012, *Baselines and Bigrams*, Table 2 (91.22)",
+    ),
+    (
+        "IMDB",
+        "BERT-base (12/768) fine-tuned",
+        94.6,
+        "full 25k test set, test error 5.40%, max length 512",
+        "Sun et al. 2019, *How to Fine-Tune BERT for Text Classification?*",
+    ),
 )
 
 
@@ -47,7 +72,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _size(config: dict) -> str:
-    """"2L/128H, 1.3M params"-style description from a config.json."""
+    """ "2L/128H, 1.3M params"-style description from a config.json."""
     if not config:
         return "?"
     return f"{config.get('num_hidden_layers')}L/{config.get('hidden_size')}H, vocab {config.get('vocab_size')}"
@@ -83,8 +108,11 @@ def pretraining_description(runs_dir: Path) -> str:
         return "(pretraining run missing)"
     tokens = sum(results.get("train_tokens", 0) for _, results in stages)
     seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for _, results in stages)
-    parts = ["MLM " + " then ".join(shape for shape, _ in stages), f"{tokens / 1e6:.1f}M tokens",
-             f"{_minutes(seconds)} train"]
+    parts = [
+        "MLM " + " then ".join(shape for shape, _ in stages),
+        f"{tokens / 1e6:.1f}M tokens",
+        f"{_minutes(seconds)} train",
+    ]
     final = stages[-1][1]
     if "eval_perplexity" in final:
         parts.append(f"MLM ppl {final['eval_perplexity']:.0f}, masked acc {100 * final['eval_accuracy']:.1f}%")
@@ -196,8 +224,12 @@ def results_table(runs_dir: str | Path) -> str:
 class ResultsTableArguments:
     """Where the runs are and where the table goes."""
 
-    runs_dir: str = field(metadata={"help": "The folder reproduce_results.sh wrote (pretrain/, sst2-*/, imdb-*/); "
-                                            "may also be given as the first argument, without --runs_dir."})
+    runs_dir: str = field(
+        metadata={
+            "help": "The folder reproduce_results.sh wrote (pretrain/, sst2-*/, imdb-*/); "
+            "may also be given as the first argument, without --runs_dir."
+        }
+    )
     output: str | None = field(default=None, metadata={"help": "Markdown file to write; default: print only."})
 
 

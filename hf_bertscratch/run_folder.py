@@ -46,9 +46,7 @@ class GuardedTrainingArguments(TrainingArguments):
         self.push_at_end, self.push_to_hub = self.push_to_hub, False
 
 
-def check_output_dir(
-    training_args: GuardedTrainingArguments, finished_files: Iterable[str] = FINISHED_FILES
-) -> None:
+def check_output_dir(training_args: GuardedTrainingArguments, finished_files: Iterable[str] = FINISHED_FILES) -> None:
     """Refuse to overwrite a finished run (one of `finished_files` present) unless asked or resuming."""
     output_dir = Path(training_args.output_dir)
     finished = [name for name in finished_files if (output_dir / name).exists()]
@@ -67,7 +65,9 @@ def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
     if str(resume).lower() in ("true", "last"):
         last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
         if last is None:
-            raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {training_args.output_dir!r}.")
+            raise ValueError(
+                f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {training_args.output_dir!r}."
+            )
         return last
     if not os.path.isdir(resume):
         raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
@@ -159,6 +159,13 @@ def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
 
 
 __all__ = [
-    "FINISHED_FILES", "GuardedTrainingArguments", "atomic_write", "check_output_dir", "finish_run",
-    "grant_usual_permissions", "publish_folder", "resolve_checkpoint", "staged_folder",
+    "FINISHED_FILES",
+    "GuardedTrainingArguments",
+    "atomic_write",
+    "check_output_dir",
+    "finish_run",
+    "grant_usual_permissions",
+    "publish_folder",
+    "resolve_checkpoint",
+    "staged_folder",
 ]

@@ -44,14 +44,18 @@ logger = logging.getLogger(__name__)
 # name -> (arguments added to the default recipe, what the row tests). "default" is the recipe as shipped.
 CANDIDATES: dict[str, tuple[list[str], str]] = {
     "default": ([], "the shipped recipe"),
-    "1proc-2threads": (["--num_processes", "1", "--per_device_train_batch_size", "32"],
-                       "one process with two threads (the same effective batch of 32)"),
+    "1proc-2threads": (
+        ["--num_processes", "1", "--per_device_train_batch_size", "32"],
+        "one process with two threads (the same effective batch of 32)",
+    ),
     "mask-15": (["--mlm_probability", "0.15"], "masking rate 15% (BERT)"),
     "mini": (["--model_size", "mini"], "BERT-Mini (4 layers, H=256) for the same minutes"),
     "dropout-0.1": (["--dropout", "0.1"], "dropout 0.1 while pretraining (BERT)"),
     "vocab-16k": (["--tokenizer_vocab_size", "16384"], "16,384-token WordPiece"),
-    "one-cycle": (["--lr_scheduler_type", "linear", "--warmup_steps", "0.5"],
-                  "one-cycle (triangle): warm-up to the middle of the budget, then linear decay"),
+    "one-cycle": (
+        ["--lr_scheduler_type", "linear", "--warmup_steps", "0.5"],
+        "one-cycle (triangle): warm-up to the middle of the budget, then linear decay",
+    ),
     "mask-40": (["--mlm_probability", "0.40"], "masking rate 40% (Wettig et al. 2022)"),
     "lr-1e-3": (["--learning_rate", "1e-3"], "peak learning rate 1e-3"),
     "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
@@ -60,11 +64,15 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "batch-16": (["--per_device_train_batch_size", "8"], "effective batch 16 (twice the steps)"),
     "linear": (["--lr_scheduler_type", "linear"], "linear decay from the end of warm-up"),
     "lr-6e-3": (["--learning_rate", "6e-3"], "peak learning rate 6e-3"),
-    "seq-64": (["--max_seq_length", "64", "--per_device_train_batch_size", "32", "--short_seq_fraction", "0"],
-               "64-token blocks throughout, the same tokens a step (evaluated on 64-token blocks)"),
+    "seq-64": (
+        ["--max_seq_length", "64", "--per_device_train_batch_size", "32", "--short_seq_fraction", "0"],
+        "64-token blocks throughout, the same tokens a step (evaluated on 64-token blocks)",
+    ),
     "lr-1.5e-3": (["--learning_rate", "1.5e-3"], "peak learning rate 1.5e-3"),
-    "seq-32": (["--max_seq_length", "32", "--per_device_train_batch_size", "64", "--short_seq_fraction", "0"],
-               "32-token blocks throughout, the same tokens a step (evaluated on 32-token blocks)"),
+    "seq-32": (
+        ["--max_seq_length", "32", "--per_device_train_batch_size", "64", "--short_seq_fraction", "0"],
+        "32-token blocks throughout, the same tokens a step (evaluated on 32-token blocks)",
+    ),
     "no-short-start": (["--short_seq_fraction", "0"], "128-token blocks from the start (no short-block start)"),
     "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
     "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
@@ -77,7 +85,9 @@ PLATEAU_EXIT_LOSS = 5.8
 # The step screen (--max_steps): the default's warm-up in steps (about a tenth of the ~3,500 steps of its 8.5-minute
 # budget), then its peak rate held, as warmup-stable-decay holds it until 80% of the budget.
 STEP_SCREEN_ARGUMENTS = ["--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "350"]
-DEFAULT_PROCESSES = 2  # what --num_processes auto starts on this project's 2-core machine (the recipe's batch is per process)
+DEFAULT_PROCESSES = (
+    2  # what --num_processes auto starts on this project's 2-core machine (the recipe's batch is per process)
+)
 
 
 def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128) -> float:
@@ -104,8 +114,9 @@ def plateau_exit_step(log_history: list[dict]) -> int | None:
     return next((log["step"] for log in log_history if "loss" in log and log["loss"] < PLATEAU_EXIT_LOSS), None)
 
 
-def run_candidate(name: str, runs_dir: Path, minutes: float, seed: int, max_steps: int | None = None,
-                  threads: int | None = None) -> dict:
+def run_candidate(
+    name: str, runs_dir: Path, minutes: float, seed: int, max_steps: int | None = None, threads: int | None = None
+) -> dict:
     """Train one candidate (unless finished) and return its row.
 
     With `max_steps`, the step screen: that many steps in one process of `threads` threads, with gradient
@@ -117,11 +128,29 @@ def run_candidate(name: str, runs_dir: Path, minutes: float, seed: int, max_step
         length = ["--max_train_minutes", str(minutes)]
         env = None
     else:
-        length = ["--max_steps", str(max_steps), *STEP_SCREEN_ARGUMENTS, "--num_processes", "1",
-                  "--gradient_accumulation_steps", str(DEFAULT_PROCESSES)]
+        length = [
+            "--max_steps",
+            str(max_steps),
+            *STEP_SCREEN_ARGUMENTS,
+            "--num_processes",
+            "1",
+            "--gradient_accumulation_steps",
+            str(DEFAULT_PROCESSES),
+        ]
         env = {**os.environ, "OMP_NUM_THREADS": str(threads or 1)}
-    command = [sys.executable, "-m", "hf_bertscratch.pretraining", "--output_dir", str(output_dir), *length,
-               "--seed", str(seed), "--disable_tqdm", "true", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_bertscratch.pretraining",
+        "--output_dir",
+        str(output_dir),
+        *length,
+        "--seed",
+        str(seed),
+        "--disable_tqdm",
+        "true",
+        *extra,
+    ]
     if not (output_dir / "all_results.json").exists():
         if any(output_dir.glob("checkpoint-*")):
             command += ["--resume_from_checkpoint", "last"]
@@ -136,59 +165,86 @@ def run_candidate(name: str, runs_dir: Path, minutes: float, seed: int, max_step
     state = json.loads((output_dir / "trainer_state.json").read_text())
     wall_file = output_dir / "sweep_wall_seconds.txt"
     return {
-        "name": name, "seed": seed, "what": what, "arguments": " ".join(extra) or "(none)",
-        "eval_accuracy": results["eval_accuracy"], "eval_mlm_loss": results["eval_mlm_loss"],
-        "eval_perplexity": results["eval_perplexity"], "train_tokens": results["train_tokens"],
-        "steps": state["global_step"], "plateau_exit_step": plateau_exit_step(state["log_history"]),
-        "world_size": results["world_size"], "neighbour_attention": neighbour_attention(output_dir),
+        "name": name,
+        "seed": seed,
+        "what": what,
+        "arguments": " ".join(extra) or "(none)",
+        "eval_accuracy": results["eval_accuracy"],
+        "eval_mlm_loss": results["eval_mlm_loss"],
+        "eval_perplexity": results["eval_perplexity"],
+        "train_tokens": results["train_tokens"],
+        "steps": state["global_step"],
+        "plateau_exit_step": plateau_exit_step(state["log_history"]),
+        "world_size": results["world_size"],
+        "neighbour_attention": neighbour_attention(output_dir),
         "wall_seconds": float(wall_file.read_text()) if wall_file.exists() else None,
     }
 
 
 def write_table(rows: list[dict], path: Path, length: str) -> None:
     """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
-    lines = [f"{length} per run; evaluated at 15% masking on WikiText-2 validation.", "",
-             "| run | seed | changes from the default | accuracy | MLM loss | perplexity | tokens | steps "
-             "| left the plateau at step | procs | layer-1 neighbour attention | wall |",
-             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"{length} per run; evaluated at 15% masking on WikiText-2 validation.",
+        "",
+        "| run | seed | changes from the default | accuracy | MLM loss | perplexity | tokens | steps "
+        "| left the plateau at step | procs | layer-1 neighbour attention | wall |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     losses: dict[str, list[float]] = {}
     for row in rows:
         losses.setdefault(row["name"], []).append(row["eval_mlm_loss"])
     for row in sorted(rows, key=lambda r: (sum(losses[r["name"]]) / len(losses[r["name"]]), r["name"], r["seed"])):
         wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] else "-"
         exit_step = row.get("plateau_exit_step")
-        lines.append(f"| {row['name']} | {row.get('seed', '-')} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
-                     f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
-                     f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
-                     f"{row['neighbour_attention']:.3f} | {wall} |")
+        lines.append(
+            f"| {row['name']} | {row.get('seed', '-')} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
+            f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
+            f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
+            f"{row['neighbour_attention']:.3f} | {wall} |"
+        )
     with atomic_write(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the sweep (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--runs_dir", default="runs/sweep", help="Folder of the runs, their logs and sweep.md.")
     parser.add_argument("--minutes", type=float, default=6.0, help="Training minutes per candidate.")
-    parser.add_argument("--max_steps", type=int, default=None,
-                        help="Instead of --minutes: the step screen, exactly this many steps per run (see above).")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="With --max_steps: runs at a time, each in one process with cores/jobs threads.")
+    parser.add_argument(
+        "--max_steps",
+        type=int,
+        default=None,
+        help="Instead of --minutes: the step screen, exactly this many steps per run (see above).",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="With --max_steps: runs at a time, each in one process with cores/jobs threads.",
+    )
     parser.add_argument("--only", nargs="*", choices=sorted(CANDIDATES), help="Run only these candidates.")
-    parser.add_argument("--seeds", "--seed", nargs="+", type=int, default=[0],
-                        help="Seeds; every candidate runs once per seed.")
+    parser.add_argument(
+        "--seeds", "--seed", nargs="+", type=int, default=[0], help="Seeds; every candidate runs once per seed."
+    )
     args = parser.parse_args(argv)
     if args.max_steps is not None and args.max_steps <= 0:
         parser.error(f"--max_steps must be a positive number of steps, got {args.max_steps}")
     if args.jobs < 1 or (args.jobs > 1 and args.max_steps is None):
-        parser.error(f"--jobs must be 1, or more with --max_steps (timed runs need the machine to themselves), got {args.jobs}")
+        parser.error(
+            f"--jobs must be 1, or more with --max_steps (timed runs need the machine to themselves), got {args.jobs}"
+        )
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     runs_dir = Path(args.runs_dir)
     length = f"Budget {args.minutes:g} min of training" if args.max_steps is None else f"{args.max_steps} steps"
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    tasks = [(name, seed, runs_dir if len(args.seeds) == 1 else runs_dir / f"seed-{seed}")
-             for seed in args.seeds for name in args.only or list(CANDIDATES)]
+    tasks = [
+        (name, seed, runs_dir if len(args.seeds) == 1 else runs_dir / f"seed-{seed}")
+        for seed in args.seeds
+        for name in args.only or list(CANDIDATES)
+    ]
     for _, _, folder in tasks:
         folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
@@ -202,8 +258,14 @@ def main(argv: list[str] | None = None) -> None:
             with atomic_write(runs_dir / "sweep.json") as tmp:
                 tmp.write_text(json.dumps(rows, indent=2) + "\n")
             write_table(rows, runs_dir / "sweep.md", length)
-        logger.info("%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s", name, seed,
-                    row["eval_accuracy"], row["eval_mlm_loss"], row["plateau_exit_step"])
+        logger.info(
+            "%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s",
+            name,
+            seed,
+            row["eval_accuracy"],
+            row["eval_mlm_loss"],
+            row["plateau_exit_step"],
+        )
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(run, tasks))

@@ -102,8 +102,12 @@ class TrainTokenizerArguments:
     output_dir: str = field(metadata={"help": "Folder to save the tokenizer in (loadable by AutoTokenizer)."})
     vocab_size: int = field(default=30522, metadata={"help": "Vocabulary size, the 5 special tokens included."})
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset id (e.g. wikitext)."})
-    dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config (e.g. wikitext-2-raw-v1)."})
-    train_file: str | None = field(default=None, metadata={"help": "Training text file (txt, csv, json/jsonl, parquet)."})
+    dataset_config_name: str | None = field(
+        default=None, metadata={"help": "Hub dataset config (e.g. wikitext-2-raw-v1)."}
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "Training text file (txt, csv, json/jsonl, parquet)."}
+    )
     data_dir: str | None = field(
         default=None, metadata={"help": "Local copies of Hub datasets (default: $BERTSCRATCH_DATA_DIR)."}
     )
@@ -117,11 +121,14 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = HfArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
-    raw = load_raw_datasets(args.dataset_name, args.dataset_config_name, train_file=args.train_file,
-                            data_dir=args.data_dir)
+    raw = load_raw_datasets(
+        args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir
+    )
     train = raw["train"]
     if args.text_column not in train.column_names:
-        raise ValueError(f"text_column={args.text_column!r} is not a column of the data; columns: {train.column_names}.")
+        raise ValueError(
+            f"text_column={args.text_column!r} is not a column of the data; columns: {train.column_names}."
+        )
     tokenizer = train_wordpiece_tokenizer(train[args.text_column], args.vocab_size, args.output_dir, args.lowercase)
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 

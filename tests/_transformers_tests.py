@@ -72,8 +72,19 @@ def cache_root(version: str = transformers.__version__) -> Path:
 def _download_sdist(version: str, destination: Path) -> Path:
     """`pip download` the transformers sdist; raises RuntimeError (with pip's output) when PyPI is unreachable."""
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
-        "--disable-pip-version-check", "-q", f"transformers=={version}", "-d", str(destination),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--no-build-isolation",
+        "--disable-pip-version-check",
+        "-q",
+        f"transformers=={version}",
+        "-d",
+        str(destination),
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=300)

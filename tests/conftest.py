@@ -116,8 +116,12 @@ def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
         folder = Path(kwargs["folder_path"])  # temporary: read it at the moment it is handed over
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         calls.append(("upload_folder", {**kwargs, "files": files, "token": self.token}))
-        return CommitInfo(commit_url="https://huggingface.co/alice/run/commit/abc", commit_message="",
-                          commit_description="", oid="abc")
+        return CommitInfo(
+            commit_url="https://huggingface.co/alice/run/commit/abc",
+            commit_message="",
+            commit_description="",
+            oid="abc",
+        )
 
     def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
         calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))

@@ -15,8 +15,7 @@ def test_a_json_file_gives_the_same_arguments_as_the_flags(tmp_path: Path) -> No
     flags = ["--output_dir", str(tmp_path / "out"), "--max_seq_length", "64", "--learning_rate", "1e-3"]
     from_flags = parse_pretraining_args(flags)
     arguments = tmp_path / "args.json"
-    arguments.write_text(json.dumps({"output_dir": str(tmp_path / "out"), "max_seq_length": 64,
-                                     "learning_rate": 1e-3}))
+    arguments.write_text(json.dumps({"output_dir": str(tmp_path / "out"), "max_seq_length": 64, "learning_rate": 1e-3}))
     from_file = parse_pretraining_args([str(arguments)])
     assert from_file[1].max_seq_length == from_flags[1].max_seq_length == 64
     assert from_file[2].learning_rate == from_flags[2].learning_rate == 1e-3

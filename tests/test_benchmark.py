@@ -44,15 +44,29 @@ def test_onnxruntime_contender_runs_with_parity() -> None:
     pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install 'hf-bertscratch[onnx]')")
     pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript")
     args = benchmark.parse_args(
-        [*TINIEST, "--paddings", "0.3", "--workloads", "train", "infer", "encode", "--onnxruntime", "true",
-         "--memory", "false"]
+        [
+            *TINIEST,
+            "--paddings",
+            "0.3",
+            "--workloads",
+            "train",
+            "infer",
+            "encode",
+            "--onnxruntime",
+            "true",
+            "--memory",
+            "false",
+        ]
     )
     train, infer, encode = benchmark.run_benchmark(args)
     assert train.onnxruntime_tokens_per_s is None  # training has no ONNX Runtime contender
     for result in (infer, encode):
         assert result.onnxruntime_tokens_per_s > 0
-        low, median, high = (result.ours_over_onnxruntime_min, result.ours_over_onnxruntime_median,
-                             result.ours_over_onnxruntime_max)
+        low, median, high = (
+            result.ours_over_onnxruntime_min,
+            result.ours_over_onnxruntime_median,
+            result.ours_over_onnxruntime_max,
+        )
         assert low <= median <= high
         assert result.onnxruntime_max_abs_diff < 1e-4  # the same weights compute the same outputs
     table = benchmark.format_table([train, infer, encode])

@@ -57,7 +57,9 @@ def _one_thread() -> Iterator[None]:
 def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny masked LM trained until it rebuilds every word of SENTENCE from the others, saved with its tokenizer."""
     torch.manual_seed(0)
-    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    model = hf_bertscratch.BertScratchForMaskedLM(
+        hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    )
     ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]  # (1, T)
     positions = torch.arange(1, ids.shape[1] - 1)  # every word, not [CLS]/[SEP]
     rows = torch.arange(len(positions))
@@ -80,12 +82,40 @@ def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # The fast settings of tests/test_pretraining.py: 16-token blocks, no checkpoints, logging every step.
-PRETRAIN_FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
-                 "--learning_rate", "1e-3", "--disable_tqdm", "true", "--save_strategy", "no", "--seed", "0",
-                 "--validation_split_percentage", "20", "--dataloader_pin_memory", "false", "--max_steps", "6",
-                 "--logging_steps", "1", "--eval_strategy", "steps", "--eval_steps", "3"]
-REVIEWS = [("the movie was great and the acting was wonderful .", 1), ("the film was boring and the plot was bad .", 0),
-           ("this is the best story , i love it !", 1), ("this is the worst film , i hate it .", 0)]
+PRETRAIN_FAST = [
+    "--max_seq_length",
+    "16",
+    "--per_device_train_batch_size",
+    "4",
+    "--per_device_eval_batch_size",
+    "8",
+    "--learning_rate",
+    "1e-3",
+    "--disable_tqdm",
+    "true",
+    "--save_strategy",
+    "no",
+    "--seed",
+    "0",
+    "--validation_split_percentage",
+    "20",
+    "--dataloader_pin_memory",
+    "false",
+    "--max_steps",
+    "6",
+    "--logging_steps",
+    "1",
+    "--eval_strategy",
+    "steps",
+    "--eval_steps",
+    "3",
+]
+REVIEWS = [
+    ("the movie was great and the acting was wonderful .", 1),
+    ("the film was boring and the plot was bad .", 0),
+    ("this is the best story , i love it !", 1),
+    ("this is the worst film , i hate it .", 0),
+]
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +124,22 @@ def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytes
     config_dir = tmp_path_factory.mktemp("config")
     hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(config_dir)
     output_dir = tmp_path_factory.mktemp("pretrained") / "run"
-    cli.main(["pretrain", "--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir), "--config_name",
-              str(config_dir), "--output_dir", str(output_dir), "--report_to", "tensorboard", *PRETRAIN_FAST])
+    cli.main(
+        [
+            "pretrain",
+            "--train_file",
+            str(text_file),
+            "--tokenizer_name",
+            str(tokenizer_dir),
+            "--config_name",
+            str(config_dir),
+            "--output_dir",
+            str(output_dir),
+            "--report_to",
+            "tensorboard",
+            *PRETRAIN_FAST,
+        ]
+    )
     return output_dir
 
 
@@ -106,10 +150,35 @@ def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory
     lines = ["text,label"] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
     (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     output_dir = data_dir / "classifier"
-    cli.main(["finetune", "--model_name_or_path", str(pretrained_dir), "--train_file", str(data_dir / "train.csv"),
-              "--validation_file", str(data_dir / "train.csv"), "--class_names", "neg,pos", "--output_dir",
-              str(output_dir), "--max_seq_length", "16", "--num_train_epochs", "1", "--per_device_train_batch_size",
-              "8", "--report_to", "none", "--disable_tqdm", "true", "--seed", "0", "--dataloader_pin_memory", "false"])
+    cli.main(
+        [
+            "finetune",
+            "--model_name_or_path",
+            str(pretrained_dir),
+            "--train_file",
+            str(data_dir / "train.csv"),
+            "--validation_file",
+            str(data_dir / "train.csv"),
+            "--class_names",
+            "neg,pos",
+            "--output_dir",
+            str(output_dir),
+            "--max_seq_length",
+            "16",
+            "--num_train_epochs",
+            "1",
+            "--per_device_train_batch_size",
+            "8",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+            "--seed",
+            "0",
+            "--dataloader_pin_memory",
+            "false",
+        ]
+    )
     return output_dir
 
 
@@ -342,9 +411,29 @@ def test_push_dry_run(capsys, tmp_path: Path, pretrained_dir: Path) -> None:
 
 
 def test_benchmark_tiny(capsys, tmp_path: Path) -> None:
-    run_cli(capsys, "benchmark", "--presets", "tiny", "--seq_lens", "16", "--paddings", "0", "--workloads", "infer",
-            "--batch_size", "2", "--repeats", "1", "--warmup", "0", "--no_memory", "--num_threads", "1",
-            "--output_json", tmp_path / "bench.json")
+    run_cli(
+        capsys,
+        "benchmark",
+        "--presets",
+        "tiny",
+        "--seq_lens",
+        "16",
+        "--paddings",
+        "0",
+        "--workloads",
+        "infer",
+        "--batch_size",
+        "2",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--no_memory",
+        "--num_threads",
+        "1",
+        "--output_json",
+        tmp_path / "bench.json",
+    )
     (result,) = json.loads((tmp_path / "bench.json").read_text())["results"]
     assert result["preset"] == "tiny"
 

@@ -60,8 +60,11 @@ def _outputs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> list[tor
         (BertModel, "BertScratchModel", {}),
         (BertForMaskedLM, "BertScratchForMaskedLM", {}),
         (BertForPreTraining, "BertScratchForPreTraining", {}),
-        (BertForSequenceClassification, "BertScratchForSequenceClassification",
-         {"id2label": {0: "neg", 1: "neu", 2: "pos"}, "label2id": {"neg": 0, "neu": 1, "pos": 2}}),
+        (
+            BertForSequenceClassification,
+            "BertScratchForSequenceClassification",
+            {"id2label": {0: "neg", 1: "neu", 2: "pos"}, "label2id": {"neg": 0, "neu": 1, "pos": 2}},
+        ),
     ],
 )
 def test_cli_converts_bert_and_back(
@@ -161,7 +164,9 @@ def test_script_runs(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "convert_checkpoint.py"), str(source), str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert "Saved BertScratchForMaskedLM (bertscratch)" in result.stdout

@@ -39,7 +39,9 @@ def test_wikitext_from_data_dir_keeps_hub_splits(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name,config", [("glue", "sst2"), ("stanfordnlp/sst2", None), ("sst2", None)])
-def test_sst2_aliases_from_env_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, config: str) -> None:
+def test_sst2_aliases_from_env_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, config: str
+) -> None:
     monkeypatch.setenv(DATA_DIR_ENV, str(_fake_data_dir(tmp_path)))
     raw = load_raw_datasets(name, config)
     assert set(raw) == {"train", "validation"}
@@ -77,8 +79,9 @@ def test_explicit_files_each_format(tmp_path: Path, suffix: str) -> None:
 
 
 def test_files_win_over_dataset_name(text_file: Path, tmp_path: Path) -> None:
-    raw = load_raw_datasets("wikitext", "wikitext-2-raw-v1", train_file=str(text_file),
-                            data_dir=str(_fake_data_dir(tmp_path)))
+    raw = load_raw_datasets(
+        "wikitext", "wikitext-2-raw-v1", train_file=str(text_file), data_dir=str(_fake_data_dir(tmp_path))
+    )
     assert set(raw) == {"train"} and raw["train"][0]["text"] == text_file.read_text().splitlines()[0]
 
 

@@ -25,15 +25,38 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
         writer.writerows([sentence] for sentence in CORPUS * 40)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "scripts/diagnose_position_init.py", "--tokenizer", str(tokenizer_dir), "--train_file",
-         str(train), "--cache_dir", str(tmp_path / "cache"), "--bs", "4", "--seq", "16", "--steps", "100",
-         "--warmup", "10", "--posinit", posinit, "--posscale", "2.5"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "scripts/diagnose_position_init.py",
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--train_file",
+            str(train),
+            "--cache_dir",
+            str(tmp_path / "cache"),
+            "--bs",
+            "4",
+            "--seq",
+            "16",
+            "--steps",
+            "100",
+            "--warmup",
+            "10",
+            "--posinit",
+            posinit,
+            "--posscale",
+            "2.5",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     probe_lines = [line for line in done.stdout.splitlines() if line.startswith("100 ")]
     assert len(probe_lines) == 1, done.stdout[-2000:]
-    probe = ast.literal_eval(probe_lines[0][probe_lines[0].index("{"):])
+    probe = ast.literal_eval(probe_lines[0][probe_lines[0].index("{") :])
     assert len(probe["ent"]) == len(probe["nb"]) == 2  # one value per layer of the tiny preset
     assert all(0 < value < 1 for value in probe["nb"]) and 0 < probe["heldloss"] < 20
     assert (tmp_path / "cache" / "ids_16.npy").is_file()

@@ -56,9 +56,7 @@ def write_csv(path: Path, rows: list[tuple[str, object]], header: tuple[str, str
 
 def sentiment_rows(n: int, seed: int) -> list[tuple[str, int]]:
     rng = random.Random(seed)
-    return [
-        (" ".join(rng.choices(POSITIVE if i % 2 else NEGATIVE, k=rng.randint(3, 30))), i % 2) for i in range(n)
-    ]
+    return [(" ".join(rng.choices(POSITIVE if i % 2 else NEGATIVE, k=rng.randint(3, 30))), i % 2) for i in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +67,30 @@ def data_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def base_argv(model_dir: Path, train: Path, dev: Path, output_dir: Path) -> list[str]:
     return [
-        "--model_name_or_path", str(model_dir), "--train_file", str(train), "--validation_file", str(dev),
-        "--output_dir", str(output_dir), "--max_seq_length", "24", "--per_device_train_batch_size", "8",
-        "--per_device_eval_batch_size", "4", "--num_train_epochs", "2", "--learning_rate", "1e-3",
-        "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true",
+        "--model_name_or_path",
+        str(model_dir),
+        "--train_file",
+        str(train),
+        "--validation_file",
+        str(dev),
+        "--output_dir",
+        str(output_dir),
+        "--max_seq_length",
+        "24",
+        "--per_device_train_batch_size",
+        "8",
+        "--per_device_eval_batch_size",
+        "4",
+        "--num_train_epochs",
+        "2",
+        "--learning_rate",
+        "1e-3",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--use_cpu",
+        "true",
     ]
 
 
@@ -94,8 +112,9 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
     task = resolve_task(DataArguments(task="imdb"))
     text = "paris is the capital of france . the cat sat on the mat . i love it !"
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
-    tokenize = make_tokenize_function(tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail",
-                                      head_tokens=3)
+    tokenize = make_tokenize_function(
+        tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
+    )
     out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
     assert out["input_ids"][0] == [tokenizer.cls_token_id] + full[:3] + full[-5:] + [tokenizer.sep_token_id]
     assert out["input_ids"][1] == tokenizer("the cat")["input_ids"]  # matches the tokenizer's own special tokens
@@ -116,7 +135,10 @@ def test_task_table_defaults() -> None:
     assert TASKS["sst2"].dataset_config_name == "sst2" and TASKS["imdb"].eval_split == "test"
     task = resolve_task(DataArguments(task="sst2", text_column="text"))
     assert (task.train_split, task.eval_split, task.text_column, task.label_column) == (
-        "train", "validation", "text", "label"
+        "train",
+        "validation",
+        "text",
+        "label",
     )
 
 
@@ -144,7 +166,12 @@ def test_bad_task_arguments(kwargs: dict, message: str) -> None:
     ],
 )
 def test_bad_data_raises_before_training(
-    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], dev_rows: list, header: tuple, extra: list,
+    tmp_path: Path,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    dev_rows: list,
+    header: tuple,
+    extra: list,
     message: str,
 ) -> None:
     dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
@@ -237,15 +264,25 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6
 
 
-def test_push_to_hub_uploads_the_finished_classifier(tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_push_to_hub_uploads_the_finished_classifier(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fine-tuning's --push_to_hub: one upload of the finished folder with the classifier card and remote code."""
     from hf_bertscratch import hub
 
     calls = record_hub(monkeypatch)
     out = tmp_path / "run"
-    main([*base_argv(model_dir, *data_files, out), "--num_train_epochs", "1", "--push_to_hub", "true",
-          "--hub_model_id", "alice/classifier"])
+    main(
+        [
+            *base_argv(model_dir, *data_files, out),
+            "--num_train_epochs",
+            "1",
+            "--push_to_hub",
+            "true",
+            "--hub_model_id",
+            "alice/classifier",
+        ]
+    )
     assert [name for name, _ in calls] == ["create_repo", "upload_folder"]
     upload = calls[-1][1]
     assert (upload["repo_id"], upload["revision"]) == ("alice/classifier", None)
@@ -264,7 +301,9 @@ def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None
     model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
     model.save_pretrained(no_dropout)
     for scratch in (False, True):
-        classifier = load_model(ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), 2, ["a", "b"])
+        classifier = load_model(
+            ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), 2, ["a", "b"]
+        )
         assert (classifier.config.hidden_dropout_prob, classifier.config.attention_probs_dropout_prob) == (0.1, 0.1)
     kept = load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=-1), 2, ["a", "b"])
     assert (kept.config.hidden_dropout_prob, kept.config.attention_probs_dropout_prob) == (0.0, 0.0)

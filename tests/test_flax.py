@@ -44,9 +44,11 @@ VARIANTS = {
     "tanh_gelu_eps": {"hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-5},
     "untied_relu": {"hidden_act": "relu", "tie_word_embeddings": False},
 }
-PAIRS = [("paris is the capital of france .", "the cat sat on the mat ."),
-         ("the dog ran fast .", "london is the capital of england and the city is big ."),
-         ("this is the best story , i love it !", "rome .")]
+PAIRS = [
+    ("paris is the capital of france .", "the cat sat on the mat ."),
+    ("the dog ran fast .", "london is the capital of england and the city is big ."),
+    ("this is the best story , i love it !", "rome ."),
+]
 TOLERANCE = 1e-5
 
 
@@ -75,8 +77,9 @@ def _flax_outputs(model: nnx.Module, batch: dict[str, np.ndarray], field: str) -
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("torch_class, flax_class, field", HEADS, ids=[flax.__name__ for _, flax, _ in HEADS])
-def test_flax_matches_torch_on_padded_pairs(torch_class, flax_class, field, variant: str, tokenizer, pair_batch,
-                                            tmp_path: Path) -> None:
+def test_flax_matches_torch_on_padded_pairs(
+    torch_class, flax_class, field, variant: str, tokenizer, pair_batch, tmp_path: Path
+) -> None:
     torch_model = torch_class(_config(tokenizer, **VARIANTS[variant])).eval()
     torch_model.save_pretrained(tmp_path)
     flax_model = flax_class.from_pretrained(tmp_path)
@@ -91,11 +94,15 @@ def test_flax_matches_torch_on_padded_pairs(torch_class, flax_class, field, vari
         np.testing.assert_allclose(np.asarray(pooled.pooler_output), torch_pooled.numpy(), rtol=0, atol=TOLERANCE)
 
 
-@pytest.mark.parametrize("auto_class, flax_class, field", [
-    (AutoModel, FlaxBertScratchModel, "last_hidden_state"),
-    (AutoModelForMaskedLM, FlaxBertScratchForMaskedLM, "logits"),
-    (AutoModelForSequenceClassification, FlaxBertScratchForSequenceClassification, "logits"),
-], ids=["base", "mlm", "classification"])
+@pytest.mark.parametrize(
+    "auto_class, flax_class, field",
+    [
+        (AutoModel, FlaxBertScratchModel, "last_hidden_state"),
+        (AutoModelForMaskedLM, FlaxBertScratchForMaskedLM, "logits"),
+        (AutoModelForSequenceClassification, FlaxBertScratchForSequenceClassification, "logits"),
+    ],
+    ids=["base", "mlm", "classification"],
+)
 def test_flax_save_reloads_in_torch(auto_class, flax_class, field, tokenizer, pair_batch, tmp_path: Path) -> None:
     flax_model = flax_class(_config(tokenizer), rngs=nnx.Rngs(3))
     flax_model.eval()
@@ -104,8 +111,12 @@ def test_flax_save_reloads_in_torch(auto_class, flax_class, field, tokenizer, pa
     torch_model, info = auto_class.from_pretrained(tmp_path, output_loading_info=True)
     assert type(torch_model).__name__ == flax_class.torch_class_name
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
-    np.testing.assert_allclose(_flax_outputs(flax_model, pair_batch, field),
-                               _torch_outputs(torch_model.eval(), pair_batch, field), rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(
+        _flax_outputs(flax_model, pair_batch, field),
+        _torch_outputs(torch_model.eval(), pair_batch, field),
+        rtol=0,
+        atol=TOLERANCE,
+    )
     assert (tmp_path / "keep.txt").read_text() == "other work\n"
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
 
@@ -114,8 +125,10 @@ def test_mlm_checkpoint_loads_into_classifier_with_new_head(tokenizer, tmp_path:
     hf_bertscratch.BertScratchForMaskedLM(_config(tokenizer)).save_pretrained(tmp_path)
     torch_encoder = hf_bertscratch.BertScratchModel.from_pretrained(tmp_path, add_pooling_layer=False)
     model = FlaxBertScratchForSequenceClassification.from_pretrained(tmp_path)
-    np.testing.assert_array_equal(np.asarray(model.bert.embeddings.word_embeddings.embedding[...]),
-                                  torch_encoder.embeddings.word_embeddings.weight.detach().numpy())
+    np.testing.assert_array_equal(
+        np.asarray(model.bert.embeddings.word_embeddings.embedding[...]),
+        torch_encoder.embeddings.word_embeddings.weight.detach().numpy(),
+    )
     assert "classifier.weight" in caplog.text and "bert.pooler.dense.weight" in caplog.text
 
 
@@ -136,8 +149,11 @@ def test_checkpoint_shape_mismatch_raises(tokenizer, tmp_path: Path) -> None:
     config = json.loads((tmp_path / "config.json").read_text())
     config["intermediate_size"] = 40
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"'bert.encoder.layers.0.mlp.fc_in.bias' has shape \(37,\), expected "
-                                         r"\(40,\) by the config \(.*intermediate_size=40"):
+    with pytest.raises(
+        ValueError,
+        match=r"'bert.encoder.layers.0.mlp.fc_in.bias' has shape \(37,\), expected "
+        r"\(40,\) by the config \(.*intermediate_size=40",
+    ):
         FlaxBertScratchForMaskedLM.from_pretrained(tmp_path)
 
 
@@ -147,8 +163,12 @@ def test_checkpoint_shape_mismatch_raises(tokenizer, tmp_path: Path) -> None:
 @pytest.fixture
 def masked_batch(tokenizer: BertTokenizer) -> dict[str, np.ndarray]:
     """A batch masked by the pretraining collator (30% of tokens, 80/10/10), right-padded rows."""
-    texts = ["paris is the capital of france and the city is big .", "the cat sat on the mat .",
-             "the movie was great and the acting was wonderful .", "rome is the capital of italy ."]
+    texts = [
+        "paris is the capital of france and the city is big .",
+        "the cat sat on the mat .",
+        "the movie was great and the acting was wonderful .",
+        "rome is the capital of italy .",
+    ]
     examples = [{"input_ids": ids} for ids in tokenizer(texts)["input_ids"]]
     collator = SeededMaskingCollator(tokenizer, mlm_probability=0.3, seed=1)
     batch = {name: tensor.numpy() for name, tensor in collator(examples).items()}
@@ -192,16 +212,21 @@ def test_adamw_step_matches_torch_adamw(tokenizer, masked_batch, tmp_path: Path)
     decay = [p for n, p in torch_model.named_parameters() if not (n.endswith("bias") or "layer_norm" in n)]
     no_decay = [p for n, p in torch_model.named_parameters() if n.endswith("bias") or "layer_norm" in n]
     lr, weight_decay, max_norm = 1e-3, 0.1, 1.0
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98), eps=1e-8)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.98),
+        eps=1e-8,
+    )
     torch_model(**{name: torch.from_numpy(array) for name, array in masked_batch.items()}).loss.backward()
     torch.nn.utils.clip_grad_norm_(torch_model.parameters(), max_norm)
     optimizer.step()
 
     flax_model = FlaxBertScratchForMaskedLM.from_pretrained(tmp_path)
     flax_model.train()
-    flax_optimizer = make_optimizer(flax_model, lr, b1=0.9, b2=0.98, eps=1e-8, weight_decay=weight_decay,
-                                    max_grad_norm=max_norm)
+    flax_optimizer = make_optimizer(
+        flax_model, lr, b1=0.9, b2=0.98, eps=1e-8, weight_decay=weight_decay, max_grad_norm=max_norm
+    )
     make_mlm_train_step()(flax_model, flax_optimizer, masked_batch, num_predictions_for(masked_batch["labels"]))
     updated = flax_model.torch_state_dict()
     for name, parameter in torch_model.state_dict().items():
@@ -220,9 +245,26 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
     tiny_config.hidden_dropout_prob = tiny_config.attention_probs_dropout_prob = 0.0
     tiny_config.save_pretrained(tmp_path / "config")
     output_dir = tmp_path / "run"
-    argv = ["--output_dir", str(output_dir), "--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir),
-            "--config_name", str(tmp_path / "config"), "--max_seq_length", "16", "--max_steps", "3",
-            "--per_device_train_batch_size", "4", "--logging_steps", "1", "--learning_rate", "1e-3"]
+    argv = [
+        "--output_dir",
+        str(output_dir),
+        "--train_file",
+        str(text_file),
+        "--tokenizer_name",
+        str(tokenizer_dir),
+        "--config_name",
+        str(tmp_path / "config"),
+        "--max_seq_length",
+        "16",
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "4",
+        "--logging_steps",
+        "1",
+        "--learning_rate",
+        "1e-3",
+    ]
     cli_main(["pretrain-flax", *argv])
 
     results = json.loads((output_dir / "all_results.json").read_text())
@@ -234,7 +276,11 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
     saved = torch_model.state_dict()
     assert not torch.equal(saved["cls.dense.weight"], new.state_dict()["cls.dense.weight"])
     ids = np.array([[2, 10, 11, 4, 12, 3]])
-    np.testing.assert_allclose(np.asarray(trained(ids).logits), _torch_outputs(torch_model.eval(), {"input_ids": ids},
-                                                                                "logits"), rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(
+        np.asarray(trained(ids).logits),
+        _torch_outputs(torch_model.eval(), {"input_ids": ids}, "logits"),
+        rtol=0,
+        atol=TOLERANCE,
+    )
     with pytest.raises(ValueError, match="already holds a finished run"):
         pretraining_main(argv)

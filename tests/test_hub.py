@@ -69,6 +69,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         def call(*args, **kwargs):
             calls.append(name)
             raise AssertionError(f"HfApi.{name} called despite bad input")
+
         return call
 
     for name in ("create_repo", "create_branch", "upload_folder"):
@@ -84,8 +85,15 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
     folder = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", dry_run=tmp_path / "dry")
     assert folder == tmp_path / "dry"
     assert [name for name, _ in hub.list_folder(folder)] == [
-        "README.md", "all_results.json", "config.json", "configuration_bertscratch.py", "loss_curve.png",
-        "model.safetensors", "modeling_bertscratch.py", "tokenizer.json", "tokenizer_config.json",
+        "README.md",
+        "all_results.json",
+        "config.json",
+        "configuration_bertscratch.py",
+        "loss_curve.png",
+        "model.safetensors",
+        "modeling_bertscratch.py",
+        "tokenizer.json",
+        "tokenizer_config.json",
     ]
     assert (folder / "model.safetensors").read_bytes() == (mlm_dir / "model.safetensors").read_bytes()
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -181,7 +189,12 @@ def test_dry_run_folders_load_with_transformers_alone(mlm_dir: Path, cls_dir: Pa
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
     result = subprocess.run(
         [sys.executable, "-c", _DOWNLOADER, str(mlm_up), str(cls_up), FILL_MASK_TEXT, CLASSIFY_TEXT],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Do you wish to run the custom code" not in result.stdout  # every load that needs remote code says so
@@ -220,8 +233,12 @@ def test_push_to_hub_uploads_exactly_the_dry_run_folder(
     def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
         # The folder is temporary: read what is in it at the moment it is handed over.
         calls["upload_folder"] = {**kwargs, "files": _snapshot(Path(kwargs["folder_path"])), "token": self.token}
-        return CommitInfo(commit_url=f"https://huggingface.co/{kwargs['repo_id']}/commit/abc", commit_message="",
-                          commit_description="", oid="abc")
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/{kwargs['repo_id']}/commit/abc",
+            commit_message="",
+            commit_description="",
+            oid="abc",
+        )
 
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "create_branch", create_branch)
@@ -230,16 +247,25 @@ def test_push_to_hub_uploads_exactly_the_dry_run_folder(
     commit = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", private=True, revision=revision, commit_message="first")
 
     assert commit.oid == "abc"
-    assert calls["create_repo"] == {"repo_id": "alice/tiny-mlm", "token": "hf_from_env", "private": True,
-                                    "repo_type": "model", "exist_ok": True}
+    assert calls["create_repo"] == {
+        "repo_id": "alice/tiny-mlm",
+        "token": "hf_from_env",
+        "private": True,
+        "repo_type": "model",
+        "exist_ok": True,
+    }
     assert ("create_branch" in calls) == (revision is not None)
     upload = calls["upload_folder"]
     assert upload["files"] == expected
     assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/tiny-mlm", revision, "first")
     assert upload["token"] == "hf_from_env"
     if revision:
-        assert calls["create_branch"] == {"repo_id": "alice/tiny-mlm", "branch": revision, "repo_type": "model",
-                                          "exist_ok": True}
+        assert calls["create_branch"] == {
+            "repo_id": "alice/tiny-mlm",
+            "branch": revision,
+            "repo_type": "model",
+            "exist_ok": True,
+        }
         assert f'revision = "{revision}"'.encode() in upload["files"]["README.md"]
 
 
@@ -331,8 +357,10 @@ def test_main_dry_run_lists_the_folder(mlm_dir: Path, tmp_path: Path, capsys: py
         assert name in out and f"{size:,d}" in out
     # The same arguments from a single .json file.
     args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"model_dir": str(mlm_dir), "repo_id": "alice/tiny-mlm",
-                                     "dry_run": str(tmp_path / "dry2")}), encoding="utf-8")
+    args_file.write_text(
+        json.dumps({"model_dir": str(mlm_dir), "repo_id": "alice/tiny-mlm", "dry_run": str(tmp_path / "dry2")}),
+        encoding="utf-8",
+    )
     hub.main([str(args_file)])
     assert _snapshot(tmp_path / "dry2") == _snapshot(tmp_path / "dry")
 
@@ -357,8 +385,14 @@ def test_training_push_is_checked_before_training_and_uploads_the_run(
     seen: dict = {}
     monkeypatch.setattr(hub, "push_to_hub", lambda model_dir, **kwargs: seen.update(model_dir=model_dir, **kwargs))
     hub.push_training_output(args)
-    assert seen == {"model_dir": str(mlm_dir), "repo_id": "alice/run", "private": True, "revision": "v2",
-                    "commit_message": "End of training", "token": "hf_x"}
+    assert seen == {
+        "model_dir": str(mlm_dir),
+        "repo_id": "alice/run",
+        "private": True,
+        "revision": "v2",
+        "commit_message": "End of training",
+        "token": "hf_x",
+    }
     seen.clear()
     hub.push_training_output(TrainingArguments(output_dir=str(tmp_path), report_to=[]))
     assert seen == {}

@@ -22,8 +22,10 @@ def model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     torch.manual_seed(0)
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), id2label={0: "neg", 1: "pos"})
     dirs = {}
-    for name, model_class in [("mlm", hf_bertscratch.BertScratchForMaskedLM),
-                              ("classifier", hf_bertscratch.BertScratchForSequenceClassification)]:
+    for name, model_class in [
+        ("mlm", hf_bertscratch.BertScratchForMaskedLM),
+        ("classifier", hf_bertscratch.BertScratchForSequenceClassification),
+    ]:
         dirs[name] = tmp_path_factory.mktemp(name)
         model_class(config).save_pretrained(dirs[name])
         tokenizer.save_pretrained(dirs[name])

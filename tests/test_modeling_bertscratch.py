@@ -31,8 +31,15 @@ MAX_DIFF: dict[str, float] = {"value": 0.0}
 
 def _bert_config(**overrides: object) -> BertConfig:
     kwargs = dict(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-        max_position_embeddings=64, type_vocab_size=2, num_labels=3, hidden_dropout_prob=0.0,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+        num_labels=3,
+        hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )
     kwargs.update(overrides)
@@ -67,12 +74,17 @@ def _labels(head: str, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
         "BertForNextSentencePrediction": {"labels": torch.tensor([1, 0, 1])},
         "BertForSequenceClassification": {"labels": sequence},
         "BertForTokenClassification": {"labels": token_labels},
-        "BertForQuestionAnswering": {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 2])},
+        "BertForQuestionAnswering": {
+            "start_positions": torch.tensor([1, 2, 0]),
+            "end_positions": torch.tensor([3, 5, 2]),
+        },
         "BertForMultipleChoice": {"labels": torch.tensor([1, 0, 1])},
     }[head]
 
 
-def _pair(head: str, attn: str = "eager", unpad: bool = True, **config: object) -> tuple[torch.nn.Module, torch.nn.Module]:
+def _pair(
+    head: str, attn: str = "eager", unpad: bool = True, **config: object
+) -> tuple[torch.nn.Module, torch.nn.Module]:
     """(transformers BertFor*, BertScratchFor*) with identical weights, in eval mode."""
     torch.manual_seed(0)
     if head == "BertForQuestionAnswering":
@@ -86,7 +98,9 @@ def _pair(head: str, attn: str = "eager", unpad: bool = True, **config: object) 
 
 
 def _qa_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    return (F.cross_entropy(start_logits, inputs["start_positions"]) + F.cross_entropy(end_logits, inputs["end_positions"])) / 2
+    return (
+        F.cross_entropy(start_logits, inputs["start_positions"]) + F.cross_entropy(end_logits, inputs["end_positions"])
+    ) / 2
 
 
 def _compare(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor | None, name: str) -> None:
@@ -256,8 +270,11 @@ def test_num_items_in_batch_makes_accumulation_exact() -> None:
     ("problem_type", "labels", "loss_fn"),
     [
         ("regression", torch.tensor([[0.5, -1.0, 2.0]] * BATCH), F.mse_loss),
-        ("multi_label_classification", torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
-         F.binary_cross_entropy_with_logits),
+        (
+            "multi_label_classification",
+            torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
+            F.binary_cross_entropy_with_logits,
+        ),
         ("single_label_classification", torch.tensor([2, 0, 1]), F.cross_entropy),
     ],
 )
@@ -290,18 +307,30 @@ def tiny_model() -> hf_bertscratch.BertScratchModel:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), VOCAB)),
-         rf"input_ids contains {VOCAB}, outside \[0, {VOCAB - 1}\] \(vocab_size={VOCAB}\)"),
-        (lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), -1)),
-         r"input_ids contains -1, outside \[0, 98\]"),
-        (lambda x: x.update(token_type_ids=x["token_type_ids"] + 2),
-         r"token_type_ids contains 3, outside \[0, 1\] \(type_vocab_size=2\)"),
-        (lambda x: x.update(attention_mask=x["attention_mask"][:, :-1]),
-         r"attention_mask must have the shape of input_ids \(3, 9\); got \(3, 8\)"),
-        (lambda x: x.update({k: v.repeat(1, 8) for k, v in x.items()}),
-         r"Sequence length 72 exceeds max_position_embeddings=64"),
-        (lambda x: x.update(input_ids=x["input_ids"][0]),
-         r"input_ids must have shape \(batch, seq_len\); got shape \(9,\)"),
+        (
+            lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), VOCAB)),
+            rf"input_ids contains {VOCAB}, outside \[0, {VOCAB - 1}\] \(vocab_size={VOCAB}\)",
+        ),
+        (
+            lambda x: x.update(input_ids=x["input_ids"].index_fill(1, torch.tensor([2]), -1)),
+            r"input_ids contains -1, outside \[0, 98\]",
+        ),
+        (
+            lambda x: x.update(token_type_ids=x["token_type_ids"] + 2),
+            r"token_type_ids contains 3, outside \[0, 1\] \(type_vocab_size=2\)",
+        ),
+        (
+            lambda x: x.update(attention_mask=x["attention_mask"][:, :-1]),
+            r"attention_mask must have the shape of input_ids \(3, 9\); got \(3, 8\)",
+        ),
+        (
+            lambda x: x.update({k: v.repeat(1, 8) for k, v in x.items()}),
+            r"Sequence length 72 exceeds max_position_embeddings=64",
+        ),
+        (
+            lambda x: x.update(input_ids=x["input_ids"][0]),
+            r"input_ids must have shape \(batch, seq_len\); got shape \(9,\)",
+        ),
     ],
     ids=["id-too-large", "negative-id", "token-type", "mask-shape", "too-long", "1d-ids"],
 )
@@ -348,7 +377,10 @@ def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"hidden_size": 30, "num_attention_heads": 4}, r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"),
+        (
+            {"hidden_size": 30, "num_attention_heads": 4},
+            r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)",
+        ),
         ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0"),
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
@@ -362,7 +394,9 @@ def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
     # huggingface_hub's @strict wraps the config's ValueError (or a field's TypeError) in its own error, same text.
     with pytest.raises(Exception, match=message) as error:
         BertScratchConfig(**kwargs)
-    assert isinstance(error.value, (ValueError, TypeError)) or isinstance(error.value.__cause__, (ValueError, TypeError))
+    assert isinstance(error.value, (ValueError, TypeError)) or isinstance(
+        error.value.__cause__, (ValueError, TypeError)
+    )
 
 
 def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
@@ -375,13 +409,23 @@ def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
 
 
 def test_presets_are_googles_sizes() -> None:
-    expected = {"tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768),
-                "large": (24, 1024)}
+    expected = {
+        "tiny": (2, 128),
+        "mini": (4, 256),
+        "small": (4, 512),
+        "medium": (8, 512),
+        "base": (12, 768),
+        "large": (24, 1024),
+    }
     assert set(hf_bertscratch.PRESETS) == set(expected)
     for name, (layers, hidden) in expected.items():
         preset = hf_bertscratch.PRESETS[name]
-        assert preset == {"num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": hidden // 64,
-                          "intermediate_size": 4 * hidden}, name
+        assert preset == {
+            "num_hidden_layers": layers,
+            "hidden_size": hidden,
+            "num_attention_heads": hidden // 64,
+            "intermediate_size": 4 * hidden,
+        }, name
     config = transformers.AutoConfig.for_model("bertscratch", **hf_bertscratch.PRESETS["mini"])
     assert isinstance(config, BertScratchConfig) and config.hidden_size == 256
 
@@ -396,7 +440,9 @@ def test_sinusoidal_position_start(head: str, tmp_path: Path) -> None:
     model = model_class(config)
     positions = model.base_model.embeddings.position_embeddings.weight
     p, i = torch.arange(512.0)[:, None], torch.arange(0, 128, 2.0)
-    table = torch.stack([torch.sin(p / 10000 ** (i / 128)), torch.cos(p / 10000 ** (i / 128))], dim=-1).reshape(512, 128)
+    table = torch.stack([torch.sin(p / 10000 ** (i / 128)), torch.cos(p / 10000 ** (i / 128))], dim=-1).reshape(
+        512, 128
+    )
     torch.testing.assert_close(positions, table * 0.05 / table.std(), atol=1e-5, rtol=1e-4)
     assert positions.requires_grad
     embeddings = model.base_model.embeddings  # the other embeddings keep BERT's N(0, 0.02)

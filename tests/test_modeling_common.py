@@ -150,10 +150,15 @@ class BertScratchModelTester:
 
     def check_model(self, config, input_ids, token_type_ids, input_mask, *_) -> None:
         model = self._model(BertScratchModel, config)
-        for kwargs in ({"attention_mask": input_mask, "token_type_ids": token_type_ids},
-                       {"token_type_ids": token_type_ids}, {}):
+        for kwargs in (
+            {"attention_mask": input_mask, "token_type_ids": token_type_ids},
+            {"token_type_ids": token_type_ids},
+            {},
+        ):
             result = model(input_ids, **kwargs)
-            self.parent.assertEqual(result.last_hidden_state.shape, (self.batch_size, self.seq_length, self.hidden_size))
+            self.parent.assertEqual(
+                result.last_hidden_state.shape, (self.batch_size, self.seq_length, self.hidden_size)
+            )
             self.parent.assertEqual(result.pooler_output.shape, (self.batch_size, self.hidden_size))
 
     def check_for_masked_lm(self, config, input_ids, token_type_ids, input_mask, _seq, token_labels, _choice) -> None:
@@ -162,11 +167,16 @@ class BertScratchModelTester:
         self.parent.assertEqual(result.logits.shape, (self.batch_size, self.seq_length, self.vocab_size))
         self.parent.assertTrue(torch.isfinite(result.loss))
 
-    def check_for_pretraining(self, config, input_ids, token_type_ids, input_mask, seq_labels, token_labels, _c) -> None:
+    def check_for_pretraining(
+        self, config, input_ids, token_type_ids, input_mask, seq_labels, token_labels, _c
+    ) -> None:
         model = self._model(BertScratchForPreTraining, config)
         result = model(
-            input_ids, attention_mask=input_mask, token_type_ids=token_type_ids,
-            labels=token_labels, next_sentence_label=seq_labels,
+            input_ids,
+            attention_mask=input_mask,
+            token_type_ids=token_type_ids,
+            labels=token_labels,
+            next_sentence_label=seq_labels,
         )
         self.parent.assertEqual(result.prediction_logits.shape, (self.batch_size, self.seq_length, self.vocab_size))
         self.parent.assertEqual(result.seq_relationship_logits.shape, (self.batch_size, 2))
@@ -179,8 +189,11 @@ class BertScratchModelTester:
     def check_for_question_answering(self, config, input_ids, token_type_ids, input_mask, seq_labels, *_) -> None:
         model = self._model(BertScratchForQuestionAnswering, config)
         result = model(
-            input_ids, attention_mask=input_mask, token_type_ids=token_type_ids,
-            start_positions=seq_labels, end_positions=seq_labels,
+            input_ids,
+            attention_mask=input_mask,
+            token_type_ids=token_type_ids,
+            start_positions=seq_labels,
+            end_positions=seq_labels,
         )
         self.parent.assertEqual(result.start_logits.shape, (self.batch_size, self.seq_length))
         self.parent.assertEqual(result.end_logits.shape, (self.batch_size, self.seq_length))
@@ -191,7 +204,9 @@ class BertScratchModelTester:
         result = model(input_ids, attention_mask=input_mask, token_type_ids=token_type_ids, labels=seq_labels)
         self.parent.assertEqual(result.logits.shape, (self.batch_size, self.num_labels))
 
-    def check_for_token_classification(self, config, input_ids, token_type_ids, input_mask, _s, token_labels, _c) -> None:
+    def check_for_token_classification(
+        self, config, input_ids, token_type_ids, input_mask, _s, token_labels, _c
+    ) -> None:
         config.num_labels = self.num_labels
         model = self._model(BertScratchForTokenClassification, config)
         result = model(input_ids, attention_mask=input_mask, token_type_ids=token_type_ids, labels=token_labels)
@@ -204,7 +219,9 @@ class BertScratchModelTester:
             return x.unsqueeze(1).expand(-1, self.num_choices, -1).contiguous()  # (B, C, T)
 
         result = model(
-            expand(input_ids), attention_mask=expand(input_mask), token_type_ids=expand(token_type_ids),
+            expand(input_ids),
+            attention_mask=expand(input_mask),
+            token_type_ids=expand(token_type_ids),
             labels=choice_labels,
         )
         self.parent.assertEqual(result.logits.shape, (self.batch_size, self.num_choices))

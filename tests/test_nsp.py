@@ -11,8 +11,20 @@ def _documents(n_docs: int = 12, n_sentences: int = 6) -> list[str]:
     """Rows of numbered sentences, one paragraph per row, documents separated by a blank row."""
     rows = []
     for d in range(n_docs):
-        words = ["paris", "london", "berlin", "rome", "madrid", "spain", "italy", "france", "germany", "england",
-                 "city", "river"]
+        words = [
+            "paris",
+            "london",
+            "berlin",
+            "rome",
+            "madrid",
+            "spain",
+            "italy",
+            "france",
+            "germany",
+            "england",
+            "city",
+            "river",
+        ]
         rows.append(" ".join(f"the {words[d]} {words[(d + s) % 12]} ." for s in range(n_sentences)))
         rows.append("")
     return rows
@@ -30,13 +42,16 @@ def test_pairs_are_half_is_next_and_is_next_continues_the_document(tokenizer: Be
     labels = out["next_sentence_label"]
     assert 0.3 < sum(labels) / len(labels) < 0.7, labels  # about half NotNext
     doc_ids = [tokenizer(row, add_special_tokens=False)["input_ids"] for row in rows if row]
-    for ids, types, special, label in zip(out["input_ids"], out["token_type_ids"], out["special_tokens_mask"],
-                                          labels, strict=True):
+    for ids, types, special, label in zip(
+        out["input_ids"], out["token_type_ids"], out["special_tokens_mask"], labels, strict=True
+    ):
         assert len(ids) <= 24 and ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
         split = types.index(1)
         assert ids[split - 1] == tokenizer.sep_token_id and types == sorted(types)
-        assert [i for i, s in zip(ids, special, strict=True) if s] == [tokenizer.cls_token_id] + [tokenizer.sep_token_id] * 2
-        a, b = ids[1:split - 1], ids[split:-1]
+        assert [i for i, s in zip(ids, special, strict=True) if s] == [tokenizer.cls_token_id] + [
+            tokenizer.sep_token_id
+        ] * 2
+        a, b = ids[1 : split - 1], ids[split:-1]
         source = [doc for doc in doc_ids if _contains(doc, a)]
         assert source, "segment A is a run of one document"
         if label == 0:  # IsNext: A then B read contiguously in the same document (when nothing was truncated)
@@ -46,7 +61,7 @@ def test_pairs_are_half_is_next_and_is_next_continues_the_document(tokenizer: Be
 
 
 def _contains(sequence: list[int], part: list[int]) -> bool:
-    return any(sequence[i:i + len(part)] == part for i in range(len(sequence) - len(part) + 1))
+    return any(sequence[i : i + len(part)] == part for i in range(len(sequence) - len(part) + 1))
 
 
 def test_sampling_is_seeded(tokenizer: BertTokenizer) -> None:

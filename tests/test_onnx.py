@@ -102,7 +102,8 @@ def test_export_interface_and_folder_layout(onnx_dirs, tokenizer) -> None:
             assert [d.dim_param for d in tensor_type.shape.dim] == ["batch", "sequence"]
         assert [o.name for o in graph.output] == list(ONNX_TASKS[task].outputs)
         assert {"model.onnx", "config.json", "tokenizer.json", "tokenizer_config.json"} <= {
-            p.name for p in folder.iterdir()}
+            p.name for p in folder.iterdir()
+        }
     config = hf_bertscratch.BertScratchConfig.from_pretrained(onnx_dirs["text-classification"])
     assert config.id2label == {0: "neg", 1: "pos", 2: "mixed"}
     from transformers import AutoTokenizer
@@ -160,8 +161,9 @@ def cli_exports(model_dirs, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 def test_cli_fill_mask_backends_agree(capsys, model_dirs, cli_exports) -> None:
     text = "[MASK] is the capital of [MASK] ."
     torch_results = cli_json(capsys, "fill-mask", model_dirs["fill-mask"], text, "--top_k", "5", "--json")
-    onnx_results = cli_json(capsys, "fill-mask", cli_exports["fill-mask"], text, "--top_k", "5", "--json",
-                            "--backend", "onnxruntime")
+    onnx_results = cli_json(
+        capsys, "fill-mask", cli_exports["fill-mask"], text, "--top_k", "5", "--json", "--backend", "onnxruntime"
+    )
     assert len(onnx_results) == 2
     for torch_mask, onnx_mask in zip(torch_results, onnx_results):
         assert [c["token_str"] for c in onnx_mask] == [c["token_str"] for c in torch_mask]
@@ -172,8 +174,9 @@ def test_cli_fill_mask_backends_agree(capsys, model_dirs, cli_exports) -> None:
 def test_cli_classify_backends_agree(capsys, model_dirs, cli_exports) -> None:
     text = "the movie was great and the acting was wonderful ."
     torch_results = cli_json(capsys, "classify", model_dirs["text-classification"], text, "--json")
-    onnx_results = cli_json(capsys, "classify", cli_exports["text-classification"], text, "--json",
-                            "--backend", "onnxruntime")
+    onnx_results = cli_json(
+        capsys, "classify", cli_exports["text-classification"], text, "--json", "--backend", "onnxruntime"
+    )
     assert [r["label"] for r in onnx_results] == [r["label"] for r in torch_results]
     assert len(onnx_results) == 3
     np.testing.assert_allclose([r["score"] for r in onnx_results], [r["score"] for r in torch_results], atol=1e-5)
@@ -183,8 +186,9 @@ def test_cli_classify_backends_agree(capsys, model_dirs, cli_exports) -> None:
 def test_cli_embed_backends_agree(capsys, model_dirs, cli_exports, pooling: str) -> None:
     text = "the cat sat on the mat ."
     torch_vector = cli_json(capsys, "embed", model_dirs["feature-extraction"], text, "--pooling", pooling)
-    onnx_vector = cli_json(capsys, "embed", cli_exports["feature-extraction"], text, "--pooling", pooling,
-                           "--backend", "onnxruntime")
+    onnx_vector = cli_json(
+        capsys, "embed", cli_exports["feature-extraction"], text, "--pooling", pooling, "--backend", "onnxruntime"
+    )
     assert len(onnx_vector) == 32
     np.testing.assert_allclose(onnx_vector, torch_vector, rtol=0, atol=ATOL)
 
@@ -192,11 +196,15 @@ def test_cli_embed_backends_agree(capsys, model_dirs, cli_exports, pooling: str)
 @pytest.mark.parametrize(
     "argv, match",
     [
-        (["embed", "{fill-mask}", "the cat", "--backend", "onnxruntime"],
-         "has outputs \\['logits'\\], but feature-extraction reads"),
+        (
+            ["embed", "{fill-mask}", "the cat", "--backend", "onnxruntime"],
+            "has outputs \\['logits'\\], but feature-extraction reads",
+        ),
         (["fill-mask", "{torch}", "the [MASK]", "--backend", "onnxruntime"], "has no model.onnx: export the model"),
-        (["fill-mask", "{fill-mask}", "the [MASK]", "--backend", "onnxruntime", "--device", "cuda"],
-         "runs on the CPU only"),
+        (
+            ["fill-mask", "{fill-mask}", "the [MASK]", "--backend", "onnxruntime", "--device", "cuda"],
+            "runs on the CPU only",
+        ),
         (["classify", "{fill-mask}", "the cat", "--backend", "onnxruntime"], "needs one of the heads"),
     ],
 )

@@ -51,8 +51,13 @@ def test_fill_mask(tmp_path: Path, tokenizer: BertTokenizer) -> None:
 
 def test_text_classification(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     labels = {0: "negative", 1: "positive"}
-    model = _save(hf_bertscratch.BertScratchForSequenceClassification, tokenizer, tmp_path,
-                  id2label=labels, label2id={v: k for k, v in labels.items()})
+    model = _save(
+        hf_bertscratch.BertScratchForSequenceClassification,
+        tokenizer,
+        tmp_path,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
     classifier = pipeline("text-classification", model=str(tmp_path), tokenizer=tokenizer)
     texts = ["the movie was great .", "the film was boring and the plot was bad ."]
     results = classifier(texts, top_k=None)
@@ -65,8 +70,13 @@ def test_text_classification(tmp_path: Path, tokenizer: BertTokenizer) -> None:
 
 def test_token_classification(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     labels = {0: "O", 1: "B-LOC", 2: "I-LOC"}
-    model = _save(hf_bertscratch.BertScratchForTokenClassification, tokenizer, tmp_path,
-                  id2label=labels, label2id={v: k for k, v in labels.items()})
+    model = _save(
+        hf_bertscratch.BertScratchForTokenClassification,
+        tokenizer,
+        tmp_path,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
     entities = pipeline("token-classification", model=str(tmp_path), tokenizer=tokenizer, ignore_labels=[])(TEXT)
 
     encoded, logits = _logits(model, tokenizer, TEXT)

@@ -116,7 +116,9 @@ def test_failed_save_keeps_previous_image(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_confusion_matrix_png(tmp_path: Path) -> None:
-    path = plotting.plot_confusion_matrix([0, 1, 1, 0, 1], [0, 1, 0, 0, 1], ["neg", "pos"], tmp_path / "cm.png", "SST-2")
+    path = plotting.plot_confusion_matrix(
+        [0, 1, 1, 0, 1], [0, 1, 0, 0, 1], ["neg", "pos"], tmp_path / "cm.png", "SST-2"
+    )
     assert_png(path, 400, 400)
     path = plotting.plot_confusion_matrix([0, 4], [3, 4], list("abcde"), tmp_path / "cm5.png")
     assert_png(path, 600, 600)  # 2 + 0.8 * 5 inches

@@ -41,9 +41,30 @@ from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 from conftest import CORPUS, record_hub, tiny_config_kwargs
 
 # Fast settings every run shares: a 2-layer 32-wide model, 16-token blocks, no checkpoints unless asked.
-FAST = ["--max_seq_length", "16", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
-        "--learning_rate", "1e-3", "--disable_tqdm", "true", "--report_to", "none", "--save_strategy", "no",
-        "--validation_split_percentage", "20", "--seed", "0", "--dataloader_pin_memory", "false", "--num_processes", "1"]
+FAST = [
+    "--max_seq_length",
+    "16",
+    "--per_device_train_batch_size",
+    "4",
+    "--per_device_eval_batch_size",
+    "8",
+    "--learning_rate",
+    "1e-3",
+    "--disable_tqdm",
+    "true",
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--validation_split_percentage",
+    "20",
+    "--seed",
+    "0",
+    "--dataloader_pin_memory",
+    "false",
+    "--num_processes",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +75,18 @@ def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
-    return ["--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir), "--config_name", str(config_dir),
-            "--output_dir", str(output_dir), *FAST, *extra]
+    return [
+        "--train_file",
+        str(text_file),
+        "--tokenizer_name",
+        str(tokenizer_dir),
+        "--config_name",
+        str(config_dir),
+        "--output_dir",
+        str(output_dir),
+        *FAST,
+        *extra,
+    ]
 
 
 def _typed(value: str) -> object:
@@ -79,17 +110,38 @@ def _assert_not_finished(output_dir: Path) -> None:
     assert not list(output_dir.glob("checkpoint-*")) if output_dir.exists() else True
 
 
-def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path,
-                             capsys: pytest.CaptureFixture) -> None:
+def test_main_job_end_to_end(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     out = tmp_path / "run"
     config_file = tmp_path / "args.json"  # the JSON-file form of the same command
-    parser_args = _args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "6", "--logging_steps", "2",
-                        "--eval_strategy", "steps", "--eval_steps", "3")
+    parser_args = _args(
+        text_file,
+        tokenizer_dir,
+        config_dir,
+        out,
+        "--max_steps",
+        "6",
+        "--logging_steps",
+        "2",
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "3",
+    )
     config_file.write_text(json.dumps({k.lstrip("-"): _typed(v) for k, v in zip(parser_args[::2], parser_args[1::2])}))
     main([str(config_file)])
 
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "trainer_state.json", "all_results.json",
-                 "loss_curve.png", "README.md", "modeling_bertscratch.py"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "trainer_state.json",
+        "all_results.json",
+        "loss_curve.png",
+        "README.md",
+        "modeling_bertscratch.py",
+    ):
         assert (out / name).is_file(), name
     results = _results(out)
     assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["train_effective_batch_size"] == 4
@@ -106,10 +158,12 @@ def test_main_job_end_to_end(text_file: Path, tokenizer_dir: Path, config_dir: P
     fill = pipeline("fill-mask", model=str(out))
     assert len(fill("paris is the [MASK] of france .", top_k=2)) == 2
     # Through remote code, with the package made unimportable: what a user with transformers alone gets.
-    code = ("import sys; sys.modules['hf_bertscratch'] = None\n"
-            "from transformers import AutoModelForMaskedLM, pipeline\n"
-            f"fill = pipeline('fill-mask', model={str(out)!r}, trust_remote_code=True)\n"
-            "print(type(fill.model).__name__, fill('the cat sat on the [MASK] .', top_k=1)[0]['token_str'])\n")
+    code = (
+        "import sys; sys.modules['hf_bertscratch'] = None\n"
+        "from transformers import AutoModelForMaskedLM, pipeline\n"
+        f"fill = pipeline('fill-mask', model={str(out)!r}, trust_remote_code=True)\n"
+        "print(type(fill.model).__name__, fill('the cat sat on the [MASK] .', top_k=1)[0]['token_str'])\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("BertScratchForMaskedLM ")
@@ -130,8 +184,9 @@ def test_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
-def test_resume_matches_uninterrupted_run(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_matches_uninterrupted_run(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     extra = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3")
     main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
 
@@ -161,20 +216,50 @@ def test_resume_matches_uninterrupted_run(text_file: Path, tokenizer_dir: Path, 
     assert _results(cut)["train_tokens"] == 3 * 4 * 16  # counted for the steps this process ran
 
 
-def test_streaming_trains_from_local_files(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                           tmp_path: Path) -> None:
+def test_streaming_trains_from_local_files(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "stream"
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--streaming", "true", "--max_steps", "3",
-               "--max_eval_samples", "10", "--shuffle_buffer_size", "8"))
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--streaming",
+            "true",
+            "--max_steps",
+            "3",
+            "--max_eval_samples",
+            "10",
+            "--shuffle_buffer_size",
+            "8",
+        )
+    )
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 3 and "eval_accuracy" in _results(out)
 
 
-def test_nsp_objective_trains_pretraining_heads(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                tmp_path: Path) -> None:
+def test_nsp_objective_trains_pretraining_heads(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "nsp"
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--objective", "mlm_nsp", "--max_seq_length", "32",
-               "--max_steps", "2", "--validation_split_percentage", "40"))
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--objective",
+            "mlm_nsp",
+            "--max_seq_length",
+            "32",
+            "--max_steps",
+            "2",
+            "--validation_split_percentage",
+            "40",
+        )
+    )
     results = _results(out)
     assert 0.0 <= results["eval_nsp_accuracy"] <= 1.0 and "eval_perplexity" in results
     model = AutoModelForPreTraining.from_pretrained(out)
@@ -209,10 +294,21 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("case", ["missing_file", "empty_file", "bad_column", "empty_after_filtering",
-                                  "too_long", "no_mask_token", "finished_output"])
-def test_bad_input_fails_before_training(case: str, text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                         vocab_file: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing_file",
+        "empty_file",
+        "bad_column",
+        "empty_after_filtering",
+        "too_long",
+        "no_mask_token",
+        "finished_output",
+    ],
+)
+def test_bad_input_fails_before_training(
+    case: str, text_file: Path, tokenizer_dir: Path, config_dir: Path, vocab_file: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     train, extra = text_file, []
     if case == "missing_file":
@@ -241,12 +337,14 @@ def test_bad_input_fails_before_training(case: str, text_file: Path, tokenizer_d
 
 
 @pytest.mark.parametrize(("std", "expected"), [(None, 0.05), (0.02, 0.02), (0.0, None)])
-def test_new_preset_models_start_with_sinusoidal_positions(std: float | None, expected: float | None,
-                                                           tokenizer: BertTokenizer) -> None:
+def test_new_preset_models_start_with_sinusoidal_positions(
+    std: float | None, expected: float | None, tokenizer: BertTokenizer
+) -> None:
     """A new --model_size model starts its position embeddings from the sinusoid table (default std 0.05, the
     README's measured choice); 0 keeps BERT's normal init."""
-    model_args = pretraining.ModelArguments(model_size="tiny", max_position_embeddings=64,
-                                            **({} if std is None else {"sinusoidal_position_std": std}))
+    model_args = pretraining.ModelArguments(
+        model_size="tiny", max_position_embeddings=64, **({} if std is None else {"sinusoidal_position_std": std})
+    )
     model = pretraining.build_model(model_args, pretraining.DataArguments(max_seq_length=32), tokenizer)
     assert model.config.sinusoidal_position_std == expected
     positions = model.bert.embeddings.position_embeddings.weight
@@ -256,8 +354,19 @@ def test_new_preset_models_start_with_sinusoidal_positions(std: float | None, ex
 
 def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sinusoidal_position_std must be >= 0 .* got -0.1"):
-        main(["--train_file", str(text_file), "--model_size", "tiny", "--sinusoidal_position_std", "-0.1",
-              "--output_dir", str(tmp_path / "out"), *FAST])
+        main(
+            [
+                "--train_file",
+                str(text_file),
+                "--model_size",
+                "tiny",
+                "--sinusoidal_position_std",
+                "-0.1",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *FAST,
+            ]
+        )
 
 
 def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
@@ -267,8 +376,11 @@ def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ValueError, match="objective"):
         pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
     with pytest.raises(ValueError, match="max_steps"):  # a budget, the default, ends a streamed run too; none does not
-        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o",
-                                               "--max_train_minutes", "0"]))
+        pretraining.validate_args(
+            *parse_args(
+                ["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o", "--max_train_minutes", "0"]
+            )
+        )
 
 
 _DDP_HELPER = """
@@ -298,8 +410,8 @@ def _readme_main_job_argv() -> list[str]:
     section = readme.split("## Main job", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     words = shlex.split(block.replace("\\\n", " "))
-    start = next(i for i in range(len(words) - 1) if words[i:i + 2] == ["bertscratch", "pretrain"])
-    return words[start + 2:]
+    start = next(i for i in range(len(words) - 1) if words[i : i + 2] == ["bertscratch", "pretrain"])
+    return words[start + 2 :]
 
 
 def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out() -> None:
@@ -325,14 +437,35 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
     it: two processes each training one would number tokens of equal rank differently)."""
     helper = _write(tmp_path / "ddp_helper.py", _DDP_HELPER)
     out = tmp_path / "ddp"
-    arguments = ["--train_file", str(text_file), "--tokenizer_vocab_size", "120", "--config_name", str(config_dir),
-                 "--output_dir", str(out), *FAST, "--num_train_epochs", "1"]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-               str(helper), str(tmp_path), *arguments]
+    arguments = [
+        "--train_file",
+        str(text_file),
+        "--tokenizer_vocab_size",
+        "120",
+        "--config_name",
+        str(config_dir),
+        "--output_dir",
+        str(out),
+        *FAST,
+        "--num_train_epochs",
+        "1",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        str(helper),
+        str(tmp_path),
+        *arguments,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     # A session of its own, so a hang kills torchrun's workers too rather than leaving them behind.
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          start_new_session=True) as process:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as process:
         try:
             _, stderr = process.communicate(timeout=240)
         except subprocess.TimeoutExpired:
@@ -355,7 +488,8 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
 
 
 def test_num_processes_auto_launches_two_processes_that_share_the_budget(
-        text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The README main job's path: `--num_processes auto` (the default) on a CPU with 2 cores relaunches the command
     under torch.distributed.run with two single-thread processes, and the time budget, whose clock is the maximum
     over the ranks, stops both at the same step (a rank that stopped alone would leave the other hanging in DDP)."""
@@ -381,8 +515,10 @@ def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     pack = make_pack_function(tokenizer, "text", max_seq_length=16, with_offsets=False)
     examples = pack({"text": CORPUS})
-    rows = [{"input_ids": ids, "special_tokens_mask": mask}
-            for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)]
+    rows = [
+        {"input_ids": ids, "special_tokens_mask": mask}
+        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
+    ]
     first, second = rows[:4], rows[4:8]
     collator = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3)
     alone = collator([dict(row) for row in first])
@@ -408,8 +544,9 @@ def test_budget_schedule_shapes() -> None:
         budget_lr_lambda("linear", 300)
 
 
-def test_time_budget_stops_at_the_budget_on_the_real_clock(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_time_budget_stops_at_the_budget_on_the_real_clock(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the real clock the run goes on while the budget lasts and stops at the first step that spends it.
 
     The budget's own reading after every step is recorded, so nothing here assumes how fast the machine is."""
@@ -424,8 +561,20 @@ def test_time_budget_stops_at_the_budget_on_the_real_clock(text_file: Path, toke
 
     monkeypatch.setattr(TrainingBudget, "on_step_end", recording_step_end)
     out = tmp_path / "budget"
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.04", "--save_strategy", "steps",
-               "--save_steps", "2"))
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--max_train_minutes",
+            "0.04",
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            "2",
+        )
+    )
     results, state = _results(out), json.loads((out / "trainer_state.json").read_text())
     steps, spent = zip(*spent_after_step, strict=True)
     assert steps == tuple(range(1, state["global_step"] + 1)) and state["global_step"] < pretraining.BUDGET_STEP_CAP
@@ -436,9 +585,14 @@ def test_time_budget_stops_at_the_budget_on_the_real_clock(text_file: Path, toke
 
 
 @pytest.mark.parametrize("schedule", ["linear", "warmup_stable_decay"])
-def test_time_budget_lays_the_schedule_over_the_budget(schedule: str, text_file: Path, tokenizer_dir: Path,
-                                                       config_dir: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_time_budget_lays_the_schedule_over_the_budget(
+    schedule: str,
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """With a clock that advances one second per reading, a 30-second budget is 30 one-second steps, and the learning
     rate of step k is the peak times the schedule's factor at the fraction spent before step k - 1 (the scheduler steps
     after the optimizer, before the budget's clock reads the step's time; step 1 runs at the initial factor)."""
@@ -448,18 +602,37 @@ def test_time_budget_lays_the_schedule_over_the_budget(schedule: str, text_file:
     ticks = iter(range(10**6))
     monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
     out = tmp_path / schedule
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.5", "--warmup_steps", "0.2",
-               "--lr_scheduler_type", schedule, "--learning_rate", "1e-3", "--logging_steps", "1"))
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--max_train_minutes",
+            "0.5",
+            "--warmup_steps",
+            "0.2",
+            "--lr_scheduler_type",
+            schedule,
+            "--learning_rate",
+            "1e-3",
+            "--logging_steps",
+            "1",
+        )
+    )
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 30 and _results(out)["train_budget_spent_minutes"] == 0.5
     logged = {log["step"]: log["learning_rate"] for log in state["log_history"] if "learning_rate" in log}
     factor = budget_lr_lambda(schedule, 0.2)
     assert sorted(logged) == list(range(1, 31))
-    assert [logged[step] for step in range(1, 31)] == pytest.approx([1e-3 * factor(max(step - 2, 0) / 30) for step in range(1, 31)])
+    assert [logged[step] for step in range(1, 31)] == pytest.approx(
+        [1e-3 * factor(max(step - 2, 0) / 30) for step in range(1, 31)]
+    )
 
 
-def test_time_budget_resumes_with_the_time_already_spent(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_time_budget_resumes_with_the_time_already_spent(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With a clock that advances one second per reading, each step costs exactly one second of the budget: a
     30-second budget is 30 steps, and a run interrupted after checkpoint-10 trains steps 11-30 when resumed."""
     from hf_bertscratch import budget as budget_module
@@ -492,8 +665,9 @@ def test_time_budget_resumes_with_the_time_already_spent(text_file: Path, tokeni
     assert _results(cut)["train_budget_spent_minutes"] == 0.5
 
 
-def test_bad_budget_arguments_fail_before_training(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                   tmp_path: Path) -> None:
+def test_bad_budget_arguments_fail_before_training(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
     with pytest.raises(ValueError, match="max_train_minutes must be positive, got -1.0"):
         main([*base, "--max_train_minutes", "-1"])
@@ -513,11 +687,15 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("wikitext", "wikitext-2-raw-v1")
     raw = load_raw_datasets(data_args.dataset_name, data_args.dataset_config_name, data_dir=None)
     assert {name: len(split) for name, split in raw.items()} == {"train": 36718, "validation": 3760, "test": 4358}
-    assert raw["train"][1]["text"] == " = Valkyria Chronicles III = " and raw["validation"][1]["text"] == " = Homarus gammarus = "
+    assert (
+        raw["train"][1]["text"] == " = Valkyria Chronicles III = "
+        and raw["validation"][1]["text"] == " = Homarus gammarus = "
+    )
 
 
-def test_push_to_hub_uploads_the_finished_folder_once(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_push_to_hub_uploads_the_finished_folder_once(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--push_to_hub uploads the finished output folder once, at the end, as scripts/push_to_hub.py would: the
     project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes."""
     from hf_bertscratch import hub
@@ -525,8 +703,21 @@ def test_push_to_hub_uploads_the_finished_folder_once(text_file: Path, tokenizer
     calls = record_hub(monkeypatch)
     out = tmp_path / "run"
     push = ("--push_to_hub", "true", "--hub_model_id", "alice/run", "--hub_revision", "v1")
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "4", "--save_strategy", "steps",
-               "--save_steps", "2", *push))
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--max_steps",
+            "4",
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            "2",
+            *push,
+        )
+    )
     assert [name for name, _ in calls] == ["create_repo", "create_branch", "upload_folder"]
     upload = calls[-1][1]
     assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/run", "v1", "End of training")
@@ -535,19 +726,36 @@ def test_push_to_hub_uploads_the_finished_folder_once(text_file: Path, tokenizer
     assert calls == []
     assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
     assert upload["files"]["model.safetensors"] == (out / "model.safetensors").read_bytes()
-    assert not any(name.startswith((".staging", "checkpoint-")) or name == "training_args.bin" for name in upload["files"])
+    assert not any(
+        name.startswith((".staging", "checkpoint-")) or name == "training_args.bin" for name in upload["files"]
+    )
     assert {"modeling_bertscratch.py", "configuration_bertscratch.py", "tokenizer.json"} <= set(upload["files"])
-    assert json.loads(upload["files"]["config.json"])["auto_map"]["AutoModelForMaskedLM"].endswith("BertScratchForMaskedLM")
+    assert json.loads(upload["files"]["config.json"])["auto_map"]["AutoModelForMaskedLM"].endswith(
+        "BertScratchForMaskedLM"
+    )
     card = upload["files"]["README.md"].decode()
     assert "fill-mask" in card and "alice/run" in card and "unknown dataset" not in card
 
 
 def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(
-        text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = record_hub(monkeypatch)
     with pytest.raises(ValueError, match="repo_id"):
-        main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "bad", "--max_steps", "4", "--push_to_hub", "true",
-                   "--hub_model_id", "no-namespace"))
+        main(
+            _args(
+                text_file,
+                tokenizer_dir,
+                config_dir,
+                tmp_path / "bad",
+                "--max_steps",
+                "4",
+                "--push_to_hub",
+                "true",
+                "--hub_model_id",
+                "no-namespace",
+            )
+        )
     assert not (tmp_path / "bad").exists()
 
     def dying_step(self, *args, **kwargs):
@@ -555,12 +763,26 @@ def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(
 
     monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
     with pytest.raises(RuntimeError, match="out of memory"):
-        main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "dies", "--max_steps", "4", "--push_to_hub",
-                   "true", "--hub_model_id", "alice/run"))
+        main(
+            _args(
+                text_file,
+                tokenizer_dir,
+                config_dir,
+                tmp_path / "dies",
+                "--max_steps",
+                "4",
+                "--push_to_hub",
+                "true",
+                "--hub_model_id",
+                "alice/run",
+            )
+        )
     assert calls == []
 
 
-def test_outputs_get_the_usual_permissions(text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path) -> None:
+def test_outputs_get_the_usual_permissions(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     """Every file of a finished run is readable as the umask says (safetensors and mkstemp would leave 0600)."""
     old = os.umask(0o022)
     try:
@@ -575,20 +797,40 @@ def test_outputs_get_the_usual_permissions(text_file: Path, tokenizer_dir: Path,
         os.umask(old)
     for folder in (out, upload, tmp_path / "as-bert"):
         modes = {p.name: oct(p.stat().st_mode & 0o777) for p in folder.iterdir() if p.is_file()}
-        assert {"model.safetensors", "config.json"} <= set(modes) and ("README.md" in modes) == (folder != tmp_path / "as-bert")
+        assert {"model.safetensors", "config.json"} <= set(modes) and ("README.md" in modes) == (
+            folder != tmp_path / "as-bert"
+        )
         assert set(modes.values()) == {"0o644"}, modes
     assert oct(upload.stat().st_mode & 0o777) == "0o755"
 
 
-def test_step_budget_runs_take_the_same_schedule_shape(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                       tmp_path: Path) -> None:
+def test_step_budget_runs_take_the_same_schedule_shape(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     """Without a time budget the default warmup-stable-decay schedule runs over --max_steps: warm-up, the peak held,
     a linear decay over the last 20% (transformers' WSD needs num_decay_steps; the package supplies it)."""
     out = tmp_path / "steps"
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "20", "--logging_steps", "1",
-               "--lr_scheduler_type", "warmup_stable_decay", "--warmup_steps", "0.1"))
-    rates = [log["learning_rate"] for log in json.loads((out / "trainer_state.json").read_text())["log_history"]
-             if "learning_rate" in log]
+    main(
+        _args(
+            text_file,
+            tokenizer_dir,
+            config_dir,
+            out,
+            "--max_steps",
+            "20",
+            "--logging_steps",
+            "1",
+            "--lr_scheduler_type",
+            "warmup_stable_decay",
+            "--warmup_steps",
+            "0.1",
+        )
+    )
+    rates = [
+        log["learning_rate"]
+        for log in json.loads((out / "trainer_state.json").read_text())["log_history"]
+        if "learning_rate" in log
+    ]
     assert len(rates) == 20 and rates[0] < rates[1] < rates[2] == pytest.approx(1e-3)  # 2 warm-up steps
     assert rates[16] == pytest.approx(1e-3) and rates[16:] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
 
@@ -597,8 +839,12 @@ def test_cut_blocks_keeps_every_token_and_label_in_order() -> None:
     from hf_bertscratch.pretraining import cut_blocks
 
     ids = torch.arange(2 * 8).reshape(2, 8)
-    batch = {"input_ids": ids, "attention_mask": torch.ones(2, 8, dtype=torch.long), "labels": ids + 100,
-             "num_items": 3}
+    batch = {
+        "input_ids": ids,
+        "attention_mask": torch.ones(2, 8, dtype=torch.long),
+        "labels": ids + 100,
+        "num_items": 3,
+    }
     cut = cut_blocks(batch, 4)
     assert cut["input_ids"].tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
     assert torch.equal(cut["labels"], cut["input_ids"] + 100) and cut["attention_mask"].shape == (4, 4)
@@ -607,9 +853,9 @@ def test_cut_blocks_keeps_every_token_and_label_in_order() -> None:
         cut_blocks(batch, 3)
 
 
-def test_short_block_start_trains_the_first_quarter_on_short_blocks(text_file: Path, tokenizer_dir: Path,
-                                                                    config_dir: Path, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_short_block_start_trains_the_first_quarter_on_short_blocks(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """By default the first quarter of the steps trains on blocks a quarter as long (the same tokens and labels in
     four times the rows), the rest on full blocks; evaluation always reads full blocks."""
     shapes: list[tuple[bool, tuple[int, ...]]] = []
@@ -628,12 +874,15 @@ def test_short_block_start_trains_the_first_quarter_on_short_blocks(text_file: P
     assert _results(tmp_path / "short")["train_tokens"] == 8 * 4 * 16
 
     shapes.clear()
-    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "long", "--max_steps", "8", "--short_seq_fraction", "0"))
+    main(
+        _args(text_file, tokenizer_dir, config_dir, tmp_path / "long", "--max_steps", "8", "--short_seq_fraction", "0")
+    )
     assert [shape[1] for training, shape in shapes if training] == [16] * 8
 
 
-def test_bad_short_block_arguments_fail_before_training(text_file: Path, tokenizer_dir: Path, config_dir: Path,
-                                                        tmp_path: Path) -> None:
+def test_bad_short_block_arguments_fail_before_training(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
     base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
     with pytest.raises(ValueError, match="short_seq_length must divide max_seq_length=16, got 5"):
         main([*base, "--short_seq_length", "5"])

@@ -84,8 +84,11 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
     assert set(auto_map) == {"AutoConfig", *hf_bertscratch.AUTO_CLASS_TO_MODEL}
     assert auto_map["AutoModelForSequenceClassification"] == "modeling_bertscratch.BertScratchForSequenceClassification"
 
-    inputs = dict(tokenizer(["paris is the capital of", "the cat sat"], ["france .", "on the mat ."],
-                            padding=True, return_tensors="pt"))
+    inputs = dict(
+        tokenizer(
+            ["paris is the capital of", "the cat sat"], ["france .", "on the mat ."], padding=True, return_tensors="pt"
+        )
+    )
     torch.save({"inputs": inputs}, tmp_path / "inputs.pt")
     (tmp_path / "child.py").write_text(CHILD)
     workdir = tmp_path / "elsewhere"
@@ -93,19 +96,36 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1")
     result = subprocess.run(
-        [sys.executable, "-I", str(tmp_path / "child.py"), str(tmp_path / "mlm"), str(tmp_path / "classifier"),
-         str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt")],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-I",
+            str(tmp_path / "child.py"),
+            str(tmp_path / "mlm"),
+            str(tmp_path / "classifier"),
+            str(tmp_path / "inputs.pt"),
+            str(tmp_path / "outputs.pt"),
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "hf_bertscratch: not importable" in result.stdout
 
     remote = torch.load(tmp_path / "outputs.pt")
-    assert remote["mlm_class"].startswith("transformers_modules.") and remote["mlm_class"].endswith("BertScratchForMaskedLM")
+    assert remote["mlm_class"].startswith("transformers_modules.") and remote["mlm_class"].endswith(
+        "BertScratchForMaskedLM"
+    )
     assert remote["classifier_class"].endswith("BertScratchForSequenceClassification")
     assert remote["base_class"].endswith("BertScratchModel")
     assert remote["config_class"].startswith("transformers_modules.")
-    expected = {"base": _outputs(classifier.bert, inputs), "mlm": _outputs(mlm, inputs), "classifier": _outputs(classifier, inputs)}
+    expected = {
+        "base": _outputs(classifier.bert, inputs),
+        "mlm": _outputs(mlm, inputs),
+        "classifier": _outputs(classifier, inputs),
+    }
     for key, tensors in expected.items():
         assert remote[key].keys() == tensors.keys(), key
         for name, tensor in tensors.items():

@@ -57,8 +57,14 @@ def _run_script(runs: Path, data: Path) -> subprocess.CompletedProcess:
         "TOKENIZERS_PARALLELISM": "false",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # its `python` is ours
     }
-    return subprocess.run(["bash", "scripts/reproduce_results.sh", str(runs)], cwd=ROOT, env=env, text=True,
-                          capture_output=True, timeout=900)
+    return subprocess.run(
+        ["bash", "scripts/reproduce_results.sh", str(runs)],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=900,
+    )
 
 
 @pytest.mark.slow
@@ -109,10 +115,21 @@ def test_seed_runs_are_averaged_with_their_spread(tmp_path: Path) -> None:
     for seed, accuracy in ((44, 0.83), (42, 0.81), (43, 0.82)):
         folder = tmp_path / f"sst2-scratch-seed{seed}"
         folder.mkdir()
-        (folder / "all_results.json").write_text(json.dumps(
-            {"eval_accuracy": accuracy, "eval_f1": accuracy, "seed": seed, "eval_samples": 872, "max_seq_length": 64}))
+        (folder / "all_results.json").write_text(
+            json.dumps(
+                {
+                    "eval_accuracy": accuracy,
+                    "eval_f1": accuracy,
+                    "seed": seed,
+                    "eval_samples": 872,
+                    "max_seq_length": 64,
+                }
+            )
+        )
     (tmp_path / "sst2-scratch-seed7x").mkdir()  # not a seed folder: ignored
-    row = next(line for line in results.results_table(tmp_path).splitlines() if "| SST-2 (dev) | BertScratch | none" in line)
+    row = next(
+        line for line in results.results_table(tmp_path).splitlines() if "| SST-2 (dev) | BertScratch | none" in line
+    )
     assert "**82.0** ± 1.0 | 82.0 |" in row  # mean, sample standard deviation, mean F1
     assert "over 3 fine-tuning seeds (42: 81.0, 43: 82.0, 44: 83.0)" in row
 
@@ -129,15 +146,34 @@ def test_results_table_cli_rejects_a_missing_folder(tmp_path: Path) -> None:
 
 
 def test_pretraining_description_names_each_stage_and_its_budget(tmp_path: Path) -> None:
-    stages = {"pretrain": ({"train_budget_minutes": 40.0, "train_effective_batch_size": 32, "max_seq_length": 128,
-                            "train_tokens": 40_960_000, "train_wall_time_seconds": 2400.0}, 10_000),
-              "pretrain-long": ({"train_effective_batch_size": 16, "max_seq_length": 256, "train_tokens": 4_096_000,
-                                 "train_wall_time_seconds": 600.0, "eval_perplexity": 44.6, "eval_accuracy": 0.3561},
-                                1_000)}
+    stages = {
+        "pretrain": (
+            {
+                "train_budget_minutes": 40.0,
+                "train_effective_batch_size": 32,
+                "max_seq_length": 128,
+                "train_tokens": 40_960_000,
+                "train_wall_time_seconds": 2400.0,
+            },
+            10_000,
+        ),
+        "pretrain-long": (
+            {
+                "train_effective_batch_size": 16,
+                "max_seq_length": 256,
+                "train_tokens": 4_096_000,
+                "train_wall_time_seconds": 600.0,
+                "eval_perplexity": 44.6,
+                "eval_accuracy": 0.3561,
+            },
+            1_000,
+        ),
+    }
     for name, (stage, steps) in stages.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "all_results.json").write_text(json.dumps(stage))
         (tmp_path / name / "trainer_state.json").write_text(json.dumps({"global_step": steps}))
     assert results.pretraining_description(tmp_path) == (
         "MLM 10000 steps of 32 x 128 tokens in a 40-minute budget then 1000 steps of 16 x 256 tokens, 45.1M tokens, "
-        "50.0 min train, MLM ppl 45, masked acc 35.6%")
+        "50.0 min train, MLM ppl 45, masked acc 35.6%"
+    )

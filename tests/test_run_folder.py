@@ -39,11 +39,19 @@ def test_finish_run_moves_the_results_and_the_card_in_last(tmp_path: Path, monke
     (out / ".staging").mkdir(parents=True)
     (out / ".staging" / "stale.png").write_text("left by a run that failed while finishing")
     moved, replace = [], os.replace
-    monkeypatch.setattr(run_folder.os, "replace", lambda source, target: moved.append(Path(target).name) or replace(source, target))
+    monkeypatch.setattr(
+        run_folder.os, "replace", lambda source, target: moved.append(Path(target).name) or replace(source, target)
+    )
     finish_run(_Trainer(out), _reports)
     assert moved[-2:] == ["all_results.json", "README.md"]
     assert sorted(moved) == sorted(path.name for path in out.iterdir())
-    assert sorted(moved) == ["README.md", "all_results.json", "loss_curve.png", "model.safetensors", "trainer_state.json"]
+    assert sorted(moved) == [
+        "README.md",
+        "all_results.json",
+        "loss_curve.png",
+        "model.safetensors",
+        "trainer_state.json",
+    ]
 
 
 def test_a_run_that_fails_while_finishing_leaves_no_finished_files(tmp_path: Path) -> None:
@@ -57,5 +65,7 @@ def test_a_run_that_fails_while_finishing_leaves_no_finished_files(tmp_path: Pat
 
 
 def test_only_the_main_process_writes_reports(tmp_path: Path) -> None:
-    finish_run(_Trainer(tmp_path, main_process=False), lambda staging: pytest.fail("reports written off the main process"))
+    finish_run(
+        _Trainer(tmp_path, main_process=False), lambda staging: pytest.fail("reports written off the main process")
+    )
     assert not any((tmp_path / name).exists() for name in FINISHED_FILES)

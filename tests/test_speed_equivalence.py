@@ -42,8 +42,12 @@ def _batch() -> dict[str, torch.Tensor]:
     labels = input_ids.masked_fill((attention_mask == 0) | (torch.rand(4, 12, generator=generator) > 0.4), -100)
     labels[:, 0] = torch.where(attention_mask[:, 0] == 1, input_ids[:, 0], -100)
     labels[3, 7] = input_ids[3, 7]
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids,
-            "labels": labels}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "token_type_ids": token_type_ids,
+        "labels": labels,
+    }
 
 
 def _reference_grads(reference: nn.Module) -> dict[str, torch.Tensor]:
@@ -126,8 +130,10 @@ def test_tiled_inference_decoding_matches_reference(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ours.cls, "decode_tiled", lambda *args: calls.append(args[2]) or decode_tiled(*args))
     batch = _batch()
     ours.eval(), reference.eval()
-    for inputs in ({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},  # padded
-                   {"input_ids": batch["input_ids"][:1]}):  # no padding: dense decoding, tiled too
+    for inputs in (
+        {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},  # padded
+        {"input_ids": batch["input_ids"][:1]},
+    ):  # no padding: dense decoding, tiled too
         with torch.inference_mode():
             ours_logits, reference_logits = ours(**inputs).logits, reference(**inputs).logits
         differentiable = ours(**inputs).logits  # autograd on: one GEMM, no tiles
@@ -148,8 +154,10 @@ def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_droppe
     ours, reference = _models()
     ours.eval(), reference.eval()
     batch = _batch()
-    inputs = [{"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
-              {"input_ids": batch["input_ids"].flip(0), "attention_mask": batch["attention_mask"].flip(0)}]
+    inputs = [
+        {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+        {"input_ids": batch["input_ids"].flip(0), "attention_mask": batch["attention_mask"].flip(0)},
+    ]
     with torch.no_grad():
         expected = [reference(**x).logits * x["attention_mask"][..., None] for x in inputs]  # ours: 0 at pads
     with torch.inference_mode():  # a buffer made in inference mode is an inference tensor: not written outside it

@@ -12,36 +12,67 @@ from hf_bertscratch import sweep
 
 
 def test_plateau_exit_is_the_first_logged_loss_below_the_threshold() -> None:
-    history = [{"step": 50, "loss": 8.6}, {"step": 100, "loss": 6.4}, {"step": 150, "eval_loss": 5.0},
-               {"step": 200, "loss": sweep.PLATEAU_EXIT_LOSS - 0.01}, {"step": 250, "loss": 4.0}]
+    history = [
+        {"step": 50, "loss": 8.6},
+        {"step": 100, "loss": 6.4},
+        {"step": 150, "eval_loss": 5.0},
+        {"step": 200, "loss": sweep.PLATEAU_EXIT_LOSS - 0.01},
+        {"step": 250, "loss": 4.0},
+    ]
     assert sweep.plateau_exit_step(history) == 200
     assert sweep.plateau_exit_step(history[:3]) is None
 
 
 def _fake_run(calls: list[dict]):
     """Stands in for the training subprocess: records the command and writes what a finished run leaves."""
+
     def run(command, stdout=None, stderr=None, check=False, env=None):
         calls.append({"command": command, "env": env})
         out = Path(command[command.index("--output_dir") + 1])
         out.mkdir(parents=True, exist_ok=True)
         lr = float(command[command.index("--learning_rate") + 1]) if "--learning_rate" in command else 3e-3
         loss = 4.0 if lr < 3e-3 else 6.3
-        (out / "all_results.json").write_text(json.dumps({
-            "eval_accuracy": 0.3 if loss < 5 else 0.14, "eval_mlm_loss": loss, "eval_perplexity": 2.718 ** loss,
-            "train_tokens": 1e6, "world_size": 1}))
-        (out / "trainer_state.json").write_text(json.dumps({"global_step": 10, "log_history": [
-            {"step": 5, "loss": 6.4}, {"step": 10, "loss": loss}]}))
+        (out / "all_results.json").write_text(
+            json.dumps(
+                {
+                    "eval_accuracy": 0.3 if loss < 5 else 0.14,
+                    "eval_mlm_loss": loss,
+                    "eval_perplexity": 2.718**loss,
+                    "train_tokens": 1e6,
+                    "world_size": 1,
+                }
+            )
+        )
+        (out / "trainer_state.json").write_text(
+            json.dumps({"global_step": 10, "log_history": [{"step": 5, "loss": 6.4}, {"step": 10, "loss": loss}]})
+        )
         return subprocess.CompletedProcess(command, 0)
+
     return run
 
 
-def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[dict] = []
     monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
     monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
-    sweep.main(["--runs_dir", str(tmp_path), "--max_steps", "10", "--jobs", "2", "--seeds", "42", "1",
-                "--only", "default", "lr-1e-3"])
+    sweep.main(
+        [
+            "--runs_dir",
+            str(tmp_path),
+            "--max_steps",
+            "10",
+            "--jobs",
+            "2",
+            "--seeds",
+            "42",
+            "1",
+            "--only",
+            "default",
+            "lr-1e-3",
+        ]
+    )
     assert len(calls) == 4
     for call in calls:
         command = call["command"]
@@ -49,22 +80,43 @@ def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(tmp_pa
         assert command[command.index("--num_processes") + 1] == "1"
         assert command[command.index("--gradient_accumulation_steps") + 1] == str(sweep.DEFAULT_PROCESSES)
         assert call["env"]["OMP_NUM_THREADS"] == str(max(1, (sweep.os.cpu_count() or 1) // 2))
-    assert sorted(str(Path(c["command"][c["command"].index("--output_dir") + 1]).relative_to(tmp_path))
-                  for c in calls) == ["seed-1/default", "seed-1/lr-1e-3", "seed-42/default", "seed-42/lr-1e-3"]
+    assert sorted(
+        str(Path(c["command"][c["command"].index("--output_dir") + 1]).relative_to(tmp_path)) for c in calls
+    ) == ["seed-1/default", "seed-1/lr-1e-3", "seed-42/default", "seed-42/lr-1e-3"]
     table = (tmp_path / "sweep.md").read_text().splitlines()
     assert table[0].startswith("10 steps per run")
     body = [line.split(" | ")[:2] for line in table[4:]]
-    assert body == [["| lr-1e-3", "1"], ["| lr-1e-3", "42"], ["| default", "1"], ["| default", "42"]]  # best mean loss first
+    assert body == [
+        ["| lr-1e-3", "1"],
+        ["| lr-1e-3", "42"],
+        ["| default", "1"],
+        ["| default", "42"],
+    ]  # best mean loss first
     assert all(line.split(" | ")[8] == ("10" if "lr-1e-3" in line else "-") for line in table[4:])  # left the plateau
 
     calls.clear()  # finished runs are not trained again
-    sweep.main(["--runs_dir", str(tmp_path), "--max_steps", "10", "--jobs", "2", "--seeds", "42", "1",
-                "--only", "default", "lr-1e-3"])
+    sweep.main(
+        [
+            "--runs_dir",
+            str(tmp_path),
+            "--max_steps",
+            "10",
+            "--jobs",
+            "2",
+            "--seeds",
+            "42",
+            "1",
+            "--only",
+            "default",
+            "lr-1e-3",
+        ]
+    )
     assert calls == []
 
 
-def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture) -> None:
+def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     calls: list[dict] = []
     monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
     monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)

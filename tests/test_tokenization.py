@@ -48,7 +48,7 @@ def test_train_wordpiece_tokenizer_numbers_the_same_tokens_the_same_way() -> Non
     vocabularies = [train_wordpiece_tokenizer(CORPUS, vocab_size=80).get_vocab() for _ in range(5)]
     assert all(set(vocab) == set(vocabularies[0]) for vocab in vocabularies)  # the premise: same tokens learned
     assert all(vocab == vocabularies[0] for vocab in vocabularies[1:])
-    learned = [token for token, _ in sorted(vocabularies[0].items(), key=lambda item: item[1])][len(SPECIAL_TOKENS):]
+    learned = [token for token, _ in sorted(vocabularies[0].items(), key=lambda item: item[1])][len(SPECIAL_TOKENS) :]
     assert learned == sorted(learned)
 
 

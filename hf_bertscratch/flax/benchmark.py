@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> None:
     from ..arguments import parse_args_or_json
 
     (args,) = parse_args_or_json(HfArgumentParser(BenchmarkArguments), argv)
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                               f"intra_op_parallelism_threads={args.threads}")
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+        f"intra_op_parallelism_threads={args.threads}"
+    )
     import torch
 
     import hf_bertscratch
@@ -72,16 +74,24 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    config = hf_bertscratch.BertScratchConfig(**hf_bertscratch.PRESETS[args.model_size], vocab_size=args.vocab_size,
-                                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = hf_bertscratch.BertScratchConfig(
+        **hf_bertscratch.PRESETS[args.model_size],
+        vocab_size=args.vocab_size,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     folder = tempfile.mkdtemp()
-    heads = [(hf_bertscratch.BertScratchModel, FlaxBertScratchModel, "last_hidden_state"),
-             (hf_bertscratch.BertScratchForMaskedLM, FlaxBertScratchForMaskedLM, "logits"),
-             (hf_bertscratch.BertScratchForSequenceClassification, FlaxBertScratchForSequenceClassification, "logits")]
+    heads = [
+        (hf_bertscratch.BertScratchModel, FlaxBertScratchModel, "last_hidden_state"),
+        (hf_bertscratch.BertScratchForMaskedLM, FlaxBertScratchForMaskedLM, "logits"),
+        (hf_bertscratch.BertScratchForSequenceClassification, FlaxBertScratchForSequenceClassification, "logits"),
+    ]
     padded = _batch(args, seed=1)
-    padded["attention_mask"][:, args.seq_len // 2:] = 0
+    padded["attention_mask"][:, args.seq_len // 2 :] = 0
     padded["attention_mask"][0] = 1
-    padded["token_type_ids"] = (np.arange(args.seq_len)[None] >= args.seq_len // 4).repeat(args.batch_size, 0).astype(np.int64)
+    padded["token_type_ids"] = (
+        (np.arange(args.seq_len)[None] >= args.seq_len // 4).repeat(args.batch_size, 0).astype(np.int64)
+    )
     inputs = {name: padded[name] for name in ("input_ids", "attention_mask", "token_type_ids")}
     for torch_class, flax_class, name in heads:
         torch_model = torch_class(config).eval()
@@ -97,9 +107,14 @@ def main(argv: list[str] | None = None) -> None:
     names = [n for n, _ in torch_model.named_parameters()]
     no_decay = [n.endswith("bias") or "layer_norm" in n for n in names]
     params = list(torch_model.parameters())
-    optimizer = torch.optim.AdamW([
-        {"params": [p for p, skip in zip(params, no_decay) if not skip], "weight_decay": 0.01},
-        {"params": [p for p, skip in zip(params, no_decay) if skip], "weight_decay": 0.0}], lr=1e-4, betas=(0.9, 0.98))
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": [p for p, skip in zip(params, no_decay) if not skip], "weight_decay": 0.01},
+            {"params": [p for p, skip in zip(params, no_decay) if skip], "weight_decay": 0.0},
+        ],
+        lr=1e-4,
+        betas=(0.9, 0.98),
+    )
     torch_batch = {k: torch.from_numpy(v) for k, v in batch.items()}
 
     def torch_step() -> None:
@@ -118,9 +133,13 @@ def main(argv: list[str] | None = None) -> None:
 
     torch_seconds = _median_seconds(torch_step, args.steps, args.warmup)
     flax_seconds = _median_seconds(flax_step, args.steps, args.warmup)
-    shape = f"{args.model_size}, V={args.vocab_size}, batch {args.batch_size} x {args.seq_len}, {args.threads} thread(s)"
-    print(f"MLM train step ({shape}): torch {torch_seconds * 1000:.1f} ms, JAX {flax_seconds * 1000:.1f} ms "
-          f"(median of {args.steps})")
+    shape = (
+        f"{args.model_size}, V={args.vocab_size}, batch {args.batch_size} x {args.seq_len}, {args.threads} thread(s)"
+    )
+    print(
+        f"MLM train step ({shape}): torch {torch_seconds * 1000:.1f} ms, JAX {flax_seconds * 1000:.1f} ms "
+        f"(median of {args.steps})"
+    )
 
 
 if __name__ == "__main__":

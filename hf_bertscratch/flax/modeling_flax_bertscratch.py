@@ -75,8 +75,13 @@ class FlaxSequenceClassifierOutput:
 
 def _linear(config: BertScratchConfig, in_features: int, out_features: int, rngs: nnx.Rngs) -> nnx.Linear:
     """Normal(0, initializer_range) kernel and zero bias, as the torch `_init_weights`."""
-    return nnx.Linear(in_features, out_features, kernel_init=nnx.initializers.normal(config.initializer_range),
-                      bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+    return nnx.Linear(
+        in_features,
+        out_features,
+        kernel_init=nnx.initializers.normal(config.initializer_range),
+        bias_init=nnx.initializers.zeros_init(),
+        rngs=rngs,
+    )
 
 
 def _layer_norm(config: BertScratchConfig, rngs: nnx.Rngs) -> nnx.LayerNorm:
@@ -85,8 +90,9 @@ def _layer_norm(config: BertScratchConfig, rngs: nnx.Rngs) -> nnx.LayerNorm:
 
 
 def _embed(config: BertScratchConfig, num_embeddings: int, rngs: nnx.Rngs) -> nnx.Embed:
-    return nnx.Embed(num_embeddings, config.hidden_size,
-                     embedding_init=nnx.initializers.normal(config.initializer_range), rngs=rngs)
+    return nnx.Embed(
+        num_embeddings, config.hidden_size, embedding_init=nnx.initializers.normal(config.initializer_range), rngs=rngs
+    )
 
 
 class FlaxBertScratchEmbeddings(nnx.Module):
@@ -261,8 +267,9 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
         self.config = config
 
     @classmethod
-    def from_pretrained(cls: type[Model], pretrained_model_name_or_path: str | os.PathLike, *, seed: int = 0,
-                        **config_kwargs: Any) -> Model:
+    def from_pretrained(
+        cls: type[Model], pretrained_model_name_or_path: str | os.PathLike, *, seed: int = 0, **config_kwargs: Any
+    ) -> Model:
         """Load a BertScratch folder (or Hub id) saved by the torch or the Flax side, in evaluation mode.
 
         Parameters the checkpoint lacks (a new classifier on an MLM checkpoint) are initialised from `seed` and
@@ -288,8 +295,10 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
 
     def torch_state_dict(self) -> dict[str, np.ndarray]:
         """The parameters as the torch model's `state_dict` (float32 numpy, torch layout; tied weights once)."""
-        return {key: np.ascontiguousarray(np.asarray(variable[...]).T if transposed else np.asarray(variable[...]))
-                for key, (variable, transposed) in self.torch_parameters().items()}
+        return {
+            key: np.ascontiguousarray(np.asarray(variable[...]).T if transposed else np.asarray(variable[...]))
+            for key, (variable, transposed) in self.torch_parameters().items()
+        }
 
     def load_torch_state_dict(self, weights: dict[str, Any]) -> None:
         """Set the parameters from a torch-layout state dict (numpy or jax arrays, any float dtype).
@@ -306,10 +315,12 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
             array = array.T if transposed else array
             if array.shape != variable[...].shape:
                 expected = variable[...].shape[::-1] if transposed else variable[...].shape
-                raise ValueError(f"Checkpoint tensor {key!r} has shape {tuple(weights[key].shape)}, expected "
-                                 f"{tuple(expected)} by the config (hidden_size={self.config.hidden_size}, "
-                                 f"intermediate_size={self.config.intermediate_size}, "
-                                 f"vocab_size={self.config.vocab_size}); the config does not describe these weights.")
+                raise ValueError(
+                    f"Checkpoint tensor {key!r} has shape {tuple(weights[key].shape)}, expected "
+                    f"{tuple(expected)} by the config (hidden_size={self.config.hidden_size}, "
+                    f"intermediate_size={self.config.intermediate_size}, "
+                    f"vocab_size={self.config.vocab_size}); the config does not describe these weights."
+                )
             variable.value = array
         missing = sorted(set(parameters) - set(weights))
         # A tied checkpoint may still carry the decoder weight (it is the word embedding table); it is not read.
@@ -387,8 +398,13 @@ def _check_range(name: str, ids: jax.Array | None, limit: int, limit_name: str) 
         raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
 
 
-def _additive_mask(config: BertScratchConfig, attention_mask: jax.Array | None, position_ids: jax.Array | None,
-                   batch_size: int, dtype: jnp.dtype) -> jax.Array | None:
+def _additive_mask(
+    config: BertScratchConfig,
+    attention_mask: jax.Array | None,
+    position_ids: jax.Array | None,
+    batch_size: int,
+    dtype: jnp.dtype,
+) -> jax.Array | None:
     """(B, T) 0/1 key mask (and, under `config.attention_per_document`, position ids restarting per document) ->
     additive (B, 1, 1 or T, T) mask: 0 to attend, finfo(dtype).min to ignore (never -inf: no NaN on an all-pad row).
     """
@@ -411,16 +427,18 @@ class FlaxBertScratchModel(FlaxBertScratchPreTrainedModel):
 
     torch_class_name = "BertScratchModel"
 
-    def __init__(self, config: BertScratchConfig, *, add_pooling_layer: bool = True, rngs: nnx.Rngs | None = None
-                 ) -> None:
+    def __init__(
+        self, config: BertScratchConfig, *, add_pooling_layer: bool = True, rngs: nnx.Rngs | None = None
+    ) -> None:
         super().__init__(config)
         rngs = nnx.Rngs(0) if rngs is None else rngs
         self.embeddings = FlaxBertScratchEmbeddings(config, rngs=rngs)
         self.encoder = FlaxBertScratchEncoder(config, rngs=rngs)
         self.pooler = FlaxBertScratchPooler(config, rngs=rngs) if add_pooling_layer else None
 
-    def __call__(self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None,
-                 position_ids: Any = None) -> FlaxBaseModelOutputWithPooling:
+    def __call__(
+        self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None, position_ids: Any = None
+    ) -> FlaxBaseModelOutputWithPooling:
         """(B, T) ids (numpy or jax) -> `last_hidden_state` (B, T, H), 0 at padded positions under
         `config.unpad_inputs` as in torch, and `pooler_output` (B, H)."""
         config = self.config
@@ -458,8 +476,9 @@ class FlaxBertScratchForMaskedLM(FlaxBertScratchPreTrainedModel):
         self.bert = FlaxBertScratchModel(config, add_pooling_layer=False, rngs=rngs)
         self.cls = FlaxBertScratchLMHead(config, rngs=rngs)
 
-    def __call__(self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None,
-                 position_ids: Any = None) -> FlaxMaskedLMOutput:
+    def __call__(
+        self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None, position_ids: Any = None
+    ) -> FlaxMaskedLMOutput:
         """(B, T) ids -> `logits` (B, T, V); 0 at padded positions under `config.unpad_inputs`, as in torch."""
         hidden_states = self.bert(input_ids, attention_mask, token_type_ids, position_ids).last_hidden_state
         logits = self.decode(hidden_states)
@@ -485,8 +504,9 @@ class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
         self.dropout = nnx.Dropout(rate, rngs=rngs)
         self.classifier = _linear(config, config.hidden_size, config.num_labels, rngs)
 
-    def __call__(self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None,
-                 position_ids: Any = None) -> FlaxSequenceClassifierOutput:
+    def __call__(
+        self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None, position_ids: Any = None
+    ) -> FlaxSequenceClassifierOutput:
         """(B, T) ids -> `logits` (B, num_labels)."""
         pooled = self.bert(input_ids, attention_mask, token_type_ids, position_ids).pooler_output
         return FlaxSequenceClassifierOutput(logits=self.classifier(self.dropout(pooled)))

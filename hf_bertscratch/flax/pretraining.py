@@ -75,7 +75,8 @@ class FlaxPretrainingArguments:
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not on biases and LayerNorms)."})
     max_grad_norm: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this (0: no clip)."})
     warmup_steps: float = field(
-        default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of max_steps (below 1); then linear decay."}
+        default=0.1,
+        metadata={"help": "Linear warm-up: steps, or a fraction of max_steps (below 1); then linear decay."},
     )
     logging_steps: int = field(default=50, metadata={"help": "Log the mean training loss every N steps."})
     seed: int = field(default=42, metadata={"help": "Seed of the parameters, batch order and masking."})
@@ -91,8 +92,10 @@ class FlaxPretrainingArguments:
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, FlaxPretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, FlaxPretrainingArguments),
-                              description="Pretrain a BertScratch masked language model in JAX (Flax NNX).")
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments, FlaxPretrainingArguments),
+        description="Pretrain a BertScratch masked language model in JAX (Flax NNX).",
+    )
     return parse_args_or_json(parser, argv)
 
 
@@ -112,8 +115,9 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, args: Fl
     check_output_dir(args)
 
 
-def build_model(model_args: ModelArguments, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase,
-                seed: int) -> FlaxBertScratchForMaskedLM:
+def build_model(
+    model_args: ModelArguments, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase, seed: int
+) -> FlaxBertScratchForMaskedLM:
     """Given weights (`--model_name_or_path`) or a new model from the torch side's config choice."""
     if model_args.model_name_or_path:
         model = FlaxBertScratchForMaskedLM.from_pretrained(model_args.model_name_or_path, seed=seed)
@@ -128,36 +132,51 @@ def learning_rate_schedule(args: FlaxPretrainingArguments) -> optax.Schedule:
     warmup = int(args.warmup_steps * args.max_steps) if args.warmup_steps < 1 else int(args.warmup_steps)
     warmup = min(warmup, args.max_steps)
     return optax.join_schedules(
-        [optax.linear_schedule(0.0, args.learning_rate, max(warmup, 1)),
-         optax.linear_schedule(args.learning_rate, 0.0, max(args.max_steps - warmup, 1))],
+        [
+            optax.linear_schedule(0.0, args.learning_rate, max(warmup, 1)),
+            optax.linear_schedule(args.learning_rate, 0.0, max(args.max_steps - warmup, 1)),
+        ],
         [warmup],
     )
 
 
-def masked_batches(dataset: datasets.Dataset, collator: SeededMaskingCollator, batch_size: int, seed: int,
-                   epochs: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+def masked_batches(
+    dataset: datasets.Dataset, collator: SeededMaskingCollator, batch_size: int, seed: int, epochs: int | None = None
+) -> Iterator[dict[str, np.ndarray]]:
     """Collated numpy batches of `batch_size` blocks (the last partial batch of an epoch dropped, so the jitted step
     compiles once), reshuffled and re-masked each epoch; endless unless `epochs` is given."""
     if len(dataset) < batch_size:
-        raise ValueError(f"The split has {len(dataset)} blocks, fewer than one batch of {batch_size}; give more text "
-                         "or a smaller batch size.")
+        raise ValueError(
+            f"The split has {len(dataset)} blocks, fewer than one batch of {batch_size}; give more text "
+            "or a smaller batch size."
+        )
     epoch = 0
     while epochs is None or epoch < epochs:
         collator.epoch = epoch
         order = np.random.default_rng([seed, epoch]).permutation(len(dataset))
         for start in range(0, len(order) - batch_size + 1, batch_size):
-            batch = collator([dataset[int(i)] for i in order[start:start + batch_size]])
+            batch = collator([dataset[int(i)] for i in order[start : start + batch_size]])
             yield {name: batch[name].numpy() for name in MODEL_INPUTS if name in batch}
         epoch += 1
 
 
-def train(model: FlaxBertScratchForMaskedLM, dataset: datasets.Dataset, collator: SeededMaskingCollator,
-          args: FlaxPretrainingArguments) -> dict[str, float]:
+def train(
+    model: FlaxBertScratchForMaskedLM,
+    dataset: datasets.Dataset,
+    collator: SeededMaskingCollator,
+    args: FlaxPretrainingArguments,
+) -> dict[str, float]:
     """Run `max_steps` jitted AdamW steps; returns the training metrics."""
     model.train()
-    optimizer = make_optimizer(model, learning_rate_schedule(args), b1=args.adam_beta1, b2=args.adam_beta2,
-                               eps=args.adam_epsilon, weight_decay=args.weight_decay,
-                               max_grad_norm=args.max_grad_norm or None)
+    optimizer = make_optimizer(
+        model,
+        learning_rate_schedule(args),
+        b1=args.adam_beta1,
+        b2=args.adam_beta2,
+        eps=args.adam_epsilon,
+        weight_decay=args.weight_decay,
+        max_grad_norm=args.max_grad_norm or None,
+    )
     step = make_mlm_train_step()
     batches = masked_batches(dataset, collator, args.per_device_train_batch_size, args.seed)
     losses, started = [], time.perf_counter()
@@ -165,12 +184,16 @@ def train(model: FlaxBertScratchForMaskedLM, dataset: datasets.Dataset, collator
         batch = next(batches)
         losses.append(step(model, optimizer, batch, num_predictions_for(batch["labels"])))
         if number % args.logging_steps == 0 or number == args.max_steps:
-            window = [float(loss) for loss in losses[-args.logging_steps:]]
+            window = [float(loss) for loss in losses[-args.logging_steps :]]
             logger.info("step %d/%d  loss %.4f", number, args.max_steps, sum(window) / len(window))
     final = float(losses[-1])  # waits for the last step
     seconds = time.perf_counter() - started
-    return {"train_steps": args.max_steps, "train_loss": sum(float(x) for x in losses) / len(losses),
-            "train_last_loss": final, "train_wall_time_seconds": seconds}
+    return {
+        "train_steps": args.max_steps,
+        "train_loss": sum(float(x) for x in losses) / len(losses),
+        "train_last_loss": final,
+        "train_wall_time_seconds": seconds,
+    }
 
 
 @nnx.jit
@@ -183,22 +206,30 @@ def _eval_step(model: FlaxBertScratchForMaskedLM, batch: dict[str, jax.Array]) -
     return masked_lm_loss(logits, labels) * count, correct, count
 
 
-def evaluate(model: FlaxBertScratchForMaskedLM, dataset: datasets.Dataset, collator: SeededMaskingCollator,
-             args: FlaxPretrainingArguments) -> dict[str, float]:
+def evaluate(
+    model: FlaxBertScratchForMaskedLM,
+    dataset: datasets.Dataset,
+    collator: SeededMaskingCollator,
+    args: FlaxPretrainingArguments,
+) -> dict[str, float]:
     """Token-averaged MLM loss, perplexity and masked-token accuracy over one pass of the validation blocks."""
     model.eval()
     batch_size = min(args.per_device_eval_batch_size, len(dataset))
     total_loss = correct = count = 0.0
     for batch in masked_batches(dataset, collator, batch_size, args.seed, epochs=1):
         batch_loss, batch_correct, batch_count = _eval_step(model, batch)
-        total_loss, correct, count = total_loss + float(batch_loss), correct + int(batch_correct), count + int(
-            batch_count)
+        total_loss, correct, count = (
+            total_loss + float(batch_loss),
+            correct + int(batch_correct),
+            count + int(batch_count),
+        )
     loss = total_loss / max(count, 1)
     return {"eval_loss": loss, "eval_perplexity": math.exp(min(loss, 50.0)), "eval_accuracy": correct / max(count, 1)}
 
 
-def save_outputs(model: FlaxBertScratchForMaskedLM, tokenizer: PreTrainedTokenizerBase, metrics: dict[str, Any],
-                 output_dir: str) -> None:
+def save_outputs(
+    model: FlaxBertScratchForMaskedLM, tokenizer: PreTrainedTokenizerBase, metrics: dict[str, Any], output_dir: str
+) -> None:
     """Model, tokenizer and all_results.json, assembled in a hidden staging folder and moved in file by file at the
     end, so a failure never leaves a folder that looks finished."""
     staging = Path(output_dir) / ".staging"
@@ -223,15 +254,18 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, None, args)
     check_mask_token(tokenizer)
     model = build_model(model_args, data_args, tokenizer, args.seed)
-    splits = tokenize_splits({"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args,
-                             args)
+    splits = tokenize_splits(
+        {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, args
+    )
     tokenizer.model_max_length = data_args.max_seq_length
     train_collator, eval_collator = masking_collators(tokenizer, data_args, args.seed)
     metrics = train(model, splits["train"], train_collator, args)
     metrics.update(evaluate(model, splits["validation"], eval_collator, args))
     save_outputs(model, tokenizer, metrics, args.output_dir)
-    print(f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
-          f"train {metrics['train_wall_time_seconds']:.0f}s  -> {args.output_dir}")
+    print(
+        f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
+        f"train {metrics['train_wall_time_seconds']:.0f}s  -> {args.output_dir}"
+    )
 
 
 __all__ = ["FlaxPretrainingArguments", "main", "parse_args", "validate_args"]

@@ -59,8 +59,9 @@ def mlm_loss(model: FlaxBertScratchForMaskedLM, batch: Batch, num_predictions: i
     return masked_lm_loss(logits, jnp.where(filled, flat_labels[positions], -100))
 
 
-def mlm_loss_and_grads(model: FlaxBertScratchForMaskedLM, batch: Batch, num_predictions: int | None = None
-                       ) -> tuple[jax.Array, nnx.State]:
+def mlm_loss_and_grads(
+    model: FlaxBertScratchForMaskedLM, batch: Batch, num_predictions: int | None = None
+) -> tuple[jax.Array, nnx.State]:
     """The MLM loss and its gradient for every parameter (an `nnx.State` shaped like `nnx.state(model, nnx.Param)`)."""
     return nnx.value_and_grad(mlm_loss)(model, batch, num_predictions)
 
@@ -73,9 +74,16 @@ def _decay_mask(params: Any) -> Any:
     return jax.tree_util.tree_map_with_path(decays, params)
 
 
-def make_optimizer(model: nnx.Module, learning_rate: float | optax.Schedule, *, b1: float = 0.9, b2: float = 0.999,
-                   eps: float = 1e-8, weight_decay: float = 0.0, max_grad_norm: float | None = 1.0
-                   ) -> nnx.Optimizer:
+def make_optimizer(
+    model: nnx.Module,
+    learning_rate: float | optax.Schedule,
+    *,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    max_grad_norm: float | None = 1.0,
+) -> nnx.Optimizer:
     """AdamW as the torch Trainer runs it: global gradient-norm clipping (`max_grad_norm`, None for none), then
     decoupled weight decay on every parameter except biases and LayerNorm weights."""
     adamw = optax.adamw(learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay, mask=_decay_mask)
@@ -88,8 +96,9 @@ def make_mlm_train_step() -> Callable[..., jax.Array]:
     place; `num_predictions` is static (one compilation per value, see `num_predictions_for`)."""
 
     @nnx.jit(static_argnames=("num_predictions",))
-    def step(model: FlaxBertScratchForMaskedLM, optimizer: nnx.Optimizer, batch: Batch,
-             num_predictions: int | None = None) -> jax.Array:
+    def step(
+        model: FlaxBertScratchForMaskedLM, optimizer: nnx.Optimizer, batch: Batch, num_predictions: int | None = None
+    ) -> jax.Array:
         loss, grads = nnx.value_and_grad(mlm_loss)(model, batch, num_predictions)
         optimizer.update(model, grads)
         return loss
@@ -97,5 +106,12 @@ def make_mlm_train_step() -> Callable[..., jax.Array]:
     return step
 
 
-__all__ = ["NO_DECAY", "make_mlm_train_step", "make_optimizer", "masked_lm_loss", "mlm_loss", "mlm_loss_and_grads",
-           "num_predictions_for"]
+__all__ = [
+    "NO_DECAY",
+    "make_mlm_train_step",
+    "make_optimizer",
+    "masked_lm_loss",
+    "mlm_loss",
+    "mlm_loss_and_grads",
+    "num_predictions_for",
+]

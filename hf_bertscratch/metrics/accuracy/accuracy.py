@@ -28,15 +28,11 @@ class Accuracy(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}
-            ),
+            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
             reference_urls=["https://scikit-learn.org/stable/modules/generated/sklearn.metrics.accuracy_score.html"],
         )
 
     def _compute(self, predictions, references, normalize: bool = True, sample_weight=None) -> dict:
         return {
-            "accuracy": float(
-                accuracy_score(references, predictions, normalize=normalize, sample_weight=sample_weight)
-            )
+            "accuracy": float(accuracy_score(references, predictions, normalize=normalize, sample_weight=sample_weight))
         }

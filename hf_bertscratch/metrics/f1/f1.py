@@ -31,15 +31,11 @@ class F1(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}
-            ),
+            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
             reference_urls=["https://scikit-learn.org/stable/modules/generated/sklearn.metrics.f1_score.html"],
         )
 
-    def _compute(
-        self, predictions, references, labels=None, pos_label=1, average="binary", sample_weight=None
-    ) -> dict:
+    def _compute(self, predictions, references, labels=None, pos_label=1, average="binary", sample_weight=None) -> dict:
         score = f1_score(
             references, predictions, labels=labels, pos_label=pos_label, average=average, sample_weight=sample_weight
         )

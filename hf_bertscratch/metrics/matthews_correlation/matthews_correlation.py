@@ -27,9 +27,7 @@ class MatthewsCorrelation(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}
-            ),
+            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
             reference_urls=["https://scikit-learn.org/stable/modules/generated/sklearn.metrics.matthews_corrcoef.html"],
         )
 
