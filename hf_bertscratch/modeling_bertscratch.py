@@ -357,15 +357,13 @@ class BertScratchPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
-# Inference decoding tiles (BertScratchLMHead.decode_tiled): rows x vocabulary words per GEMM, a 1 MiB fp32 output
-# tile. Picked from decoder-only timings at H = 128, 256, 512 on the project's 2-core CPU (256 x 1024 was the one
-# size at or above one GEMM at all three; 128 or 512 rows and 512 or 2048 words were each worse somewhere).
-_DECODE_ROW_TILE = 256
-_DECODE_VOCAB_TILE = 1024
-
-
 class BertScratchLMHead(nn.Module):
     """MLM head: dense + GELU + LayerNorm transform, then a decoder to the vocabulary tied to the word embeddings."""
+
+    # (rows, words) per GEMM of inference decoding, None for one GEMM per run of rows; see `decode_into`. The default
+    # is measured (`python scripts/profile_decode.py`): a 1 MiB fp32 output tile was faster on an idle 2-core AMD
+    # EPYC at 1 and 2 threads, one GEMM per run when other processes kept the cores busy. Set it per model.
+    decode_tile: tuple[int, int] | None = (256, 1024)
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
@@ -382,20 +380,24 @@ class BertScratchLMHead(nn.Module):
         """(..., H) -> (..., V) logits."""
         return self.decoder(self.transform(hidden_states))
 
-    def decode_tiled(self, hidden: torch.Tensor, out: torch.Tensor, runs: list[tuple[int, int, int]]) -> torch.Tensor:
-        """Decode transformed (N, H) rows into rows of `out` (R, V) tile by tile; no autograd (writes with out=).
+    def decode_into(self, hidden: torch.Tensor, out: torch.Tensor, runs: list[tuple[int, int, int]]) -> torch.Tensor:
+        """Decode transformed (N, H) rows into rows of `out` (R, V); no autograd (writes with out=).
 
         For each run (out_start, hidden_start, length), rows [hidden_start, hidden_start + length) of `hidden` are
-        decoded into rows [out_start, out_start + length) of `out`; other rows of `out` are not touched. Tiles of
-        256 rows x 1024 words (1 MiB of fp32 logits) stay in cache while the bias is written and the product added, so
-        the (R, V) logits, the largest tensor of inference, are written in one pass instead of a bias pass plus a
-        GEMM pass, and unpadded rows go straight to their padded position with no scatter.
+        decoded into rows [out_start, out_start + length) of `out`; other rows of `out` are not touched, so unpadded
+        rows go straight to their padded position with no scatter. Each run is one GEMM with the bias (`addmm`), or,
+        with `decode_tile` = (rows, words), one GEMM per tile, so that each output tile stays in cache while its bias
+        and product are written. Which is faster depends on the CPU and its load (README, "Speed"), so the tiles are
+        a per-model setting (`model.cls.decode_tile = None` turns them off).
         """
-        weight, bias, vocab_tile = self.decoder.weight, self.decoder.bias, _DECODE_VOCAB_TILE
+        weight, bias = self.decoder.weight, self.decoder.bias
+        row_tile, vocab_tile = self.decode_tile or (out.shape[0], weight.shape[0])
+        if not (row_tile > 0 and vocab_tile > 0):
+            raise ValueError(f"decode_tile must be two positive sizes (rows, words) or None, got {self.decode_tile}.")
         row_tiles = [
-            (out_start + offset, hidden_start + offset, min(_DECODE_ROW_TILE, length - offset))
+            (out_start + offset, hidden_start + offset, min(row_tile, length - offset))
             for out_start, hidden_start, length in runs
-            for offset in range(0, length, _DECODE_ROW_TILE)
+            for offset in range(0, length, row_tile)
         ]
         for v0 in range(0, weight.shape[0], vocab_tile):
             w, b = weight[v0 : v0 + vocab_tile].t(), bias[v0 : v0 + vocab_tile]
@@ -753,11 +755,11 @@ class _BertScratchMLMMixin:
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
         """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere).
 
-        Without autograd on CPU (evaluation, pipelines) the vocabulary is decoded in cache-sized tiles straight into
-        the returned tensor, the model's reused logits buffer (see `_logits_buffer`); otherwise as one differentiable
-        GEMM.
+        Without autograd on CPU (evaluation, pipelines) the vocabulary is decoded straight into the returned tensor,
+        the model's reused logits buffer (`_logits_buffer`), tile by tile (`decode_into`); otherwise
+        as one differentiable GEMM.
         """
-        if not self._decodes_tiled(sequence_output):
+        if not self._decodes_into_buffer(sequence_output):
             if padding is None:
                 return self.cls(sequence_output)
             return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
@@ -765,16 +767,16 @@ class _BertScratchMLMMixin:
         logits = _logits_buffer(self, batch_size * seq_len, self.cls.decoder.weight.shape[0], sequence_output)
         if padding is None:
             hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))
-            self.cls.decode_tiled(hidden, logits, [(0, 0, batch_size * seq_len)])
+            self.cls.decode_into(hidden, logits, [(0, 0, batch_size * seq_len)])
         else:
             runs, pad_indices = padding.runs(seq_len)
-            self.cls.decode_tiled(self.cls.transform(padding.unpad(sequence_output)), logits, runs)
+            self.cls.decode_into(self.cls.transform(padding.unpad(sequence_output)), logits, runs)
             logits.index_fill_(0, pad_indices, 0)
         return logits.view(batch_size, seq_len, -1)
 
-    def _decodes_tiled(self, sequence_output: torch.Tensor) -> bool:
-        """Tiled decoding needs CPU, no autograd (it writes with out=), no tracing, and no autocast (which
-        does not cast out= calls)."""
+    def _decodes_into_buffer(self, sequence_output: torch.Tensor) -> bool:
+        """Decoding into the buffer needs CPU, no autograd (it writes with out=), no tracing, and no autocast
+        (which does not cast out= calls)."""
         weight = self.cls.decoder.weight
         return (
             sequence_output.device.type == "cpu"

@@ -355,7 +355,7 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
 
 
 def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The input range check and the padding description read one value list each, the tiled decoder's runs two
+    """The input range check and the padding description read one value list each, the decoder's runs two
     (their number, then their bounds); nothing else in the forward waits for a tensor value."""
     _, ours = _pair("BertForMaskedLM")
     inputs = _inputs()
@@ -371,7 +371,7 @@ def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest
         logits = ours(**inputs).logits
     monkeypatch.undo()
     assert syncs == ["tolist", "tolist", "nonzero", "tolist"], syncs
-    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, tiled
+    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, into the buffer
 
 
 @pytest.mark.parametrize(

@@ -114,35 +114,42 @@ def test_inference_without_padding_matches_reference() -> None:
     torch.testing.assert_close(ours_logits, reference_logits, atol=ATOL, rtol=1e-4)
 
 
-@pytest.mark.parametrize("tiles", ["one", "many"])
-def test_tiled_inference_decoding_matches_reference(monkeypatch: pytest.MonkeyPatch, tiles: str) -> None:
-    """Without autograd, the vocabulary is decoded tile by tile straight into the padded logits.
+@pytest.mark.parametrize("tiles", [None, (5, 40)])
+def test_inference_decoding_into_the_padded_logits_matches_reference(
+    monkeypatch: pytest.MonkeyPatch, tiles: tuple[int, int] | None
+) -> None:
+    """Without autograd, the vocabulary is decoded straight into the padded logits, one GEMM per run of real rows.
 
-    "many": 5-row tiles split the runs of real tokens, and 40-word vocabulary tiles leave a ragged last tile (99
-    words), so every edge of the tiling is crossed; "one": the default tiles, one per run at this size.
+    (5, 40): with `decode_tile` set, 5-row tiles split the runs of real tokens, and 40-word vocabulary tiles leave a
+    ragged last tile (99 words), so every edge of the tiling is crossed.
     """
     ours, reference = _models()
-    if tiles == "many":
-        monkeypatch.setattr(modeling, "_DECODE_ROW_TILE", 5)
-        monkeypatch.setattr(modeling, "_DECODE_VOCAB_TILE", 40)
+    ours.cls.decode_tile = tiles
     calls = []
-    decode_tiled = ours.cls.decode_tiled
-    monkeypatch.setattr(ours.cls, "decode_tiled", lambda *args: calls.append(args[2]) or decode_tiled(*args))
+    decode_into = ours.cls.decode_into
+    monkeypatch.setattr(ours.cls, "decode_into", lambda *args: calls.append(args[2]) or decode_into(*args))
     batch = _batch()
     ours.eval(), reference.eval()
     for inputs in (
         {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},  # padded
         {"input_ids": batch["input_ids"][:1]},
-    ):  # no padding: dense decoding, tiled too
+    ):  # no padding: dense decoding, into the buffer too
         with torch.inference_mode():
             ours_logits, reference_logits = ours(**inputs).logits, reference(**inputs).logits
-        differentiable = ours(**inputs).logits  # autograd on: one GEMM, no tiles
+        differentiable = ours(**inputs).logits  # autograd on: the differentiable path
         real = inputs.get("attention_mask", torch.ones_like(inputs["input_ids"])).bool()
         torch.testing.assert_close(ours_logits[real], reference_logits[real], atol=ATOL, rtol=1e-4)
         torch.testing.assert_close(ours_logits, differentiable.detach(), atol=ATOL, rtol=1e-4)
         assert bool((ours_logits[~real] == 0).all())
     # The padded batch has runs of 12 + 7 (a full row then a right-padded one merge: 19), 3, and a left-padded 5.
     assert calls == [[(0, 0, 19), (24, 19, 3), (43, 22, 5)], [(0, 0, 12)]]
+
+
+def test_a_bad_decode_tile_is_named() -> None:
+    ours, _ = _models()
+    ours.eval().cls.decode_tile = (0, 40)
+    with torch.no_grad(), pytest.raises(ValueError, match=r"decode_tile must be two positive sizes .* got \(0, 40\)"):
+        ours(_batch()["input_ids"])
 
 
 def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_dropped() -> None:
