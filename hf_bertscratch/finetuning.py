@@ -451,9 +451,8 @@ def write_reports(
         folder / "confusion_matrix.png",
         title=f"{data_args.task or data_args.dataset_name or 'eval'}: accuracy {results.get('eval_accuracy', 0):.4f}",
     )
-    run_name = Path(trainer.args.output_dir).resolve().name
-    plot_training_curves(folder, title=run_name)
-    _write_card(folder, run_name, trainer, names, results, model_args, data_args)
+    plot_training_curves(folder)  # titled with the output_dir's name, not the staging folder's
+    _write_card(folder, Path(trainer.args.output_dir).resolve().name, trainer, names, results, model_args, data_args)
     (folder / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
 
 

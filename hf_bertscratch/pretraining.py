@@ -847,7 +847,7 @@ def save_outputs(
 
     def write_reports(staging: Path) -> None:
         (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-        plot_training_curves(staging, staging / "loss_curve.png", title=Path(trainer.args.output_dir).resolve().name)
+        plot_training_curves(staging)  # titled with the output_dir's name, not the staging folder's
         write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
 
     finish_run(trainer, write_reports)

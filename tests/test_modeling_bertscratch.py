@@ -30,18 +30,7 @@ MAX_DIFF: dict[str, float] = {"value": 0.0}
 
 
 def _bert_config(**overrides: object) -> BertConfig:
-    kwargs = dict(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-        num_labels=3,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
+    kwargs = dict(tiny_config_kwargs(VOCAB), num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     kwargs.update(overrides)
     return BertConfig(**kwargs)
 
@@ -473,6 +462,6 @@ def test_largest_parity_difference_is_reported(capsys: pytest.CaptureFixture) ->
 
 
 def test_question_answering_with_other_than_two_labels_names_the_count() -> None:
-    model = hf_bertscratch.BertScratchForQuestionAnswering(BertScratchConfig(**tiny_config_kwargs(99), num_labels=3))
+    model = hf_bertscratch.BertScratchForQuestionAnswering(BertScratchConfig(**tiny_config_kwargs(VOCAB), num_labels=3))
     with pytest.raises(ValueError, match="needs config.num_labels == 2 .*got 3"):
         model(torch.tensor([[2, 5, 6, 3]]))
