@@ -559,3 +559,62 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@dataclass
+class DecodeProfileArguments:
+    """`scripts/profile_decode.py`: the MLM head's inference decoding alone (what `decode_tile`'s default was measured
+    with), one GEMM per run vs cache-sized tiles, into fresh memory vs the reused buffer."""
+
+    num_threads: int = field(default=2, metadata={"help": "torch intra-op threads."})
+    hidden_size: int = field(default=256, metadata={"help": "H of the model (mini: 256)."})
+    vocab_size: int = field(default=30522, metadata={"help": "V (BERT's WordPiece: 30522)."})
+    rows: int = field(default=4096, metadata={"help": "Rows decoded (B x T: 32 x 128)."})
+    tile: list[int] = field(default_factory=lambda: [256, 1024], metadata={"help": "The tiled variant's rows words."})
+    repeats: int = field(default=6, metadata={"help": "Timed repetitions after one warm-up."})
+
+    def __post_init__(self) -> None:
+        if len(self.tile) != 2 or min(self.tile) < 1:
+            raise ValueError(f"tile must be two positive sizes (rows words), got {self.tile}.")
+
+
+def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
+    """Median milliseconds of `BertScratchLMHead.decode_into` per variant, timed interleaved (`time_interleaved`)."""
+    from .modeling_bertscratch import BertScratchLMHead
+
+    torch.set_num_threads(args.num_threads)
+    torch.manual_seed(0)
+    config = BertScratchConfig(
+        hidden_size=args.hidden_size, vocab_size=args.vocab_size, num_attention_heads=1, intermediate_size=4
+    )
+    head = BertScratchLMHead(config).eval()
+    hidden, reused = torch.randn(args.rows, args.hidden_size), torch.empty(args.rows, args.vocab_size)
+
+    def variant(tile: tuple[int, int] | None, reuse: bool) -> Callable[[], None]:
+        def step() -> None:
+            head.decode_tile = tile
+            out = reused if reuse else torch.empty(args.rows, args.vocab_size)
+            head.decode_into(hidden, out, [(0, 0, args.rows)])
+
+        return step
+
+    steps = {
+        f"{'tiles ' + 'x'.join(map(str, tile)) if tile else 'one GEMM'}, {'reused' if reuse else 'fresh'} output": (
+            variant(tile, reuse)
+        )
+        for tile in (tuple(args.tile), None)
+        for reuse in (False, True)
+    }
+    with torch.inference_mode():
+        seconds = time_interleaved(steps, args.repeats, warmup=1)
+    return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
+
+
+def profile_decode_main(argv: list[str] | None = None) -> None:
+    parser = HfArgumentParser(DecodeProfileArguments, description=DecodeProfileArguments.__doc__)
+    (args,) = parse_args_or_json(parser, argv)
+    print(
+        f"decode {args.rows} x {args.hidden_size} -> {args.vocab_size}, {args.num_threads} threads, median of {args.repeats}:"
+    )
+    for name, milliseconds in profile_decode(args).items():
+        print(f"  {name:32s} {milliseconds:8.1f} ms")

@@ -136,3 +136,16 @@ def test_help_explains_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         benchmark.parse_args(["--help"])
     assert exit_info.value.code == 0
     assert "padding" in capsys.readouterr().out
+
+
+def test_profile_decode_times_each_variant_of_the_heads_decoding() -> None:
+    from hf_bertscratch.benchmark import DecodeProfileArguments, profile_decode
+
+    args = DecodeProfileArguments(num_threads=1, hidden_size=16, vocab_size=300, rows=64, tile=[16, 64], repeats=2)
+    milliseconds = profile_decode(args)
+    assert sorted(milliseconds) == sorted(
+        f"{tile}, {memory} output" for tile in ("tiles 16x64", "one GEMM") for memory in ("fresh", "reused")
+    )
+    assert all(value > 0 for value in milliseconds.values())
+    with pytest.raises(ValueError, match=r"tile must be two positive sizes \(rows words\), got \[16\]"):
+        DecodeProfileArguments(tile=[16])
