@@ -58,10 +58,6 @@ class BertScratchConfig(PretrainedConfig):
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.
             Outputs at real positions are unchanged; hidden states and MLM logits at padded positions are zero.
-        attention_per_document: For packed pretraining batches: when `position_ids` are given and restart at 0
-            inside a row (a new document begins there, as `DataCollatorWithFlattening` lays batches out), tokens
-            attend only to the tokens of their own document, so packing several documents in a row gives the same
-            outputs as running each document alone. Off by default: plain position ids never restart.
 
     Example:
         >>> import hf_bertscratch
@@ -90,7 +86,6 @@ class BertScratchConfig(PretrainedConfig):
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True
-    attention_per_document: bool = False
 
     @classmethod
     def from_dict(cls, config_dict: dict, **kwargs: object) -> "BertScratchConfig":

@@ -59,7 +59,7 @@ _FUSED = re.compile(r"(.*)encoder\.layers\.(\d+)\.attention\.qkv\.(weight|bias)"
 # Config fields of transformers' BertConfig that an encoder-only model does not use.
 _BERT_ONLY_FIELDS = ("is_decoder", "add_cross_attention", "use_cache", "position_embedding_type")
 # Config fields of BertScratch that only choose how it computes or starts (transformers' BERT has no such switches).
-_SCRATCH_ONLY_FIELDS = ("sparse_prediction", "unpad_inputs", "attention_per_document", "sinusoidal_position_std")
+_SCRATCH_ONLY_FIELDS = ("sparse_prediction", "unpad_inputs", "sinusoidal_position_std")
 
 
 def _rename(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:

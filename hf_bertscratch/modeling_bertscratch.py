@@ -601,9 +601,7 @@ class BertScratchModel(BertScratchPreTrainedModel):
         """`unpad`: how the batch runs, as `padding_for` describes it: "auto" computes it here, a head that needs
         it too computes it once and passes it, None runs the padded batch."""
         _check_kwargs(self, kwargs)
-        batch_size, seq_len = _check_inputs(
-            self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
-        )
+        _, seq_len = _check_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
         if unpad == "auto":
             unpad = self.padding_for(attention_mask, **kwargs)
         elif unpad is not None and not isinstance(unpad, BertScratchPadding):
@@ -615,10 +613,7 @@ class BertScratchModel(BertScratchPreTrainedModel):
             real_inputs = padding.unpad_inputs(input_ids, token_type_ids, position_ids, inputs_embeds)  # (1, N)
             hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
             attention_mask = attention_mask[:, : padding.seq_len]
-        if self.config.attention_per_document and position_ids is not None:
-            attended_len = seq_len if padding is None else padding.seq_len
-            attention_mask = _document_mask(attention_mask, position_ids.expand(batch_size, -1)[:, :attended_len])
-        additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1 or T, T) or None
+        additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1, T) or None
 
         output_attentions = _requested(kwargs, "output_attentions", self.config)
         hidden_states = self.encoder(hidden_states, additive_mask, padding, output_attentions)
@@ -643,28 +638,14 @@ class BertScratchModel(BertScratchPreTrainedModel):
         return padding if padding.has_padding else None
 
 
-def _document_mask(attention_mask: torch.Tensor | None, position_ids: torch.Tensor) -> torch.Tensor:
-    """(B, T) 0/1 key mask and (B, T) position ids restarting at 0 per packed document -> (B, 1, T, T) bool mask.
-
-    A query attends to a key only when both belong to the same document (the same count of restarts so far) and the
-    key is a real token: packed documents then see exactly what they would see alone.
-    """
-    documents = (position_ids == 0).cumsum(dim=-1)  # (B, T) document number of every token
-    keep = documents[:, :, None] == documents[:, None, :]  # (B, T, T) query, key
-    if attention_mask is not None:
-        keep = keep & attention_mask[:, None, :].to(torch.bool)
-    return keep[:, None]
-
-
 def _additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """(B, T) 0/1 key mask, or (B, 1, T, T) per-query mask -> additive (B, 1, 1 or T, T) mask: 0 to attend,
-    finfo(dtype).min to ignore.
+    """(B, T) 0/1 key mask -> additive (B, 1, 1, T) mask: 0 to attend, finfo(dtype).min to ignore.
 
     A finite minimum (never -inf) keeps a fully padded row finite: its softmax is uniform instead of NaN.
     """
     if attention_mask is None:
         return None
-    keep = (attention_mask[:, None, None, :] if attention_mask.dim() == 2 else attention_mask).to(torch.bool)
+    keep = attention_mask[:, None, None, :].to(torch.bool)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 

@@ -113,7 +113,7 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), sinusoidal_position_std=0.05)
     bert = convert.bertscratch_config_to_bert(config).to_dict()
     assert bert["model_type"] == "bert"
-    for name in ("sinusoidal_position_std", "sparse_prediction", "unpad_inputs", "attention_per_document"):
+    for name in ("sinusoidal_position_std", "sparse_prediction", "unpad_inputs"):
         assert name not in bert, name
     assert bert["hidden_size"] == config.hidden_size and bert["vocab_size"] == 50
 

@@ -258,50 +258,6 @@ def test_bf16_autocast_matches_reference_within_bf16_tolerance() -> None:
     assert all(torch.isfinite(p.grad).all() for p in ours.parameters() if p.grad is not None)
 
 
-def _packed_documents() -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
-    """Three documents (lengths 5, 4, 3) packed in one row of 14 with 2 pads, plus a second row holding one document."""
-    generator = torch.Generator().manual_seed(5)
-    documents = [torch.randint(5, VOCAB, (n,), generator=generator) for n in (5, 4, 3)]
-    row = torch.cat([*documents, torch.zeros(2, dtype=torch.long)])
-    positions = torch.cat([torch.arange(len(d)) for d in documents] + [torch.zeros(2, dtype=torch.long)])
-    second = torch.randint(5, VOCAB, (14,), generator=generator)
-    inputs = {
-        "input_ids": torch.stack([row, second]),
-        "attention_mask": torch.tensor([[1] * 12 + [0, 0], [1] * 14]),
-        "position_ids": torch.stack([positions, torch.arange(14)]),
-    }
-    return documents, inputs
-
-
-@pytest.mark.parametrize("unpad", [True, False])
-def test_packed_documents_attend_only_within_themselves(unpad: bool) -> None:
-    ours, _ = _models(attention_per_document=True, unpad_inputs=unpad)
-    documents, inputs = _packed_documents()
-    ours.eval()
-    with torch.no_grad():
-        packed = ours(**inputs).logits  # (2, 14, V)
-        alone = [ours(document[None]).logits[0] for document in documents]
-        second_alone = ours(inputs["input_ids"][1:]).logits[0]
-    torch.testing.assert_close(packed[0, :12], torch.cat(alone), atol=ATOL, rtol=1e-4)
-    torch.testing.assert_close(packed[1], second_alone, atol=ATOL, rtol=1e-4)
-    ours.config.attention_per_document = False  # without the option documents see each other: the test can fail
-    with torch.no_grad():
-        crossed = ours(**inputs).logits
-    assert (crossed[0, 5:12] - torch.cat(alone[1:])).abs().max() > 1e-3
-
-
-def test_packed_documents_loss_matches_reference_per_document() -> None:
-    ours, reference = _models(attention_per_document=True)
-    documents, inputs = _packed_documents()
-    labels = inputs["input_ids"].masked_fill(inputs["attention_mask"] == 0, -100)
-    ours.train(), reference.train()
-    packed_loss = ours(**inputs, labels=labels, num_items_in_batch=int((labels != -100).sum())).loss
-    total = sum(
-        nn.functional.cross_entropy(reference(d[None]).logits[0], d, reduction="sum") for d in documents
-    ) + nn.functional.cross_entropy(reference(inputs["input_ids"][1:]).logits[0], labels[1], reduction="sum")
-    torch.testing.assert_close(packed_loss, total / int((labels != -100).sum()), atol=ATOL, rtol=0)
-
-
 def test_torch_compile_matches_eager() -> None:
     ours, _ = _models()
     batch = _batch()

@@ -398,24 +398,12 @@ def _check_range(name: str, ids: jax.Array | None, limit: int, limit_name: str) 
         raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
 
 
-def _additive_mask(
-    config: BertScratchConfig,
-    attention_mask: jax.Array | None,
-    position_ids: jax.Array | None,
-    batch_size: int,
-    dtype: jnp.dtype,
-) -> jax.Array | None:
-    """(B, T) 0/1 key mask (and, under `config.attention_per_document`, position ids restarting per document) ->
-    additive (B, 1, 1 or T, T) mask: 0 to attend, finfo(dtype).min to ignore (never -inf: no NaN on an all-pad row).
-    """
-    keep = None if attention_mask is None else attention_mask[:, None, None, :].astype(bool)  # (B, 1, 1, T)
-    if config.attention_per_document and position_ids is not None:
-        positions = jnp.broadcast_to(position_ids, (batch_size, position_ids.shape[-1]))
-        documents = jnp.cumsum(positions == 0, axis=-1)  # (B, T) document number of every token
-        same = documents[:, None, :, None] == documents[:, None, None, :]  # (B, 1, T, T) query, key
-        keep = same if keep is None else same & keep
-    if keep is None:
+def _additive_mask(attention_mask: jax.Array | None, dtype: jnp.dtype) -> jax.Array | None:
+    """(B, T) 0/1 key mask -> additive (B, 1, 1, T) mask: 0 to attend, finfo(dtype).min to ignore (never -inf: no NaN
+    on an all-pad row)."""
+    if attention_mask is None:
         return None
+    keep = attention_mask[:, None, None, :].astype(bool)
     return jnp.where(keep, 0.0, jnp.finfo(dtype).min).astype(dtype)
 
 
@@ -457,7 +445,7 @@ class FlaxBertScratchModel(FlaxBertScratchPreTrainedModel):
         _check_range("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
 
         hidden_states = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
-        additive_mask = _additive_mask(config, attention_mask, position_ids, shape[0], hidden_states.dtype)
+        additive_mask = _additive_mask(attention_mask, hidden_states.dtype)
         hidden_states = self.encoder(hidden_states, additive_mask)
         if config.unpad_inputs and attention_mask is not None:
             hidden_states = jnp.where(attention_mask[..., None].astype(bool), hidden_states, 0.0)
