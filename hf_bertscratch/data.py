@@ -292,3 +292,28 @@ __all__ = [
     "load_raw_datasets",
     "resolve_data_dir",
 ]
+
+
+def sample_examples(
+    split: datasets.Dataset | datasets.IterableDataset, max_samples: int | None, seed: int
+) -> datasets.Dataset | datasets.IterableDataset:
+    """What `--max_train_samples` means in pretraining and fine-tuning alike: `max_samples` of the split's examples
+    (the rows the model is trained on: packed blocks or NSP pairs in pretraining, labelled texts in fine-tuning),
+    drawn at random with `seed`; all of them when `max_samples` is None or not smaller than the split.
+
+    A streamed split cannot be drawn from without reading it all: it gives its first `max_samples` examples, which
+    are random when the stream was shuffled (pretraining shuffles it with `--shuffle_buffer_size`).
+    """
+    if max_samples is None:
+        return split
+    if isinstance(split, datasets.IterableDataset):
+        return split.take(max_samples)
+    return split if max_samples >= len(split) else split.shuffle(seed=seed).select(range(max_samples))
+
+
+def check_max_samples(data_args: object) -> None:
+    """Reject a `--max_train_samples` or `--max_eval_samples` below 1, before any data is loaded."""
+    for name in ("max_train_samples", "max_eval_samples"):
+        value = getattr(data_args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be a positive number of examples (or left out for all), got {value}.")

@@ -37,7 +37,7 @@ from transformers.trainer_utils import PredictionOutput
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .arguments import parse_args_or_json
-from .data import load_raw_datasets
+from .data import check_max_samples, load_raw_datasets, sample_examples
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
 from .metrics import ClassificationMetrics
@@ -161,10 +161,12 @@ class DataArguments:
         metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
     )
     max_train_samples: int | None = field(
-        default=None, metadata={"help": "Train on a seeded random subset of this size."}
+        default=None,
+        metadata={"help": "Train on this many training texts, drawn at random with --seed (default: all of them)."},
     )
     max_eval_samples: int | None = field(
-        default=None, metadata={"help": "Evaluate on a seeded random subset of this size."}
+        default=None,
+        metadata={"help": "Evaluate on this many evaluation texts, drawn at random with --seed (default: all)."},
     )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
@@ -218,6 +220,7 @@ def resolve_task(args: DataArguments) -> ResolvedTask:
         raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
         raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
+    check_max_samples(args)
     spec = TASKS.get(args.task) if args.task else None
     names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
     return ResolvedTask(
@@ -254,10 +257,6 @@ def load_task_datasets(args: DataArguments, task: ResolvedTask, cache_dir: str |
         if len(split) == 0:
             raise ValueError(f"The {role} split is empty.")
     return chosen
-
-
-def _subsample(dataset: datasets.Dataset, n: int | None, seed: int) -> datasets.Dataset:
-    return dataset if n is None or n >= len(dataset) else dataset.shuffle(seed=seed).select(range(n))
 
 
 def label_mapping(raw: datasets.DatasetDict, task: ResolvedTask) -> tuple[list[str], dict]:
@@ -522,8 +521,8 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = resolve_checkpoint(training_args)
     task = resolve_task(data_args)
     raw = load_task_datasets(data_args, task, model_args.cache_dir)
-    raw["train"] = _subsample(raw["train"], data_args.max_train_samples, training_args.seed)
-    raw["eval"] = _subsample(raw["eval"], data_args.max_eval_samples, training_args.seed)
+    raw["train"] = sample_examples(raw["train"], data_args.max_train_samples, training_args.seed)
+    raw["eval"] = sample_examples(raw["eval"], data_args.max_eval_samples, training_args.seed)
     names, label_map = label_mapping(raw, task)
     tokenizer = load_classifier_tokenizer(model_args)
     model = load_model(model_args, len(names), names)

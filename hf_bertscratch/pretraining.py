@@ -49,7 +49,7 @@ from transformers import (
 from .arguments import parse_args_or_json
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
-from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
+from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples, load_raw_datasets, sample_examples
 from .hub import check_training_push, push_training_output
 from .nsp import make_nsp_pairs_function
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
@@ -204,7 +204,14 @@ class DataArguments:
         default=5,
         metadata={"help": "Percent of the train split held out for validation when no validation split exists."},
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N raw training texts."})
+    max_train_samples: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train on this many examples (packed blocks, or NSP pairs with mlm_nsp), drawn at random with "
+            "--seed after packing, so documents stay whole inside blocks (streaming: the first N of the shuffled "
+            "stream). As in fine-tuning, an example is a row the model trains on. Default: all of them."
+        },
+    )
     max_eval_samples: int | None = field(
         default=None,
         metadata={"help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000)."},
@@ -343,6 +350,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
                 f"The short-block start works with objective 'mlm' only (cutting would split NSP's sentence "
                 f"pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
             )
+    check_max_samples(data_args)
     if not 0 < data_args.validation_split_percentage < 100:
         raise ValueError(
             f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}."
@@ -396,12 +404,6 @@ def load_text_splits(
     columns = train.column_names if train.column_names is not None else list(next(iter(train)).keys())
     if data_args.text_column not in columns:
         raise ValueError(f"text_column={data_args.text_column!r} is not a column of the data; columns: {columns}.")
-    if data_args.max_train_samples is not None:
-        train = (
-            train.take(data_args.max_train_samples)
-            if data_args.streaming
-            else train.select(range(min(data_args.max_train_samples, len(train))))
-        )
     validation = raw.get("validation")
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
@@ -782,6 +784,7 @@ def build_trainer(
     splits = tokenize_splits(
         {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, training_args
     )
+    splits["train"] = sample_examples(splits["train"], data_args.max_train_samples, training_args.seed)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
     collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)

@@ -110,3 +110,22 @@ def test_resolve_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert resolve_data_dir(str(tmp_path / "..")) == tmp_path / ".."  # the argument beats the environment
     with pytest.raises(NotADirectoryError, match="nowhere"):
         resolve_data_dir(str(tmp_path / "nowhere"))
+
+
+def test_sample_examples_is_a_seeded_random_draw() -> None:
+    """The one meaning of --max_train_samples / --max_eval_samples: N examples drawn at random with the seed."""
+    from hf_bertscratch.data import check_max_samples, sample_examples
+
+    split = datasets.Dataset.from_dict({"n": list(range(100))})
+    drawn = sample_examples(split, 10, seed=0)["n"]
+    assert len(set(drawn)) == 10 and drawn == sample_examples(split, 10, seed=0)["n"]
+    assert drawn != sample_examples(split, 10, seed=1)["n"] and drawn != list(range(10))
+    assert sample_examples(split, None, seed=0) is split and sample_examples(split, 100, seed=0) is split
+    streamed = sample_examples(split.to_iterable_dataset(), 4, seed=0)
+    assert [row["n"] for row in streamed] == [0, 1, 2, 3]  # a stream gives its first N (shuffled upstream)
+
+    class Args:
+        max_train_samples, max_eval_samples = 5, 0
+
+    with pytest.raises(ValueError, match="--max_eval_samples must be a positive number of examples.*got 0"):
+        check_max_samples(Args())

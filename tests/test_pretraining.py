@@ -894,3 +894,26 @@ def test_bad_short_block_arguments_fail_before_training(
     model_args, data_args, training_args = parse_args(["--output_dir", "unused", "--objective", "mlm_nsp"])
     pretraining.validate_args(model_args, data_args, training_args)
     assert data_args.short_seq_fraction == 0.0  # NSP keeps its sentence pairs whole by default
+
+
+def test_max_train_samples_draws_whole_packed_blocks_at_random(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """--max_train_samples counts examples the model trains on (packed blocks), as in fine-tuning: a seeded random
+    draw of whole blocks of the full packing, the same for the same seed."""
+
+    def train_blocks(*extra: str) -> list[list[int]]:
+        args = parse_args(_args(text_file, tokenizer_dir, config_dir, tmp_path / "unused", *extra))
+        pretraining.validate_args(*args)
+        return pretraining.build_trainer(*args).train_dataset["input_ids"]
+
+    every = train_blocks()
+    drawn = train_blocks("--max_train_samples", "3")
+    assert len(every) > 6 and len(drawn) == 3
+    assert all(block in every for block in drawn) and len({tuple(b) for b in drawn}) == 3
+    assert drawn == train_blocks("--max_train_samples", "3")
+    assert drawn != train_blocks("--max_train_samples", "3", "--seed", "1")
+    with pytest.raises(ValueError, match="--max_train_samples must be a positive number of examples.*got 0"):
+        pretraining.validate_args(
+            *parse_args(_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
+        )
