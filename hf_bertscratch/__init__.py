@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import transformers
 
+from . import modeling_bertscratch
 from .configuration_bertscratch import PRESETS, BertScratchConfig
-from .modeling_bertscratch import (
-    AUTO_CLASS_TO_MODEL,
-    BertScratchForMaskedLM,
-    BertScratchForMultipleChoice,
-    BertScratchForNextSentencePrediction,
-    BertScratchForPreTraining,
-    BertScratchForPreTrainingOutput,
-    BertScratchForQuestionAnswering,
-    BertScratchForSequenceClassification,
-    BertScratchForTokenClassification,
-    BertScratchModel,
-    BertScratchPreTrainedModel,
-)
+from .modeling_bertscratch import *  # noqa: F403 (the model family, as listed in its __all__)
+from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
 
 __version__ = "0.1.0"
 
@@ -38,14 +28,5 @@ _register()
 __all__ = [
     "PRESETS",
     "BertScratchConfig",
-    "BertScratchPreTrainedModel",
-    "BertScratchModel",
-    "BertScratchForPreTraining",
-    "BertScratchForPreTrainingOutput",
-    "BertScratchForMaskedLM",
-    "BertScratchForNextSentencePrediction",
-    "BertScratchForSequenceClassification",
-    "BertScratchForTokenClassification",
-    "BertScratchForQuestionAnswering",
-    "BertScratchForMultipleChoice",
+    *(name for name in modeling_bertscratch.__all__ if name != "AUTO_CLASS_TO_MODEL"),
 ]

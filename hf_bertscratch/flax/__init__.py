@@ -23,25 +23,12 @@ except ImportError as error:
         name=error.name,
     ) from error
 
-from .modeling_flax_bertscratch import (  # noqa: E402 (after the dependency check, on purpose)
-    FlaxBaseModelOutputWithPooling,
-    FlaxBertScratchForMaskedLM,
-    FlaxBertScratchForSequenceClassification,
-    FlaxBertScratchModel,
-    FlaxBertScratchPreTrainedModel,
-    FlaxMaskedLMOutput,
-    FlaxSequenceClassifierOutput,
-)
+from . import modeling_flax_bertscratch  # noqa: E402 (after the dependency check, on purpose)
+from .modeling_flax_bertscratch import *  # noqa: E402, F403 (the models and outputs its __all__ lists)
 from .training import make_mlm_train_step, make_optimizer, masked_lm_loss, mlm_loss, mlm_loss_and_grads  # noqa: E402
 
 __all__ = [
-    "FlaxBaseModelOutputWithPooling",
-    "FlaxBertScratchForMaskedLM",
-    "FlaxBertScratchForSequenceClassification",
-    "FlaxBertScratchModel",
-    "FlaxBertScratchPreTrainedModel",
-    "FlaxMaskedLMOutput",
-    "FlaxSequenceClassifierOutput",
+    *(name for name in modeling_flax_bertscratch.__all__ if name.startswith("Flax")),  # its models and outputs
     "make_mlm_train_step",
     "make_optimizer",
     "masked_lm_loss",
