@@ -572,6 +572,14 @@ class DecodeProfileArguments:
     rows: int = field(default=4096, metadata={"help": "Rows decoded (B x T: 32 x 128)."})
     tile: list[int] = field(default_factory=lambda: [256, 1024], metadata={"help": "The tiled variant's rows words."})
     repeats: int = field(default=6, metadata={"help": "Timed repetitions after one warm-up."})
+    onnxruntime: bool = field(
+        default=False,
+        metadata={
+            "help": "Also time ONNX Runtime's CPU Gemm on the same decode (one Gemm node with the head's weight and "
+            "bias, the same threads, spinning off; needs [onnx]): the matrix product alone, PyTorch's MKL against "
+            "ONNX Runtime's MLAS."
+        },
+    )
 
     def __post_init__(self) -> None:
         if len(self.tile) != 2 or min(self.tile) < 1:
@@ -605,9 +613,35 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
         for tile in (tuple(args.tile), None)
         for reuse in (False, True)
     }
-    with torch.inference_mode():
+    with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
+        if args.onnxruntime:
+            steps["onnxruntime Gemm"] = _onnxruntime_decode(head, hidden, Path(folder), args.num_threads)
         seconds = time_interleaved(steps, args.repeats, warmup=1)
     return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
+
+
+def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
+    """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime session set up as the
+    benchmark's (`onnx_export.onnx_session`); raises unless its output equals torch's to 1e-4."""
+    from .onnx_export import ONNX_FILE, onnx_session, require
+
+    onnx = require("onnx")
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    weight, bias = head.decoder.weight.detach(), head.decoder.bias.detach()  # (V, H), (V,)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["hidden", "weight", "bias"], ["logits"], transB=1)],
+        "decode",
+        [helper.make_tensor_value_info("hidden", onnx.TensorProto.FLOAT, ["rows", weight.shape[1]])],
+        [helper.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, ["rows", weight.shape[0]])],
+        [numpy_helper.from_array(weight.numpy(), "weight"), numpy_helper.from_array(bias.numpy(), "bias")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), folder / ONNX_FILE)
+    session = onnx_session(folder, num_threads=num_threads, spinning=False)
+    feeds = {"hidden": hidden.numpy()}
+    difference = float(abs(session.run(None, feeds)[0] - torch.addmm(bias, hidden, weight.T).numpy()).max())
+    if difference > 1e-4:
+        raise RuntimeError(f"ONNX Runtime's Gemm differs from torch's decode by {difference:.1e} (> 1e-4).")
+    return lambda: session.run(None, feeds)
 
 
 def profile_decode_main(argv: list[str] | None = None) -> None:

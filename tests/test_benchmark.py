@@ -149,3 +149,15 @@ def test_profile_decode_times_each_variant_of_the_heads_decoding() -> None:
     assert all(value > 0 for value in milliseconds.values())
     with pytest.raises(ValueError, match=r"tile must be two positive sizes \(rows words\), got \[16\]"):
         DecodeProfileArguments(tile=[16])
+
+
+def test_profile_decode_times_onnxruntimes_gemm_on_the_same_decode() -> None:
+    """The ORT contender is checked against torch's decode before it is timed (it raises beyond 1e-4)."""
+    pytest.importorskip("onnxruntime")
+    from hf_bertscratch.benchmark import DecodeProfileArguments, profile_decode
+
+    args = DecodeProfileArguments(
+        num_threads=1, hidden_size=16, vocab_size=300, rows=64, tile=[16, 64], repeats=2, onnxruntime=True
+    )
+    milliseconds = profile_decode(args)
+    assert len(milliseconds) == 5 and milliseconds["onnxruntime Gemm"] > 0
