@@ -1,8 +1,8 @@
 """Classification metrics through `evaluate`, with an offline path that keeps `evaluate`'s API.
 
 `evaluate.load("accuracy")` fetches the metric script from the Hub. This package ships the same metrics
-(accuracy, f1, matthews_correlation) as `evaluate` metric modules in `hf_bertscratch/metrics/<name>/<name>.py`,
-computed with scikit-learn, and loads them with `evaluate.load(<local path>)` whenever the Hub is off
+(accuracy, f1, matthews_correlation), computed with scikit-learn in `sklearn_metrics.py`, as `evaluate` metric modules
+`hf_bertscratch/metrics/<name>/<name>.py` (each imports its class from there), and loads them with `evaluate.load(<local path>)` whenever the Hub is off
 (`HF_HUB_OFFLINE=1`) or cannot be reached. The returned objects are ordinary `evaluate.EvaluationModule`s.
 """
 
