@@ -161,3 +161,28 @@ def test_profile_decode_times_onnxruntimes_gemm_on_the_same_decode() -> None:
     )
     milliseconds = profile_decode(args)
     assert len(milliseconds) == 5 and milliseconds["onnxruntime Gemm"] > 0
+
+
+def test_compiled_inference_is_timed_with_inductors_freezing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled variant compiles inference as one deploys it (freezing on) and training without freezing;
+    compilation happens inside the timed calls' warm-up, so the setting must hold while they run."""
+    seen = {}
+
+    def fake_timer(steps: dict, repeats: int, warmup: int) -> dict:
+        seen[len(seen)] = torch._inductor.config.freezing
+        return {name: [1.0] * repeats for name in steps}
+
+    monkeypatch.setattr(benchmark, "time_interleaved", fake_timer)
+    args = benchmark.BenchmarkArguments(
+        presets=["tiny"],
+        seq_lens=[16],
+        paddings=[0.0],
+        workloads=["train", "infer", "encode"],
+        variants=["compiled"],
+        batch_size=2,
+        repeats=1,
+        memory=False,
+    )
+    results = benchmark.run_case(args, "tiny", 16, 0.0, "compiled", "fp32")
+    assert [result.workload for result in results] == ["train", "infer", "encode"]
+    assert seen == {0: False, 1: True, 2: True} and torch._inductor.config.freezing is False
