@@ -31,6 +31,7 @@ Usage:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import multiprocessing
@@ -322,52 +323,40 @@ def summarize(
     return statistics.median(ours), statistics.median(reference), statistics.median(ratios), min(ratios), max(ratios)
 
 
-def peak_training_memory_mib(
-    preset: str,
-    batch_size: int,
-    seq_len: int,
-    padding: float,
-    variant: str,
-    precision: str,
-    args: BenchmarkArguments,
-) -> dict[str, float]:
+@dataclass(frozen=True)
+class Case:
+    """One point of the benchmark grid; every workload in `--workloads` is timed on it."""
+
+    preset: str
+    seq_len: int
+    padding: float
+    variant: str
+    precision: str
+
+
+def peak_training_memory_mib(args: BenchmarkArguments, case: Case) -> dict[str, float]:
     """Peak resident memory (MiB) of ours and of the reference, each a fresh subprocess running two training steps.
 
     The two subprocesses run side by side (each has its own address space, so neither sees the other's memory).
     """
     context = multiprocessing.get_context("spawn")
     with context.Pool(2, maxtasksperchild=1) as pool:
-        pending = {
-            kind: pool.apply_async(
-                _memory_probe,
-                (kind, preset, batch_size, seq_len, padding, variant, precision, args.dropout, args.mask_probability),
-            )
-            for kind in ("ours", "reference")
-        }
+        pending = {kind: pool.apply_async(_memory_probe, (kind, args, case)) for kind in ("ours", "reference")}
         return {kind: result.get() for kind, result in pending.items()}
 
 
-def _memory_probe(
-    kind: str,
-    preset: str,
-    batch_size: int,
-    seq_len: int,
-    padding: float,
-    variant: str,
-    precision: str,
-    dropout: float,
-    mask_probability: float,
-) -> float:
+def _memory_probe(kind: str, args: BenchmarkArguments, case: Case) -> float:
     """Runs in the subprocess: builds only the model `kind` ("ours" or "reference") so nothing else is resident."""
-    config = build_config(preset, dropout)
+    config = build_config(case.preset, args.dropout)
     if kind == "ours":
         model: nn.Module = BertScratchForMaskedLM(config)
     else:
         model = BertForMaskedLM(bertscratch_config_to_bert(config))
         model.set_attn_implementation("sdpa")
-    if variant == "compiled":
+    if case.variant == "compiled":
         model = torch.compile(model)
-    step = make_train_step(model, make_batch(batch_size, seq_len, padding, mask_probability), precision)
+    batch = make_batch(args.batch_size, case.seq_len, case.padding, args.mask_probability)
+    step = make_train_step(model, batch, case.precision)
     for _ in range(2):  # the second step also holds AdamW's state
         step()
     return _peak_rss_mib()
@@ -388,10 +377,9 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / per_mib
 
 
-def run_case(
-    args: BenchmarkArguments, preset: str, seq_len: int, padding: float, variant: str, precision: str
-) -> list[CaseResult]:
+def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
     """Measure every workload of one (preset, T, padding, variant, precision) case; one result per workload."""
+    preset, seq_len, padding, variant, precision = case.preset, case.seq_len, case.padding, case.variant, case.precision
     ours, reference = build_models(preset, args.dropout, args.seed)
     batch = make_batch(args.batch_size, seq_len, padding, args.mask_probability, args.seed)
     useful_tokens = int(batch["attention_mask"].sum())
@@ -440,7 +428,7 @@ def run_case(
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
-                memory = peak_training_memory_mib(preset, args.batch_size, seq_len, padding, variant, precision, args)
+                memory = peak_training_memory_mib(args, case)
                 result.ours_peak_mib, result.reference_peak_mib = memory["ours"], memory["reference"]
         row = format_row if result.onnxruntime_tokens_per_s is None else format_onnxruntime_row
         logger.info("%s", row(result))
@@ -452,14 +440,8 @@ def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
     """Every case of the grid in `args`, in order preset, T, padding, variant, precision."""
     if args.num_threads is not None:
         torch.set_num_threads(args.num_threads)
-    results = []
-    for preset in args.presets:
-        for seq_len in args.seq_lens:
-            for padding in args.paddings:
-                for variant in args.variants:
-                    for precision in args.precisions:
-                        results.extend(run_case(args, preset, seq_len, padding, variant, precision))
-    return results
+    grid = itertools.product(args.presets, args.seq_lens, args.paddings, args.variants, args.precisions)
+    return [result for point in grid for result in run_case(args, Case(*point))]
 
 
 TABLE_HEADER = (

@@ -183,6 +183,6 @@ def test_compiled_inference_is_timed_with_inductors_freezing(monkeypatch: pytest
         repeats=1,
         memory=False,
     )
-    results = benchmark.run_case(args, "tiny", 16, 0.0, "compiled", "fp32")
+    results = benchmark.run_case(args, benchmark.Case("tiny", 16, 0.0, "compiled", "fp32"))
     assert [result.workload for result in results] == ["train", "infer", "encode"]
     assert seen == {0: False, 1: True, 2: True} and torch._inductor.config.freezing is False
