@@ -496,7 +496,8 @@ def tokenize_splits(
     data_args: DataArguments,
     training_args: PretrainingArguments,
 ) -> dict[str, datasets.Dataset | datasets.IterableDataset]:
-    """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs."""
+    """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs; then
+    draw `--max_train_samples` of the training examples (`data.sample_examples`)."""
     if model_args.objective == "mlm_nsp":
         function = make_nsp_pairs_function(
             tokenizer,
@@ -524,6 +525,7 @@ def tokenize_splits(
         with training_args.main_process_first(desc=f"tokenize {name}"):
             result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
         _check_not_empty(name, result[name], data_args)
+    result["train"] = sample_examples(result["train"], data_args.max_train_samples, training_args.seed)
     return result
 
 
@@ -784,7 +786,6 @@ def build_trainer(
     splits = tokenize_splits(
         {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, training_args
     )
-    splits["train"] = sample_examples(splits["train"], data_args.max_train_samples, training_args.seed)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
     collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)

@@ -284,3 +284,5 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
     )
     with pytest.raises(ValueError, match="already holds a finished run"):
         pretraining_main(argv)
+    with pytest.raises(ValueError, match="--max_train_samples must be a positive number of examples.*got 0"):
+        pretraining_main([*argv, "--max_train_samples", "0"])  # the torch side's check, before anything is loaded

@@ -35,7 +35,7 @@ from flax import nnx
 from transformers import HfArgumentParser, PreTrainedTokenizerBase
 
 from ..arguments import parse_args_or_json
-from ..data import DEFAULT_PRETRAINING_DATASET
+from ..data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from ..pretraining import (
     DataArguments,
     ModelArguments,
@@ -112,6 +112,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, args: Fl
         raise ValueError(f"warmup_steps must be >= 0 (steps, or a fraction below 1), got {args.warmup_steps}.")
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
+    check_max_samples(data_args)
     check_output_dir(args)
 
 
