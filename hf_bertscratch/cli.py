@@ -53,7 +53,10 @@ FORWARDED: dict[str, tuple[str, str]] = {
     ),
     "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
     "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),
-    "benchmark": ("hf_bertscratch.benchmark", "Time BertScratch against transformers' BERT (= scripts/benchmark.py)."),
+    "benchmark": (
+        "hf_bertscratch.benchmark",
+        "Time BertScratch against transformers' BERT and ONNX Runtime (= scripts/benchmark.py).",
+    ),
     "train-tokenizer": ("hf_bertscratch.tokenization", "Train a WordPiece tokenizer (= scripts/train_tokenizer.py)."),
 }
 
