@@ -280,20 +280,6 @@ def load_raw_datasets(
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
 
 
-__all__ = [
-    "BUNDLED_DATASETS",
-    "DATASET_CITATIONS",
-    "DATA_DIR_ENV",
-    "DEFAULT_PRETRAINING_DATASET",
-    "KNOWN_DATASETS",
-    "LOCAL_DATASETS",
-    "KnownDataset",
-    "LocalDataset",
-    "load_raw_datasets",
-    "resolve_data_dir",
-]
-
-
 def sample_examples(
     split: datasets.Dataset | datasets.IterableDataset, max_samples: int | None, seed: int
 ) -> datasets.Dataset | datasets.IterableDataset:
@@ -317,3 +303,19 @@ def check_max_samples(data_args: object) -> None:
         value = getattr(data_args, name)
         if value is not None and value < 1:
             raise ValueError(f"--{name} must be a positive number of examples (or left out for all), got {value}.")
+
+
+__all__ = [
+    "BUNDLED_DATASETS",
+    "DATASET_CITATIONS",
+    "DATA_DIR_ENV",
+    "DEFAULT_PRETRAINING_DATASET",
+    "KNOWN_DATASETS",
+    "LOCAL_DATASETS",
+    "KnownDataset",
+    "LocalDataset",
+    "check_max_samples",
+    "load_raw_datasets",
+    "resolve_data_dir",
+    "sample_examples",
+]
