@@ -38,6 +38,29 @@ CORPUS = [
 ]
 
 
+# Pretraining settings that keep a test run to seconds: 16-token blocks of a tiny model, no checkpoints, seed 0.
+PRETRAIN_FAST = [
+    "--max_seq_length",
+    "16",
+    "--per_device_train_batch_size",
+    "4",
+    "--per_device_eval_batch_size",
+    "8",
+    "--learning_rate",
+    "1e-3",
+    "--disable_tqdm",
+    "true",
+    "--save_strategy",
+    "no",
+    "--validation_split_percentage",
+    "20",
+    "--seed",
+    "0",
+    "--dataloader_pin_memory",
+    "false",
+]
+
+
 def cut_back_to_checkpoint(run_dir: Path, keep: str) -> None:
     """Leave `run_dir` as a run interrupted just after saving `keep` would: that checkpoint folder alone, none of
     the later checkpoints and none of the final files."""

@@ -18,7 +18,7 @@ from test_plotting import assert_png
 import hf_bertscratch
 from hf_bertscratch import cli
 
-from conftest import tiny_config_kwargs
+from conftest import PRETRAIN_FAST, tiny_config_kwargs
 
 SENTENCE = "paris is the capital of france ."
 
@@ -81,26 +81,9 @@ def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-# The fast settings of tests/test_pretraining.py: 16-token blocks, no checkpoints, logging every step.
-PRETRAIN_FAST = [
-    "--max_seq_length",
-    "16",
-    "--per_device_train_batch_size",
-    "4",
-    "--per_device_eval_batch_size",
-    "8",
-    "--learning_rate",
-    "1e-3",
-    "--disable_tqdm",
-    "true",
-    "--save_strategy",
-    "no",
-    "--seed",
-    "0",
-    "--validation_split_percentage",
-    "20",
-    "--dataloader_pin_memory",
-    "false",
+# The shared fast settings, six steps with an evaluation every three (what the CLI tests read back).
+CLI_PRETRAIN = [
+    *PRETRAIN_FAST,
     "--max_steps",
     "6",
     "--logging_steps",
@@ -137,7 +120,7 @@ def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytes
             str(output_dir),
             "--report_to",
             "tensorboard",
-            *PRETRAIN_FAST,
+            *CLI_PRETRAIN,
         ]
     )
     return output_dir

@@ -38,33 +38,10 @@ from hf_bertscratch.pretraining import (
 from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 
-from conftest import CORPUS, record_hub, tiny_config_kwargs
+from conftest import CORPUS, PRETRAIN_FAST, record_hub, tiny_config_kwargs
 
-# Fast settings every run shares: a 2-layer 32-wide model, 16-token blocks, no checkpoints unless asked.
-FAST = [
-    "--max_seq_length",
-    "16",
-    "--per_device_train_batch_size",
-    "4",
-    "--per_device_eval_batch_size",
-    "8",
-    "--learning_rate",
-    "1e-3",
-    "--disable_tqdm",
-    "true",
-    "--report_to",
-    "none",
-    "--save_strategy",
-    "no",
-    "--validation_split_percentage",
-    "20",
-    "--seed",
-    "0",
-    "--dataloader_pin_memory",
-    "false",
-    "--num_processes",
-    "1",
-]
+# Every run here: the fast settings, one process, no reporting.
+FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
 
 
 @pytest.fixture(scope="module")
