@@ -57,22 +57,21 @@ def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(
     calls: list[dict] = []
     monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
     monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
-    sweep.main(
-        [
-            "--runs_dir",
-            str(tmp_path),
-            "--max_steps",
-            "10",
-            "--jobs",
-            "2",
-            "--seeds",
-            "42",
-            "1",
-            "--only",
-            "default",
-            "lr-1e-3",
-        ]
-    )
+    argv = [
+        "--runs_dir",
+        str(tmp_path),
+        "--max_steps",
+        "10",
+        "--jobs",
+        "2",
+        "--seeds",
+        "42",
+        "1",
+        "--only",
+        "default",
+        "lr-1e-3",
+    ]
+    sweep.main(argv)
     assert len(calls) == 4
     for call in calls:
         command = call["command"]
@@ -95,22 +94,7 @@ def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(
     assert all(line.split(" | ")[8] == ("10" if "lr-1e-3" in line else "-") for line in table[4:])  # left the plateau
 
     calls.clear()  # finished runs are not trained again
-    sweep.main(
-        [
-            "--runs_dir",
-            str(tmp_path),
-            "--max_steps",
-            "10",
-            "--jobs",
-            "2",
-            "--seeds",
-            "42",
-            "1",
-            "--only",
-            "default",
-            "lr-1e-3",
-        ]
-    )
+    sweep.main(argv)
     assert calls == []
 
 
