@@ -1,9 +1,11 @@
-"""Classification metrics through `evaluate`, with an offline path that keeps `evaluate`'s API.
+"""Evaluation metrics through `evaluate`, with an offline path that keeps `evaluate`'s API.
 
-`evaluate.load("accuracy")` fetches the metric script from the Hub. This package ships the same metrics
-(accuracy, f1, matthews_correlation), computed with scikit-learn in `sklearn_metrics.py`, as `evaluate` metric modules
-`hf_bertscratch/metrics/<name>/<name>.py` (each imports its class from there), and loads them with `evaluate.load(<local path>)` whenever the Hub is off
-(`HF_HUB_OFFLINE=1`) or cannot be reached. The returned objects are ordinary `evaluate.EvaluationModule`s.
+`evaluate.load("accuracy")` fetches the metric script from the Hub. This package ships the same metrics as `evaluate`
+metric modules `hf_bertscratch/metrics/<name>/<name>.py`, each importing its class from the module that computes it:
+accuracy, f1 and matthews_correlation with scikit-learn (`sklearn_metrics.py`), pearsonr and spearmanr with SciPy
+(`scipy_metrics.py`), seqeval (`sequence_labelling.py`) and squad (`squad_metrics.py`) implemented here. It loads them
+with `evaluate.load(<local path>)` whenever the Hub is off (`HF_HUB_OFFLINE=1`) or cannot be reached. The returned
+objects are ordinary `evaluate.EvaluationModule`s, with the Hub modules' names, inputs and output keys.
 """
 
 from __future__ import annotations
@@ -16,10 +18,20 @@ from pathlib import Path
 import evaluate
 import numpy as np
 
+from hf_bertscratch.metrics.sequence_labelling import entity_spans
+
 logger = logging.getLogger(__name__)
 
 METRICS_DIR = Path(__file__).resolve().parent
-LOCAL_METRICS: tuple[str, ...] = ("accuracy", "f1", "matthews_correlation")
+LOCAL_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "f1",
+    "matthews_correlation",
+    "pearsonr",
+    "spearmanr",
+    "seqeval",
+    "squad",
+)
 
 
 def local_metric_path(name: str) -> Path:
@@ -85,4 +97,48 @@ class ClassificationMetrics:
         return self.compute(np.argmax(logits, axis=-1).tolist(), np.asarray(eval_prediction.label_ids).tolist())
 
 
-__all__ = ["LOCAL_METRICS", "ClassificationMetrics", "load_metric", "local_metric_path"]
+class RegressionMetrics:
+    """A `compute_metrics` callable for `Trainer` on regression tasks (STS-B): the correlations `run_glue` reports.
+
+    Returns "pearson" and "spearmanr" (run_glue's key names, computed by the `pearsonr` and `spearmanr` metrics),
+    "combined_score" (their mean, run_glue's model-selection score) and "mse" (the mean squared error).
+    """
+
+    def __init__(self) -> None:
+        self.pearsonr = load_metric("pearsonr")
+        self.spearmanr = load_metric("spearmanr")
+
+    def compute(self, predictions: Sequence[float], references: Sequence[float]) -> dict[str, float]:
+        """Every metric on float predictions and references, both of shape (N,)."""
+        pearson = self.pearsonr.compute(predictions=predictions, references=references)["pearsonr"]
+        spearman = self.spearmanr.compute(predictions=predictions, references=references)["spearmanr"]
+        squared_errors = (np.asarray(predictions, dtype=np.float64) - np.asarray(references, dtype=np.float64)) ** 2
+        return {
+            "pearson": float(pearson),
+            "spearmanr": float(spearman),
+            "combined_score": (float(pearson) + float(spearman)) / 2,
+            "mse": float(squared_errors.mean()),
+        }
+
+    def __call__(self, eval_prediction) -> dict[str, float]:
+        """Trainer hook: `eval_prediction.predictions` (N, 1) or (N,) scores, `.label_ids` (N,) float targets."""
+        predictions = eval_prediction.predictions
+        predictions = np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
+        if predictions.ndim == 2 and predictions.shape[1] == 1:
+            predictions = predictions[:, 0]
+        if predictions.ndim != 1:
+            raise ValueError(f"Regression predictions must have shape (N,) or (N, 1), got {predictions.shape}.")
+        references = np.asarray(eval_prediction.label_ids).reshape(-1)
+        if references.shape != predictions.shape:
+            raise ValueError(f"Got {predictions.shape[0]} predictions for {references.shape[0]} labels.")
+        return self.compute(predictions.tolist(), references.tolist())
+
+
+__all__ = [
+    "LOCAL_METRICS",
+    "ClassificationMetrics",
+    "RegressionMetrics",
+    "entity_spans",
+    "load_metric",
+    "local_metric_path",
+]
