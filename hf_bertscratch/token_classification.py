@@ -1,0 +1,357 @@
+"""Named-entity recognition data: read CoNLL files, tokenise words into labelled pieces, turn logits back into tags.
+
+One implementation of each step, shared by training, evaluation and inference (the run_ner.py triple):
+
+- preprocess: `read_conll` -> `label_names_from` -> `check_tags` -> `make_tokenize_function` (via
+  `align_labels_with_pieces`): sentences of words and tags become input_ids and piece labels.
+- postprocess: `logits_to_word_tags` turns (N, T, C) logits back into one tag per scored word, the lists of tag
+  strings the seqeval metric takes.
+- inference: `tag_entities` runs transformers' "token-classification" pipeline on raw text.
+
+Only the first word piece of each word carries the word's label; the other pieces, [CLS], [SEP] and padding get -100,
+which the loss and `logits_to_word_tags` skip. So a word is scored once, however many pieces it is split into.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import datasets
+import numpy as np
+from transformers import Pipeline, PreTrainedTokenizerBase
+
+from .inference import _as_pipeline
+from .tasks import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
+
+# The columns `read_conll` gives, named as in the Hub `conll2003` dataset (whose ner_tags are ClassLabel ids).
+CONLL_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "tokens": datasets.List(datasets.Value("string")),
+        "ner_tags": datasets.List(datasets.Value("string")),
+    }
+)
+
+# The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
+AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
+
+IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
+_DOCSTART = "-DOCSTART-"
+
+
+# ------------------------------------------------------------------------------------------------ reading CoNLL
+def _open_text(path: Path) -> TextIO:
+    """The file as text, decompressed when it ends in .gz."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, line_number: int) -> None:
+    """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout."""
+    where = f"{path}, line {line_number}"
+    if len(fields) != columns:
+        raise ValueError(
+            f"{where}: {len(fields)} columns ({' '.join(fields)!r}), but the file's first token line has {columns}; "
+            "expected one token per line as `word ... TAG`."
+        )
+    if columns < 2 or not -columns <= tag_column < columns or tag_column % columns == 0:
+        raise ValueError(
+            f"{where}: tag_column={tag_column} does not pick a tag column after the word in {' '.join(fields)!r} "
+            f"({columns} columns)."
+        )
+
+
+def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str]]]:
+    """(words, tags) per sentence: blank lines end sentences, -DOCSTART- lines are skipped."""
+    words: list[str] = []
+    tags: list[str] = []
+    columns = 0  # set by the first token line; every token line must have as many
+    with _open_text(path) as lines:
+        for line_number, line in enumerate(lines, start=1):
+            fields = line.split()
+            if not fields or fields[0] == _DOCSTART:
+                if words:
+                    yield words, tags
+                words, tags = [], []
+                continue
+            columns = columns or len(fields)
+            _check_line(fields, columns, tag_column, path, line_number)
+            words.append(fields[0])
+            tags.append(fields[tag_column])
+    if words:  # a file need not end with a blank line
+        yield words, tags
+
+
+def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:
+    """Read a CoNLL-format file (`word POS chunk NER` per line, blank line between sentences; .gz accepted).
+
+    Args:
+        path: the file; a name ending in .gz is decompressed.
+        tag_column: the column holding the tag, -1 (the last) for NER in CoNLL-2003; 1 would read the POS tags.
+
+    Returns:
+        One row per sentence with columns id (str, the sentence's index in the file, as the Hub gives it),
+        tokens (list[str]) and ner_tags (list[str], tag strings such as "B-PER"); -DOCSTART- lines and empty
+        sentences are left out.
+
+    Raises:
+        ValueError: naming the file and line of a token line whose column count differs from the first one's, or
+            when the file holds no sentence.
+    """
+    path = Path(path)
+    sentences = list(_conll_sentences(path, tag_column))
+    if not sentences:
+        raise ValueError(f"{path} holds no sentence: expected `word ... TAG` lines with blank lines between sentences.")
+    return datasets.Dataset.from_dict(
+        {
+            "id": [str(index) for index in range(len(sentences))],
+            "tokens": [words for words, _ in sentences],
+            "ner_tags": [tags for _, tags in sentences],
+        },
+        features=CONLL_FEATURES,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ labels
+def label_names_from(dataset: datasets.Dataset | datasets.DatasetDict, tags_column: str) -> list[str]:
+    """The label list, its index being the class id.
+
+    A ClassLabel tags column (the Hub's `conll2003`) gives its names. String tags give their sorted distinct values
+    in the train split (a DatasetDict's "train"), with "O" first when present, so it gets id 0; a tag seen only in
+    another split is then unknown and `check_tags` rejects it. Pass `CONLL2003_LABELS` instead to number CoNLL-2003
+    tags as the Hub does.
+    """
+    if isinstance(dataset, datasets.DatasetDict):
+        if "train" not in dataset:
+            raise ValueError(f"No train split to read the labels from; the splits are {list(dataset)}.")
+        dataset = dataset["train"]
+    if tags_column not in dataset.column_names:
+        raise ValueError(f"Column {tags_column!r} not in the dataset; it has {dataset.column_names}.")
+    feature = getattr(dataset.features[tags_column], "feature", None)  # the element type of a list column
+    if isinstance(feature, datasets.ClassLabel):
+        return list(feature.names)
+    tags = {tag for row in dataset[tags_column] for tag in row}
+    if not all(isinstance(tag, str) for tag in tags):
+        raise ValueError(
+            f"Column {tags_column!r} holds non-string tags {sorted(map(repr, tags))[:10]} without ClassLabel names: "
+            "pass the label list."
+        )
+    return sorted(tags, key=lambda tag: (tag != "O", tag))
+
+
+def _is_known(tag: object, label_names: Sequence[str], names: set[str]) -> bool:
+    """Whether `tag` is one of the labels: a name, or an id into `label_names` (a ClassLabel column)."""
+    if isinstance(tag, str):
+        return tag in names
+    return isinstance(tag, (int, np.integer)) and not isinstance(tag, bool) and 0 <= tag < len(label_names)
+
+
+def check_tags(
+    dataset: datasets.Dataset, tokens_column: str, tags_column: str, label_names: Sequence[str], split_name: str
+) -> None:
+    """Raise ValueError, naming the split, row and values, unless every row has a list of words and a list of as
+    many tags, each a name in `label_names` or an id into it."""
+    missing = [column for column in (tokens_column, tags_column) if column not in dataset.column_names]
+    if missing:
+        raise ValueError(f"Column(s) {missing} not in the {split_name} split; it has {dataset.column_names}.")
+    names = set(label_names)
+    for row, (words, tags) in enumerate(zip(dataset[tokens_column], dataset[tags_column])):
+        where = f"Row {row} of the {split_name} split"
+        if not isinstance(words, list) or not isinstance(tags, list):
+            raise ValueError(
+                f"{where}: columns {tokens_column!r} and {tags_column!r} must hold lists (a word and a tag per "
+                f"token), got {type(words).__name__} {words!r:.100} and {type(tags).__name__} {tags!r:.100}."
+            )
+        if len(words) != len(tags):
+            raise ValueError(f"{where} has {len(words)} words but {len(tags)} tags: {words!r:.200} / {tags!r:.200}.")
+        unknown = [tag for tag in tags if not _is_known(tag, label_names, names)]
+        if unknown:
+            raise ValueError(f"{where}: tag {unknown[0]!r} is not in the label list {list(label_names)}.")
+
+
+# ------------------------------------------------------------------------------------------------ preprocess
+def align_labels_with_pieces(word_ids: list[int | None], word_label_ids: list[int]) -> list[int]:
+    """Piece labels (T,) from word labels: the word's label on its first piece, -100 on its other pieces and on the
+    special tokens (word id None), so each word is scored once.
+
+    Args:
+        word_ids: per piece, the index of its word or None, as `BatchEncoding.word_ids(i)` gives it.
+        word_label_ids: per word, its label id.
+    """
+    labels = []
+    previous = None
+    for word_id in word_ids:
+        if word_id is None or word_id == previous:
+            labels.append(IGNORE_INDEX)
+        elif not 0 <= word_id < len(word_label_ids):
+            raise ValueError(f"Word id {word_id} is outside the {len(word_label_ids)} word labels.")
+        else:
+            labels.append(word_label_ids[word_id])
+        previous = word_id
+    return labels
+
+
+def check_fast_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Raise ValueError for a slow tokenizer: labels are aligned with pieces through word_ids, which only fast
+    (Rust `tokenizers`) tokenizers give."""
+    if not tokenizer.is_fast:
+        raise ValueError(
+            f"{type(tokenizer).__name__} is a slow tokenizer: token classification needs a fast one (it maps pieces "
+            "back to words with word_ids); load it with AutoTokenizer or hf_bertscratch.tokenization.load_tokenizer."
+        )
+
+
+def _tag_ids(tags: list, label_to_id: dict) -> list[int]:
+    """Label ids of one sentence's tags: strings through `label_to_id`, ints (ClassLabel ids) as they are."""
+    try:
+        return [label_to_id[tag] if isinstance(tag, str) else int(tag) for tag in tags]
+    except KeyError as error:
+        raise ValueError(f"Tag {error.args[0]!r} is not in the label list {list(label_to_id)}.") from None
+
+
+def make_tokenize_function(
+    tokenizer: PreTrainedTokenizerBase,
+    tokens_column: str,
+    tags_column: str,
+    label_to_id: dict,
+    max_seq_length: int,
+) -> Callable[[dict[str, list]], dict[str, list]]:
+    """A batched `datasets.map` function: word lists and tags -> input_ids, token_type_ids, attention_mask, labels
+    and length, each a list per sentence of T <= max_seq_length entries (length is T, for length grouping).
+
+    Words are tokenised with is_split_into_words=True and cut at max_seq_length pieces; words past the cut (and words
+    the tokenizer turns into no piece) get no label, so they are not scored. Map with
+    `remove_columns=dataset.column_names` to keep only these columns.
+
+    Args:
+        tags_column: tag strings, mapped by `label_to_id`, or ints (a ClassLabel column), taken as ids already.
+
+    Raises:
+        ValueError: for a slow tokenizer (see `check_fast_tokenizer`).
+    """
+    check_fast_tokenizer(tokenizer)
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length must be at least 3 ([CLS] word [SEP]), got {max_seq_length}.")
+
+    def tokenize(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(
+            batch[tokens_column],
+            is_split_into_words=True,
+            truncation=True,
+            max_length=max_seq_length,
+            return_token_type_ids=True,
+            return_attention_mask=True,
+        )
+        labels = [
+            align_labels_with_pieces(encoded.word_ids(i), _tag_ids(tags, label_to_id))
+            for i, tags in enumerate(batch[tags_column])
+        ]
+        return {
+            "input_ids": encoded["input_ids"],
+            "token_type_ids": encoded["token_type_ids"],
+            "attention_mask": encoded["attention_mask"],
+            "labels": labels,
+            "length": [len(ids) for ids in encoded["input_ids"]],
+        }
+
+    return tokenize
+
+
+# ------------------------------------------------------------------------------------------------ postprocess
+def logits_to_word_tags(
+    logits: np.ndarray, labels: np.ndarray, id_to_label: dict[int, str] | Sequence[str]
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Predicted and reference tags per sentence, at the scored (first-piece) positions only, as seqeval takes them.
+
+    Args:
+        logits: (N, T, C) scores per piece.
+        labels: (N, T) label ids, -100 where not scored (other pieces, special tokens, the Trainer's padding).
+        id_to_label: a label name per id (the config's id2label, or the label list).
+
+    Returns:
+        (predictions, references): N lists of tag strings each, the i-th lists of equal length.
+    """
+    if logits.ndim != 3 or logits.shape[:2] != labels.shape:
+        raise ValueError(f"Expected logits (N, T, C) and labels (N, T), got {logits.shape} and {labels.shape}.")
+    predicted_ids = logits.argmax(axis=-1)  # (N, T)
+    scored = labels != IGNORE_INDEX  # (N, T)
+    predictions = [[id_to_label[int(i)] for i in row[mask]] for row, mask in zip(predicted_ids, scored)]
+    references = [[id_to_label[int(i)] for i in row[mask]] for row, mask in zip(labels, scored)]
+    return predictions, references
+
+
+# ------------------------------------------------------------------------------------------------ inference
+def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, int]:
+    """Pipeline arguments that tag a text longer than the model's positions in overlapping windows.
+
+    The pipeline cuts input at the tokenizer's model_max_length, which a tokenizer saved without one sets to ~1e30
+    (so a long text would overrun the position embeddings); capping it at the model's positions and giving a stride
+    tags the whole text, window by window, instead of failing. The pipeline refuses a stride without aggregation, so
+    "none" tags only the first window.
+    """
+    positions = getattr(getattr(tagger.model, "config", None), "max_position_embeddings", None)
+    if positions is None:
+        return {}
+    tagger.tokenizer.model_max_length = min(tagger.tokenizer.model_max_length, positions)
+    return {} if aggregation_strategy == "none" else {"stride": tagger.tokenizer.model_max_length // 4}
+
+
+def tag_entities(
+    model: str | Path | Pipeline,
+    text: str,
+    tokenizer: str | Path | None = None,
+    aggregation_strategy: str = "simple",
+    device: str | int | None = None,
+    **load_kwargs: object,
+) -> list[dict]:
+    """The named entities in `text`, through transformers' "token-classification" pipeline.
+
+    The pipeline tags each word piece, then groups pieces into entities by `aggregation_strategy` ("simple": runs
+    of pieces with the same entity type, a B- tag starting a new one; "first", "average", "max": one tag per whole
+    word, from its first piece or from its pieces' averaged or best scores; "none": no grouping, one dict per
+    piece). "O" pieces are left out. A text longer than the model's positions is tagged in overlapping windows.
+
+    Args:
+        model: a model folder or Hub id of a *ForTokenClassification checkpoint, or a built pipeline (reused as it
+            is: `tokenizer`, `device` and `load_kwargs` are then not read).
+        tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
+        load_kwargs: passed on to `hf_bertscratch.inference.load_pipeline` (backend="onnxruntime").
+
+    Returns:
+        One dict per entity, in text order: {"entity_group", "score", "word", "start", "end"}, where
+        text[start:end] is the entity's text and word the tokenizer's rendering of its pieces (lower-cased by an
+        uncased tokenizer). With "none", one dict per piece, with "entity" (the tag) and "index" (the piece's
+        position) in place of "entity_group".
+    """
+    if not text.strip():
+        raise ValueError("Text is empty: expected a sentence to tag.")
+    if aggregation_strategy not in AGGREGATION_STRATEGIES:
+        raise ValueError(
+            f"aggregation_strategy={aggregation_strategy!r} is not supported: expected one of {AGGREGATION_STRATEGIES}."
+        )
+    tagger = _as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
+    entities = tagger(
+        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, aggregation_strategy)
+    )
+    # The pipeline's scores are numpy float32, which json cannot write.
+    return [{**entity, "score": float(entity["score"])} for entity in entities]
+
+
+__all__ = [
+    "AGGREGATION_STRATEGIES",
+    "CONLL2003_LABELS",
+    "CONLL_FEATURES",
+    "IGNORE_INDEX",
+    "align_labels_with_pieces",
+    "check_fast_tokenizer",
+    "check_tags",
+    "label_names_from",
+    "logits_to_word_tags",
+    "make_tokenize_function",
+    "read_conll",
+    "tag_entities",
+]
