@@ -35,27 +35,74 @@ PROJECT_URL = "https://github.com/hf-bertscratch/hf-bertscratch"
 
 @dataclass(frozen=True)
 class CardKind:
-    """What differs between the card of a pretrained MLM and that of a fine-tuned classifier."""
+    """What differs between the cards of a pretrained MLM and of the fine-tuned heads.
+
+    Attributes:
+        architecture: the suffix of the `architectures` entry a folder of this kind holds (e.g. ForTokenClassification).
+        description: what the model is, in a few words ("text classifier").
+        objective: the training objective, for the training-procedure table.
+        usage: the last lines of the card's "How to use" snippet, after `model` and `tokenizer` are loaded.
+    """
 
     template: str
     pipeline_tag: str
     task_name: str
     auto_class: str
     tags: tuple[str, ...]
+    architecture: str = ""
+    description: str = ""
+    objective: str = ""
+    usage: str = ""
+
+
+def _finetuned(pipeline_tag: str, task_name: str, head: str, description: str, objective: str, usage: str) -> CardKind:
+    return CardKind(
+        "classifier.md",
+        pipeline_tag,
+        task_name,
+        f"AutoModel{head}",
+        (pipeline_tag,),
+        head,
+        description,
+        objective,
+        usage,
+    )
 
 
 CARD_KINDS: dict[str, CardKind] = {
     "pretrained": CardKind(
         "pretrained.md", "fill-mask", "Masked language modeling", "AutoModelForMaskedLM", ("fill-mask", "pretraining")
     ),
-    "classifier": CardKind(
-        "classifier.md",
+    "classifier": _finetuned(
         "text-classification",
         "Text classification",
-        "AutoModelForSequenceClassification",
-        ("text-classification",),
+        "ForSequenceClassification",
+        "BERT text classifier",
+        "sequence classification (cross-entropy over the labels; mean squared error for a score)",
+        'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
+        'print(classifier("the movie was wonderful, i loved the acting."))',
+    ),
+    "token-classifier": _finetuned(
+        "token-classification",
+        "Token classification",
+        "ForTokenClassification",
+        "BERT token classifier (named entities)",
+        "token classification (cross-entropy over the tag of each word's first word piece)",
+        'tagger = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy="simple")\n'
+        'print(tagger("George Washington went to Washington."))',
+    ),
+    "question-answering": _finetuned(
+        "question-answering",
+        "Question answering",
+        "ForQuestionAnswering",
+        "BERT extractive question-answering model",
+        "extractive question answering (cross-entropy over the answer's start and end tokens)",
+        "from hf_bertscratch.question_answering import answer_question  # transformers 5 has no QA pipeline\n"
+        'print(answer_question((model, tokenizer), "Where did he go?", "George Washington went to Washington."))',
     ),
 }
+# Pipeline task -> the card kind of a model fine-tuned for it.
+KIND_OF_TASK: dict[str, str] = {kind.pipeline_tag: name for name, kind in CARD_KINDS.items()}
 _COMMON_TAGS = ("bert", "bertscratch", "custom_code")
 
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
@@ -107,7 +154,7 @@ class CardInfo:
 
     def validate_task(self) -> None:
         if self.task is not None and self.task not in {kind.pipeline_tag for kind in CARD_KINDS.values()}:
-            raise ValueError(f"Model card task must be 'fill-mask' or 'text-classification', got {self.task!r}.")
+            raise ValueError(f"Model card task must be one of {sorted(KIND_OF_TASK)}, got {self.task!r}.")
 
     @classmethod
     def of(cls, info: "CardInfo | Mapping[str, Any]") -> "CardInfo":
@@ -179,12 +226,14 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     """Guess the card kind and `info` of a saved model folder that has no card (config, sizes, saved metrics).
 
     Returns:
-        (kind, info): kind "classifier" for sequence-classification heads, else "pretrained".
+        (kind, info): the kind whose head the folder's `architectures` name ("classifier", "token-classifier",
+        "question-answering"), else "pretrained".
     """
     model_dir = Path(model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     architectures = config.get("architectures") or []
-    kind = "classifier" if any("SequenceClassification" in name for name in architectures) else "pretrained"
+    heads = {name: kind.architecture for name, kind in CARD_KINDS.items() if kind.architecture}
+    kind = next((name for name, head in heads.items() if any(a.endswith(head) for a in architectures)), "pretrained")
     info: dict[str, Any] = {"model_name": model_dir.resolve().name}
     num_parameters = _count_safetensors_parameters(model_dir)
     if num_parameters:
@@ -192,7 +241,7 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     results_file = model_dir / "all_results.json"
     if results_file.is_file():
         info["results"] = json.loads(results_file.read_text(encoding="utf-8"))
-    if kind == "classifier" and config.get("id2label"):
+    if kind in ("classifier", "token-classifier") and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
     return kind, CardInfo.of(info)
 
@@ -266,6 +315,9 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
         "revision": DEFAULT_REVISION,
         "auto_class": card_kind.auto_class,
         "pipeline_tag": info.task or card_kind.pipeline_tag,
+        "description": card_kind.description,
+        "objective": card_kind.objective,
+        "usage": card_kind.usage,
         "base_model": info.base_model,
         "base_model_on_hub": _hub_model_id(info.base_model) is not None,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],

@@ -4,6 +4,9 @@
     bertscratch pretrain-flax ARGS       same arguments as scripts/pretrain_flax.py (hf_bertscratch.flax.pretraining.main)
     bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
     bertscratch fill-mask MODEL "paris is the [MASK] of france ."   [--backend onnxruntime]
+    bertscratch classify MODEL "a text" [--text_pair "a second text"]
+    bertscratch tag MODEL "George Washington went to Washington ."
+    bertscratch answer MODEL --question "Who went?" --context "George Washington went to Washington ."
     bertscratch export MODEL OUT          ONNX model + config + tokenizer, laid out for Optimum's ORTModelFor*
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
     bertscratch plot OUTPUT_DIR
@@ -49,7 +52,7 @@ FORWARDED: dict[str, tuple[str, str]] = {
     ),
     "finetune": (
         "hf_bertscratch.finetuning",
-        "Fine-tune a text classifier, e.g. on IMDB or SST-2 (= scripts/finetune.py).",
+        "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
     ),
     "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
     "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),
@@ -113,9 +116,46 @@ class FillMaskArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class ClassifyArguments(InferenceArguments):
-    """Classify TEXT with a fine-tuned classifier and print every label's probability, best first."""
+    """Classify TEXT (or a sentence pair) with a fine-tuned classifier: every label's probability, best first, or a
+    regressor's score (STS-B)."""
 
+    text_pair: str | None = field(
+        default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
+    )
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
+
+
+@dataclass(kw_only=True)
+class TagArguments(InferenceArguments):
+    """Find the named entities in TEXT with a fine-tuned token classifier: each entity's type, text, span, score."""
+
+    aggregation_strategy: Literal["simple", "first", "average", "max", "none"] = field(
+        default="simple",
+        metadata={
+            "help": "How word pieces become entities (transformers' token-classification pipeline): simple groups "
+            "adjacent pieces of one type; first/average/max score whole words; none lists every piece."
+        },
+    )
+    json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
+
+
+@dataclass(kw_only=True)
+class AnswerArguments(CommandArguments):
+    """Answer QUESTION from CONTEXT with a fine-tuned extractive question-answering model: the answer's text, its
+    character span in the context and its score."""
+
+    model: str = _positional("Model folder (a fine-tuning output_dir) or Hub id.")
+    question: str = field(metadata={"help": "The question (quote it)."})
+    context: str = field(metadata={"help": "The text that holds the answer (quote it)."})
+    tokenizer: str | None = field(
+        default=None,
+        metadata={"help": "Tokenizer folder or Hub id; None: the tokenizer saved with the model."},
+    )
+    device: str | None = field(default=None, metadata={"help": "Device to run on: cpu, cuda, ...; None: cpu."})
+    max_answer_length: int = field(default=30, metadata={"help": "Longest answer considered, in tokens."})
+    max_seq_length: int = field(default=384, metadata={"help": "Tokens per window of question + context."})
+    doc_stride: int = field(default=128, metadata={"help": "Tokens shared by consecutive windows of a long context."})
+    json: bool = field(default=False, metadata={"help": "Print the result as JSON."})
 
 
 @dataclass(kw_only=True)
@@ -203,12 +243,54 @@ def run_fill_mask(args: FillMaskArguments) -> None:
 def run_classify(args: ClassifyArguments) -> None:
     from .inference import classify
 
-    results = classify(args.model, args.text, tokenizer=args.tokenizer, device=args.device, backend=args.backend)
+    results = classify(
+        args.model, args.text, args.text_pair, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+    )
     if args.json:
         print(json.dumps(results, indent=2))
         return
     for result in results:
         print(f"{result['label']:<16} {result['score']:.4f}")
+
+
+def run_tag(args: TagArguments) -> None:
+    from .token_classification import tag_entities
+
+    entities = tag_entities(
+        args.model,
+        args.text,
+        tokenizer=args.tokenizer,
+        aggregation_strategy=args.aggregation_strategy,
+        device=args.device,
+        backend=args.backend,
+    )
+    if args.json:
+        print(json.dumps(entities, indent=2, default=float))
+        return
+    if not entities:
+        print("(no entities)")
+    for entity in entities:
+        kind = entity.get("entity_group", entity.get("entity"))
+        print(f"{kind:<8} {entity['word']:<24} [{entity['start']}:{entity['end']}]  {entity['score']:.4f}")
+
+
+def run_answer(args: AnswerArguments) -> None:
+    from .question_answering import answer_question
+
+    result = answer_question(
+        args.model,
+        args.question,
+        args.context,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        max_seq_length=args.max_seq_length,
+        doc_stride=args.doc_stride,
+        max_answer_length=args.max_answer_length,
+    )
+    if args.json:
+        print(json.dumps(result, indent=2, default=float))
+        return
+    print(f"{result['answer']}\n[{result['start']}:{result['end']}]  score {result['score']:.4f}")
 
 
 def run_embed(args: EmbedArguments) -> None:
@@ -271,6 +353,8 @@ def run_plot(args: PlotArguments) -> None:
 COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
     "fill-mask": (FillMaskArguments, run_fill_mask),
     "classify": (ClassifyArguments, run_classify),
+    "tag": (TagArguments, run_tag),
+    "answer": (AnswerArguments, run_answer),
     "embed": (EmbedArguments, run_embed),
     "attention": (AttentionArguments, run_attention),
     "export": (ExportArguments, run_export),

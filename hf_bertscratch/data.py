@@ -43,12 +43,17 @@ class LocalDataset:
         folder: Sub-folder of the data directory.
         splits: Split name -> file path or glob, relative to `folder`.
         columns: Columns to keep (the Hub dataset's columns), in order; None keeps all.
+        builder_kwargs: extra arguments of the datasets builder (GLUE's TSVs: no quoting, a header or none).
+        rename: column renames applied before `columns` is selected (file header -> the Hub dataset's name).
+        builder: the reader, when the file extension does not say it ("conll": CoNLL-2003 text files).
     """
 
     folder: str
     splits: dict[str, str]
     columns: tuple[str, ...] | None = None
-    builder_kwargs: dict[str, str] = field(default_factory=dict)
+    builder_kwargs: dict[str, object] = field(default_factory=dict)
+    rename: dict[str, str] = field(default_factory=dict)
+    builder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,19 +89,52 @@ _IMDB_CITATION = """@inproceedings{maas2011learning,
   year      = {2011},
   pages     = {142--150}
 }"""
-_SST2_CITATION = """@inproceedings{socher2013recursive,
+_GLUE_CITATION = """@inproceedings{wang2019glue,
+  title     = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
+  author    = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2019}
+}"""
+_SST2_CITATION = (
+    """@inproceedings{socher2013recursive,
   title     = {Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank},
   author    = {Socher, Richard and Perelygin, Alex and Wu, Jean and Chuang, Jason and Manning, Christopher D. and Ng, Andrew and Potts, Christopher},
   booktitle = {Proceedings of the 2013 Conference on Empirical Methods in Natural Language Processing},
   year      = {2013},
   pages     = {1631--1642}
 }
-@inproceedings{wang2019glue,
-  title     = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
-  author    = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
-  booktitle = {International Conference on Learning Representations},
-  year      = {2019}
+"""
+    + _GLUE_CITATION
+)
+_CONLL2003_CITATION = """@inproceedings{tjong-kim-sang-de-meulder-2003-introduction,
+  title     = {Introduction to the {C}o{NLL}-2003 Shared Task: Language-Independent Named Entity Recognition},
+  author    = {Tjong Kim Sang, Erik F. and De Meulder, Fien},
+  booktitle = {Proceedings of the Seventh Conference on Natural Language Learning at HLT-NAACL 2003},
+  year      = {2003},
+  pages     = {142--147}
 }"""
+_SQUAD_CITATION = """@inproceedings{rajpurkar2016squad,
+  title     = {{SQ}u{AD}: 100,000+ Questions for Machine Comprehension of Text},
+  author    = {Rajpurkar, Pranav and Zhang, Jian and Lopyrev, Konstantin and Liang, Percy},
+  booktitle = {Proceedings of the 2016 Conference on Empirical Methods in Natural Language Processing},
+  year      = {2016},
+  pages     = {2383--2392}
+}"""
+# GLUE's own TSV files (as in ../shared/data/glue): read with quoting off, as the Hub's `glue` loader does, since
+# MRPC and STS-B hold unbalanced '"' characters; MRPC starts with a byte-order mark, CoLA has no header.
+_GLUE_TSV: dict[str, object] = {"sep": "\t", "quoting": 3}  # 3 = csv.QUOTE_NONE
+
+
+def _glue_local(folder: str, columns: tuple[str, ...], **kwargs: object) -> LocalDataset:
+    """The local copy of one GLUE task: `glue/<folder>/{train,dev}.tsv`, as the Hub's train/validation splits."""
+    builder_kwargs = {**_GLUE_TSV, **kwargs.pop("builder_kwargs", {})}
+    splits = {"train": "train.tsv", "validation": "dev.tsv"}
+    return LocalDataset(f"glue/{folder}", splits, columns, builder_kwargs, **kwargs)
+
+
+def _glue_known(config: str, title: str, local: LocalDataset) -> KnownDataset:
+    return KnownDataset((("glue", config), ("nyu-mll/glue", config)), title, _GLUE_CITATION, local)
+
 
 # Corpora shipped inside the package (hf_bertscratch/corpora, each with a SOURCE.md giving origin and licence): used
 # when a named dataset has no copy in the data directory, before going to the Hub, so the default pretraining
@@ -131,7 +169,50 @@ KNOWN_DATASETS: tuple[KnownDataset, ...] = (
         _SST2_CITATION,
         LocalDataset("sst2", {"train": "train.tsv", "validation": "dev.tsv"}, ("sentence", "label")),
     ),
+    _glue_known(
+        "cola",
+        "CoLA (GLUE)",
+        _glue_local(
+            "CoLA",
+            ("sentence", "label"),
+            builder_kwargs={"header": None, "column_names": ["source", "label", "mark", "sentence"]},
+        ),
+    ),
+    _glue_known(
+        "mrpc",
+        "MRPC (GLUE)",
+        _glue_local(
+            "MRPC",
+            ("sentence1", "sentence2", "label"),
+            builder_kwargs={"encoding": "utf-8-sig"},
+            rename={"Quality": "label", "#1 String": "sentence1", "#2 String": "sentence2"},
+        ),
+    ),
+    _glue_known(
+        "stsb", "STS-B (GLUE)", _glue_local("STS-B", ("sentence1", "sentence2", "label"), rename={"score": "label"})
+    ),
+    _glue_known("rte", "RTE (GLUE)", _glue_local("RTE", ("sentence1", "sentence2", "label"))),
+    _glue_known("wnli", "WNLI (GLUE)", _glue_local("WNLI", ("sentence1", "sentence2", "label"))),
+    KnownDataset(
+        (("conll2003", None), ("eriktks/conll2003", None)),
+        "CoNLL-2003 English NER",
+        _CONLL2003_CITATION,
+        LocalDataset(
+            "conll2003",
+            {"train": "train.txt", "validation": "valid.txt", "test": "test.txt"},
+            ("tokens", "ner_tags"),
+            builder="conll",
+        ),
+    ),
 )
+# Names whose card title and citation are not one KNOWN_DATASETS row's: datasets known by Hub name only (no local
+# copy), and GLUE, whose name is shared by its tasks (a card names the task through its dataset config).
+NAME_CITATIONS: dict[str, tuple[str, str]] = {
+    "squad": ("SQuAD v1.1", _SQUAD_CITATION),
+    "rajpurkar/squad": ("SQuAD v1.1", _SQUAD_CITATION),
+    "glue": ("GLUE", _GLUE_CITATION),
+    "nyu-mll/glue": ("GLUE", _GLUE_CITATION),
+}
 # (dataset_name, dataset_config_name) -> its copy in a data directory / inside the package.
 LOCAL_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
     hub_id: known.local for known in KNOWN_DATASETS for hub_id in known.hub_ids
@@ -141,7 +222,8 @@ BUNDLED_DATASETS: dict[tuple[str, str | None], LocalDataset] = {
 }
 # dataset_name -> (title, citation), for model cards.
 DATASET_CITATIONS: dict[str, tuple[str, str]] = {
-    name: (known.title, known.citation) for known in KNOWN_DATASETS for name, _ in known.hub_ids
+    **{name: (known.title, known.citation) for known in KNOWN_DATASETS for name, _ in known.hub_ids},
+    **NAME_CITATIONS,
 }
 DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
 
@@ -203,14 +285,32 @@ def _load_files(
     split_files: dict[str, list[Path]],
     streaming: bool,
     cache_dir: str | None,
-    builder_kwargs: dict[str, str] | None = None,
+    builder_kwargs: dict[str, object] | None = None,
+    builder: str | None = None,
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
     all_files = [f for files in split_files.values() for f in files]
-    builder, kwargs = _builder_for(all_files)
+    builder, kwargs = (builder, {}) if builder else _builder_for(all_files)
+    if builder == "conll":
+        return _load_conll(split_files, streaming)
     kwargs = {**kwargs, **(builder_kwargs or {})}
     data_files = {split: [str(f) for f in files] for split, files in split_files.items()}
     logger.info("Loading %s files: %s", builder, data_files)
     return datasets.load_dataset(builder, data_files=data_files, streaming=streaming, cache_dir=cache_dir, **kwargs)
+
+
+def _load_conll(
+    split_files: dict[str, list[Path]], streaming: bool
+) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    """CoNLL-2003-format text files (`word POS chunk TAG` lines, sentences apart by blank lines) as tokens/ner_tags."""
+    from .token_classification import read_conll
+
+    logger.info("Loading CoNLL files: %s", {split: [str(f) for f in files] for split, files in split_files.items()})
+    splits = {
+        split: datasets.concatenate_datasets([read_conll(f) for f in files]) if len(files) > 1 else read_conll(files[0])
+        for split, files in split_files.items()
+    }
+    raw = datasets.DatasetDict(splits)
+    return datasets.IterableDatasetDict({k: v.to_iterable_dataset() for k, v in raw.items()}) if streaming else raw
 
 
 def _find_local(
@@ -272,7 +372,10 @@ def load_raw_datasets(
             folder = root / spec.folder
             logger.info("Using the local copy of %s/%s in %s", dataset_name, dataset_config_name, folder)
             split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
-            return _select_columns(_load_files(split_files, streaming, cache_dir, spec.builder_kwargs), spec.columns)
+            raw = _load_files(split_files, streaming, cache_dir, spec.builder_kwargs, spec.builder)
+            if spec.rename:
+                raw = raw.rename_columns(spec.rename)
+            return _select_columns(raw, spec.columns)
     if local_dir:
         logger.info(
             "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir

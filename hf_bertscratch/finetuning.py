@@ -1,16 +1,16 @@
-"""Fine-tune a BertScratch (or any BERT-like) checkpoint for text classification with HF `Trainer`.
+"""Fine-tune a BertScratch (or any BERT-like) checkpoint for any task BERT is fine-tuned for, with HF `Trainer`.
 
-Tasks come from a table (`TASKS`: imdb, sst2) or from any csv/json/parquet/Hub dataset through
-`--text_column/--label_column` (and `--text_pair_column` for sentence pairs). Long texts are cut to
-`--max_seq_length` by a chosen strategy (head, tail, or head+tail as in Sun et al. 2019). The run ends by writing
-the best model, `all_results.json`, `predictions.csv`, `confusion_matrix.png`, `loss_curve.png` and a model card.
+Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
+own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
+question-answering) with the columns named by flags. One setup serves every shape; what differs per shape (features,
+head, metric, predictions) lives in `hf_bertscratch.task_shapes`. The run ends by writing the best model,
+`all_results.json`, `predictions.csv`, a picture fit for the shape, `loss_curve.png` and a model card.
 
-    python scripts/finetune.py --model_name_or_path RUN --task sst2 --data_dir ../shared/data --output_dir OUT
+    python scripts/finetune.py --model_name_or_path RUN --task conll2003 --data_dir ../shared/data --output_dir OUT
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -19,13 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import numpy as np
 import torch
 from transformers import (
     AutoConfig,
-    AutoModelForSequenceClassification,
     AutoTokenizer,
-    DataCollatorWithPadding,
     HfArgumentParser,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -40,40 +37,13 @@ from .arguments import parse_args_or_json
 from .data import check_max_samples, load_raw_datasets, sample_examples
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
-from .metrics import ClassificationMetrics
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
+from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
+from .tasks import SHAPE_COLUMNS, SHAPES, TASKS, TaskOverrides, TaskSpec, resolve_task
 
 logger = logging.getLogger(__name__)
 
-
-# --------------------------------------------------------------------------------------------------- task table
-@dataclass(frozen=True)
-class TaskSpec:
-    """Where a classification task's data lives and which columns hold what.
-
-    Attributes:
-        dataset_name / dataset_config_name: the Hub dataset (also the key of the local copy under `--data_dir`).
-        train_split / eval_split: the split trained on and the split reported (IMDB: test, SST-2: GLUE dev).
-        text_column / text_pair_column / label_column: column names (pair column None for single sentences).
-        label_names: class names in label-id order.
-    """
-
-    dataset_name: str
-    dataset_config_name: str | None
-    train_split: str
-    eval_split: str
-    text_column: str
-    text_pair_column: str | None
-    label_column: str
-    label_names: tuple[str, ...]
-
-
-TASKS: dict[str, TaskSpec] = {
-    "imdb": TaskSpec("imdb", None, "train", "test", "text", None, "label", ("neg", "pos")),
-    "sst2": TaskSpec("glue", "sst2", "train", "validation", "sentence", None, "label", ("negative", "positive")),
-}
-
-TRUNCATION_STRATEGIES = ("head", "tail", "head+tail")
+AUTO_METRIC = "auto"  # --metric_for_best_model's default: the task's main metric
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
@@ -113,36 +83,67 @@ class ModelArguments:
 
 @dataclass
 class DataArguments:
-    """Which data to train and evaluate on, and how to turn it into model inputs."""
+    """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
 
     task: str | None = field(
         default=None, metadata={"help": f"A task from the table: {', '.join(TASKS)}. Or give a dataset below."}
     )
+    task_type: str | None = field(
+        default=None,
+        metadata={
+            "help": "The shape of your own data's task (default: classification, or the --task's shape).",
+            "choices": list(SHAPES),
+        },
+    )
     dataset_name: str | None = field(default=None, metadata={"help": "A Hub dataset id (instead of --task)."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "The Hub dataset's configuration."})
-    train_file: str | None = field(default=None, metadata={"help": "A csv/tsv/json/jsonl/parquet training file."})
-    validation_file: str | None = field(default=None, metadata={"help": "A csv/tsv/json/jsonl/parquet eval file."})
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "A csv/tsv/json/jsonl/parquet training file (question answering: also SQuAD's nested json)."},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "An evaluation file, same formats."})
+    test_file: str | None = field(
+        default=None, metadata={"help": "A test file, scored once with the chosen model at the end (optional)."}
+    )
     data_dir: str | None = field(
         default=None,
         metadata={
-            "help": "Folder with local copies of imdb/ and sst2/ (as in ../shared/data); default "
-            "$BERTSCRATCH_DATA_DIR; the Hub otherwise."
+            "help": "Folder with local copies of the table's datasets (imdb/, sst2/, glue/, conll2003/ as in "
+            "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise."
         },
     )
     train_split: str | None = field(default=None, metadata={"help": "Split to train on (default: the task's/train)."})
     eval_split: str | None = field(
         default=None, metadata={"help": "Split to evaluate on (default: the task's, else validation, else test)."}
     )
-    text_column: str | None = field(default=None, metadata={"help": "Column with the text (default: the task's)."})
-    text_pair_column: str | None = field(
-        default=None, metadata={"help": "Optional second text column, for sentence-pair tasks."}
+    test_split: str | None = field(
+        default=None, metadata={"help": "Split scored once at the end with the chosen model (default: the task's)."}
     )
-    label_column: str | None = field(default=None, metadata={"help": "Column with the labels (default: label)."})
+    text_column: str | None = field(default=None, metadata={"help": "Classification/regression: the text column."})
+    text_pair_column: str | None = field(
+        default=None, metadata={"help": "Classification/regression: the second text of a sentence pair."}
+    )
+    label_column: str | None = field(
+        default=None, metadata={"help": "Classification: class ids or names; regression: numbers (default: label)."}
+    )
+    tokens_column: str | None = field(
+        default=None, metadata={"help": "Token classification: a column of word lists (default: tokens)."}
+    )
+    tags_column: str | None = field(
+        default=None, metadata={"help": "Token classification: one tag per word, e.g. IOB2 (default: ner_tags)."}
+    )
+    question_column: str | None = field(default=None, metadata={"help": "Question answering (default: question)."})
+    context_column: str | None = field(default=None, metadata={"help": "Question answering (default: context)."})
+    answers_column: str | None = field(
+        default=None,
+        metadata={"help": 'Question answering: {"text": [...], "answer_start": [...]} per row (default: answers).'},
+    )
+    id_column: str | None = field(default=None, metadata={"help": "Question answering: example ids (default: id)."})
     class_names: str | None = field(
         default=None,
         metadata={
-            "help": "Comma-separated class names in id order. Integer labels must lie in [0, #names); string labels "
-            "must be among the names. Default: the task's names, else the sorted labels of the train split."
+            "help": "Comma-separated class (or tag) names in id order. Integer labels must lie in [0, #names); string "
+            "labels must be among the names. Default: the task's names, else the sorted labels of the train split."
         },
     )
     max_seq_length: int = field(
@@ -151,8 +152,8 @@ class DataArguments:
     truncation: str = field(
         default="head",
         metadata={
-            "help": "How to cut texts longer than max_seq_length: head (keep the start), tail (keep the end), or "
-            "head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019).",
+            "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
+            "or head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019).",
             "choices": list(TRUNCATION_STRATEGIES),
         },
     )
@@ -160,26 +161,40 @@ class DataArguments:
         default=128,
         metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
     )
+    doc_stride: int = field(
+        default=128,
+        metadata={"help": "Question answering: tokens shared by consecutive windows of a long context."},
+    )
+    max_answer_length: int = field(default=30, metadata={"help": "Question answering: longest answer, in tokens."})
+    n_best_size: int = field(
+        default=20, metadata={"help": "Question answering: start and end candidates searched per window."}
+    )
     max_train_samples: int | None = field(
         default=None,
-        metadata={"help": "Train on this many training texts, drawn at random with --seed (default: all of them)."},
+        metadata={"help": "Train on this many training examples, drawn at random with --seed (default: all)."},
     )
     max_eval_samples: int | None = field(
         default=None,
-        metadata={"help": "Evaluate on this many evaluation texts, drawn at random with --seed (default: all)."},
+        metadata={"help": "Evaluate on this many evaluation examples, drawn at random with --seed (default: all)."},
     )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
 
 @dataclass
 class FinetuneTrainingArguments(GuardedTrainingArguments):
-    """`TrainingArguments` with defaults for classification (per-epoch eval, best checkpoint kept, length grouping)
-    and the output-folder guard (`hf_bertscratch.run_folder`)."""
+    """`TrainingArguments` with defaults for fine-tuning (per-epoch eval, the best checkpoint kept by the task's main
+    metric, length grouping) and the output-folder guard (`hf_bertscratch.run_folder`)."""
 
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
     load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})
-    metric_for_best_model: str | None = field(default="accuracy", metadata={"help": "Metric that picks the best."})
+    metric_for_best_model: str | None = field(
+        default=AUTO_METRIC,
+        metadata={
+            "help": f"Metric that picks the best checkpoint; {AUTO_METRIC!r}: the task's main metric (accuracy, "
+            "Matthews for CoLA, F1 for MRPC, Spearman for STS-B, entity F1 for NER, F1 for QA)."
+        },
+    )
     save_total_limit: int | None = field(
         default=2, metadata={"help": "Checkpoints kept (the best one is always kept)."}
     )
@@ -196,22 +211,27 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
 
 
 # ------------------------------------------------------------------------------------------------ resolve & check
-@dataclass
-class ResolvedTask:
-    """The task after merging the table entry with command-line overrides."""
+def task_overrides(args: DataArguments) -> TaskOverrides:
+    """The command line's task settings: the named task, the shape, splits, columns and class names."""
+    columns = {
+        role: getattr(args, f"{role}_column")
+        for role in {r for roles in SHAPE_COLUMNS.values() for r in roles}
+        if getattr(args, f"{role}_column", None)
+    }
+    names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
+    return TaskOverrides(
+        task=args.task,
+        task_type=args.task_type,
+        train_split=args.train_split,
+        eval_split=args.eval_split,
+        test_split=args.test_split,
+        columns=columns,
+        label_names=names,
+    )
 
-    train_split: str
-    eval_split: str
-    text_column: str
-    text_pair_column: str | None
-    label_column: str
-    label_names: list[str] | None
 
-
-def resolve_task(args: DataArguments) -> ResolvedTask:
-    """Merge `--task` defaults with explicit column/split arguments; validates the task name and strategy."""
-    if args.task is not None and args.task not in TASKS:
-        raise ValueError(f"Unknown --task {args.task!r}; expected one of {list(TASKS)} (or give a dataset instead).")
+def check_data_arguments(args: DataArguments) -> TaskSpec:
+    """Every check of the data arguments that needs no data; returns the resolved task."""
     if args.task is None and not (args.dataset_name or args.train_file):
         raise ValueError("Give --task, --dataset_name or --train_file.")
     if args.truncation not in TRUNCATION_STRATEGIES:
@@ -221,169 +241,105 @@ def resolve_task(args: DataArguments) -> ResolvedTask:
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
         raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
     check_max_samples(args)
-    spec = TASKS.get(args.task) if args.task else None
-    names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
-    return ResolvedTask(
-        train_split=args.train_split or (spec.train_split if spec else "train"),
-        eval_split=args.eval_split or (spec.eval_split if spec else ""),
-        text_column=args.text_column or (spec.text_column if spec else "text"),
-        text_pair_column=args.text_pair_column or (spec.text_pair_column if spec else None),
-        label_column=args.label_column or (spec.label_column if spec else "label"),
-        label_names=names or (list(spec.label_names) if spec else None),
-    )
+    task = resolve_task(task_overrides(args))
+    if task.shape == "question-answering":
+        if not 0 < args.doc_stride < args.max_seq_length:
+            raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
+        for name in ("max_answer_length", "n_best_size"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}.")
+    return task
 
 
-def load_task_datasets(args: DataArguments, task: ResolvedTask, cache_dir: str | None = None) -> datasets.DatasetDict:
-    """The train and eval splits (keys "train", "eval"), checked for presence, columns and emptiness."""
-    spec = TASKS.get(args.task) if args.task else None
-    raw = load_raw_datasets(
-        dataset_name=args.dataset_name or (spec.dataset_name if spec else None),
-        dataset_config_name=args.dataset_config_name or (spec.dataset_config_name if spec else None),
-        train_file=args.train_file,
-        validation_file=args.validation_file,
-        data_dir=args.data_dir,
-        cache_dir=cache_dir,
-    )
+def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
+    """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
+    from .question_answering import is_squad_json, load_squad_json
+
+    files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
+    files = {split: path for split, path in files.items() if path}
+    if not files or not all(is_squad_json(path) for path in files.values()):
+        return None
+    return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
+
+
+def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
+    """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
+    presence, columns and emptiness before any training."""
+    raw = _read_question_answering_files(args) if task.shape == "question-answering" else None
+    if raw is None:
+        raw = load_raw_datasets(
+            dataset_name=args.dataset_name or task.dataset_name or None,
+            dataset_config_name=args.dataset_config_name or task.dataset_config_name,
+            train_file=args.train_file,
+            validation_file=args.validation_file,
+            test_file=args.test_file,
+            data_dir=args.data_dir,
+            cache_dir=cache_dir,
+        )
     eval_split = task.eval_split or next((s for s in ("validation", "test") if s in raw), "")
-    for role, split in (("train", task.train_split), ("eval", eval_split)):
+    if not eval_split:
+        raise ValueError(
+            f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
+            "or name one of its splits with --eval_split."
+        )
+    roles = {"train": task.train_split, "eval": eval_split}
+    test_split = task.test_split or ("test" if args.test_file else None)
+    if test_split and (test_split in raw or args.test_split):  # a table task's test split is scored when present
+        roles["test"] = test_split
+    for role, split in roles.items():
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
-    chosen = datasets.DatasetDict({"train": raw[task.train_split], "eval": raw[eval_split]})
-    needed = [c for c in (task.text_column, task.text_pair_column, task.label_column) if c]
+    chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    needed = [c for c in task.columns.values() if c]
+    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
+        needed.remove(task.columns["id"])  # ids are made up when the data has none
     for role, split in chosen.items():
         missing = [c for c in needed if c not in split.column_names]
         if missing:
             raise ValueError(f"Column(s) {missing} not in the {role} split; it has {split.column_names}.")
         if len(split) == 0:
             raise ValueError(f"The {role} split is empty.")
+    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
+        chosen = datasets.DatasetDict(
+            {role: split.add_column(task.columns["id"], [f"{role}-{i}" for i in range(len(split))])
+             for role, split in chosen.items()}
+        )  # fmt: skip
     return chosen
 
 
-def label_mapping(raw: datasets.DatasetDict, task: ResolvedTask) -> tuple[list[str], dict]:
-    """Class names and a map from raw label value to class id; raises on any label outside the label set.
-
-    Integer labels are ids into the names; string labels are names. Without given names, the sorted distinct
-    train labels are the classes (integers must then be 0..K-1).
-    """
-    train_values = sorted(set(raw["train"][task.label_column]), key=lambda v: (str(type(v)), v))
-    names = task.label_names
-    is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
-    if names is None:
-        if is_int:
-            if train_values != list(range(len(train_values))):
-                raise ValueError(
-                    f"Integer labels must be 0..K-1, got {train_values[:20]}; pass --class_names to name the classes."
-                )
-            names = [str(v) for v in train_values]
-        else:
-            names = [str(v) for v in train_values]
-    mapping = {i: i for i in range(len(names))} if is_int else {name: i for i, name in enumerate(names)}
-    if len(names) < 2:
-        raise ValueError(f"Classification needs at least two labels, got {names}.")
-    for role, split in raw.items():
-        bad = sorted({v for v in split[task.label_column] if v not in mapping}, key=str)
-        if bad:
-            raise ValueError(
-                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} (classes {names})."
-            )
-    return names, mapping
-
-
-# -------------------------------------------------------------------------------------------------- tokenisation
-def truncate_ids(ids: list[int], budget: int, strategy: str, head_tokens: int = 128) -> list[int]:
-    """Cut a token-id list to at most `budget` ids.
-
-    head keeps the first `budget`; tail the last `budget`; head+tail the first `head_tokens` and the last
-    `budget - head_tokens` (Sun et al. 2019, "How to Fine-Tune BERT for Text Classification?", best on IMDB with
-    128 + 382 of 510).
-    """
-    if len(ids) <= budget:
-        return ids
-    if strategy == "head":
-        return ids[:budget]
-    if strategy == "tail":
-        return ids[len(ids) - budget :]
-    if strategy == "head+tail":
-        tail = budget - head_tokens
-        return ids[:head_tokens] + (ids[len(ids) - tail :] if tail > 0 else [])
-    raise ValueError(f"Unknown truncation strategy {strategy!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
-
-
-def make_tokenize_function(
-    tokenizer: PreTrainedTokenizerBase,
-    task: ResolvedTask,
-    label_map: dict,
-    max_seq_length: int,
-    strategy: str,
-    head_tokens: int,
-):
-    """A batched `datasets.map` function: texts -> input_ids, token_type_ids, attention_mask, labels, length.
-
-    Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
-    review). Pairs use the tokenizer's own longest-first truncation, which is what GLUE pair tasks use.
-    """
-
-    def tokenize(batch: dict[str, list]) -> dict[str, list]:
-        if task.text_pair_column:
-            encoded = tokenizer(
-                batch[task.text_column], batch[task.text_pair_column], truncation=True, max_length=max_seq_length
-            )
-            encoded = dict(encoded)
-        else:
-            texts = [t if t is not None else "" for t in batch[task.text_column]]
-            pieces = tokenizer(texts, add_special_tokens=False)["input_ids"]
-            budget = max_seq_length - 2  # room for [CLS] and [SEP]
-            input_ids = [
-                [tokenizer.cls_token_id] + truncate_ids(ids, budget, strategy, head_tokens) + [tokenizer.sep_token_id]
-                for ids in pieces
-            ]
-            encoded = {
-                "input_ids": input_ids,
-                "token_type_ids": [[0] * len(ids) for ids in input_ids],
-                "attention_mask": [[1] * len(ids) for ids in input_ids],
-            }
-        encoded["labels"] = [label_map[v] for v in batch[task.label_column]]
-        encoded["length"] = [len(ids) for ids in encoded["input_ids"]]
-        return encoded
-
-    return tokenize
-
-
 # --------------------------------------------------------------------------------------------------------- model
-def load_model(args: ModelArguments, num_labels: int, label_names: list[str]) -> PreTrainedModel:
-    """The classifier: pretrained encoder + new head, or random weights with `init_from_scratch`.
+def load_model(args: ModelArguments, shape) -> PreTrainedModel:
+    """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
+    `init_from_scratch`.
 
-    Raises ValueError when the checkpoint already is a sequence classifier with a different number of labels,
-    unless `ignore_mismatched_sizes` is set.
+    Raises ValueError when the checkpoint already has this head with a different number of labels, unless
+    `ignore_mismatched_sizes` is set.
     """
     config = AutoConfig.from_pretrained(args.model_name_or_path, cache_dir=args.cache_dir)
-    is_classifier = any(a.endswith("ForSequenceClassification") for a in (config.architectures or []))
-    if is_classifier and config.num_labels != num_labels and not args.ignore_mismatched_sizes:
+    updates = shape.config_updates()
+    head = shape.auto_class.__name__.removeprefix("AutoModel")  # e.g. ForSequenceClassification
+    has_head = any(a.endswith(head) for a in (config.architectures or []))
+    if has_head and config.num_labels != updates["num_labels"] and not args.ignore_mismatched_sizes:
         raise ValueError(
-            f"{args.model_name_or_path} is a classifier with num_labels={config.num_labels}, but the task has "
-            f"{num_labels} labels {label_names}; pass --ignore_mismatched_sizes to re-initialise its head."
+            f"{args.model_name_or_path} has a {head} head with num_labels={config.num_labels}, but the task has "
+            f"{updates['num_labels']} outputs {shape.names}; pass --ignore_mismatched_sizes to re-initialise its head."
         )
-    labels = {
-        "num_labels": num_labels,
-        "id2label": dict(enumerate(label_names)),
-        "label2id": {name: i for i, name in enumerate(label_names)},
-    }
     if args.dropout != -1:
         if not 0.0 <= args.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1) or -1 (the checkpoint's), got {args.dropout}.")
-        labels.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
+        updates.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     if args.init_from_scratch:
-        config.update(labels)
-        return AutoModelForSequenceClassification.from_config(config)
-    return AutoModelForSequenceClassification.from_pretrained(
+        config.update(updates)
+        return shape.auto_class.from_config(config)
+    return shape.auto_class.from_pretrained(
         args.model_name_or_path,
         cache_dir=args.cache_dir,
         ignore_mismatched_sizes=args.ignore_mismatched_sizes,
-        **labels,
+        **updates,
     )
 
 
-def load_classifier_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
+def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
     """The tokenizer saved with the model (or `--tokenizer_name`); it must have [CLS] and [SEP]."""
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer_name or args.model_name_or_path, cache_dir=args.cache_dir)
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -395,7 +351,8 @@ class OrderedEvalTrainer(Trainer):
     """`Trainer` that evaluates in dataset order.
 
     transformers 5 also length-groups (and so reorders) the eval set under train_sampling_strategy=group_by_length;
-    predictions.csv must line up row by row with the eval examples, so evaluation stays sequential.
+    predictions must line up row by row with the eval features (predictions.csv, question answering's windows),
+    so evaluation stays sequential.
     """
 
     def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
@@ -405,61 +362,46 @@ class OrderedEvalTrainer(Trainer):
 
 
 # ------------------------------------------------------------------------------------------------------- outputs
-def write_predictions(
-    path: Path, raw_eval: datasets.Dataset, task: ResolvedTask, labels: np.ndarray, logits: np.ndarray, names: list[str]
-) -> Path:
-    """predictions.csv: one row per eval example (index, text, [text_pair], label, prediction, p_<class>...)."""
-    probs = torch.softmax(torch.as_tensor(logits, dtype=torch.float32), dim=-1).numpy()  # (N, num_labels)
-    columns = ["index", "text"] + (["text_pair"] if task.text_pair_column else []) + ["label", "prediction"]
-    columns += [f"p_{name}" for name in names]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(columns)
-        for i in range(len(raw_eval)):
-            row = [i, raw_eval[i][task.text_column]]
-            if task.text_pair_column:
-                row.append(raw_eval[i][task.text_pair_column])
-            row += [names[labels[i]], names[int(probs[i].argmax())]] + [f"{p:.6f}" for p in probs[i]]
-            writer.writerow(row)
-    return path
-
-
 def write_reports(
     folder: Path,
     trainer: Trainer,
+    shape,
     raw_eval: datasets.Dataset,
+    eval_features: datasets.Dataset,
     prediction: PredictionOutput,
-    task: ResolvedTask,
-    names: list[str],
     results: dict,
     model_args: ModelArguments,
     data_args: DataArguments,
+    task: TaskSpec,
 ) -> None:
-    """predictions.csv, confusion_matrix.png, loss_curve.png, the model card and all_results.json in `folder` (the
-    run's staging folder, holding trainer_state.json), from the best model's eval `prediction` (logits
-    (N, num_labels), label_ids (N,))."""
-    from .plotting import plot_confusion_matrix, plot_training_curves
+    """predictions.csv, the shape's picture, loss_curve.png, the model card and all_results.json in `folder` (the
+    run's staging folder, holding trainer_state.json), from the best model's eval `prediction`."""
+    from .plotting import plot_training_curves
 
-    logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
-    labels = np.asarray(prediction.label_ids)
-    write_predictions(folder / "predictions.csv", raw_eval, task, labels, logits, names)
-    plot_confusion_matrix(
-        labels.tolist(),
-        logits.argmax(-1).tolist(),
-        names,
-        folder / "confusion_matrix.png",
-        title=f"{data_args.task or data_args.dataset_name or 'eval'}: accuracy {results.get('eval_accuracy', 0):.4f}",
+    name = data_args.task or data_args.dataset_name or "eval"
+    main_value = results.get(f"eval_{task.main_metric}", math.nan)
+    shape.write_predictions(
+        folder, raw_eval, eval_features, prediction, f"{name}: {task.metric_label} {main_value:.4f}"
     )
     plot_training_curves(folder)  # titled with the output_dir's name, not the staging folder's
-    _write_card(folder, Path(trainer.args.output_dir).resolve().name, trainer, names, results, model_args, data_args)
+    _write_card(folder, Path(trainer.args.output_dir).resolve().name, trainer, shape, results, model_args, data_args)
     (folder / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+# Task shape -> the model card kind of its head.
+CARD_KINDS_OF_SHAPES = {
+    "classification": "classifier",
+    "regression": "classifier",
+    "token-classification": "token-classifier",
+    "question-answering": "question-answering",
+}
 
 
 def _write_card(
     folder: Path,
     run_name: str,
     trainer: Trainer,
-    names: list[str],
+    shape,
     results: dict,
     model_args: ModelArguments,
     data_args: DataArguments,
@@ -474,7 +416,7 @@ def _write_card(
     args = trainer.args
     write_model_card(
         folder,
-        "classifier",
+        CARD_KINDS_OF_SHAPES[shape.task.shape],
         {
             "model_name": run_name,
             "base_model": None if model_args.init_from_scratch else model_args.model_name_or_path,
@@ -495,9 +437,8 @@ def _write_card(
             },
             "hardware": results.get("machine"),
             "wall_time_seconds": results.get("train_runtime"),
-            "results": {k: v for k, v in results.items() if k.startswith("eval_")},
-            "task": "text-classification",
-            "labels": names,
+            "results": {k: v for k, v in results.items() if k.startswith(("eval_", "test_"))},
+            "labels": shape.names,
         },
     )
 
@@ -509,8 +450,15 @@ def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, F
     return parse_args_or_json(parser, argv)
 
 
+def choose_best_metric(training_args: FinetuneTrainingArguments, task: TaskSpec) -> None:
+    """Resolve --metric_for_best_model "auto" to the task's main metric (every main metric is higher-is-better)."""
+    if training_args.metric_for_best_model == AUTO_METRIC:
+        training_args.metric_for_best_model = task.main_metric
+        training_args.greater_is_better = True
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Fine-tune and evaluate a text classifier; see the module docstring and `--help`."""
+    """Fine-tune and evaluate a model on one task; see the module docstring and `--help`."""
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
@@ -519,60 +467,66 @@ def main(argv: list[str] | None = None) -> None:
     check_output_dir(training_args)
     check_training_push(training_args)
     checkpoint = resolve_checkpoint(training_args)
-    task = resolve_task(data_args)
+    task = check_data_arguments(data_args)
+    choose_best_metric(training_args, task)
     raw = load_task_datasets(data_args, task, model_args.cache_dir)
     raw["train"] = sample_examples(raw["train"], data_args.max_train_samples, training_args.seed)
     raw["eval"] = sample_examples(raw["eval"], data_args.max_eval_samples, training_args.seed)
-    names, label_map = label_mapping(raw, task)
-    tokenizer = load_classifier_tokenizer(model_args)
-    model = load_model(model_args, len(names), names)
+    tokenizer = load_task_tokenizer(model_args)
+    settings = FeatureSettings(
+        **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
+    )
+    shape = build_shape(task, settings, tokenizer)
+    shape.prepare_labels(raw)
+    model = load_model(model_args, shape)
     max_positions = getattr(model.config, "max_position_embeddings", None)
     if max_positions is not None and data_args.max_seq_length > max_positions:
         raise ValueError(
             f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings {max_positions}."
         )
 
-    # 2. Tokenise with the chosen truncation strategy; lengths feed the length-grouped sampler.
-    tokenize = make_tokenize_function(
-        tokenizer, task, label_map, data_args.max_seq_length, data_args.truncation, data_args.head_tokens
-    )
+    # 2. Examples -> features (the shape's preprocessing); lengths feed the length-grouped sampler.
     with training_args.main_process_first(desc="tokenisation"):
-        tokenized = raw.map(
-            tokenize,
-            batched=True,
-            remove_columns=raw["train"].column_names,
-            num_proc=data_args.preprocessing_num_workers,
-            desc="Tokenising",
-        )
+        features = {
+            role: shape.features(split, training=role == "train", num_proc=data_args.preprocessing_num_workers)
+            for role, split in raw.items()
+        }
 
-    # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection.
-    metrics = ClassificationMetrics(len(names), pairs=task.text_pair_column is not None)
+    # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection on the task's main metric.
     trainer = OrderedEvalTrainer(
         model=model,
         args=training_args,
-        train_dataset=tokenized["train"],
-        eval_dataset=tokenized["eval"],
+        train_dataset=features["train"],
+        eval_dataset=features["eval"],
         processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8),
-        compute_metrics=metrics,
+        data_collator=shape.collator(),
+        compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
     )
     output_dir = Path(training_args.output_dir)
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
-    # 4. Evaluate the best model and write it with every report (run_folder.finish_run: all_results.json and the
-    # model card last). One pass over the eval set gives both the metrics and the per-example predictions.
-    prediction = trainer.predict(tokenized["eval"], metric_key_prefix="eval")
+    # 4. Evaluate the best model (and score the test split once) and write it with every report
+    # (run_folder.finish_run: all_results.json and the model card last). One pass over the eval set gives both the
+    # metrics and the per-example predictions.
+    prediction = trainer.predict(features["eval"], metric_key_prefix="eval")
     results = {**train_result.metrics, **prediction.metrics}
+    if "test" in features:
+        trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
+        results.update(trainer.predict(features["test"], metric_key_prefix="test").metrics)
     results.update(
+        task=data_args.task,
+        task_type=task.shape,
+        main_metric=task.main_metric,
         num_parameters=sum(p.numel() for p in model.parameters()),
         global_step=trainer.state.global_step,
-        train_samples=len(tokenized["train"]),
-        eval_samples=len(tokenized["eval"]),
+        train_samples=len(raw["train"]),
+        eval_samples=len(raw["eval"]),
         wall_time_seconds=time.perf_counter() - start,
         machine=describe_hardware(),
         seed=training_args.seed,
+        learning_rate=training_args.learning_rate,
         max_seq_length=data_args.max_seq_length,
         truncation=data_args.truncation,
         init_from_scratch=model_args.init_from_scratch,
@@ -581,11 +535,16 @@ def main(argv: list[str] | None = None) -> None:
     finish_run(
         trainer,
         lambda folder: write_reports(
-            folder, trainer, raw["eval"], prediction, task, names, results, model_args, data_args
+            folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
         ),
     )
-    logger.info("eval_accuracy %.4f (%d eval examples)", results.get("eval_accuracy", math.nan), len(raw["eval"]))
-    print(json.dumps({k: v for k, v in results.items() if k.startswith("eval_")}, indent=2))
+    logger.info(
+        "eval_%s %.4f (%d eval examples)",
+        task.main_metric,
+        results.get(f"eval_{task.main_metric}", math.nan),
+        len(raw["eval"]),
+    )
+    print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)
 

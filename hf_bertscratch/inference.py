@@ -24,11 +24,14 @@ from .tokenization import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
-# Pipeline task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor
-# reads the bare encoder, which every checkpoint of the family holds.
+# Task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor reads the bare
+# encoder, which every checkpoint of the family holds. Every task but question-answering is a transformers pipeline;
+# transformers 5 has none for question answering, which `hf_bertscratch.question_answering.answer_question` serves.
 TASK_HEADS: dict[str, tuple[str, ...]] = {
     "fill-mask": ("ForMaskedLM", "ForPreTraining"),
     "text-classification": ("ForSequenceClassification",),
+    "question-answering": ("ForQuestionAnswering",),
+    "token-classification": ("ForTokenClassification",),
     "feature-extraction": (),
 }
 POOLINGS = ("mean", "cls")
@@ -60,7 +63,8 @@ def check_task_head(model: str, task: str) -> None:
     if heads and architectures and not any(name.endswith(heads) for name in architectures):
         raise ValueError(
             f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
-            f"{', '.join('*' + head for head in heads)} (a masked-LM checkpoint must be fine-tuned before classifying)."
+            f"{', '.join('*' + head for head in heads)} (a pretrained checkpoint must first be fine-tuned for {task}: "
+            "`bertscratch finetune`)."
         )
 
 
@@ -79,8 +83,12 @@ def load_pipeline(
         device: "cpu", "cuda", "cuda:1", a GPU index, or None for the pipeline's default (onnxruntime: CPU only).
         backend: "pytorch" or "onnxruntime".
     """
-    if task not in TASK_HEADS:
-        raise ValueError(f"Unknown task {task!r}: expected one of {sorted(TASK_HEADS)}.")
+    if task not in TASK_HEADS or task == "question-answering":
+        pipelines = sorted(set(TASK_HEADS) - {"question-answering"})
+        raise ValueError(
+            f"No pipeline for task {task!r}: expected one of {pipelines} (question answering: "
+            "hf_bertscratch.question_answering.answer_question)."
+        )
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
     model = check_model_reference(model)
@@ -133,12 +141,22 @@ def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kw
     return results if text.count(mask) > 1 else [results]  # the pipeline un-nests a single mask's list
 
 
-def classify(model: str | Path | Pipeline, text: str, **load_kwargs: object) -> list[dict]:
-    """Score every label for `text`: [{"label", "score"}, ...], best first, scores summing to 1."""
-    if not text.strip():
-        raise ValueError("Text is empty: expected something to classify.")
+def classify(
+    model: str | Path | Pipeline, text: str, text_pair: str | None = None, **load_kwargs: object
+) -> list[dict]:
+    """Score every label for `text` (and `text_pair`, for a sentence-pair task such as MRPC or RTE).
+
+    Returns:
+        A classifier's [{"label", "score"}, ...], best first, scores summing to 1; a regressor's (STS-B)
+        [{"label": "score", "score": the predicted value}].
+    """
+    for name, value in (("Text", text), ("Text pair", text_pair)):
+        if value is not None and not value.strip():
+            raise ValueError(f"{name} is empty: expected something to classify.")
     classifier = _as_pipeline("text-classification", model, **load_kwargs)
-    return classifier(text, top_k=None, **truncation_kwargs(classifier.model))
+    inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
+    results = classifier(inputs, top_k=None, **truncation_kwargs(classifier.model))
+    return results[0] if results and isinstance(results[0], list) else results
 
 
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object) -> np.ndarray:

@@ -193,6 +193,47 @@ def plot_confusion_matrix(
     return _save_figure(fig, output_file)
 
 
+def plot_regression(
+    labels: Sequence[float], predictions: Sequence[float], output_file: str | Path, title: str = ""
+) -> Path:
+    """Scatter predicted against gold scores (n,) with the y = x diagonal, titled with Pearson and Spearman."""
+    from scipy.stats import pearsonr, spearmanr
+
+    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+    predictions = np.asarray(predictions, dtype=np.float64).reshape(-1)
+    if labels.shape != predictions.shape or labels.size < 2:
+        raise ValueError(
+            f"Expected two equal-length score lists of at least 2, got {labels.size} and {predictions.size}."
+        )
+    fig = Figure(figsize=(5, 5), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    ax.scatter(labels, predictions, s=6, alpha=0.4)
+    low, high = float(min(labels.min(), predictions.min())), float(max(labels.max(), predictions.max()))
+    ax.plot([low, high], [low, high], color="grey", linewidth=1, linestyle="--")
+    ax.set_xlabel("gold score")
+    ax.set_ylabel("predicted score")
+    scores = f"Pearson {pearsonr(labels, predictions)[0]:.3f}, Spearman {spearmanr(labels, predictions)[0]:.3f}"
+    ax.set_title(f"{title} ({scores}, n={labels.size})" if title else scores)
+    return _save_figure(fig, output_file)
+
+
+def plot_per_type_f1(scores: dict[str, dict[str, float]], output_file: str | Path, title: str = "") -> Path:
+    """Bar chart of entity-level F1 per entity type; `scores` maps type -> {"f1", "number"} (seqeval's output)."""
+    if not scores:
+        raise ValueError("No entity types to draw: expected seqeval's per-type scores.")
+    types = sorted(scores)
+    fig = Figure(figsize=(max(4.0, 1.0 + 0.9 * len(types)), 4), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    bars = ax.bar(types, [scores[t]["f1"] for t in types], color="tab:blue")
+    for bar, name in zip(bars, types):
+        label = f"{scores[name]['f1']:.3f}\nn={int(scores[name].get('number', 0))}"
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), label, ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("entity F1")
+    ax.set_title(title or "entity F1 per type")
+    return _save_figure(fig, output_file)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Attention maps
 # ---------------------------------------------------------------------------------------------------------------
@@ -296,6 +337,8 @@ __all__ = [
     "find_trainer_state",
     "plot_attention",
     "plot_confusion_matrix",
+    "plot_per_type_f1",
+    "plot_regression",
     "plot_training_curves",
     "read_log_history",
 ]

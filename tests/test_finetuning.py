@@ -13,16 +13,9 @@ from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, BertTokenizer
 
 import hf_bertscratch
-from hf_bertscratch.finetuning import (
-    TASKS,
-    DataArguments,
-    ModelArguments,
-    load_model,
-    main,
-    make_tokenize_function,
-    resolve_task,
-    truncate_ids,
-)
+from hf_bertscratch.finetuning import DataArguments, ModelArguments, check_data_arguments, load_model, main
+from hf_bertscratch.task_shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
+from hf_bertscratch.tasks import TASKS
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
@@ -109,7 +102,7 @@ def test_head_plus_tail_all_head() -> None:
 
 
 def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -> None:
-    task = resolve_task(DataArguments(task="imdb"))
+    task = check_data_arguments(DataArguments(task="imdb"))
     text = "paris is the capital of france . the cat sat on the mat . i love it !"
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
     tokenize = make_tokenize_function(
@@ -123,7 +116,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
 
 
 def test_pair_tokenization_uses_both_columns(tokenizer: BertTokenizer) -> None:
-    task = resolve_task(DataArguments(train_file="x.csv", text_column="a", text_pair_column="b"))
+    task = check_data_arguments(DataArguments(train_file="x.csv", text_column="a", text_pair_column="b"))
     tokenize = make_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
     out = tokenize({"a": ["the cat"], "b": ["the dog"], "label": [0]})
     assert out["input_ids"][0] == tokenizer("the cat", "the dog")["input_ids"]
@@ -133,8 +126,8 @@ def test_pair_tokenization_uses_both_columns(tokenizer: BertTokenizer) -> None:
 # ---------------------------------------------------------------------------------------------- task table
 def test_task_table_defaults() -> None:
     assert TASKS["sst2"].dataset_config_name == "sst2" and TASKS["imdb"].eval_split == "test"
-    task = resolve_task(DataArguments(task="sst2", text_column="text"))
-    assert (task.train_split, task.eval_split, task.text_column, task.label_column) == (
+    task = check_data_arguments(DataArguments(task="sst2", text_column="text"))
+    assert (task.train_split, task.eval_split, task.columns["text"], task.columns["label"]) == (
         "train",
         "validation",
         "text",
@@ -145,7 +138,11 @@ def test_task_table_defaults() -> None:
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"task": "cola"}, "cola"),
+        ({"task": "colaa"}, "colaa"),
+        ({"task": "cola", "task_type": "regression"}, "classification task"),
+        ({"task": "conll2003", "text_column": "sentence"}, r"\['text'\] do not apply"),
+        ({"task": "stsb", "class_names": "low,high"}, "regression task, which has no classes"),
+        ({"task": "squad", "doc_stride": 128, "max_seq_length": 128}, "doc_stride"),
         ({"task": "imdb", "truncation": "middle"}, "middle"),
         ({"task": "imdb", "truncation": "head+tail", "max_seq_length": 16, "head_tokens": 15}, "head_tokens"),
         ({}, "--task"),
@@ -153,7 +150,7 @@ def test_task_table_defaults() -> None:
 )
 def test_bad_task_arguments(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        resolve_task(DataArguments(**kwargs))
+        check_data_arguments(DataArguments(**kwargs))
 
 
 # --------------------------------------------------------------------------------- bad input before training
@@ -191,20 +188,27 @@ def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> No
         main(base_argv(model_dir, train, dev, tmp_path / "out") + ["--class_names", "neg,pos"])
 
 
+def classes(*names: str) -> ClassificationShape:
+    """The classification shape of a task with these classes (as prepare_labels leaves it)."""
+    shape = ClassificationShape(TASKS["sst2"], FeatureSettings(), tokenizer=None)
+    shape.names = list(names)
+    return shape
+
+
 def test_mismatched_num_labels_is_an_error(tmp_path: Path, model_dir: Path) -> None:
     classifier_dir = tmp_path / "classifier3"
     AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=3).save_pretrained(classifier_dir)
-    with pytest.raises(ValueError, match="num_labels=3.*2 labels"):
-        load_model(ModelArguments(model_name_or_path=str(classifier_dir)), 2, ["neg", "pos"])
+    with pytest.raises(ValueError, match="num_labels=3.*2 outputs"):
+        load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("neg", "pos"))
     model = load_model(
-        ModelArguments(model_name_or_path=str(classifier_dir), ignore_mismatched_sizes=True), 2, ["neg", "pos"]
+        ModelArguments(model_name_or_path=str(classifier_dir), ignore_mismatched_sizes=True), classes("neg", "pos")
     )
     assert model.config.num_labels == 2 and model.config.id2label == {0: "neg", 1: "pos"}
 
 
 def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
-    pretrained = load_model(ModelArguments(model_name_or_path=str(model_dir)), 2, ["a", "b"])
-    scratch = load_model(ModelArguments(model_name_or_path=str(model_dir), init_from_scratch=True), 2, ["a", "b"])
+    pretrained = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
+    scratch = load_model(ModelArguments(model_name_or_path=str(model_dir), init_from_scratch=True), classes("a", "b"))
     assert pretrained.config.to_dict()["hidden_size"] == scratch.config.to_dict()["hidden_size"]
     name = "bert.embeddings.word_embeddings.weight"
     assert not torch.equal(pretrained.state_dict()[name], scratch.state_dict()[name])
@@ -302,10 +306,10 @@ def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None
     model.save_pretrained(no_dropout)
     for scratch in (False, True):
         classifier = load_model(
-            ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), 2, ["a", "b"]
+            ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), classes("a", "b")
         )
         assert (classifier.config.hidden_dropout_prob, classifier.config.attention_probs_dropout_prob) == (0.1, 0.1)
-    kept = load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=-1), 2, ["a", "b"])
+    kept = load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=-1), classes("a", "b"))
     assert (kept.config.hidden_dropout_prob, kept.config.attention_probs_dropout_prob) == (0.0, 0.0)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\) or -1 \(the checkpoint's\), got 1.5"):
-        load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=1.5), 2, ["a", "b"])
+        load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=1.5), classes("a", "b"))

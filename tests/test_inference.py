@@ -81,7 +81,8 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs) -> None:
     [
         (lambda d: inference.fill_mask(d["mlm"], "the [MASK]", top_k=0), "top_k must be at least 1"),
         (lambda d: inference.embed(d["mlm"], "the cat", pooling="max"), "pooling='max' is not supported"),
-        (lambda d: inference.load_pipeline("summarization", d["mlm"]), "Unknown task 'summarization'"),
+        (lambda d: inference.load_pipeline("summarization", d["mlm"]), "No pipeline for task 'summarization'"),
+        (lambda d: inference.load_pipeline("question-answering", d["mlm"]), "answer_question"),
         (lambda d: inference.classify(d["classifier"], "  "), "Text is empty"),
     ],
 )
