@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce the fine-tuning results table in README.md (section "finetuning").
+# Reproduce the task table in README.md: what pretraining buys on each task BERT is fine-tuned for.
 #
 #   bash scripts/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
 #
@@ -10,10 +10,12 @@
 #      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
 #      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue in 256-token blocks for LONG_MINUTES
 #      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too
-#   2. fine-tune it on SST-2 (GLUE dev accuracy) and IMDB (test accuracy), once per fine-tuning seed
-#   3. fine-tune the same architecture and tokenizer from random weights (no pretraining) with the same settings;
-#      2 and 3 run side by side for each task and seed when PROCS >= 2
+#   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
+#      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
+#      on its dev set with the first seed, then running the other seeds at it
+#   3. the same for the same architecture and tokenizer from random weights (no pretraining), side by side with 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
+# TASKS="cola rte" limits stage 2-3 to some tasks.
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
@@ -26,8 +28,6 @@ PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, f
 THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 SEED=${SEED:-42}                       # pretraining seed
-SST2_SEEDS=${SST2_SEEDS:-"42 43 44"}   # fine-tuning seeds: 872 dev sentences are noisy, so SST-2 is run three times
-IMDB_SEEDS=${IMDB_SEEDS:-"42 43"}      # (25,000 test reviews: two runs)
 PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-40}  # training time of stage 1 (the schedule is laid over it)
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
@@ -38,22 +38,12 @@ LONG_SEQ=${LONG_SEQ:-256}
 LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
 LONG_LR=${LONG_LR:-1e-3}
 VOCAB=${VOCAB:-8192}
-FT_LR=${FT_LR:-2e-4}
 FT_BATCH=${FT_BATCH:-32}
-SST2_TRAIN=${SST2_TRAIN:-67349}        # of 67,349 GLUE train sentences (all; fewer takes a seeded random subset)
-SST2_EPOCHS=${SST2_EPOCHS:-3}
-SST2_SEQ=${SST2_SEQ:-64}
-IMDB_TRAIN=${IMDB_TRAIN:-25000}        # of 25,000 train reviews (all; fewer takes a seeded random subset)
-IMDB_EVAL=${IMDB_EVAL:-25000}          # of 25,000 test reviews (all; fewer takes a seeded random subset)
-IMDB_EPOCHS=${IMDB_EPOCHS:-3}
-IMDB_SEQ=${IMDB_SEQ:-256}
-IMDB_HEAD=${IMDB_HEAD:-64}             # head+tail truncation: 64 head + 190 tail tokens (Sun et al.'s 1:3 split)
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_MINUTES=5steps; LONG_MINUTES=3steps; LONG_SEQ=32; SST2_SEEDS="42 43"; SST2_TRAIN=64; SST2_EPOCHS=1
-    IMDB_SEEDS=42; IMDB_EPOCHS=2; IMDB_TRAIN=32; IMDB_EVAL=32; VOCAB=1000
-    PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); SST2_EVAL=(--max_eval_samples 64)
+    PRETRAIN_MINUTES=5steps; LONG_MINUTES=3steps; LONG_SEQ=32; VOCAB=1000
+    PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); TASKS_EXTRA=(--smoke true)
 else
-    PRETRAIN_EXTRA=(--max_eval_samples 500); SST2_EVAL=()
+    PRETRAIN_EXTRA=(--max_eval_samples 500); TASKS_EXTRA=()
 fi
 for batch in PRETRAIN_BATCH LONG_BATCH; do
     if (( ${!batch} % PROCS )); then
@@ -63,8 +53,6 @@ for batch in PRETRAIN_BATCH LONG_BATCH; do
 done
 export OMP_NUM_THREADS=$THREADS
 mkdir -p "$RUNS"
-COMMON_FT=(--learning_rate "$FT_LR" --per_device_train_batch_size "$FT_BATCH" --per_device_eval_batch_size 64
-           --logging_steps 20 --report_to none --disable_tqdm true --data_dir "$DATA_DIR")
 
 done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
     local dir=$1; shift
@@ -105,34 +93,11 @@ if [[ $LONG_MINUTES != 0 ]]; then
     PRETRAINED=$RUNS/pretrain-long
 fi
 
-finetune() {  # finetune TASK INIT SEED: fine-tune the pretrained weights (INIT=pretrained) or random ones (scratch)
-    local task=$1 init=$2 seed=$3 flags=()
-    [[ $init == scratch ]] && flags=(--init_from_scratch)
-    if [[ $task == sst2 ]]; then
-        flags+=(--max_seq_length "$SST2_SEQ" --max_train_samples "$SST2_TRAIN" --num_train_epochs "$SST2_EPOCHS"
-                "${SST2_EVAL[@]}")
-    else
-        flags+=(--max_seq_length "$IMDB_SEQ" --truncation head+tail --head_tokens "$IMDB_HEAD"
-                --max_train_samples "$IMDB_TRAIN" --max_eval_samples "$IMDB_EVAL" --num_train_epochs "$IMDB_EPOCHS")
-    fi
-    done_or_run "$RUNS/$task-$init-seed$seed" python scripts/finetune.py --model_name_or_path "$PRETRAINED" \
-        --task "$task" --seed "$seed" "${flags[@]}" "${COMMON_FT[@]}" --output_dir "$RUNS/$task-$init-seed$seed"
-}
-
-# 2-3. Fine-tuning: pretrained weights and the same architecture from random weights, side by side per task and seed.
-for task in sst2 imdb; do
-    seeds=$SST2_SEEDS; [[ $task == imdb ]] && seeds=$IMDB_SEEDS
-    for seed in $seeds; do
-        if (( PROCS >= 2 )); then
-            finetune "$task" pretrained "$seed" & pretrained=$!
-            finetune "$task" scratch "$seed" & scratch=$!
-            wait "$pretrained" && wait "$scratch" || { wait; exit 1; }
-        else
-            finetune "$task" pretrained "$seed"
-            finetune "$task" scratch "$seed"
-        fi
-    done
-done
+# 2-3. Fine-tuning on the task table (hf_bertscratch/task_runs.py): the pretrained weights and the same architecture
+# from random weights, side by side; per task and init the learning rate is chosen on dev with the first seed,
+# then the other seeds run at it.
+python scripts/finetune_tasks.py --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
+    --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} "${TASKS_EXTRA[@]}"
 
 # 4. The table.
 python scripts/results_table.py "$RUNS" --output "$RUNS/results.md"
