@@ -78,6 +78,20 @@ def load_squad_json(path: str | Path) -> Dataset:
     return Dataset.from_list(rows, features=SQUAD_FEATURES)
 
 
+def is_squad_json(path: str | Path) -> bool:
+    """Whether `path` is a SQuAD-layout json file (one object whose "data" holds the articles), which
+    `load_squad_json` reads, rather than a flat file of one row per question (json lines, or a json list), which
+    `datasets` reads."""
+    path = Path(path)
+    if path.suffix.lower() != ".json":
+        return False
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):  # json lines under a .json name: one row per line
+        return False
+    return isinstance(document, dict) and isinstance(document.get("data"), list)
+
+
 def _squad_rows(document: object) -> Iterator[dict]:
     """The flat rows of a parsed SQuAD document, walking data[a].paragraphs[p].qas[q]."""
     for a, article in enumerate(_field(document, "data", list, "the top level")):
@@ -481,7 +495,7 @@ def answer_question(
     question: str,
     context: str,
     tokenizer: str | Path | PreTrainedTokenizerBase | None = None,
-    max_seq_length: int = 384,
+    max_seq_length: int | None = None,
     doc_stride: int = 128,
     max_answer_length: int = 30,
     n_best_size: int = 20,
@@ -495,6 +509,8 @@ def answer_question(
         model: a model folder / Hub id with a *ForQuestionAnswering head, or an already loaded (model, tokenizer).
         tokenizer: tokenizer (folder, vocab.txt, Hub id or instance) for a model given by name; defaults to the one
             saved with the model.
+        max_seq_length: tokens per window; None: 384 (SQuAD's usual), or the model's max_position_embeddings when
+            smaller, with doc_stride lowered to a third of it when it would not fit.
         device: where to run the model; None keeps it where it is (the CPU for a model loaded here).
 
     Returns:
@@ -506,7 +522,10 @@ def answer_question(
     if not context.strip():
         raise ValueError("Context is empty: expected a text to find the answer in.")
     qa_model, tokenizer = _load_qa_model(model, tokenizer, device)
-    positions = getattr(qa_model.config, "max_position_embeddings", max_seq_length)
+    positions = getattr(qa_model.config, "max_position_embeddings", None) or 384
+    if max_seq_length is None:
+        max_seq_length = min(384, positions)
+        doc_stride = min(doc_stride, max_seq_length // 3)
     if max_seq_length > positions:
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings={positions}: "
@@ -561,6 +580,7 @@ __all__ = [
     "SQUAD_FEATURES",
     "answer_question",
     "check_answers",
+    "is_squad_json",
     "load_squad_json",
     "postprocess_predictions",
     "prepare_eval_features",

@@ -115,7 +115,11 @@ class FinetuneTasksArguments:
 
 def _smoke(recipe: TaskRecipe) -> TaskRecipe:
     rates = recipe.learning_rates[:2]
-    return TaskRecipe(1, 32, recipe.seeds[:2], rates, (*recipe.flags, "--max_train_samples", "48",
+    # 32-token examples: a head+tail recipe keeps a 16-token head (IMDB's 64 would not fit, and finetune.py refuses)
+    flags = tuple(
+        "16" if before == "--head_tokens" else flag for before, flag in zip(("", *recipe.flags), recipe.flags)
+    )
+    return TaskRecipe(1, 32, recipe.seeds[:2], rates, (*flags, "--max_train_samples", "48",
                                                        "--max_eval_samples", "24"))  # fmt: skip
 
 

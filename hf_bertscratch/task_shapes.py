@@ -250,7 +250,9 @@ class RegressionShape(ClassificationShape):
         scores = np.asarray(_logits(prediction), dtype=np.float64).reshape(-1)
         labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
         header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
-        rows = [[i, *self._text_columns(raw, i), f"{labels[i]:.4f}", f"{scores[i]:.4f}"] for i in range(len(raw))]
+        # Scores keep float32's full precision (9 digits): a regressor whose scores differ only past the 4th decimal
+        # (early in training) must still give back the Pearson/Spearman reported from this file.
+        rows = [[i, *self._text_columns(raw, i), f"{labels[i]:.7g}", f"{scores[i]:.9g}"] for i in range(len(raw))]
         _write_csv(folder / "predictions.csv", header + ["label", "prediction"], rows)
         plot_regression(labels, scores, folder / self.picture, title)
 

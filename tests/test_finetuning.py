@@ -10,12 +10,18 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, BertTokenizer
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    BertTokenizer,
+)
 
 import hf_bertscratch
 from hf_bertscratch.finetuning import DataArguments, ModelArguments, check_data_arguments, load_model, main
 from hf_bertscratch.task_shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
-from hf_bertscratch.tasks import TASKS
+from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
@@ -39,7 +45,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer
     return path
 
 
-def write_csv(path: Path, rows: list[tuple[str, object]], header: tuple[str, str] = ("text", "label")) -> Path:
+def write_csv(path: Path, rows: list[tuple], header: tuple[str, ...] = ("text", "label")) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
@@ -58,14 +64,11 @@ def data_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return write_csv(folder / "train.csv", sentiment_rows(48, 0)), write_csv(folder / "dev.csv", sentiment_rows(10, 1))
 
 
-def base_argv(model_dir: Path, train: Path, dev: Path, output_dir: Path) -> list[str]:
+def run_argv(model_dir: Path, output_dir: Path) -> list[str]:
+    """The settings every end-to-end run here shares: a tiny model, two epochs, the CPU, no reporting."""
     return [
         "--model_name_or_path",
         str(model_dir),
-        "--train_file",
-        str(train),
-        "--validation_file",
-        str(dev),
         "--output_dir",
         str(output_dir),
         "--max_seq_length",
@@ -85,6 +88,10 @@ def base_argv(model_dir: Path, train: Path, dev: Path, output_dir: Path) -> list
         "--use_cpu",
         "true",
     ]
+
+
+def base_argv(model_dir: Path, train: Path, dev: Path, output_dir: Path) -> list[str]:
+    return ["--train_file", str(train), "--validation_file", str(dev), *run_argv(model_dir, output_dir)]
 
 
 # ------------------------------------------------------------------------------------------------ truncation
@@ -313,3 +320,383 @@ def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None
     assert (kept.config.hidden_dropout_prob, kept.config.attention_probs_dropout_prob) == (0.0, 0.0)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\) or -1 \(the checkpoint's\), got 1.5"):
         load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=1.5), classes("a", "b"))
+
+
+# ------------------------------------------------------------------------------------ every task shape, end to end
+CITIES = {"paris": "france", "london": "england", "berlin": "germany", "rome": "italy", "madrid": "spain"}
+FILLER = "the cat sat on the mat and the dog ran fast in the city".split()
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def scored_pairs(n: int, seed: int) -> list[tuple[str, str, float]]:
+    """Sentence pairs with a score in [0, 5]: above 3 when the second text says "great", below 2 when "bad"."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        high = i % 2 == 0
+        pair = rng.choices(FILLER, k=rng.randint(2, 6))
+        pair.insert(rng.randint(0, len(pair)), "great" if high else "bad")
+        score = rng.uniform(3.0, 5.0) if high else rng.uniform(0.0, 2.0)
+        rows.append((" ".join(rng.choices(FILLER, k=rng.randint(3, 8))), " ".join(pair), round(score, 3)))
+    return rows
+
+
+def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
+    from scipy.stats import pearsonr, spearmanr
+
+    header = ("text", "text_pair", "score")
+    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
+    dev_rows = scored_pairs(16, 1)
+    dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
+    output = tmp_path / "run"
+    columns = ["--label_column", "score", "--text_pair_column", "text_pair"]
+    main(base_argv(model_dir, train, dev, output) + ["--task_type", "regression", *columns])
+
+    results = json.loads((output / "all_results.json").read_text())
+    rows = read_rows(output / "predictions.csv")
+    assert [(r["text"], r["text_pair"]) for r in rows] == [(text, pair) for text, pair, _ in dev_rows]
+    labels = [float(r["label"]) for r in rows]
+    predictions = [float(r["prediction"]) for r in rows]
+    assert labels == pytest.approx([score for *_, score in dev_rows], abs=1e-4)
+    # Exact to float rounding: scores of an early model may differ only in their 5th digit, so no rounding is allowed.
+    assert results["eval_pearson"] == pytest.approx(pearsonr(labels, predictions).statistic, abs=1e-6)
+    assert results["eval_spearmanr"] == pytest.approx(spearmanr(labels, predictions).statistic, abs=1e-6)
+    assert results["task_type"] == "regression" and results["main_metric"] == "spearmanr"
+    assert (output / "regression.png").is_file() and not (output / "confusion_matrix.png").exists()
+
+    config = json.loads((output / "config.json").read_text())
+    assert config["problem_type"] == "regression" and config["id2label"] == {"0": "score"}
+    model = AutoModelForSequenceClassification.from_pretrained(output).eval()
+    assert model.config.num_labels == 1
+    # The saved model's own scores are the predictions written.
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    texts, pairs = [text for text, _, _ in dev_rows], [pair for _, pair, _ in dev_rows]
+    batch = tokenizer(texts, pairs, truncation=True, max_length=24, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        scores = model(**batch).logits  # (N, 1)
+    assert scores.shape == (len(dev_rows), 1)
+    assert predictions == pytest.approx(scores[:, 0].tolist(), abs=1e-6)
+
+
+def conll_sentences(n: int, seed: int) -> list[list[tuple[str, str]]]:
+    """`n` CoNLL sentences of (word, IOB2 tag) with locations, persons, organisations and nationalities.
+
+    Person and organisation names are not in the test vocabulary (one [UNK] piece each); "mat." and "spain," are
+    two pieces, so only their first piece carries the word's tag.
+    """
+    rng = random.Random(seed)
+    people = [("Anna", "Berg"), ("John", "Smith"), ("Maria", "Lopez")]
+    teams = ["Reuters", "Siemens", "Fiat"]
+    sentences = []
+    for i in range(n):
+        city = rng.choice(list(CITIES))
+        kind = i % 4
+        if kind == 0:
+            words = [city.title(), "is", "the", "capital", "of", CITIES[city].title(), "."]
+            tags = ["B-LOC", "O", "O", "O", "O", "B-LOC", "O"]
+        elif kind == 1:
+            first, last = rng.choice(people)
+            words, tags = [first, last, "sat", "on", "the", "mat."], ["B-PER", "I-PER", "O", "O", "O", "O"]
+        elif kind == 2:
+            words = ["the", "film", "by", rng.choice(teams), "was", "bad", "in", city.title()]
+            tags = ["O", "O", "O", "B-ORG", "O", "O", "O", "B-LOC"]
+        else:
+            words = ["the", "Italian", "movie", "was", "great", "in", "spain,", "!"]
+            tags = ["O", "B-MISC", "O", "O", "O", "O", "B-LOC", "O"]
+        sentences.append(list(zip(words, tags)))
+    return sentences
+
+
+def write_conll(path: Path, sentences: list[list[tuple[str, str]]]) -> Path:
+    """CoNLL-2003's layout: `word POS chunk TAG` lines, a blank line after each sentence, -DOCSTART- first."""
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for sentence in sentences:
+        lines += [f"{word} NN I-NP {tag}" for word, tag in sentence] + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def first_piece_tags(model_dir: Path, sentences: list[list[str]], max_seq_length: int) -> list[list[str]]:
+    """The saved token classifier's tag of each word (read on its first piece), straight from its logits."""
+    model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tags = []
+    for words in sentences:
+        encoding = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_seq_length)
+        with torch.no_grad():
+            predicted = model(**encoding.convert_to_tensors("pt", prepend_batch_axis=True)).logits[0].argmax(-1)
+        word_ids = encoding.word_ids()
+        firsts = [word_ids.index(w) for w in range(len(words)) if w in word_ids]
+        tags.append([model.config.id2label[int(predicted[t])] for t in firsts])
+    return tags
+
+
+def test_token_classification_end_to_end(tmp_path: Path, model_dir: Path) -> None:
+    from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+    folder = tmp_path / "data" / "conll2003"
+    folder.mkdir(parents=True)
+    splits = {"train": conll_sentences(48, 0), "valid": conll_sentences(12, 1), "test": conll_sentences(12, 2)}
+    for name, sentences in splits.items():
+        write_conll(folder / f"{name}.txt", sentences)
+    output = tmp_path / "run"
+    fast = ["--learning_rate", "1e-2"]  # enough for 12 steps to find entities: F1 is not 0 on both sides
+    main(run_argv(model_dir, output) + ["--task", "conll2003", "--data_dir", str(tmp_path / "data"), *fast])
+
+    results = json.loads((output / "all_results.json").read_text())
+    rows = read_rows(output / "predictions.csv")
+    words = {name: [[w for w, _ in s] for s in sentences] for name, sentences in splits.items()}
+    gold = {name: [[t for _, t in s] for s in sentences] for name, sentences in splits.items()}
+    assert [r["tokens"] for r in rows] == [" ".join(w) for w in words["valid"]]
+    references = [r["label"].split() for r in rows]
+    predictions = [r["prediction"].split() for r in rows]
+    assert references == gold["valid"]
+    assert predictions == first_piece_tags(output, words["valid"], 24)  # the saved model's own tags
+    assert results["eval_overall_f1"] == pytest.approx(f1_score(references, predictions))
+    assert results["eval_overall_precision"] == pytest.approx(precision_score(references, predictions))
+    assert results["eval_overall_recall"] == pytest.approx(recall_score(references, predictions))
+    assert results["eval_overall_accuracy"] == pytest.approx(accuracy_score(references, predictions))
+    # The test split is scored once, with the chosen (saved) model.
+    test_predictions = first_piece_tags(output, words["test"], 24)
+    assert results["test_overall_f1"] == pytest.approx(f1_score(gold["test"], test_predictions))
+    assert results["eval_overall_f1"] > 0  # something was learnt: the comparisons above are not of empty sets
+
+    assert (output / "per_type_f1.png").is_file()
+    config = json.loads((output / "config.json").read_text())
+    assert config["id2label"] == {str(i): name for i, name in enumerate(CONLL2003_LABELS)}
+
+
+def test_token_classification_on_own_jsonl_columns(tmp_path: Path, model_dir: Path) -> None:
+    from seqeval.metrics import f1_score
+
+    def write_jsonl(path: Path, sentences: list[list[tuple[str, str]]]) -> Path:
+        lines = [json.dumps({"words": [w for w, _ in s], "labels": [t for _, t in s]}) for s in sentences]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+    def animals(n: int, seed: int) -> list[list[tuple[str, str]]]:
+        rng = random.Random(seed)
+        return [
+            [("the", "O"), (rng.choice(["cat", "dog"]), "B-ANIMAL"), ("sat", "O"), ("in", "O"), (city, "B-CITY")]
+            for city in rng.choices(list(CITIES), k=n)
+        ]
+
+    train = write_jsonl(tmp_path / "train.jsonl", animals(24, 0))
+    dev = write_jsonl(tmp_path / "dev.jsonl", animals(8, 1))
+    output = tmp_path / "run"
+    columns = ["--tokens_column", "words", "--tags_column", "labels"]
+    main(base_argv(model_dir, train, dev, output) + ["--task_type", "token-classification", *columns])
+
+    results = json.loads((output / "all_results.json").read_text())
+    rows = read_rows(output / "predictions.csv")
+    references = [r["label"].split() for r in rows]
+    assert references == [[t for _, t in s] for s in animals(8, 1)]
+    assert results["eval_overall_f1"] == pytest.approx(f1_score(references, [r["prediction"].split() for r in rows]))
+    assert "test_overall_f1" not in results  # no --test_file
+    config = json.loads((output / "config.json").read_text())
+    assert config["id2label"] == {"0": "O", "1": "B-ANIMAL", "2": "B-CITY"}  # "O" first, then sorted
+
+
+QA_QUESTION = "what is the capital of {} ?"
+
+
+def squad_paragraph(rng: random.Random, cities: list[str], id_prefix: str, two_answers: bool) -> dict:
+    """One SQuAD paragraph: facts "<city> is the capital of <country> ." among filler sentences, one question per
+    fact. The context is long enough that 48-token windows cut it in several, and later facts lie past the first."""
+    sentences = [f"{city} is the capital of {CITIES[city]} ." for city in cities]
+    sentences += [" ".join(rng.choices(FILLER, k=6)) + " ." for _ in range(4)]
+    rng.shuffle(sentences)
+    context = " ".join(sentences)
+    qas = []
+    for city in cities:
+        start = context.index(f"{city} is the capital")
+        answers = [{"text": city, "answer_start": start}]
+        if two_answers:
+            answers.append({"text": f"{city} is the capital of {CITIES[city]}", "answer_start": start})
+        question = QA_QUESTION.format(CITIES[city])
+        qas.append({"id": f"{id_prefix}-{city}", "question": question, "answers": answers})
+    return {"context": context, "qas": qas}
+
+
+def write_squad(path: Path, seed: int, articles: int, paragraphs: int, two_answers: bool = False) -> Path:
+    """A SQuAD v1.1 file in the official nested layout: data -> paragraphs -> qas."""
+    rng = random.Random(seed)
+    data = [
+        {
+            "title": f"article_{a}",
+            "paragraphs": [
+                squad_paragraph(rng, rng.sample(list(CITIES), 3), f"{seed}-{a}-{p}", two_answers)
+                for p in range(paragraphs)
+            ],
+        }
+        for a in range(articles)
+    ]
+    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
+    return path
+
+
+def test_question_answering_end_to_end(tmp_path: Path, model_dir: Path) -> None:
+    from hf_bertscratch.metrics import load_metric
+    from hf_bertscratch.question_answering import answer_question
+
+    train = write_squad(tmp_path / "train.json", 0, articles=2, paragraphs=4)
+    dev = write_squad(tmp_path / "dev.json", 1, articles=1, paragraphs=3, two_answers=True)
+    examples = [
+        (qa, paragraph["context"])
+        for article in json.loads(dev.read_text())["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    room = 48 - 3 - len(tokenizer(QA_QUESTION.format("spain"), add_special_tokens=False)["input_ids"])
+    assert all(len(tokenizer(c, add_special_tokens=False)["input_ids"]) > room for _, c in examples)  # 2+ windows
+    output = tmp_path / "run"
+    windows = ["--max_seq_length", "48", "--doc_stride", "16"]
+    main(base_argv(model_dir, train, dev, output) + ["--task_type", "question-answering", *windows])
+
+    results = json.loads((output / "all_results.json").read_text())
+    rows = read_rows(output / "predictions.csv")
+    assert [r["id"] for r in rows] == [qa["id"] for qa, _ in examples]
+    assert [r["label"].split(" | ") for r in rows] == [[a["text"] for a in qa["answers"]] for qa, _ in examples]
+    expected = load_metric("squad").compute(
+        predictions=[{"id": r["id"], "prediction_text": r["prediction"]} for r in rows],
+        references=[
+            {"id": qa["id"], "answers": {key: [a[key] for a in qa["answers"]] for key in ("text", "answer_start")}}
+            for qa, _ in examples
+        ],
+    )
+    assert results["eval_exact_match"] == pytest.approx(expected["exact_match"])
+    assert results["eval_f1"] == pytest.approx(expected["f1"])
+    assert results["eval_f1"] > 0  # spans overlap the gold answers: the comparison is not of zeros
+    # The saved folder answers each question as the evaluation did, with a span of its context.
+    for (qa, context), row in zip(examples, rows):
+        found = answer_question(output, qa["question"], context, max_seq_length=48, doc_stride=16)
+        assert found["answer"] == row["prediction"] == context[found["start"] : found["end"]]
+    assert json.loads((output / "config.json").read_text())["architectures"] == ["BertScratchForQuestionAnswering"]
+
+
+def write_rte(folder: Path, n: int, seed: int) -> list[tuple[str, str, str]]:
+    """GLUE's RTE TSV (`index sentence1 sentence2 label`, string labels); returns the rows written."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        city = rng.choice(list(CITIES))
+        country = CITIES[city] if i % 2 else rng.choice([c for c in CITIES.values() if c != CITIES[city]])
+        label = "entailment" if i % 2 else "not_entailment"
+        rows.append((f"{city} is the capital of {CITIES[city]} .", f"{city} is in {country} .", label))
+    lines = ["index\tsentence1\tsentence2\tlabel"] + ["\t".join((str(i), *row)) for i, row in enumerate(rows)]
+    (folder / ("train.tsv" if seed == 0 else "dev.tsv")).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return rows
+
+
+def test_sentence_pair_classification_from_the_table(tmp_path: Path, model_dir: Path) -> None:
+    folder = tmp_path / "data" / "glue" / "RTE"
+    folder.mkdir(parents=True)
+    write_rte(folder, 32, seed=0)
+    dev_rows = write_rte(folder, 10, seed=1)
+    output = tmp_path / "run"
+    main(run_argv(model_dir, output) + ["--task", "rte", "--data_dir", str(tmp_path / "data")])
+
+    results = json.loads((output / "all_results.json").read_text())
+    rows = read_rows(output / "predictions.csv")
+    assert list(rows[0]) == [
+        "index",
+        "text",
+        "text_pair",
+        "label",
+        "prediction",
+        "p_entailment",
+        "p_not_entailment",
+    ]
+    assert [(r["text"], r["text_pair"], r["label"]) for r in rows] == dev_rows
+    accuracy = sum(r["label"] == r["prediction"] for r in rows) / len(rows)
+    assert results["eval_accuracy"] == pytest.approx(accuracy)
+    assert all(abs(float(r["p_entailment"]) + float(r["p_not_entailment"]) - 1) < 1e-4 for r in rows)
+    config = json.loads((output / "config.json").read_text())
+    assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}  # the table's order, not sorted labels
+
+
+# ------------------------------------------------------------------------- every shape's bad data, before training
+def _own_jsonl(tmp_path: Path, rows: list[dict], *flags: str) -> list[str]:
+    """--train_file/--validation_file of `rows` (the same file) and `flags`."""
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    return ["--train_file", str(path), "--validation_file", str(path), *flags]
+
+
+def _mismatched_tags(tmp_path: Path) -> list[str]:
+    rows = [{"tokens": ["paris", "is", "big"], "ner_tags": ["B-LOC", "O", "O"]}]
+    rows.append({"tokens": ["rome", "is", "big"], "ner_tags": ["B-LOC", "O"]})
+    return _own_jsonl(tmp_path, rows, "--task_type", "token-classification")
+
+
+def _unknown_tag(tmp_path: Path) -> list[str]:
+    folder = tmp_path / "conll2003"
+    folder.mkdir()
+    for name in ("train", "test"):
+        write_conll(folder / f"{name}.txt", conll_sentences(4, 0))
+    write_conll(folder / "valid.txt", [[("Paris", "B-CITY"), ("is", "O")]])
+    return ["--task", "conll2003", "--data_dir", str(tmp_path)]
+
+
+def _answer_not_in_context(tmp_path: Path) -> list[str]:
+    """Flat question-answering rows (not SQuAD's nesting) under column names of their own."""
+    answers = {"text": ["london"], "answer_start": [0]}
+    row = {"q": "what is the capital of spain ?", "passage": "madrid is the capital of spain .", "gold": answers}
+    columns = ["--question_column", "q", "--context_column", "passage", "--answers_column", "gold"]
+    windows = ["--max_seq_length", "48", "--doc_stride", "16"]
+    return _own_jsonl(tmp_path, [row], "--task_type", "question-answering", *columns, *windows)
+
+
+def _class_names_for_regression(tmp_path: Path) -> list[str]:
+    path = write_csv(tmp_path / "data.csv", [("the cat", "high"), ("the dog", "low")])
+    return ["--task_type", "regression", "--train_file", str(path), "--validation_file", str(path)]
+
+
+def _scores_for_classification(tmp_path: Path) -> list[str]:
+    path = write_csv(tmp_path / "data.csv", [("the cat", 0.5), ("the dog", 3.25)])
+    return ["--train_file", str(path), "--validation_file", str(path)]
+
+
+def _no_validation_split(tmp_path: Path) -> list[str]:
+    return ["--train_file", str(write_csv(tmp_path / "train.csv", [("the cat", 0), ("the dog", 1)]))]
+
+
+@pytest.mark.parametrize(
+    "data_flags, message",
+    [
+        (_mismatched_tags, r"Row 1 of the train split has 3 words but 2 tags"),
+        (_unknown_tag, r"eval split: tag 'B-CITY' is not in the label list \['O', 'B-PER'"),
+        (
+            _answer_not_in_context,
+            r"example 'train-0'.*text 'london' is not at answer_start=0: the context reads 'madrid'",
+        ),
+        (_class_names_for_regression, r"regression task needs numeric labels.*\['high', 'low'\].*classification"),
+        (_scores_for_classification, r"numbers such as \[0.5, 3.25\]: a classification task needs class ids or names"),
+        (_no_validation_split, r"no validation split to evaluate on \(its splits: \['train'\]\).*--validation_file"),
+        (
+            lambda _: ["--task", "rte", "--task_type", "regression"],
+            r"--task rte is a classification task, but --task_t",
+        ),
+    ],
+    ids=[
+        "tags-length",
+        "unknown-tag",
+        "answer-not-in-context",
+        "regression-classes",
+        "float-classes",
+        "no-dev",
+        "shape",
+    ],
+)
+def test_every_shape_refuses_bad_data_before_training(
+    tmp_path: Path, model_dir: Path, data_flags, message: str
+) -> None:
+    output = tmp_path / "out"
+    with pytest.raises(ValueError, match=message):
+        main(run_argv(model_dir, output) + data_flags(tmp_path))
+    assert not any(output.glob("checkpoint-*")) and not (output / "all_results.json").exists()
