@@ -1,5 +1,6 @@
-"""`scripts/reproduce_results.sh` end to end (SMOKE=1) on a tiny IMDB/SST-2-shaped data folder the test writes, and
-the results table it builds from the runs (`hf_bertscratch.results`)."""
+"""The task table: `scripts/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
+files' formats, the table `hf_bertscratch.results` builds from run folders, and the fine-tuning commands of
+`hf_bertscratch.task_runs`."""
 
 from __future__ import annotations
 
@@ -8,51 +9,94 @@ import gzip
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import results
+from hf_bertscratch import BertScratchConfig, finetuning, results, task_runs
+from hf_bertscratch.tasks import TASKS
 
-from conftest import cut_back_to_checkpoint
+from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
 ROOT = Path(__file__).resolve().parents[1]
 POSITIVE = "great wonderful moving brilliant fine superb charming".split()
 NEGATIVE = "awful boring dull terrible weak clumsy tedious".split()
 FILLER = "the film movie story actor plot scene it was and a of to in this with its".split()
+ENTITIES = {"PER": ["john", "mary"], "LOC": ["paris", "london"], "ORG": ["acme", "reuters"], "MISC": ["french"]}
+# A classification task and a token-classification task with a test split (every shape runs end to end in
+# test_finetuning; each fine-tune here is a process start, which dominates the smoke run's time).
+SMOKE_TASKS = ("cola", "conll2003")
 
 
-def _review(rng: random.Random, label: int, words: int) -> str:
+# ------------------------------------------------------------------------------------------ a data folder
+def _words(rng: random.Random, label: int, count: int) -> list[str]:
     cue = POSITIVE if label else NEGATIVE
-    return " ".join(rng.choice(cue) if rng.random() < 0.2 else rng.choice(FILLER) for _ in range(words)) + " ."
+    return [rng.choice(cue) if rng.random() < 0.2 else rng.choice(FILLER) for _ in range(count)]
+
+
+def _write_imdb(folder: Path, rng: random.Random) -> None:
+    """imdb/train.csv.gz, `id,rating,label,text` (the pretraining text)."""
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "train.csv.gz", "wt", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "rating", "label", "text"])
+        for i in range(400):
+            label = i % 2
+            writer.writerow([i, 8 if label else 2, label, " ".join(_words(rng, label, rng.randint(40, 120))) + " ."])
+
+
+def _write_cola(folder: Path, rng: random.Random) -> None:
+    """glue/CoLA/{train,dev}.tsv without a header: `source label mark sentence`, mark '*' on unacceptable ones."""
+    folder.mkdir(parents=True)
+    for split, count in (("train", 80), ("dev", 24)):
+        lines = []
+        for i in range(count):
+            label = i % 2
+            lines.append(f"gj04\t{label}\t{'' if label else '*'}\t{' '.join(_words(rng, label, rng.randint(4, 10)))} .")
+        (folder / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _conll_sentence(rng: random.Random) -> list[str]:
+    lines = []
+    for _ in range(rng.randint(4, 9)):
+        if rng.random() < 0.3:
+            kind = rng.choice(sorted(ENTITIES))
+            for j in range(rng.randint(1, 2)):
+                lines.append(f"{rng.choice(ENTITIES[kind])} NNP {'B' if j == 0 else 'I'}-NP {'BI'[j]}-{kind}")
+        else:
+            lines.append(f"{rng.choice(FILLER)} NN B-NP O")
+    return [*lines, ". . O O"]
+
+
+def _write_conll(folder: Path, rng: random.Random) -> None:
+    """conll2003/{train,valid,test}.txt: a -DOCSTART- line, then `word POS chunk NER` lines, sentences apart by blank
+    lines."""
+    folder.mkdir(parents=True)
+    for split, count in (("train", 80), ("valid", 24), ("test", 24)):
+        blocks = ["-DOCSTART- -X- -X- O"] + ["\n".join(_conll_sentence(rng)) for _ in range(count)]
+        (folder / f"{split}.txt").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
 
 
 def _fake_data_dir(root: Path) -> Path:
-    """The layout of ../shared/data for imdb/ (csv.gz: id,rating,label,text) and sst2/ (tsv: sentence, label)."""
+    """The layout of ../shared/data for the pretraining text and the smoke run's tasks."""
     rng = random.Random(0)
-    (root / "imdb").mkdir(parents=True)
-    (root / "sst2").mkdir()
-    for split, n in (("train", 400), ("test", 60)):
-        with gzip.open(root / "imdb" / f"{split}.csv.gz", "wt", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["id", "rating", "label", "text"])
-            for i in range(n):
-                label = i % 2
-                writer.writerow([i, 8 if label else 2, label, _review(rng, label, rng.randint(40, 120))])
-    for split, n in (("train", 200), ("dev", 40)):
-        lines = ["sentence\tlabel"] + [f"{_review(rng, i % 2, rng.randint(4, 12))}\t{i % 2}" for i in range(n)]
-        (root / "sst2" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    _write_imdb(root / "imdb", rng)
+    _write_cola(root / "glue" / "CoLA", rng)
+    _write_conll(root / "conll2003", rng)
     return root
 
 
-def _run_script(runs: Path, data: Path) -> subprocess.CompletedProcess:
+def _run_script(runs: Path, data: Path, tasks: tuple[str, ...]) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "SMOKE": "1",
+        "TASKS": " ".join(tasks),
         "DATA_DIR": str(data),
         "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_CACHE": str(runs.parent / "datasets-cache"),  # the test's files leave no trace in ~/.cache
         "OMP_NUM_THREADS": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # its `python` is ours
@@ -67,113 +111,324 @@ def _run_script(runs: Path, data: Path) -> subprocess.CompletedProcess:
     )
 
 
+# ------------------------------------------------------------------------------------------ reading the table
+def _task_table(table: str) -> dict[str, list[str]]:
+    """The first table's rows as label -> [pretrained, scratch, difference, how] (bold marks dropped)."""
+    lines = table.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| task, metric (split) |")) + 2
+    rows = {}
+    for line in lines[start:]:
+        if not line.startswith("| "):
+            break
+        label, *cells = [cell.strip().strip("*") for cell in line.strip().strip("|").split("|")]
+        rows[label] = cells
+    return rows
+
+
+def _expected_cell(values: list[float]) -> str:
+    """Mean, and ± the sample standard deviation when there are several values."""
+    if not values:
+        return "not run"
+    spread = f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else ""
+    return f"{statistics.fmean(values):.1f}{spread}"
+
+
+def _main_score(run: dict) -> float:
+    return run[f"eval_{run['main_metric']}"]
+
+
+def _finished_runs(runs: Path, task: str, init: str) -> list[dict]:
+    folders = [folder for folder in runs.glob(f"{task}-{init}-lr*-seed*") if folder.is_dir()]
+    return [json.loads((folder / "all_results.json").read_text()) for folder in sorted(folders)]
+
+
+def _chosen_runs(runs: Path, task: str, init: str) -> list[dict]:
+    """The runs of (task, init) at the rate whose first-seed run scored best on dev (the smaller rate on ties), by
+    seed, checking the sweep ran every rate with the first seed and the other seeds at that rate only."""
+    found = _finished_runs(runs, task, init)
+    for run in found:  # each folder holds the run its name says, started from the last pretraining stage
+        assert (runs / task_runs.run_name(task, init, run["learning_rate"], run["seed"])).is_dir()
+        assert (run["task"], run["init_from_scratch"]) == (task, init == "scratch")
+        assert run["model_name_or_path"].endswith("pretrain-long")
+    first_seed, *other_seeds = sorted({run["seed"] for run in found})
+    first = [run for run in found if run["seed"] == first_seed]
+    assert len(first) > 1 and other_seeds  # rates were compared, and more seeds ran
+    best = max(_main_score(run) for run in first)
+    rate = min(run["learning_rate"] for run in first if _main_score(run) == best)
+    assert [run["seed"] for run in found if run["learning_rate"] != rate] == [first_seed]
+    chosen = sorted((run for run in found if run["learning_rate"] == rate), key=lambda run: run["seed"])
+    assert [run["seed"] for run in chosen] == [first_seed, *other_seeds]
+    return chosen
+
+
+def _check_row(cells: list[str], chosen: dict[str, list[dict]], key: str) -> None:
+    """A table row against the chosen runs' own numbers: mean ± sd per init, their difference, the rates."""
+    values = {init: [100 * run[key] for run in runs] for init, runs in chosen.items()}
+    pretrained, scratch, difference, how = cells
+    assert (pretrained, scratch) == (_expected_cell(values["pretrained"]), _expected_cell(values["scratch"]))
+    assert difference == f"{statistics.fmean(values['pretrained']) - statistics.fmean(values['scratch']):+.1f}"
+    rates = "/".join(f"{chosen[init][0]['learning_rate']:g}" for init in task_runs.INITS)
+    assert how.startswith(f"lr {rates}; {len(chosen['pretrained'])} seeds; ")
+    assert f"max_seq_length {chosen['pretrained'][0]['max_seq_length']};" in how
+
+
+# ------------------------------------------------------------------------------------------ end to end
 @pytest.mark.slow
 def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Path) -> None:
     data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
-    done = _run_script(runs, data)
+    done = _run_script(runs, data, SMOKE_TASKS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     table = (runs / "results.md").read_text()
     assert table == results.results_table(runs)
-    rows = [line for line in table.splitlines() if line.startswith("| ") and "| BertScratch |" in line]
-    assert len(rows) == len(results.RUNS)
-    stages = [json.loads((runs / name / "all_results.json").read_text()) for name in results.PRETRAINING_STAGES]
-    assert [stage["max_seq_length"] for stage in stages] == [128, 32]  # SMOKE=1's long stage: 32-token blocks
-    for (name, (task, init)), row in zip(results.RUNS.items(), rows, strict=True):  # rows in RUNS order
-        seeds = [42, 43] if task == "SST-2" else [42]  # SMOKE=1 fine-tunes SST-2 with two seeds, IMDB with one
-        runs_of_row = [json.loads((runs / f"{name}-seed{seed}" / "all_results.json").read_text()) for seed in seeds]
-        assert [run["seed"] for run in runs_of_row] == seeds
-        accuracies = [100 * run["eval_accuracy"] for run in runs_of_row]
-        assert row.startswith(f"| {task} (")
-        assert f"**{sum(accuracies) / len(accuracies):.1f}**" in row  # the mean of the runs' own numbers
-        if len(seeds) > 1:
-            assert f"over {len(seeds)} fine-tuning seeds" in row
-            assert all(f"{seed}: {accuracy:.1f}" in row for seed, accuracy in zip(seeds, accuracies))
-        run = runs_of_row[0]
-        assert run["model_name_or_path"].endswith("pretrain-long")  # fine-tunes start from the last stage
-        assert f"on {run['eval_samples']:,} " in row and f"max_seq_length {run['max_seq_length']}" in row
-        if init == "pretrained here":  # both stages, and the final one's held-out numbers
-            assert "MLM 5 steps of 32 x 128 tokens then 3 steps of 16 x 32 tokens" in row
-            assert f"masked acc {100 * stages[-1]['eval_accuracy']:.1f}%" in row
-    for _, model, accuracy, _, _ in results.REFERENCES:
-        assert f"| {model} | published | {accuracy:.1f} |" in table
+    config = json.loads((runs / "pretrain" / "config.json").read_text())
+    size = f"{config['num_hidden_layers']}L/{config['hidden_size']}H, vocab {config['vocab_size']}"
+    assert table.startswith(f"Pretraining: {size}, MLM ") and " then " in table.splitlines()[0]  # both stages
+    rows = _task_table(table)
+    chosen = {task: {init: _chosen_runs(runs, task, init) for init in task_runs.INITS} for task in SMOKE_TASKS}
+    for task, key, label in results.ROWS:
+        if task in SMOKE_TASKS:
+            _check_row(rows[label], chosen[task], key)
+        else:
+            assert rows[label][:3] == ["not run", "not run", ""]
+    _check_row(rows["CoNLL-2003 entity F1 (test)"], chosen["conll2003"], "test_overall_f1")  # the test split's F1
+    assert rows["GLUE average of the five dev tasks above"][:3] == ["incomplete", "incomplete", ""]
 
-    # An IMDB fine-tune interrupted after its first epoch's checkpoint: the script continues it from there.
-    cut = runs / "imdb-scratch-seed42"
+    # A fine-tune interrupted after its first checkpoint: a second run skips every finished stage and run,
+    # continues that one from the checkpoint (its log keeps the first part), and rebuilds the table.
+    cut = runs / task_runs.run_name("conll2003", "scratch", chosen["conll2003"]["scratch"][-1]["learning_rate"], 43)
     finished = json.loads((cut / "all_results.json").read_text())
-    assert sorted(path.name for path in cut.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]  # 1 step/epoch
-    cut_back_to_checkpoint(cut, "checkpoint-1")
-    again = _run_script(runs, data)  # every other stage finished: a second run skips them and rebuilds the table
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("(done)") == 2 + 2 * 2 + 2 * 1 - 1  # pretraining stages, SST-2 and IMDB pairs per seed
-    assert f"resume {cut}" in again.stdout
+    checkpoints = sorted((path.name for path in cut.glob("checkpoint-*")), key=lambda name: int(name.split("-")[1]))
+    cut_back_to_checkpoint(cut, checkpoints[0])
+    again = _run_script(runs, data, SMOKE_TASKS)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    run_count = sum(len(_finished_runs(runs, task, init)) for task in SMOKE_TASKS for init in task_runs.INITS)
+    assert again.stdout.count("(done)") == len(results.PRETRAINING_STAGES) + run_count - 1
+    assert f"resume {cut}\n" in again.stdout
     resumed = json.loads((cut / "all_results.json").read_text())
-    assert resumed["global_step"] == 2 and resumed["eval_accuracy"] == finished["eval_accuracy"]
+    assert resumed["global_step"] == finished["global_step"]
+    assert resumed["eval_overall_f1"] == finished["eval_overall_f1"]  # the checkpoint's model, scored again
+    assert Path(f"{cut}.log").read_text().count("INFO hf_bertscratch.finetuning: eval_overall_f1") == 2
+    assert (runs / "results.md").read_text() == results.results_table(runs)
 
 
-def test_seed_runs_are_averaged_with_their_spread(tmp_path: Path) -> None:
-    for seed, accuracy in ((44, 0.83), (42, 0.81), (43, 0.82)):
-        folder = tmp_path / f"sst2-scratch-seed{seed}"
-        folder.mkdir()
-        (folder / "all_results.json").write_text(
-            json.dumps(
-                {
-                    "eval_accuracy": accuracy,
-                    "eval_f1": accuracy,
-                    "seed": seed,
-                    "eval_samples": 872,
-                    "max_seq_length": 64,
-                }
-            )
-        )
-    (tmp_path / "sst2-scratch-seed7x").mkdir()  # not a seed folder: ignored
-    row = next(
-        line for line in results.results_table(tmp_path).splitlines() if "| SST-2 (dev) | BertScratch | none" in line
-    )
-    assert "**82.0** ± 1.0 | 82.0 |" in row  # mean, sample standard deviation, mean F1
-    assert "over 3 fine-tuning seeds (42: 81.0, 43: 82.0, 44: 83.0)" in row
+# ------------------------------------------------------------------------------------------ the table
+def _write_run(runs: Path, task: str, init: str, learning_rate: float, seed: int, **metrics: float) -> None:
+    """A finished run folder as finetune.py leaves it, reduced to what the table reads."""
+    folder = runs / task_runs.run_name(task, init, learning_rate, seed)
+    folder.mkdir(parents=True)
+    run = {
+        "task": task,
+        "main_metric": TASKS[task].main_metric,
+        "seed": seed,
+        "learning_rate": learning_rate,
+        "global_step": 40,
+        "train_samples": 1280,
+        "max_seq_length": 64,
+        "wall_time_seconds": 60.0,
+        **metrics,
+    }
+    (folder / "all_results.json").write_text(json.dumps(run))
 
 
-def test_table_marks_missing_runs(tmp_path: Path) -> None:
+def test_seed_runs_at_the_chosen_rate_are_averaged_with_their_spread(tmp_path: Path) -> None:
+    for rate, score in ((1e-4, 0.30), (3e-4, 0.50), (1e-3, 0.40)):  # the first seed compares the rates
+        _write_run(tmp_path, "cola", "pretrained", rate, 42, eval_matthews_correlation=score)
+    for seed, score in ((44, 0.54), (43, 0.52)):
+        _write_run(tmp_path, "cola", "pretrained", 3e-4, seed, eval_matthews_correlation=score)
+    _write_run(tmp_path, "cola", "pretrained", 1e-4, 43, eval_matthews_correlation=0.9)  # not the chosen rate
+    (tmp_path / task_runs.run_name("cola", "pretrained", 3e-4, 45)).mkdir()  # unfinished: no all_results.json
+    (tmp_path / f"{task_runs.run_name('cola', 'pretrained', 3e-4, 42)}.log").write_text("")  # its log: not a run
+    for rate, seed, score in ((1e-4, 42, 0.20), (3e-4, 42, 0.10), (1e-4, 43, 0.10)):
+        _write_run(tmp_path, "cola", "scratch", rate, seed, eval_matthews_correlation=score)
+
+    pretrained, scratch, difference, how = _task_table(results.results_table(tmp_path))["CoLA Matthews corr. (dev)"]
+    assert (pretrained, scratch, difference) == ("52.0 ± 2.0", "15.0 ± 7.1", "+37.0")
+    assert how.startswith("lr 0.0003/0.0001; 3 seeds; 40 steps on 1,280 examples, max_seq_length 64; 1.0 min/run")
+    row = next(row for row in results.task_rows(tmp_path) if row["task"] == "cola")
+    assert row["pretrained"] == pytest.approx([50.0, 52.0, 54.0])  # by seed
+    assert row["learning_rates"] == {"pretrained": 3e-4, "scratch": 1e-4}
+
+
+def test_missing_runs_are_marked(tmp_path: Path) -> None:
     table = results.results_table(tmp_path)
-    assert table.count("not run") == len(results.RUNS)
-    assert "(pretraining run missing)" not in table  # no pretrained row is filled when nothing ran
+    assert table.startswith("Pretraining: (pretraining run missing).")
+    assert all(
+        cells[:3] == ["not run", "not run", ""] for label, cells in _task_table(table).items() if "GLUE" not in label
+    )
+    assert len(_task_table(table)) == len(results.ROWS) + 1
+
+    _write_run(tmp_path, "rte", "pretrained", 2e-4, 42, eval_accuracy=0.6)
+    pretrained, scratch, difference, _ = _task_table(results.results_table(tmp_path))["RTE accuracy (dev)"]
+    assert (pretrained, scratch, difference) == ("60.0", "not run", "")  # one seed: no spread
 
 
-def test_results_table_cli_rejects_a_missing_folder(tmp_path: Path) -> None:
+def test_glue_average_waits_for_all_five_tasks_and_averages_their_means(tmp_path: Path) -> None:
+    main_scores = {
+        "cola": {"eval_matthews_correlation": 0.2},
+        "sst2": {"eval_accuracy": 0.8},
+        "mrpc": {"eval_f1": 0.8, "eval_accuracy": 0.7},  # the average takes F1
+        "stsb": {"eval_spearmanr": 0.6, "eval_pearson": 0.65},  # and Spearman
+    }
+    for task, metrics in main_scores.items():
+        for init, shift in (("pretrained", 0.0), ("scratch", -0.1)):
+            _write_run(tmp_path, task, init, 1e-4, 42, **{key: value + shift for key, value in metrics.items()})
+
+    def average() -> list[str]:
+        return _task_table(results.results_table(tmp_path))["GLUE average of the five dev tasks above"][:3]
+
+    assert average() == ["incomplete", "incomplete", ""]
+    for seed, score in ((42, 0.6), (43, 0.7)):  # RTE's mean 65.0 enters the average, not its seeds
+        _write_run(tmp_path, "rte", "pretrained", 1e-4, seed, eval_accuracy=score)
+    assert average() == ["61.0", "incomplete", ""]  # (20 + 80 + 80 + 60 + 65) / 5
+    _write_run(tmp_path, "rte", "scratch", 1e-4, 42, eval_accuracy=0.5)
+    assert average() == ["61.0", "50.0", "+11.0"]  # (10 + 70 + 70 + 50 + 50) / 5
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [((0.5, 0.7, 0.7), 3e-4), ((0.6, 0.6, 0.6), 1e-4), ((0.5, 0.6, 0.7), 1e-3), ((0.7, 0.6, 0.7), 1e-4)],
+)
+def test_learning_rate_ties_go_to_the_smaller_rate_in_the_table_and_the_sweep(
+    tmp_path: Path, scores: tuple[float, ...], expected: float
+) -> None:
+    recipe = task_runs.RECIPES["rte"]
+    assert recipe.learning_rates == (1e-4, 3e-4, 1e-3)  # the scores above are given in this order
+    for rate, score in reversed(list(zip(recipe.learning_rates, scores, strict=True))):
+        assert task_runs.choose_learning_rate(tmp_path, "rte", "scratch", recipe) is None  # until every rate ran
+        _write_run(tmp_path, "rte", "scratch", rate, recipe.seeds[0], eval_accuracy=score)
+    row = next(row for row in results.task_rows(tmp_path) if row["task"] == "rte")
+    assert row["learning_rates"]["scratch"] == expected
+    assert task_runs.choose_learning_rate(tmp_path, "rte", "scratch", recipe) == expected
+
+
+def _write_stage(folder: Path, steps: int, **numbers: float) -> None:
+    folder.mkdir()
+    (folder / "all_results.json").write_text(json.dumps(numbers))
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": steps}))
+
+
+def test_pretraining_description_names_the_model_each_stage_and_its_budget(tmp_path: Path) -> None:
+    _write_stage(
+        tmp_path / "pretrain",
+        10_000,
+        train_budget_minutes=40.0,
+        train_effective_batch_size=32,
+        max_seq_length=128,
+        train_tokens=40_960_000,
+        train_wall_time_seconds=2400.0,
+        eval_perplexity=60.2,
+        eval_accuracy=0.31,
+    )
+    assert results.pretraining_description(tmp_path) == (
+        "?, MLM 10000 steps of 32 x 128 tokens in a 40-minute budget, 41.0M tokens, 40.0 min train, "
+        "MLM ppl 60, masked acc 31.0%"
+    )  # no config.json: the size is unknown
+    BertScratchConfig(**tiny_config_kwargs(8192)).save_pretrained(tmp_path / "pretrain")
+    _write_stage(
+        tmp_path / "pretrain-long",
+        1_000,
+        train_effective_batch_size=16,
+        max_seq_length=256,
+        train_tokens=4_096_000,
+        train_wall_time_seconds=600.0,
+        eval_perplexity=44.6,
+        eval_accuracy=0.3561,
+    )
+    assert results.pretraining_description(tmp_path) == (
+        "2L/32H, vocab 8192, MLM 10000 steps of 32 x 128 tokens in a 40-minute budget then 1000 steps of 16 x 256 "
+        "tokens, 45.1M tokens, 50.0 min train, MLM ppl 45, masked acc 35.6%"
+    )  # the held-out numbers are the last stage's
+
+
+def test_results_table_cli_writes_the_table_and_rejects_a_missing_folder(tmp_path: Path) -> None:
+    _write_run(tmp_path, "sst2", "scratch", 2e-4, 42, eval_accuracy=0.8)
+    results.main([str(tmp_path), "--output", str(tmp_path / "results.md")])
+    assert (tmp_path / "results.md").read_text() == results.results_table(tmp_path)
     with pytest.raises(ValueError, match="is not a folder"):
         results.main([str(tmp_path / "nope")])
 
 
-def test_pretraining_description_names_each_stage_and_its_budget(tmp_path: Path) -> None:
-    stages = {
-        "pretrain": (
-            {
-                "train_budget_minutes": 40.0,
-                "train_effective_batch_size": 32,
-                "max_seq_length": 128,
-                "train_tokens": 40_960_000,
-                "train_wall_time_seconds": 2400.0,
-            },
-            10_000,
-        ),
-        "pretrain-long": (
-            {
-                "train_effective_batch_size": 16,
-                "max_seq_length": 256,
-                "train_tokens": 4_096_000,
-                "train_wall_time_seconds": 600.0,
-                "eval_perplexity": 44.6,
-                "eval_accuracy": 0.3561,
-            },
-            1_000,
-        ),
-    }
-    for name, (stage, steps) in stages.items():
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "all_results.json").write_text(json.dumps(stage))
-        (tmp_path / name / "trainer_state.json").write_text(json.dumps({"global_step": steps}))
-    assert results.pretraining_description(tmp_path) == (
-        "MLM 10000 steps of 32 x 128 tokens in a 40-minute budget then 1000 steps of 16 x 256 tokens, 45.1M tokens, "
-        "50.0 min train, MLM ppl 45, masked acc 35.6%"
-    )
+# ------------------------------------------------------------------------------------------ the sweep's commands
+def _sweep(tmp_path: Path, **arguments: object) -> task_runs.Sweep:
+    pretrained = tmp_path / "pretrain-long"
+    pretrained.mkdir(exist_ok=True)
+    (pretrained / "config.json").write_text("{}")
+    args = task_runs.FinetuneTasksArguments(runs_dir=str(tmp_path / "runs"), pretrained=str(pretrained), **arguments)
+    return task_runs.Sweep(args, log=lambda line: None)
+
+
+def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> None:
+    sweep = _sweep(tmp_path, data_dir="/data", batch_size=16, extra=["--weight_decay", "0.01"])
+    folder = sweep.runs_dir / task_runs.run_name("imdb", "scratch", 2e-4, 43)
+    command = sweep.command("imdb", "scratch", 2e-4, 43, folder)
+    assert command[:2] == [sys.executable, str(ROOT / "scripts" / "finetune.py")]
+    model, data, training = finetuning.parse_args(command[2:])  # finetune.py's own parser takes it
+    recipe = task_runs.RECIPES["imdb"]
+    assert (model.model_name_or_path, model.init_from_scratch) == (sweep.args.pretrained, True)
+    assert (data.task, data.data_dir, data.max_seq_length) == ("imdb", "/data", recipe.max_seq_length)
+    assert (data.truncation, data.head_tokens) == ("head+tail", 64)  # the recipe's flags
+    assert (training.seed, training.learning_rate, training.num_train_epochs) == (43, 2e-4, recipe.epochs)
+    assert (training.per_device_train_batch_size, training.weight_decay) == (16, 0.01)
+    assert Path(training.output_dir) == folder and training.resume_from_checkpoint is None
+
+    command = sweep.command("cola", "pretrained", 1e-3, 42, folder)
+    assert "--init_from_scratch" not in command and "--truncation" not in command
+    model, data, training = finetuning.parse_args(command[2:])
+    assert (model.init_from_scratch, data.task, training.learning_rate) == (False, "cola", 1e-3)
+
+    (folder / "checkpoint-30").mkdir(parents=True)  # interrupted: continue from its last checkpoint
+    _, _, training = finetuning.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
+    assert training.resume_from_checkpoint == "last"
+
+
+@pytest.mark.parametrize("smoke", [False, True])
+def test_every_recipe_passes_finetunes_argument_checks(tmp_path: Path, smoke: bool) -> None:
+    sweep = _sweep(tmp_path, smoke=smoke)
+    for task, recipe in task_runs.RECIPES.items():
+        command = sweep.command(task, "scratch", recipe.learning_rates[0], recipe.seeds[0], tmp_path / task)
+        _, data, training = finetuning.parse_args(command[2:])
+        assert finetuning.check_data_arguments(data) == TASKS[task]
+        if smoke:  # a few steps on a few examples, still comparing two rates over two seeds
+            assert training.num_train_epochs <= recipe.epochs and data.max_seq_length <= recipe.max_seq_length
+            assert data.max_train_samples is not None and data.max_eval_samples is not None
+            assert sweep.recipe(task).seeds == recipe.seeds[:2]
+            assert sweep.recipe(task).learning_rates == recipe.learning_rates[:2]
+
+
+def test_sweep_chooses_the_rate_on_the_first_seed_then_runs_the_other_seeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands: list[list[str]] = []
+
+    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        """Stands in for finetune.py: a run scores best at 3e-4."""
+        commands.append(command)
+        rate = float(command[command.index("--learning_rate") + 1])
+        seed = int(command[command.index("--seed") + 1])
+        folder = Path(command[command.index("--output_dir") + 1])
+        folder.mkdir()
+        run = {"main_metric": "accuracy", "eval_accuracy": 0.7 if rate == 3e-4 else 0.5, "seed": seed}
+        (folder / "all_results.json").write_text(json.dumps({**run, "learning_rate": rate}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
+    sweep = _sweep(tmp_path, tasks=["rte"], inits=["scratch"])
+    recipe = task_runs.RECIPES["rte"]
+    sweep.run_all()
+    ran = [(float(c[c.index("--learning_rate") + 1]), int(c[c.index("--seed") + 1])) for c in commands]
+    assert ran == [(rate, recipe.seeds[0]) for rate in recipe.learning_rates] + [(3e-4, s) for s in recipe.seeds[1:]]
+    sweep.run_all()  # everything finished: nothing runs again
+    assert len(commands) == len(ran)
+
+
+def test_sweep_rejects_unknown_tasks_and_a_pretrained_folder_without_config(tmp_path: Path) -> None:
+    pretrained = _sweep(tmp_path).args.pretrained
+    with pytest.raises(ValueError, match="not in the task table"):
+        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", pretrained, "--tasks", "nope"])
+    with pytest.raises(ValueError, match=r"Unknown task or init \['squad'\]"):  # a table task without a recipe
+        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", pretrained, "--tasks", "squad"])
+    with pytest.raises(ValueError, match=r"Unknown task or init \['frozen'\]"):
+        _sweep(tmp_path, inits=["frozen"])
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", str(tmp_path / "runs")])
