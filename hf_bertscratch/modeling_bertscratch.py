@@ -29,6 +29,7 @@ from torch.nn import functional as F
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
+from transformers.dynamic_module_utils import custom_object_save
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutputWithPooling,
@@ -411,6 +412,21 @@ class BertScratchLMHead(nn.Module):
         return out
 
 
+class BertScratchDiscriminatorHead(nn.Module):
+    """ELECTRA's replaced-token detection head (transformers' `ElectraDiscriminatorPredictions`): dense, the config's
+    activation, then one logit per token, positive where the token is judged replaced."""
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.prediction = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (...) logits."""
+        return self.prediction(self.act(self.dense(hidden_states))).squeeze(-1)
+
+
 def _masked_lm_loss(
     logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -481,16 +497,32 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         The configuration and modeling files are copied next to the weights so that transformers alone can load the
         folder with `trust_remote_code=True`, through any Auto class of the family.
         """
+        # FSDP2 swaps the model's class for a subclass defined in torch; the code to ship is this file's class.
+        model_class = next(c for c in type(self).__mro__ if c.__module__ == __name__)
+        auto_class = _auto_class_of(model_class)
+        # Registering for any Auto class is what makes transformers copy the code; it also names this class under
+        # that Auto class in `auto_map`, which is right for the family's heads only.
+        model_class.register_for_auto_class(auto_class or "AutoModel")
+        wrapped = type(self) is not model_class
+        if wrapped:  # transformers would copy the wrapper's torch module instead: copy this file below
+            type(self)._auto_class = None
         self.config.auto_map = _auto_map()
-        type(self).register_for_auto_class(_auto_class_of(type(self)))
         super().save_pretrained(save_directory, *args, **kwargs)
+        if wrapped and kwargs.get("is_main_process", True):
+            custom_object_save(model_class, save_directory)
+        if auto_class is None and kwargs.get("is_main_process", True):
+            # A head no Auto class loads (the ELECTRA discriminator, reached through its `architectures` name):
+            # write the family's auto_map back, so that AutoModel still loads the bare encoder from this folder.
+            self.config.auto_map = _auto_map()
+            self.config.save_pretrained(save_directory)
 
 
-def _auto_class_of(model_class: type) -> str:
+def _auto_class_of(model_class: type) -> str | None:
+    """The Auto class that loads `model_class` (a key of `AUTO_CLASS_TO_MODEL`), None for a head without one."""
     for auto_class, name in AUTO_CLASS_TO_MODEL.items():
         if name == model_class.__name__:
             return auto_class
-    return "AutoModel"
+    return None
 
 
 def _auto_map() -> dict[str, str]:
@@ -668,6 +700,23 @@ class BertScratchForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+@dataclass
+class BertScratchForReplacedTokenDetectionOutput(ModelOutput):
+    """Output of `BertScratchForReplacedTokenDetection`.
+
+    Attributes:
+        loss: binary cross-entropy of the replaced/original labels, averaged over the scored tokens.
+        logits: (B, T) one logit per token, positive where the token is judged replaced.
+        hidden_states: per-layer (B, T, H) when asked for.
+        attentions: per-layer (B, nh, T, T) when asked for.
+    """
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
 # The inference logits buffer of each MLM model (BertScratchForMaskedLM and ForPreTraining decode into it). The
 # (B*T, V) logits are by far the largest tensor of inference (500 MB at 32 x 128 tokens and BERT's vocabulary), and
 # the allocator hands such sizes straight back to the OS when freed, so every forward into fresh memory page-faults
@@ -732,6 +781,20 @@ class _BertScratchMLMMixin:
         logits = self.cls(hidden)  # (num_labelled, V)
         labels = labels.index_select(0, selected)
         return logits, _masked_lm_loss(logits, labels, num_items_in_batch)
+
+    def _logits_at(self, sequence_output: torch.Tensor, masked_positions: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) and (B, K) positions -> (B, K, V) logits decoded at those positions only (fill-mask reads the
+        [MASK] positions, and the vocabulary projection is most of a small BERT's inference compute)."""
+        batch_size, seq_len, hidden_size = sequence_output.shape
+        if masked_positions.dim() != 2 or masked_positions.shape[0] != batch_size:
+            raise ValueError(
+                f"masked_positions must have shape (batch, masks) with batch {batch_size}; "
+                f"got shape {tuple(masked_positions.shape)}."
+            )
+        if not torch.compiler.is_compiling():
+            _check_ranges(("masked_positions", masked_positions, seq_len, "seq_len"))
+        index = masked_positions.long()[..., None].expand(-1, -1, hidden_size)  # (B, K, H)
+        return self.cls(sequence_output.gather(1, index))  # (B, K, V)
 
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
         """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere).
@@ -838,9 +901,13 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        masked_positions: torch.Tensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput:
-        """`labels` (B, T): target ids at scored positions and -100 elsewhere."""
+        """`labels` (B, T): target ids at scored positions and -100 elsewhere. `masked_positions` (B, K) int64: decode
+        the vocabulary at these positions of each row only; the logits are then (B, K, V) (inference: no labels)."""
+        if masked_positions is not None and labels is not None:
+            raise ValueError("Pass labels or masked_positions, not both: masked_positions is for inference.")
         padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
         outputs = self.bert(
             input_ids,
@@ -852,9 +919,12 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
             return_dict=True,
             **kwargs,
         )
-        logits, loss = self._mlm_logits_and_loss(
-            outputs.last_hidden_state, labels, kwargs.get("num_items_in_batch"), padding
-        )
+        if masked_positions is not None:
+            logits, loss = self._logits_at(outputs.last_hidden_state, masked_positions), None
+        else:
+            logits, loss = self._mlm_logits_and_loss(
+                outputs.last_hidden_state, labels, kwargs.get("num_items_in_batch"), padding
+            )
         return MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -892,6 +962,63 @@ class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
         logits = self.nsp(outputs.pooler_output)  # (B, 2)
         loss = None if labels is None else F.cross_entropy(logits.float(), labels.reshape(-1))
         return NextSentencePredictorOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+
+
+def _replaced_token_loss(
+    logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
+    """Binary cross-entropy averaged over the tokens whose label is not -100 and, given a mask, that are not padding
+    (transformers' ELECTRA scores the tokens its attention mask keeps); 0 when no token is scored."""
+    scored = labels != -100
+    if attention_mask is not None:
+        scored = scored & attention_mask.to(torch.bool)
+    weights = scored.to(torch.float32)
+    loss = F.binary_cross_entropy_with_logits(
+        logits.float(), labels.clamp(min=0).float(), weight=weights, reduction="sum"
+    )
+    return loss / weights.sum().clamp(min=1.0)
+
+
+class BertScratchForReplacedTokenDetection(BertScratchPreTrainedModel):
+    """ELECTRA's discriminator (Clark et al. 2020): the encoder (no pooler) and a replaced/original logit per token.
+
+    What `--objective electra` pretrains (see `hf_bertscratch.electra`), with the weights of transformers'
+    `ElectraForPreTraining` (`hf_bertscratch.convert`). Its folder fine-tunes through any Auto head of the family;
+    no Auto class loads this head itself (transformers' `AutoModelForPreTraining` is BERT's MLM + NSP here).
+    """
+
+    def __init__(self, config: BertScratchConfig) -> None:
+        super().__init__(config)
+        self.bert = BertScratchModel(config, add_pooling_layer=False)
+        self.discriminator = BertScratchDiscriminatorHead(config)
+        self.post_init()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> BertScratchForReplacedTokenDetectionOutput:
+        """`labels` (B, T): 1 where the token was replaced, 0 where it is the original, -100 where not scored."""
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.discriminator(outputs.last_hidden_state)  # (B, T)
+        loss = None if labels is None else _replaced_token_loss(logits, labels, attention_mask)
+        return BertScratchForReplacedTokenDetectionOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
 
@@ -1109,6 +1236,8 @@ __all__ = [
     "BertScratchForPreTrainingOutput",
     "BertScratchForMaskedLM",
     "BertScratchForNextSentencePrediction",
+    "BertScratchForReplacedTokenDetection",
+    "BertScratchForReplacedTokenDetectionOutput",
     "BertScratchForSequenceClassification",
     "BertScratchForTokenClassification",
     "BertScratchForQuestionAnswering",
