@@ -4,19 +4,24 @@ all with the same weights.
 For each case (preset, sequence length, padding fraction, eager or compiled) both models are built from the same
 preset, the reference's weights are copied from ours through `hf_bertscratch.convert`, and in ONE process timed
 repetitions of each model alternate (ours, reference, reference, ours, ...), so that load from other processes on
-the machine hits both alike. Two workloads are timed:
+the machine hits both alike. The workloads:
 
 - train: one MLM training step (forward, backward, AdamW) on a batch with 15% of the real tokens labelled;
-- infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as fill-mask needs);
-- encode: the same for the bare encoder (`model.bert`: (B, T, H) last hidden states, as embeddings need).
+- infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as scoring every
+  position needs);
+- encode: the same for the bare encoder (`model.bert`: (B, T, H) last hidden states, as embeddings need);
+- fill-mask: the same forward answering one mask per row (its first labelled position): ours decodes the vocabulary
+  at that position only (`masked_positions`), the reference decodes every position and the pipeline reads the
+  masked rows, as transformers' fill-mask pipeline runs it.
 
 The compiled variant wraps both models in `torch.compile`; for the inference workloads with inductor's `freezing`
 on, as one compiles for inference (weights become constants: prepacked for the GEMMs, folded where they can be).
 
 With `--onnxruntime true`, the inference workloads time a third contender: our model exported with
-`hf_bertscratch.onnx_export` (what `bertscratch export` writes) and run by an ONNX Runtime CPU session with every
-graph optimisation, as many intra-op threads as torch uses and spinning off (spinning threads would steal the CPU
-from the PyTorch contenders between their turns). Its largest difference from ours at real positions is printed.
+`hf_bertscratch.onnx_export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by
+an ONNX Runtime CPU session with every graph optimisation, as many intra-op threads as torch uses and spinning off
+(spinning threads would steal the CPU from the PyTorch contenders between their turns). Its largest difference from
+ours at real positions (fill-mask: the masked ones) is printed.
 
 Throughput is counted in useful tokens/s: real (non-pad) tokens of the batch divided by the step time. Peak memory
 of each model's training step is measured in a separate subprocess (its `ru_maxrss`), so neither model's
@@ -52,13 +57,14 @@ from .arguments import parse_args_or_json
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
 from .hardware import cpu_model
+from .inference import takes_masked_positions
 from .modeling_bertscratch import BertScratchForMaskedLM
 from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
-WORKLOADS = ("train", "infer", "encode")
-INFERENCE_WORKLOADS = ("infer", "encode")
+WORKLOADS = ("train", "infer", "encode", "fill-mask")
+INFERENCE_WORKLOADS = ("infer", "encode", "fill-mask")
 VARIANTS = ("eager", "compiled")
 PRECISIONS = ("fp32", "bf16")
 VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
@@ -85,7 +91,10 @@ class BenchmarkArguments:
     )
     workloads: list[str] = field(
         default_factory=lambda: ["train", "infer"],
-        metadata={"help": f"Workloads to time, from {list(WORKLOADS)} (encode: the bare encoder's inference)."},
+        metadata={
+            "help": f"Workloads to time, from {list(WORKLOADS)} (encode: the bare encoder's inference; fill-mask: "
+            "inference answering one mask per row)."
+        },
     )
     variants: list[str] = field(
         default_factory=lambda: ["eager"],
@@ -270,32 +279,69 @@ def make_infer_step(model: nn.Module, batch: dict[str, torch.Tensor], precision:
     return step
 
 
+def first_masked_positions(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B, 1) the first labelled position of each row of a `make_batch` batch (every row has one)."""
+    return (batch["labels"] != -100).int().argmax(dim=1, keepdim=True)
+
+
+def make_fill_mask_step(
+    model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
+) -> Callable[[], None]:
+    """A closure answering one mask per row (`first_masked_positions`) in one eval-mode forward: a model whose
+    forward takes `masked_positions` (ours) decodes there only; any other (transformers' BERT) decodes every
+    position, and the masked rows are read from its logits, as transformers' fill-mask pipeline does."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    positions = first_masked_positions(batch)  # (B, 1)
+    sparse = takes_masked_positions(getattr(model, "_orig_mod", model))  # torch.compile keeps the model as _orig_mod
+
+    def step() -> None:
+        model.eval()
+        with torch.inference_mode(), autocast(precision):
+            if sparse:
+                model(**inputs, masked_positions=positions)  # (B, 1, V)
+            else:
+                logits = model(**inputs).logits  # (B, T, V)
+                logits.gather(1, positions[..., None].expand(-1, -1, logits.shape[-1]))  # (B, 1, V)
+
+    return step
+
+
 def make_step(
     workload: str, model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32"
 ) -> Callable[[], None]:
-    """The step closure of `workload` ("train", "infer" or "encode"; encode is infer on the bare encoder)."""
-    return {"train": make_train_step, "infer": make_infer_step, "encode": make_infer_step}[workload](
-        model, batch, precision
-    )
+    """The step closure of `workload` (`WORKLOADS`; encode is infer on the bare encoder)."""
+    steps = {
+        "train": make_train_step,
+        "infer": make_infer_step,
+        "encode": make_infer_step,
+        "fill-mask": make_fill_mask_step,
+    }
+    return steps[workload](model, batch, precision)
 
 
 def onnxruntime_contender(
     ours: BertScratchForMaskedLM, workload: str, batch: dict[str, torch.Tensor], folder: Path
 ) -> tuple[Callable[[], None], float]:
-    """Export ours (the MLM, or its encoder for "encode") into `folder` and return a closure running one ONNX Runtime
-    forward on `batch`, and the largest |ONNX Runtime - ours| over real positions of that batch."""
+    """Export ours (the MLM; its encoder for "encode"; with `masked_positions` for "fill-mask") into `folder` and
+    return a closure running one ONNX Runtime forward on `batch`, and the largest |ONNX Runtime - ours| over real
+    positions (fill-mask: the masked ones) of that batch."""
     from .onnx_export import export_graph, onnx_session, run_session
 
-    model, task = (ours, "fill-mask") if workload == "infer" else (ours.bert, "feature-extraction")
+    model, task = (ours.bert, "feature-extraction") if workload == "encode" else (ours, "fill-mask")
+    masked = workload == "fill-mask"
     model.eval()
-    (name,) = export_graph(model, task, folder / "model.onnx")[:1]
+    (name,) = export_graph(model, task, folder / "model.onnx", masked_positions=masked)[:1]
     session = onnx_session(folder, num_threads=torch.get_num_threads(), spinning=False)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if masked:
+        inputs["masked_positions"] = first_masked_positions(batch)
     with torch.inference_mode():
-        expected = model(**inputs, return_dict=True)[name]
-    real = batch["attention_mask"].bool().numpy()
-    difference = float(abs(run_session(session, inputs)[name][real] - expected.numpy()[real]).max())
-    return lambda: run_session(session, inputs), difference
+        expected = model(**inputs, return_dict=True)[name].numpy()
+    actual = run_session(session, inputs)[name]
+    if not masked:
+        real = batch["attention_mask"].bool().numpy()
+        expected, actual = expected[real], actual[real]
+    return lambda: run_session(session, inputs), float(abs(actual - expected).max())
 
 
 def time_interleaved(steps: dict[str, Callable[[], None]], repeats: int, warmup: int) -> dict[str, list[float]]:

@@ -116,8 +116,9 @@ class FillMaskArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class ClassifyArguments(InferenceArguments):
-    """Classify TEXT (or a sentence pair) with a fine-tuned classifier: every label's probability, best first, or a
-    regressor's score (STS-B)."""
+    """Classify TEXT, or a sentence pair, with a fine-tuned classifier or regressor.
+
+    Prints every label's probability, best first, or a regressor's score (STS-B)."""
 
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
@@ -141,8 +142,9 @@ class TagArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class AnswerArguments(CommandArguments):
-    """Answer QUESTION from CONTEXT with a fine-tuned extractive question-answering model: the answer's text, its
-    character span in the context and its score."""
+    """Answer QUESTION from CONTEXT with a fine-tuned extractive question-answering model.
+
+    Prints the answer's text, its character span in the context and its score."""
 
     model: str = _positional("Model folder (a fine-tuning output_dir) or Hub id.")
     question: str = field(metadata={"help": "The question (quote it)."})
@@ -153,7 +155,10 @@ class AnswerArguments(CommandArguments):
     )
     device: str | None = field(default=None, metadata={"help": "Device to run on: cpu, cuda, ...; None: cpu."})
     max_answer_length: int = field(default=30, metadata={"help": "Longest answer considered, in tokens."})
-    max_seq_length: int = field(default=384, metadata={"help": "Tokens per window of question + context."})
+    max_seq_length: int | None = field(
+        default=None,
+        metadata={"help": "Tokens per window of question + context; None: 384, or the model's positions if fewer."},
+    )
     doc_stride: int = field(default=128, metadata={"help": "Tokens shared by consecutive windows of a long context."})
     json: bool = field(default=False, metadata={"help": "Print the result as JSON."})
 
@@ -206,7 +211,23 @@ class ExportArguments(CommandArguments):
         default=True,
         metadata={
             "help": "Run the written model with ONNX Runtime on a right-padded batch and fail unless it matches "
-            "PyTorch within 1e-4 (--no_check to skip)."
+            "PyTorch within 1e-4; an int8 model within 10%% of each output's range, with the same top-1 prediction "
+            "on at least 90%% of the batch (--no_check to skip)."
+        },
+    )
+    quantize: Literal["dynamic"] | None = field(
+        default=None,
+        metadata={
+            "help": "dynamic: write ONNX Runtime's dynamic int8 quantization of the checked fp32 graph as model.onnx "
+            "(int8 MatMul weights per output channel, activations quantized at run time; the fp32 graph is not "
+            "kept). None: fp32."
+        },
+    )
+    masked_positions: bool = field(
+        default=False,
+        metadata={
+            "help": "fill-mask only: the graph takes a fourth input masked_positions (batch, masks) and decodes the "
+            "vocabulary there only (for --backend onnxruntime; Optimum's ORTModelForMaskedLM feeds three inputs)."
         },
     )
 
@@ -338,9 +359,12 @@ def run_export(args: ExportArguments) -> None:
         opset=args.opset,
         overwrite=args.overwrite,
         check=args.check,
+        masked_positions=args.masked_positions,
+        quantize=args.quantize,
     )
     checked = "checked against PyTorch with ONNX Runtime" if args.check else "not checked"
-    print(f"Wrote {output / 'model.onnx'} with its config and tokenizer ({checked})")
+    kind = "int8 " if args.quantize else ""
+    print(f"Wrote {kind}{output / 'model.onnx'} with its config and tokenizer ({checked})")
 
 
 def run_plot(args: PlotArguments) -> None:

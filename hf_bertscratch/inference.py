@@ -8,17 +8,33 @@ Each function takes a model folder / Hub id or an already built pipeline, so a n
 `backend="onnxruntime"` runs the same pipeline on a folder written by `bertscratch export` (see
 `hf_bertscratch.onnx_export`): tokenization and post-processing are the pipeline's either way, only the forward
 pass changes.
+
+Fill-mask decodes the vocabulary at the mask tokens only (`BertScratchFillMaskPipeline`), where the model can be
+asked for them (BertScratchForMaskedLM's `masked_positions`, an export with that input); its answers are those of
+transformers' fill-mask pipeline.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import re
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoConfig, Pipeline, PreTrainedModel, pipeline
+from transformers import (
+    AutoConfig,
+    FeatureExtractionPipeline,
+    FillMaskPipeline,
+    Pipeline,
+    PreTrainedModel,
+    TextClassificationPipeline,
+    TokenClassificationPipeline,
+    pipeline,
+)
+from transformers.utils import ModelOutput
 
 from .tokenization import load_tokenizer
 
@@ -68,6 +84,80 @@ def check_task_head(model: str, task: str) -> None:
         )
 
 
+def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tensor:
+    """(B, T) ids -> (B, K) positions of each row's mask tokens in text order, K the most masks in a row; a row
+    with fewer masks repeats its first one (every row must have one)."""
+    is_mask = input_ids == mask_token_id  # (B, T)
+    counts = is_mask.sum(dim=1, keepdim=True)  # (B, 1)
+    order = torch.sort((~is_mask).to(torch.uint8), dim=1, stable=True).indices  # (B, T): mask positions first
+    positions = order[:, : int(counts.max())]  # (B, K)
+    rank = torch.arange(positions.shape[1], device=input_ids.device)[None]  # (1, K)
+    return torch.where(rank < counts, positions, positions[:, :1])
+
+
+def takes_masked_positions(model: PreTrainedModel) -> bool:
+    """Whether `model` can decode given positions only: an export with the `masked_positions` input, or a PyTorch
+    model whose forward takes `masked_positions` (BertScratchForMaskedLM)."""
+    from .onnx_export import MASKED_POSITIONS, BertScratchOnnxRuntimeModel
+
+    if isinstance(model, BertScratchOnnxRuntimeModel):
+        return MASKED_POSITIONS in model.input_names
+    return MASKED_POSITIONS in inspect.signature(model.forward).parameters
+
+
+class BertScratchFillMaskPipeline(FillMaskPipeline):
+    """transformers' fill-mask pipeline, with the vocabulary decoded at the mask tokens only.
+
+    A model that takes `masked_positions` (`takes_masked_positions`) returns logits (B, K, V) at the K masks of each
+    row, which go to their positions in a (B, T, V) tensor of zeros, so that transformers' `postprocess` (it reads
+    logits[0, masked_index]) returns what it returns on the full logits: the zero rows are never read. Any other
+    model runs as in transformers' pipeline.
+    """
+
+    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> ModelOutput:
+        if not takes_masked_positions(self.model):
+            return super()._forward(model_inputs)
+        input_ids = model_inputs["input_ids"]  # (B, T)
+        positions = masked_positions(input_ids, self.tokenizer.mask_token_id)  # (B, K)
+        outputs = self.model(**model_inputs, masked_positions=positions)
+        logits = outputs["logits"]  # (B, K, V)
+        grid = logits.new_zeros(*input_ids.shape, logits.shape[-1])  # (B, T, V)
+        outputs["logits"] = grid.scatter_(1, positions[..., None].expand_as(logits), logits)
+        outputs["input_ids"] = input_ids
+        return outputs
+
+
+# Pipeline task -> the class `load_pipeline` builds: transformers' own, but for fill-mask.
+PIPELINE_CLASSES: dict[str, type[Pipeline]] = {
+    "fill-mask": BertScratchFillMaskPipeline,
+    "text-classification": TextClassificationPipeline,
+    "token-classification": TokenClassificationPipeline,
+    "feature-extraction": FeatureExtractionPipeline,
+}
+
+
+class _OnnxRuntimeModelCheck:
+    """Put ahead of a pipeline class for `BertScratchOnnxRuntimeModel` (`onnx_pipeline_class`).
+
+    transformers' text- and token-classification pipelines check the model's class name against the task's Auto
+    mapping (`Pipeline.check_model_type`) and log an error, one ~3,000-character line listing every supported class,
+    for any other. The wrapper is none of them: one class runs every exported head, and registering it with the Auto
+    classes would take BertScratchConfig from the PyTorch heads. The check here is the wrapper's own: its task must
+    be the pipeline's (`from_folder` checked the graph's outputs against that task).
+    """
+
+    def check_model_type(self, supported_models: list[str] | dict) -> None:
+        if self.model.task != self.task:
+            raise ValueError(f"The exported model runs {self.model.task!r}, not this pipeline's {self.task!r}.")
+
+
+@functools.cache
+def onnx_pipeline_class(task: str) -> type[Pipeline]:
+    """The pipeline class of `task` (`PIPELINE_CLASSES`) made to take the ONNX wrapper."""
+    base = PIPELINE_CLASSES[task]
+    return type(f"OnnxRuntime{base.__name__}", (_OnnxRuntimeModelCheck, base), {"__module__": __name__})
+
+
 def load_pipeline(
     task: str,
     model: str | Path,
@@ -97,7 +187,14 @@ def load_pipeline(
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, tokenizer, device)
     # dtype="auto" would load a checkpoint saved in half precision as is; inference on CPU wants float32.
-    return pipeline(task, model=model, tokenizer=tokenizer, device=device, dtype=torch.float32)
+    return pipeline(
+        task,
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=torch.float32,
+        pipeline_class=PIPELINE_CLASSES[task],
+    )
 
 
 def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int | None) -> Pipeline:
@@ -112,7 +209,12 @@ def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int |
         raise FileNotFoundError(
             f"Model {model!r}: the onnxruntime backend reads a local folder written by `bertscratch export`."
         )
-    return pipeline(task, model=BertScratchOnnxRuntimeModel.from_folder(model, task), tokenizer=tokenizer)
+    return pipeline(
+        task,
+        model=BertScratchOnnxRuntimeModel.from_folder(model, task),
+        tokenizer=tokenizer,
+        pipeline_class=onnx_pipeline_class(task),
+    )
 
 
 def _as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:
@@ -127,6 +229,9 @@ def truncation_kwargs(model: PreTrainedModel) -> dict:
 
 def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object) -> list[list[dict]]:
     """The `top_k` most likely tokens for each mask token in `text`.
+
+    The pipeline `load_pipeline` builds (`BertScratchFillMaskPipeline`) decodes the vocabulary at the mask tokens
+    only; a pipeline passed in runs as it was built.
 
     Returns:
         One list per mask, in text order, of {"token_str", "score", "token", "sequence"} dicts, best first.
@@ -156,7 +261,10 @@ def classify(
     classifier = _as_pipeline("text-classification", model, **load_kwargs)
     inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
     results = classifier(inputs, top_k=None, **truncation_kwargs(classifier.model))
-    return results[0] if results and isinstance(results[0], list) else results
+    results = results[0] if results and isinstance(results[0], list) else results
+    if classifier.model.config.num_labels == 1:  # a regressor: one score, whatever its label was named
+        return [{"label": "score", "score": results[0]["score"]}]
+    return results
 
 
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object) -> np.ndarray:
@@ -175,12 +283,17 @@ def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load
 
 
 __all__ = [
+    "PIPELINE_CLASSES",
     "POOLINGS",
     "TASK_HEADS",
+    "BertScratchFillMaskPipeline",
     "check_model_reference",
     "classify",
     "embed",
     "fill_mask",
     "load_pipeline",
+    "masked_positions",
+    "onnx_pipeline_class",
+    "takes_masked_positions",
     "truncation_kwargs",
 ]

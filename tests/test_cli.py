@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,12 @@ import numpy as np
 import pytest
 import torch
 from test_plotting import assert_png
+from transformers import (
+    AutoConfig,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+)
 
 import hf_bertscratch
 from hf_bertscratch import cli
@@ -82,8 +89,11 @@ def memorised_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # The shared fast settings, six steps with an evaluation every three (what the CLI tests read back).
+# One process: `--num_processes auto` would relaunch the command under torchrun on any CPU with 2 or more cores.
 CLI_PRETRAIN = [
     *PRETRAIN_FAST,
+    "--num_processes",
+    "1",
     "--max_steps",
     "6",
     "--logging_steps",
@@ -216,6 +226,183 @@ def test_classify_matches_model(capsys, finetuned_dir: Path, tokenizer) -> None:
 def test_classify_refuses_masked_lm(capsys, memorised_dir: Path) -> None:
     err = run_cli_error(capsys, "classify", memorised_dir, "the movie was great")
     assert "BertScratchForMaskedLM checkpoint" in err and "fine-tuned" in err
+
+
+# ---------------------------------------------------------------------------------- every fine-tuned head served
+PREMISE, HYPOTHESIS = "paris is the capital of france .", "paris is a city ."
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+def save_untrained_head(
+    path: Path, tokenizer, head: type, output_std: float, output_bias: dict[int, float] | None = None, **config_kwargs
+) -> None:
+    """Save a randomly initialised tiny `head` model with the tokenizer, as a fine-tuning run leaves its folder.
+
+    The output layer is redrawn with `output_std` (wider than BERT's 0.02, so outputs differ visibly from input to
+    input), and `output_bias` shifts chosen outputs (output id -> bias).
+    """
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), **config_kwargs)
+    model = head.from_config(config)
+    output_layer = model.qa_outputs if hasattr(model, "qa_outputs") else model.classifier
+    with torch.no_grad():
+        torch.nn.init.normal_(output_layer.weight, std=output_std)
+        for index, bias in (output_bias or {}).items():
+            output_layer.bias[index] = bias
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return model
+
+
+@pytest.fixture(scope="module")
+def pair_classifier_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("nli")
+    labels = dict(enumerate(NLI_LABELS))
+    save_untrained_head(path, tokenizer, AutoModelForSequenceClassification, 1.0, num_labels=3, id2label=labels)
+    return path
+
+
+@pytest.fixture(scope="module")
+def regressor_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("stsb")
+    kwargs = {"num_labels": 1, "problem_type": "regression", "id2label": {0: "score"}}  # as fine-tuning saves it
+    save_untrained_head(path, tokenizer, AutoModelForSequenceClassification, 1.0, **kwargs)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tagger_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from hf_bertscratch.tasks import CONLL2003_LABELS
+
+    path = tmp_path_factory.mktemp("ner")
+    labels = dict(enumerate(CONLL2003_LABELS))
+    # About half the pieces of TAG_TEXT come out "O" (id 0), the others entities of several types.
+    save_untrained_head(path, tokenizer, AutoModelForTokenClassification, 0.5, {0: 3.0}, id2label=labels)
+    return path
+
+
+@pytest.fixture(scope="module")
+def reader_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("qa")
+    save_untrained_head(path, tokenizer, AutoModelForQuestionAnswering, 1.0)
+    return path
+
+
+def direct_outputs(model_dir: Path, head: type, tokenizer, *texts: str, **kwargs) -> tuple:
+    """The saved model's outputs on `texts` (a text or a pair), computed here with torch: (outputs, encoding)."""
+    model = head.from_pretrained(model_dir).eval()
+    encoding = tokenizer(*texts, return_tensors="pt", **kwargs)
+    inputs = {k: v for k, v in encoding.items() if k != "offset_mapping"}
+    with torch.no_grad():
+        return model(**inputs), encoding
+
+
+def test_classify_sentence_pair(capsys, pair_classifier_dir: Path, tokenizer) -> None:
+    lines = run_cli(capsys, "classify", pair_classifier_dir, PREMISE, "--text_pair", HYPOTHESIS).splitlines()
+    printed = {label: float(score) for label, score in (line.split() for line in lines)}
+    assert sorted(printed) == sorted(NLI_LABELS) and list(printed.values()) == sorted(printed.values(), reverse=True)
+    assert sum(printed.values()) == pytest.approx(1.0, abs=2e-4)  # 4 printed decimals each
+
+    results = json.loads(run_cli(capsys, "classify", pair_classifier_dir, PREMISE, "--text_pair", HYPOTHESIS, "--json"))
+    scores = {result["label"]: result["score"] for result in results}
+    assert sum(scores.values()) == pytest.approx(1.0, abs=1e-6)
+    outputs, _ = direct_outputs(pair_classifier_dir, AutoModelForSequenceClassification, tokenizer, PREMISE, HYPOTHESIS)
+    expected = outputs.logits[0].softmax(-1).numpy()
+    np.testing.assert_allclose([scores[label] for label in NLI_LABELS], expected, atol=1e-6)
+    np.testing.assert_allclose([printed[label] for label in NLI_LABELS], expected, atol=1e-4)
+    # The second text is read: the premise alone scores otherwise.
+    alone, _ = direct_outputs(pair_classifier_dir, AutoModelForSequenceClassification, tokenizer, PREMISE)
+    assert np.abs(alone.logits[0].softmax(-1).numpy() - expected).max() > 5e-4
+
+
+def test_classify_regressor_prints_its_score(capsys, regressor_dir: Path, tokenizer) -> None:
+    outputs, _ = direct_outputs(regressor_dir, AutoModelForSequenceClassification, tokenizer, PREMISE, HYPOTHESIS)
+    expected = outputs.logits[0, 0].item()  # the raw output: no sigmoid, no softmax
+    (line,) = run_cli(capsys, "classify", regressor_dir, PREMISE, "--text_pair", HYPOTHESIS).splitlines()
+    label, score = line.split()
+    assert label == "score" and float(score) == pytest.approx(expected, abs=1e-4)
+    (result,) = json.loads(run_cli(capsys, "classify", regressor_dir, PREMISE, "--text_pair", HYPOTHESIS, "--json"))
+    assert result["score"] == pytest.approx(expected, abs=1e-6)
+
+
+TAG_TEXT = "Paris is the capital of France , and Berlin is big ."
+ENTITY_LINE = re.compile(r"^(\S+)\s+(.+?)\s+\[(\d+):(\d+)\]\s+([\d.]+)$")
+
+
+def test_tag_pieces_match_the_model(capsys, tagger_dir: Path, tokenizer) -> None:
+    """Without aggregation every piece not tagged O is listed: its tag, score and span are the model's own."""
+    pieces = json.loads(run_cli(capsys, "tag", tagger_dir, TAG_TEXT, "--aggregation_strategy", "none", "--json"))
+    outputs, encoding = direct_outputs(
+        tagger_dir, AutoModelForTokenClassification, tokenizer, TAG_TEXT, return_offsets_mapping=True
+    )
+    probs = outputs.logits[0].softmax(-1)  # (T, C)
+    id2label = AutoConfig.from_pretrained(tagger_dir).id2label
+    expected = [
+        (t, id2label[int(probs[t].argmax())], *encoding["offset_mapping"][0, t].tolist())
+        for t in range(1, probs.shape[0] - 1)  # not [CLS] and [SEP]
+        if id2label[int(probs[t].argmax())] != "O"
+    ]
+    assert 2 <= len(expected) < probs.shape[0] - 2  # some pieces are entities, some are not
+    assert [(p["index"], p["entity"], p["start"], p["end"]) for p in pieces] == expected
+    np.testing.assert_allclose([p["score"] for p in pieces], [probs[t].max().item() for t, *_ in expected], atol=1e-6)
+
+
+def test_tag_entities_index_into_the_text(capsys, tagger_dir: Path) -> None:
+    lines = run_cli(capsys, "tag", tagger_dir, TAG_TEXT).splitlines()
+    entities = json.loads(run_cli(capsys, "tag", tagger_dir, TAG_TEXT, "--json"))
+    assert len(lines) == len(entities) > 0
+    for line, entity in zip(lines, entities):
+        kind, word, start, end, score = ENTITY_LINE.match(line).groups()
+        assert (kind, word, int(start), int(end)) == tuple(entity[k] for k in ("entity_group", "word", "start", "end"))
+        assert float(score) == pytest.approx(entity["score"], abs=1e-4)
+        assert TAG_TEXT[entity["start"] : entity["end"]].lower() == entity["word"]  # an uncased tokenizer's word
+        assert entity["entity_group"] in {"PER", "ORG", "LOC", "MISC"}
+
+
+def test_tag_refuses_a_masked_lm(capsys, memorised_dir: Path) -> None:
+    err = run_cli_error(capsys, "tag", memorised_dir, TAG_TEXT)
+    assert err.startswith("bertscratch tag: error: ValueError:")
+    assert "BertScratchForMaskedLM checkpoint" in err and "needs one of the heads *ForTokenClassification" in err
+
+
+QUESTION, CONTEXT = "what is the capital of spain ?", "madrid is the capital of spain ."
+
+
+def best_span(reader_dir: Path, tokenizer, max_answer_length: int = 30) -> tuple[str, int, int]:
+    """The answer read off the model's logits by trying every span of context tokens (the input fits one window)."""
+    outputs, encoding = direct_outputs(
+        reader_dir, AutoModelForQuestionAnswering, tokenizer, QUESTION, CONTEXT, return_offsets_mapping=True
+    )
+    start_logits, end_logits = outputs.start_logits[0], outputs.end_logits[0]  # (T,)
+    context = [t for t, sequence in enumerate(encoding.sequence_ids(0)) if sequence == 1]
+    assert len(encoding["input_ids"][0]) <= 20  # every token is in the top 20 the search looks at
+    spans = [(s, e) for s in context for e in context if s <= e < s + max_answer_length]
+    s, e = max(spans, key=lambda span: (start_logits[span[0]] + end_logits[span[1]]).item())
+    offsets = encoding["offset_mapping"][0]
+    start, end = offsets[s][0].item(), offsets[e][1].item()
+    return CONTEXT[start:end], start, end
+
+
+def test_answer_is_the_best_span_of_the_context(capsys, reader_dir: Path, tokenizer) -> None:
+    answer, start, end = best_span(reader_dir, tokenizer)
+    windows = ["--max_seq_length", "64", "--doc_stride", "16"]
+    result = json.loads(
+        run_cli(capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, *windows, "--json")
+    )
+    assert (result["answer"], result["start"], result["end"]) == (answer, start, end)
+    assert CONTEXT[result["start"] : result["end"]] == result["answer"] and 0 < result["score"] <= 1
+    text, span = run_cli(
+        capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, *windows
+    ).splitlines()
+    assert text == answer and span.startswith(f"[{start}:{end}]  score ")
+    # By default the windows fit the model: the tiny model's 64 positions, not SQuAD's usual 384, give the same span.
+    default = json.loads(run_cli(capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, "--json"))
+    assert CONTEXT[default["start"] : default["end"]] == default["answer"]
+    # Windows longer than the model's positions: one line says so.
+    err = run_cli_error(
+        capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, "--max_seq_length", "384"
+    )
+    assert "max_seq_length=384 exceeds the model's max_position_embeddings=64" in err
 
 
 # ------------------------------------------------------------------------------------------------------ embed

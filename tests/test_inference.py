@@ -1,4 +1,5 @@
-"""Tests for hf_bertscratch.inference: results match the model run by hand, bad input fails early and clearly."""
+"""Tests for hf_bertscratch.inference: results match the model run by hand (fill-mask, decoding the masks only, matches
+transformers' pipeline), bad input fails early and clearly."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 
 import hf_bertscratch
 from hf_bertscratch import inference
@@ -47,6 +49,78 @@ def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     assert sorted(r["label"] for r in results) == ["neg", "pos"]
     assert sum(r["score"] for r in results) == pytest.approx(1.0)
     assert results[0]["score"] >= results[1]["score"]
+
+
+MASKED_TEXTS = ["the [MASK] sat on the mat .", "[MASK] is the capital of [MASK] ."]
+
+
+def assert_same_candidates(results: list[dict], expected: list[dict]) -> None:
+    """The same tokens and sequences in the same order, scores within 1e-5."""
+    assert [c["token"] for c in results] == [c["token"] for c in expected]
+    assert [(c["token_str"], c["sequence"]) for c in results] == [(c["token_str"], c["sequence"]) for c in expected]
+    np.testing.assert_allclose([c["score"] for c in results], [c["score"] for c in expected], rtol=0, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def full_fill_mask(model_dirs, tokenizer) -> transformers.FillMaskPipeline:
+    """transformers' own fill-mask pipeline on the masked LM: it decodes all T positions."""
+    pipe = transformers.pipeline("fill-mask", model=str(model_dirs["mlm"]), tokenizer=tokenizer, dtype=torch.float32)
+    assert type(pipe) is transformers.FillMaskPipeline
+    return pipe
+
+
+@pytest.mark.parametrize("text", MASKED_TEXTS)
+def test_fill_mask_decodes_masks_only(model_dirs, full_fill_mask, text: str) -> None:
+    """`fill_mask` asks the model for the masks' logits alone, (1, K, V), and answers as transformers' pipeline does
+    from all (1, T, V) logits."""
+    pipe = inference.load_pipeline("fill-mask", model_dirs["mlm"])
+    assert isinstance(pipe, inference.BertScratchFillMaskPipeline)
+    shapes = []
+    hook = pipe.model.register_forward_hook(lambda module, args, output: shapes.append(tuple(output.logits.shape)))
+    try:
+        results = inference.fill_mask(pipe, text, top_k=5)
+    finally:
+        hook.remove()
+    masks = text.count("[MASK]")
+    assert shapes == [(1, masks, pipe.model.config.vocab_size)]
+    expected = full_fill_mask(text, top_k=5)
+    for mask, expected_mask in zip(results, expected if masks > 1 else [expected], strict=True):
+        assert_same_candidates(mask, expected_mask)
+
+
+def test_fill_mask_batches_rows_with_different_mask_counts(model_dirs, full_fill_mask) -> None:
+    """A batch of texts with one and two masks (the one-mask row's positions padded with its own mask)."""
+    pipe = inference.load_pipeline("fill-mask", model_dirs["mlm"])
+    results, expected = pipe(MASKED_TEXTS, batch_size=2, top_k=3), full_fill_mask(MASKED_TEXTS, batch_size=2, top_k=3)
+    assert_same_candidates(results[0], expected[0])
+    for mask, expected_mask in zip(results[1], expected[1], strict=True):
+        assert_same_candidates(mask, expected_mask)
+
+
+def test_masked_positions_in_text_order() -> None:
+    """Each row's mask positions in order; a row with fewer masks than the most repeats its first."""
+    input_ids = torch.tensor([[2, 4, 7, 4, 3], [2, 7, 4, 3, 0], [4, 4, 4, 3, 0]])
+    assert inference.masked_positions(input_ids, 4).tolist() == [[1, 3, 1], [2, 2, 2], [0, 1, 2]]
+
+
+def test_masked_lm_decodes_given_positions(model_dirs) -> None:
+    """`masked_positions` (B, K): the (B, K, V) logits are the full logits at those positions (padded rows too)."""
+    model = hf_bertscratch.BertScratchForMaskedLM.from_pretrained(model_dirs["mlm"]).eval()
+    input_ids = torch.randint(5, model.config.vocab_size, (3, 9))
+    attention_mask = (torch.arange(9)[None] < torch.tensor([[9], [6], [2]])).long()
+    positions = torch.tensor([[0, 8, 4], [5, 1, 1], [1, 0, 1]])
+    with torch.no_grad():
+        full = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, T, V)
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, masked_positions=positions).logits
+    expected = full.gather(1, positions[..., None].expand(-1, -1, full.shape[-1]))
+    assert logits.shape == (3, 3, model.config.vocab_size)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match=r"masked_positions contains 9, outside \[0, 8\]"):
+        model(input_ids=input_ids, masked_positions=positions + 1)
+    with pytest.raises(ValueError, match=r"masked_positions must have shape \(batch, masks\) with batch 3"):
+        model(input_ids=input_ids, masked_positions=positions[0])
+    with pytest.raises(ValueError, match="Pass labels or masked_positions, not both"):
+        model(input_ids=input_ids, labels=input_ids, masked_positions=positions)
 
 
 def test_tokenizer_override(model_dirs, vocab_file: Path) -> None:

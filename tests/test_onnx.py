@@ -1,10 +1,12 @@
 """Tests for hf_bertscratch.onnx_export and the onnxruntime backend: every exported head run by ONNX Runtime gives
 the PyTorch model's outputs (1e-4, fp32) on right-padded batches of two shapes other than the traced one, and the CLI
-gives the same answers on either backend."""
+gives the same answers on either backend. An int8 export (`--quantize dynamic`) stays within the int8 tolerance
+(`INT8_RTOL`, `INT8_AGREEMENT`); a fill-mask export with `--masked_positions` decodes the given positions only."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +16,18 @@ import pytest
 import torch
 
 import hf_bertscratch
-from hf_bertscratch import cli, onnx_export
-from hf_bertscratch.onnx_export import ATOL, ONNX_TASKS, example_batch, onnx_session, run_session
+from hf_bertscratch import cli, inference, onnx_export
+from hf_bertscratch.onnx_export import (
+    ATOL,
+    INPUT_NAMES,
+    INT8_AGREEMENT,
+    INT8_RTOL,
+    MASKED_POSITIONS,
+    ONNX_TASKS,
+    example_batch,
+    onnx_session,
+    run_session,
+)
 
 from conftest import tiny_config_kwargs
 
@@ -41,12 +53,10 @@ def _one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A saved tiny model folder (with tokenizer) per head. initializer_range 0.5 spreads the untrained logits, so
-    that top tokens and labels are far apart and the CLI comparison is not decided by rounding."""
+def save_heads(tokenizer, tmp_path_factory: pytest.TempPathFactory, initializer_range: float) -> dict[str, Path]:
+    """A saved tiny model folder (with tokenizer) per head, weights drawn with `initializer_range`."""
     torch.manual_seed(0)
-    kwargs = dict(tiny_config_kwargs(len(tokenizer)), initializer_range=0.5)
+    kwargs = dict(tiny_config_kwargs(len(tokenizer)), initializer_range=initializer_range)
     dirs = {}
     for task, model_class in HEADS.items():
         dirs[task] = tmp_path_factory.mktemp(task)
@@ -55,6 +65,13 @@ def model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         model_class(hf_bertscratch.BertScratchConfig(**kwargs, **labels)).save_pretrained(dirs[task])
         tokenizer.save_pretrained(dirs[task])
     return dirs
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """initializer_range 0.5 spreads the untrained logits, so that top tokens and labels are far apart and the CLI
+    comparison is not decided by rounding."""
+    return save_heads(tokenizer, tmp_path_factory, 0.5)
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +175,15 @@ def cli_exports(model_dirs, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return {task: root / task for task in tasks}
 
 
+def assert_same_fill_mask(results: list[list[dict]], expected: list[list[dict]]) -> None:
+    """Same candidates and sequences for every mask, in the same order, scores within 1e-5."""
+    assert len(results) == len(expected)
+    for mask, expected_mask in zip(results, expected):
+        assert [c["token_str"] for c in mask] == [c["token_str"] for c in expected_mask]
+        assert [c["sequence"] for c in mask] == [c["sequence"] for c in expected_mask]
+        np.testing.assert_allclose([c["score"] for c in mask], [c["score"] for c in expected_mask], atol=1e-5)
+
+
 def test_cli_fill_mask_backends_agree(capsys, model_dirs, cli_exports) -> None:
     text = "[MASK] is the capital of [MASK] ."
     torch_results = cli_json(capsys, "fill-mask", model_dirs["fill-mask"], text, "--top_k", "5", "--json")
@@ -165,10 +191,7 @@ def test_cli_fill_mask_backends_agree(capsys, model_dirs, cli_exports) -> None:
         capsys, "fill-mask", cli_exports["fill-mask"], text, "--top_k", "5", "--json", "--backend", "onnxruntime"
     )
     assert len(onnx_results) == 2
-    for torch_mask, onnx_mask in zip(torch_results, onnx_results):
-        assert [c["token_str"] for c in onnx_mask] == [c["token_str"] for c in torch_mask]
-        assert [c["sequence"] for c in onnx_mask] == [c["sequence"] for c in torch_mask]
-        np.testing.assert_allclose([c["score"] for c in onnx_mask], [c["score"] for c in torch_mask], atol=1e-5)
+    assert_same_fill_mask(onnx_results, torch_results)
 
 
 def test_cli_classify_backends_agree(capsys, model_dirs, cli_exports) -> None:
@@ -217,3 +240,194 @@ def test_cli_onnx_backend_errors(capsys, model_dirs, cli_exports, argv: list[str
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert re.search(match, err), err
+
+
+# ------------------------------------------------------------------------------ the pipelines print answers only
+
+
+@pytest.mark.parametrize(
+    "command, task, text, line",
+    [
+        ("classify", "text-classification", "the movie was great .", r"(neg|pos|mixed) +\d\.\d{4}"),
+        ("tag", "token-classification", "paris is the capital of france .", r"\S+ +.+ \[\d+:\d+\]  \d\.\d{4}"),
+        ("fill-mask", "fill-mask", "the [MASK] sat .", r" +\d\. \S+ +\d\.\d{4}  .+"),
+    ],
+)
+def test_cli_onnx_backend_prints_answers_only(
+    capsys, caplog, monkeypatch, onnx_dirs, command: str, task: str, text: str, line: str
+) -> None:
+    """transformers' classification pipelines log an error, one ~3,000-character line naming every supported class,
+    for a model class outside the task's Auto mapping; on the exported model they log nothing."""
+    from transformers.utils import logging as hf_logging
+
+    monkeypatch.setattr(hf_logging.get_logger(), "propagate", True)  # transformers' records reach caplog as well
+    capsys.readouterr()
+    with caplog.at_level(logging.WARNING):
+        cli.main([command, str(onnx_dirs[task]), text, "--backend", "onnxruntime"])
+    out, err = capsys.readouterr()
+    assert out.splitlines() and all(re.fullmatch(line, each) for each in out.splitlines()), out
+    assert err == "", err
+    assert not caplog.records, caplog.text
+
+
+# ---------------------------------------------------------------------------------------------------- int8
+
+
+def float_weight_products(graph: object) -> list[str]:
+    """The MatMul/Gemm nodes of an ONNX graph that multiply by a float weight (an initializer, or one transposed)."""
+    constants = {each.name for each in graph.initializer}
+    constants |= {node.output[0] for node in graph.node if node.op_type == "Transpose" and node.input[0] in constants}
+    return [node.name for node in graph.node if node.op_type in ("MatMul", "Gemm") and set(node.input) & constants]
+
+
+@pytest.fixture(scope="module")
+def int8_model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """initializer_range 0.1 spreads logits about as a trained model's are; model_dirs' 0.5 drives activations far
+    past a trained BERT's, where int8's 256 levels per tensor are off by 10-30% of an output's range."""
+    return save_heads(tokenizer, tmp_path_factory, 0.1)
+
+
+@pytest.fixture(scope="module")
+def int8_dirs(int8_model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each head exported by `bertscratch export MODEL OUT --quantize dynamic` (which checks fp32, then int8)."""
+    root = tmp_path_factory.mktemp("int8")
+    for task, folder in int8_model_dirs.items():
+        cli.main(["export", str(folder), str(root / task), "--quantize", "dynamic"])
+    return {task: root / task for task in int8_model_dirs}
+
+
+@pytest.mark.parametrize("task", list(HEADS))
+def test_int8_export_within_int8_tolerance(task: str, int8_model_dirs, int8_dirs, onnx_dirs) -> None:
+    """One model.onnx with every weight product in int8 (the fp32 export's are float, the tied decoder's through a
+    Transpose); on batches of other shapes than the export's check, every output within INT8_RTOL of its range at
+    real positions and the predictions agreeing on INT8_AGREEMENT of them."""
+    import onnx
+
+    assert [path.name for path in int8_dirs[task].glob("*.onnx")] == ["model.onnx"]
+    assert float_weight_products(onnx.load(str(onnx_dirs[task] / "model.onnx")).graph)
+    graph = onnx.load(str(int8_dirs[task] / "model.onnx")).graph
+    assert float_weight_products(graph) == [] and any(node.op_type == "MatMulInteger" for node in graph.node)
+    model = HEADS[task].from_pretrained(int8_model_dirs[task]).eval()
+    session = onnx_session(int8_dirs[task])
+    for batch_size, seq_len in SHAPES:
+        batch = example_batch(model.config, batch_size, seq_len, seed=seq_len)
+        outputs = run_session(session, batch)
+        with torch.no_grad():
+            expected = model(**batch)
+        real = batch["attention_mask"].bool().numpy()
+        for name, actual in outputs.items():
+            reference = expected[name].numpy()
+            if name not in ONNX_TASKS[task].per_sequence:
+                actual, reference = actual[real], reference[real]
+            assert np.abs(actual - reference).max() <= INT8_RTOL * np.abs(reference).max(), name
+            if name in ONNX_TASKS[task].decisions:
+                assert (actual.argmax(-1) == reference.argmax(-1)).mean() >= INT8_AGREEMENT, name
+
+
+def answer_keys_and_scores(command: str, results: list) -> tuple[list, list[float]]:
+    """What a command's --json results answer (labels, tokens per mask, entities) and their scores, flattened."""
+    if command == "fill-mask":
+        return [[c["token_str"] for c in mask] for mask in results], [c["score"] for mask in results for c in mask]
+    if command == "tag":
+        keys = [(e["entity_group"], e["word"], e["start"], e["end"]) for e in results]
+        return keys, [e["score"] for e in results]
+    return [r["label"] for r in results], [r["score"] for r in results]
+
+
+@pytest.mark.parametrize(
+    "command, task, text",
+    [
+        ("classify", "text-classification", "the movie was great and the acting was wonderful ."),
+        ("tag", "token-classification", "paris is the capital of france ."),
+        ("fill-mask", "fill-mask", "[MASK] is the capital of [MASK] ."),
+    ],
+)
+def test_cli_int8_backend_answers_like_pytorch(
+    capsys, int8_model_dirs, int8_dirs, command: str, task: str, text: str
+) -> None:
+    """The pipeline's model on the int8 folder gives PyTorch's logits within INT8_RTOL on the text; the command
+    gives PyTorch's answers in PyTorch's order, with probabilities within 0.02."""
+    from transformers import AutoTokenizer
+
+    pipe = inference.load_pipeline(task, int8_dirs[task], backend="onnxruntime")
+    encoding = AutoTokenizer.from_pretrained(int8_model_dirs[task])(text, return_tensors="pt")
+    with torch.no_grad():
+        expected = HEADS[task].from_pretrained(int8_model_dirs[task]).eval()(**encoding).logits.numpy()
+    actual = pipe.model(**encoding).logits.numpy()
+    assert np.abs(actual - expected).max() <= INT8_RTOL * np.abs(expected).max()
+
+    torch_keys, torch_scores = answer_keys_and_scores(
+        command, cli_json(capsys, command, int8_model_dirs[task], text, "--json")
+    )
+    int8_keys, int8_scores = answer_keys_and_scores(
+        command, cli_json(capsys, command, int8_dirs[task], text, "--json", "--backend", "onnxruntime")
+    )
+    assert int8_keys == torch_keys
+    np.testing.assert_allclose(int8_scores, torch_scores, rtol=0, atol=0.02)
+
+
+def test_int8_check_refuses_what_int8_cannot_represent(model_dirs, tmp_path: Path) -> None:
+    """model_dirs' classifier (initializer_range 0.5) has activations int8 rounds off by over 10% of the logits'
+    range: the export fails and writes nothing."""
+    with pytest.raises(RuntimeError, match=r"int8 logits differs from PyTorch by .*% of its range \(> 10%\)"):
+        onnx_export.export_onnx(model_dirs["text-classification"], tmp_path / "out", quantize="dynamic")
+    assert not (tmp_path / "out").exists()
+
+
+# -------------------------------------------------------------------------------------------- masked positions
+
+
+@pytest.fixture(scope="module")
+def masked_export(model_dirs, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fill-mask head exported by `bertscratch export MODEL OUT --masked_positions`."""
+    folder = tmp_path_factory.mktemp("masked") / "fill-mask"
+    cli.main(["export", str(model_dirs["fill-mask"]), str(folder), "--masked_positions"])
+    return folder
+
+
+def test_masked_positions_export_matches_pytorch(model_dirs, masked_export) -> None:
+    """The graph takes (batch, masks) positions and returns (batch, masks, V) logits: PyTorch's full logits at those
+    positions within ATOL, for 1 and 4 masks per row (the trace had 2)."""
+    import onnx
+
+    graph = onnx.load(str(masked_export / "model.onnx")).graph
+    inputs = {each.name: [d.dim_param for d in each.type.tensor_type.shape.dim] for each in graph.input}
+    assert inputs == {**{name: ["batch", "sequence"] for name in INPUT_NAMES}, MASKED_POSITIONS: ["batch", "masks"]}
+    model = HEADS["fill-mask"].from_pretrained(model_dirs["fill-mask"]).eval()
+    (output,) = graph.output
+    assert [d.dim_param or d.dim_value for d in output.type.tensor_type.shape.dim] == [
+        "batch",
+        "masks",
+        model.config.vocab_size,
+    ]
+    session = onnx_session(masked_export)
+    for (batch_size, seq_len), masks in zip(SHAPES, (1, 4)):
+        batch = example_batch(model.config, batch_size, seq_len, seed=seq_len, masks=masks)
+        positions = batch.pop(MASKED_POSITIONS)  # (B, K)
+        logits = run_session(session, {**batch, MASKED_POSITIONS: positions})["logits"]
+        with torch.no_grad():
+            full = model(**batch).logits  # (B, T, V)
+        expected = full.gather(1, positions[..., None].expand(-1, -1, full.shape[-1])).numpy()
+        assert logits.shape == (batch_size, masks, model.config.vocab_size)
+        np.testing.assert_allclose(logits, expected, rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("text", ["the [MASK] sat on the mat .", "[MASK] is the capital of [MASK] ."])
+def test_cli_fill_mask_on_masked_positions_export(capsys, model_dirs, masked_export, text: str) -> None:
+    torch_results = cli_json(capsys, "fill-mask", model_dirs["fill-mask"], text, "--json")
+    onnx_results = cli_json(capsys, "fill-mask", masked_export, text, "--json", "--backend", "onnxruntime")
+    assert_same_fill_mask(onnx_results, torch_results)
+
+
+def test_masked_positions_errors(model_dirs, cli_exports, masked_export, tmp_path: Path) -> None:
+    ids = torch.tensor([[2, 7, 4, 3]])
+    dense = onnx_export.BertScratchOnnxRuntimeModel.from_folder(cli_exports["fill-mask"], "fill-mask")
+    with pytest.raises(ValueError, match="has no masked_positions input: export it with --masked_positions"):
+        dense(ids, masked_positions=torch.tensor([[2]]))
+    with pytest.raises(ValueError, match="decodes given positions only: pass masked_positions"):
+        run_session(onnx_session(masked_export), {"input_ids": ids})
+    with pytest.raises(ValueError, match="masked_positions is an input of the fill-mask export only"):
+        onnx_export.export_onnx(model_dirs["text-classification"], tmp_path / "out", masked_positions=True)
+    with pytest.raises(ValueError, match="quantize='static' is not supported: expected one of"):
+        onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", quantize="static")
+    assert not (tmp_path / "out").exists()
