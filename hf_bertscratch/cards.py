@@ -71,7 +71,28 @@ def _finetuned(pipeline_tag: str, task_name: str, head: str, description: str, o
 
 CARD_KINDS: dict[str, CardKind] = {
     "pretrained": CardKind(
-        "pretrained.md", "fill-mask", "Masked language modeling", "AutoModelForMaskedLM", ("fill-mask", "pretraining")
+        "pretrained.md",
+        "fill-mask",
+        "Masked language modeling",
+        "AutoModelForMaskedLM",
+        ("fill-mask", "pretraining"),
+        description="masked language modeling",
+        objective="masked language modeling (BERT's 80/10/10 replacement of the masked tokens)",
+        usage='fill_mask = pipeline("fill-mask", model=model, tokenizer=tokenizer)\n'
+        'print(fill_mask(f"paris is the {tokenizer.mask_token} of france."))',
+    ),
+    "discriminator": CardKind(
+        "pretrained.md",
+        "feature-extraction",
+        "Replaced token detection",
+        "AutoModel",
+        ("feature-extraction", "pretraining", "electra"),
+        architecture="ForReplacedTokenDetection",
+        description="replaced-token detection (ELECTRA, Clark et al. 2020; this is its discriminator)",
+        objective="replaced-token detection: a small masked-LM generator (saved in `generator/`) fills the masked "
+        "positions and this encoder learns, for every token, whether it was replaced",
+        usage='encoder = pipeline("feature-extraction", model=model, tokenizer=tokenizer)\n'
+        'print(len(encoder("paris is the capital of france.")[0]))  # one vector per token; fine-tune for a task',
     ),
     "classifier": _finetuned(
         "text-classification",

@@ -1,7 +1,10 @@
-"""Conversion between transformers' BERT (`BertFor*`) and BertScratch (`BertScratchFor*`) checkpoints.
+"""Conversion between transformers' BERT (`BertFor*`) and BertScratch (`BertScratchFor*`) checkpoints, and between
+transformers' ELECTRA discriminator (`ElectraForPreTraining`) and `BertScratchForReplacedTokenDetection`.
 
 Parameter names differ in two ways only: snake_case module names, and the fused QKV projection (transformers keeps
 query, key and value separate). Every other tensor is copied as is, so converted models give the same numbers.
+ELECTRA's encoder is BERT's, names included, under `electra.` instead of `bert.`; a discriminator converts when its
+`embedding_size` equals its `hidden_size` (BertScratch has no `embeddings_project`).
 
 Command line (the direction follows the source's `model_type`, the head its `architectures`):
 
@@ -19,7 +22,7 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import AutoConfig, BertConfig, HfArgumentParser, PreTrainedModel
+from transformers import AutoConfig, BertConfig, ElectraConfig, HfArgumentParser, PreTrainedModel
 
 from .arguments import parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
@@ -30,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 # transformers' BERT class -> BertScratch class, one row per head (the heads are named after BERT's).
 ARCHITECTURES: dict[str, str] = {name.replace("BertScratch", "Bert"): name for name in AUTO_CLASS_TO_MODEL.values()}
+# transformers' ELECTRA class -> BertScratch class: the discriminator, which `--objective electra` pretrains.
+ELECTRA_ARCHITECTURES: dict[str, str] = {"ElectraForPreTraining": "BertScratchForReplacedTokenDetection"}
 
 # (transformers BERT name, BertScratch name) pairs, "{i}" standing for a layer index; QKV fusion is handled apart.
 _RENAMES: list[tuple[str, str]] = [
@@ -52,14 +57,31 @@ def _rule(source: str, target: str) -> tuple[re.Pattern[str], str]:
     return re.compile(pattern), r"\1" + target.replace("{i}", r"\2")
 
 
+# (transformers ELECTRA name, BertScratch name) pairs, applied before (to BertScratch) or after (back) BERT's.
+_ELECTRA_RENAMES: list[tuple[str, str]] = [
+    ("electra.", "bert."),
+    ("discriminator_predictions.dense.", "discriminator.dense."),
+    ("discriminator_predictions.dense_prediction.", "discriminator.prediction."),
+]
+
 _TO_SCRATCH = [_rule(bert, scratch) for bert, scratch in _RENAMES]
 _TO_BERT = [_rule(scratch, bert) for bert, scratch in _RENAMES]
+_ELECTRA_TO_SCRATCH = [_rule(electra, scratch) for electra, scratch in _ELECTRA_RENAMES]
+_SCRATCH_TO_ELECTRA = [_rule(scratch, electra) for electra, scratch in _ELECTRA_RENAMES]
 _QKV = re.compile(r"(.*)encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(weight|bias)")
 _FUSED = re.compile(r"(.*)encoder\.layers\.(\d+)\.attention\.qkv\.(weight|bias)")
 # Config fields of transformers' BertConfig that an encoder-only model does not use.
 _BERT_ONLY_FIELDS = ("is_decoder", "add_cross_attention", "use_cache", "position_embedding_type")
 # Config fields of BertScratch that only choose how it computes or starts (transformers' BERT has no such switches).
 _SCRATCH_ONLY_FIELDS = ("sparse_prediction", "unpad_inputs", "sinusoidal_position_std")
+# Config fields of transformers' ElectraConfig beyond BERT's: the embedding width and the sequence-summary head.
+_ELECTRA_ONLY_FIELDS = (
+    "embedding_size",
+    "summary_type",
+    "summary_use_proj",
+    "summary_activation",
+    "summary_last_dropout",
+)
 
 
 def _rename(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
@@ -103,32 +125,73 @@ def bertscratch_state_dict_to_bert(state_dict: dict[str, torch.Tensor]) -> dict[
     return converted
 
 
+def electra_state_dict_to_bertscratch(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a transformers ELECTRA discriminator state dict to BertScratch names, fusing Q, K and V per layer."""
+    return bert_state_dict_to_bertscratch({_rename(name, _ELECTRA_TO_SCRATCH): t for name, t in state_dict.items()})
+
+
+def bertscratch_state_dict_to_electra(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Inverse of `electra_state_dict_to_bertscratch`."""
+    bert = bertscratch_state_dict_to_bert(state_dict)
+    return {_rename(name, _SCRATCH_TO_ELECTRA): tensor for name, tensor in bert.items()}
+
+
 def bert_config_to_bertscratch(config: BertConfig) -> BertScratchConfig:
     """A BertScratchConfig with the same sizes, labels and special tokens as a transformers `BertConfig`."""
     if config.model_type != "bert":
         raise ValueError(f"Expected a config of model_type 'bert', got {config.model_type!r}.")
-    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        raise ValueError(
-            "BertScratch is an encoder: decoder BERT configs (is_decoder/add_cross_attention) cannot convert."
-        )
-    values = config.to_dict()
-    for key in (*_BERT_ONLY_FIELDS, "model_type", "architectures", "transformers_version", "auto_map"):
-        values.pop(key, None)
-    return BertScratchConfig(**values)
+    return _bertscratch_config(config, _BERT_ONLY_FIELDS)
 
 
 def bertscratch_config_to_bert(config: BertScratchConfig) -> BertConfig:
     """A transformers `BertConfig` with the same sizes, labels and special tokens as a BertScratchConfig."""
+    return BertConfig(**_transformers_config_values(config))
+
+
+def electra_config_to_bertscratch(config: ElectraConfig) -> BertScratchConfig:
+    """A BertScratchConfig with the same sizes, labels and special tokens as a transformers `ElectraConfig`."""
+    if config.model_type != "electra":
+        raise ValueError(f"Expected a config of model_type 'electra', got {config.model_type!r}.")
+    if config.embedding_size != config.hidden_size:
+        raise ValueError(
+            f"This ELECTRA model projects {config.embedding_size}-wide embeddings to hidden_size={config.hidden_size} "
+            "(embeddings_project), which BertScratch does not have: only embedding_size == hidden_size converts."
+        )
+    return _bertscratch_config(config, (*_BERT_ONLY_FIELDS, *_ELECTRA_ONLY_FIELDS))
+
+
+def bertscratch_config_to_electra(config: BertScratchConfig) -> ElectraConfig:
+    """A transformers `ElectraConfig` with the same sizes, labels and special tokens as a BertScratchConfig, its
+    embeddings as wide as its hidden states."""
+    return ElectraConfig(**_transformers_config_values(config), embedding_size=config.hidden_size)
+
+
+def _bertscratch_config(config: Any, other_fields: tuple[str, ...]) -> BertScratchConfig:
+    """The BertScratchConfig of a transformers encoder config, leaving out the fields BertScratch does not have."""
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        raise ValueError(
+            f"BertScratch is an encoder: decoder {config.model_type} configs (is_decoder/add_cross_attention) cannot "
+            "convert."
+        )
+    values = config.to_dict()
+    for key in (*other_fields, "model_type", "architectures", "transformers_version", "auto_map"):
+        values.pop(key, None)
+    return BertScratchConfig(**values)
+
+
+def _transformers_config_values(config: BertScratchConfig) -> dict[str, Any]:
+    """A BertScratchConfig's fields as keyword arguments of a transformers config (BertScratch's own switches left
+    out)."""
     if config.model_type != BertScratchConfig.model_type:
         raise ValueError(f"Expected a config of model_type 'bertscratch', got {config.model_type!r}.")
     values = config.to_dict()
     for key in ("model_type", "architectures", "transformers_version", "auto_map", *_SCRATCH_ONLY_FIELDS):
         values.pop(key, None)
-    return BertConfig(**values)
+    return values
 
 
 def _model_class(name: str) -> type[PreTrainedModel]:
-    if name in ARCHITECTURES.values():
+    if name.startswith("BertScratch"):
         import hf_bertscratch
 
         return getattr(hf_bertscratch, name)
@@ -146,6 +209,19 @@ def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
     return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
 
 
+def electra_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
+    """Convert a loaded transformers `ElectraForPreTraining` into a `BertScratchForReplacedTokenDetection`."""
+    return _convert_model(
+        model, ELECTRA_ARCHITECTURES, electra_config_to_bertscratch, electra_state_dict_to_bertscratch
+    )
+
+
+def bertscratch_to_electra(model: PreTrainedModel) -> PreTrainedModel:
+    """Convert a loaded `BertScratchForReplacedTokenDetection` into transformers' `ElectraForPreTraining`."""
+    reverse = {v: k for k, v in ELECTRA_ARCHITECTURES.items()}
+    return _convert_model(model, reverse, bertscratch_config_to_electra, bertscratch_state_dict_to_electra)
+
+
 def _convert_model(
     model: PreTrainedModel,
     classes: dict[str, str],
@@ -161,13 +237,26 @@ def _convert_model(
     return target.to(next(model.parameters()).dtype).eval()
 
 
+# model_type of a transformers checkpoint -> (its bare model's class, the classes that convert, the conversion).
+_FROM_TRANSFORMERS: dict[str, tuple[str, dict[str, str], Callable[[PreTrainedModel], PreTrainedModel]]] = {
+    "bert": ("BertModel", ARCHITECTURES, bert_to_bertscratch),
+    "electra": ("ElectraModel", ELECTRA_ARCHITECTURES, electra_to_bertscratch),
+}
+# The way back: (transformers class -> BertScratch class, conversion), by the BertScratch class a checkpoint holds.
+_TO_TRANSFORMERS: list[tuple[dict[str, str], Callable[[PreTrainedModel], PreTrainedModel]]] = [
+    (ARCHITECTURES, bertscratch_to_bert),
+    (ELECTRA_ARCHITECTURES, bertscratch_to_electra),
+]
+
+
 def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bool = False) -> PreTrainedModel:
     """Convert a checkpoint folder or Hub id in either direction and save it, tokenizer included, to `output_dir`.
 
-    The direction follows the source's `model_type` ("bert" -> BertScratch, "bertscratch" -> transformers' BERT);
-    the head follows its `architectures` (the bare model when none is recorded). The output is written to a
-    temporary folder and moved into place, so a failed conversion leaves nothing that looks finished. A non-empty
-    `output_dir` is only replaced when `overwrite` is set (checked before anything is loaded).
+    The direction follows the source's `model_type` ("bert" or "electra" -> BertScratch, "bertscratch" -> the
+    transformers class of its head); the head follows its `architectures` (the bare model when none is recorded).
+    The output is written to a temporary folder and moved into place, so a failed conversion leaves nothing that
+    looks finished. A non-empty `output_dir` is only replaced when `overwrite` is set (checked before anything is
+    loaded).
     """
     import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
 
@@ -181,15 +270,17 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
         raise ValueError(f"SOURCE and OUTPUT_DIR are the same folder ({output_dir}); write the conversion elsewhere.")
     config = AutoConfig.from_pretrained(str(source))
     architecture = (config.architectures or [None])[0]
-    if config.model_type == "bert":
-        architecture = architecture or "BertModel"
-        table, convert = ARCHITECTURES, bert_to_bertscratch
+    if config.model_type in _FROM_TRANSFORMERS:
+        bare, table, convert = _FROM_TRANSFORMERS[config.model_type]
+        architecture = architecture or bare
     elif config.model_type == BertScratchConfig.model_type:
         architecture = architecture or "BertScratchModel"
-        table, convert = {v: k for k, v in ARCHITECTURES.items()}, bertscratch_to_bert
+        table = {scratch: theirs for classes, _ in _TO_TRANSFORMERS for theirs, scratch in classes.items()}
+        convert = next((to for classes, to in _TO_TRANSFORMERS if architecture in classes.values()), None)
     else:
         raise ValueError(
-            f"{source} holds a checkpoint of model_type {config.model_type!r}; expected 'bert' or 'bertscratch'."
+            f"{source} holds a checkpoint of model_type {config.model_type!r}; expected 'bert' or 'bertscratch' "
+            "(or 'electra', an ELECTRA discriminator)."
         )
     if architecture not in table:
         raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
@@ -225,8 +316,9 @@ class ConvertArguments:
         default=None,
         metadata={
             "help": "Checkpoint to convert: a folder saved by save_pretrained, or a Hub id when online. A "
-            "transformers BERT (model_type 'bert') becomes BertScratch; a BertScratch checkpoint "
-            "becomes transformers' BERT. The head follows config.architectures."
+            "transformers BERT (model_type 'bert') or ELECTRA discriminator (ElectraForPreTraining) becomes "
+            "BertScratch; a BertScratch checkpoint becomes transformers' BERT, or ElectraForPreTraining for "
+            "a discriminator pretrained with --objective electra. The head follows config.architectures."
         },
     )
     output_dir: str | None = field(
@@ -241,7 +333,8 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
     """Arguments from the command line (`SOURCE OUTPUT_DIR [--flags]`) or from a single .json file."""
     parser = HfArgumentParser(
         ConvertArguments,
-        description="Convert a checkpoint between transformers' BERT (BertFor*) and BertScratch (BertScratchFor*); "
+        description="Convert a checkpoint between transformers' BERT (BertFor*) or ELECTRA discriminator "
+        "(ElectraForPreTraining) and BertScratch (BertScratchFor*); "
         "weights, config (sizes, labels) and tokenizer files are carried over.",
         usage="%(prog)s SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: %(prog)s ARGS.json)",
     )
@@ -262,12 +355,19 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = [
     "ARCHITECTURES",
     "AUTO_CLASS_TO_MODEL",
+    "ELECTRA_ARCHITECTURES",
     "bert_state_dict_to_bertscratch",
     "bertscratch_state_dict_to_bert",
     "bert_config_to_bertscratch",
     "bertscratch_config_to_bert",
     "bert_to_bertscratch",
     "bertscratch_to_bert",
+    "electra_state_dict_to_bertscratch",
+    "bertscratch_state_dict_to_electra",
+    "electra_config_to_bertscratch",
+    "bertscratch_config_to_electra",
+    "electra_to_bertscratch",
+    "bertscratch_to_electra",
     "convert_checkpoint",
     "ConvertArguments",
     "main",

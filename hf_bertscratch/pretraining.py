@@ -1,4 +1,5 @@
-"""Pretrain a BertScratch model on raw text with masked language modelling (optionally plus NSP).
+"""Pretrain a BertScratch model on raw text: masked language modelling (optionally plus NSP), or ELECTRA's
+replaced-token detection (`hf_bertscratch.electra`).
 
 In the style of transformers' `run_mlm.py`: `HfArgumentParser` over `ModelArguments`, `DataArguments` and
 `PretrainingArguments` (a `TrainingArguments`), and a `main()` that reads as named stages:
@@ -6,6 +7,10 @@ In the style of transformers' `run_mlm.py`: `HfArgumentParser` over `ModelArgume
     parse + validate -> raw data -> tokenizer -> tokenize and pack (datasets.map) -> model -> Trainer.train
     -> evaluate (loss, perplexity, masked-token accuracy) -> save -> all_results.json, loss curve, model card
     -> fill-mask examples
+
+With `--objective electra` the model is the generator-discriminator pair; the data, masking, time budget, resume and
+checks are the masked-LM run's. The output folder holds the discriminator, and `generator/` the generator (which
+gives the fill-mask examples).
 
 The same command runs on one CPU, under `torchrun` and under `accelerate launch` (DDP/FSDP/DeepSpeed), since the
 Trainer does the distribution.
@@ -18,6 +23,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -50,14 +56,30 @@ from .arguments import parse_args_or_json
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples, load_raw_datasets, sample_examples
+from .electra import (
+    GENERATOR_FOLDER,
+    ElectraPretrainingModel,
+    check_electra_arguments,
+    replaced_token_metrics,
+    replaced_token_reductions,
+)
 from .hub import check_training_push, push_training_output
+from .modeling_bertscratch import BertScratchForReplacedTokenDetection
 from .nsp import make_nsp_pairs_function
-from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
+from .run_folder import (
+    GuardedTrainingArguments,
+    check_output_dir,
+    finish_run,
+    grant_usual_permissions,
+    resolve_checkpoint,
+)
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
 
-OBJECTIVES = ("mlm", "mlm_nsp")
+OBJECTIVES = ("mlm", "mlm_nsp", "electra")
+# Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
+PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README main job's budget
 # (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
 DEFAULT_BUDGET_MINUTES = 8.5
@@ -101,7 +123,23 @@ class ModelArguments:
     )
     objective: str = field(
         default="mlm",
-        metadata={"help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction)."},
+        metadata={
+            "help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction; electra "
+            "trains a discriminator to spot the tokens a small MLM generator put in, and saves the generator in "
+            "output_dir/generator)."
+        },
+    )
+    generator_width_fraction: float = field(
+        default=0.25,
+        metadata={
+            "help": "electra: the generator's width as a fraction of the discriminator's, in (0, 1] (rounded down to "
+            "whole heads of the discriminator's head size; as many layers). It reads the discriminator's embedding "
+            "tables through a learned projection."
+        },
+    )
+    discriminator_weight: float = field(
+        default=50.0,
+        metadata={"help": "electra: loss = generator MLM loss + this weight x discriminator loss (ELECTRA's 50)."},
     )
     max_position_embeddings: int = field(
         default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
@@ -293,6 +331,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
+    check_electra_arguments(model_args.generator_width_fraction, model_args.discriminator_weight)
     if (
         model_args.config_name is None
         and model_args.model_name_or_path is None
@@ -325,12 +364,14 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
             f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
             f"{data_args.random_replace_prob}."
         )
-    if data_args.whole_word_mask and model_args.objective != "mlm":
-        raise ValueError(f"whole_word_mask works with objective 'mlm' only, got objective {model_args.objective!r}.")
+    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
+        raise ValueError(
+            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
+        )
     if data_args.max_seq_length < 8:
         raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
     if data_args.short_seq_fraction is None:
-        usual = model_args.objective == "mlm" and data_args.max_seq_length % 4 == 0
+        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
         data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
     if not 0.0 <= data_args.short_seq_fraction < 1.0:
         raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
@@ -345,10 +386,10 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
                 f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
                 f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
             )
-        if model_args.objective != "mlm":
+        if model_args.objective not in PACKED_OBJECTIVES:
             raise ValueError(
-                f"The short-block start works with objective 'mlm' only (cutting would split NSP's sentence "
-                f"pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
+                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
+                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
             )
     check_max_samples(data_args)
     if not 0 < data_args.validation_split_percentage < 100:
@@ -543,14 +584,23 @@ def _check_not_empty(name: str, split: datasets.Dataset | datasets.IterableDatas
 
 def build_model(
     model_args: ModelArguments, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase
-) -> PreTrainedModel:
-    """A new model from a preset or config, or given weights; checked against the tokenizer and sequence length."""
-    auto_class = AutoModelForPreTraining if model_args.objective == "mlm_nsp" else AutoModelForMaskedLM
-    if model_args.model_name_or_path:
-        model = auto_class.from_pretrained(model_args.model_name_or_path)
+) -> PreTrainedModel | ElectraPretrainingModel:
+    """A new model from a preset or config, or given weights; checked against the tokenizer and sequence length.
+
+    With objective electra, the generator-discriminator pair around that model as the discriminator (given weights
+    start the discriminator; the generator starts new, its projection being stored in no generator folder).
+    """
+    path = model_args.model_name_or_path
+    config = None if path else new_model_config(model_args, tokenizer)
+    if model_args.objective == "electra":
+        discriminator_class = BertScratchForReplacedTokenDetection
+        model = discriminator_class.from_pretrained(path) if path else discriminator_class(config)
     else:
-        model = auto_class.from_config(new_model_config(model_args, tokenizer))
+        auto_class = AutoModelForPreTraining if model_args.objective == "mlm_nsp" else AutoModelForMaskedLM
+        model = auto_class.from_pretrained(path) if path else auto_class.from_config(config)
     check_model_fits(model.config, data_args, tokenizer)
+    if model_args.objective == "electra":
+        return ElectraPretrainingModel(model, model_args.generator_width_fraction, model_args.discriminator_weight)
     return model
 
 
@@ -622,6 +672,27 @@ def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
     metrics["mlm_loss"] = float(reduced[..., 1][scored].sum() / n_scored)
     metrics["perplexity"] = math.exp(min(metrics["mlm_loss"], 50.0))
     return metrics
+
+
+def preprocess_electra_logits_for_metrics(logits: tuple[torch.Tensor, ...], labels: torch.Tensor) -> torch.Tensor:
+    """ELECTRA's evaluation outputs reduced per batch to (B, T, 5): the generator's argmax and token loss (as
+    `preprocess_logits_for_metrics`), then the discriminator's prediction, token loss and replaced label."""
+    generator_logits, discriminator_logits, replaced = logits[:3]
+    generator = preprocess_logits_for_metrics(generator_logits, labels)
+    return torch.cat([generator, replaced_token_reductions(discriminator_logits, replaced)], dim=-1)
+
+
+def compute_electra_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
+    """The generator's masked-token accuracy, MLM loss and perplexity (as `compute_metrics`), and the discriminator's
+    accuracy and loss over every real token, with the fraction of them replaced."""
+    reduced = eval_pred.predictions
+    metrics = compute_metrics(EvalPrediction(predictions=reduced[..., :2], label_ids=eval_pred.label_ids))
+    metrics.update(replaced_token_metrics(reduced[..., 2:]))
+    return metrics
+
+
+# objective -> (preprocess_logits_for_metrics, compute_metrics) of its evaluation; masked-LM's for the others.
+OBJECTIVE_METRICS = {"electra": (preprocess_electra_logits_for_metrics, compute_electra_metrics)}
 
 
 # ------------------------------------------------------------------------------------------ masking stage
@@ -709,9 +780,16 @@ def cut_blocks(inputs: dict[str, Any], length: int) -> dict[str, Any]:
     }
 
 
+# Dataset columns the masking collator reads and pops (`DataCollatorForLanguageModeling.torch_call`): whole-word
+# masking finds words from the character offsets. The Trainer must pass them to the collator although the model's
+# forward does not take them; they never reach the forward.
+COLLATOR_COLUMNS = ("offset_mapping",)
+
+
 class PretrainingTrainer(Trainer):
     """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`),
-    and which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run."""
+    which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run, and which keeps
+    the columns its masking collator reads (`COLLATOR_COLUMNS`) when it drops those the model does not take."""
 
     def __init__(
         self,
@@ -729,6 +807,11 @@ class PretrainingTrainer(Trainer):
         if budget is not None:
             budget.attach(self)
 
+    def _set_signature_columns_if_needed(self) -> None:
+        if self._signature_columns is None:
+            super()._set_signature_columns_if_needed()
+            self._signature_columns += [name for name in COLLATOR_COLUMNS if name not in self._signature_columns]
+
     def progress(self) -> float:
         """Fraction of the training done: of the time budget, or of the steps."""
         if self.budget is not None:
@@ -739,6 +822,16 @@ class PretrainingTrainer(Trainer):
         if model.training and self.short_seq_fraction > 0 and self.progress() < self.short_seq_fraction:
             inputs = cut_blocks(inputs, self.short_seq_length)
         return super().compute_loss(model, inputs, *args, **kwargs)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """`Trainer.save_model`, except for the finished run of an ELECTRA pair, written as two ordinary folders
+        (`ElectraPretrainingModel.save_pretrained`). Checkpoints (`_internal_call`) hold the pair's state dict as
+        Trainer saves any module, which resume reloads."""
+        model = self.accelerator.unwrap_model(self.model)
+        if _internal_call or not isinstance(model, ElectraPretrainingModel):
+            super().save_model(output_dir, _internal_call)
+        elif self.args.should_save:
+            model.save_pretrained(output_dir or self.args.output_dir, self.processing_class)
 
     def get_eval_dataloader(self, eval_dataset: Any = None) -> torch.utils.data.DataLoader:
         """Evaluation batches are masked by `eval_collator` (the evaluation masking rate), training ones are not."""
@@ -792,6 +885,7 @@ def build_trainer(
     budget = None
     if training_args.max_train_minutes is not None:
         budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
+    preprocess, metrics = OBJECTIVE_METRICS.get(model_args.objective, (preprocess_logits_for_metrics, compute_metrics))
     return PretrainingTrainer(
         model=model,
         args=training_args,
@@ -799,8 +893,8 @@ def build_trainer(
         eval_dataset=splits["validation"],
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=compute_metrics,
-        preprocess_logits_for_metrics=preprocess_logits_for_metrics,
+        compute_metrics=metrics,
+        preprocess_logits_for_metrics=preprocess,
         callbacks=[MaskingEpochCallback(collator)],
         eval_collator=eval_collator,
         budget=budget,
@@ -852,9 +946,32 @@ def save_outputs(
     def write_reports(staging: Path) -> None:
         (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         plot_training_curves(staging)  # titled with the output_dir's name, not the staging folder's
-        write_model_card(staging, "pretrained", _card_info(trainer, metrics, model_args, data_args))
+        kind = "discriminator" if model_args.objective == "electra" else "pretrained"
+        write_model_card(staging, kind, _card_info(trainer, metrics, model_args, data_args))
+        if (staging / GENERATOR_FOLDER).is_dir():
+            _ready_subfolder(staging / GENERATOR_FOLDER, Path(trainer.args.output_dir))
 
     finish_run(trainer, write_reports)
+
+
+def _ready_subfolder(folder: Path, output_dir: Path) -> None:
+    """Ready a folder of the staging folder for `publish_folder`, which moves folders as they are: its files get the
+    usual permissions, and the folder of that name an earlier run left in `output_dir` (--overwrite_output_dir) goes,
+    as a folder cannot be renamed over a non-empty one."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            grant_usual_permissions(path)
+    shutil.rmtree(output_dir / folder.name, ignore_errors=True)
+
+
+def _output_model(trainer: Trainer) -> PreTrainedModel:
+    """The model a finished run's folder holds: the Trainer's, or the discriminator of an ELECTRA pair."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    return model.discriminator if isinstance(model, ElectraPretrainingModel) else model
+
+
+# The evaluation results a model card shows (the discriminator's only in an ELECTRA run).
+_CARD_RESULTS = ("eval_loss", "eval_accuracy", "eval_perplexity", "eval_discriminator_accuracy")
 
 
 def _position_start(config) -> str:
@@ -870,6 +987,7 @@ def _card_info(
     from .hardware import describe_hardware
 
     args = trainer.args
+    model = _output_model(trainer)
     hyperparameters = {
         "objective": model_args.objective,
         "max_seq_length": data_args.max_seq_length,
@@ -881,9 +999,14 @@ def _card_info(
         "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay,
         "seed": args.seed,
-        "vocab_size": trainer.model.config.vocab_size,
-        "position_embeddings_start": _position_start(trainer.model.config),
+        "vocab_size": model.config.vocab_size,
+        "position_embeddings_start": _position_start(model.config),
     }
+    if model_args.objective == "electra":
+        hyperparameters.update(
+            generator_width_fraction=model_args.generator_width_fraction,
+            discriminator_weight=model_args.discriminator_weight,
+        )
     return {
         "model_name": Path(args.output_dir).resolve().name,
         "datasets": [data_args.dataset_name] if data_args.dataset_name else [],
@@ -891,13 +1014,12 @@ def _card_info(
         "dataset_description": _describe_data(trainer, model_args, data_args),
         "model_size": None if model_args.config_name or model_args.model_name_or_path else model_args.model_size,
         "base_model": model_args.model_name_or_path,
-        "num_parameters": trainer.model.num_parameters(),
+        "num_parameters": model.num_parameters(),
         "hyperparameters": hyperparameters,
         "hardware": describe_hardware(),
         "wall_time_seconds": metrics["train_wall_time_seconds"],
         "train_tokens": metrics["train_tokens"],
-        "results": {k: metrics[k] for k in ("eval_loss", "eval_accuracy", "eval_perplexity") if k in metrics},
-        "task": "fill-mask",
+        "results": {k: metrics[k] for k in _CARD_RESULTS if k in metrics},
     }
 
 
@@ -984,12 +1106,17 @@ def main(argv: list[str] | None = None) -> None:
     save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
+        discriminator = metrics.get("eval_discriminator_accuracy")
         print(
             f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
-            f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
+            + (f"discriminator_accuracy {discriminator:.4f}  " if discriminator is not None else "")
+            + f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
             f"-> {training_args.output_dir}"
         )
-        show_fill_mask(training_args.output_dir)
+        fill_mask_dir = Path(training_args.output_dir)
+        if model_args.objective == "electra":
+            fill_mask_dir = fill_mask_dir / GENERATOR_FOLDER  # the discriminator does not fill masks
+        show_fill_mask(fill_mask_dir)
         push_training_output(training_args)
 
 
@@ -998,9 +1125,11 @@ __all__ = [
     "ModelArguments",
     "PretrainingArguments",
     "build_trainer",
+    "compute_electra_metrics",
     "compute_metrics",
     "main",
     "parse_args",
+    "preprocess_electra_logits_for_metrics",
     "preprocess_logits_for_metrics",
     "validate_args",
 ]

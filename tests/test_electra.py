@@ -1,0 +1,303 @@
+"""Tests for hf_bertscratch.electra and `--objective electra`: the discriminator against transformers' ELECTRA, the
+shared embeddings, the replaced-token labels, the run end to end, resume, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import (
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    BertTokenizer,
+    ElectraConfig,
+    ElectraForPreTraining,
+    pipeline,
+)
+
+from hf_bertscratch import (
+    BertScratchConfig,
+    BertScratchForMaskedLM,
+    BertScratchForReplacedTokenDetection,
+    convert,
+    pretraining,
+)
+from hf_bertscratch.cli import main as cli_main
+from hf_bertscratch.electra import ElectraPretrainingModel, generator_config, replace_masked_tokens
+from hf_bertscratch.run_folder import FINISHED_FILES
+
+from conftest import PRETRAIN_FAST, cut_back_to_checkpoint, tiny_config_kwargs
+
+FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
+
+
+@pytest.fixture(scope="module")
+def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("config")
+    BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
+    return path
+
+
+def _args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
+    return [
+        "--objective",
+        "electra",
+        "--train_file",
+        str(text_file),
+        "--tokenizer_name",
+        str(tokenizer_dir),
+        "--config_name",
+        str(config_dir),
+        "--output_dir",
+        str(output_dir),
+        *FAST,
+        *extra,
+    ]
+
+
+def _batch(tokenizer: BertTokenizer) -> dict[str, torch.Tensor]:
+    """Two sentence pairs of different lengths: padding and token_type_ids both exercised."""
+    return tokenizer(
+        ["paris is the capital of", "the cat sat on the mat with the dog ."],
+        ["france .", "it ran fast ."],
+        padding=True,
+        return_tensors="pt",
+    )
+
+
+def _electra_config(vocab_size: int) -> ElectraConfig:
+    kwargs = tiny_config_kwargs(vocab_size)
+    return ElectraConfig(**kwargs, embedding_size=kwargs["hidden_size"], hidden_act="gelu_new")
+
+
+# ------------------------------------------------------------------------------------- the discriminator
+
+
+@pytest.mark.parametrize("direction", ["from_electra", "to_electra"])
+def test_discriminator_matches_electra_for_pretraining(tokenizer: BertTokenizer, direction: str) -> None:
+    """Copied weights give transformers' ElectraForPreTraining logits and loss, in both directions of the converter
+    (the ELECTRA side starts random, or the BertScratch side does)."""
+    if direction == "from_electra":
+        electra = ElectraForPreTraining(_electra_config(len(tokenizer)))
+        ours = convert.electra_to_bertscratch(electra)
+    else:
+        ours = BertScratchForReplacedTokenDetection(BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+        electra = convert.bertscratch_to_electra(ours)
+    assert type(ours) is BertScratchForReplacedTokenDetection and type(electra) is ElectraForPreTraining
+    electra.config._attn_implementation = "eager"
+    batch = _batch(tokenizer)
+    real = batch["attention_mask"].bool()
+    labels = torch.randint(0, 2, real.shape)
+    with torch.no_grad():
+        theirs_out, ours_out = electra.eval()(**batch, labels=labels), ours.eval()(**batch, labels=labels)
+    torch.testing.assert_close(ours_out.logits[real], theirs_out.logits[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours_out.loss, theirs_out.loss, atol=1e-5, rtol=1e-5)
+    # The state dicts convert back bit for bit.
+    state = electra.state_dict()
+    restored = convert.bertscratch_state_dict_to_electra(convert.electra_state_dict_to_bertscratch(state))
+    assert restored.keys() == state.keys() and all(torch.equal(restored[k], state[k]) for k in state)
+
+
+def test_converter_command_reads_electra_discriminators(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    """`convert_checkpoint.py` takes an ElectraForPreTraining folder to BertScratch and a discriminator folder back
+    (the direction by model_type, the class by architectures); other ELECTRA heads, and embeddings narrower than the
+    hidden states (`embeddings_project`), are refused by name."""
+    ElectraForPreTraining(_electra_config(len(tokenizer))).save_pretrained(tmp_path / "electra")
+    convert.main([str(tmp_path / "electra"), str(tmp_path / "scratch")])
+    assert json.loads((tmp_path / "scratch" / "config.json").read_text())["architectures"] == [
+        "BertScratchForReplacedTokenDetection"
+    ]
+    convert.main([str(tmp_path / "scratch"), str(tmp_path / "back")])
+    original, back = (
+        load_file(tmp_path / "electra" / "model.safetensors"),
+        load_file(tmp_path / "back" / "model.safetensors"),
+    )
+    assert original.keys() == back.keys() and all(torch.equal(back[k], original[k]) for k in original)
+
+    ElectraConfig(**tiny_config_kwargs(30), architectures=["ElectraForMaskedLM"]).save_pretrained(tmp_path / "gen")
+    with pytest.raises(ValueError, match="'ElectraForMaskedLM'; supported: \\['ElectraForPreTraining'\\]"):
+        convert.convert_checkpoint(tmp_path / "gen", tmp_path / "out")
+    narrow = ElectraConfig(**{**tiny_config_kwargs(30), "hidden_size": 64}, embedding_size=32)
+    with pytest.raises(ValueError, match="32-wide embeddings to hidden_size=64"):
+        convert.electra_config_to_bertscratch(narrow)
+
+
+def test_discriminator_folder_keeps_the_family_auto_map(tmp_path: Path, tiny_config: BertScratchConfig) -> None:
+    """No Auto class loads the discriminator head, so saving it must not put it in auto_map under AutoModel (as
+    transformers would): the folder still loads the bare encoder through AutoModel."""
+    BertScratchForReplacedTokenDetection(tiny_config).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == ["BertScratchForReplacedTokenDetection"]
+    assert config["auto_map"]["AutoModel"] == "modeling_bertscratch.BertScratchModel"
+    assert (tmp_path / "modeling_bertscratch.py").is_file()
+    assert type(AutoModel.from_pretrained(tmp_path)).__name__ == "BertScratchModel"
+
+
+# ----------------------------------------------------------------------------- generator and labels
+
+
+def test_generator_reads_the_discriminators_embeddings(tiny_config: BertScratchConfig) -> None:
+    """One word table (a Parameter of the discriminator) serves both models: both losses reach it, only the
+    generator's reaches the projection (no gradient through sampling), and the exported generator is an ordinary
+    BertScratchForMaskedLM giving the pair's generator outputs."""
+    model = ElectraPretrainingModel(BertScratchForReplacedTokenDetection(tiny_config)).train()
+    word_table = model.discriminator.bert.embeddings.word_embeddings.weight
+    tables = [name for name, p in model.named_parameters() if p.dim() == 2 and p.shape[0] == tiny_config.vocab_size]
+    assert tables == ["discriminator.bert.embeddings.word_embeddings.weight"]
+    assert (model.generator.config.hidden_size, model.generator.config.num_attention_heads) == (8, 1)  # 32 / 4
+
+    torch.manual_seed(0)
+    input_ids = torch.randint(5, tiny_config.vocab_size, (4, 12))
+    labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, -100)
+    labels[:, 1] = input_ids[:, 1]  # every row has a masked token
+    out = model(input_ids.masked_fill(labels != -100, 4), labels=labels)
+    project = model.embeddings_project.weight
+    from_generator = torch.autograd.grad(out.generator_loss, [word_table, project], retain_graph=True)
+    from_discriminator = torch.autograd.grad(out.discriminator_loss, [word_table, project], allow_unused=True)
+    assert from_generator[0].abs().sum() > 0 and from_generator[1].abs().sum() > 0
+    assert from_discriminator[0].abs().sum() > 0 and from_discriminator[1] is None
+    torch.testing.assert_close(out.loss, out.generator_loss + 50.0 * out.discriminator_loss)
+
+    exported = model.export_generator()
+    assert type(exported) is BertScratchForMaskedLM
+    assert exported.cls.decoder.weight is exported.bert.embeddings.word_embeddings.weight  # still tied
+    model.eval()
+    with torch.no_grad():
+        pair = torch.func.functional_call(model.generator, model.generator_tables(), (input_ids,))
+        torch.testing.assert_close(exported(input_ids).logits, pair.logits, atol=0, rtol=0)
+
+
+def test_replaced_labels_on_a_hand_made_batch() -> None:
+    """Sampled tokens go to the masked positions in row-major order; a sample equal to the original is labelled
+    original (0), every other real token too; padding is -100."""
+    pad, mask = 0, 4
+    input_ids = torch.tensor([[2, mask, 11, mask, 3], [2, 12, mask, 3, pad]])
+    labels = torch.tensor([[-100, 10, -100, 13, -100], [-100, -100, 14, -100, -100]])
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    sampled = torch.tensor([10, 20, 30])  # 10 is the original at (0, 1); 20 and 30 replace 13 and 14
+    corrupted, replaced = replace_masked_tokens(input_ids, labels, sampled, attention_mask)
+    assert corrupted.tolist() == [[2, 10, 11, 20, 3], [2, 12, 30, 3, pad]]
+    assert replaced.tolist() == [[0, 0, 0, 1, 0], [0, 0, 1, 0, -100]]
+    # A collator's random replacement at a masked position is undone: the original is what the generator fills in.
+    _, replaced = replace_masked_tokens(
+        torch.tensor([[2, 17, 3]]), torch.tensor([[-100, 15, -100]]), torch.tensor([15]), None
+    )
+    assert replaced.tolist() == [[0, 0, 0]]
+
+
+def test_generator_width_keeps_the_head_size() -> None:
+    base = BertScratchConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072, num_hidden_layers=12)
+    shapes = {
+        fraction: (c.hidden_size, c.num_attention_heads, c.intermediate_size, c.num_hidden_layers)
+        for fraction in (0.25, 1 / 3, 0.3, 1.0)
+        for c in [generator_config(base, fraction)]
+    }
+    assert shapes == {
+        0.25: (192, 3, 768, 12),
+        1 / 3: (256, 4, 1024, 12),
+        0.3: (192, 3, 768, 12),  # 230 rounded down to whole 64-wide heads
+        1.0: (768, 12, 3072, 12),
+    }
+    narrow = generator_config(BertScratchConfig(hidden_size=128, num_attention_heads=2, intermediate_size=512), 0.25)
+    assert (narrow.hidden_size, narrow.num_attention_heads) == (32, 1)  # narrower than a head: one head
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+
+@pytest.fixture(scope="module")
+def electra_run(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[Path]]:
+    """One `bertscratch pretrain --objective electra` run of 4 steps, checkpoints every 2 (shared by the end-to-end
+    and the resume test: one run fewer); returns its folder and the folders its fill-mask examples ran on."""
+    out = tmp_path_factory.mktemp("electra") / "run"
+    shown: list[Path] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pretraining, "show_fill_mask", lambda folder: shown.append(Path(folder)))
+        cli_main(["pretrain", *_args(text_file, tokenizer_dir, config_dir, out, *_STEPS)])
+    return out, shown
+
+
+_STEPS = ("--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2")
+
+
+def test_pretrain_electra_end_to_end(electra_run: tuple[Path, list[Path]]) -> None:
+    """The folder is the discriminator, fine-tunable through the Auto heads; generator/ is a fill-mask folder, on
+    which the run shows its examples; the evaluation reports both models."""
+    out, shown = electra_run
+    assert shown == [out / "generator"]
+    results = json.loads((out / "all_results.json").read_text())
+    for name in ("eval_accuracy", "eval_perplexity", "eval_discriminator_accuracy", "eval_discriminator_loss"):
+        assert name in results, name
+    assert 0.0 <= results["eval_discriminator_accuracy"] <= 1.0 and 0.0 < results["eval_replaced_fraction"] < 1.0
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["BertScratchForReplacedTokenDetection"]
+    card = (out / "README.md").read_text()
+    assert "replaced-token detection" in card and "pipeline_tag: feature-extraction" in card and "fill_mask" not in card
+    assert not any(p.name.startswith(".") for p in out.iterdir())
+    assert {p.stat().st_mode & 0o777 for p in (out / "generator").iterdir()} == {0o666 & ~_umask()}
+
+    saved = load_file(out / "model.safetensors")
+    classifier = AutoModelForSequenceClassification.from_pretrained(out, num_labels=3)
+    assert type(classifier).__name__ == "BertScratchForSequenceClassification"
+    torch.testing.assert_close(
+        classifier.bert.embeddings.word_embeddings.weight, saved["bert.embeddings.word_embeddings.weight"]
+    )
+    discriminator = BertScratchForReplacedTokenDetection.from_pretrained(out)
+    torch.testing.assert_close(discriminator.discriminator.prediction.weight, saved["discriminator.prediction.weight"])
+
+    generator = AutoModelForMaskedLM.from_pretrained(out / "generator")
+    assert type(generator).__name__ == "BertScratchForMaskedLM" and generator.config.hidden_size == 8
+    assert len(pretraining.show_fill_mask(out / "generator")) == 3
+    fill = pipeline("fill-mask", model=str(out / "generator"))
+    assert len(fill("paris is the [MASK] of france .", top_k=2)) == 2
+
+
+def test_resume_matches_uninterrupted_run(
+    electra_run: tuple[Path, list[Path]], text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """A run resumed from its checkpoint (the pair's state dict, optimizer and RNG state) ends with the weights of the
+    uninterrupted run: the discriminator, and the generator, whose samples come from the restored RNG."""
+    finished, _ = electra_run
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    # As if killed after checkpoint-2. The finished run's generator/ stays, as after --overwrite_output_dir: the
+    # resumed run replaces it (a folder cannot be renamed over a non-empty one).
+    cut_back_to_checkpoint(run, "checkpoint-2")
+    assert not any((run / name).exists() for name in FINISHED_FILES) and (run / "generator").is_dir()
+    pretraining.main([*_args(text_file, tokenizer_dir, config_dir, run, *_STEPS), "--resume_from_checkpoint", "true"])
+    assert json.loads((run / "trainer_state.json").read_text())["global_step"] == 4
+    for name in ("model.safetensors", "generator/model.safetensors"):
+        full, resumed = load_file(finished / name), load_file(run / name)
+        assert resumed.keys() == full.keys(), name
+        for key in full:
+            torch.testing.assert_close(resumed[key], full[key], rtol=0, atol=1e-6, msg=f"{name}: {key}")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "match"),
+    [
+        ("--objective", "foo", "objective must be one of \\('mlm', 'mlm_nsp', 'electra'\\), got 'foo'"),
+        ("--generator_width_fraction", "0", "generator_width_fraction must be in \\(0, 1\\], got 0.0"),
+        ("--generator_width_fraction", "1.5", "generator_width_fraction must be in \\(0, 1\\], got 1.5"),
+        ("--discriminator_weight", "-1", "discriminator_weight must be positive, got -1.0"),
+    ],
+)
+def test_bad_electra_arguments_fail_before_training(
+    flag: str, value: str, match: str, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        pretraining.main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "out", flag, value))
+    assert not (tmp_path / "out").exists()
