@@ -45,15 +45,15 @@ GLUE_AVERAGE = (
 # Turc et al. 2019 (*Well-Read Students Learn Better*, the table in github.com/google-research/bert's README) give
 # GLUE **test-server** scores, not dev: they are a scale, not a like-for-like comparison with the dev rows above.
 REFERENCES: tuple[tuple[str, float | None, float | None, float | None, str], ...] = (
-    ("CoLA Matthews corr. (dev)", 0.0, 0.0, 60.5, "BERT-large, GLUE test (Devlin et al. 2019)"),
-    ("SST-2 accuracy (dev)", 83.2, 85.9, 93.5, "BERT-base, GLUE test (Devlin et al. 2019)"),
-    ("MRPC F1 (dev)", 81.1, 81.1, 88.9, "BERT-base, GLUE test (Devlin et al. 2019)"),
-    ("MRPC accuracy (dev)", 71.1, 71.8, None, ""),
-    ("STS-B Spearman (dev)", 73.6, 73.3, 85.8, "BERT-base, GLUE test (Devlin et al. 2019)"),
-    ("STS-B Pearson (dev)", 74.3, 75.4, None, ""),
-    ("RTE accuracy (dev)", 57.2, 57.9, 66.4, "BERT-base, GLUE test (Devlin et al. 2019)"),
-    ("CoNLL-2003 entity F1 (test)", None, None, 90.9, "BiLSTM-CRF, no pretraining (Lample et al. 2016: 90.94)"),
-    ("IMDB accuracy (test)", None, None, 94.6, "BERT-base, max length 512 (Sun et al. 2019)"),
+    ("CoLA Matthews corr.", 0.0, 0.0, 60.5, "BERT-large, GLUE test (Devlin et al. 2019)"),
+    ("SST-2 accuracy", 83.2, 85.9, 93.5, "BERT-base, GLUE test (Devlin et al. 2019)"),
+    ("MRPC F1", 81.1, 81.1, 88.9, "BERT-base, GLUE test (Devlin et al. 2019)"),
+    ("MRPC accuracy", 71.1, 71.8, None, ""),
+    ("STS-B Spearman", 73.6, 73.3, 85.8, "BERT-base, GLUE test (Devlin et al. 2019)"),
+    ("STS-B Pearson", 74.3, 75.4, None, ""),
+    ("RTE accuracy", 57.2, 57.9, 66.4, "BERT-base, GLUE test (Devlin et al. 2019)"),
+    ("CoNLL-2003 entity F1", None, None, 90.9, "BiLSTM-CRF, no pretraining (Lample et al. 2016: 90.94)"),
+    ("IMDB accuracy", None, None, 94.6, "BERT-base, max length 512 (Sun et al. 2019)"),
 )
 
 
@@ -157,7 +157,7 @@ def _how(runs: dict[str, tuple[float | None, list[dict]]]) -> str:
     seeds = max(len(found) for _, found in runs.values())
     minutes = statistics.fmean(run.get("wall_time_seconds", 0.0) for _, found in runs.values() for run in found) / 60
     return (
-        f"lr {rates}; {seeds} seeds; {first.get('global_step', 0)} steps on {first.get('train_samples', 0):,} "
+        f"lr {rates}; {seeds} seed{'s' if seeds > 1 else ''}; {first.get('global_step', 0)} steps on {first.get('train_samples', 0):,} "
         f"examples, max_seq_length {first.get('max_seq_length')}; {minutes:.1f} min/run"
     )
 
@@ -181,18 +181,35 @@ def task_rows(runs_dir: Path) -> list[dict]:
     return rows
 
 
-def results_table(runs_dir: str | Path) -> str:
-    """The markdown task table for a reproduce_results.sh folder: each task's metric from the pretrained model and
-    from random weights (mean ± sd over seeds, at the learning rate chosen on dev for each), their difference, the
-    GLUE average, and the published scores for scale."""
+def task_table_record(runs_dir: str | Path, command: str = "") -> dict:
+    """The task table as data (what README's table is rendered from, and what is committed as a record): the
+    pretraining, every row's per-seed values, the machine and package versions the runs recorded, and `command`."""
+    from .task_runs import read_results
+
     runs_dir = Path(runs_dir)
+    finished = [read_results(folder) for folder in sorted(runs_dir.glob("*-seed*")) if folder.is_dir()]
+    finished = [run for run in finished if run]
+    return {
+        "command": command,
+        "pretraining": pretraining_description(runs_dir),
+        "rows": task_rows(runs_dir),
+        "machines": sorted({run.get("machine", "?") for run in finished}),
+        "runs": len(finished),
+        "fine_tune_wall_seconds": round(sum(run.get("wall_time_seconds", 0.0) for run in finished)),
+    }
+
+
+def render_task_table(record: dict) -> str:
+    """The markdown task table of a `task_table_record`: each task's metric from the pretrained model and from
+    random weights (mean ± sd over seeds, at the learning rate chosen on dev for each), their difference, the GLUE
+    average, and the published scores for scale."""
     lines = [
-        f"Pretraining: {pretraining_description(runs_dir)}.",
+        f"Pretraining: {record['pretraining']}.",
         "",
         "| task, metric (split) | pretrained here | no pretraining | difference | how (lr pretrained/scratch) |",
         "| --- | ---: | ---: | ---: | --- |",
     ]
-    rows = task_rows(runs_dir)
+    rows = record["rows"]
     for row in rows:
         pretrained, scratch = row["pretrained"], row["scratch"]
         lines.append(
@@ -205,13 +222,45 @@ def results_table(runs_dir: str | Path) -> str:
     lines.append(f"| GLUE average of the five dev tasks above | **{cells[0]}** | {cells[1]} | {difference} | |")
     lines += [
         "",
-        "| task, metric | Google BERT-Tiny (2/128) | Google BERT-Mini (4/256) | larger reference |",
+        "| published (GLUE: test server; CoNLL-2003, IMDB: test) | Google BERT-Tiny (2/128) | Google BERT-Mini "
+        "(4/256) | larger reference |",
         "| --- | ---: | ---: | --- |",
     ]
     for label, tiny, mini, other, name in REFERENCES:
         show = [f"{value:.1f}" if value is not None else "" for value in (tiny, mini)]
         lines.append(f"| {label} | {show[0]} | {show[1]} | {f'{other:.1f} ({name})' if other else ''} |")
+    if record.get("command"):
+        machines = "; ".join(record.get("machines", [])) or "?"
+        minutes = record.get("fine_tune_wall_seconds", 0) / 60
+        lines += [
+            "",
+            f"Made by `{record['command']}`: {record.get('runs', 0)} fine-tuning runs, {minutes:.0f} min of "
+            f"fine-tuning wall time in all (two runs at a time) on {machines}.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def results_table(runs_dir: str | Path) -> str:
+    """The markdown task table for a reproduce_results.sh folder (`render_task_table` of its record)."""
+    return render_task_table(task_table_record(runs_dir))
+
+
+README_BLOCK = ("<!-- task-table:start -->\n", "<!-- task-table:end -->")
+
+
+def replace_block(text: str, table: str, block: tuple[str, str] = README_BLOCK) -> str:
+    """`text` with the part between the block's start and end markers replaced by `table`."""
+    start, end = block
+    if start not in text or end not in text:
+        raise ValueError(f"No {start.strip()} ... {end} block to replace.")
+    head, rest = text.split(start, 1)
+    return head + start + table + end + rest.split(end, 1)[1]
+
+
+def readme_block(text: str, block: tuple[str, str] = README_BLOCK) -> str:
+    """What stands between the block's markers in `text`."""
+    start, end = block
+    return text.split(start, 1)[1].split(end, 1)[0]
 
 
 def _glue_average(rows: list[dict], init: str) -> float | None:
@@ -228,24 +277,50 @@ def _glue_average(rows: list[dict], init: str) -> float | None:
 class ResultsTableArguments:
     """Where the runs are and where the table goes."""
 
-    runs_dir: str = field(
+    runs_dir: str | None = field(
+        default=None,
         metadata={
             "help": "The folder reproduce_results.sh wrote (pretrain/, <task>-<init>-lr<lr>-seed<seed>/); "
             "may also be given as the first argument, without --runs_dir."
-        }
+        },
     )
     output: str | None = field(default=None, metadata={"help": "Markdown file to write; default: print only."})
+    record: str | None = field(
+        default=None, metadata={"help": "Write the table's data as JSON here (e.g. results/task_table.json)."}
+    )
+    from_record: str | None = field(
+        default=None, metadata={"help": "Render a JSON record written by --record instead of reading runs."}
+    )
+    readme: str | None = field(
+        default=None, metadata={"help": "Replace the task-table block of this markdown file (e.g. README.md)."}
+    )
+    command: str = field(
+        default="bash scripts/reproduce_results.sh", metadata={"help": "The command the record says made it."}
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print (and optionally write) the results table for a runs folder."""
+    """Print (and optionally write) the task table of a runs folder or of a committed record."""
     # the runs folder may also be given positionally
     (args,) = parse_args_or_json(HfArgumentParser(ResultsTableArguments), argv, positional=("runs_dir",))
-    if not Path(args.runs_dir).is_dir():
-        raise ValueError(f"runs_dir {args.runs_dir!r} is not a folder; expected the output of reproduce_results.sh.")
-    table = results_table(args.runs_dir)
+    if args.from_record:
+        record = json.loads(Path(args.from_record).read_text(encoding="utf-8"))
+    else:
+        if not args.runs_dir or not Path(args.runs_dir).is_dir():
+            raise ValueError(
+                f"runs_dir {args.runs_dir!r} is not a folder; expected the output of reproduce_results.sh "
+                "(or give --from_record)."
+            )
+        record = task_table_record(args.runs_dir, args.command)
+    table = render_task_table(record)
+    if args.record:
+        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.record).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     if args.output:
         Path(args.output).write_text(table, encoding="utf-8")
+    if args.readme:
+        path = Path(args.readme)
+        path.write_text(replace_block(path.read_text(encoding="utf-8"), table), encoding="utf-8")
     print(table, end="")
 
 

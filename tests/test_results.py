@@ -349,6 +349,32 @@ def test_results_table_cli_writes_the_table_and_rejects_a_missing_folder(tmp_pat
         results.main([str(tmp_path / "nope")])
 
 
+def test_record_renders_the_same_table_and_fills_the_readme_block(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for init, score in (("pretrained", 0.7), ("scratch", 0.6)):
+        _write_run(runs, "rte", init, 1e-4, 42, eval_accuracy=score)
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\nafter\n")
+    record = tmp_path / "results" / "task_table.json"
+    results.main([str(runs), "--record", str(record), "--readme", str(readme), "--command", "bash x.sh"])
+    table = results.readme_block(readme.read_text())
+    assert readme.read_text().startswith("# title\n") and readme.read_text().endswith("-->\nafter\n")
+    assert table == results.render_task_table(json.loads(record.read_text())) != results.results_table(runs)
+    assert table.replace("`bash x.sh`", "`bash scripts/reproduce_results.sh`") == results.render_task_table(
+        results.task_table_record(runs, "bash scripts/reproduce_results.sh")
+    )
+    assert "Made by `bash x.sh`: 2 fine-tuning runs, 2 min" in table  # 60 s each
+    assert _task_table(table)["RTE accuracy (dev)"][:3] == ["70.0", "60.0", "+10.0"]
+    results.main(["--from_record", str(record), "--output", str(tmp_path / "again.md")])
+    assert (tmp_path / "again.md").read_text() == table
+
+
+def test_readme_task_table_is_rendered_from_the_committed_record() -> None:
+    """README's task table is what `scripts/results_table.py --from_record results/task_table.json` prints."""
+    record = json.loads((ROOT / "results" / "task_table.json").read_text(encoding="utf-8"))
+    assert results.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == results.render_task_table(record)
+
+
 # ------------------------------------------------------------------------------------------ the sweep's commands
 def _sweep(tmp_path: Path, **arguments: object) -> task_runs.Sweep:
     pretrained = tmp_path / "pretrain-long"
