@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import multiprocessing.pool
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,27 @@ from hf_bertscratch import benchmark
 TINIEST = ["--presets", "tiny", "--seq_lens", "16", "--batch_size", "4", "--repeats", "1", "--warmup", "0"]
 
 
-def test_main_runs_tiniest_case_and_writes_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def printed_rows(table: str) -> list[list[str]]:
+    """The cells of each data row of a printed benchmark table."""
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| ") and not line.startswith("| preset")
+    ]
+
+
+def printed_number(cell: str) -> float:
+    """A tokens/s cell ("12,345") or the median of a ratio cell ("**1.23x** (1.10-1.40)") as a number."""
+    return float(cell.split("x")[0].strip("*").replace(",", ""))
+
+
+def test_main_runs_tiniest_case_and_writes_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The memory probes run in subprocesses: a hung one fails the test (the pool then terminates them).
+    monkeypatch.setattr(
+        multiprocessing.pool.ApplyResult, "get", functools.partialmethod(multiprocessing.pool.ApplyResult.get, 300)
+    )
     json_file, markdown_file = tmp_path / "out" / "bench.json", tmp_path / "bench.md"
     benchmark.main(
         [*TINIEST, "--paddings", "0.3", "--output_json", str(json_file), "--output_markdown", str(markdown_file)]
@@ -22,14 +44,21 @@ def test_main_runs_tiniest_case_and_writes_outputs(tmp_path: Path, capsys: pytes
     assert [(r["padding"], r["workload"]) for r in results] == [(0.3, "train"), (0.3, "infer")]
     for result in results:
         assert result["ours_tokens_per_s"] > 0 and result["reference_tokens_per_s"] > 0
-        assert result["ratio_min"] <= result["ratio_median"] <= result["ratio_max"]
+        # One repetition: the ratio is ours/reference of the very tokens/s recorded beside it (> 1: ours faster).
+        ratio = result["ours_tokens_per_s"] / result["reference_tokens_per_s"]
+        assert result["ratio_min"] == result["ratio_median"] == result["ratio_max"] == pytest.approx(ratio)
+    printed = capsys.readouterr().out
+    for cells in printed_rows(printed):
+        ours, reference, ratio = (printed_number(cell) for cell in cells[5:8])
+        # As printed: ours/ref, up to the rounding of the whole tokens/s and of the two-decimal ratio.
+        assert (ours - 0.5) / (reference + 0.5) - 0.005 <= ratio <= (ours + 0.5) / (reference - 0.5) + 0.005, cells
     for result in (r for r in results if r["workload"] == "train"):
         assert result["loss_max_abs_diff"] < 1e-5  # same weights, same batch: the same loss
         assert result["ours_peak_mib"] > 50 and result["reference_peak_mib"] > 50  # a real process measured
     assert results[0]["useful_tokens"] < 4 * 16  # the padded batch counts only real tokens
     table = markdown_file.read_text()
     assert table.count("| tiny | 16 |") == 2
-    assert "| tiny | 16 | 0.3 | infer | eager |" in capsys.readouterr().out
+    assert "| tiny | 16 | 0.3 | infer | eager |" in printed and len(printed_rows(printed)) == 2
 
 
 def test_bf16_autocast_case_runs() -> None:
@@ -67,10 +96,49 @@ def test_onnxruntime_contender_runs_with_parity() -> None:
             result.ours_over_onnxruntime_median,
             result.ours_over_onnxruntime_max,
         )
-        assert low <= median <= high
+        assert low == median == high == pytest.approx(result.ours_tokens_per_s / result.onnxruntime_tokens_per_s)
         assert result.onnxruntime_max_abs_diff < 1e-4  # the same weights compute the same outputs
     table = benchmark.format_table([train, infer, encode])
     assert "| ours/ORT (min-max) |" in table and "| tiny | 16 | 0.3 | encode | eager |" in table
+
+
+def test_ratios_are_ours_over_each_contender_per_repetition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With known step times, every recorded and printed ratio is ours/contender of the tokens/s it came from: taken
+    per repetition (then median, min, max), and above 1 where ours is the faster."""
+    seconds = {"ours": [0.1, 0.2, 0.1], "reference": [0.2, 0.3, 0.4], "onnxruntime": [0.4, 0.1, 0.2]}
+    monkeypatch.setattr(benchmark, "time_interleaved", lambda steps, repeats, warmup: {n: seconds[n] for n in steps})
+    monkeypatch.setattr(benchmark, "onnxruntime_contender", lambda *args: (lambda: None, 0.0))
+    args = benchmark.BenchmarkArguments(
+        presets=["tiny"],
+        seq_lens=[16],
+        paddings=[0.3],
+        workloads=["train", "infer"],
+        batch_size=4,
+        repeats=3,
+        onnxruntime=True,
+        memory=False,
+    )
+    train, infer = benchmark.run_case(args, benchmark.Case("tiny", 16, 0.3, "eager", "fp32"))
+    tokens = train.useful_tokens
+    for result in (train, infer):
+        assert result.ours_tokens_per_s == pytest.approx(tokens / 0.1)  # median of tokens/0.1, /0.2, /0.1
+        assert result.reference_tokens_per_s == pytest.approx(tokens / 0.3)
+        # Per repetition ours/reference = reference seconds / ours seconds: 2, 1.5, 4.
+        assert (result.ratio_median, result.ratio_min, result.ratio_max) == pytest.approx((2.0, 1.5, 4.0))
+    assert train.onnxruntime_tokens_per_s is None  # training has no ONNX Runtime contender
+    assert infer.onnxruntime_tokens_per_s == pytest.approx(tokens / 0.2)
+    # Per repetition ours/ORT = ORT seconds / ours seconds: 4, 0.5, 2.
+    ours_over_ort = (
+        infer.ours_over_onnxruntime_median,
+        infer.ours_over_onnxruntime_min,
+        infer.ours_over_onnxruntime_max,
+    )
+    assert ours_over_ort == pytest.approx((2.0, 0.5, 4.0))
+    assert "| **2.00x** (1.50-4.00) |" in benchmark.format_row(train)
+    assert "| 2.00x (1.50-4.00) | **2.00x** (0.50-4.00) |" in benchmark.format_onnxruntime_row(infer)
+    assert (
+        "| ours/ref (min-max) |" in benchmark.TABLE_HEADER and "| ours/ORT (min-max) |" in benchmark.ONNXRUNTIME_HEADER
+    )
 
 
 def test_json_argument_file(tmp_path: Path) -> None:

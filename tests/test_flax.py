@@ -4,6 +4,7 @@ gradients, one AdamW step, and the JAX pretraining entry point end to end. Skipp
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -286,3 +287,42 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
         pretraining_main(argv)
     with pytest.raises(ValueError, match="--max_train_samples must be a positive number of examples.*got 0"):
         pretraining_main([*argv, "--max_train_samples", "0"])  # the torch side's check, before anything is loaded
+
+
+# ------------------------------------------------------------------------------------------------- benchmark
+
+
+@pytest.mark.slow  # about 10 s, nearly all of it XLA compiling the tiny preset's ops and training step
+def test_benchmark_prints_parity_and_the_step_times_it_measured(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`scripts/benchmark_flax.py` on the tiny preset, one timed step a side: a parity line per head with a tiny
+    difference (the same weights on both sides), and the torch and JAX step times it measured, each under its name."""
+    from hf_bertscratch.flax import benchmark as flax_benchmark
+
+    measured: dict[str, float] = {}
+    real_median_seconds = flax_benchmark._median_seconds
+
+    def recording_median_seconds(step, steps: int, warmup: int) -> float:
+        measured[step.__name__] = real_median_seconds(step, steps, warmup)
+        return measured[step.__name__]
+
+    monkeypatch.setattr(flax_benchmark, "_median_seconds", recording_median_seconds)
+    monkeypatch.setattr(flax_benchmark.tempfile, "mkdtemp", lambda: str(tmp_path))
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # main appends to it: restored afterwards
+    threads = torch.get_num_threads()
+    try:
+        flax_benchmark.main(
+            ["--model_size", "tiny", "--vocab_size", "64", "--batch_size", "2", "--seq_len", "16"]
+            + ["--steps", "1", "--warmup", "1", "--threads", "1"]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    lines = capsys.readouterr().out.splitlines()
+    parity = [line.split() for line in lines if line.startswith("parity ")]
+    assert [(words[1], words[2]) for words in parity] == [(flax.__name__, name) for _, flax, name in HEADS]
+    assert all(float(words[-1]) < TOLERANCE for words in parity), parity
+    (timing,) = [line for line in lines if line.startswith("MLM train step")]
+    assert set(measured) == {"torch_step", "flax_step"}
+    assert f"torch {measured['torch_step'] * 1000:.1f} ms, JAX {measured['flax_step'] * 1000:.1f} ms" in timing
+    assert "(tiny, V=64, batch 2 x 16, 1 thread(s))" in timing and timing.endswith("(median of 1)")

@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -161,6 +162,38 @@ def test_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
+def test_nsp_metrics_match_a_direct_computation() -> None:
+    """The mlm_nsp evaluation path as the Trainer runs it: per-batch reduction of (MLM logits, NSP logits), batches of
+    different lengths right-padded with -100 into one array (`EvalLoopContainer`), then the metrics: NSP accuracy
+    over every pair and the MLM metrics over every labelled token equal those computed directly."""
+    from transformers import EvalPrediction
+    from transformers.trainer_pt_utils import EvalLoopContainer
+
+    torch.manual_seed(0)
+    predictions, label_ids = EvalLoopContainer(padding_index=-100), EvalLoopContainer(padding_index=-100)
+    batches = []
+    for rows, length in ((3, 5), (2, 7)):  # the second batch is longer: the first is padded to it
+        mlm_logits, nsp_logits = torch.randn(rows, length, 11), torch.randn(rows, 2)
+        mlm_labels = torch.where(torch.rand(rows, length) < 0.5, torch.randint(0, 11, (rows, length)), -100)
+        mlm_labels[:, 1] = mlm_logits[:, 1].argmax(-1)  # some right guesses, at least one label per row
+        nsp_labels = nsp_logits.argmax(-1)
+        nsp_labels[0] = 1 - nsp_labels[0]  # one wrong sentence-relation guess per batch
+        batches.append((mlm_logits, nsp_logits, mlm_labels, nsp_labels))
+        predictions.add(preprocess_logits_for_metrics((mlm_logits, nsp_logits), (mlm_labels, nsp_labels)))
+        label_ids.add((mlm_labels, nsp_labels))
+    predictions.to_cpu_and_numpy(), label_ids.to_cpu_and_numpy()
+    metrics = compute_metrics(EvalPrediction(predictions=predictions.get_arrays(), label_ids=label_ids.get_arrays()))
+
+    nsp_right = torch.cat([(nsp_logits.argmax(-1) == nsp_labels) for _, nsp_logits, _, nsp_labels in batches])
+    scored_logits = torch.cat([mlm_logits[mlm_labels != -100] for mlm_logits, _, mlm_labels, _ in batches])
+    scored_labels = torch.cat([mlm_labels[mlm_labels != -100] for _, _, mlm_labels, _ in batches])
+    expected_loss = torch.nn.functional.cross_entropy(scored_logits, scored_labels).item()
+    assert metrics["nsp_accuracy"] == pytest.approx(nsp_right.float().mean().item()) == 3 / 5
+    assert metrics["accuracy"] == pytest.approx((scored_logits.argmax(-1) == scored_labels).float().mean().item())
+    assert metrics["mlm_loss"] == pytest.approx(expected_loss, rel=1e-5)
+    assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
+
+
 def test_resume_matches_uninterrupted_run(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,6 +299,59 @@ def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:
     assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()  # WWM replaces with [MASK] only
 
 
+def test_whole_word_mask_through_main_masks_whole_words(
+    text_file: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--whole_word_mask true` end to end: the Trainer hands the character offsets to the collator although the
+    model's forward does not take them, they never reach the forward, and every batch trained or evaluated on masks
+    all WordPieces of a word together (a 60-token vocabulary splits most words into several pieces)."""
+    batches: list[dict[str, torch.Tensor]] = []
+    real_compute_loss = pretraining.PretrainingTrainer.compute_loss
+
+    def recording_compute_loss(self, model, inputs, *args, **kwargs):
+        batches.append({name: value.clone() for name, value in inputs.items()})
+        return real_compute_loss(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining.PretrainingTrainer, "compute_loss", recording_compute_loss)
+    out = tmp_path / "wwm"
+    main(
+        [
+            "--train_file",
+            str(text_file),
+            "--config_name",
+            str(config_dir),
+            "--tokenizer_vocab_size",
+            "60",
+            "--output_dir",
+            str(out),
+            *FAST,
+            "--max_steps",
+            "3",
+            "--whole_word_mask",
+            "true",
+        ]
+    )
+    assert _results(out)["eval_accuracy"] >= 0.0  # evaluation ran on whole-word masks too
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert len(batches) > 3  # the 3 training steps and the evaluation batches
+    masked_pieces = 0
+    for batch in batches:
+        assert "offset_mapping" not in batch and set(batch) >= {"input_ids", "labels"}
+        masked = batch["labels"] != -100
+        assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()  # whole words: [MASK] only
+        original = torch.where(masked, batch["labels"], batch["input_ids"])
+        for row in range(len(original)):
+            pieces = tokenizer.convert_ids_to_tokens(original[row].tolist())
+            word_start = 0
+            for position, piece in enumerate(pieces):
+                if not piece.startswith("##"):
+                    word_start = position
+                elif pieces[word_start] not in tokenizer.all_special_tokens:  # a word cut at [CLS] starts after it
+                    assert masked[row, position] == masked[row, word_start], (pieces, position)
+                    masked_pieces += int(masked[row, position])
+    assert masked_pieces > 0  # the check saw words of several pieces masked
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
@@ -311,6 +397,37 @@ def test_bad_input_fails_before_training(
         assert (out / "model.safetensors").read_text() == "keep me"  # nothing already written is lost
     else:
         _assert_not_finished(out)
+
+
+PROBABILITIES = ("mlm_probability", "eval_mlm_probability", "mask_replace_prob", "random_replace_prob")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--model_size", "huge", f"model_size must be one of {sorted(hf_bertscratch.PRESETS)}, got 'huge'."),
+        ("--objective", "mlm_sop", f"objective must be one of {pretraining.OBJECTIVES}, got 'mlm_sop'."),
+        *(
+            (f"--{name}", value, f"{name} must be in [0, 1], got {value}.")
+            for name in PROBABILITIES
+            for value in ("-0.1", "1.5")
+        ),
+        ("--nsp_random_probability", "2.0", "nsp_random_probability must be in [0, 1], got 2.0."),
+    ],
+)
+def test_unknown_size_and_probabilities_outside_the_unit_interval_fail_before_training(
+    flag: str, value: str, message: str, text_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented errors name the bad value, and come before any data, tokenizer or model is built."""
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{flag} {value} was accepted")
+
+    monkeypatch.setattr(pretraining, "build_trainer", no_training)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(["--train_file", str(text_file), "--output_dir", str(out), *FAST, "--max_steps", "2", flag, value])
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(("std", "expected"), [(None, 0.05), (0.02, 0.02), (0.0, None)])

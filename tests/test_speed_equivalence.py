@@ -1,8 +1,9 @@
 """Every speed optimisation of BertScratch gives the numbers of transformers' BERT (or of the plain path it replaces).
 
 Covered: sparse MLM prediction (loss and every gradient), unpadded execution (embeddings, dense layers, attention and
-vocabulary decoding on real tokens only), the fused QKV projection, bf16 autocast within bf16 tolerance, packed
-batches with per-document attention against each document alone, and torch.compile against eager.
+vocabulary decoding on real tokens only, from ids or from `inputs_embeds`), inference decoding straight into the padded
+logits (and reusing their buffer only once no caller holds them), the fused QKV projection, bf16 autocast within bf16
+tolerance, and torch.compile against eager.
 """
 
 from __future__ import annotations
