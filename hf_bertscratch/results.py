@@ -240,9 +240,12 @@ def render_task_table(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def results_table(runs_dir: str | Path) -> str:
+DEFAULT_COMMAND = "bash scripts/reproduce_results.sh"
+
+
+def results_table(runs_dir: str | Path, command: str = DEFAULT_COMMAND) -> str:
     """The markdown task table for a reproduce_results.sh folder (`render_task_table` of its record)."""
-    return render_task_table(task_table_record(runs_dir))
+    return render_task_table(task_table_record(runs_dir, command))
 
 
 README_BLOCK = ("<!-- task-table:start -->\n", "<!-- task-table:end -->")
@@ -294,9 +297,7 @@ class ResultsTableArguments:
     readme: str | None = field(
         default=None, metadata={"help": "Replace the task-table block of this markdown file (e.g. README.md)."}
     )
-    command: str = field(
-        default="bash scripts/reproduce_results.sh", metadata={"help": "The command the record says made it."}
-    )
+    command: str = field(default=DEFAULT_COMMAND, metadata={"help": "The command the record says made it."})
 
 
 def main(argv: list[str] | None = None) -> None:
