@@ -61,6 +61,10 @@ FORWARDED: dict[str, tuple[str, str]] = {
         "Time BertScratch against transformers' BERT and ONNX Runtime (= scripts/benchmark.py).",
     ),
     "train-tokenizer": ("hf_bertscratch.tokenization", "Train a WordPiece tokenizer (= scripts/train_tokenizer.py)."),
+    "evaluate-onnx": (
+        "hf_bertscratch.onnx_evaluation",
+        "Score a fine-tuned model under PyTorch, ONNX fp32 and ONNX int8 on its task (= scripts/evaluate_onnx.py).",
+    ),
 }
 
 

@@ -1,0 +1,241 @@
+"""Tests for hf_bertscratch.onnx_evaluation (`bertscratch evaluate-onnx`): on tiny fine-tuned-looking models and a
+tiny data folder, the fp32 export scores what PyTorch scores through fine-tuning's own features and metrics, the int8
+export is scored beside them, and evaluation.json records the run; every shape runs, and bad requests fail before
+any export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import hf_bertscratch
+from hf_bertscratch import cli, onnx_evaluation
+from hf_bertscratch.tasks import CONLL2003_LABELS
+
+from conftest import CORPUS, tiny_config_kwargs
+
+pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install 'hf-bertscratch[onnx]')")
+pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install 'hf-bertscratch[onnx]')")
+
+BACKENDS = ["pytorch", "onnx fp32", "onnx int8"]
+# Sentences of the conftest vocabulary with a CoNLL-2003 tag per word.
+TAGGED = [
+    [("paris", "B-LOC"), ("is", "O"), ("the", "O"), ("capital", "O"), ("of", "O"), ("france", "B-LOC")],
+    [("the", "O"), ("movie", "O"), ("was", "O"), ("great", "O"), ("in", "O"), ("london", "B-LOC")],
+    [("berlin", "B-ORG"), ("city", "I-ORG"), ("is", "O"), ("big", "O")],
+    [("the", "O"), ("actor", "O"), ("from", "O"), ("rome", "B-LOC"), ("and", "O"), ("madrid", "B-MISC")],
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def write_conll(path: Path, sentences: list[list[tuple[str, str]]]) -> None:
+    blocks = ["-DOCSTART- -X- -X- O"] + ["\n".join(f"{word} NN B-NP {tag}" for word, tag in s) for s in sentences]
+    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder laid out as ../shared/data: sst2/{train,dev}.tsv and conll2003/{train,valid,test}.txt."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "sst2").mkdir()
+    rows = [f"{sentence}\t{i % 2}" for i, sentence in enumerate(CORPUS * 2)]  # 24 examples, both labels
+    for name, lines in (("train.tsv", rows[:8]), ("dev.tsv", rows)):
+        (root / "sst2" / name).write_text("sentence\tlabel\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    (root / "conll2003").mkdir()
+    for name, sentences in (("train.txt", TAGGED), ("valid.txt", TAGGED * 3), ("test.txt", TAGGED[::-1] * 2)):
+        write_conll(root / "conll2003" / name, sentences)
+    return root
+
+
+def save_model(model_class: type, tokenizer: object, folder: Path, **config: object) -> Path:
+    """A tiny model of `model_class` saved with the tokenizer; initializer_range 0.1 spreads its outputs about as a
+    trained model's are (see tests/test_onnx.py's int8 tests), where int8 stays close to fp32."""
+    torch.manual_seed(0)
+    kwargs = dict(tiny_config_kwargs(len(tokenizer)), initializer_range=0.1, **config)
+    model_class(hf_bertscratch.BertScratchConfig(**kwargs)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    labels = {"id2label": {0: "negative", 1: "positive"}}
+    return save_model(
+        hf_bertscratch.BertScratchForSequenceClassification, tokenizer, tmp_path_factory.mktemp("sst2"), **labels
+    )
+
+
+@pytest.fixture(scope="module")
+def tagger_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    labels = {"id2label": dict(enumerate(CONLL2003_LABELS))}
+    return save_model(
+        hf_bertscratch.BertScratchForTokenClassification, tokenizer, tmp_path_factory.mktemp("conll"), **labels
+    )
+
+
+def table_rows(printed: str) -> dict[str, dict[str, str]]:
+    """The rows of the one Markdown table in `printed`: backend -> column -> cell."""
+    lines = [line for line in printed.splitlines() if line.startswith("| ")]
+    cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines]
+    return {row[0]: dict(zip(cells[0], row)) for row in cells[2:]}
+
+
+def evaluate(data_dir: Path, model: Path, *argv: str) -> None:
+    onnx_evaluation.main(
+        ["--model", str(model), "--data_dir", str(data_dir), "--batch_size", "8", "--max_seq_length", "32", *argv]
+    )
+
+
+def assert_fp32_scores_what_pytorch_scores(split: dict) -> None:
+    """fp32 ONNX: PyTorch's metrics within float rounding, every top-1 the same; int8: every metric reported."""
+    backends = {result["backend"]: result for result in split["backends"]}
+    assert list(backends) == BACKENDS
+    pytorch, fp32, int8 = (backends[name] for name in BACKENDS)
+    assert fp32["metrics"].keys() == pytorch["metrics"].keys() == int8["metrics"].keys()
+    assert fp32["metrics"] == pytest.approx(pytorch["metrics"], abs=1e-6)
+    assert all(abs(difference) <= 1e-6 for difference in fp32["differences"].values())
+    assert pytorch["differences"] == dict.fromkeys(pytorch["metrics"], 0.0)
+    for name, value in int8["metrics"].items():
+        assert int8["differences"][name] == pytest.approx(value - pytorch["metrics"][name])
+    assert all(result["tokens_per_s"] > 0 and result["seconds"] > 0 for result in backends.values())
+
+
+def test_sst2_fp32_scores_like_pytorch_and_int8_is_reported(capsys, data_dir, classifier_dir, tmp_path) -> None:
+    out = tmp_path / "eval"
+    evaluate(data_dir, classifier_dir, "--task", "sst2", "--output_dir", str(out))
+    record = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
+    assert record["command"].endswith(f"--task sst2 --output_dir {out}")
+    assert record["date"][:4].isdigit() and record["cpu"] and record["hardware"]
+    assert all(record["versions"][name] for name in ("torch", "transformers", "onnxruntime", "hf-bertscratch"))
+    assert (record["task"], record["task_type"], record["main_metric"]) == ("sst2", "classification", "accuracy")
+    assert list(record["splits"]) == ["eval"]  # SST-2 has no test split
+    split = record["splits"]["eval"]
+    assert (split["dataset_split"], split["examples"], split["features"]) == ("validation", 24, 24)
+    assert_fp32_scores_what_pytorch_scores(split)
+    agreements = [result["agreement"] for result in split["backends"]]
+    assert agreements[:2] == [None, 1.0] and 0.5 <= agreements[2] <= 1.0
+    assert {"accuracy", "f1", "matthews_correlation"} <= split["backends"][2]["metrics"].keys()
+    assert (out / "fp32" / "model.onnx").is_file() and (out / "int8" / "model.onnx").is_file()
+
+    printed = capsys.readouterr().out
+    assert "| backend | accuracy | f1 | matthews_correlation | Δ accuracy | top-1 agreement | tokens/s |" in printed
+    assert [line.split("|")[1].strip() for line in printed.splitlines() if line.startswith("| onnx")] == BACKENDS[1:]
+    assert "| onnx fp32 |" in printed and "| +0.0000 | 100.00% |" in printed
+
+
+def test_conll2003_scores_eval_and_test_splits(data_dir, tagger_dir, tmp_path) -> None:
+    evaluate(data_dir, tagger_dir, "--task", "conll2003", "--output_dir", str(tmp_path), "--max_eval_samples", "10")
+    record = json.loads((tmp_path / "evaluation.json").read_text(encoding="utf-8"))
+    assert (record["main_metric"], list(record["splits"])) == ("overall_f1", ["eval", "test"])
+    for role, split in record["splits"].items():
+        assert (split["dataset_split"], split["examples"]) == {"eval": ("validation", 10), "test": ("test", 8)}[role]
+        assert_fp32_scores_what_pytorch_scores(split)
+        assert [result["agreement"] for result in split["backends"]][:2] == [None, 1.0]
+        assert {"overall_f1", "overall_precision", "overall_recall"} <= split["backends"][2]["metrics"].keys()
+
+
+@pytest.fixture(scope="module")
+def own_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user's own files: scored sentence pairs (sts.tsv) and extractive questions (qa.jsonl), 12 rows each."""
+    root = tmp_path_factory.mktemp("own")
+    pairs = [f"{CORPUS[i]}\t{CORPUS[(i + 1) % len(CORPUS)]}\t{i * 5 / 11:.2f}" for i in range(len(CORPUS))]
+    (root / "sts.tsv").write_text("sentence1\tsentence2\tlabel\n" + "\n".join(pairs) + "\n", encoding="utf-8")
+    rows = []
+    for i, sentence in enumerate(CORPUS):
+        context = f"{sentence} {CORPUS[(i + 3) % len(CORPUS)]}"  # two sentences, answered by the first's first word
+        answer = sentence.split()[0]
+        question = f"what is {CORPUS[(i + 5) % len(CORPUS)].split()[-2]} ?"
+        answers = {"text": [answer], "answer_start": [0]}
+        rows.append(json.dumps({"id": f"q{i}", "question": question, "context": context, "answers": answers}))
+    (root / "qa.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+# Shape -> (model class, config, flags naming the data beside --train_file/--validation_file, the data file).
+OWN_TASKS = {
+    "regression": (
+        hf_bertscratch.BertScratchForSequenceClassification,
+        {"num_labels": 1, "problem_type": "regression", "id2label": {0: "score"}},
+        ["--text_column", "sentence1", "--text_pair_column", "sentence2"],
+        "sts.tsv",
+    ),
+    "question-answering": (
+        hf_bertscratch.BertScratchForQuestionAnswering,
+        {},
+        ["--doc_stride", "8"],  # 32-token windows of a ~20-token context: some questions take two windows
+        "qa.jsonl",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(OWN_TASKS))
+def test_regression_and_question_answering_of_own_data(shape, capsys, own_data, tokenizer, tmp_path) -> None:
+    """No --output_dir: the exports go to a temporary folder and the printed table is the result."""
+    model_class, config, flags, data = OWN_TASKS[shape]
+    model = save_model(model_class, tokenizer, tmp_path / "model", **config)
+    files = ["--train_file", str(own_data / data), "--validation_file", str(own_data / data)]
+    evaluate(own_data, model, "--task_type", shape, *files, *flags)
+    printed = capsys.readouterr().out
+    main = {"regression": "spearmanr", "question-answering": "f1"}[shape]
+    rows = table_rows(printed)
+    assert list(rows) == BACKENDS
+    pytorch, fp32, int8 = rows.values()
+    assert list(pytorch)[:2] == ["backend", main]
+    assert fp32[main] == pytorch[main] and fp32[f"Δ {main}"] == "+0.0000"
+    assert float(int8[f"Δ {main}"]) == pytest.approx(float(int8[main]) - float(pytorch[main]), abs=2e-4)
+    assert fp32["top-1 agreement"] == int8["top-1 agreement"] == ""  # no top-1 to agree on
+    assert "evaluation.json" not in printed
+
+
+@pytest.fixture
+def no_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_evaluation, "export_backends", lambda *args: pytest.fail("exported"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--task", "conll2003"], r"token-classification needs one of the heads \*ForTokenClassification"),
+        (["--task", "sst2", "--split", "test"], r"The data has no test split \(it has \['eval'\]\)"),
+        (["--task", "sst2", "--max_seq_length", "65"], "exceeds the model's max_position_embeddings 64"),
+        (["--task", "sst2", "--batch_size", "0"], "--batch_size must be at least 1"),
+    ],
+)
+def test_bad_requests_fail_before_any_export(no_export, data_dir, classifier_dir, argv, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        evaluate(data_dir, classifier_dir, *argv)
+
+
+def test_a_model_of_other_labels_is_refused(no_export, data_dir, tokenizer, tmp_path) -> None:
+    labels = {"id2label": {0: "negative", 1: "neutral", 2: "positive"}}
+    model = save_model(hf_bertscratch.BertScratchForSequenceClassification, tokenizer, tmp_path, **labels)
+    with pytest.raises(
+        ValueError, match=r"has 3 outputs, but the classification task has 2 \['negative', 'positive'\]"
+    ):
+        evaluate(data_dir, model, "--task", "sst2")
+
+
+def test_output_dir_is_not_overwritten(no_export, data_dir, classifier_dir, tmp_path) -> None:
+    (tmp_path / "evaluation.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="pass --overwrite"):
+        evaluate(data_dir, classifier_dir, "--task", "sst2", "--output_dir", str(tmp_path))
+
+
+def test_cli_command(capsys, data_dir, classifier_dir) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["evaluate-onnx", "--help"])
+    assert exit_info.value.code == 0 and "--max_eval_samples" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate-onnx", "--model", str(classifier_dir), "--task", "sst2", "--split", "dev"])
+    assert "invalid choice: 'dev'" in capsys.readouterr().err
