@@ -73,6 +73,7 @@ from .run_folder import (
     grant_usual_permissions,
     resolve_checkpoint,
 )
+from .tasks import TASKS, task_texts
 from .tokenization import check_mask_token, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -169,8 +170,8 @@ class DataArguments:
     dataset_name: str | None = field(
         default=None,
         metadata={
-            "help": "Hub dataset id, e.g. wikitext. With neither this nor --train_file: WikiText-2 raw "
-            "(wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
+            "help": "Hub dataset id, e.g. wikitext. With none of this, --train_file and --task_text: WikiText-2 "
+            "raw (wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
         },
     )
     dataset_config_name: str | None = field(
@@ -186,6 +187,19 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."
+        },
+    )
+    task_text: str | None = field(
+        default=None,
+        metadata={
+            "help": "Task-adaptive pretraining: train on the unlabelled text of a fine-tuning task's train split, "
+            f"one of {', '.join(TASKS)}, loaded as fine-tuning loads it (--data_dir for local copies). "
+            "Classification/regression: each text, and a pair's second text as a text of its own; token "
+            "classification: the words joined with spaces; question answering: each distinct context and every "
+            "question. Labels are never read. The task's eval split (IMDB: its test split) gives the held-out "
+            "text of the MLM loss and perplexity only, and is never trained on. Continue a pretrained model "
+            "with --model_name_or_path (its tokenizer is kept). Not with --train_file, --validation_file, "
+            "--dataset_name, --dataset_config_name, --text_column or --streaming."
         },
     )
     text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
@@ -344,6 +358,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(
             f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
         )
+    check_task_text(data_args)
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
     for name in (
@@ -424,13 +439,62 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         training_args.ddp_find_unused_parameters = False
 
 
+def check_task_text(data_args: DataArguments) -> None:
+    """Refuse a `--task_text` that names no task of the table or comes with another source of text; then record the
+    task's dataset as the run's (`dataset_name`, `dataset_config_name`, which the model card names and cites)."""
+    name = data_args.task_text
+    if name is None:
+        return
+    if name not in TASKS:
+        raise ValueError(f"Unknown --task_text {name!r}; expected one of {list(TASKS)}.")
+    other_sources = ("train_file", "validation_file", "dataset_name", "dataset_config_name", "streaming")
+    given = [f"--{flag}" for flag in other_sources if getattr(data_args, flag)]
+    if data_args.text_column != "text":  # the task table names the text columns
+        given.append("--text_column")
+    if given:
+        raise ValueError(
+            f"--task_text {name} trains on the task's own train split (and evaluates on its eval split); it cannot "
+            f"be combined with {', '.join(given)}. Drop those, or drop --task_text."
+        )
+    data_args.dataset_name, data_args.dataset_config_name = TASKS[name].dataset_name, TASKS[name].dataset_config_name
+
+
 # ----------------------------------------------------------------------------------------------- data stages
+
+
+def load_task_text_splits(data_args: DataArguments) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """`--task_text`: the texts of the task's train split to train on, and of its eval split for the held-out MLM
+    loss, without labels (`tasks.task_texts`), as one-column datasets; the splits are loaded and checked as
+    fine-tuning loads them (`finetuning.load_task_datasets`)."""
+    from .finetuning import DataArguments as TaskDataArguments
+    from .finetuning import check_data_arguments, load_task_datasets
+
+    task_args = TaskDataArguments(task=data_args.task_text, data_dir=data_args.data_dir)
+    task = check_data_arguments(task_args)
+    raw = load_task_datasets(task_args, task)
+    train, validation = (
+        datasets.Dataset.from_dict({data_args.text_column: task_texts(task, raw[role])}) for role in ("train", "eval")
+    )
+    logger.info(
+        "Task text of %s: %d texts from its %r split to train on, %d from its %r split held out",
+        data_args.task_text,
+        len(train),
+        task.train_split,
+        len(validation),
+        task.eval_split,
+    )
+    if data_args.max_eval_samples is not None:
+        validation = validation.select(range(min(data_args.max_eval_samples, len(validation))))
+    return train, validation
 
 
 def load_text_splits(
     data_args: DataArguments, seed: int
 ) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
-    """The raw train and validation splits; validation is carved off the end of train when there is none."""
+    """The raw train and validation splits; validation is carved off the end of train when there is none. With
+    `--task_text`, a task's train and eval texts (`load_task_text_splits`)."""
+    if data_args.task_text:
+        return load_task_text_splits(data_args)
     raw = load_raw_datasets(
         data_args.dataset_name,
         data_args.dataset_config_name,

@@ -11,11 +11,13 @@ A task's *shape* says which head it trains and how its examples become features 
 | question-answering | `AutoModelForQuestionAnswering` | question, context, answers | exact match, F1 |
 
 `TASKS` names the tasks of GLUE, IMDB, CoNLL-2003 and SQuAD; a user's own data runs under a shape with
-`--task_type` and the column flags (`resolve_task` merges both).
+`--task_type` and the column flags (`resolve_task` merges both). `task_texts` reads a split's text without its labels,
+what task-adaptive pretraining (`pretraining --task_text`) trains on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 SHAPES = ("classification", "regression", "token-classification", "question-answering")
@@ -168,4 +170,66 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     )
 
 
-__all__ = ["CONLL2003_LABELS", "SHAPES", "SHAPE_COLUMNS", "TASKS", "TaskOverrides", "TaskSpec", "resolve_task"]
+# A split as task_texts reads it: column name -> the column's values (a `datasets.Dataset`, or a dict of lists).
+Split = Mapping[str, Iterable]
+
+
+def _sentence_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+    """Classification and regression: each example's text, then a pair's second text as a text of its own."""
+    names = [name for name in (columns["text"], columns.get("text_pair")) if name]
+    return [text for row in zip(*(split[name] for name in names)) for text in row if text and text.strip()]
+
+
+def _token_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+    """Token classification: each sentence's words joined with spaces."""
+    return [" ".join(tokens) for tokens in split[columns["tokens"]] if tokens]
+
+
+def _question_answering_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+    """Question answering: each context once (the data repeats it for every question on it), where it first occurs,
+    and every question after its context."""
+    seen: set[str] = set()
+    texts = []
+    for context, question in zip(split[columns["context"]], split[columns["question"]]):
+        if context and context not in seen:
+            seen.add(context)
+            texts.append(context)
+        if question and question.strip():
+            texts.append(question)
+    return texts
+
+
+# shape -> the unlabelled texts of one split of a task of that shape.
+SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[str]]] = {
+    "classification": _sentence_texts,
+    "regression": _sentence_texts,
+    "token-classification": _token_texts,
+    "question-answering": _question_answering_texts,
+}
+
+
+def task_texts(task: TaskSpec, split: Split) -> list[str]:
+    """The raw texts of one split of `task`, without labels: what masked-LM pretraining on a task's own text reads.
+
+    Classification and regression give each example's text and, for a sentence pair, its second text as the next
+    text; token classification each sentence's tokens joined with spaces; question answering each distinct context
+    once and every question. Label, tag, answer and id columns are never read; empty texts are left out.
+
+    Args:
+        task: the task, whose `shape` and `columns` say which columns hold text.
+        split: one split of the task's data (a `datasets.Dataset`, or a dict from column name to values).
+    """
+    return SHAPE_TEXTS[task.shape](task.columns, split)
+
+
+__all__ = [
+    "CONLL2003_LABELS",
+    "SHAPES",
+    "SHAPE_COLUMNS",
+    "SHAPE_TEXTS",
+    "TASKS",
+    "TaskOverrides",
+    "TaskSpec",
+    "resolve_task",
+    "task_texts",
+]

@@ -42,6 +42,7 @@ from ..pretraining import (
     SeededMaskingCollator,
     build_tokenizer,
     check_model_fits,
+    check_task_text,
     load_text_splits,
     masking_collators,
     new_model_config,
@@ -110,6 +111,7 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, args: Fl
             raise ValueError(f"{name} must be a positive integer, got {getattr(args, name)}.")
     if not 0 <= args.warmup_steps:
         raise ValueError(f"warmup_steps must be >= 0 (steps, or a fraction below 1), got {args.warmup_steps}.")
+    check_task_text(data_args)  # --task_text: the task's train text, recorded as the run's dataset
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
     check_max_samples(data_args)

@@ -1,0 +1,189 @@
+"""Tests for task-adaptive pretraining (`pretraining --task_text`): the unlabelled texts of each task shape
+(`tasks.task_texts`), a run that continues a saved MLM on a fake RTE's train text, and the arguments it refuses."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import datasets
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
+
+import hf_bertscratch
+from hf_bertscratch import pretraining
+from hf_bertscratch.tasks import SHAPE_TEXTS, SHAPES, TASKS, task_texts
+
+from conftest import CORPUS, PRETRAIN_FAST, tiny_config_kwargs
+
+FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
+
+# A fake GLUE RTE: train pairs from the shared corpus, dev pairs that share no sentence with them.
+RTE_TRAIN = [(CORPUS[i], CORPUS[i + 1], "entailment" if i % 4 else "not_entailment") for i in range(0, 12, 2)]
+RTE_DEV = [
+    ("the river is in the big country .", "the small cat sat on the red mat .", "not_entailment"),
+    ("the dog was good and the cat was bad .", "this story was wonderful , i love it !", "entailment"),
+    ("the actor ran to london from paris .", "the best film of the city was boring .", "entailment"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_every_shape_has_a_text_reader() -> None:
+    assert set(SHAPE_TEXTS) == set(SHAPES)
+
+
+@pytest.mark.parametrize(
+    ("task", "columns", "expected"),
+    [
+        (  # a pair gives both texts, the second as a text of its own; the labels never appear
+            "rte",
+            {
+                "sentence1": ["a cat sat .", "a dog ran ."],
+                "sentence2": ["it sat .", "it ran ."],
+                "label": ["entailment", "not_entailment"],
+            },
+            ["a cat sat .", "it sat .", "a dog ran .", "it ran ."],
+        ),
+        (  # a single text; an empty one is left out
+            "sst2",
+            {"sentence": ["a great film ", "", "a bad plot "], "label": [1, 0, 0], "idx": [0, 1, 2]},
+            ["a great film ", "a bad plot "],
+        ),
+        (  # regression: the pair, not the score
+            "stsb",
+            {"sentence1": ["a plane takes off ."], "sentence2": ["an air plane takes off ."], "label": [5.0]},
+            ["a plane takes off .", "an air plane takes off ."],
+        ),
+        (  # token classification: the words joined with spaces, no tags
+            "conll2003",
+            {
+                "tokens": [["EU", "rejects", "German", "call"], ["Peter", "Blackburn"]],
+                "ner_tags": [[3, 0, 7, 0], [1, 2]],
+            },
+            ["EU rejects German call", "Peter Blackburn"],
+        ),
+        (  # question answering: each context once, every question after it; no answers, no ids
+            "squad",
+            {
+                "id": ["q1", "q2", "q3"],
+                "context": ["Paris is in France.", "Paris is in France.", "Rome is in Italy."],
+                "question": ["Where is Paris?", "What is in France?", "Where is Rome?"],
+                "answers": [
+                    {"text": ["France"], "answer_start": [12]},
+                    {"text": ["Paris"], "answer_start": [0]},
+                    {"text": ["Italy"], "answer_start": [11]},
+                ],
+            },
+            ["Paris is in France.", "Where is Paris?", "What is in France?", "Rome is in Italy.", "Where is Rome?"],
+        ),
+    ],
+)
+def test_task_texts_read_the_text_columns_only(task: str, columns: dict[str, list], expected: list[str]) -> None:
+    split = datasets.Dataset.from_dict(columns)
+    texts = task_texts(TASKS[task], split)
+    assert texts == expected
+    assert task_texts(TASKS[task], columns) == expected  # a dict of columns reads the same
+    label_column = TASKS[task].columns.get("label")
+    if label_column and isinstance(columns[label_column][0], str):
+        assert not any(label in text for label in columns[label_column] for text in texts)
+
+
+def _write_rte(root: Path) -> Path:
+    folder = root / "glue" / "RTE"
+    folder.mkdir(parents=True)
+    for name, rows in (("train.tsv", RTE_TRAIN), ("dev.tsv", RTE_DEV)):
+        lines = ["index\tsentence1\tsentence2\tlabel", *("\t".join((str(i), *row)) for i, row in enumerate(rows))]
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def rte_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_rte(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
+    """A tiny saved masked-LM with its tokenizer: the model a task-adaptive run continues."""
+    path = tmp_path_factory.mktemp("base")
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    torch.manual_seed(0)
+    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _packed_blocks(tokenizer: BertTokenizer, texts: list[str], max_seq_length: int = 16) -> int:
+    """How many blocks `make_pack_function` cuts from `texts` (one map batch)."""
+    tokens = sum(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
+    return tokens // (max_seq_length - 2)
+
+
+def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
+    rte_dir: Path, base_dir: Path, tokenizer: BertTokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, list[str]] = {}
+    tokenize_splits = pretraining.tokenize_splits
+
+    def recording(splits: dict, *args: object, **kwargs: object) -> dict:
+        seen.update({name: list(split["text"]) for name, split in splits.items()})
+        return tokenize_splits(splits, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining, "tokenize_splits", recording)
+    out = tmp_path / "tapt"
+    argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
+    pretraining.main([*argv, "--output_dir", str(out), *FAST, "--max_train_minutes", "1", "--max_steps", "3"])
+
+    train_texts = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
+    dev_texts = [text for first, second, _ in RTE_DEV for text in (first, second)]
+    assert seen == {"train": train_texts, "validation": dev_texts}  # the dev text is held out, labels never read
+    saved = AutoTokenizer.from_pretrained(out)
+    assert saved.get_vocab() == AutoTokenizer.from_pretrained(base_dir).get_vocab()  # the base's, not a new one
+    results = json.loads((out / "all_results.json").read_text())
+    assert results["train_budget_minutes"] == 1 and results["train_tokens"] == 3 * 4 * 16
+    train_blocks, dev_blocks = _packed_blocks(tokenizer, train_texts), _packed_blocks(tokenizer, dev_texts)
+    card = (out / "README.md").read_text()
+    assert f"({train_blocks:,} training and {dev_blocks:,} validation examples)" in card
+    assert "Raw text from `glue / rte`" in card
+
+
+def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Path) -> None:
+    """Allowed (a new model and a tokenizer trained on the task text), though the recipe continues a model."""
+    argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--output_dir", str(tmp_path / "o"), *FAST]
+    model_args, data_args, training_args = pretraining.parse_args(argv)
+    pretraining.validate_args(model_args, data_args, training_args)
+    assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte")
+    train, validation = pretraining.load_text_splits(data_args, seed=0)
+    assert len(train) == 2 * len(RTE_TRAIN) and len(validation) == 2 * len(RTE_DEV)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--task_text", "rtee"], f"Unknown --task_text 'rtee'; expected one of {list(TASKS)}."),
+        (["--task_text", "rte", "--train_file", "notes.txt"], "cannot be combined with --train_file."),
+        (["--task_text", "sst2", "--dataset_name", "wikitext"], "cannot be combined with --dataset_name."),
+        (
+            ["--task_text", "rte", "--validation_file", "v.txt", "--text_column", "body"],
+            "cannot be combined with --validation_file, --text_column.",
+        ),
+        (["--task_text", "conll2003", "--streaming", "true"], "cannot be combined with --streaming."),
+    ],
+)
+def test_bad_task_text_arguments_fail_before_anything_is_loaded(
+    extra: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{extra} was accepted")
+
+    monkeypatch.setattr(pretraining, "build_trainer", no_training)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        pretraining.main([*extra, "--output_dir", str(out), *FAST, "--max_steps", "2"])
+    assert not out.exists()
