@@ -17,10 +17,14 @@ Two variants:
   (`quantize_int8`); the fp32 graph is not kept (export again without `--quantize` for it). It is checked against
   PyTorch with the int8 tolerance of `check_quantized_export`.
 
-What is exported is the dense eager computation, numerically transformers' BERT: the unpadded and tiled-decoding
-speed paths of the PyTorch model are off under tracing. At real (non-pad) positions the outputs equal the PyTorch
-model's; at pad positions they are what transformers' BERT computes there (the PyTorch model's unpadded path
-returns zeros there instead), so read pad positions from neither.
+The graph written (`optimize=True`, the default) is the one ONNX Runtime's CPU provider runs fastest
+(`BertScratchOnnxEncoder` says why; docs/onnx.md has the measurements): each layer's attention is ONNX Runtime's
+contrib operator `com.microsoft.Attention` on the fused QKV weight, the rest of the encoder runs on the rows of the
+real tokens only, and every Linear is a Gemm. It runs on ONNX Runtime only. At real (non-pad) positions the outputs
+equal the PyTorch model's; at pad positions the last hidden state is zero, as the PyTorch model's default (unpadded)
+path returns it, and a per-token head gives what it computes from zeros there: read pad positions from neither.
+`optimize=False` writes the plain graph of torch.onnx for other ONNX runtimes: the dense eager computation,
+transformers' BERT's numbers at pad positions too. The tiled decoding of the PyTorch model is off under tracing.
 
 `BertScratchOnnxRuntimeModel` wraps an exported folder's `InferenceSession` as a `PreTrainedModel` whose forward
 returns the same `ModelOutput` as the PyTorch head, so transformers pipelines run on it unchanged
@@ -35,8 +39,9 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +60,7 @@ from transformers.utils import ModelOutput
 
 from . import configuration_bertscratch
 from .configuration_bertscratch import BertScratchConfig
+from .modeling_bertscratch import BertScratchAttention, BertScratchEncoder, BertScratchModel
 from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
@@ -213,11 +219,20 @@ def example_batch(
 
 
 def export_graph(
-    model: PreTrainedModel, task: str, path: Path, opset: int | None = None, masked_positions: bool = False
+    model: PreTrainedModel,
+    task: str,
+    path: Path,
+    opset: int | None = None,
+    masked_positions: bool = False,
+    optimize: bool = True,
 ) -> tuple[str, ...]:
     """Trace `model` (eval mode, fp32) with dynamic batch and sequence axes and write the ONNX file `path`.
 
     masked_positions: trace the fill-mask head with the `masked_positions` input (module docstring).
+    optimize: write the graph ONNX Runtime runs fastest (`onnx_runtime_layout`): each layer's attention as one
+        `com.microsoft.Attention` node, every Linear as a Gemm on rows. It runs on ONNX Runtime only (the contrib
+        operator). False: the plain graph of torch.onnx, which any ONNX runtime runs; under ONNX Runtime's CPU
+        provider 1.2x (no padding) to 1.45x (30% padding) slower (docs/onnx.md).
 
     Returns the output names written.
     """
@@ -233,7 +248,8 @@ def export_graph(
     dynamic = {name: {0: batch, 1: sequence} for name in INPUT_NAMES}
     if masked_positions:
         dynamic[MASKED_POSITIONS] = {0: batch, 1: torch.export.Dim("masks")}
-    with torch.no_grad(), _quiet_exporter():
+    layout = onnx_runtime_layout(model) if optimize else nullcontext()
+    with torch.no_grad(), _quiet_exporter(), layout:
         program = torch.onnx.export(
             graph,
             tuple(example[name] for name in dynamic),
@@ -246,6 +262,159 @@ def export_graph(
         )
     program.save(str(path), external_data=False)
     return names
+
+
+class BertScratchOnnxEncoder(nn.Module):
+    """`BertScratchEncoder` as traced for ONNX Runtime (`export_graph(optimize=True)`): the layers run on the rows
+    of the real tokens only, and each layer's attention is one `com.microsoft.Attention` node.
+
+    Why each choice, measured under ONNX Runtime 1.32 on CPU (`scripts/compare_onnx_graphs.py`, docs/onnx.md):
+    - Attention: the projection, scores, softmax and context of all heads in one operator, in place of the
+      Reshape/Transpose/Slice chain that splits the fused QKV product and the decomposed scaled dot product.
+      ONNX Runtime's transformer optimizer cannot fuse it afterwards: its attention pattern wants three Q, K and V
+      MatMuls on the same input, and the fused projection is one MatMul. The fused QKV projection is the operator's
+      weight as it stands: Attention's (H, 3H) weight holds the query, key and value columns in that order, each
+      head's hs columns together, which is `qkv.weight.T` (the module views its 3H outputs as (3, nh, hs)), and its
+      (3H,) bias is `qkv.bias`. The key mask goes in raw, (B, T) int32 with 1 where attended, and a masked key gets
+      `mask_filter_value` = finfo(float32).min added to its score as PyTorch's additive mask does, so any mask (left
+      padding, a fully padded row) gives PyTorch's numbers. The operator's default scale 1/sqrt(hs) is `scaling`.
+    - Rows: every Linear becomes one Gemm with its bias, and the residual Add + LayerNorm is left alone. On
+      (B, T, H) tensors ONNX Runtime fuses Add + LayerNorm into SkipLayerNormalization, whose CPU kernel (a scalar
+      loop with a division per element) is 2-4x slower than the two operators it replaces; the fusion only
+      takes 3-D tensors.
+    - Real tokens only: as the PyTorch model's unpadded path, the N real rows are gathered once (NonZero of the
+      mask) and the output projection, LayerNorms and MLP run on (N, H); only Attention, which needs the (B, T, H)
+      grid, gets them scattered back, pad rows zero. The last hidden state is zero at pad positions, as the PyTorch
+      model's default path returns it.
+    """
+
+    def __init__(self, encoder: BertScratchEncoder) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        padding: object = None,
+        output_attentions: bool = False,
+    ) -> torch.Tensor:
+        """(B, T, H) and the additive (B, 1, 1, T) mask of `BertScratchModel` -> (B, T, H) last hidden state."""
+        if padding is not None or output_attentions:
+            raise ValueError("The ONNX encoder unpads the batch itself and returns no attention probabilities.")
+        batch_size, seq_len, hidden_size = hidden_states.shape
+        rows = hidden_states.reshape(batch_size * seq_len, hidden_size)  # (B*T, H)
+        keep = real = None
+        if attention_mask is not None:
+            attended = attention_mask[:, 0, 0, :] == 0  # (B, T)
+            keep = attended.to(torch.int32)
+            real = attended.reshape(-1).nonzero().squeeze(-1)  # (N,) grid rows of the real tokens
+            rows = rows.index_select(0, real)  # (N, H)
+        for layer in self.encoder.layers:
+            rows = layer.mlp(self._attention(layer.attention, rows, real, keep, hidden_states.shape))
+        return _to_grid(rows, real, hidden_states.shape)
+
+    @staticmethod
+    def _attention(
+        attention: BertScratchAttention,
+        rows: torch.Tensor,
+        real: torch.Tensor | None,
+        keep: torch.Tensor | None,
+        shape: torch.Size,
+    ) -> torch.Tensor:
+        """(N, H) -> (N, H): `BertScratchAttention` with its core as one ONNX Runtime Attention node on the grid."""
+        hidden = _to_grid(rows, real, shape)  # (B, T, H)
+        inputs = [hidden, attention.qkv.weight.t(), attention.qkv.bias]  # (B, T, H), (H, 3H), (3H,)
+        if keep is not None:
+            inputs.append(keep)
+        context = torch.onnx.ops.symbolic(
+            "com.microsoft::Attention",
+            inputs,
+            {"num_heads": attention.num_heads, "mask_filter_value": torch.finfo(torch.float32).min},
+            dtype=rows.dtype,
+            shape=shape,
+            version=1,
+        ).reshape(-1, shape[-1])  # (B*T, H)
+        if real is not None:
+            context = context.index_select(0, real)  # (N, H)
+        return attention.layer_norm(rows + attention.dropout(attention.dense(context)))
+
+
+def _to_grid(rows: torch.Tensor, real: torch.Tensor | None, shape: torch.Size) -> torch.Tensor:
+    """(N, H) rows of the real tokens -> the (B, T, H) grid, zeros at pad positions (`real` None: rows are the
+    whole grid already)."""
+    if real is None:
+        return rows.reshape(shape)
+    return rows.new_zeros(shape[0] * shape[1], shape[2]).index_copy(0, real, rows).reshape(shape)
+
+
+class _RowwiseLinear(nn.Linear):
+    """An `nn.Linear` outside the encoder (its very parameters) on (..., in) traced as one (rows, in) product: a Gemm
+    with its bias, and for the tied decoder the embedding matrix as it is, in place of a MatMul on a transposed copy
+    of the weight plus an Add over the whole output."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        nn.Module.__init__(self)
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight, self.bias = linear.weight, linear.bias
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        rows = super().forward(hidden_states.reshape(-1, self.in_features))  # (rows, out)
+        return rows.reshape(*hidden_states.shape[:-1], self.out_features)
+
+
+class _RowwiseLayerNorm(nn.LayerNorm):
+    """An `nn.LayerNorm` outside the encoder (its very parameters) traced on (rows, H): the embeddings' sum and
+    LayerNorm then stay two operators instead of becoming SkipLayerNormalization (`BertScratchOnnxEncoder`)."""
+
+    def __init__(self, norm: nn.LayerNorm) -> None:
+        nn.Module.__init__(self)
+        self.normalized_shape, self.eps = norm.normalized_shape, norm.eps
+        self.elementwise_affine, self.weight, self.bias = norm.elementwise_affine, norm.weight, norm.bias
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return super().forward(hidden_states.reshape(-1, hidden_states.shape[-1])).reshape(hidden_states.shape)
+
+
+# Module type -> its row-wise form, for the modules outside the encoder (`onnx_runtime_layout`).
+_ROWWISE: dict[type[nn.Module], type[nn.Module]] = {nn.Linear: _RowwiseLinear, nn.LayerNorm: _RowwiseLayerNorm}
+
+
+@contextmanager
+def onnx_runtime_layout(model: nn.Module) -> Iterator[None]:
+    """While open, `model` traces as `export_graph(optimize=True)` writes it: its encoder as
+    `BertScratchOnnxEncoder`, the Linear and LayerNorm layers outside it (embeddings, pooler, heads) on rows
+    (`_ROWWISE`). For tracing only (outside an ONNX export the Attention operator has no values); the modules are
+    put back on closing."""
+    encoders = [(owner, owner.encoder) for owner in model.modules() if isinstance(owner, BertScratchModel)]
+    inside = {id(module) for _, encoder in encoders for module in encoder.modules()}
+    swaps = [  # (owner, attribute, original module)
+        (owner, name, child)
+        for owner in model.modules()
+        if id(owner) not in inside
+        for name, child in owner.named_children()
+        if type(child) in _ROWWISE
+    ]
+    try:
+        for owner, encoder in encoders:
+            owner.encoder = BertScratchOnnxEncoder(encoder)
+        for owner, name, child in swaps:
+            setattr(owner, name, _ROWWISE[type(child)](child))
+        yield
+    finally:
+        for owner, encoder in encoders:
+            owner.encoder = encoder
+        for owner, name, child in swaps:
+            setattr(owner, name, child)
+
+
+def operator_counts(path: str | Path) -> dict[str, int]:
+    """How many nodes of each operator the ONNX file `path` holds, most frequent first (contrib operators of
+    ONNX Runtime, domain com.microsoft, prefixed `com.microsoft.`)."""
+    onnx = require("onnx")
+    graph = onnx.load(str(path), load_external_data=False).graph
+    names = (f"{node.domain}.{node.op_type}" if node.domain else node.op_type for node in graph.node)
+    return dict(Counter(names).most_common())
 
 
 @contextmanager
@@ -277,6 +446,7 @@ def export_onnx(
     check: bool = True,
     masked_positions: bool = False,
     quantize: str | None = None,
+    optimize: bool = True,
 ) -> Path:
     """Export the model folder (or Hub id) `model` to ONNX in `output_dir`, with its config and tokenizer.
 
@@ -291,6 +461,8 @@ def export_onnx(
         masked_positions: fill-mask only: the graph takes `masked_positions` and decodes there only.
         quantize: None for fp32, or one of `QUANTIZATIONS`: "dynamic" writes ONNX Runtime's dynamic int8 model
             (`quantize_int8`) as model.onnx, in place of the fp32 one.
+        optimize: write the graph ONNX Runtime runs fastest, with its contrib Attention operator (`export_graph`);
+            False: the plain graph of torch.onnx, for other ONNX runtimes.
 
     Returns:
         `output_dir`, written in one rename once complete.
@@ -314,7 +486,7 @@ def export_onnx(
     )
     loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
     with staged_folder(output_dir) as staging:
-        names = export_graph(torch_model, task, staging / ONNX_FILE, opset, masked_positions)
+        names = export_graph(torch_model, task, staging / ONNX_FILE, opset, masked_positions, optimize)
         torch_model.config.save_pretrained(staging)
         shutil.copy(configuration_bertscratch.__file__, staging / Path(configuration_bertscratch.__file__).name)
         loaded_tokenizer.save_pretrained(staging)
@@ -337,30 +509,65 @@ def export_onnx(
 def quantize_int8(path: Path) -> None:
     """Replace the fp32 ONNX file `path` by ONNX Runtime's dynamic int8 quantization of it.
 
-    Every MatMul/Gemm with a constant weight gets int8 (QInt8) weights, one scale per output channel, and quantizes
-    its input to uint8 at run time from that tensor's range (`quantize_dynamic`). Of the four settings of
-    `per_channel` and `reduce_range`, per_channel=True with the full 8-bit range was the most accurate on the check
-    batch (and on a trained masked LM's masked tokens); reduce_range (7-bit weights) only pays on CPUs without VNNI,
-    where the 8-bit product can saturate. ONNX Runtime's pre-processing (`quant_pre_process`: shape inference and
-    constant folding) runs first, which turns the tied decoder's transposed embedding matrix into a constant that
-    can be quantized: the vocabulary projection, most of a small BERT's compute, then runs in int8 too (the
-    embedding lookup keeps its own fp32 copy).
+    Every product with a constant weight gets int8 (QInt8) weights, one scale per output channel, and quantizes its
+    input to uint8 at run time from that tensor's range (`quantize_dynamic`): each MatMul (a Gemm is rewritten as
+    MatMul and Add first, `_gemms_as_matmuls`: the dynamic quantizer has no integer Gemm) and each Attention
+    (QAttention, whose QKV weights the quantizer always rounds to 7 bits). Of the four settings of `per_channel`
+    and `reduce_range`, per_channel=True with the full 8-bit range was the most accurate on the check batch (and on
+    a trained masked LM's masked tokens); reduce_range (7-bit weights) only pays on CPUs without VNNI, where the
+    8-bit product can saturate. ONNX Runtime's pre-processing (`quant_pre_process`: shape inference and constant
+    folding) runs first, which turns the tied decoder's transposed embedding matrix into a constant that can be
+    quantized: the vocabulary projection, most of a small BERT's compute, then runs in int8 too (the embedding
+    lookup keeps its own fp32 copy).
     """
+    onnx = require("onnx")
     quantization = require("onnxruntime.quantization")
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
-        prepared, quantized = Path(scratch) / "prepared.onnx", Path(scratch) / "quantized.onnx"
-        quant_pre_process(str(path), str(prepared))
+        matmuls, prepared = Path(scratch) / "matmuls.onnx", Path(scratch) / "prepared.onnx"
+        quantized = Path(scratch) / "quantized.onnx"
+        model = onnx.load(str(path))
+        _gemms_as_matmuls(model.graph)
+        onnx.save(model, str(matmuls))
+        quant_pre_process(str(matmuls), str(prepared))
         quantization.quantize_dynamic(
             prepared,
             quantized,
-            op_types_to_quantize=["MatMul", "Gemm"],
+            op_types_to_quantize=["MatMul", "Attention"],
             per_channel=True,
             reduce_range=False,
             weight_type=quantization.QuantType.QInt8,
         )
         os.replace(quantized, path)
+
+
+def _gemms_as_matmuls(graph: object) -> None:
+    """Rewrite every Gemm of the ONNX `graph` (changed in place) as MatMul, then Add of its bias if it has one; a
+    transposed weight (transB) gets a Transpose node, which `quant_pre_process` folds into a constant."""
+    helper = require("onnx").helper
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "Gemm" or node.domain not in ("", "ai.onnx"):
+            nodes.append(node)
+            continue
+        attributes = {each.name: helper.get_attribute_value(each) for each in node.attribute}
+        if attributes.get("alpha", 1.0) != 1.0 or attributes.get("beta", 1.0) != 1.0 or attributes.get("transA", 0):
+            raise ValueError(f"Gemm {node.name!r} has attributes {attributes}: only alpha = beta = 1, transA = 0.")
+        name = node.name or node.output[0]
+        weight = node.input[1]
+        if attributes.get("transB", 0):
+            nodes.append(
+                helper.make_node("Transpose", [weight], [f"{name}/weight_t"], f"{name}/transpose", perm=[1, 0])
+            )
+            weight = f"{name}/weight_t"
+        bias = node.input[2] if len(node.input) > 2 else ""
+        product = f"{name}/product" if bias else node.output[0]
+        nodes.append(helper.make_node("MatMul", [node.input[0], weight], [product], f"{name}/matmul"))
+        if bias:
+            nodes.append(helper.make_node("Add", [product, bias], [node.output[0]], f"{name}/bias"))
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 # -------------------------------------------------------------------------------------------- ONNX Runtime
@@ -552,6 +759,7 @@ __all__ = [
     "ATOL",
     "INT8_AGREEMENT",
     "INT8_RTOL",
+    "BertScratchOnnxEncoder",
     "BertScratchOnnxRuntimeModel",
     "INPUT_NAMES",
     "MASKED_POSITIONS",
@@ -566,7 +774,9 @@ __all__ = [
     "example_batch",
     "export_graph",
     "export_onnx",
+    "onnx_runtime_layout",
     "onnx_session",
+    "operator_counts",
     "quantize_int8",
     "run_session",
     "session_inputs",

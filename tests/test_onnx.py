@@ -1,7 +1,10 @@
 """Tests for hf_bertscratch.onnx_export and the onnxruntime backend: every exported head run by ONNX Runtime gives
-the PyTorch model's outputs (1e-4, fp32) on right-padded batches of two shapes other than the traced one, and the CLI
-gives the same answers on either backend. An int8 export (`--quantize dynamic`) stays within the int8 tolerance
-(`INT8_RTOL`, `INT8_AGREEMENT`); a fill-mask export with `--masked_positions` decodes the given positions only."""
+the PyTorch model's outputs (1e-4, fp32) at real positions of padded batches of two shapes other than the traced one,
+and the CLI gives the same answers on either backend. The graph holds the operators its speed rests on (one
+com.microsoft.Attention per layer, Gemm for every Linear, no SkipLayerNormalization once ONNX Runtime has optimized
+it); the plain graph (`optimize=False`) is torch.onnx's dense computation. An int8 export (`--quantize dynamic`)
+stays within the int8 tolerance (`INT8_RTOL`, `INT8_AGREEMENT`); a fill-mask export with `--masked_positions`
+decodes the given positions only."""
 
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ from hf_bertscratch.onnx_export import (
     MASKED_POSITIONS,
     ONNX_TASKS,
     example_batch,
+    export_graph,
     onnx_session,
+    operator_counts,
     run_session,
 )
 
@@ -83,15 +88,26 @@ def onnx_dirs(model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFact
     }
 
 
+def padded_batch(config: hf_bertscratch.BertScratchConfig, batch_size: int, seq_len: int) -> dict[str, torch.Tensor]:
+    """`example_batch` (right-padded, rows of different lengths) with its first row left-padded and its last row
+    fully padded."""
+    batch = example_batch(config, batch_size, seq_len, seed=seq_len)
+    batch["attention_mask"][0, :2] = 0
+    batch["attention_mask"][-1] = 0
+    return batch
+
+
 @pytest.mark.parametrize("task", list(HEADS))
 def test_export_matches_pytorch_on_padded_batches(task: str, model_dirs, onnx_dirs) -> None:
-    """Every output equals the dense PyTorch path everywhere, and the default (unpadded) path at real positions."""
+    """Every output equals the PyTorch model's default (unpadded) path and its dense path at real positions, and the
+    last hidden state is zero at pad positions as the default path returns it; per-sequence outputs equal the
+    default path on every row, a fully padded one included."""
     model = HEADS[task].from_pretrained(model_dirs[task]).eval()
     dense = HEADS[task].from_pretrained(model_dirs[task], unpad_inputs=False).eval()
     session = onnx_session(onnx_dirs[task])
     for batch_size, seq_len in SHAPES:
-        batch = example_batch(model.config, batch_size, seq_len, seed=seq_len)
-        assert not batch["attention_mask"].all() and batch["token_type_ids"].any()
+        batch = padded_batch(model.config, batch_size, seq_len)
+        assert batch["token_type_ids"].any()
         outputs = run_session(session, batch)
         with torch.no_grad():
             expected, expected_dense = model(**batch), dense(**batch)
@@ -99,11 +115,71 @@ def test_export_matches_pytorch_on_padded_batches(task: str, model_dirs, onnx_di
         real = batch["attention_mask"].bool().numpy()
         for name, actual in outputs.items():
             assert actual.shape == tuple(expected[name].shape), name
-            np.testing.assert_allclose(actual, expected_dense[name].numpy(), rtol=0, atol=ATOL, err_msg=name)
-            if name not in ONNX_TASKS[task].per_sequence:
-                np.testing.assert_allclose(actual[real], expected[name].numpy()[real], rtol=0, atol=ATOL, err_msg=name)
-            else:
+            if name in ONNX_TASKS[task].per_sequence:
                 np.testing.assert_allclose(actual, expected[name].numpy(), rtol=0, atol=ATOL, err_msg=name)
+                continue
+            np.testing.assert_allclose(actual[real], expected[name].numpy()[real], rtol=0, atol=ATOL, err_msg=name)
+            np.testing.assert_allclose(
+                actual[real], expected_dense[name].numpy()[real], rtol=0, atol=ATOL, err_msg=name
+            )
+            if name == "last_hidden_state":
+                assert not actual[~real].any()
+
+
+def test_export_keeps_attention_layout_with_biases(tmp_path: Path) -> None:
+    """The fused QKV weight and bias feed ONNX Runtime's Attention in its (q, k, v) x heads layout: with every bias
+    drawn (the saved test models have zero biases, which the exporter drops) the outputs still equal PyTorch's."""
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(99), initializer_range=0.5)
+    model = hf_bertscratch.BertScratchForMaskedLM(config).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("bias"):
+                parameter.normal_(std=0.5)
+    export_graph(model, "fill-mask", tmp_path / "model.onnx")
+    batch = padded_batch(config, 4, 19)
+    actual = run_session(onnx_session(tmp_path), batch)["logits"]
+    with torch.no_grad():
+        expected = model(**batch).logits.numpy()
+    real = batch["attention_mask"].bool().numpy()
+    np.testing.assert_allclose(actual[real], expected[real], rtol=0, atol=ATOL)
+
+
+def test_export_holds_onnx_runtimes_fused_operators(onnx_dirs, tmp_path: Path) -> None:
+    """Each layer's attention is one com.microsoft.Attention node, every Linear a Gemm (no MatMul, no Softmax left);
+    the encoder gathers the real tokens (NonZero). Once ONNX Runtime has optimized the graph for its CPU provider
+    there is still no SkipLayerNormalization, the fusion whose CPU kernel is slower than Add + LayerNormalization."""
+    import onnx
+    import onnxruntime
+
+    for task, folder in onnx_dirs.items():
+        operators = operator_counts(folder / "model.onnx")
+        assert operators["com.microsoft.Attention"] == 2, (task, operators)
+        assert operators["NonZero"] == 1, (task, operators)
+        assert operators["Gemm"] >= 2 * 3, (task, operators)  # the output projection and the MLP of every layer
+        assert not {"MatMul", "Softmax"} & set(operators), (task, operators)
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    onnxruntime.InferenceSession(
+        str(onnx_dirs["fill-mask"] / "model.onnx"), options, providers=["CPUExecutionProvider"]
+    )
+    optimized = {node.op_type for node in onnx.load(str(tmp_path / "optimized.onnx")).graph.node}
+    assert "Attention" in optimized and "Gemm" in optimized
+    assert "SkipLayerNormalization" not in optimized
+
+
+def test_plain_export_is_the_dense_computation(model_dirs, tmp_path: Path) -> None:
+    """`optimize=False`: standard ONNX operators only, and PyTorch's dense path at every position, pad ones too."""
+    model = HEADS["fill-mask"].from_pretrained(model_dirs["fill-mask"], unpad_inputs=False).eval()
+    export_graph(model, "fill-mask", tmp_path / "model.onnx", optimize=False)
+    operators = operator_counts(tmp_path / "model.onnx")
+    assert not [name for name in operators if name.startswith("com.microsoft.")], operators
+    batch = padded_batch(model.config, 4, 19)
+    actual = run_session(onnx_session(tmp_path), batch)["logits"]
+    with torch.no_grad():
+        expected = model(**batch).logits.numpy()
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=ATOL)
 
 
 def test_export_interface_and_folder_layout(onnx_dirs, tokenizer) -> None:
@@ -298,8 +374,8 @@ def int8_dirs(int8_model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPat
 
 @pytest.mark.parametrize("task", list(HEADS))
 def test_int8_export_within_int8_tolerance(task: str, int8_model_dirs, int8_dirs, onnx_dirs) -> None:
-    """One model.onnx with every weight product in int8 (the fp32 export's are float, the tied decoder's through a
-    Transpose); on batches of other shapes than the export's check, every output within INT8_RTOL of its range at
+    """One model.onnx with every weight product in int8 (the fp32 export's are float Gemms), attention included
+    (QAttention); on batches of other shapes than the export's check, every output within INT8_RTOL of its range at
     real positions and the predictions agreeing on INT8_AGREEMENT of them."""
     import onnx
 
@@ -307,6 +383,8 @@ def test_int8_export_within_int8_tolerance(task: str, int8_model_dirs, int8_dirs
     assert float_weight_products(onnx.load(str(onnx_dirs[task] / "model.onnx")).graph)
     graph = onnx.load(str(int8_dirs[task] / "model.onnx")).graph
     assert float_weight_products(graph) == [] and any(node.op_type == "MatMulInteger" for node in graph.node)
+    operators = operator_counts(int8_dirs[task] / "model.onnx")
+    assert operators["com.microsoft.QAttention"] == 2 and "com.microsoft.Attention" not in operators
     model = HEADS[task].from_pretrained(int8_model_dirs[task]).eval()
     session = onnx_session(int8_dirs[task])
     for batch_size, seq_len in SHAPES:
