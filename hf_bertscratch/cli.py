@@ -234,6 +234,13 @@ class ExportArguments(CommandArguments):
             "vocabulary there only (for --backend onnxruntime; Optimum's ORTModelForMaskedLM feeds three inputs)."
         },
     )
+    optimize: bool = field(
+        default=True,
+        metadata={
+            "help": "Write ONNX Runtime's fused Attention and run the encoder on real tokens only (the fastest graph "
+            "under ONNX Runtime; needs ONNX Runtime to run). --no_optimize writes plain ONNX operators only."
+        },
+    )
 
 
 @dataclass(kw_only=True)
@@ -365,6 +372,7 @@ def run_export(args: ExportArguments) -> None:
         check=args.check,
         masked_positions=args.masked_positions,
         quantize=args.quantize,
+        optimize=args.optimize,
     )
     checked = "checked against PyTorch with ONNX Runtime" if args.check else "not checked"
     kind = "int8 " if args.quantize else ""

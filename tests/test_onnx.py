@@ -509,3 +509,15 @@ def test_masked_positions_errors(model_dirs, cli_exports, masked_export, tmp_pat
     with pytest.raises(ValueError, match="quantize='static' is not supported: expected one of"):
         onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", quantize="static")
     assert not (tmp_path / "out").exists()
+
+
+def test_export_command_writes_the_fused_graph_unless_told_not_to(model_dirs, tmp_path: Path) -> None:
+    """`bertscratch export` writes ORT's Attention by default; --no_optimize writes plain ONNX operators, checked
+    against PyTorch all the same."""
+    source = model_dirs["text-classification"]
+    cli.main(["export", str(source), str(tmp_path / "fused")])
+    cli.main(["export", str(source), str(tmp_path / "plain"), "--no_optimize"])
+    fused, plain = (operator_counts(tmp_path / name / "model.onnx") for name in ("fused", "plain"))
+    layers = json.loads((source / "config.json").read_text())["num_hidden_layers"]
+    assert fused.get("com.microsoft.Attention") == layers
+    assert not any(name.startswith("com.microsoft.") for name in plain) and "Softmax" in plain
