@@ -57,6 +57,15 @@ def _logits(prediction: EvalPrediction | PredictionOutput) -> np.ndarray:
     return predictions[0] if isinstance(predictions, tuple) else predictions
 
 
+def class_config(names: list[str]) -> dict:
+    """The config fields of a head over `names` (classes or tags), in id order."""
+    return {
+        "num_labels": len(names),
+        "id2label": dict(enumerate(names)),
+        "label2id": {name: i for i, name in enumerate(names)},
+    }
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -174,11 +183,7 @@ class ClassificationShape:
 
     def config_updates(self) -> dict:
         """What the head's config must say: its classes."""
-        return {
-            "num_labels": len(self.names),
-            "id2label": dict(enumerate(self.names)),
-            "label2id": {name: i for i, name in enumerate(self.names)},
-        }
+        return class_config(self.names)
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Tokenised examples with labels and lengths (the same for training and evaluation)."""
@@ -281,11 +286,8 @@ class TokenClassificationShape:
         self.names = names
 
     def config_updates(self) -> dict:
-        return {
-            "num_labels": len(self.names),
-            "id2label": dict(enumerate(self.names)),
-            "label2id": {name: i for i, name in enumerate(self.names)},
-        }
+        """What the head's config must say: its tags."""
+        return class_config(self.names)
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         from .token_classification import make_tokenize_function as make_tagging_function

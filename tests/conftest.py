@@ -6,6 +6,7 @@ Nothing here reads ../shared/data: the core suite runs on data the tests make.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,16 @@ PRETRAIN_FAST = [
 ]
 
 
+# A pretraining run in one process: the fast settings, no reporting.
+PRETRAIN_ONE_PROCESS = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
+
+
+def pretrain_args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
+    """The argv of a fast one-process pretraining run on `text_file` with a saved tokenizer and config."""
+    files = ["--train_file", str(text_file), "--tokenizer_name", str(tokenizer_dir), "--config_name", str(config_dir)]
+    return [*files, "--output_dir", str(output_dir), *PRETRAIN_ONE_PROCESS, *extra]
+
+
 def cut_back_to_checkpoint(run_dir: Path, keep: str) -> None:
     """Leave `run_dir` as a run interrupted just after saving `keep` would: that checkpoint folder alone, none of
     the later checkpoints and none of the final files."""
@@ -83,6 +94,23 @@ def tiny_config_kwargs(vocab_size: int) -> dict:
         max_position_embeddings=64,
         type_vocab_size=2,
     )
+
+
+@pytest.fixture(scope="module")
+def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BertScratch config.json (vocabulary 100) for `--config_name`."""
+    path = tmp_path_factory.mktemp("config")
+    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One torch thread for a module's tests (timings and results independent of the machine's cores)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +50,7 @@ def run_cli_error(capsys: pytest.CaptureFixture, *argv: str) -> str:
 # --------------------------------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny models gain nothing from threads, and on a shared busy machine extra threads make them ~50x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

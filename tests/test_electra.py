@@ -32,33 +32,11 @@ from hf_bertscratch.cli import main as cli_main
 from hf_bertscratch.electra import ElectraPretrainingModel, generator_config, replace_masked_tokens
 from hf_bertscratch.run_folder import FINISHED_FILES
 
-from conftest import PRETRAIN_FAST, cut_back_to_checkpoint, tiny_config_kwargs
-
-FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
-
-
-@pytest.fixture(scope="module")
-def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("config")
-    BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
-    return path
+from conftest import cut_back_to_checkpoint, pretrain_args, tiny_config_kwargs
 
 
 def _args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
-    return [
-        "--objective",
-        "electra",
-        "--train_file",
-        str(text_file),
-        "--tokenizer_name",
-        str(tokenizer_dir),
-        "--config_name",
-        str(config_dir),
-        "--output_dir",
-        str(output_dir),
-        *FAST,
-        *extra,
-    ]
+    return ["--objective", "electra", *pretrain_args(text_file, tokenizer_dir, config_dir, output_dir, *extra)]
 
 
 def _batch(tokenizer: BertTokenizer) -> dict[str, torch.Tensor]:

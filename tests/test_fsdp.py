@@ -25,7 +25,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_bertscratch
 
-from conftest import CORPUS, PRETRAIN_FAST, tiny_config_kwargs
+from conftest import CORPUS, PRETRAIN_FAST
 
 REPO = Path(__file__).parents[1]
 FSDP_CONFIG = REPO / "scripts" / "configs" / "fsdp.yaml"
@@ -77,13 +77,6 @@ def save_outputs(trainer, metrics, *args):
 pretraining.save_outputs = save_outputs
 pretraining.main(sys.argv[2:])
 """
-
-
-@pytest.fixture(scope="module")
-def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("config")
-    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
-    return path
 
 
 def _run(command: list[str]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -50,12 +49,7 @@ HEADS = {
 SHAPES = [(3, 5), (4, 19)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def save_heads(tokenizer, tmp_path_factory: pytest.TempPathFactory, initializer_range: float) -> dict[str, Path]:

@@ -39,32 +39,7 @@ from hf_bertscratch.pretraining import (
 from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 
-from conftest import CORPUS, PRETRAIN_FAST, record_hub, tiny_config_kwargs
-
-# Every run here: the fast settings, one process, no reporting.
-FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
-
-
-@pytest.fixture(scope="module")
-def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("config")
-    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(path)
-    return path
-
-
-def _args(text_file: Path, tokenizer_dir: Path, config_dir: Path, output_dir: Path, *extra: str) -> list[str]:
-    return [
-        "--train_file",
-        str(text_file),
-        "--tokenizer_name",
-        str(tokenizer_dir),
-        "--config_name",
-        str(config_dir),
-        "--output_dir",
-        str(output_dir),
-        *FAST,
-        *extra,
-    ]
+from conftest import CORPUS, PRETRAIN_ONE_PROCESS, pretrain_args, record_hub
 
 
 def _typed(value: str) -> object:
@@ -93,7 +68,7 @@ def test_main_job_end_to_end(
 ) -> None:
     out = tmp_path / "run"
     config_file = tmp_path / "args.json"  # the JSON-file form of the same command
-    parser_args = _args(
+    parser_args = pretrain_args(
         text_file,
         tokenizer_dir,
         config_dir,
@@ -198,7 +173,7 @@ def test_resume_matches_uninterrupted_run(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     extra = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3")
-    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
 
     # Kill the second run during step 5: it leaves checkpoint-3 and nothing that looks finished.
     steps = {"n": 0}
@@ -213,12 +188,12 @@ def test_resume_matches_uninterrupted_run(
     monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
     cut = tmp_path / "cut"
     with pytest.raises(KeyboardInterrupt):
-        main(_args(text_file, tokenizer_dir, config_dir, cut, *extra))
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra))
     assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
 
-    main(_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "true"))
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "true"))
     full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
     assert full.keys() == resumed.keys()
     for name in full:
@@ -231,7 +206,7 @@ def test_streaming_trains_from_local_files(
 ) -> None:
     out = tmp_path / "stream"
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -255,7 +230,7 @@ def test_nsp_objective_trains_pretraining_heads(
 ) -> None:
     out = tmp_path / "nsp"
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -324,7 +299,7 @@ def test_whole_word_mask_through_main_masks_whole_words(
             "60",
             "--output_dir",
             str(out),
-            *FAST,
+            *PRETRAIN_ONE_PROCESS,
             "--max_steps",
             "3",
             "--whole_word_mask",
@@ -392,7 +367,7 @@ def test_bad_input_fails_before_training(
         _write(out / "model.safetensors", "keep me")
         error, match = ValueError, "overwrite_output_dir"
     with pytest.raises(error, match=match):
-        main(_args(train, tokenizer_dir, config_dir, out, "--max_steps", "2", *extra))
+        main(pretrain_args(train, tokenizer_dir, config_dir, out, "--max_steps", "2", *extra))
     if case == "finished_output":
         assert (out / "model.safetensors").read_text() == "keep me"  # nothing already written is lost
     else:
@@ -426,7 +401,19 @@ def test_unknown_size_and_probabilities_outside_the_unit_interval_fail_before_tr
     monkeypatch.setattr(pretraining, "build_trainer", no_training)
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=re.escape(message)):
-        main(["--train_file", str(text_file), "--output_dir", str(out), *FAST, "--max_steps", "2", flag, value])
+        main(
+            [
+                "--train_file",
+                str(text_file),
+                "--output_dir",
+                str(out),
+                *PRETRAIN_ONE_PROCESS,
+                "--max_steps",
+                "2",
+                flag,
+                value,
+            ]
+        )
     assert not out.exists()
 
 
@@ -458,7 +445,7 @@ def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: 
                 "-0.1",
                 "--output_dir",
                 str(tmp_path / "out"),
-                *FAST,
+                *PRETRAIN_ONE_PROCESS,
             ]
         )
 
@@ -540,7 +527,7 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
         str(config_dir),
         "--output_dir",
         str(out),
-        *FAST,
+        *PRETRAIN_ONE_PROCESS,
         "--num_train_epochs",
         "1",
     ]
@@ -595,7 +582,11 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
     assert pretraining.resolve_num_processes(parse_args(["--output_dir", "unused"])[2]) == 2
     out = tmp_path / "auto"
-    main(_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "auto", "--max_train_minutes", "0.05"))
+    main(
+        pretrain_args(
+            text_file, tokenizer_dir, config_dir, out, "--num_processes", "auto", "--max_train_minutes", "0.05"
+        )
+    )
     results = _results(out)
     assert results["world_size"] == 2 and results["train_effective_batch_size"] == 2 * 4
     assert results["train_budget_spent_minutes"] >= 0.05  # the budget stopped it (where: the real-clock test)
@@ -656,7 +647,7 @@ def test_time_budget_stops_at_the_budget_on_the_real_clock(
     monkeypatch.setattr(TrainingBudget, "on_step_end", recording_step_end)
     out = tmp_path / "budget"
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -697,7 +688,7 @@ def test_time_budget_lays_the_schedule_over_the_budget(
     monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
     out = tmp_path / schedule
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -735,7 +726,7 @@ def test_time_budget_resumes_with_the_time_already_spent(
     monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
     budget = ("--max_train_minutes", "0.5", "--save_strategy", "steps", "--save_steps", "10")
     full = tmp_path / "full"
-    main(_args(text_file, tokenizer_dir, config_dir, full, *budget))
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, full, *budget))
     assert json.loads((full / "trainer_state.json").read_text())["global_step"] == 30
 
     steps = {"n": 0}
@@ -750,11 +741,11 @@ def test_time_budget_resumes_with_the_time_already_spent(
     monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
     cut = tmp_path / "cut"
     with pytest.raises(KeyboardInterrupt):
-        main(_args(text_file, tokenizer_dir, config_dir, cut, *budget))
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *budget))
     monkeypatch.setattr(pretraining.Trainer, "training_step", real_step)
     saved = json.loads((cut / "checkpoint-10" / "trainer_state.json").read_text())
     assert saved["stateful_callbacks"]["TrainingBudget"]["attributes"]["spent_seconds"] == 10.0
-    main(_args(text_file, tokenizer_dir, config_dir, cut, *budget, "--resume_from_checkpoint", "true"))
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *budget, "--resume_from_checkpoint", "true"))
     assert json.loads((cut / "trainer_state.json").read_text())["global_step"] == 30
     assert _results(cut)["train_budget_spent_minutes"] == 0.5
 
@@ -762,7 +753,7 @@ def test_time_budget_resumes_with_the_time_already_spent(
 def test_bad_budget_arguments_fail_before_training(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
-    base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
+    base = pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
     with pytest.raises(ValueError, match="max_train_minutes must be positive, got -1.0"):
         main([*base, "--max_train_minutes", "-1"])
     with pytest.raises(ValueError, match="warmup_steps is a fraction of the budget in \\[0, 1\\), got 80"):
@@ -798,7 +789,7 @@ def test_push_to_hub_uploads_the_finished_folder_once(
     out = tmp_path / "run"
     push = ("--push_to_hub", "true", "--hub_model_id", "alice/run", "--hub_revision", "v1")
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -837,7 +828,7 @@ def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(
     calls = record_hub(monkeypatch)
     with pytest.raises(ValueError, match="repo_id"):
         main(
-            _args(
+            pretrain_args(
                 text_file,
                 tokenizer_dir,
                 config_dir,
@@ -858,7 +849,7 @@ def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(
     monkeypatch.setattr(pretraining.Trainer, "training_step", dying_step)
     with pytest.raises(RuntimeError, match="out of memory"):
         main(
-            _args(
+            pretrain_args(
                 text_file,
                 tokenizer_dir,
                 config_dir,
@@ -881,7 +872,7 @@ def test_outputs_get_the_usual_permissions(
     old = os.umask(0o022)
     try:
         out = tmp_path / "run"
-        main(_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "2"))
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "2"))
         from hf_bertscratch.convert import convert_checkpoint
         from hf_bertscratch.hub import prepare_upload_folder
 
@@ -905,7 +896,7 @@ def test_step_budget_runs_take_the_same_schedule_shape(
     a linear decay over the last 20% (transformers' WSD needs num_decay_steps; the package supplies it)."""
     out = tmp_path / "steps"
     main(
-        _args(
+        pretrain_args(
             text_file,
             tokenizer_dir,
             config_dir,
@@ -960,7 +951,7 @@ def test_short_block_start_trains_the_first_quarter_on_short_blocks(
         return real(self, model, inputs, *args, **kwargs)
 
     monkeypatch.setattr(pretraining.Trainer, "compute_loss", recording)
-    main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "short", "--max_steps", "8"))
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "short", "--max_steps", "8"))
     train = [shape for training, shape in shapes if training]
     assert [length for _, length in train] == [4] * 2 + [16] * 6  # steps 1-2 of 8 on 4-token blocks, then 16
     assert train[:2] == [(16, 4)] * 2  # 4 blocks of 16 a step, each cut in four
@@ -969,7 +960,9 @@ def test_short_block_start_trains_the_first_quarter_on_short_blocks(
 
     shapes.clear()
     main(
-        _args(text_file, tokenizer_dir, config_dir, tmp_path / "long", "--max_steps", "8", "--short_seq_fraction", "0")
+        pretrain_args(
+            text_file, tokenizer_dir, config_dir, tmp_path / "long", "--max_steps", "8", "--short_seq_fraction", "0"
+        )
     )
     assert [shape[1] for training, shape in shapes if training] == [16] * 8
 
@@ -977,7 +970,7 @@ def test_short_block_start_trains_the_first_quarter_on_short_blocks(
 def test_bad_short_block_arguments_fail_before_training(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
-    base = _args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
+    base = pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "x")
     with pytest.raises(ValueError, match="short_seq_length must divide max_seq_length=16, got 5"):
         main([*base, "--short_seq_length", "5"])
     with pytest.raises(ValueError, match="short_seq_fraction must be in \\[0, 1\\), got 1.0"):
@@ -997,7 +990,7 @@ def test_max_train_samples_draws_whole_packed_blocks_at_random(
     draw of whole blocks of the full packing, the same for the same seed."""
 
     def train_blocks(*extra: str) -> list[list[int]]:
-        args = parse_args(_args(text_file, tokenizer_dir, config_dir, tmp_path / "unused", *extra))
+        args = parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "unused", *extra))
         pretraining.validate_args(*args)
         return pretraining.build_trainer(*args).train_dataset["input_ids"]
 
@@ -1009,5 +1002,5 @@ def test_max_train_samples_draws_whole_packed_blocks_at_random(
     assert drawn != train_blocks("--max_train_samples", "3", "--seed", "1")
     with pytest.raises(ValueError, match="--max_train_samples must be a positive number of examples.*got 0"):
         pretraining.validate_args(
-            *parse_args(_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
+            *parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
         )

@@ -16,9 +16,7 @@ import hf_bertscratch
 from hf_bertscratch import pretraining
 from hf_bertscratch.tasks import SHAPE_TEXTS, SHAPES, TASKS, task_texts
 
-from conftest import CORPUS, PRETRAIN_FAST, tiny_config_kwargs
-
-FAST = [*PRETRAIN_FAST, "--report_to", "none", "--num_processes", "1"]
+from conftest import CORPUS, PRETRAIN_ONE_PROCESS, tiny_config_kwargs
 
 # A fake GLUE RTE: train pairs from the shared corpus, dev pairs that share no sentence with them.
 RTE_TRAIN = [(CORPUS[i], CORPUS[i + 1], "entailment" if i % 4 else "not_entailment") for i in range(0, 12, 2)]
@@ -138,7 +136,9 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     monkeypatch.setattr(pretraining, "tokenize_splits", recording)
     out = tmp_path / "tapt"
     argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
-    pretraining.main([*argv, "--output_dir", str(out), *FAST, "--max_train_minutes", "1", "--max_steps", "3"])
+    pretraining.main(
+        [*argv, "--output_dir", str(out), *PRETRAIN_ONE_PROCESS, "--max_train_minutes", "1", "--max_steps", "3"]
+    )
 
     train_texts = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
     dev_texts = [text for first, second, _ in RTE_DEV for text in (first, second)]
@@ -155,7 +155,15 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
 
 def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Path) -> None:
     """Allowed (a new model and a tokenizer trained on the task text), though the recipe continues a model."""
-    argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--output_dir", str(tmp_path / "o"), *FAST]
+    argv = [
+        "--task_text",
+        "rte",
+        "--data_dir",
+        str(rte_dir),
+        "--output_dir",
+        str(tmp_path / "o"),
+        *PRETRAIN_ONE_PROCESS,
+    ]
     model_args, data_args, training_args = pretraining.parse_args(argv)
     pretraining.validate_args(model_args, data_args, training_args)
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte")
@@ -185,5 +193,5 @@ def test_bad_task_text_arguments_fail_before_anything_is_loaded(
     monkeypatch.setattr(pretraining, "build_trainer", no_training)
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=re.escape(message)):
-        pretraining.main([*extra, "--output_dir", str(out), *FAST, "--max_steps", "2"])
+        pretraining.main([*extra, "--output_dir", str(out), *PRETRAIN_ONE_PROCESS, "--max_steps", "2"])
     assert not out.exists()
