@@ -100,7 +100,7 @@ def test_feature_extraction(tmp_path: Path, tokenizer: BertTokenizer) -> None:
 
 
 def test_pipeline_with_tokenizer_from_vocab_file(tmp_path: Path, vocab_file: Path) -> None:
-    """The issue's example: a folder without tokenizer files, and a tokenizer built from a vocab.txt."""
+    """A folder without tokenizer files, and a tokenizer built from a vocab.txt."""
     tokenizer = BertTokenizer(vocab=str(vocab_file))
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
     hf_bertscratch.BertScratchForMaskedLM(config).save_pretrained(tmp_path / "out")
