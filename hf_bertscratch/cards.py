@@ -23,6 +23,7 @@ from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from .data import DATASET_CITATIONS
+from .electra import GENERATOR_FOLDER
 from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -39,9 +40,15 @@ class CardKind:
 
     Attributes:
         architecture: the suffix of the `architectures` entry a folder of this kind holds (e.g. ForTokenClassification).
-        description: what the model is, in a few words ("text classifier").
+        description: pretrained kinds: the objective in a few words ("masked language modeling"); fine-tuned kinds:
+            what the model is ("BERT text classifier").
         objective: the training objective, for the training-procedure table.
         usage: the last lines of the card's "How to use" snippet, after `model` and `tokenizer` are loaded.
+        own_results: when the run also measured another model (ELECTRA's generator), the prefix (after `eval_` or
+            `test_`) of the results that measure this one; only those enter the model-index. Empty: all results.
+        results_note: what the results measure, where a key alone does not say.
+        generator_folder: the subfolder holding the generator trained alongside the model, if any.
+        citations: BibTeX of the method, after BERT's.
     """
 
     template: str
@@ -53,6 +60,25 @@ class CardKind:
     description: str = ""
     objective: str = ""
     usage: str = ""
+    own_results: str = ""
+    results_note: str = ""
+    generator_folder: str | None = None
+    citations: tuple[str, ...] = ()
+
+
+BERT_CITATION = """@inproceedings{devlin2019bert,
+  title     = {{BERT}: Pre-training of Deep Bidirectional Transformers for Language Understanding},
+  author    = {Devlin, Jacob and Chang, Ming-Wei and Lee, Kenton and Toutanova, Kristina},
+  booktitle = {Proceedings of the 2019 Conference of the North {A}merican Chapter of the Association for Computational Linguistics},
+  year      = {2019},
+  pages     = {4171--4186}
+}"""
+ELECTRA_CITATION = """@inproceedings{clark2020electra,
+  title     = {{ELECTRA}: Pre-training Text Encoders as Discriminators Rather Than Generators},
+  author    = {Clark, Kevin and Luong, Minh-Thang and Le, Quoc V. and Manning, Christopher D.},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2020}
+}"""
 
 
 def _finetuned(pipeline_tag: str, task_name: str, head: str, description: str, objective: str, usage: str) -> CardKind:
@@ -93,6 +119,12 @@ CARD_KINDS: dict[str, CardKind] = {
         "positions and this encoder learns, for every token, whether it was replaced",
         usage='encoder = pipeline("feature-extraction", model=model, tokenizer=tokenizer)\n'
         'print(len(encoder("paris is the capital of france.")[0]))  # one vector per token; fine-tune for a task',
+        own_results="discriminator_",
+        results_note="`eval_accuracy` and `eval_perplexity` measure the generator on the masked tokens and "
+        "`eval_loss` is the pair's combined loss (generator loss + `discriminator_weight` x discriminator loss); "
+        "the `discriminator` results measure this model, and only they enter the metadata.",
+        generator_folder=GENERATOR_FOLDER,
+        citations=(ELECTRA_CITATION,),
     ),
     "classifier": _finetuned(
         "text-classification",
@@ -126,16 +158,18 @@ CARD_KINDS: dict[str, CardKind] = {
 KIND_OF_TASK: dict[str, str] = {kind.pipeline_tag: name for name, kind in CARD_KINDS.items()}
 _COMMON_TAGS = ("bert", "bertscratch", "custom_code")
 
+# How a card says where training started, by template: (from random weights, from `base`, not recorded).
+_ORIGINS: dict[str, tuple[str, str, str]] = {
+    "pretrained.md": (
+        "pretrained from scratch with {description}",
+        "pretrained with {description}, continued from {base}",
+        "pretrained with {description}",
+    ),
+    "classifier.md": ("trained from random weights, without pretraining", "fine-tuned from {base}", ""),
+}
+
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
 _NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos", "_samples")
-
-BERT_CITATION = """@inproceedings{devlin2019bert,
-  title     = {{BERT}: Pre-training of Deep Bidirectional Transformers for Language Understanding},
-  author    = {Devlin, Jacob and Chang, Ming-Wei and Lee, Kenton and Toutanova, Kristina},
-  booktitle = {Proceedings of the 2019 Conference of the North {A}merican Chapter of the Association for Computational Linguistics},
-  year      = {2019},
-  pages     = {4171--4186}
-}"""
 
 
 @strict
@@ -145,7 +179,12 @@ class CardInfo:
 
     Attributes:
         model_name / repo_id: how the card names the model (repo_id's last part when no name is given).
-        base_model: Hub id or path the model was fine-tuned from.
+        base_model: Hub id or path of the weights training started from (fine-tuning, or continued pretraining).
+        base_model_known: False when the starting weights were not recorded (a folder read back without its card):
+            the card then neither names a base model nor says "from scratch". True with no base_model: random
+            initial weights.
+        task_text: the fine-tuning tasks (a name or a list of names) whose unlabelled train text the model was
+            pretrained on (task-adaptive pretraining, `pretrain --task_text`).
         datasets: Hub dataset ids (their titles and citations come from `data.KNOWN_DATASETS`); dataset_config,
             eval_split and dataset_description say which part and how it was shaped.
         model_size, num_parameters, hyperparameters, hardware, wall_time_seconds, train_tokens: how it was trained.
@@ -157,6 +196,8 @@ class CardInfo:
     model_name: str | None = None
     repo_id: str | None = None
     base_model: str | None = None
+    base_model_known: bool = True
+    task_text: str | list[str] | tuple[str, ...] | None = None
     datasets: list[str] | tuple[str, ...] | None = None
     dataset_config: str | None = None
     eval_split: str | None = None
@@ -255,7 +296,8 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     architectures = config.get("architectures") or []
     heads = {name: kind.architecture for name, kind in CARD_KINDS.items() if kind.architecture}
     kind = next((name for name, head in heads.items() if any(a.endswith(head) for a in architectures)), "pretrained")
-    info: dict[str, Any] = {"model_name": model_dir.resolve().name}
+    # A folder does not record the weights its training started from (config.json drops `_name_or_path`).
+    info: dict[str, Any] = {"model_name": model_dir.resolve().name, "base_model_known": False}
     num_parameters = _count_safetensors_parameters(model_dir)
     if num_parameters:
         info["num_parameters"] = num_parameters
@@ -290,11 +332,27 @@ def _metric_type(key: str) -> str:
     return re.sub(r"^(eval|test|validation)_", "", key)
 
 
+def _indexed_metrics(card_kind: CardKind, info: CardInfo) -> dict[str, tuple[str, str | None, float]]:
+    """Result key -> (metric type, dataset split, value) of the results that measure this model, for the model-index.
+
+    `test_` results were measured on the test split, the others on `info.eval_split`. With `own_results`, only the
+    keys of this model enter, and their type loses that prefix (`eval_discriminator_accuracy` -> `accuracy`).
+    """
+    indexed = {}
+    for key, value in _quality_metrics(info.results or {}).items():
+        metric = _metric_type(key)
+        if card_kind.own_results:
+            if not metric.startswith(card_kind.own_results):
+                continue
+            metric = metric.removeprefix(card_kind.own_results)
+        indexed[key] = (metric, "test" if key.startswith("test_") else info.eval_split, value)
+    return indexed
+
+
 def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
     """The YAML metadata block: what the Hub indexes and shows in the model-index widget."""
     datasets = list(info.datasets or [])
-    metrics = _quality_metrics(info.results or {})
-    model_name = info.model_name or (info.repo_id or REPO_PLACEHOLDER).split("/")[-1]
+    metrics = _indexed_metrics(card_kind, info)
     pipeline_tag = info.task or card_kind.pipeline_tag
     eval_dataset = datasets[0] if datasets else "custom"
     eval_results = [
@@ -304,12 +362,12 @@ def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
             dataset_type=eval_dataset,
             dataset_name=DATASET_CITATIONS.get(eval_dataset, (eval_dataset, ""))[0],
             dataset_config=info.dataset_config,
-            dataset_split=info.eval_split,
-            metric_type=_metric_type(key),
+            dataset_split=split,
+            metric_type=metric,
             metric_name=key,
             metric_value=value,
         )
-        for key, value in metrics.items()
+        for key, (metric, split, value) in metrics.items()
     ]
     return ModelCardData(
         language=info.language,
@@ -318,10 +376,10 @@ def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
         pipeline_tag=pipeline_tag,
         tags=list(_COMMON_TAGS + card_kind.tags),
         datasets=datasets or None,
-        metrics=sorted({_metric_type(key) for key in metrics}) or None,
+        metrics=sorted({metric for metric, _, _ in metrics.values()}) or None,
         base_model=_hub_model_id(info.base_model),
         # model_name only names the model-index entry; without results it would be a stray metadata key.
-        model_name=model_name if eval_results else None,
+        model_name=_model_name(info) if eval_results else None,
         eval_results=eval_results or None,
     )
 
@@ -330,30 +388,69 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
     """Everything the Jinja template shows besides the metadata, pre-formatted as strings."""
     datasets = list(info.datasets or [])
     hyperparameters = info.hyperparameters or {}
+    results = _quality_metrics(info.results or {})
     return {
-        "model_name": info.model_name or (info.repo_id or REPO_PLACEHOLDER).split("/")[-1],
+        "model_name": _model_name(info),
         "repo_id": info.repo_id or REPO_PLACEHOLDER,
         "revision": DEFAULT_REVISION,
         "auto_class": card_kind.auto_class,
-        "pipeline_tag": info.task or card_kind.pipeline_tag,
         "description": card_kind.description,
-        "objective": card_kind.objective,
+        "origin": _origin(card_kind, info),
         "usage": card_kind.usage,
-        "base_model": info.base_model,
-        "base_model_on_hub": _hub_model_id(info.base_model) is not None,
+        "generator_folder": card_kind.generator_folder,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
         "dataset_description": info.dataset_description or "",
-        "model_size": info.model_size or "custom",
-        "num_parameters": _format_count(info.num_parameters),
-        "train_tokens": _format_count(info.train_tokens),
-        "hardware": info.hardware or "not recorded",
-        "wall_time": _format_duration(info.wall_time_seconds),
+        "procedure": _procedure(card_kind, info),
         "hyperparameters": [(key, _format_value(value)) for key, value in hyperparameters.items()],
-        "results": [(key, _format_value(value)) for key, value in _quality_metrics(info.results or {}).items()],
+        "max_seq_length": hyperparameters.get("max_seq_length"),
+        "results": [(key, _format_value(value)) for key, value in results.items()],
+        "results_note": card_kind.results_note if results else "",
         "labels": [str(label) for label in info.labels or []],
-        "citations": [BERT_CITATION] + _dataset_citations(datasets),
+        "citations": [BERT_CITATION, *card_kind.citations, *_dataset_citations(datasets)],
         "project_url": PROJECT_URL,
     }
+
+
+def _model_name(info: CardInfo) -> str:
+    return info.model_name or (info.repo_id or REPO_PLACEHOLDER).split("/")[-1]
+
+
+def _base_model_link(name: str) -> str:
+    """A Hub id as a link to its page; a local path as code."""
+    return f"[`{name}`](https://huggingface.co/{name})" if _hub_model_id(name) else f"`{name}`"
+
+
+def _origin(card_kind: CardKind, info: CardInfo) -> str:
+    """How the model was trained and where from, as the card's first sentence goes on after "A <model>"."""
+    from_scratch, from_base, unknown = _ORIGINS[card_kind.template]
+    if info.base_model:
+        origin = from_base.format(description=card_kind.description, base=_base_model_link(info.base_model))
+    else:
+        origin = (from_scratch if info.base_model_known else unknown).format(description=card_kind.description)
+    tasks = [info.task_text] if isinstance(info.task_text, str) else list(info.task_text or [])
+    if tasks:
+        names = " and ".join(", ".join(f"`{task}`" for task in tasks).rsplit(", ", 1))
+        where = f"the {names} task's train split" if len(tasks) == 1 else f"the train splits of the {names} tasks"
+        origin += f" on the unlabelled text of {where} (task-adaptive pretraining)"
+    return origin
+
+
+def _procedure(card_kind: CardKind, info: CardInfo) -> list[tuple[str, str]]:
+    """The training-procedure table: (name, value) rows, leaving out what the run did not record."""
+    if info.base_model:
+        start = _base_model_link(info.base_model)
+    else:
+        start = "random weights" if info.base_model_known else None
+    rows = {
+        "Objective": card_kind.objective,
+        "Starting point": start,
+        "Size preset": f"`{info.model_size}`" if info.model_size else None,
+        "Parameters": _format_count(info.num_parameters),
+        "Training tokens": _format_count(info.train_tokens),
+        "Hardware": info.hardware,
+        "Wall time": _format_duration(info.wall_time_seconds),
+    }
+    return [(name, value) for name, value in rows.items() if value]
 
 
 def _hub_model_id(name: str | None) -> str | None:
@@ -376,19 +473,19 @@ def _dataset_citations(datasets: list[str]) -> list[str]:
     return citations
 
 
-def _format_count(value: int | None) -> str:
-    """4385920 -> '4.39M' (and the exact number), for parameter and token counts."""
+def _format_count(value: int | float | None) -> str | None:
+    """4385920 -> '4.39M' (and the exact number), for parameter and token counts; None when not recorded."""
     if value is None:
-        return "not recorded"
+        return None
     for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
         if value >= scale:
-            return f"{value / scale:.2f}{suffix} ({value:,})"
-    return f"{value:,}"
+            return f"{value / scale:.2f}{suffix} ({value:,.0f})"
+    return f"{value:,.0f}"
 
 
-def _format_duration(seconds: float | None) -> str:
+def _format_duration(seconds: float | None) -> str | None:
     if seconds is None:
-        return "not recorded"
+        return None
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"

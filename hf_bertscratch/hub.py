@@ -5,6 +5,8 @@
 Stages: (1) validate the model folder, the repo id and the token, before anything is written or uploaded;
 (2) assemble the upload folder: weights (safetensors), `config.json` with a complete `auto_map`, the configuration and
 modeling code for `trust_remote_code=True`, the tokenizer, metrics, plots and the model card (pointed at the repo);
+a model subfolder (the `generator/` of an ELECTRA run) goes up beside them with its own weights, config, code and
+tokenizer, so it loads with `from_pretrained(repo_id, subfolder=...)`;
 (3) hand that folder to `huggingface_hub` (`HfApi.create_repo`, `create_branch`, `upload_folder`). With `--dry_run DIR`
 stage 3 is replaced by writing the folder to DIR and listing it: nothing touches the network.
 """
@@ -29,13 +31,14 @@ from . import configuration_bertscratch, modeling_bertscratch
 from .arguments import parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
+from .electra import GENERATOR_FOLDER
 from .modeling_bertscratch import _auto_map
 from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
 
-# What goes up, by file-name pattern (top level of the model folder only): checkpoints, optimizer states, TensorBoard
-# logs, pickled training arguments and pytorch_model.bin stay home.
+# What goes up, by file-name pattern (top level of the model folder and of its `MODEL_SUBFOLDERS` only): checkpoints,
+# optimizer states, TensorBoard logs, pickled training arguments and pytorch_model.bin stay home.
 UPLOAD_PATTERNS: dict[str, str] = {
     "config.json": "configuration with the auto_map for remote code",
     "*.safetensors": "weights",
@@ -51,6 +54,11 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "*.png": "training curves and confusion matrix",
     "README.md": "model card",
 }
+# Subfolders holding a model of their own, uploaded beside the main one when present.
+MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fill-mask model"}
+# What an upload replaces, deleted in its commit unless uploaded again: weight shards of an earlier upload (top level
+# or subfolder) and a model subfolder, so a repository never keeps the generator of an earlier run.
+STALE_PATTERNS = ("*.safetensors", "*model.safetensors.index.json", *(f"{name}/*" for name in MODEL_SUBFOLDERS))
 # The code `trust_remote_code` imports; taken from this package when a folder lacks it.
 CODE_MODULES = (configuration_bertscratch, modeling_bertscratch)
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
@@ -121,12 +129,13 @@ def resolve_token(token: str | None = None) -> str:
 
 
 def check_model_folder(model_dir: str | Path) -> Path:
-    """Check that `model_dir` is a saved BertScratch model with safetensors weights and a tokenizer.
+    """Check that `model_dir`, and each of its `MODEL_SUBFOLDERS` present, is a saved BertScratch model with
+    safetensors weights and a tokenizer.
 
     Raises:
         FileNotFoundError: the folder does not exist.
-        ValueError: naming what is missing or wrong (no config.json, another model_type, no safetensors weights,
-            no tokenizer files).
+        ValueError: naming the folder and what is missing or wrong (no config.json, another model_type, no
+            safetensors weights, no tokenizer files).
     """
     path = Path(model_dir)
     if not path.is_dir():
@@ -155,7 +164,14 @@ def check_model_folder(model_dir: str | Path) -> Path:
             f"{str(path)!r} lacks tokenizer files: {', '.join(missing)}. Save the tokenizer next to the "
             f"model with tokenizer.save_pretrained({str(path)!r})."
         )
+    for subfolder in model_subfolders(path):
+        check_model_folder(path / subfolder)
     return path
+
+
+def model_subfolders(model_dir: str | Path) -> list[str]:
+    """The `MODEL_SUBFOLDERS` that `model_dir` holds, in table order."""
+    return [name for name in MODEL_SUBFOLDERS if (Path(model_dir) / name).is_dir()]
 
 
 def prepare_upload_folder(
@@ -163,9 +179,10 @@ def prepare_upload_folder(
 ) -> Path:
     """Write into `output_dir` exactly the files a Hub repository of this model needs, and return `output_dir`.
 
-    Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir`; completes `auto_map` in config.json
-    and adds the package's configuration/modeling code when missing (so `trust_remote_code=True` can load every
-    head); keeps the model card, pointing its loading example at `repo_id`/`revision`, or writes one from the
+    Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir` and of each of its `MODEL_SUBFOLDERS`
+    (into a subfolder of the same name); completes `auto_map` in each config.json and adds the package's
+    configuration/modeling code where missing (so `trust_remote_code=True` can load every head, subfolders
+    included); keeps the model card, pointing its loading example at `repo_id`/`revision`, or writes one from the
     folder's config and metrics. `output_dir` must be new or empty; it is assembled beside itself and renamed, so
     it never looks finished after a failure.
     """
@@ -201,8 +218,9 @@ def push_to_hub(
     """Upload a saved BertScratch model folder to the Hub repository `repo_id` (created if needed).
 
     Everything is validated first (folder, repo id, token), so a bad input uploads nothing. The upload is the
-    folder `prepare_upload_folder` builds, handed to `HfApi.upload_folder` in one commit; stale weight shards of an
-    earlier upload are deleted in the same commit.
+    folder `prepare_upload_folder` builds (subfolders such as an ELECTRA run's `generator/` included), handed to
+    `HfApi.upload_folder` in one commit; stale weight shards and subfolders of an earlier upload are deleted in the
+    same commit.
 
     Args:
         model_dir: Saved model folder (weights, config, tokenizer; metrics, plots and card when present).
@@ -235,7 +253,7 @@ def push_to_hub(
             repo_type="model",
             revision=revision,
             commit_message=commit_message or DEFAULT_COMMIT_MESSAGE,
-            delete_patterns=["*.safetensors", "model.safetensors.index.json"],
+            delete_patterns=list(STALE_PATTERNS),
         )
     logger.info("Uploaded %s to %s (%s)", model_dir, repo_url, commit.commit_url)
     return commit
@@ -283,15 +301,10 @@ def push_training_output(training_args: TrainingArguments, output_dir: str | Pat
 
 def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | None) -> None:
     """Fill the empty folder `target` from the validated model folder `source` (stage 2)."""
-    for path in sorted(source.iterdir()):
-        if path.is_file() and any(fnmatch.fnmatch(path.name, pattern) for pattern in UPLOAD_PATTERNS):
-            shutil.copy2(path, target / path.name)
-    _complete_auto_map(target / "config.json")
-    for module in CODE_MODULES:
-        code_file = Path(module.__file__)
-        if not (target / code_file.name).exists():
-            logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
-            shutil.copy2(code_file, target / code_file.name)
+    _copy_model(source, target)
+    for subfolder in model_subfolders(source):
+        (target / subfolder).mkdir()
+        _copy_model(source / subfolder, target / subfolder)
     card = target / "README.md"
     if card.exists():
         if repo_id:
@@ -302,6 +315,19 @@ def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | N
         if repo_id:
             info.repo_id, info.model_name = repo_id, repo_id.split("/")[-1]
         write_model_card(target, kind, info)
+
+
+def _copy_model(source: Path, target: Path) -> None:
+    """Copy the `UPLOAD_PATTERNS` files of one model folder and make it loadable with remote code on its own."""
+    for path in sorted(source.iterdir()):
+        if path.is_file() and any(fnmatch.fnmatch(path.name, pattern) for pattern in UPLOAD_PATTERNS):
+            shutil.copy2(path, target / path.name)
+    _complete_auto_map(target / "config.json")
+    for module in CODE_MODULES:
+        code_file = Path(module.__file__)
+        if not (target / code_file.name).exists():
+            logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
+            shutil.copy2(code_file, target / code_file.name)
 
 
 def _complete_auto_map(config_file: Path) -> None:
@@ -352,12 +378,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 __all__ = [
+    "MODEL_SUBFOLDERS",
     "PushToHubArguments",
     "check_model_folder",
     "check_repo_id",
     "check_training_push",
     "list_folder",
     "main",
+    "model_subfolders",
     "prepare_upload_folder",
     "push_to_hub",
     "push_training_output",

@@ -74,7 +74,10 @@ def test_pretrained_card_text_is_filled_from_the_run(tmp_path: Path) -> None:
         "| `learning_rate` | 0.0005 |",
         "| `perplexity` | 25.8 |",
         "WikiText-2 raw, train split.",
-        "## Intended use and limitations",
+        "## Limitations",
+        "pretrained from scratch with masked language modeling",
+        "| Starting point | random weights |",
+        "it was trained on\n  sequences of up to 128 tokens",
         "@inproceedings{devlin2019bert",
         "@inproceedings{merity2017pointer",
     ):
@@ -161,6 +164,10 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     assert kind == "classifier"
     assert info.labels == ["neg", "pos"]
     assert info.results == {"eval_accuracy": 0.75}
+    # The folder does not say where training started: its card claims neither a base model nor random weights.
+    assert info.base_model is None and info.base_model_known is False
+    text = cards.build_model_card(kind, info).text
+    assert "random weights" not in text and "fine-tuned from" not in text and "Starting point" not in text
     # Tied weights are stored once; the header count equals the model's own unique-parameter count.
     assert info.num_parameters == model.num_parameters()
 
@@ -174,3 +181,67 @@ def test_local_base_model_stays_out_of_hub_metadata(tmp_path: Path) -> None:
     assert card.data.base_model is None
     assert f"fine-tuned from `{local}`" in card.text
     assert [result.metric_name for result in card.data.eval_results] == ["eval_accuracy"]  # a count is no metric
+
+
+def test_continued_pretraining_card_names_the_base_model_and_the_task_text(tmp_path: Path) -> None:
+    info = {
+        **PRETRAINED_INFO,
+        "base_model": "someone/bertscratch-mini-wikitext",
+        "task_text": ["rte"],
+        "model_size": None,
+        "datasets": ["glue"],
+        "dataset_config": "rte",
+    }
+    card = ModelCard.load(cards.write_model_card(tmp_path, "pretrained", info))
+    assert card.data.base_model == "someone/bertscratch-mini-wikitext"
+    assert (
+        "A BERT encoder pretrained with masked language modeling, continued from "
+        "[`someone/bertscratch-mini-wikitext`](https://huggingface.co/someone/bertscratch-mini-wikitext) on the "
+        "unlabelled text of the `rte` task's train split (task-adaptive pretraining)"
+    ) in card.text
+    assert "| Starting point | [`someone/bertscratch-mini-wikitext`]" in card.text
+    assert "from scratch" not in card.text and "random weights" not in card.text
+    assert "Size preset" not in card.text  # the base model's size, not a preset this run chose
+    # A local base folder is named in the text only: the Hub would reject it as base_model.
+    local = tmp_path / "base"
+    local.mkdir()
+    card = ModelCard.load(cards.write_model_card(tmp_path / "local", "pretrained", {**info, "base_model": str(local)}))
+    assert card.data.base_model is None
+    assert f"continued from `{local}` on the unlabelled text of the `rte` task's train split" in card.text
+    several = {**info, "task_text": ["rte", "cola", "sst2"]}
+    card = ModelCard.load(cards.write_model_card(tmp_path / "several", "pretrained", several))
+    assert "on the unlabelled text of the train splits of the `rte`, `cola` and `sst2` tasks" in card.text
+
+
+def test_discriminator_card_indexes_its_own_results_and_loads_the_generator(tmp_path: Path) -> None:
+    results = {"eval_loss": 9.5, "eval_accuracy": 0.2, "eval_perplexity": 80.0, "eval_discriminator_accuracy": 0.85}
+    path = cards.write_model_card(tmp_path, "discriminator", {**PRETRAINED_INFO, "results": results})
+    card = ModelCard.load(path)
+    # The generator's accuracy and perplexity, and the pair's loss, do not describe the discriminator.
+    indexed = {(result.metric_type, result.metric_name): result.metric_value for result in card.data.eval_results}
+    assert indexed == {("accuracy", "eval_discriminator_accuracy"): 0.85}
+    assert card.data.metrics == ["accuracy"]
+    assert "| `eval_perplexity` | 80 |" in card.text and "`eval_perplexity` measure the generator" in card.text
+    assert 'AutoModelForMaskedLM.from_pretrained(\n    repo_id, subfolder="generator"' in card.text
+    assert "pretrained from scratch with replaced-token detection" in card.text
+    assert "@inproceedings{clark2020electra" in card.text
+    cards.set_card_repo(path, "alice/electra")
+    assert 'repo_id = "alice/electra"' in path.read_text(encoding="utf-8")
+
+
+def test_test_split_results_are_indexed_under_the_test_split(tmp_path: Path) -> None:
+    info = {**CLASSIFIER_INFO, "eval_split": "validation", "results": {"eval_accuracy": 0.87, "test_accuracy": 0.85}}
+    card = ModelCard.load(cards.write_model_card(tmp_path, "classifier", info))
+    splits = {result.metric_name: result.dataset_split for result in card.data.eval_results}
+    assert splits == {"eval_accuracy": "validation", "test_accuracy": "test"}
+
+
+def test_what_a_run_did_not_record_is_left_out(tmp_path: Path) -> None:
+    text = cards.write_model_card(tmp_path, "classifier", {"base_model": "someone/base"}).read_text(encoding="utf-8")
+    assert "A BERT text classifier fine-tuned from [`someone/base`](https://huggingface.co/someone/base)," in text
+    for absent in ("Size preset", "Parameters", "Training tokens", "Hardware", "Wall time", "`custom`"):
+        assert absent not in text, absent
+    assert "Training data: not recorded." in text
+    scratch = cards.write_model_card(tmp_path / "scratch", "classifier", {}).read_text(encoding="utf-8")
+    assert "A BERT text classifier trained from random weights, without pretraining," in scratch
+    assert "| Starting point | random weights |" in scratch

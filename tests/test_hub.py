@@ -1,4 +1,5 @@
-"""Sharing on the Hub: the dry-run folder loads with transformers alone, and push_to_hub uploads exactly that folder.
+"""Sharing on the Hub: the dry-run folder loads with transformers alone, and push_to_hub uploads exactly that folder,
+an ELECTRA run's generator/ subfolder included.
 
 The Hub is unreachable here, so uploads are checked at huggingface_hub's boundary (`HfApi.create_repo`,
 `create_branch`, `upload_folder` patched); everything up to that call runs for real.
@@ -6,8 +7,10 @@ The Hub is unreachable here, so uploads are checked at huggingface_hub's boundar
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,8 +23,9 @@ from transformers import TrainingArguments, pipeline
 
 import hf_bertscratch
 from hf_bertscratch import cards, hub, modeling_bertscratch
+from hf_bertscratch.electra import GENERATOR_FOLDER, ElectraPretrainingModel
 
-from conftest import tiny_config_kwargs
+from conftest import record_hub, tiny_config_kwargs
 
 FILL_MASK_TEXT = "paris is the [MASK] of france ."
 CLASSIFY_TEXT = "the movie was great and the acting was wonderful ."
@@ -32,6 +36,11 @@ def _save_run(folder: Path, model: torch.nn.Module, tokenizer, kind: str) -> Pat
     """A run's output folder: what pretraining/fine-tuning leave, including files that must NOT be uploaded."""
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    return _add_run_files(folder, kind)
+
+
+def _add_run_files(folder: Path, kind: str) -> Path:
+    """Metrics, a plot, the card, and what stays home (training_args.bin, trainer_state.json, a checkpoint)."""
     (folder / "all_results.json").write_text(json.dumps({"eval_loss": 1.5, "eval_accuracy": 0.5}), encoding="utf-8")
     (folder / "loss_curve.png").write_bytes(b"\x89PNG fake plot")
     (folder / "training_args.bin").write_bytes(b"pickle")
@@ -58,6 +67,17 @@ def cls_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = _save_run(tmp_path_factory.mktemp("cls-run"), model, tokenizer, "classifier")
     (folder / "confusion_matrix.png").write_bytes(b"\x89PNG fake matrix")
     return folder
+
+
+@pytest.fixture(scope="module")
+def electra_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An `--objective electra` run: the discriminator at the top, the generator (a fill-mask model) in generator/."""
+    torch.manual_seed(2)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    pair = ElectraPretrainingModel(hf_bertscratch.BertScratchForReplacedTokenDetection(config), 0.5)
+    folder = tmp_path_factory.mktemp("electra-run")
+    pair.save_pretrained(folder, tokenizer)
+    return _add_run_files(folder, "discriminator")
 
 
 @pytest.fixture
@@ -143,34 +163,60 @@ _DOWNLOADER = textwrap.dedent(
         pass
 
     import torch
-    from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, pipeline
+    import transformers
 
-    mlm_dir, cls_dir, fill_text, cls_text = sys.argv[1:5]
     out = {}
-    for key, auto, folder, task, text in (
-        ("mlm", AutoModelForMaskedLM, mlm_dir, "fill-mask", fill_text),
-        ("cls", AutoModelForSequenceClassification, cls_dir, "text-classification", cls_text),
-    ):
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
-        model = auto.from_pretrained(folder, trust_remote_code=True)
+    for case in json.loads(sys.argv[1]):
+        auto = getattr(transformers, case["auto"])
+        folder, subfolder, task, text = case["folder"], case["subfolder"], case["task"], case["text"]
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, subfolder=subfolder, trust_remote_code=True)
+        model = auto.from_pretrained(folder, subfolder=subfolder, trust_remote_code=True)
         with torch.no_grad():
             logits = model(**tokenizer(text, return_tensors="pt")).logits
-        pipe = pipeline(task, model=folder, trust_remote_code=True)
+        if subfolder:
+            pipe = transformers.pipeline(task, model=model, tokenizer=tokenizer)
+        else:  # the pipeline loads the folder itself, as `pipeline(task, model=repo_id)` would
+            pipe = transformers.pipeline(task, model=folder, trust_remote_code=True)
         predictions = pipe(text, top_k=5) if task == "fill-mask" else pipe(text, top_k=None)
-        out[key] = {"class": type(model).__module__ + "." + type(model).__name__,
-                    "logits": logits.tolist(), "pipeline": predictions}
+        out[case["key"]] = {"class": type(model).__module__ + "." + type(model).__name__,
+                            "logits": logits.tolist(), "pipeline": predictions}
     out["hf_bertscratch_loaded"] = [name for name in sys.modules if name.startswith("hf_bertscratch")]
     print(json.dumps(out))
     """
 )
+_AUTO_CLASS = {"fill-mask": "AutoModelForMaskedLM", "text-classification": "AutoModelForSequenceClassification"}
+
+
+def _load_without_the_package(cases: list[dict], tmp_path: Path) -> dict:
+    """Run `_DOWNLOADER` on `cases` (key, folder, subfolder, task, text) in a fresh, offline interpreter that cannot
+    import hf_bertscratch; return its outputs by key."""
+    cases = [{**case, "auto": _AUTO_CLASS[case["task"]], "folder": str(case["folder"])} for case in cases]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run(
+        [sys.executable, "-c", _DOWNLOADER, json.dumps(cases)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Do you wish to run the custom code" not in result.stdout  # every load that needs remote code says so
+    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    assert remote.pop("hf_bertscratch_loaded") == []
+    for key, outputs in remote.items():
+        # Loaded from the downloaded code (transformers_modules), not from this package.
+        assert outputs["class"].startswith("transformers_modules."), (key, outputs["class"])
+    return remote
 
 
 def _reference_outputs(model_dir: Path, task: str, text: str, tokenizer) -> dict:
     """Outputs of the original model, loaded through this package."""
-    auto = {"fill-mask": "AutoModelForMaskedLM", "text-classification": "AutoModelForSequenceClassification"}[task]
     import transformers
 
-    model = getattr(transformers, auto).from_pretrained(model_dir).eval()
+    model = getattr(transformers, _AUTO_CLASS[task]).from_pretrained(model_dir).eval()
     with torch.no_grad():
         logits = model(**tokenizer(text, return_tensors="pt")).logits
     pipe = pipeline(task, model=model, tokenizer=tokenizer)
@@ -182,38 +228,85 @@ def _by_key(predictions: list[dict], key: str) -> dict[str, float]:
     return {prediction[key]: prediction["score"] for prediction in predictions}
 
 
+def _assert_same_outputs(remote: dict, reference: dict, label_key: str) -> None:
+    """The logits and the pipeline's scores of a downloaded model equal those of the local one."""
+    torch.testing.assert_close(torch.tensor(remote["logits"]), reference["logits"], atol=1e-5, rtol=1e-5)
+    expected, got = _by_key(reference["pipeline"], label_key), _by_key(remote["pipeline"], label_key)
+    assert got.keys() == expected.keys()
+    for name, score in expected.items():
+        assert got[name] == pytest.approx(score, abs=1e-6)
+
+
 def test_dry_run_folders_load_with_transformers_alone(mlm_dir: Path, cls_dir: Path, tokenizer, tmp_path: Path) -> None:
     mlm_up = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", dry_run=tmp_path / "mlm")
     cls_up = hub.push_to_hub(cls_dir, "alice/tiny-cls", dry_run=tmp_path / "cls")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
-    result = subprocess.run(
-        [sys.executable, "-c", _DOWNLOADER, str(mlm_up), str(cls_up), FILL_MASK_TEXT, CLASSIFY_TEXT],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Do you wish to run the custom code" not in result.stdout  # every load that needs remote code says so
-    remote = json.loads(result.stdout.strip().splitlines()[-1])
-    assert remote["hf_bertscratch_loaded"] == []
-
+    cases = [
+        {"key": "mlm", "folder": mlm_up, "subfolder": "", "task": "fill-mask", "text": FILL_MASK_TEXT},
+        {"key": "cls", "folder": cls_up, "subfolder": "", "task": "text-classification", "text": CLASSIFY_TEXT},
+    ]
+    remote = _load_without_the_package(cases, tmp_path)
     for key, folder, task, text, label_key in (
         ("mlm", mlm_dir, "fill-mask", FILL_MASK_TEXT, "token_str"),
         ("cls", cls_dir, "text-classification", CLASSIFY_TEXT, "label"),
     ):
-        # Loaded from the downloaded code (transformers_modules), not from this package.
-        assert remote[key]["class"].startswith("transformers_modules."), remote[key]["class"]
-        reference = _reference_outputs(folder, task, text, tokenizer)
-        torch.testing.assert_close(torch.tensor(remote[key]["logits"]), reference["logits"], atol=1e-5, rtol=1e-5)
-        expected, got = _by_key(reference["pipeline"], label_key), _by_key(remote[key]["pipeline"], label_key)
-        assert got.keys() == expected.keys()
-        for name, score in expected.items():
-            assert got[name] == pytest.approx(score, abs=1e-6)
+        _assert_same_outputs(remote[key], _reference_outputs(folder, task, text, tokenizer), label_key)
     assert set(_by_key(remote["cls"]["pipeline"], "label")) == set(LABELS.values())
+
+
+def test_electra_upload_carries_a_loadable_generator(
+    electra_dir: Path, tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = record_hub(monkeypatch)
+    hub.push_to_hub(electra_dir, "alice/tiny-electra")
+    ((_, upload),) = [call for call in calls if call[0] == "upload_folder"]
+    files: dict[str, bytes] = upload["files"]
+    generator = {name.removeprefix(f"{GENERATOR_FOLDER}/") for name in files if name.startswith(f"{GENERATOR_FOLDER}/")}
+    assert generator == {
+        "config.json",
+        "configuration_bertscratch.py",
+        "model.safetensors",
+        "modeling_bertscratch.py",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    }
+    assert files["generator/model.safetensors"] == (electra_dir / GENERATOR_FOLDER / "model.safetensors").read_bytes()
+    assert files["model.safetensors"] == (electra_dir / "model.safetensors").read_bytes()  # the discriminator
+    assert json.loads(files["generator/config.json"])["auto_map"] == modeling_bertscratch._auto_map()
+    # An upload replaces the whole generator/ (and the weights), so no file of an earlier run's stays beside them.
+    for stale in ("generator/model.safetensors", "generator/old-shard.safetensors", "generator/vocab.txt"):
+        assert any(fnmatch.fnmatch(stale, pattern) for pattern in upload["delete_patterns"]), stale
+    assert not any(fnmatch.fnmatch("tokenizer.json", pattern) for pattern in upload["delete_patterns"])
+    card = files["README.md"].decode()
+    assert 'repo_id = "alice/tiny-electra"' in card and 'subfolder="generator"' in card
+
+    # What went up, as a clone of the repository would hold it, loads with transformers alone.
+    repo = tmp_path / "repo"
+    for name, data in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(data)
+    # transformers reads remote code from the repository's root even with `subfolder=`; the generator's own copy is
+    # what loads its folder once downloaded on its own, so both ways are checked.
+    cases = [
+        {"key": "subfolder", "folder": repo, "subfolder": GENERATOR_FOLDER},
+        {"key": "folder", "folder": repo / GENERATOR_FOLDER, "subfolder": ""},
+    ]
+    remote = _load_without_the_package([{**c, "task": "fill-mask", "text": FILL_MASK_TEXT} for c in cases], tmp_path)
+    reference = _reference_outputs(electra_dir / GENERATOR_FOLDER, "fill-mask", FILL_MASK_TEXT, tokenizer)
+    for key in ("subfolder", "folder"):
+        assert remote[key]["class"].endswith(".BertScratchForMaskedLM")
+        _assert_same_outputs(remote[key], reference, "token_str")
+
+
+def test_broken_generator_fails_before_any_upload(
+    electra_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_x")
+    folder = tmp_path / "run"
+    shutil.copytree(electra_dir, folder)
+    (folder / GENERATOR_FOLDER / "model.safetensors").unlink()
+    with pytest.raises(ValueError, match=f"{GENERATOR_FOLDER}' has no safetensors weights"):
+        hub.push_to_hub(folder, "alice/tiny")
+    assert no_network == []
 
 
 @pytest.mark.parametrize("revision", [None, "experiment-1"])
