@@ -189,17 +189,17 @@ class DataArguments:
             "help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."
         },
     )
-    task_text: str | None = field(
+    task_text: list[str] | None = field(
         default=None,
         metadata={
-            "help": "Task-adaptive pretraining: train on the unlabelled text of a fine-tuning task's train split, "
-            f"one of {', '.join(TASKS)}, loaded as fine-tuning loads it (--data_dir for local copies). "
-            "Classification/regression: each text, and a pair's second text as a text of its own; token "
-            "classification: the words joined with spaces; question answering: each distinct context and every "
-            "question. Labels are never read. The task's eval split (IMDB: its test split) gives the held-out "
-            "text of the MLM loss and perplexity only, and is never trained on. Continue a pretrained model "
-            "with --model_name_or_path (its tokenizer is kept). Not with --train_file, --validation_file, "
-            "--dataset_name, --dataset_config_name, --text_column or --streaming."
+            "help": "Task-adaptive pretraining: train on the unlabelled text of fine-tuning tasks' train splits, "
+            f"one or more of {', '.join(TASKS)} (several: their texts together), loaded as fine-tuning loads them "
+            "(--data_dir for local copies). Classification/regression: each text, and a pair's second text as a "
+            "text of its own; token classification: the words joined with spaces; question answering: each "
+            "distinct context and every question. Labels are never read. The tasks' eval splits (IMDB: its test "
+            "split) give the held-out text of the MLM loss and perplexity only, and are never trained on. Continue "
+            "a pretrained model with --model_name_or_path (its tokenizer is kept). Not with --train_file, "
+            "--validation_file, --dataset_name, --dataset_config_name, --text_column or --streaming."
         },
     )
     text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
@@ -440,49 +440,64 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
 
 
 def check_task_text(data_args: DataArguments) -> None:
-    """Refuse a `--task_text` that names no task of the table or comes with another source of text; then record the
-    task's dataset as the run's (`dataset_name`, `dataset_config_name`, which the model card names and cites)."""
-    name = data_args.task_text
-    if name is None:
+    """Refuse a `--task_text` that names no task of the table, names one twice or comes with another source of text;
+    then record the tasks' dataset as the run's (`dataset_name`, `dataset_config_name`, which the model card names
+    and cites; several tasks of one dataset, as GLUE's, give their configs joined with commas)."""
+    names = data_args.task_text
+    if not names:
         return
-    if name not in TASKS:
-        raise ValueError(f"Unknown --task_text {name!r}; expected one of {list(TASKS)}.")
+    unknown = [name for name in names if name not in TASKS]
+    if unknown:
+        raise ValueError(f"Unknown --task_text {', '.join(map(repr, unknown))}; expected some of {list(TASKS)}.")
+    if len(set(names)) < len(names):
+        raise ValueError(f"--task_text names a task twice: {' '.join(names)}; give each task once.")
     other_sources = ("train_file", "validation_file", "dataset_name", "dataset_config_name", "streaming")
     given = [f"--{flag}" for flag in other_sources if getattr(data_args, flag)]
     if data_args.text_column != "text":  # the task table names the text columns
         given.append("--text_column")
     if given:
         raise ValueError(
-            f"--task_text {name} trains on the task's own train split (and evaluates on its eval split); it cannot "
-            f"be combined with {', '.join(given)}. Drop those, or drop --task_text."
+            f"--task_text {' '.join(names)} trains on the tasks' own train splits (and evaluates on their eval "
+            f"splits); it cannot be combined with {', '.join(given)}. Drop those, or drop --task_text."
         )
-    data_args.dataset_name, data_args.dataset_config_name = TASKS[name].dataset_name, TASKS[name].dataset_config_name
+    datasets_ = task_text_datasets(data_args)
+    configs = [TASKS[name].dataset_config_name for name in names if TASKS[name].dataset_config_name]
+    data_args.dataset_name = datasets_[0] if len(datasets_) == 1 else ", ".join(datasets_)
+    data_args.dataset_config_name = ", ".join(configs) or None
+
+
+def task_text_datasets(data_args: DataArguments) -> list[str]:
+    """The Hub dataset ids of the `--task_text` tasks, each once, in order (the model card's `datasets`)."""
+    return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
 
 
 # ----------------------------------------------------------------------------------------------- data stages
 
 
 def load_task_text_splits(data_args: DataArguments) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """`--task_text`: the texts of the task's train split to train on, and of its eval split for the held-out MLM
-    loss, without labels (`tasks.task_texts`), as one-column datasets; the splits are loaded and checked as
-    fine-tuning loads them (`finetuning.load_task_datasets`)."""
+    """`--task_text`: the texts of the tasks' train splits to train on, and of their eval splits for the held-out
+    MLM loss, without labels (`tasks.task_texts`), as one-column datasets, task after task; the splits are loaded and
+    checked as fine-tuning loads them (`finetuning.load_task_datasets`)."""
     from .finetuning import DataArguments as TaskDataArguments
     from .finetuning import check_data_arguments, load_task_datasets
 
-    task_args = TaskDataArguments(task=data_args.task_text, data_dir=data_args.data_dir)
-    task = check_data_arguments(task_args)
-    raw = load_task_datasets(task_args, task)
-    train, validation = (
-        datasets.Dataset.from_dict({data_args.text_column: task_texts(task, raw[role])}) for role in ("train", "eval")
-    )
-    logger.info(
-        "Task text of %s: %d texts from its %r split to train on, %d from its %r split held out",
-        data_args.task_text,
-        len(train),
-        task.train_split,
-        len(validation),
-        task.eval_split,
-    )
+    texts: dict[str, list[str]] = {"train": [], "eval": []}
+    for name in data_args.task_text:
+        task_args = TaskDataArguments(task=name, data_dir=data_args.data_dir)
+        task = check_data_arguments(task_args)
+        raw = load_task_datasets(task_args, task)
+        train, held_out = (task_texts(task, raw[role]) for role in texts)
+        texts["train"] += train
+        texts["eval"] += held_out
+        logger.info(
+            "Task text of %s: %d texts from its %r split to train on, %d from its %r split held out",
+            name,
+            len(train),
+            task.train_split,
+            len(held_out),
+            task.eval_split,
+        )
+    train, validation = (datasets.Dataset.from_dict({data_args.text_column: texts[role]}) for role in texts)
     if data_args.max_eval_samples is not None:
         validation = validation.select(range(min(data_args.max_eval_samples, len(validation))))
     return train, validation
@@ -1073,11 +1088,13 @@ def _card_info(
         )
     return {
         "model_name": Path(args.output_dir).resolve().name,
-        "datasets": [data_args.dataset_name] if data_args.dataset_name else [],
-        "dataset_config": data_args.dataset_config_name,
+        "datasets": task_text_datasets(data_args) or ([data_args.dataset_name] if data_args.dataset_name else []),
+        # several --task_text tasks of one dataset have no one config (their names, joined, describe the data)
+        "dataset_config": None if len(data_args.task_text or ()) > 1 else data_args.dataset_config_name,
         "dataset_description": _describe_data(trainer, model_args, data_args),
         "model_size": None if model_args.config_name or model_args.model_name_or_path else model_args.model_size,
         "base_model": model_args.model_name_or_path,
+        "task_text": data_args.task_text,
         "num_parameters": model.num_parameters(),
         "hyperparameters": hyperparameters,
         "hardware": describe_hardware(),

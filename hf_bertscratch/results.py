@@ -73,8 +73,15 @@ def _minutes(seconds: float | None) -> str:
 
 
 # The pretraining stages reproduce_results.sh runs, in order: packed 128-token blocks, then 256-token blocks that
-# teach the positions IMDB fine-tuning reads (BERT's own recipe: most steps short, the last ones long).
-PRETRAINING_STAGES = ("pretrain", "pretrain-long")
+# teach the positions IMDB fine-tuning reads (BERT's own recipe: most steps short, the last ones long), then (when
+# asked for) the tasks' own unlabelled text.
+PRETRAINING_STAGES = ("pretrain", "pretrain-long", "pretrain-tasks")
+
+
+def objective_name(run_dir: Path) -> str:
+    """ "ELECTRA" for a replaced-token-detection run (its folder holds the discriminator), else "MLM"."""
+    architectures = _read_json(run_dir / "config.json").get("architectures") or []
+    return "ELECTRA" if "BertScratchForReplacedTokenDetection" in architectures else "MLM"
 
 
 def _stage(run_dir: Path) -> tuple[str, dict] | None:
@@ -93,21 +100,36 @@ def _stage(run_dir: Path) -> tuple[str, dict] | None:
 def pretraining_description(runs_dir: Path) -> str:
     """How the pretrained checkpoint was made: each stage's steps and shape, tokens, wall time, and the final
     stage's MLM accuracy/perplexity on held-out text."""
-    stages = [stage for stage in (_stage(runs_dir / name) for name in PRETRAINING_STAGES) if stage is not None]
+    names = [name for name in PRETRAINING_STAGES if _stage(runs_dir / name) is not None]
+    stages = [_stage(runs_dir / name) for name in names]
     if not stages:
         return "(pretraining run missing)"
     tokens = sum(results.get("train_tokens", 0) for _, results in stages)
     seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for _, results in stages)
     parts = [
         _size(_read_json(runs_dir / PRETRAINING_STAGES[0] / "config.json")),
-        "MLM " + " then ".join(shape for shape, _ in stages),
+        " then ".join(_stage_phrases(runs_dir, names, [shape for shape, _ in stages])),
         f"{tokens / 1e6:.1f}M tokens",
         f"{_minutes(seconds)} train",
     ]
     final = stages[-1][1]
     if "eval_perplexity" in final:
-        parts.append(f"MLM ppl {final['eval_perplexity']:.0f}, masked acc {100 * final['eval_accuracy']:.1f}%")
+        mlm = "generator MLM" if "eval_discriminator_accuracy" in final else "MLM"
+        parts.append(f"{mlm} ppl {final['eval_perplexity']:.0f}, masked acc {100 * final['eval_accuracy']:.1f}%")
+    if "eval_discriminator_accuracy" in final:
+        parts.append(f"replaced-token accuracy {100 * final['eval_discriminator_accuracy']:.1f}%")
     return ", ".join(parts)
+
+
+def _stage_phrases(runs_dir: Path, names: list[str], shapes: list[str]) -> list[str]:
+    """Each stage's shape, with its objective where it is the first stage's or changes ("MLM 10 steps of ...")."""
+    phrases, before = [], None
+    for name, shape in zip(names, shapes):
+        objective = objective_name(runs_dir / name)
+        text = shape if objective == before else f"{objective} {shape}"
+        phrases.append(text + (" on the tasks' text" if name == "pretrain-tasks" else ""))
+        before = objective
+    return phrases
 
 
 def _runs(runs_dir: Path, task: str, init: str) -> tuple[float | None, list[dict]]:

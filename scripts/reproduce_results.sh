@@ -9,13 +9,15 @@
 #      data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the README
 #      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
 #      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue in 256-token blocks for LONG_MINUTES
-#      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too
+#      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too;
+#      with TASK_TEXT_MINUTES, continue on the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks",
+#      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
 #   3. the same for the same architecture and tokenizer from random weights (no pretraining), side by side with 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
-# TASKS="cola rte" limits stage 2-3 to some tasks.
+# TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
@@ -27,6 +29,7 @@ DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
 PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes side by side
 THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
+OBJECTIVE=${OBJECTIVE:-mlm}            # mlm, or electra (a generator 1/4 as wide; the discriminator is fine-tuned)
 SEED=${SEED:-42}                       # pretraining seed
 PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-40}  # training time of stage 1 (the schedule is laid over it)
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
@@ -37,10 +40,16 @@ LONG_MINUTES=${LONG_MINUTES:-10}       # second stage in longer blocks (0: none;
 LONG_SEQ=${LONG_SEQ:-256}
 LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
 LONG_LR=${LONG_LR:-1e-3}
+TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' own unlabelled text (0: none)
+TASK_TEXT=${TASK_TEXT:-cola sst2 mrpc stsb rte conll2003}
+TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
+INITS=${INITS:-pretrained scratch}
 VOCAB=${VOCAB:-8192}
 FT_BATCH=${FT_BATCH:-32}
 if [[ "${SMOKE:-0}" == 1 ]]; then
-    PRETRAIN_MINUTES=5steps; LONG_MINUTES=3steps; LONG_SEQ=32; VOCAB=1000
+    PRETRAIN_MINUTES=5steps; LONG_SEQ=32; VOCAB=1000
+    if [[ $LONG_MINUTES != 0 ]]; then LONG_MINUTES=3steps; fi          # a stage turned off stays off
+    if [[ $TASK_TEXT_MINUTES != 0 ]]; then TASK_TEXT_MINUTES=3steps; fi
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); TASKS_EXTRA=(--smoke true)
 else
     PRETRAIN_EXTRA=(--max_eval_samples 500); TASKS_EXTRA=()
@@ -77,27 +86,37 @@ length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nst
 # README main job's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
 # warmup-stable-decay, the first quarter of stage 1 in 32-token blocks); evaluation masks 15% as everywhere.
 PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
-          --train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text --eval_mlm_probability 0.15
+          --objective "$OBJECTIVE" --eval_mlm_probability 0.15
           --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
-done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" $(length "$PRETRAIN_MINUTES") \
+IMDB_TEXT=(--train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text)
+done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$PRETRAIN_MINUTES") \
     --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
     --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
     --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" \
     --output_dir "$RUNS/pretrain"
 PRETRAINED=$RUNS/pretrain
 if [[ $LONG_MINUTES != 0 ]]; then
-    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" $(length "$LONG_MINUTES") \
+    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$LONG_MINUTES") \
         --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
         --per_device_train_batch_size $((LONG_BATCH / PROCS)) --learning_rate "$LONG_LR" \
         --output_dir "$RUNS/pretrain-long"
     PRETRAINED=$RUNS/pretrain-long
+fi
+if [[ $TASK_TEXT_MINUTES != 0 ]]; then
+    # shellcheck disable=SC2086  # TASK_TEXT is a list of task names
+    done_or_run "$RUNS/pretrain-tasks" "${PRETRAIN[@]}" --task_text $TASK_TEXT --data_dir "$DATA_DIR" \
+        $(length "$TASK_TEXT_MINUTES") --model_name_or_path "$PRETRAINED" --max_seq_length "$PRETRAIN_SEQ" \
+        --short_seq_fraction 0 --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) \
+        --learning_rate "$TASK_TEXT_LR" --output_dir "$RUNS/pretrain-tasks"
+    PRETRAINED=$RUNS/pretrain-tasks
 fi
 
 # 2-3. Fine-tuning on the task table (hf_bertscratch/task_runs.py): the pretrained weights and the same architecture
 # from random weights, side by side; per task and init the learning rate is chosen on dev with the first seed,
 # then the other seeds run at it.
 python scripts/finetune_tasks.py --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
-    --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} "${TASKS_EXTRA[@]}"
+    --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} --inits $INITS \
+    "${TASKS_EXTRA[@]}"
 
 # 4. The table.
 python scripts/results_table.py "$RUNS" --output "$RUNS/results.md"

@@ -92,6 +92,19 @@ def test_task_texts_read_the_text_columns_only(task: str, columns: dict[str, lis
         assert not any(label in text for label in columns[label_column] for text in texts)
 
 
+# A fake GLUE CoLA as the GLUE files have it: no header; source, label, original label (empty), sentence.
+COLA_TRAIN = ["the cat sat on the mat .", "mat the on sat cat the .", "a dog ran to the park ."]
+COLA_DEV = ["the river ran to the sea ."]
+
+
+def _write_cola(root: Path) -> None:
+    folder = root / "glue" / "CoLA"
+    folder.mkdir(parents=True)
+    for name, sentences in (("train.tsv", COLA_TRAIN), ("dev.tsv", COLA_DEV)):
+        lines = [f"gj04\t{i % 2}\t\t{sentence}" for i, sentence in enumerate(sentences)]
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _write_rte(root: Path) -> Path:
     folder = root / "glue" / "RTE"
     folder.mkdir(parents=True)
@@ -151,6 +164,24 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     card = (out / "README.md").read_text()
     assert f"({train_blocks:,} training and {dev_blocks:,} validation examples)" in card
     assert "Raw text from `glue / rte`" in card
+    assert f"continued from `{base_dir}` on the unlabelled text of the `rte` task's train split" in card
+    assert "from scratch" not in card
+
+
+def test_several_tasks_give_their_texts_together_and_their_dataset_configs(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    _write_rte(data_dir)
+    _write_cola(data_dir)
+    argv = ["--task_text", "rte", "cola", "--data_dir", str(data_dir), "--output_dir", str(tmp_path / "o")]
+    model_args, data_args, training_args = pretraining.parse_args([*argv, *PRETRAIN_ONE_PROCESS])
+    pretraining.validate_args(model_args, data_args, training_args)
+    assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte, cola")
+    assert pretraining.task_text_datasets(data_args) == ["glue"]
+    train, validation = pretraining.load_text_splits(data_args, seed=0)
+    rte_train = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
+    rte_dev = [text for first, second, _ in RTE_DEV for text in (first, second)]
+    assert list(train["text"]) == rte_train + COLA_TRAIN  # task after task, labels never read
+    assert list(validation["text"]) == rte_dev + COLA_DEV
 
 
 def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Path) -> None:
@@ -174,7 +205,9 @@ def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Pat
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--task_text", "rtee"], f"Unknown --task_text 'rtee'; expected one of {list(TASKS)}."),
+        (["--task_text", "rtee"], f"Unknown --task_text 'rtee'; expected some of {list(TASKS)}."),
+        (["--task_text", "rte", "cola", "sts", "mnli2"], "Unknown --task_text 'sts', 'mnli2'; expected some of"),
+        (["--task_text", "rte", "cola", "rte"], "--task_text names a task twice: rte cola rte; give each task once."),
         (["--task_text", "rte", "--train_file", "notes.txt"], "cannot be combined with --train_file."),
         (["--task_text", "sst2", "--dataset_name", "wikitext"], "cannot be combined with --dataset_name."),
         (

@@ -1,0 +1,137 @@
+"""The equal-time comparison of pretraining recipes (`hf_bertscratch.pretraining_comparison`): each recipe's
+settings for reproduce_results.sh, the table built from run folders, the choice of the mini shape's objective, and
+a smoke run of two recipes end to end (ELECTRA, and masked-LM continued on the tasks' own text)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_bertscratch import pretraining_comparison as comparison
+from hf_bertscratch import task_runs
+from hf_bertscratch.results import REFERENCES
+
+from test_results import _fake_data_dir, _write_run
+
+
+def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model_only() -> None:
+    recipes = comparison.RECIPES
+    common = {"LONG_MINUTES": "0", "INITS": "pretrained", "TASKS": " ".join(comparison.COMPARISON_TASKS)}
+    mlm = comparison.recipe_environment(recipes["mlm"], 60)
+    assert mlm == {**common, "PRETRAIN_MINUTES": "60", "TASK_TEXT_MINUTES": "0", "TASK_TEXT": common["TASKS"]}
+    electra = comparison.recipe_environment(recipes["electra"], 60)
+    assert electra == {**mlm, "OBJECTIVE": "electra"}
+    tasks = comparison.recipe_environment(recipes["mlm+tasks"], 60)
+    assert (tasks["PRETRAIN_MINUTES"], tasks["TASK_TEXT_MINUTES"]) == ("45", "15")  # 3/4 general, 1/4 the tasks'
+    mini = comparison.recipe_environment(recipes["mini"], 20, objective="electra", tasks=["cola"])
+    assert mini == {**common, "TASKS": "cola", "TASK_TEXT": "cola", "PRETRAIN_MINUTES": "20",
+                    "TASK_TEXT_MINUTES": "0", "SIZE": "mini", "OBJECTIVE": "electra"}  # fmt: skip
+    assert comparison.recipe_environment(recipes["mlm"], 1, smoke=True)["SMOKE"] == "1"
+
+
+def _write_recipe(runs: Path, name: str, architecture: str, scores: dict[str, list[float]], tokens: int) -> None:
+    """A recipe folder as reproduce_results.sh leaves it, reduced to what the table reads: the pretraining stage and
+    one fine-tuning run per seed of each column's task at one learning rate (scores in [0, 1], by seed)."""
+    folder = runs / name
+    pretrain = folder / "pretrain"
+    pretrain.mkdir(parents=True)
+    (pretrain / "config.json").write_text(json.dumps({"architectures": [architecture], "num_hidden_layers": 2,
+                                                       "hidden_size": 128, "vocab_size": 8192}))  # fmt: skip
+    results = {"train_tokens": tokens, "train_wall_time_seconds": 3600.0, "train_effective_batch_size": 32,
+               "max_seq_length": 128, "train_budget_minutes": 60}  # fmt: skip
+    (pretrain / "all_results.json").write_text(json.dumps(results))
+    for task, key, label in comparison.COLUMNS:
+        for seed, score in zip((42, 43, 44), scores[label]):
+            metrics = {key: score}
+            if key == "test_overall_f1":
+                metrics["eval_overall_f1"] = score
+            _write_run(folder, task, "pretrained", 1e-3, seed, **metrics)
+
+
+def _scores(base: float) -> dict[str, list[float]]:
+    return {label: [base + 0.01 * i, base + 0.02 * i, base] for i, (_, _, label) in enumerate(comparison.COLUMNS, 1)}
+
+
+def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Path) -> None:
+    _write_recipe(tmp_path, "mlm", "BertScratchForMaskedLM", _scores(0.50), 40_000_000)
+    _write_recipe(tmp_path, "electra", "BertScratchForReplacedTokenDetection", _scores(0.60), 30_000_000)
+    args = comparison.ComparisonArguments(runs_dir=str(tmp_path), minutes=60)
+    record = comparison.comparison_record(args)
+    rows = {row["recipe"]: row for row in record["rows"]}
+    assert list(rows) == ["mlm", "electra"] and rows["electra"]["objective"] == "ELECTRA"
+    for name, base in (("mlm", 0.50), ("electra", 0.60)):
+        expected = {label: [100 * v for v in values] for label, values in _scores(base).items()}
+        assert rows[name]["scores"].keys() == expected.keys()
+        assert all(rows[name]["scores"][label] == pytest.approx(values) for label, values in expected.items())
+        glue = [statistics.fmean(expected[label]) for label in ("CoLA MCC", "SST-2 acc.", "MRPC F1",
+                                                                "STS-B Spearman", "RTE acc.")]  # fmt: skip
+        assert rows[name]["glue_average"] == pytest.approx(statistics.fmean(glue))
+    assert comparison.best_objective(record["rows"]) == "electra"
+    assert comparison.best_objective(record["rows"][:1]) is None  # electra not finished: no choice yet
+
+    table = comparison.render_comparison(record)
+    electra_line = next(line for line in table.splitlines() if line.startswith("| `electra`"))
+    cells = [cell.strip() for cell in electra_line.strip("|").split("|")]
+    assert cells[1] == "30.0M in 60 min"
+    mcc = [100 * v for v in _scores(0.60)["CoLA MCC"]]
+    assert cells[2] == f"{statistics.fmean(mcc):.1f} ± {statistics.stdev(mcc):.1f}"
+    assert cells[-1] == f"**{rows['electra']['glue_average']:.1f}**"  # the best average is bold, the other not
+    assert f"| {rows['mlm']['glue_average']:.1f} |" in table
+    tiny = {label: value for label, value, *_ in REFERENCES}
+    published = next(line for line in table.splitlines() if line.startswith("| Google BERT-Tiny"))
+    assert f"| {tiny['STS-B Spearman']:.1f} | {tiny['RTE accuracy']:.1f} |" in published
+
+
+def test_mini_waits_for_both_objectives_and_bad_arguments_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_run(*args: object) -> None:
+        raise AssertionError("a recipe ran")
+
+    monkeypatch.setattr(comparison, "run_recipe", no_run)
+    runs = ["--runs_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=r"Recipe 'mini' takes the better objective of \('mlm', 'electra'\)"):
+        comparison.main([*runs, "--recipes", "mini"])
+    with pytest.raises(ValueError, match=r"Unknown recipes \['bert'\]; expected some of \['mlm', "):
+        comparison.main([*runs, "--recipes", "mlm", "bert"])
+    with pytest.raises(ValueError, match=r"Unknown tasks \['imdb'\]"):
+        comparison.main([*runs, "--tasks", "cola", "imdb"])
+    with pytest.raises(ValueError, match="minutes must be a positive budget, got -5"):
+        comparison.main([*runs, "--minutes", "-5"])
+
+
+@pytest.mark.slow
+def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
+    for name, value in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
+                        "TOKENIZERS_PARALLELISM": "false"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    record_path = tmp_path / "record.json"
+    comparison.main(["--runs_dir", str(runs), "--data_dir", str(data), "--tasks", "cola", "--smoke", "true",
+                     "--recipes", "electra", "mlm+tasks", "--record", str(record_path)])  # fmt: skip
+
+    electra, tasks = runs / "electra", runs / "mlm+tasks"
+    assert not (electra / "pretrain-long").exists() and not (tasks / "pretrain-long").exists()  # one general stage
+    assert json.loads((electra / "pretrain" / "config.json").read_text())["architectures"] == [
+        "BertScratchForReplacedTokenDetection"
+    ]
+    assert (electra / "pretrain" / "generator" / "config.json").is_file()
+    assert "Task text of cola: 80 texts" in (tasks / "pretrain-tasks.log").read_text()
+    for folder, start in ((electra, "pretrain"), (tasks, "pretrain-tasks")):
+        finished = [task_runs.read_results(run) for run in folder.glob("cola-*-seed*") if run.is_dir()]
+        assert finished and all(run["model_name_or_path"] == str(folder / start) for run in finished)
+        assert not list(folder.glob("cola-scratch-*"))  # the table's scratch runs are not repeated
+    record = json.loads(record_path.read_text())
+    assert record == json.loads((runs / "comparison.json").read_text())
+    assert (runs / "comparison.md").read_text() == comparison.render_comparison(record)
+    assert [row["recipe"] for row in record["rows"]] == ["electra", "mlm+tasks"]
+    assert " then 3 steps of 32 x 128 tokens on the tasks' text" in record["rows"][1]["pretraining"]
+    assert "replaced-token accuracy" in record["rows"][0]["pretraining"]
