@@ -31,6 +31,10 @@ of each model's training step is measured in a separate subprocess (its `ru_maxr
 allocations hide the other's. The loss of both models on the same batch, before any step, shows they compute the
 same function; ours runs its fast path (sparse prediction, unpadding) in that check.
 
+`--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
+load average at the start and the end, and every figure; `python scripts/make_report.py` renders the records under
+`results/speed/` into the README's and the docs' speed tables (`hf_bertscratch.reports`).
+
 Usage:
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --repeats 5 \
         --output_markdown benchmark.md
@@ -43,13 +47,18 @@ import itertools
 import json
 import logging
 import multiprocessing
+import os
 import resource
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 
 import torch
@@ -129,7 +138,14 @@ class BenchmarkArguments:
     )
     num_threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
     seed: int = field(default=0, metadata={"help": "Seed for the weights and the batches."})
-    output_json: str | None = field(default=None, metadata={"help": "Write every measured case to this JSON file."})
+    output_json: str | None = field(
+        default=None,
+        metadata={
+            "help": "Write the run's record to this JSON file: the command, git commit, UTC date, package versions, "
+            "CPU, threads, load average at the start and the end, and every measured case (results/speed/*.json "
+            "are what scripts/make_report.py renders)."
+        },
+    )
     output_markdown: str | None = field(default=None, metadata={"help": "Write the results table to this file."})
 
     def __post_init__(self) -> None:
@@ -564,22 +580,90 @@ def environment_line() -> str:
 
 def _load_average() -> tuple[float, ...]:
     try:
-        import os
-
         return os.getloadavg()
     except OSError:
         return ()
 
 
-def write_outputs(args: BenchmarkArguments, results: list[CaseResult]) -> None:
-    """Write the JSON and Markdown files asked for, each through a temporary file renamed into place."""
+def _load_average_list() -> list[float]:
+    """The 1-, 5- and 15-minute load averages to two decimals (empty where the system has none)."""
+    return [round(value, 2) for value in _load_average()]
+
+
+# The command a record names: the script, whichever entry point (`bertscratch benchmark`, a test) ran the arguments.
+PROGRAM = "python scripts/benchmark.py"
+# The checkout holding this package when it runs from a source tree (an editable install).
+REPOSITORY = Path(__file__).resolve().parents[1]
+# Distributions whose versions a record names; onnxruntime is added when it is a contender.
+RECORD_PACKAGES = ("torch", "transformers", "hf-bertscratch")
+
+
+def git_commit(folder: str | Path = REPOSITORY) -> str | None:
+    """The short hash of HEAD of the git checkout whose top folder is `folder`, with "-dirty" when tracked files
+    differ from it (untracked ones do not count); None when `folder` is not the top of a checkout (an installed
+    package inside some other repository's folder included) or git is missing."""
+    folder = Path(folder).resolve()
+    try:
+        top, head = _git(folder, "rev-parse", "--show-toplevel", "--short", "HEAD").splitlines()
+        changes = _git(folder, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return None
+    if Path(top).resolve() != folder:
+        return None
+    return f"{head}-dirty" if changes.strip() else head
+
+
+def _git(folder: Path, *arguments: str) -> str:
+    return subprocess.run(["git", *arguments], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+def package_versions(onnxruntime: bool) -> dict[str, str | None]:
+    """The installed version of each of `RECORD_PACKAGES` (and onnxruntime when timed); None where not installed."""
+    versions: dict[str, str | None] = {}
+    for package in (*RECORD_PACKAGES, "onnxruntime") if onnxruntime else RECORD_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a record takes before the timing starts: the code's commit, the UTC date-time and the load average."""
+
+    commit: str | None
+    date: str
+    load_average: list[float]
+
+    @classmethod
+    def now(cls) -> RunStart:
+        date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return cls(git_commit(), date, _load_average_list())
+
+
+def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[CaseResult], start: RunStart) -> dict:
+    """What `--output_json` writes: how the run was made (command, commit, date, versions, CPU, threads, load
+    average at the start and the end) and every case's figures (`results`, one `CaseResult` each)."""
+    return {
+        "command": f"{PROGRAM} {shlex.join(argv)}".strip(),
+        "commit": start.commit,
+        "date": start.date,
+        "versions": package_versions(args.onnxruntime),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "load_average": {"start": start.load_average, "end": _load_average_list()},
+        "arguments": asdict(args),
+        "environment": environment_line(),
+        "results": [asdict(result) for result in results],
+    }
+
+
+def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: dict) -> None:
+    """Write the JSON record and the Markdown table asked for, each through a temporary file renamed into place."""
     if args.output_json:
-        payload = {
-            "arguments": asdict(args),
-            "environment": environment_line(),
-            "results": [asdict(r) for r in results],
-        }
-        _write_atomically(Path(args.output_json), json.dumps(payload, indent=2) + "\n")
+        _write_atomically(Path(args.output_json), json.dumps(record, indent=2) + "\n")
     if args.output_markdown:
         _write_atomically(Path(args.output_markdown), format_table(results) + f"\n\n{environment_line()}\n")
 
@@ -599,9 +683,11 @@ def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
 def main(argv: list[str] | None = None) -> None:
     """Benchmark ours against transformers' BertForMaskedLM and print the table."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    start = RunStart.now()
     results = run_benchmark(args)
-    write_outputs(args, results)
+    write_outputs(args, results, benchmark_record(argv, args, results, start))
     print(format_table(results))
     print(f"\n{environment_line()}")
 

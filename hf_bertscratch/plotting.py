@@ -1,4 +1,5 @@
-"""Pictures of what the model does: training curves, confusion matrices and attention maps.
+"""Pictures of what the model does: training curves, confusion matrices and attention maps; and grouped bars with
+error bars, which `hf_bertscratch.reports` draws the committed records with.
 
 Every function draws on a bare `matplotlib.figure.Figure` (rendered by Agg), never through `pyplot`, so calling them
 from a notebook neither changes the notebook's backend nor leaks open figures; they return the path of the image
@@ -29,6 +30,8 @@ DPI = 100
 CURVE_PANEL_INCHES = (6.0, 4.0)  # (width, height) of one panel of `plot_training_curves`
 ATTENTION_PANEL_INCHES = 3.0  # side of one head's heatmap in `plot_attention`'s grid
 SINGLE_ATTENTION_INCHES = 6.0  # side of the figure when one head is drawn alone
+BARS_WIDTH_INCHES = 9.0  # width of `plot_grouped_bars`; its height grows with the bars
+BAR_INCHES = 0.3  # height of one bar of `plot_grouped_bars`
 
 # Series of `trainer_state.json`'s log_history drawn by `plot_training_curves`: panel -> [(log key, legend label)].
 CURVE_PANELS: dict[str, list[tuple[str, str]]] = {
@@ -332,11 +335,67 @@ def plot_attention(
     return _save_figure(fig, output_file)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Grouped bars
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def plot_grouped_bars(
+    groups: dict[str, dict[str, tuple[float, float, float]]],
+    output_file: str | Path,
+    title: str,
+    xlabel: str,
+    value_format: str = "{:.1f}",
+    line_at: float | None = None,
+    line_label: str = "",
+) -> Path:
+    """Horizontal bars, one group per label (top to bottom in the order given), one bar per series in each group.
+
+    Args:
+        groups: label -> series name -> (value, low, high); the bar ends at value, its error bar spans low..high
+            (mean ± sd, or median and min-max). A series a group lacks is left out of that group.
+        output_file: image to write.
+        title, xlabel: the figure's title and the value axis's label.
+        value_format: how each bar's value is written beside it.
+        line_at: draw a dashed vertical line at this value (e.g. 1.0 for ratios), labelled `line_label`.
+
+    Returns:
+        The path written; the figure is `BARS_WIDTH_INCHES` wide and `BAR_INCHES` high per bar drawn, plus margins.
+    """
+    if not groups:
+        raise ValueError("No groups to draw: expected at least one label with one series value.")
+    series = list(dict.fromkeys(name for bars in groups.values() for name in bars))
+    height = 0.8 / len(series)
+    fig = Figure(
+        figsize=(BARS_WIDTH_INCHES, 1.5 + BAR_INCHES * len(groups) * len(series)), dpi=DPI, layout="constrained"
+    )
+    ax = fig.subplots()
+    for index, name in enumerate(series):
+        drawn = [(row, bars[name]) for row, bars in enumerate(groups.values()) if name in bars]
+        positions = [row - 0.4 + height * (index + 0.5) for row, _ in drawn]
+        values = [value for _, (value, _, _) in drawn]
+        errors = [[value - low for _, (value, low, _) in drawn], [high - value for _, (value, _, high) in drawn]]
+        ax.barh(positions, values, height=height * 0.9, xerr=errors, capsize=3, label=name)
+        for position, (_, (value, _, high)) in zip(positions, drawn):
+            ax.text(max(high, 0.0), position, " " + value_format.format(value), va="center", fontsize=8)
+    if line_at is not None:
+        ax.axvline(line_at, color="grey", linestyle="--", linewidth=1, label=line_label or None)
+    ax.set_yticks(range(len(groups)), labels=list(groups), fontsize=9)
+    ax.invert_yaxis()  # the first group on top, as in the table it comes from
+    ax.margins(x=0.12)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title)
+    return _save_figure(fig, output_file)
+
+
 __all__ = [
     "attention_weights",
     "find_trainer_state",
     "plot_attention",
     "plot_confusion_matrix",
+    "plot_grouped_bars",
     "plot_per_type_f1",
     "plot_regression",
     "plot_training_curves",

@@ -1,0 +1,482 @@
+"""Tables and charts rendered from the records committed under `results/`, so that no measurement is typed by hand.
+
+- `results/speed/*.json`, benchmark records (`python scripts/benchmark.py ... --output_json results/speed/NAME.json`:
+  the command, commit, date, machine, versions, load and every figure): rendered as the speed tables between
+  `<!-- speed-table:start -->` and `<!-- speed-table:end -->` in README.md and docs/speed.md, and drawn as
+  `docs/images/speed.png`;
+- `results/task_table.json` (`python scripts/results_table.py ... --record`): README's task table (between
+  `<!-- task-table:start -->` and `<!-- task-table:end -->`), drawn as `docs/images/task_table.png`;
+- `results/pretraining_comparison.json` (`python scripts/compare_pretraining.py ... --record`): README's comparison of
+  pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
+
+`python scripts/make_report.py` writes them all; with `--check` it writes nothing and exits non-zero, naming each file
+whose block differs from what the records give (charts are checked to exist, not compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import HfArgumentParser
+
+from .arguments import parse_args_or_json
+from .results import readme_block, replace_block
+
+logger = logging.getLogger(__name__)
+
+SPEED_BLOCK = ("<!-- speed-table:start -->\n", "<!-- speed-table:end -->")
+SPEED_RECORDS = "results/speed"
+SPEED_CHART = "docs/images/speed.png"
+TASK_TABLE_RECORD = "results/task_table.json"
+TASK_TABLE_CHART = "docs/images/task_table.png"
+COMPARISON_RECORD = "results/pretraining_comparison.json"
+# The pages holding the speed block (paths under the repository) and how each links the speed chart.
+SPEED_PAGES = {"README.md": SPEED_CHART, "docs/speed.md": "images/speed.png"}
+# What a benchmark record must hold to be rendered (`hf_bertscratch.benchmark.benchmark_record`).
+RECORD_KEYS = (
+    "command",
+    "commit",
+    "date",
+    "versions",
+    "cpu",
+    "cores",
+    "threads",
+    "load_average",
+    "arguments",
+    "results",
+)
+
+WORKLOADS = {
+    "train": "MLM training step",
+    "infer": "inference, full MLM logits",
+    "encode": "inference, encoder only",
+    "fill-mask": "fill-mask, one mask per row",
+}
+# Settings of a case that a record may vary: (result key, how a label shows its value).
+SETTINGS = (("preset", "{}"), ("seq_len", "T={}"), ("variant", "{}"), ("precision", "{}"))
+
+
+@dataclass(frozen=True)
+class Contender:
+    """What ours is timed against: how the table names it, the package whose version it adds, and the keys of a
+    benchmark result holding its tokens/s and ours/its ratios (`<prefix>_median`, `_min`, `_max`)."""
+
+    name: str
+    package: str | None
+    tokens_key: str
+    ratio_prefix: str
+
+
+CONTENDERS = (
+    Contender("transformers' BERT", None, "reference_tokens_per_s", "ratio"),
+    Contender("ONNX Runtime", "onnxruntime", "onnxruntime_tokens_per_s", "ours_over_onnxruntime"),
+)
+
+
+@dataclass(frozen=True)
+class SpeedCell:
+    """Ours over one contender at one padding: the ratio per repetition (median, min, max) and the median tokens/s."""
+
+    median: float
+    low: float
+    high: float
+    ours_tokens_per_s: float
+    their_tokens_per_s: float
+
+
+@dataclass
+class SpeedRow:
+    """One row of a speed table: a workload (with the settings its record varies) against one contender, a cell per
+    padding fraction."""
+
+    workload: str
+    against: str
+    cells: dict[float, SpeedCell] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SpeedRecord:
+    """A benchmark record as read: where it is (as the tables name it) and its contents."""
+
+    name: str
+    data: dict
+
+
+# ------------------------------------------------------------------------------------------------------ reading
+def read_speed_records(records_dir: Path, root: Path) -> list[SpeedRecord]:
+    """Every `*.json` record in `records_dir`, by file name; each named by its path under `root` where it is inside.
+
+    Raises:
+        ValueError: naming the file, when one is not a benchmark record (missing any of `RECORD_KEYS`).
+    """
+    records = []
+    for path in sorted(records_dir.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        missing = [key for key in RECORD_KEYS if key not in data] if isinstance(data, dict) else list(RECORD_KEYS)
+        if missing:
+            raise ValueError(
+                f"{path} is not a benchmark record (missing {missing}): write one with `python scripts/benchmark.py "
+                "... --output_json`."
+            )
+        records.append(SpeedRecord(_shown(path, root), data))
+    return records
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` under `root` (as the repository names it) where it is inside, else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# ---------------------------------------------------------------------------------------------------- the table
+def _varying(results: list[dict]) -> list[str]:
+    """The settings (`SETTINGS` keys) that take more than one value across `results`."""
+    return [key for key, _ in SETTINGS if len({result[key] for result in results}) > 1]
+
+
+def _workload_label(result: dict, varying: list[str]) -> str:
+    shown = [template.format(result[key]) for key, template in SETTINGS if key in varying]
+    return ", ".join([WORKLOADS.get(result["workload"], result["workload"]), *shown])
+
+
+def _against(contender: Contender, versions: dict) -> str:
+    version = versions.get(contender.package) if contender.package else None
+    return f"{contender.name} {version}" if version else contender.name
+
+
+def speed_rows(record: dict) -> list[SpeedRow]:
+    """The rows of a record's speed table, in the order its cases first appear: every (workload, settings) against
+    every contender timed on it, with a cell per padding fraction."""
+    results = record["results"]
+    varying = _varying(results)
+    rows: dict[tuple, SpeedRow] = {}
+    for result in results:
+        for contender in CONTENDERS:
+            if result.get(contender.tokens_key) is None:
+                continue
+            key = (*(result[name] for name, _ in SETTINGS), result["workload"], contender.name)
+            row = rows.setdefault(
+                key, SpeedRow(_workload_label(result, varying), _against(contender, record["versions"]))
+            )
+            prefix = contender.ratio_prefix
+            row.cells[result["padding"]] = SpeedCell(
+                result[f"{prefix}_median"],
+                result[f"{prefix}_min"],
+                result[f"{prefix}_max"],
+                result["ours_tokens_per_s"],
+                result[contender.tokens_key],
+            )
+    return list(rows.values())
+
+
+def _memory_rows(record: dict) -> list[tuple[str, dict[float, tuple[float, float]]]]:
+    """(label, padding -> (ours, reference) peak MiB) of every training case whose memory was measured."""
+    results = record["results"]
+    varying = _varying(results)
+    rows: dict[str, dict[float, tuple[float, float]]] = {}
+    for result in results:
+        if result.get("ours_peak_mib") is not None:
+            label = f"{_workload_label(result, varying)}, peak memory"
+            rows.setdefault(label, {})[result["padding"]] = (result["ours_peak_mib"], result["reference_peak_mib"])
+    return list(rows.items())
+
+
+def padding_label(padding: float) -> str:
+    """ "no padding", or "30% padding"."""
+    return "no padding" if padding == 0 else f"{padding:.0%} padding"
+
+
+def ratio_cell(cell: SpeedCell) -> str:
+    """ "**1.29x** (1.24-1.61)": the median ratio and its min-max over repetitions."""
+    return f"**{cell.median:.2f}x** ({cell.low:.2f}-{cell.high:.2f})"
+
+
+def tokens_cell(cell: SpeedCell) -> str:
+    """ "5,220 / 3,815": ours and the contender's median tokens/s."""
+    return f"{cell.ours_tokens_per_s:,.0f} / {cell.their_tokens_per_s:,.0f}"
+
+
+def _caption(record: dict) -> str:
+    """The settings every case of the record shares, and how the ratios were taken."""
+    results = record["results"]
+    varying = _varying(results)
+    fixed = [template.format(results[0][key]) for key, template in SETTINGS if key not in varying]
+    fixed.append(f"B={results[0]['batch_size']}")
+    repeats = record["arguments"].get("repeats", "?")
+    return (
+        f"**{', '.join(fixed)}**: ours/contender throughput, median (min-max) over {repeats} interleaved "
+        "repetitions; tokens/s ours / theirs"
+    )
+
+
+def _footer(record: SpeedRecord) -> str:
+    """How the record was made: command, machine, versions, date, commit, load, and the largest output differences."""
+    data = record.data
+    versions = ", ".join(f"{name} {version}" for name, version in data["versions"].items() if version)
+    load = {when: f"{values[0]:.1f}" if values else "?" for when, values in data["load_average"].items()}
+    threads = f"{data['threads']} thread{'s' if data['threads'] != 1 else ''}"
+    lines = [
+        f"`{data['command']}` on {data['cpu']} ({data['cores']} cores visible), {threads}; {versions}; "
+        f"{data['date'][:10]}, commit {data['commit'] or 'unknown'}; load average (1 min) {load.get('start', '?')} "
+        f"at the start, {load.get('end', '?')} at the end. Record: `{record.name}`."
+    ]
+    differences = {
+        "the loss differs from transformers' BERT's by": "loss_max_abs_diff",
+        "ONNX Runtime's outputs differ from ours at real positions by": "onnxruntime_max_abs_diff",
+    }
+    found = []
+    for what, key in differences.items():
+        values = [result[key] for result in data["results"] if result.get(key) is not None]
+        if values:
+            found.append(f"{what} at most {max(values):.1e}")
+    if found:
+        lines.append(f"Same weights, same function: {'; '.join(found)}.")
+    return " ".join(lines)
+
+
+def render_speed_table(record: SpeedRecord) -> str:
+    """The markdown speed table of one record: a row per workload and contender, for each padding fraction the
+    ratio ours/contender (median, min-max) beside both tokens/s; peak training memory where it was measured; then
+    the command, machine, versions, date and commit it came from."""
+    paddings = sorted({result["padding"] for result in record.data["results"]})
+    header = "| workload | against |" + "".join(f" {padding_label(p)} | tok/s |" for p in paddings)
+    lines = [_caption(record.data) + ":", "", header, "| --- | --- |" + " ---: | ---: |" * len(paddings)]
+    for row in speed_rows(record.data):
+        cells = [row.cells.get(padding) for padding in paddings]
+        shown = "".join(f" {ratio_cell(c)} | {tokens_cell(c)} |" if c else " | |" for c in cells)
+        lines.append(f"| {row.workload} | {row.against} |{shown}")
+    for label, memory in _memory_rows(record.data):
+        shown = "".join(
+            f" {memory[p][0]:,.0f} / {memory[p][1]:,.0f} MiB | |" if p in memory else " | |" for p in paddings
+        )
+        lines.append(f"| {label} | {CONTENDERS[0].name} |{shown}")
+    return "\n".join([*lines, "", _footer(record)])
+
+
+def no_speed_record(records_dir: str) -> str:
+    """The speed block while `records_dir` holds no record."""
+    return (
+        f"No benchmark record in `{records_dir}/` yet: `python scripts/benchmark.py ... --output_json "
+        f"{records_dir}/NAME.json` writes one, and `python scripts/make_report.py` renders it here.\n"
+    )
+
+
+def render_speed_block(records: list[SpeedRecord], chart: str, records_dir: str = SPEED_RECORDS) -> str:
+    """What stands between the speed-table markers: every record's table and the speed chart (`chart`: its link
+    from the page), or the line saying there is no record yet."""
+    if not records:
+        return no_speed_record(records_dir)
+    parts = [render_speed_table(record) for record in records]
+    parts.append(f"![Ours over each contender, from the records above]({chart})")
+    return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------- the charts
+def speed_bars(records: list[SpeedRecord]) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """The speed chart's data: a group per table row (workload vs contender; the record's name too when there are
+    several), a bar per padding: (median, min, max) of ours/contender."""
+    groups: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for record in records:
+        for row in speed_rows(record.data):
+            label = f"{row.workload}\nvs {row.against}"
+            if len(records) > 1:
+                label = f"{Path(record.name).stem}: {label}"
+            groups[label] = {
+                padding_label(padding): (cell.median, cell.low, cell.high)
+                for padding, cell in sorted(row.cells.items())
+            }
+    return groups
+
+
+def task_table_bars(record: dict) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """The task-table chart's data (`results.task_table_record`): a group per row with values, a bar per
+    initialisation that has some: (mean, mean - sd, mean + sd) over seeds (sd 0 for one seed)."""
+    series = {"pretrained": "pretrained here", "scratch": "no pretraining"}
+    groups = {}
+    for row in record["rows"]:
+        bars = {}
+        for key, name in series.items():
+            values = row[key]
+            if values:
+                mean = statistics.fmean(values)
+                sd = statistics.stdev(values) if len(values) > 1 else 0.0
+                bars[name] = (mean, mean - sd, mean + sd)
+        if bars:
+            groups[row["label"]] = bars
+    return groups
+
+
+def draw_speed_chart(records: list[SpeedRecord], output_file: Path) -> Path:
+    """`docs/images/speed.png`: ours/contender per workload and padding, median with min-max, a line at 1.0x."""
+    from .plotting import plot_grouped_bars
+
+    return plot_grouped_bars(
+        speed_bars(records),
+        output_file,
+        "BertScratch's throughput over each contender's (median, min-max over repetitions)",
+        "ours / contender, tokens/s (right of 1.0: ours faster)",
+        value_format="{:.2f}x",
+        line_at=1.0,
+        line_label="as fast",
+    )
+
+
+def draw_task_table_chart(record: dict, output_file: Path) -> Path:
+    """`docs/images/task_table.png`: each task row, fine-tuned from the pretrained and from random weights, mean
+    with ± sd error bars over seeds; rows without values are left out."""
+    from .plotting import plot_grouped_bars
+
+    return plot_grouped_bars(
+        task_table_bars(record),
+        output_file,
+        "Fine-tuned from pretrained vs random weights, mean ± sd over seeds",
+        "score x 100",
+    )
+
+
+# ------------------------------------------------------------------------------------------- pages and checking
+def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> list[tuple[str, tuple[str, str], str]]:
+    """Every generated block: (page, its markers, what the records give), for the speed blocks of `SPEED_PAGES`,
+    README's task table (`results/task_table.json`) and README's pretraining comparison
+    (`results/pretraining_comparison.json`, or a line saying it has not run)."""
+    from .pretraining_comparison import README_BLOCK as COMPARISON_BLOCK
+    from .pretraining_comparison import render_comparison
+    from .results import README_BLOCK as TASK_TABLE_BLOCK
+    from .results import render_task_table
+
+    blocks = [
+        (page, SPEED_BLOCK, render_speed_block(records, chart, records_dir)) for page, chart in SPEED_PAGES.items()
+    ]
+    task_table = root / TASK_TABLE_RECORD
+    if task_table.is_file():
+        blocks.append(("README.md", TASK_TABLE_BLOCK, render_task_table(json.loads(task_table.read_text("utf-8")))))
+    comparison = root / COMPARISON_RECORD
+    rendered = (
+        render_comparison(json.loads(comparison.read_text("utf-8")))
+        if comparison.is_file()
+        else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
+    )
+    blocks.append(("README.md", COMPARISON_BLOCK, rendered))
+    return blocks
+
+
+def expected_pages(root: Path, records: list[SpeedRecord], records_dir: str) -> dict[Path, str]:
+    """Each page holding a generated block (`record_blocks`) with its blocks rendered from the records.
+
+    Raises:
+        ValueError: naming the page, when it lacks a block.
+    """
+    pages: dict[Path, str] = {}
+    for page, block, rendered in record_blocks(root, records, records_dir):
+        path = root / page
+        text = pages.get(path) or path.read_text(encoding="utf-8")
+        try:
+            pages[path] = replace_block(text, rendered, block)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from error
+    return pages
+
+
+def charts(root: Path, records: list[SpeedRecord]) -> dict[Path, Callable[[Path], Path]]:
+    """The charts the records give: path -> the function drawing it there (the speed chart only when there are
+    records, the task-table chart only when its record exists)."""
+    drawn: dict[Path, Callable[[Path], Path]] = {}
+    if records:
+        drawn[root / SPEED_CHART] = lambda path: draw_speed_chart(records, path)
+    task_table = root / TASK_TABLE_RECORD
+    if task_table.is_file():
+        record = json.loads(task_table.read_text(encoding="utf-8"))
+        drawn[root / TASK_TABLE_CHART] = lambda path: draw_task_table_chart(record, path)
+    return drawn
+
+
+def check_report(root: str | Path = ".", records_dir: str | Path | None = None) -> list[str]:
+    """What differs from the records: each page whose speed block is not what the records give, each chart missing.
+    An empty list: everything matches."""
+    root = Path(root)
+    folder = Path(records_dir) if records_dir is not None else root / SPEED_RECORDS
+    records = read_speed_records(folder, root)
+    problems = []
+    for page, block, rendered in record_blocks(root, records, _shown(folder, root)):
+        text = (root / page).read_text(encoding="utf-8")
+        if block[0] not in text or block[1] not in text:
+            problems.append(f"{page}: no {block[0].strip()} ... {block[1]} block")
+        elif readme_block(text, block) != rendered:
+            problems.append(f"{page}: the {block[0].strip()} block differs from what the records give")
+    problems += [f"{_shown(path, root)}: missing" for path in charts(root, records) if not path.is_file()]
+    return problems
+
+
+def write_report(root: str | Path = ".", records_dir: str | Path | None = None, draw: bool = True) -> list[Path]:
+    """Render the speed blocks of `SPEED_PAGES` from the records (writing the pages that change) and draw the
+    charts; returns the files written."""
+    root = Path(root)
+    folder = Path(records_dir) if records_dir is not None else root / SPEED_RECORDS
+    records = read_speed_records(folder, root)
+    written = []
+    for path, text in expected_pages(root, records, _shown(folder, root)).items():
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    if draw:
+        written += [draw_chart(path) for path, draw_chart in charts(root, records).items()]
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------------- main
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """`--help` with each option's default, and the description's list as written."""
+
+
+@dataclass
+class ReportArguments:
+    """Where the records are, and whether to write the report or check it."""
+
+    root: str = field(
+        default=".", metadata={"help": "The repository: README.md, docs/ and results/ are read and written under it."}
+    )
+    records_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": f"Folder of benchmark records (*.json, as --output_json writes them); default ROOT/{SPEED_RECORDS}."
+        },
+    )
+    check: bool = field(
+        default=False,
+        metadata={
+            "help": "Write nothing; exit 1, naming each file, when a page's speed block differs from what the "
+            "records give or a chart is missing."
+        },
+    )
+    charts: bool = field(default=True, metadata={"help": f"Draw {SPEED_CHART} and {TASK_TABLE_CHART}."})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write the report from the records, or with --check, exit 1 when the committed pages differ from them."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    parser = HfArgumentParser(ReportArguments, description=__doc__, formatter_class=_HelpFormatter)
+    (args,) = parse_args_or_json(parser, argv)
+    if args.check:
+        problems = check_report(args.root, args.records_dir)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            print("Run `python scripts/make_report.py` to render them from the records.", file=sys.stderr)
+            raise SystemExit(1)
+        print("The generated tables match the records.")
+        return
+    for path in write_report(args.root, args.records_dir, args.charts):
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""Records and what is rendered from them: the benchmark's `--output_json` record, the speed tables and charts of
+`hf_bertscratch.reports`, `scripts/make_report.py --check`, and the committed pages against the committed records."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+import shutil
+import statistics
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from matplotlib.image import imread
+
+import hf_bertscratch
+from hf_bertscratch import benchmark, pretraining_comparison, reports, results
+from hf_bertscratch.hardware import cpu_model
+
+ROOT = Path(__file__).resolve().parents[1]
+# The tiniest real benchmark run with two paddings, the training step and inference (no memory probe, one thread).
+TINY_RUN = [
+    "--presets",
+    "tiny",
+    "--seq_lens",
+    "16",
+    "--paddings",
+    "0",
+    "0.3",
+    "--batch_size",
+    "2",
+    "--repeats",
+    "3",
+    "--warmup",
+    "0",
+    "--workloads",
+    "train",
+    "infer",
+    "--memory",
+    "false",
+    "--num_threads",
+    "1",
+]
+PAGE = "# title\n\nbefore\n\n## Speed\n\n<!-- speed-table:start -->\nold\n<!-- speed-table:end -->\n\nafter\n"
+# README also holds the task table and the pretraining comparison, rendered from their records.
+README_PAGE = (
+    "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
+    "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n" + PAGE.split("\n\n", 1)[1]
+)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path, datetime, datetime]:
+    """A record written by the benchmark's main: (its arguments, the record's path, the time before and after)."""
+    threads = torch.get_num_threads()
+    path = tmp_path_factory.mktemp("speed") / "tiny.json"
+    argv = [*TINY_RUN, "--output_json", str(path)]
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    try:
+        benchmark.main(argv)
+    finally:
+        torch.set_num_threads(threads)
+    return argv, path, before, datetime.now(timezone.utc)
+
+
+@pytest.fixture
+def record(tiny_run: tuple[list[str], Path, datetime, datetime]) -> dict:
+    return json.loads(tiny_run[1].read_text(encoding="utf-8"))
+
+
+def _speed_record(data: dict, name: str = "results/speed/tiny.json") -> reports.SpeedRecord:
+    return reports.SpeedRecord(name, data)
+
+
+def _table(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:
+    """The header cells and the data rows, keyed by (workload, against), of the one markdown table in `text`."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    split = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
+    return split[0], {(cells[0], cells[1]): cells[2:] for cells in split[2:]}  # past the header and its rule
+
+
+def _repository(tmp_path: Path, records: list[Path]) -> Path:
+    """A folder laid out as the repository for make_report: the two pages, the task-table record, `records`."""
+    for page in reports.SPEED_PAGES:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page).write_text(README_PAGE if page == "README.md" else PAGE, encoding="utf-8")
+    (tmp_path / "results" / "speed").mkdir(parents=True)
+    shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
+    for path in records:
+        shutil.copy(path, tmp_path / "results" / "speed" / path.name)
+    return tmp_path
+
+
+def _assert_png(path: Path) -> None:
+    assert path.read_bytes()[:8] == PNG_SIGNATURE, path
+    height, width, _ = imread(path).shape  # decodes the whole image
+    assert width >= 600 and height >= 200, (path, width, height)
+
+
+# ------------------------------------------------------------------------------------------ the benchmark's record
+def test_benchmark_record_says_how_it_was_made(tiny_run: tuple, record: dict) -> None:
+    argv, _, before, after = tiny_run
+    assert record["command"] == "python scripts/benchmark.py " + shlex.join(argv)
+    assert record["commit"] == benchmark.git_commit()
+    if benchmark.REPOSITORY == ROOT and (ROOT / ".git").exists():  # run from the checkout: its HEAD
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        assert record["commit"].removesuffix("-dirty") == head.stdout.strip()
+    assert before <= datetime.fromisoformat(record["date"]) <= after
+    assert record["versions"] == {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "hf-bertscratch": hf_bertscratch.__version__,
+    }  # onnxruntime did not run: not named
+    assert (record["cpu"], record["threads"]) == (cpu_model(), 1)
+    for when in ("start", "end"):
+        assert len(record["load_average"][when]) == 3 and all(value >= 0 for value in record["load_average"][when])
+    # The keys the record had before stay (the CLI test and older readers use them).
+    assert record["arguments"]["presets"] == ["tiny"] and record["environment"].startswith("torch ")
+    cases = [(result["padding"], result["workload"]) for result in record["results"]]
+    assert cases == [(0.0, "train"), (0.0, "infer"), (0.3, "train"), (0.3, "infer")]
+
+
+def test_git_commit_is_heads_short_hash_marked_dirty_by_tracked_changes(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    assert benchmark.git_commit(tmp_path) is None  # not a checkout
+
+    def git(*arguments: str) -> str:
+        command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("commit", "-q", "-m", "first")
+    head = git("rev-parse", "--short", "HEAD")
+    assert benchmark.git_commit(tmp_path) == head
+    (tmp_path / "new.txt").write_text("untracked\n")
+    assert benchmark.git_commit(tmp_path) == head  # an untracked file changes no tracked code
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert benchmark.git_commit(tmp_path) == f"{head}-dirty"
+    (tmp_path / "inner").mkdir()
+    assert benchmark.git_commit(tmp_path / "inner") is None  # only the checkout's top folder is the code's
+
+
+# ------------------------------------------------------------------------------------------ the speed table
+def test_speed_table_shows_the_records_numbers(record: dict) -> None:
+    table = reports.render_speed_table(_speed_record(record))
+    header, rows = _table(table)
+    assert header == ["workload", "against", "no padding", "tok/s", "30% padding", "tok/s"]
+    assert set(rows) == {
+        ("MLM training step", "transformers' BERT"),
+        ("inference, full MLM logits", "transformers' BERT"),
+    }
+    for result in record["results"]:
+        cells = rows[(reports.WORKLOADS[result["workload"]], "transformers' BERT")]
+        ratio, tokens = cells[0:2] if result["padding"] == 0 else cells[2:4]
+        assert ratio == f"**{result['ratio_median']:.2f}x** ({result['ratio_min']:.2f}-{result['ratio_max']:.2f})"
+        assert tokens == f"{result['ours_tokens_per_s']:,.0f} / {result['reference_tokens_per_s']:,.0f}"
+    assert table.startswith("**tiny, T=16, eager, fp32, B=2**: ours/contender throughput, median (min-max) over 3 ")
+    assert f"`{record['command']}` on {record['cpu']} (" in table
+    assert f"{record['date'][:10]}, commit {record['commit'] or 'unknown'};" in table
+    assert f"load average (1 min) {record['load_average']['start'][0]:.1f} at the start" in table
+    assert "Record: `results/speed/tiny.json`." in table
+
+
+def test_speed_table_adds_onnxruntime_memory_and_what_varies(record: dict) -> None:
+    data = copy.deepcopy(record)
+    data["versions"]["onnxruntime"] = "1.32.0"
+    train, infer = data["results"][2:4]  # 30% padding
+    train.update(ours_peak_mib=1344.4, reference_peak_mib=2547.0)
+    infer.update(
+        onnxruntime_tokens_per_s=5887.0,
+        ours_over_onnxruntime_median=0.98,
+        ours_over_onnxruntime_min=0.891,
+        ours_over_onnxruntime_max=1.034,
+        onnxruntime_max_abs_diff=1.8e-6,
+    )
+    mini = copy.deepcopy(data["results"][0])
+    data["results"].append({**mini, "preset": "mini"})
+    table = reports.render_speed_table(_speed_record(data))
+    header, rows = _table(table)
+    ort = rows[("inference, full MLM logits, tiny", "ONNX Runtime 1.32.0")]
+    assert ort == ["", "", "**0.98x** (0.89-1.03)", f"{infer['ours_tokens_per_s']:,.0f} / 5,887"]  # 30% only
+    assert rows[("MLM training step, tiny, peak memory", "transformers' BERT")] == ["", "", "1,344 / 2,547 MiB", ""]
+    assert rows[("MLM training step, mini", "transformers' BERT")][2:] == ["", ""]  # mini ran no padding only
+    assert table.startswith("**T=16, eager, fp32, B=2**")  # the preset varies: the rows name it
+    assert "onnxruntime 1.32.0" in table and "differ from ours at real positions by at most 1.8e-06" in table
+
+
+def test_no_record_leaves_an_explicit_line_and_no_speed_chart(tmp_path: Path) -> None:
+    root = _repository(tmp_path, [])
+    reports.main(["--root", str(root)])
+    for page in reports.SPEED_PAGES:
+        text = (root / page).read_text(encoding="utf-8")
+        assert reports.readme_block(text, reports.SPEED_BLOCK) == reports.no_speed_record("results/speed")
+        assert "No benchmark record in `results/speed/` yet" in text and "speed.png" not in text
+    assert not (root / reports.SPEED_CHART).exists()
+    _assert_png(root / reports.TASK_TABLE_CHART)
+    assert reports.check_report(root) == []
+
+
+def test_unreadable_record_is_named(tmp_path: Path) -> None:
+    (tmp_path / "old.json").write_text(json.dumps({"arguments": {}, "results": []}))
+    with pytest.raises(ValueError, match=r"old\.json is not a benchmark record \(missing \['command'"):
+        reports.read_speed_records(tmp_path, tmp_path)
+
+
+# ------------------------------------------------------------------------------------------ make_report
+def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
+    tiny_run: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _repository(tmp_path, [tiny_run[1]])
+    with pytest.raises(SystemExit) as exit_info:  # the pages still hold "old"
+        reports.main(["--root", str(root), "--check"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    for block in ("speed-table", "task-table", "pretraining-comparison"):
+        assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
+
+    reports.main(["--root", str(root)])
+    records = reports.read_speed_records(root / "results" / "speed", root)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    task_table = json.loads((root / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    assert reports.readme_block(readme, results.README_BLOCK) == results.render_task_table(task_table)
+    no_comparison = reports.readme_block(readme, pretraining_comparison.README_BLOCK)
+    assert no_comparison.startswith("No record yet: `python scripts/compare_pretraining.py --record results/")
+    for page, chart in reports.SPEED_PAGES.items():
+        text = (root / page).read_text(encoding="utf-8")
+        assert text.endswith("-->\n\nafter\n") and "before\n\n## Speed\n\n" in text
+        block = reports.readme_block(text, reports.SPEED_BLOCK)
+        assert block == reports.render_speed_block(records, chart)
+        assert reports.render_speed_table(records[0]) in block and block.endswith(f"]({chart})\n")
+    _assert_png(root / reports.SPEED_CHART)
+    _assert_png(root / reports.TASK_TABLE_CHART)
+    reports.main(["--root", str(root), "--check"])
+    assert "match the records" in capsys.readouterr().out
+
+    for page in reports.SPEED_PAGES:
+        path = root / page
+        fresh = path.read_text(encoding="utf-8")
+        path.write_text(fresh.replace("x** (", "x** (0", 1), encoding="utf-8")  # one ratio's minimum changed
+        with pytest.raises(SystemExit) as exit_info:
+            reports.main(["--root", str(root), "--check"])
+        assert exit_info.value.code == 1
+        problems = [line for line in capsys.readouterr().err.splitlines() if "differs" in line]
+        assert problems == [f"{page}: the <!-- speed-table:start --> block differs from what the records give"]
+        path.write_text(fresh, encoding="utf-8")
+    (root / reports.SPEED_CHART).unlink()
+    assert reports.check_report(root) == [f"{reports.SPEED_CHART}: missing"]
+
+
+def test_records_dir_option_reads_records_elsewhere(tiny_run: tuple, tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repository", [])
+    reports.main(["--root", str(root), "--records_dir", str(tiny_run[1].parent), "--charts", "false"])
+    block = reports.readme_block((root / "README.md").read_text(encoding="utf-8"), reports.SPEED_BLOCK)
+    assert f"Record: `{tiny_run[1].as_posix()}`." in block  # outside the repository: named as given
+    missing = [f"{chart}: missing" for chart in (reports.SPEED_CHART, reports.TASK_TABLE_CHART)]
+    assert reports.check_report(root, tiny_run[1].parent) == missing  # the pages match; no chart drawn
+    assert reports.check_report(root) != []  # the repository's own records folder is empty
+
+
+def test_help_explains_what_is_read_and_written(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        reports.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "results/speed/*.json" in out and "--records_dir" in out and "--check" in out
+
+
+# ------------------------------------------------------------------------------------------ the charts' data
+def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
+    record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    record["rows"][0]["scratch"] = []  # a row with one initialisation run keeps that one bar
+    bars = reports.task_table_bars(record)
+    with_values = [row for row in record["rows"] if row["pretrained"] or row["scratch"]]
+    assert list(bars) == [row["label"] for row in with_values] and len(with_values) < len(record["rows"])
+    first = record["rows"][0]
+    assert list(bars[first["label"]]) == ["pretrained here"]
+    for row in with_values:
+        for key, name in (("pretrained", "pretrained here"), ("scratch", "no pretraining")):
+            if row[key]:
+                mean, low, high = bars[row["label"]][name]
+                assert mean == pytest.approx(sum(row[key]) / len(row[key]))
+                spread = statistics.stdev(row[key]) if len(row[key]) > 1 else 0.0
+                assert (mean - low, high - mean) == pytest.approx((spread, spread))
+
+
+def test_speed_chart_draws_every_ratio_of_the_table(record: dict, tmp_path: Path) -> None:
+    records = [_speed_record(record), _speed_record(record, "results/speed/again.json")]
+    bars = reports.speed_bars(records)
+    assert list(bars) == [
+        f"{name}: {workload}\nvs transformers' BERT"
+        for name in ("tiny", "again")
+        for workload in ("MLM training step", "inference, full MLM logits")
+    ]
+    for result in record["results"]:
+        label = f"tiny: {reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
+        padding = reports.padding_label(result["padding"])
+        assert bars[label][padding] == (result["ratio_median"], result["ratio_min"], result["ratio_max"])
+    _assert_png(reports.draw_speed_chart(records, tmp_path / "speed.png"))
+
+
+# ------------------------------------------------------------------------------------------ the committed pages
+def test_committed_speed_blocks_and_charts_are_what_the_committed_records_give() -> None:
+    """README.md's and docs/speed.md's speed blocks are what `scripts/make_report.py` renders from results/speed/,
+    and every chart the records give is committed."""
+    assert reports.check_report(ROOT) == []
