@@ -133,6 +133,13 @@ class BenchmarkArguments:
         default=False,
         metadata={"help": "Also time ONNX Runtime on our exported model in the inference workloads (needs [onnx])."},
     )
+    onnxruntime_int8: bool = field(
+        default=False,
+        metadata={
+            "help": "Also time ONNX Runtime on the int8 graph (`bertscratch export --quantize dynamic`) in the "
+            "inference workloads (needs [onnx]); its ratio is ours over int8, so int8's speed-up is the inverse."
+        },
+    )
     memory: bool = field(
         default=True, metadata={"help": "Measure the peak training memory of each model in a subprocess."}
     )
@@ -200,6 +207,11 @@ class CaseResult:
     ours_over_onnxruntime_max: float | None = None
     onnxruntime_max_abs_diff: float | None = None
     onnxruntime_graph: str | None = None
+    onnxruntime_int8_tokens_per_s: float | None = None
+    ours_over_onnxruntime_int8_median: float | None = None
+    ours_over_onnxruntime_int8_min: float | None = None
+    ours_over_onnxruntime_int8_max: float | None = None
+    onnxruntime_int8_max_abs_diff: float | None = None
 
 
 def build_config(preset: str, dropout: float = 0.1) -> BertScratchConfig:
@@ -345,17 +357,20 @@ def make_step(
 
 
 def onnxruntime_contender(
-    ours: BertScratchForMaskedLM, workload: str, batch: dict[str, torch.Tensor], folder: Path
+    ours: BertScratchForMaskedLM, workload: str, batch: dict[str, torch.Tensor], folder: Path, int8: bool = False
 ) -> tuple[Callable[[], None], float]:
-    """Export ours (the MLM; its encoder for "encode"; with `masked_positions` for "fill-mask") into `folder` and
-    return a closure running one ONNX Runtime forward on `batch`, and the largest |ONNX Runtime - ours| over real
-    positions (fill-mask: the masked ones) of that batch."""
-    from .onnx_export import export_graph, onnx_session, operator_counts, run_session
+    """Export ours (the MLM; its encoder for "encode"; with `masked_positions` for "fill-mask") into `folder` (with
+    `int8`, then quantized as `bertscratch export --quantize dynamic` does) and return a closure running one ONNX
+    Runtime forward on `batch`, and the largest |ONNX Runtime - ours| over real positions (fill-mask: the masked
+    ones) of that batch."""
+    from .onnx_export import export_graph, onnx_session, operator_counts, quantize_int8, run_session
 
     model, task = (ours.bert, "feature-extraction") if workload == "encode" else (ours, "fill-mask")
     masked = workload == "fill-mask"
     model.eval()
     (name,) = export_graph(model, task, folder / "model.onnx", masked_positions=masked)[:1]
+    if int8:
+        quantize_int8(folder / "model.onnx")
     logger.info("ONNX Runtime runs %s: %s", ONNXRUNTIME_GRAPH, operator_counts(folder / "model.onnx"))
     session = onnx_session(folder, num_threads=torch.get_num_threads(), spinning=False)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
@@ -465,9 +480,14 @@ def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
             models = {name: torch.compile(model) for name, model in models.items()}
         steps = {name: make_step(workload, model, batch, precision) for name, model in models.items()}
         with tempfile.TemporaryDirectory() as onnx_dir:
-            ort_difference = None
-            if args.onnxruntime and workload in INFERENCE_WORKLOADS:
-                steps["onnxruntime"], ort_difference = onnxruntime_contender(ours, workload, batch, Path(onnx_dir))
+            differences = {}
+            for contender, wanted in (("onnxruntime", args.onnxruntime), ("onnxruntime_int8", args.onnxruntime_int8)):
+                if wanted and workload in INFERENCE_WORKLOADS:
+                    folder = Path(onnx_dir) / contender
+                    folder.mkdir()
+                    steps[contender], differences[contender] = onnxruntime_contender(
+                        ours, workload, batch, folder, int8=contender == "onnxruntime_int8"
+                    )
             # Compilation happens in the first (warm-up) call; freezing applies to graphs run without autograd.
             freezing = variant == "compiled" and workload in INFERENCE_WORKLOADS
             with torch._inductor.config.patch(freezing=freezing) if freezing else contextlib.nullcontext():
@@ -496,8 +516,19 @@ def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
                 result.ours_over_onnxruntime_min,
                 result.ours_over_onnxruntime_max,
             ) = summarize(seconds, useful_tokens, "onnxruntime")
-            result.onnxruntime_max_abs_diff = ort_difference
+            result.onnxruntime_max_abs_diff = differences["onnxruntime"]
             result.onnxruntime_graph = ONNXRUNTIME_GRAPH
+        if "onnxruntime_int8" in seconds:
+            (
+                _,
+                result.onnxruntime_int8_tokens_per_s,
+                result.ours_over_onnxruntime_int8_median,
+                result.ours_over_onnxruntime_int8_min,
+                result.ours_over_onnxruntime_int8_max,
+            ) = summarize(seconds, useful_tokens, "onnxruntime_int8")
+            result.onnxruntime_int8_max_abs_diff = differences["onnxruntime_int8"]
+            if result.onnxruntime_graph is None:
+                result.onnxruntime_graph = ONNXRUNTIME_GRAPH
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
@@ -564,7 +595,28 @@ def format_table(results: list[CaseResult]) -> str:
     if with_ort:
         rows = [format_onnxruntime_row(result) for result in with_ort]
         tables.append("\n".join([ONNXRUNTIME_HEADER, *rows, "", f"ORT: {ONNXRUNTIME_GRAPH}."]))
+    with_int8 = [result for result in results if result.onnxruntime_int8_tokens_per_s is not None]
+    if with_int8:
+        rows = [format_int8_row(result) for result in with_int8]
+        tables.append("\n".join([INT8_HEADER, *rows, "", f"ORT int8: {ONNXRUNTIME_GRAPH}, quantized (dynamic int8)."]))
     return "\n\n".join(tables)
+
+
+INT8_HEADER = (
+    "| preset | T | pad | workload | mode | ours tok/s | ORT int8 tok/s | ours/int8 (min-max) | int8 diff |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_int8_row(result: CaseResult) -> str:
+    """One Markdown row of an inference `result` timed against ONNX Runtime on the int8 graph."""
+    return (
+        f"| {result.preset} | {result.seq_len} | {result.padding:g} | {result.workload} "
+        f"| {result.variant}{'' if result.precision == 'fp32' else ' ' + result.precision} "
+        f"| {result.ours_tokens_per_s:,.0f} | {result.onnxruntime_int8_tokens_per_s:,.0f} "
+        f"| **{result.ours_over_onnxruntime_int8_median:.2f}x** ({result.ours_over_onnxruntime_int8_min:.2f}-"
+        f"{result.ours_over_onnxruntime_int8_max:.2f}) | {result.onnxruntime_int8_max_abs_diff:.1e} |"
+    )
 
 
 def environment_line() -> str:

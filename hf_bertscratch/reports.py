@@ -77,6 +77,7 @@ class Contender:
 CONTENDERS = (
     Contender("transformers' BERT", None, "reference_tokens_per_s", "ratio"),
     Contender("ONNX Runtime", "onnxruntime", "onnxruntime_tokens_per_s", "ours_over_onnxruntime"),
+    Contender("ONNX Runtime int8", "onnxruntime", "onnxruntime_int8_tokens_per_s", "ours_over_onnxruntime_int8"),
 )
 
 

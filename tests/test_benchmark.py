@@ -83,6 +83,8 @@ def test_onnxruntime_contender_runs_with_parity() -> None:
             "encode",
             "--onnxruntime",
             "true",
+            "--onnxruntime_int8",
+            "true",
             "--memory",
             "false",
         ]
@@ -98,16 +100,25 @@ def test_onnxruntime_contender_runs_with_parity() -> None:
         )
         assert low == median == high == pytest.approx(result.ours_tokens_per_s / result.onnxruntime_tokens_per_s)
         assert result.onnxruntime_max_abs_diff < 1e-4  # the same weights compute the same outputs
+        assert result.onnxruntime_int8_tokens_per_s > 0
+        # the int8 contender runs the quantized graph: its outputs move by far more than fp32 rounding
+        assert result.onnxruntime_int8_max_abs_diff > 100 * result.onnxruntime_max_abs_diff
     table = benchmark.format_table([train, infer, encode])
     assert "| ours/ORT (min-max) |" in table and "| tiny | 16 | 0.3 | encode | eager |" in table
+    assert "| ours/int8 (min-max) |" in table and table.count("| tiny | 16 | 0.3 | infer | eager |") == 2
 
 
 def test_ratios_are_ours_over_each_contender_per_repetition(monkeypatch: pytest.MonkeyPatch) -> None:
     """With known step times, every recorded and printed ratio is ours/contender of the tokens/s it came from: taken
     per repetition (then median, min, max), and above 1 where ours is the faster."""
-    seconds = {"ours": [0.1, 0.2, 0.1], "reference": [0.2, 0.3, 0.4], "onnxruntime": [0.4, 0.1, 0.2]}
+    seconds = {
+        "ours": [0.1, 0.2, 0.1],
+        "reference": [0.2, 0.3, 0.4],
+        "onnxruntime": [0.4, 0.1, 0.2],
+        "onnxruntime_int8": [0.05, 0.4, 0.05],
+    }
     monkeypatch.setattr(benchmark, "time_interleaved", lambda steps, repeats, warmup: {n: seconds[n] for n in steps})
-    monkeypatch.setattr(benchmark, "onnxruntime_contender", lambda *args: (lambda: None, 0.0))
+    monkeypatch.setattr(benchmark, "onnxruntime_contender", lambda *args, **kwargs: (lambda: None, 0.0))
     args = benchmark.BenchmarkArguments(
         presets=["tiny"],
         seq_lens=[16],
@@ -116,6 +127,7 @@ def test_ratios_are_ours_over_each_contender_per_repetition(monkeypatch: pytest.
         batch_size=4,
         repeats=3,
         onnxruntime=True,
+        onnxruntime_int8=True,
         memory=False,
     )
     train, infer = benchmark.run_case(args, benchmark.Case("tiny", 16, 0.3, "eager", "fp32"))
@@ -134,6 +146,16 @@ def test_ratios_are_ours_over_each_contender_per_repetition(monkeypatch: pytest.
         infer.ours_over_onnxruntime_max,
     )
     assert ours_over_ort == pytest.approx((2.0, 0.5, 4.0))
+    assert train.onnxruntime_int8_tokens_per_s is None
+    assert infer.onnxruntime_int8_tokens_per_s == pytest.approx(tokens / 0.05)
+    # Per repetition ours/int8 = int8 seconds / ours seconds: 0.5, 2, 0.5; int8 the faster where below 1.
+    ours_over_int8 = (
+        infer.ours_over_onnxruntime_int8_median,
+        infer.ours_over_onnxruntime_int8_min,
+        infer.ours_over_onnxruntime_int8_max,
+    )
+    assert ours_over_int8 == pytest.approx((0.5, 0.5, 2.0))
+    assert "| **0.50x** (0.50-2.00) |" in benchmark.format_int8_row(infer)
     assert "| **2.00x** (1.50-4.00) |" in benchmark.format_row(train)
     assert "| 2.00x (1.50-4.00) | **2.00x** (0.50-4.00) |" in benchmark.format_onnxruntime_row(infer)
     assert (

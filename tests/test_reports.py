@@ -180,6 +180,11 @@ def test_speed_table_adds_onnxruntime_memory_and_what_varies(record: dict) -> No
         ours_over_onnxruntime_min=0.891,
         ours_over_onnxruntime_max=1.034,
         onnxruntime_max_abs_diff=1.8e-6,
+        onnxruntime_int8_tokens_per_s=11774.0,
+        ours_over_onnxruntime_int8_median=0.49,
+        ours_over_onnxruntime_int8_min=0.452,
+        ours_over_onnxruntime_int8_max=0.517,
+        onnxruntime_int8_max_abs_diff=3.1e-2,
     )
     mini = copy.deepcopy(data["results"][0])
     data["results"].append({**mini, "preset": "mini"})
@@ -187,6 +192,8 @@ def test_speed_table_adds_onnxruntime_memory_and_what_varies(record: dict) -> No
     header, rows = _table(table)
     ort = rows[("inference, full MLM logits, tiny", "ONNX Runtime 1.32.0")]
     assert ort == ["", "", "**0.98x** (0.89-1.03)", f"{infer['ours_tokens_per_s']:,.0f} / 5,887"]  # 30% only
+    int8 = rows[("inference, full MLM logits, tiny", "ONNX Runtime int8 1.32.0")]
+    assert int8 == ["", "", "**0.49x** (0.45-0.52)", f"{infer['ours_tokens_per_s']:,.0f} / 11,774"]
     assert rows[("MLM training step, tiny, peak memory", "transformers' BERT")] == ["", "", "1,344 / 2,547 MiB", ""]
     assert rows[("MLM training step, mini", "transformers' BERT")][2:] == ["", ""]  # mini ran no padding only
     assert table.startswith("**T=16, eager, fp32, B=2**")  # the preset varies: the rows name it
