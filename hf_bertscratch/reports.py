@@ -39,6 +39,8 @@ TASK_TABLE_CHART = "docs/images/task_table.png"
 COMPARISON_RECORD = "results/pretraining_comparison.json"
 # The pages holding the speed block (paths under the repository) and how each links the speed chart.
 SPEED_PAGES = {"README.md": SPEED_CHART, "docs/speed.md": "images/speed.png"}
+# The pages that show the short form (`render_speed_summary`), and where each links for every table.
+SUMMARY_PAGES = {"README.md": "docs/speed.md#the-records"}
 # What a benchmark record must hold to be rendered (`hf_bertscratch.benchmark.benchmark_record`).
 RECORD_KEYS = (
     "command",
@@ -112,7 +114,8 @@ class SpeedRecord:
 
 # ------------------------------------------------------------------------------------------------------ reading
 def read_speed_records(records_dir: Path, root: Path) -> list[SpeedRecord]:
-    """Every `*.json` record in `records_dir`, by file name; each named by its path under `root` where it is inside.
+    """Every `*.json` record in `records_dir`, in the order they were measured (their dates, then file names); each
+    named by its path under `root` where it is inside.
 
     Raises:
         ValueError: naming the file, when one is not a benchmark record (missing any of `RECORD_KEYS`).
@@ -127,7 +130,7 @@ def read_speed_records(records_dir: Path, root: Path) -> list[SpeedRecord]:
                 "... --output_json`."
             )
         records.append(SpeedRecord(_shown(path, root), data))
-    return records
+    return sorted(records, key=lambda record: (record.data["date"], record.name))
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -281,6 +284,42 @@ def render_speed_block(records: list[SpeedRecord], chart: str, records_dir: str 
     return "\n\n".join(parts) + "\n"
 
 
+def render_speed_summary(records: list[SpeedRecord], chart: str, details: str) -> str:
+    """README's short form of the speed block: a row per workload and contender, and for each padding the median
+    ratio of every record that timed it, in the order they were measured (so a reader sees at once whether runs
+    agree); the records and `details` (the page with every table) named below it, and the chart."""
+    if not records:
+        return no_speed_record(SPEED_RECORDS)
+    paddings = sorted({result["padding"] for record in records for result in record.data["results"]})
+    ratios: dict[tuple[str, str], dict[float, list[str]]] = {}
+    for record in records:
+        for row in speed_rows(record.data):
+            cells = ratios.setdefault((row.workload, row.against), {})
+            for padding, cell in row.cells.items():
+                cells.setdefault(padding, []).append(f"**{cell.median:.2f}x**")
+        for label, memory in _memory_rows(record.data):
+            cells = ratios.setdefault((label, CONTENDERS[0].name), {})
+            for padding, (ours, theirs) in memory.items():
+                cells.setdefault(padding, []).append(f"{ours:,.0f} / {theirs:,.0f} MiB")
+    settings = sorted({_caption(record.data).split("**")[1] for record in records})
+    lines = [
+        f"Ours over each contender ({'; '.join(settings)}): the median over interleaved repetitions of each recorded "
+        "run, in the order they ran:",
+        "",
+        "| workload | against |" + "".join(f" {padding_label(p)} |" for p in paddings),
+        "| --- | --- |" + " ---: |" * len(paddings),
+    ]
+    for (workload, against), cells in ratios.items():
+        lines.append(f"| {workload} | {against} |" + "".join(f" {', '.join(cells.get(p, []))} |" for p in paddings))
+    named = ", ".join(
+        f"`{Path(record.name).name}` ({record.data['date'][:10]}, {record.data['cpu']}, commit "
+        f"{record.data['commit'] or 'unknown'})"
+        for record in records
+    )
+    lines += ["", f"Records: {named}. Tokens/s, spreads, commands and load: [Speed]({details})."]
+    return "\n".join(lines) + f"\n\n![Ours over each contender, from the records]({chart})\n"
+
+
 # --------------------------------------------------------------------------------------------------- the charts
 def speed_bars(records: list[SpeedRecord]) -> dict[str, dict[str, tuple[float, float, float]]]:
     """The speed chart's data: a group per table row (workload vs contender; the record's name too when there are
@@ -323,7 +362,7 @@ def draw_speed_chart(records: list[SpeedRecord], output_file: Path) -> Path:
     return plot_grouped_bars(
         speed_bars(records),
         output_file,
-        "BertScratch's throughput over each contender's (median, min-max over repetitions)",
+        "Ours over each contender, tokens/s (median, min-max)",
         "ours / contender, tokens/s (right of 1.0: ours faster)",
         value_format="{:.2f}x",
         line_at=1.0,
@@ -355,7 +394,14 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     from .results import render_task_table
 
     blocks = [
-        (page, SPEED_BLOCK, render_speed_block(records, chart, records_dir)) for page, chart in SPEED_PAGES.items()
+        (
+            page,
+            SPEED_BLOCK,
+            render_speed_summary(records, chart, SUMMARY_PAGES[page])
+            if page in SUMMARY_PAGES
+            else render_speed_block(records, chart, records_dir),
+        )
+        for page, chart in SPEED_PAGES.items()
     ]
     task_table = root / TASK_TABLE_RECORD
     if task_table.is_file():

@@ -200,6 +200,26 @@ def test_speed_table_adds_onnxruntime_memory_and_what_varies(record: dict) -> No
     assert "onnxruntime 1.32.0" in table and "differ from ours at real positions by at most 1.8e-06" in table
 
 
+def test_readme_summary_gives_each_runs_median_in_the_order_they_ran(record: dict) -> None:
+    later = copy.deepcopy(record)
+    later["date"] = "2999-01-01T00:00:00+00:00"
+    for result in later["results"]:
+        result["ratio_median"] *= 2
+    later_record, first = (
+        _speed_record(later, "results/speed/b-later.json"),
+        _speed_record(record, "results/speed/z.json"),
+    )
+    summary = reports.render_speed_summary([first, later_record], "speed.png", "docs/speed.md")
+    header, rows = _table(summary)
+    assert header == ["workload", "against", "no padding", "30% padding"]
+    for result in record["results"]:
+        label = (reports.WORKLOADS[result["workload"]], "transformers' BERT")
+        cell = rows[label][[0, 0.3].index(result["padding"])]
+        assert cell == f"**{result['ratio_median']:.2f}x**, **{2 * result['ratio_median']:.2f}x**"  # by date
+    assert "Records: `z.json` (" in summary and "), `b-later.json` (2999-01-01, " in summary
+    assert summary.endswith("[Speed](docs/speed.md).\n\n![Ours over each contender, from the records](speed.png)\n")
+
+
 def test_no_record_leaves_an_explicit_line_and_no_speed_chart(tmp_path: Path) -> None:
     root = _repository(tmp_path, [])
     reports.main(["--root", str(root)])
@@ -241,8 +261,12 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         text = (root / page).read_text(encoding="utf-8")
         assert text.endswith("-->\n\nafter\n") and "before\n\n## Speed\n\n" in text
         block = reports.readme_block(text, reports.SPEED_BLOCK)
-        assert block == reports.render_speed_block(records, chart)
-        assert reports.render_speed_table(records[0]) in block and block.endswith(f"]({chart})\n")
+        if page in reports.SUMMARY_PAGES:  # README: one ratio per run, the full tables one link away
+            assert block == reports.render_speed_summary(records, chart, reports.SUMMARY_PAGES[page])
+        else:
+            assert block == reports.render_speed_block(records, chart)
+            assert reports.render_speed_table(records[0]) in block
+        assert block.endswith(f"]({chart})\n")
     _assert_png(root / reports.SPEED_CHART)
     _assert_png(root / reports.TASK_TABLE_CHART)
     reports.main(["--root", str(root), "--check"])
@@ -251,7 +275,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
     for page in reports.SPEED_PAGES:
         path = root / page
         fresh = path.read_text(encoding="utf-8")
-        path.write_text(fresh.replace("x** (", "x** (0", 1), encoding="utf-8")  # one ratio's minimum changed
+        path.write_text(fresh.replace("x**", "1x**", 1), encoding="utf-8")  # one ratio changed
         with pytest.raises(SystemExit) as exit_info:
             reports.main(["--root", str(root), "--check"])
         assert exit_info.value.code == 1
@@ -265,7 +289,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
 def test_records_dir_option_reads_records_elsewhere(tiny_run: tuple, tmp_path: Path) -> None:
     root = _repository(tmp_path / "repository", [])
     reports.main(["--root", str(root), "--records_dir", str(tiny_run[1].parent), "--charts", "false"])
-    block = reports.readme_block((root / "README.md").read_text(encoding="utf-8"), reports.SPEED_BLOCK)
+    block = reports.readme_block((root / "docs" / "speed.md").read_text(encoding="utf-8"), reports.SPEED_BLOCK)
     assert f"Record: `{tiny_run[1].as_posix()}`." in block  # outside the repository: named as given
     missing = [f"{chart}: missing" for chart in (reports.SPEED_CHART, reports.TASK_TABLE_CHART)]
     assert reports.check_report(root, tiny_run[1].parent) == missing  # the pages match; no chart drawn
@@ -284,6 +308,7 @@ def test_help_explains_what_is_read_and_written(capsys: pytest.CaptureFixture[st
 def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
     record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     record["rows"][0]["scratch"] = []  # a row with one initialisation run keeps that one bar
+    record["rows"][-1].update(pretrained=[], scratch=[])  # a row not run has no bars
     bars = reports.task_table_bars(record)
     with_values = [row for row in record["rows"] if row["pretrained"] or row["scratch"]]
     assert list(bars) == [row["label"] for row in with_values] and len(with_values) < len(record["rows"])
