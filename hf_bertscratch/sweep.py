@@ -77,6 +77,12 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
     "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
     "warmup-0.2": (["--warmup_steps", "0.2"], "warm-up over a fifth of the budget (default: a tenth)"),
+    "electra": (["--objective", "electra"], "ELECTRA: generator 1/4 as wide, discriminator weight 50"),
+    "electra-lr-1e-3": (["--objective", "electra", "--learning_rate", "1e-3"], "ELECTRA at peak learning rate 1e-3"),
+    "electra-weight-10": (
+        ["--objective", "electra", "--discriminator_weight", "10"],
+        "ELECTRA with discriminator weight 10",
+    ),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
@@ -172,6 +178,9 @@ def run_candidate(
         "eval_accuracy": results["eval_accuracy"],
         "eval_mlm_loss": results["eval_mlm_loss"],
         "eval_perplexity": results["eval_perplexity"],
+        # ELECTRA: the discriminator's accuracy over every real token, and the share it would get saying "original"
+        "discriminator_accuracy": results.get("eval_discriminator_accuracy"),
+        "replaced_fraction": results.get("eval_replaced_fraction"),
         "train_tokens": results["train_tokens"],
         "steps": state["global_step"],
         "plateau_exit_step": plateau_exit_step(state["log_history"]),
@@ -181,14 +190,21 @@ def run_candidate(
     }
 
 
+def _replaced_token_cell(row: dict) -> str:
+    """ELECTRA rows: the discriminator's accuracy, and in brackets what always answering "original" would score."""
+    if row.get("discriminator_accuracy") is None:
+        return "-"
+    return f"{100 * row['discriminator_accuracy']:.1f}% ({100 * (1 - row['replaced_fraction']):.1f}%)"
+
+
 def write_table(rows: list[dict], path: Path, length: str) -> None:
     """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
     lines = [
         f"{length} per run; evaluated at 15% masking on WikiText-2 validation.",
         "",
         "| run | seed | changes from the default | accuracy | MLM loss | perplexity | tokens | steps "
-        "| left the plateau at step | procs | layer-1 neighbour attention | wall |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| left the plateau at step | procs | layer-1 neighbour attention | wall | replaced-token accuracy (all 'original') |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     losses: dict[str, list[float]] = {}
     for row in rows:
@@ -200,7 +216,7 @@ def write_table(rows: list[dict], path: Path, length: str) -> None:
             f"| {row['name']} | {row.get('seed', '-')} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
             f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
             f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
-            f"{row['neighbour_attention']:.3f} | {wall} |"
+            f"{row['neighbour_attention']:.3f} | {wall} | {_replaced_token_cell(row)} |"
         )
     with atomic_write(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")

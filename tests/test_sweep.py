@@ -40,6 +40,11 @@ def _fake_run(calls: list[dict]):
                     "eval_perplexity": 2.718**loss,
                     "train_tokens": 1e6,
                     "world_size": 1,
+                    **(
+                        {"eval_discriminator_accuracy": 0.9, "eval_replaced_fraction": 0.14}
+                        if "electra" in command
+                        else {}
+                    ),
                 }
             )
         )
@@ -112,3 +117,17 @@ def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(
     with pytest.raises(SystemExit):
         sweep.main(["--runs_dir", str(tmp_path), "--jobs", "2"])
     assert "--jobs must be 1, or more with --max_steps" in capsys.readouterr().err
+
+
+def test_electra_rows_give_the_discriminator_accuracy_beside_always_original(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict] = []
+    monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
+    monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
+    sweep.main(["--runs_dir", str(tmp_path), "--minutes", "2", "--only", "default", "electra-weight-10"])
+    electra = calls[1]["command"]
+    assert electra[-4:] == ["--objective", "electra", "--discriminator_weight", "10"]
+    rows = {line.split(" | ")[0]: line for line in (tmp_path / "sweep.md").read_text().splitlines()[4:]}
+    assert rows["| electra-weight-10"].endswith("| 90.0% (86.0%) |")  # 1 - 0.14 replaced: all "original"
+    assert rows["| default"].endswith("| - |")
