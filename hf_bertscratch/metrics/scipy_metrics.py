@@ -5,29 +5,22 @@ references as `Value("float")`, so both paths see the same float32 values); the 
 beside this file only import their class from here.
 """
 
-import datasets
 import evaluate
 from scipy.stats import pearsonr, spearmanr
+
+from hf_bertscratch.metrics.metric_info import metric_info
 
 
 def correlation_metric_info(description: str, citation: str, scipy_function: str, returns: str) -> evaluate.MetricInfo:
     """The `MetricInfo` of a correlation metric: float predictions and references, computed by `scipy_function`."""
-    inputs_description = "\n".join(
-        [
-            "Args:",
-            "    predictions (list of float): predicted scores.",
-            "    references (list of float): ground-truth scores.",
-            "    return_pvalue (bool): also return the p-value of the test for no correlation. Defaults to False.",
-            "Returns:",
-            f"    {returns}",
-        ]
-    )
-    return evaluate.MetricInfo(
-        description=description,
-        citation=citation,
-        inputs_description=inputs_description,
-        features=datasets.Features({"predictions": datasets.Value("float"), "references": datasets.Value("float")}),
-        reference_urls=[f"https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.{scipy_function}.html"],
+    return metric_info(
+        description,
+        citation,
+        "float",
+        ("predicted scores", "ground-truth scores"),
+        "return_pvalue (bool): also return the p-value of the test for no correlation. Defaults to False.",
+        returns,
+        f"https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.{scipy_function}.html",
     )
 
 

@@ -5,10 +5,11 @@ Each class keeps the name, inputs and output key of the Hub's `evaluate-metric/<
 metric class).
 """
 
-import datasets
 import evaluate
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+from hf_bertscratch.metrics.metric_info import metric_info
 
 
 def class_id_metric_info(
@@ -18,23 +19,14 @@ def class_id_metric_info(
 
     arguments: the docstring lines of the keyword arguments beyond predictions, references and sample_weight.
     """
-    inputs_description = "\n".join(
-        [
-            "Args:",
-            "    predictions (list of int): predicted labels.",
-            "    references (list of int): ground-truth labels.",
-            *(f"    {line.strip()}" for line in arguments.strip().splitlines() if line.strip()),
-            "    sample_weight (list of float): optional per-example weights.",
-            "Returns:",
-            f"    {returns}",
-        ]
-    )
-    return evaluate.MetricInfo(
-        description=description,
-        citation=citation,
-        inputs_description=inputs_description,
-        features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
-        reference_urls=[f"https://scikit-learn.org/stable/modules/generated/sklearn.metrics.{sklearn_function}.html"],
+    return metric_info(
+        description,
+        citation,
+        "int32",
+        ("predicted labels", "ground-truth labels"),
+        f"{arguments}\nsample_weight (list of float): optional per-example weights.",
+        returns,
+        f"https://scikit-learn.org/stable/modules/generated/sklearn.metrics.{sklearn_function}.html",
     )
 
 
