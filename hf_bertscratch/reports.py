@@ -37,6 +37,10 @@ SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
 COMPARISON_RECORD = "results/pretraining_comparison.json"
+INT8_RECORDS = "results/int8"
+INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
+# The pages holding the int8 accuracy block.
+INT8_PAGES = ("README.md", "docs/onnx.md")
 # The pages holding the speed block (paths under the repository) and how each links the speed chart.
 SPEED_PAGES = {"README.md": SPEED_CHART, "docs/speed.md": "images/speed.png"}
 # The pages that show the short form (`render_speed_summary`), and where each links for every table.
@@ -320,6 +324,46 @@ def render_speed_summary(records: list[SpeedRecord], chart: str, details: str) -
     return "\n".join(lines) + f"\n\n![Ours over each contender, from the records]({chart})\n"
 
 
+def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
+    """int8's accuracy cost from `bertscratch evaluate-onnx` records (file name -> record): per task and split, the
+    main metric from PyTorch, the fp32 and the int8 ONNX exports, int8 minus PyTorch, and how many predictions int8
+    shares with PyTorch; then the records (and with `commands`, the commands that made them)."""
+    from .results import ROWS
+    from .tasks import TASKS
+
+    if not records:
+        return (
+            f"No record in `{INT8_RECORDS}/` yet: `bertscratch evaluate-onnx ... --output_dir DIR` writes "
+            "`DIR/evaluation.json`, the record to keep there.\n"
+        )
+    lines = [
+        "| task, split | metric | PyTorch | ONNX fp32 | ONNX int8 | int8 - PyTorch | predictions agreeing with PyTorch |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, record in records.items():
+        task, metric = record["task"], record["main_metric"]
+        title = next((label.split(" ")[0] for t, _, label in ROWS if t == task), task)
+        label = TASKS[task].metric_label if task in TASKS else metric
+        unit = " of tags" if record["task_type"] == "token-classification" else ""
+        for split in record["splits"].values():
+            scores = {backend["backend"]: backend for backend in split["backends"]}
+            values = [100 * scores[b]["metrics"][metric] for b in ("pytorch", "onnx fp32", "onnx int8")]
+            lines.append(
+                f"| {title} {split['dataset_split']} ({split['examples']:,}) | {label} | {values[0]:.2f} | "
+                f"{values[1]:.2f} | {values[2]:.2f} | {values[2] - values[0]:+.2f} | "
+                f"{100 * scores['onnx int8']['agreement']:.2f}%{unit} |"
+            )
+    sources = ", ".join(f"`{INT8_RECORDS}/{name}`" for name in records)
+    made = "; ".join(f"`{record['command']}`" for record in records.values())
+    return "\n".join([*lines, "", f"Records: {sources}" + (f", made by {made}." if commands else ".")]) + "\n"
+
+
+def read_int8_records(root: Path) -> dict[str, dict]:
+    """The evaluate-onnx records in `results/int8/`, by file name."""
+    folder = root / INT8_RECORDS
+    return {path.name: json.loads(path.read_text("utf-8")) for path in sorted(folder.glob("*.json"))}
+
+
 # --------------------------------------------------------------------------------------------------- the charts
 def speed_bars(records: list[SpeedRecord]) -> dict[str, dict[str, tuple[float, float, float]]]:
     """The speed chart's data: a group per table row (workload vs contender; the record's name too when there are
@@ -413,6 +457,8 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
+    int8 = read_int8_records(root)
+    blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     return blocks
 
 

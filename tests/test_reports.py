@@ -49,8 +49,10 @@ PAGE = "# title\n\nbefore\n\n## Speed\n\n<!-- speed-table:start -->\nold\n<!-- s
 # README also holds the task table and the pretraining comparison, rendered from their records.
 README_PAGE = (
     "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
-    "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n" + PAGE.split("\n\n", 1)[1]
+    "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
+    "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
+ONNX_PAGE = "# ONNX\n\n<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -89,6 +91,8 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     for page in reports.SPEED_PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / page).write_text(README_PAGE if page == "README.md" else PAGE, encoding="utf-8")
+    (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
+    shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
     shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
     for path in records:
@@ -247,7 +251,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         reports.main(["--root", str(root), "--check"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    for block in ("speed-table", "task-table", "pretraining-comparison"):
+    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table"):
         assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
@@ -343,3 +347,26 @@ def test_committed_speed_blocks_and_charts_are_what_the_committed_records_give()
     """README.md's and docs/speed.md's speed blocks are what `scripts/make_report.py` renders from results/speed/,
     and every chart the records give is committed."""
     assert reports.check_report(ROOT) == []
+
+
+def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
+    records = reports.read_int8_records(ROOT)
+    assert records, "results/int8/ holds the committed evaluate-onnx records"
+    table = reports.render_int8_table(records)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    expected = []
+    for name, record in records.items():
+        metric = record["main_metric"]
+        for split in record["splits"].values():
+            by = {backend["backend"]: backend for backend in split["backends"]}
+            values = [100 * by[b]["metrics"][metric] for b in ("pytorch", "onnx fp32", "onnx int8")]
+            expected.append((values, values[2] - values[0], 100 * by["onnx int8"]["agreement"]))
+        assert f"`results/int8/{name}`" in table and f"`{record['command']}`" in table
+    assert len(rows) == len(expected)
+    for row, (values, difference, agreement) in zip(rows, expected):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert [float(cell) for cell in cells[2:5]] == pytest.approx(values, abs=0.005)
+        assert cells[5] == f"{difference:+.2f}" and cells[6].startswith(f"{agreement:.2f}%")
+    short = reports.render_int8_table(records, commands=False)  # README's: the records, not the commands
+    assert short.splitlines()[:-1] == table.splitlines()[:-1] and "made by" not in short
+    assert reports.render_int8_table({}).startswith("No record in `results/int8/` yet")
