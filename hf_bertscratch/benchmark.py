@@ -694,22 +694,28 @@ class RunStart:
         return cls(git_commit(), date, _load_average_list())
 
 
-def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[CaseResult], start: RunStart) -> dict:
-    """What `--output_json` writes: how the run was made (command, commit, date, versions, CPU, threads, load
-    average at the start and the end) and every case's figures (`results`, one `CaseResult` each)."""
+def run_record(program: str, argv: list[str], arguments: object, start: RunStart, onnxruntime: bool) -> dict:
+    """How a timed run was made, the head of every speed record: command, commit, date, versions, CPU, cores,
+    threads, load average at the start and the end, and the parsed arguments (a dataclass)."""
     return {
-        "command": f"{PROGRAM} {shlex.join(argv)}".strip(),
+        "command": f"{program} {shlex.join(argv)}".strip(),
         "commit": start.commit,
         "date": start.date,
-        "versions": package_versions(args.onnxruntime),
+        "versions": package_versions(onnxruntime),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "load_average": {"start": start.load_average, "end": _load_average_list()},
-        "arguments": asdict(args),
+        "arguments": asdict(arguments),
         "environment": environment_line(),
-        "results": [asdict(result) for result in results],
     }
+
+
+def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[CaseResult], start: RunStart) -> dict:
+    """What `--output_json` writes: how the run was made (`run_record`) and every case's figures (`results`, one
+    `CaseResult` each)."""
+    onnxruntime = args.onnxruntime or args.onnxruntime_int8
+    return {**run_record(PROGRAM, argv, args, start, onnxruntime), "results": [asdict(result) for result in results]}
 
 
 def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: dict) -> None:

@@ -37,6 +37,9 @@ SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
 COMPARISON_RECORD = "results/pretraining_comparison.json"
+GRAPH_RECORDS = "results/onnx-graphs"
+GRAPH_BLOCK = ("<!-- onnx-graphs:start -->\n", "<!-- onnx-graphs:end -->")
+GRAPH_PAGE = "docs/onnx.md"
 INT8_RECORDS = "results/int8"
 INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The pages holding the int8 accuracy block.
@@ -358,6 +361,42 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
     return "\n".join([*lines, "", f"Records: {sources}" + (f", made by {made}." if commands else ".")]) + "\n"
 
 
+def render_graph_table(records: dict[str, dict]) -> str:
+    """`scripts/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
+    record (its workload and padding), each cell the graph's speed over `bertscratch export`'s, median (min-max) over
+    the record's interleaved rounds; then each record's machine, load, date and commit."""
+    if not records:
+        return f"No record in `{GRAPH_RECORDS}/` yet: `python scripts/compare_onnx_graphs.py ... --output_json` writes one.\n"
+    names = list(dict.fromkeys(name for record in records.values() for name in record["graphs"]))
+    columns = [
+        f"{WORKLOADS.get(r['arguments']['workload'], r['arguments']['workload'])}, {padding_label(r['arguments']['padding'])}"
+        for r in records.values()
+    ]
+    lines = ["| graph | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    for name in names:
+        cells = []
+        for record in records.values():
+            graph = record["graphs"].get(name)
+            cells.append(
+                f"{graph['ratio_median']:.2f} ({graph['ratio_min']:.2f}-{graph['ratio_max']:.2f})" if graph else ""
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    ours = ", ".join(
+        f"`{GRAPH_RECORDS}/{file}`: {next(iter(r['graphs'].values()))['tokens_per_s']:,.0f} tokens/s, "
+        f"{r['arguments']['rounds']} rounds, {r['cpu']}, {r['threads']} threads, load average (1 min) "
+        f"{r['load_average']['start'][0]:.1f}-{r['load_average']['end'][0]:.1f}, {r['date'][:10]}, commit "
+        f"{r['commit'] or 'unknown'}"
+        for file, r in records.items()
+    )
+    return "\n".join([*lines, "", f"Ours (the first row) per record: {ours}."]) + "\n"
+
+
+def read_graph_records(root: Path) -> dict[str, dict]:
+    """The compare_onnx_graphs records in `results/onnx-graphs/`, by file name."""
+    folder = root / GRAPH_RECORDS
+    return {path.name: json.loads(path.read_text("utf-8")) for path in sorted(folder.glob("*.json"))}
+
+
 def read_int8_records(root: Path) -> dict[str, dict]:
     """The evaluate-onnx records in `results/int8/`, by file name."""
     folder = root / INT8_RECORDS
@@ -457,6 +496,7 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
+    blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_graph_records(root))))
     int8 = read_int8_records(root)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     return blocks

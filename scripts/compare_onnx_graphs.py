@@ -15,8 +15,10 @@ Usage:
 
 from __future__ import annotations
 
+import json
 import logging
 import statistics
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -29,7 +31,14 @@ from torch import nn
 from transformers import HfArgumentParser, PreTrainedModel
 
 from hf_bertscratch.arguments import parse_args_or_json
-from hf_bertscratch.benchmark import build_models, environment_line, make_batch, time_interleaved
+from hf_bertscratch.benchmark import (
+    RunStart,
+    build_models,
+    environment_line,
+    make_batch,
+    run_record,
+    time_interleaved,
+)
 from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.onnx_export import (
     INPUT_NAMES,
@@ -40,9 +49,11 @@ from hf_bertscratch.onnx_export import (
     require,
     run_session,
 )
+from hf_bertscratch.run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
+PROGRAM = "python scripts/compare_onnx_graphs.py"
 OURS = "bertscratch export"  # what `bertscratch export` writes: the graph every other is compared with
 # workload -> (task of our export, output read, submodule of either model that computes it: "" for the whole MLM)
 WORKLOADS: dict[str, tuple[str, str, str]] = {
@@ -100,6 +111,14 @@ class CompareArguments:
     seed: int = field(default=0, metadata={"help": "Seed for the weights and the batch."})
     output_dir: str | None = field(
         default=None, metadata={"help": "Keep each graph as OUTPUT_DIR/<n>/model.onnx (default: a temporary folder)."}
+    )
+    output_json: str | None = field(
+        default=None,
+        metadata={
+            "help": "Write the run's record here (command, commit, date, versions, CPU, load, every round's "
+            "tokens/s and each graph's ratio to ours), e.g. results/onnx-graphs/encode-0.3.json; "
+            "`python scripts/make_report.py` renders the records into docs/onnx.md."
+        },
     )
 
     def __post_init__(self) -> None:
@@ -234,8 +253,10 @@ def main(argv: list[str] | None = None) -> None:
     """Build every graph, check it, and time them interleaved round after round."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     parser = HfArgumentParser(CompareArguments, description=__doc__.split("\n\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
     (args,) = parse_args_or_json(parser, argv)
     require("onnxruntime")
+    start = RunStart.now()
 
     # 1. The same weights in both models, and the benchmark's batch.
     ours, reference = build_models(args.preset, 0.0, args.seed)
@@ -267,13 +288,29 @@ def main(argv: list[str] | None = None) -> None:
         ]
 
     print(f"\nmedian over {args.rounds} rounds: tokens/s, speed / {OURS} (min-max)")
+    graphs = {}
     for name in args.graphs:
         ratios = [each[name] / each[OURS] for each in rounds]
         tokens_per_s = statistics.median(each[name] for each in rounds)
+        graphs[name] = {
+            "tokens_per_s": tokens_per_s,
+            "ratio_median": statistics.median(ratios),
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
+            "rounds_tokens_per_s": [each[name] for each in rounds],
+        }
         print(
             f"  {name:60s} {tokens_per_s:10,.0f}  {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
         )
     print(f"\n{environment_line()}")
+    if args.output_json:
+        record = {**run_record(PROGRAM, argv, args, start, onnxruntime=True), "useful_tokens": useful_tokens}
+        record["graphs"] = graphs
+        path = Path(args.output_json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as tmp:
+            tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

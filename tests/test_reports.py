@@ -52,7 +52,10 @@ README_PAGE = (
     "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
-ONNX_PAGE = "# ONNX\n\n<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n"
+ONNX_PAGE = (
+    "# ONNX\n\n<!-- onnx-graphs:start -->\nold\n<!-- onnx-graphs:end -->\n\n"
+    "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n"
+)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
