@@ -3,7 +3,7 @@
 # load, every figure) into results/speed/, and make_report renders README's and docs/speed.md's speed tables and
 # docs/images/speed.png from the records.
 #
-#   bash scripts/record_speed.sh [inference|training|all]      # default all
+#   bash scripts/record_speed.sh [inference|training|graphs|all]      # default all
 #
 # Run it on a machine with nothing else running; start it twice to see how far two runs agree (a second run of a
 # kind writes <kind>-2.json, a third <kind>-3.json, ...: earlier records are never overwritten). REPEATS=N changes
@@ -11,24 +11,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
-mkdir -p results/speed
+mkdir -p results/speed results/onnx-graphs
 
-next_record() {  # next_record KIND: results/speed/KIND.json, or KIND-2.json, KIND-3.json, ... when taken
-    local path="results/speed/$1.json" n=2
-    while [[ -e $path ]]; do path="results/speed/$1-$n.json"; n=$((n + 1)); done
+next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-2.json, ... when taken (FOLDER: speed)
+    local folder="results/${2:-speed}" n=2
+    local path="$folder/$1.json"
+    while [[ -e $path ]]; do path="$folder/$1-$n.json"; n=$((n + 1)); done
     echo "$path"
 }
 
-case $WHAT in inference|training|all) ;; *) echo "expected inference, training or all, got '$WHAT'" >&2; exit 2;; esac
+case $WHAT in inference|training|graphs|all) ;; *) echo "expected inference, training, graphs or all, got '$WHAT'" >&2; exit 2;; esac
 if [[ $WHAT == inference || $WHAT == all ]]; then
     # PyTorch (ours and transformers' BERT) against ONNX Runtime on `bertscratch export`'s graph, fp32 and int8
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
         --repeats "${REPEATS:-5}" --workloads infer encode --onnxruntime true --onnxruntime_int8 true \
         --memory false --num_threads 2 --output_json "$(next_record inference-mini)"
+    # the fill-mask path: logits at the masked positions only (the pipeline's), against ORT's masked-positions graph
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
+        --repeats "${REPEATS:-5}" --workloads fill-mask --onnxruntime true --onnxruntime_int8 true \
+        --memory false --num_threads 2 --output_json "$(next_record fill-mask-mini)"
 fi
 if [[ $WHAT == training || $WHAT == all ]]; then
     # one MLM training step against transformers' BERT, with each model's peak memory
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
         --repeats "${REPEATS:-11}" --workloads train --num_threads 2 --output_json "$(next_record training-mini)"
+fi
+if [[ $WHAT == graphs || $WHAT == all ]]; then
+    # every ONNX graph of the same weights under ONNX Runtime, as a ratio to `bertscratch export`'s
+    for case in "encode 0.3" "encode 0" "infer 0.3"; do
+        set -- $case
+        python scripts/compare_onnx_graphs.py --workload "$1" --padding "$2" --rounds "${ROUNDS:-3}" \
+            --output_json "$(next_record "$1-$2" onnx-graphs)"
+    done
 fi
 python scripts/make_report.py
