@@ -318,12 +318,15 @@ def render_speed_summary(records: list[SpeedRecord], chart: str, details: str) -
     ]
     for (workload, against), cells in ratios.items():
         lines.append(f"| {workload} | {against} |" + "".join(f" {', '.join(cells.get(p, []))} |" for p in paddings))
-    named = ", ".join(
-        f"`{Path(record.name).name}` ({record.data['date'][:10]}, {record.data['cpu']}, commit "
-        f"{record.data['commit'] or 'unknown'})"
-        for record in records
-    )
-    lines += ["", f"Records: {named}. Tokens/s, spreads, commands and load: [Speed]({details})."]
+    folders = sorted({Path(record.name).parent.as_posix() for record in records})
+    dates = sorted({record.data["date"][:10] for record in records})
+    cpus = sorted({record.data["cpu"] for record in records})
+    commits = sorted({(record.data["commit"] or "unknown").removesuffix("-dirty") for record in records})
+    lines += [
+        "",
+        f"Records: {len(records)} runs in {', '.join(f'`{folder}/`' for folder in folders)} ({', '.join(dates)}; "
+        f"{', '.join(cpus)}; commits {', '.join(commits)}). Tokens/s, spreads, commands and load: [Speed]({details}).",
+    ]
     return "\n".join(lines) + f"\n\n![Ours over each contender, from the records]({chart})\n"
 
 
@@ -405,19 +408,25 @@ def read_int8_records(root: Path) -> dict[str, dict]:
 
 # --------------------------------------------------------------------------------------------------- the charts
 def speed_bars(records: list[SpeedRecord]) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """The speed chart's data: a group per table row (workload vs contender; the record's name too when there are
-    several), a bar per padding: (median, min, max) of ours/contender."""
-    groups: dict[str, dict[str, tuple[float, float, float]]] = {}
+    """The speed chart's data: a group per table row (workload vs contender), a bar per padding: the median over the
+    records of each record's median ours/contender, with the lowest and highest of them (one record: its median and
+    its min-max over repetitions)."""
+    cells: dict[str, dict[str, list[SpeedCell]]] = {}
     for record in records:
         for row in speed_rows(record.data):
-            label = f"{row.workload}\nvs {row.against}"
-            if len(records) > 1:
-                label = f"{Path(record.name).stem}: {label}"
-            groups[label] = {
-                padding_label(padding): (cell.median, cell.low, cell.high)
-                for padding, cell in sorted(row.cells.items())
-            }
-    return groups
+            group = cells.setdefault(f"{row.workload}\nvs {row.against}", {})
+            for padding, cell in sorted(row.cells.items()):
+                group.setdefault(padding_label(padding), []).append(cell)
+    bars: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for label, group in cells.items():
+        bars[label] = {}
+        for padding, runs in group.items():
+            if len(runs) == 1:
+                bars[label][padding] = (runs[0].median, runs[0].low, runs[0].high)
+            else:
+                medians = [cell.median for cell in runs]
+                bars[label][padding] = (statistics.median(medians), min(medians), max(medians))
+    return bars
 
 
 def task_table_bars(record: dict) -> dict[str, dict[str, tuple[float, float, float]]]:
@@ -445,7 +454,7 @@ def draw_speed_chart(records: list[SpeedRecord], output_file: Path) -> Path:
     return plot_grouped_bars(
         speed_bars(records),
         output_file,
-        "Ours over each contender, tokens/s (median, min-max)",
+        "Ours over each contender, tokens/s (median and range over the recorded runs)",
         "ours / contender, tokens/s (right of 1.0: ours faster)",
         value_format="{:.2f}x",
         line_at=1.0,

@@ -223,7 +223,9 @@ def test_readme_summary_gives_each_runs_median_in_the_order_they_ran(record: dic
         label = (reports.WORKLOADS[result["workload"]], "transformers' BERT")
         cell = rows[label][[0, 0.3].index(result["padding"])]
         assert cell == f"**{result['ratio_median']:.2f}x**, **{2 * result['ratio_median']:.2f}x**"  # by date
-    assert "Records: `z.json` (" in summary and "), `b-later.json` (2999-01-01, " in summary
+    assert (
+        f"Records: 2 runs in `results/speed/` ({record['date'][:10]}, 2999-01-01; {record['cpu']}; commits " in summary
+    )
     assert summary.endswith("[Speed](docs/speed.md).\n\n![Ours over each contender, from the records](speed.png)\n")
 
 
@@ -331,17 +333,26 @@ def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
 
 
 def test_speed_chart_draws_every_ratio_of_the_table(record: dict, tmp_path: Path) -> None:
-    records = [_speed_record(record), _speed_record(record, "results/speed/again.json")]
-    bars = reports.speed_bars(records)
-    assert list(bars) == [
-        f"{name}: {workload}\nvs transformers' BERT"
-        for name in ("tiny", "again")
-        for workload in ("MLM training step", "inference, full MLM logits")
-    ]
+    one = reports.speed_bars([_speed_record(record)])  # one record: its median and min-max over repetitions
+    assert list(one) == [f"{w}\nvs transformers' BERT" for w in ("MLM training step", "inference, full MLM logits")]
     for result in record["results"]:
-        label = f"tiny: {reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
+        label = f"{reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
         padding = reports.padding_label(result["padding"])
-        assert bars[label][padding] == (result["ratio_median"], result["ratio_min"], result["ratio_max"])
+        assert one[label][padding] == (result["ratio_median"], result["ratio_min"], result["ratio_max"])
+    runs = []
+    for factor in (1.0, 3.0, 2.0):  # several records: the median of their medians, and the lowest and highest
+        data = copy.deepcopy(record)
+        for result in data["results"]:
+            result["ratio_median"] *= factor
+        runs.append(data)
+    records = [_speed_record(data, f"results/speed/run{i}.json") for i, data in enumerate(runs)]
+    several = reports.speed_bars(records)
+    assert list(several) == list(one)
+    for result in record["results"]:
+        label = f"{reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
+        median = result["ratio_median"]
+        bar = several[label][reports.padding_label(result["padding"])]
+        assert bar == pytest.approx((2 * median, median, 3 * median))
     _assert_png(reports.draw_speed_chart(records, tmp_path / "speed.png"))
 
 
