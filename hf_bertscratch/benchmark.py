@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -695,8 +695,8 @@ class RunStart:
 
 
 def run_record(program: str, argv: list[str], arguments: object, start: RunStart, onnxruntime: bool) -> dict:
-    """How a timed run was made, the head of every speed record: command, commit, date, versions, CPU, cores,
-    threads, load average at the start and the end, and the parsed arguments (a dataclass)."""
+    """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
+    cores, threads, load average at the start and the end, and the parsed arguments (a dataclass or a mapping)."""
     return {
         "command": f"{program} {shlex.join(argv)}".strip(),
         "commit": start.commit,
@@ -706,7 +706,7 @@ def run_record(program: str, argv: list[str], arguments: object, start: RunStart
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "load_average": {"start": start.load_average, "end": _load_average_list()},
-        "arguments": asdict(arguments),
+        "arguments": asdict(arguments) if is_dataclass(arguments) else dict(arguments),
         "environment": environment_line(),
     }
 

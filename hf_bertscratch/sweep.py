@@ -36,10 +36,13 @@ from pathlib import Path
 
 import torch
 
+from .benchmark import RunStart, run_record
 from .diagnostics import neighbour_weight
 from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
+
+PROGRAM = "python scripts/sweep_pretraining.py"
 
 # name -> (arguments added to the default recipe, what the row tests). "default" is the recipe as shipped.
 CANDIDATES: dict[str, tuple[list[str], str]] = {
@@ -245,6 +248,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--seeds", "--seed", nargs="+", type=int, default=[0], help="Seeds; every candidate runs once per seed."
     )
+    parser.add_argument(
+        "--record",
+        default=None,
+        help="Also write the sweep's record here (e.g. results/sweeps/NAME.json): the command, commit, date, versions, "
+        "CPU and load of the run that wrote it, and every row. RUNS_DIR/sweep.json is the same record.",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    start = RunStart.now()
     args = parser.parse_args(argv)
     if args.max_steps is not None and args.max_steps <= 0:
         parser.error(f"--max_steps must be a positive number of steps, got {args.max_steps}")
@@ -271,8 +282,11 @@ def main(argv: list[str] | None = None) -> None:
         row = run_candidate(name, folder, args.minutes, seed, args.max_steps, threads)
         with lock:  # the table is rewritten from the rows so far
             rows.append(row)
-            with atomic_write(runs_dir / "sweep.json") as tmp:
-                tmp.write_text(json.dumps(rows, indent=2) + "\n")
+            record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "length": length, "rows": rows}
+            for path in [runs_dir / "sweep.json", *([Path(args.record)] if args.record else [])]:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with atomic_write(path) as tmp:
+                    tmp.write_text(json.dumps(record, indent=2) + "\n")
             write_table(rows, runs_dir / "sweep.md", length)
         logger.info(
             "%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s",

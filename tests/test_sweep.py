@@ -26,7 +26,11 @@ def test_plateau_exit_is_the_first_logged_loss_below_the_threshold() -> None:
 def _fake_run(calls: list[dict]):
     """Stands in for the training subprocess: records the command and writes what a finished run leaves."""
 
-    def run(command, stdout=None, stderr=None, check=False, env=None):
+    real_run = subprocess.run
+
+    def run(command, stdout=None, stderr=None, check=False, env=None, **kwargs):
+        if command[0] == "git":  # the record's commit: the real git (patching sweep.subprocess patches it for all)
+            return real_run(command, stdout=stdout, stderr=stderr, check=check, env=env, **kwargs)
         calls.append({"command": command, "env": env})
         out = Path(command[command.index("--output_dir") + 1])
         out.mkdir(parents=True, exist_ok=True)
@@ -125,7 +129,15 @@ def test_electra_rows_give_the_discriminator_accuracy_beside_always_original(
     calls: list[dict] = []
     monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
     monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
-    sweep.main(["--runs_dir", str(tmp_path), "--minutes", "2", "--only", "default", "electra-weight-10"])
+    record_path = tmp_path / "record.json"
+    argv = ["--runs_dir", str(tmp_path), "--minutes", "2", "--only", "default", "electra-weight-10"]
+    sweep.main([*argv, "--record", str(record_path)])
+    record = json.loads(record_path.read_text())
+    assert record == json.loads((tmp_path / "sweep.json").read_text())  # the runs folder keeps the same record
+    assert record["command"].startswith("python scripts/sweep_pretraining.py --runs_dir ")
+    assert record["arguments"]["minutes"] == 2 and record["length"] == "Budget 2 min of training"
+    assert [row["name"] for row in record["rows"]] == ["default", "electra-weight-10"]
+    assert record["rows"][1]["discriminator_accuracy"] == 0.9 and record["cpu"] and record["date"]
     electra = calls[1]["command"]
     assert electra[-4:] == ["--objective", "electra", "--discriminator_weight", "10"]
     rows = {line.split(" | ")[0]: line for line in (tmp_path / "sweep.md").read_text().splitlines()[4:]}
