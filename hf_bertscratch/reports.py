@@ -37,6 +37,8 @@ SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
 COMPARISON_RECORD = "results/pretraining_comparison.json"
+MAIN_JOB_RECORDS = "results/main-job"
+MAIN_JOB_BLOCK = ("<!-- main-job:start -->\n", "<!-- main-job:end -->")
 GRAPH_RECORDS = "results/onnx-graphs"
 GRAPH_BLOCK = ("<!-- onnx-graphs:start -->\n", "<!-- onnx-graphs:end -->")
 GRAPH_PAGE = "docs/onnx.md"
@@ -364,6 +366,33 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
     return "\n".join([*lines, "", f"Records: {sources}" + (f", made by {made}." if commands else ".")]) + "\n"
 
 
+def render_main_job_table(records: dict[str, dict]) -> str:
+    """README's main-job table from `scripts/record_main_job.py` records (file name -> record): per seed the held-out
+    masked-token accuracy and perplexity, training tokens, steps, end-to-end time and peak memory, then where each
+    ran."""
+    if not records:
+        return f"No record in `{MAIN_JOB_RECORDS}/` yet: `python scripts/record_main_job.py` writes one.\n"
+    lines = [
+        "| seed | masked-token accuracy | perplexity | training tokens | steps | end to end | peak memory |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for record in sorted(records.values(), key=lambda r: r["seed"]):
+        results = record["results"]
+        minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
+        lines.append(
+            f"| {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | {results['eval_perplexity']:.1f} | "
+            f"{results['train_tokens'] / 1e6:.1f}M | {record['steps']:,} | {minutes} min {seconds:02d} s | "
+            f"{record['peak_memory_mib'] / 1024:.1f} GB |"
+        )
+    ran = "; ".join(
+        f"seed {r['seed']}: {r['cpu']}, {r['date'][:10]}, commit {r['commit'] or 'unknown'}, load average (1 min) "
+        f"{r['load_average']['start'][0]:.1f} at the start"
+        for r in sorted(records.values(), key=lambda r: r["seed"])
+    )
+    return "\n".join([*lines, "", f"`python scripts/record_main_job.py --seed S` ({ran}); records in "
+                       f"`{MAIN_JOB_RECORDS}/`."]) + "\n"  # fmt: skip
+
+
 def render_graph_table(records: dict[str, dict]) -> str:
     """`scripts/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
     record (its workload and padding), each cell the graph's speed over `bertscratch export`'s, median (min-max) over
@@ -506,6 +535,10 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
     blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_graph_records(root))))
+    main_job = {
+        path.name: json.loads(path.read_text("utf-8")) for path in sorted((root / MAIN_JOB_RECORDS).glob("*.json"))
+    }
+    blocks.append(("README.md", MAIN_JOB_BLOCK, render_main_job_table(main_job)))
     int8 = read_int8_records(root)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     return blocks

@@ -50,7 +50,8 @@ PAGE = "# title\n\nbefore\n\n## Speed\n\n<!-- speed-table:start -->\nold\n<!-- s
 README_PAGE = (
     "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
     "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
-    "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n" + PAGE.split("\n\n", 1)[1]
+    "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n"
+    "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
 ONNX_PAGE = (
     "# ONNX\n\n<!-- onnx-graphs:start -->\nold\n<!-- onnx-graphs:end -->\n\n"
@@ -256,7 +257,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         reports.main(["--root", str(root), "--check"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table"):
+    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "main-job"):
         assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
@@ -384,3 +385,23 @@ def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
     short = reports.render_int8_table(records, commands=False)  # README's: the records, not the commands
     assert short.splitlines()[:-1] == table.splitlines()[:-1] and "made by" not in short
     assert reports.render_int8_table({}).startswith("No record in `results/int8/` yet")
+
+
+def test_main_job_table_gives_each_seeds_record() -> None:
+    def record(seed: int, accuracy: float, seconds: float) -> dict:
+        return {
+            "seed": seed, "cpu": "Some CPU", "date": "2026-11-25T22:00:00+00:00", "commit": "abc1234",
+            "load_average": {"start": [0.25, 0.1, 0.1], "end": [1.5, 1.0, 0.5]}, "end_to_end_seconds": seconds,
+            "peak_memory_mib": 1228.8, "steps": 3599,
+            "results": {"eval_accuracy": accuracy, "eval_perplexity": 54.12, "train_tokens": 14_745_600},
+        }  # fmt: skip
+
+    table = reports.render_main_job_table(
+        {"seed-42.json": record(42, 0.3391, 536.4), "seed-0.json": record(0, 0.2, 60)}
+    )
+    header, rows = _table(table)
+    assert header[:3] == ["seed", "masked-token accuracy", "perplexity"]
+    assert rows[("0", "**20.0%**")] == ["54.1", "14.7M", "3,599", "1 min 00 s", "1.2 GB"]  # by seed
+    assert rows[("42", "**33.9%**")] == ["54.1", "14.7M", "3,599", "8 min 56 s", "1.2 GB"]
+    assert "seed 42: Some CPU, 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
+    assert reports.render_main_job_table({}).startswith("No record in `results/main-job/` yet")

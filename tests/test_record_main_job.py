@@ -1,0 +1,46 @@
+"""`scripts/record_main_job.py`: the record it keeps of README's main job (the run itself is the pretraining tests')."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_bertscratch import reports
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("record_main_job", ROOT / "scripts" / "record_main_job.py")
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script
+    spec.loader.exec_module(script)
+    results = {"eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000}
+    ran = []
+    real_run = subprocess.run
+
+    def fake_run(command, **kwargs):
+        if command[0] == "git":  # the record's commit
+            return real_run(command, **kwargs)
+        ran.append(command)
+        out = Path(command[command.index("--output_dir") + 1])
+        out.mkdir(parents=True)
+        (out / "all_results.json").write_text(json.dumps(results))
+        (out / "trainer_state.json").write_text(json.dumps({"global_step": 3599}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    path = script.main(["--seed", "7", "--output_dir", str(tmp_path / "run"), "--records_dir", str(tmp_path / "r")])
+    assert ran == [["bertscratch", "pretrain", "--output_dir", str(tmp_path / "run"), "--seed", "7"]]
+    record = json.loads(path.read_text())
+    assert path.name == "seed-7.json" and record["seed"] == 7 and record["results"] == results
+    assert record["steps"] == 3599 and record["end_to_end_seconds"] >= 0 and record["peak_memory_mib"] > 0
+    assert record["command"].startswith("python scripts/record_main_job.py --seed 7")
+    assert record["main_job_command"] == " ".join(ran[0])
+    table = reports.render_main_job_table({path.name: record})
+    assert "| 7 | **33.9%** | 54.1 | 14.7M | 3,599 |" in table
