@@ -25,13 +25,15 @@ from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
 from .results import (
-    GLUE_AVERAGE,
     PRETRAINING_STAGES,
     REFERENCES,
     ROWS,
+    glue_average,
+    mean_cell,
     objective_name,
     pretraining_description,
     replace_block,
+    stage_totals,
     task_rows,
 )
 from .run_folder import atomic_write
@@ -106,31 +108,13 @@ def recipe_environment(
     return {**settings, "SMOKE": "1"} if smoke else settings
 
 
-def _stage_totals(folder: Path) -> tuple[int, float]:
-    """Training tokens and training seconds over the recipe's pretraining stages."""
-    tokens, seconds = 0, 0.0
-    for name in PRETRAINING_STAGES:
-        path = folder / name / "all_results.json"
-        if path.is_file():
-            results = json.loads(path.read_text(encoding="utf-8"))
-            tokens += results.get("train_tokens", 0)
-            seconds += results.get("train_wall_time_seconds", results.get("train_runtime", 0.0))
-    return tokens, seconds
-
-
-def glue_average(scores: dict[str, list[float]]) -> float | None:
-    """The mean over the five GLUE dev tasks of each task's mean main metric; None while one is missing."""
-    labels = {(task, key): label for task, key, label in COLUMNS}
-    means = [scores.get(labels[task, key]) for task, key in GLUE_AVERAGE]
-    return None if any(not values for values in means) else statistics.fmean(statistics.fmean(v) for v in means)
-
-
 def recipe_row(name: str, folder: Path) -> dict:
     """One recipe's row as data: its pretraining, tokens and minutes, each column's per-seed values (at the
     learning rate chosen on dev), and the GLUE average."""
-    rows = {(row["task"], row["key"]): row for row in task_rows(folder)}
-    scores = {label: rows[task, key]["pretrained"] for task, key, label in COLUMNS}
-    tokens, seconds = _stage_totals(folder)
+    rows = task_rows(folder)
+    by_key = {(row["task"], row["key"]): row for row in rows}
+    scores = {label: by_key[task, key]["pretrained"] for task, key, label in COLUMNS}
+    tokens, seconds = stage_totals(folder)
     return {
         "recipe": name,
         "what": RECIPES[name].what,
@@ -139,7 +123,7 @@ def recipe_row(name: str, folder: Path) -> dict:
         "train_tokens": tokens,
         "train_minutes": round(seconds / 60, 1),
         "scores": scores,
-        "glue_average": glue_average(scores),
+        "glue_average": glue_average(rows, "pretrained"),
     }
 
 
@@ -166,7 +150,7 @@ def render_comparison(record: dict) -> str:
     ]
     best = max((row["glue_average"] for row in record["rows"] if row["glue_average"] is not None), default=None)
     for row in record["rows"]:
-        cells = [_cell(row["scores"][label]) for label in labels]
+        cells = [mean_cell(row["scores"][label]) for label in labels]
         objective = f" (it was {row['objective']})" if RECIPES[row["recipe"]].objective_of_best else ""
         average = row["glue_average"]
         shown = "incomplete" if average is None else f"{average:.1f}"
@@ -191,12 +175,6 @@ def _reference_label(task: str, key: str) -> str:
     """The label of `REFERENCES` for a column: the task table's label without its split."""
     label = next(label for t, k, label in ROWS if (t, k) == (task, key))
     return label.rsplit(" (", 1)[0]
-
-
-def _cell(values: list[float]) -> str:
-    if not values:
-        return "not run"
-    return f"{statistics.fmean(values):.1f}" + (f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else "")
 
 
 @dataclass
@@ -316,7 +294,6 @@ __all__ = [
     "Recipe",
     "best_objective",
     "comparison_record",
-    "glue_average",
     "recipe_environment",
     "render_comparison",
 ]

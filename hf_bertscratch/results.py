@@ -100,12 +100,12 @@ def _stage(run_dir: Path) -> tuple[str, dict] | None:
 def pretraining_description(runs_dir: Path) -> str:
     """How the pretrained checkpoint was made: each stage's steps and shape, tokens, wall time, and the final
     stage's MLM accuracy/perplexity on held-out text."""
-    names = [name for name in PRETRAINING_STAGES if _stage(runs_dir / name) is not None]
-    stages = [_stage(runs_dir / name) for name in names]
+    found = [(name, _stage(runs_dir / name)) for name in PRETRAINING_STAGES]
+    names = [name for name, stage in found if stage is not None]
+    stages = [stage for _, stage in found if stage is not None]
     if not stages:
         return "(pretraining run missing)"
-    tokens = sum(results.get("train_tokens", 0) for _, results in stages)
-    seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for _, results in stages)
+    tokens, seconds = stage_totals(runs_dir)
     parts = [
         _size(_read_json(runs_dir / PRETRAINING_STAGES[0] / "config.json")),
         " then ".join(_stage_phrases(runs_dir, names, [shape for shape, _ in stages])),
@@ -119,6 +119,14 @@ def pretraining_description(runs_dir: Path) -> str:
     if "eval_discriminator_accuracy" in final:
         parts.append(f"replaced-token accuracy {100 * final['eval_discriminator_accuracy']:.1f}%")
     return ", ".join(parts)
+
+
+def stage_totals(runs_dir: Path) -> tuple[int, float]:
+    """Training tokens and training seconds summed over the finished pretraining stages in `runs_dir`."""
+    finished = [_read_json(runs_dir / name / "all_results.json") for name in PRETRAINING_STAGES]
+    tokens = sum(results.get("train_tokens", 0) for results in finished)
+    seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for results in finished)
+    return tokens, seconds
 
 
 def _stage_phrases(runs_dir: Path, names: list[str], shapes: list[str]) -> list[str]:
@@ -152,7 +160,8 @@ def _percent(runs: list[dict], key: str) -> list[float]:
     return [100 * float(run[key]) for run in runs if key in run]
 
 
-def _cell(values: list[float]) -> str:
+def mean_cell(values: list[float]) -> str:
+    """ "52.0 ± 2.0": the mean and sample sd of per-seed values ("52.0" for one, "not run" for none)."""
     if not values:
         return "not run"
     mean, spread = _mean_and_spread(values)
@@ -235,10 +244,10 @@ def render_task_table(record: dict) -> str:
     for row in rows:
         pretrained, scratch = row["pretrained"], row["scratch"]
         lines.append(
-            f"| {row['label']} | **{_cell(pretrained)}** | {_cell(scratch)} | {_difference(pretrained, scratch)} | "
+            f"| {row['label']} | **{mean_cell(pretrained)}** | {mean_cell(scratch)} | {_difference(pretrained, scratch)} | "
             f"{row['how']} |"
         )
-    average = {init: _glue_average(rows, init) for init in ("pretrained", "scratch")}
+    average = {init: glue_average(rows, init) for init in ("pretrained", "scratch")}
     cells = [f"{value:.1f}" if value is not None else "incomplete" for value in average.values()]
     difference = f"{average['pretrained'] - average['scratch']:+.1f}" if None not in average.values() else ""
     lines.append(f"| GLUE average of the five dev tasks above | **{cells[0]}** | {cells[1]} | {difference} | |")
@@ -288,7 +297,8 @@ def readme_block(text: str, block: tuple[str, str] = README_BLOCK) -> str:
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
-def _glue_average(rows: list[dict], init: str) -> float | None:
+def glue_average(rows: list[dict], init: str) -> float | None:
+    """The mean over `GLUE_AVERAGE`'s five dev tasks of each one's mean for `init`; None while one has no run."""
     values = []
     for task, key in GLUE_AVERAGE:
         row = next(r for r in rows if r["task"] == task and r["key"] == key)
