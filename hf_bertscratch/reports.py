@@ -423,16 +423,9 @@ def render_graph_table(records: dict[str, dict]) -> str:
     return "\n".join([*lines, "", f"Ours (the first row) per record: {ours}."]) + "\n"
 
 
-def read_graph_records(root: Path) -> dict[str, dict]:
-    """The compare_onnx_graphs records in `results/onnx-graphs/`, by file name."""
-    folder = root / GRAPH_RECORDS
-    return {path.name: json.loads(path.read_text("utf-8")) for path in sorted(folder.glob("*.json"))}
-
-
-def read_int8_records(root: Path) -> dict[str, dict]:
-    """The evaluate-onnx records in `results/int8/`, by file name."""
-    folder = root / INT8_RECORDS
-    return {path.name: json.loads(path.read_text("utf-8")) for path in sorted(folder.glob("*.json"))}
+def read_records(root: Path, folder: str) -> dict[str, dict]:
+    """The json records in `root`/`folder` (e.g. `INT8_RECORDS`), by file name, in file-name order."""
+    return {path.name: json.loads(path.read_text("utf-8")) for path in sorted((root / folder).glob("*.json"))}
 
 
 # --------------------------------------------------------------------------------------------------- the charts
@@ -534,12 +527,9 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
-    blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_graph_records(root))))
-    main_job = {
-        path.name: json.loads(path.read_text("utf-8")) for path in sorted((root / MAIN_JOB_RECORDS).glob("*.json"))
-    }
-    blocks.append(("README.md", MAIN_JOB_BLOCK, render_main_job_table(main_job)))
-    int8 = read_int8_records(root)
+    blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_records(root, GRAPH_RECORDS))))
+    blocks.append(("README.md", MAIN_JOB_BLOCK, render_main_job_table(read_records(root, MAIN_JOB_RECORDS))))
+    int8 = read_records(root, INT8_RECORDS)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     return blocks
 

@@ -365,7 +365,7 @@ def test_committed_speed_blocks_and_charts_are_what_the_committed_records_give()
 
 
 def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
-    records = reports.read_int8_records(ROOT)
+    records = reports.read_records(ROOT, reports.INT8_RECORDS)
     assert records, "results/int8/ holds the committed evaluate-onnx records"
     table = reports.render_int8_table(records)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
