@@ -82,6 +82,9 @@ PRECISIONS = ("fp32", "bf16")
 VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
 FIRST_WORD_ID = 999  # ids below are [PAD], [unused*], [UNK], [CLS], [SEP], [MASK] in bert-base-uncased
 # The ONNX Runtime contender's graph, as the results name it.
+# The ONNX Runtime contenders: each is a `BenchmarkArguments` flag, a key of the timings, and the prefix of its
+# `CaseResult` fields (`<name>_tokens_per_s`, `ours_over_<name>_median|min|max`, `<name>_max_abs_diff`).
+ONNXRUNTIME_CONTENDERS = ("onnxruntime", "onnxruntime_int8")
 ONNXRUNTIME_GRAPH = (
     "`bertscratch export` (`export_graph(optimize=True)`: com.microsoft.Attention per layer, the encoder on the real "
     "tokens' rows, every Linear a Gemm)"
@@ -481,8 +484,8 @@ def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
         steps = {name: make_step(workload, model, batch, precision) for name, model in models.items()}
         with tempfile.TemporaryDirectory() as onnx_dir:
             differences = {}
-            for contender, wanted in (("onnxruntime", args.onnxruntime), ("onnxruntime_int8", args.onnxruntime_int8)):
-                if wanted and workload in INFERENCE_WORKLOADS:
+            for contender in ONNXRUNTIME_CONTENDERS:
+                if getattr(args, contender) and workload in INFERENCE_WORKLOADS:
                     folder = Path(onnx_dir) / contender
                     folder.mkdir()
                     steps[contender], differences[contender] = onnxruntime_contender(
@@ -508,27 +511,13 @@ def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
             low,
             high,
         )
-        if "onnxruntime" in seconds:
-            (
-                _,
-                result.onnxruntime_tokens_per_s,
-                result.ours_over_onnxruntime_median,
-                result.ours_over_onnxruntime_min,
-                result.ours_over_onnxruntime_max,
-            ) = summarize(seconds, useful_tokens, "onnxruntime")
-            result.onnxruntime_max_abs_diff = differences["onnxruntime"]
+        for contender in differences:  # each ONNX Runtime contender timed: its tokens/s, ours/it, output difference
+            _, tokens_per_s, *ratios = summarize(seconds, useful_tokens, contender)
+            setattr(result, f"{contender}_tokens_per_s", tokens_per_s)
+            for statistic, ratio in zip(("median", "min", "max"), ratios):
+                setattr(result, f"ours_over_{contender}_{statistic}", ratio)
+            setattr(result, f"{contender}_max_abs_diff", differences[contender])
             result.onnxruntime_graph = ONNXRUNTIME_GRAPH
-        if "onnxruntime_int8" in seconds:
-            (
-                _,
-                result.onnxruntime_int8_tokens_per_s,
-                result.ours_over_onnxruntime_int8_median,
-                result.ours_over_onnxruntime_int8_min,
-                result.ours_over_onnxruntime_int8_max,
-            ) = summarize(seconds, useful_tokens, "onnxruntime_int8")
-            result.onnxruntime_int8_max_abs_diff = differences["onnxruntime_int8"]
-            if result.onnxruntime_graph is None:
-                result.onnxruntime_graph = ONNXRUNTIME_GRAPH
         if workload == "train":
             result.loss_max_abs_diff = loss_diff
             if args.memory:
