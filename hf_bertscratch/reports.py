@@ -28,6 +28,7 @@ from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
 from .results import readme_block, replace_block
+from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -564,14 +565,19 @@ def charts(root: Path, records: list[SpeedRecord]) -> dict[Path, Callable[[Path]
     return drawn
 
 
-def check_report(root: str | Path = ".", records_dir: str | Path | None = None) -> list[str]:
-    """What differs from the records: each page whose speed block is not what the records give, each chart missing.
-    An empty list: everything matches."""
-    root = Path(root)
+def _speed_records(root: Path, records_dir: str | Path | None) -> tuple[list[SpeedRecord], str]:
+    """The speed records of `records_dir` (default `root`/`SPEED_RECORDS`) and that folder as the pages name it."""
     folder = Path(records_dir) if records_dir is not None else root / SPEED_RECORDS
-    records = read_speed_records(folder, root)
+    return read_speed_records(folder, root), _shown(folder, root)
+
+
+def check_report(root: str | Path = ".", records_dir: str | Path | None = None) -> list[str]:
+    """What differs from the records: each page whose generated block (`record_blocks`) is missing or not what the
+    records give, each chart missing. An empty list: everything matches."""
+    root = Path(root)
+    records, shown = _speed_records(root, records_dir)
     problems = []
-    for page, block, rendered in record_blocks(root, records, _shown(folder, root)):
+    for page, block, rendered in record_blocks(root, records, shown):
         text = (root / page).read_text(encoding="utf-8")
         if block[0] not in text or block[1] not in text:
             problems.append(f"{page}: no {block[0].strip()} ... {block[1]} block")
@@ -582,15 +588,15 @@ def check_report(root: str | Path = ".", records_dir: str | Path | None = None) 
 
 
 def write_report(root: str | Path = ".", records_dir: str | Path | None = None, draw: bool = True) -> list[Path]:
-    """Render the speed blocks of `SPEED_PAGES` from the records (writing the pages that change) and draw the
-    charts; returns the files written."""
+    """Render every generated block (`record_blocks`) from the records, writing each page that changes through a
+    temporary file renamed into place, and draw the charts; returns the files written."""
     root = Path(root)
-    folder = Path(records_dir) if records_dir is not None else root / SPEED_RECORDS
-    records = read_speed_records(folder, root)
+    records, shown = _speed_records(root, records_dir)
     written = []
-    for path, text in expected_pages(root, records, _shown(folder, root)).items():
+    for path, text in expected_pages(root, records, shown).items():
         if path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+            with atomic_write(path) as tmp:
+                tmp.write_text(text, encoding="utf-8")
             written.append(path)
     if draw:
         written += [draw_chart(path) for path, draw_chart in charts(root, records).items()]
