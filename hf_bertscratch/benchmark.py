@@ -71,7 +71,7 @@ from .convert import bertscratch_config_to_bert, bertscratch_to_bert
 from .hardware import cpu_model
 from .inference import takes_masked_positions
 from .modeling_bertscratch import BertScratchForMaskedLM
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -710,14 +710,9 @@ def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[Ca
 def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: dict) -> None:
     """Write the JSON record and the Markdown table asked for, each through a temporary file renamed into place."""
     if args.output_json:
-        _write_atomically(Path(args.output_json), json.dumps(record, indent=2) + "\n")
+        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
     if args.output_markdown:
-        _write_atomically(Path(args.output_markdown), format_table(results) + f"\n\n{environment_line()}\n")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        write_text_atomically(args.output_markdown, format_table(results) + f"\n\n{environment_line()}\n")
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:

@@ -24,7 +24,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from .data import DATASET_CITATIONS
 from .electra import GENERATOR_FOLDER
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +264,7 @@ def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / "README.md"
-    _atomic_write_text(path, str(card))
+    write_text_atomically(path, str(card))
     logger.info("Wrote the %s model card to %s", kind, path)
     return path
 
@@ -280,7 +280,7 @@ def set_card_repo(card_file: str | Path, repo_id: str, revision: str | None = No
     if revision:
         text = text.replace(f'revision = "{DEFAULT_REVISION}"', f'revision = "{revision}"')
     ModelCard(text)  # raises if the edit broke the metadata block
-    _atomic_write_text(path, text)
+    write_text_atomically(path, text)
     return path
 
 
@@ -510,12 +510,6 @@ def _count_safetensors_parameters(model_dir: Path) -> int | None:
             for name in handle.keys():
                 total += math.prod(handle.get_slice(name).get_shape())
     return total
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (`run_folder.atomic_write`)."""
-    with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 __all__ = [

@@ -56,7 +56,7 @@ from .finetuning import DataArguments, ModelArguments, check_data_arguments, loa
 from .hardware import cpu_model, describe_hardware
 from .inference import check_model_reference, check_task_head
 from .onnx_export import INPUT_NAMES, ONNX_TASKS, BertScratchOnnxRuntimeModel, export_onnx
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 from .task_shapes import FeatureSettings, build_shape
 from .tasks import TaskSpec
 from .token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
@@ -443,9 +443,8 @@ def main(argv: list[str] | None = None) -> None:
 
         # 4. Write evaluation.json beside the exports and print the tables.
         if args.output_dir is not None:
-            with atomic_write(Path(folder) / RESULTS_FILE) as tmp:
-                record = results_record(argv, args, data_args, task, splits)
-                tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            record = results_record(argv, args, data_args, task, splits)
+            write_text_atomically(Path(folder) / RESULTS_FILE, json.dumps(record, indent=2) + "\n")
     name = data_args.task or data_args.dataset_name or data_args.validation_file or task.shape
     threads = torch.get_num_threads()
     print(

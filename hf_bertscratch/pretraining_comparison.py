@@ -36,7 +36,7 @@ from .results import (
     stage_totals,
     task_rows,
 )
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 # The task table's tasks the comparison fine-tunes on, the short runs first (IMDB, the longest, is left out).
@@ -238,13 +238,10 @@ def write_outputs(args: ComparisonArguments, record: dict) -> str:
         (runs_dir / "comparison.md", table),
         *([(Path(args.record), text)] if args.record else []),
     ):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(path) as tmp:
-            tmp.write_text(content, encoding="utf-8")
+        write_text_atomically(path, content)
     if args.readme:
         readme = Path(args.readme)
-        with atomic_write(readme) as tmp:
-            tmp.write_text(replace_block(readme.read_text(encoding="utf-8"), table, README_BLOCK), encoding="utf-8")
+        write_text_atomically(readme, replace_block(readme.read_text(encoding="utf-8"), table, README_BLOCK))
     return table
 
 

@@ -28,7 +28,7 @@ from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
 from .results import readme_block, replace_block
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -595,8 +595,7 @@ def write_report(root: str | Path = ".", records_dir: str | Path | None = None, 
     written = []
     for path, text in expected_pages(root, records, shown).items():
         if path.read_text(encoding="utf-8") != text:
-            with atomic_write(path) as tmp:
-                tmp.write_text(text, encoding="utf-8")
+            write_text_atomically(path, text)
             written.append(path)
     if draw:
         written += [draw_chart(path) for path, draw_chart in charts(root, records).items()]

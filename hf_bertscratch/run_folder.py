@@ -106,6 +106,12 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def write_text_atomically(path: str | Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` through `atomic_write`: readers see the old file or the whole new one."""
+    with atomic_write(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 @contextmanager
 def staged_folder(target: str | Path) -> Iterator[Path]:
     """Yield a new hidden folder beside `target` to assemble; on success it replaces `target` in one rename (a
@@ -168,4 +174,5 @@ __all__ = [
     "publish_folder",
     "resolve_checkpoint",
     "staged_folder",
+    "write_text_atomically",
 ]

@@ -38,7 +38,7 @@ import torch
 
 from .benchmark import RunStart, run_record
 from .diagnostics import neighbour_weight
-from .run_folder import atomic_write
+from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -221,8 +221,7 @@ def write_table(rows: list[dict], path: Path, length: str) -> None:
             f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
             f"{row['neighbour_attention']:.3f} | {wall} | {_replaced_token_cell(row)} |"
         )
-    with atomic_write(path) as tmp:
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomically(path, "\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -284,9 +283,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "length": length, "rows": rows}
             for path in [runs_dir / "sweep.json", *([Path(args.record)] if args.record else [])]:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with atomic_write(path) as tmp:
-                    tmp.write_text(json.dumps(record, indent=2) + "\n")
+                write_text_atomically(path, json.dumps(record, indent=2) + "\n")
             write_table(rows, runs_dir / "sweep.md", length)
         logger.info(
             "%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s",

@@ -49,7 +49,7 @@ from hf_bertscratch.onnx_export import (
     require,
     run_session,
 )
-from hf_bertscratch.run_folder import atomic_write
+from hf_bertscratch.run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -306,11 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.output_json:
         record = {**run_record(PROGRAM, argv, args, start, onnxruntime=True), "useful_tokens": useful_tokens}
         record["graphs"] = graphs
-        path = Path(args.output_json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(path) as tmp:
-            tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {path}")
+        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
+        print(f"wrote {args.output_json}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from hf_bertscratch.benchmark import RunStart, run_record
-from hf_bertscratch.run_folder import atomic_write
+from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = "python scripts/record_main_job.py"
@@ -51,9 +51,7 @@ def main(argv: list[str] | None = None) -> Path:
         "results": results,
     }
     path = Path(args.records_dir) / f"seed-{args.seed}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as tmp:
-        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_text_atomically(path, json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
     return path
 
