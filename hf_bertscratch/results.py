@@ -17,6 +17,7 @@ from pathlib import Path
 from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
+from .run_folder import write_text_atomically
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
 # its main metric; CoNLL-2003 is chosen on validation and reported on test, as NER papers do.
@@ -347,13 +348,12 @@ def main(argv: list[str] | None = None) -> None:
         record = task_table_record(args.runs_dir, args.command)
     table = render_task_table(record)
     if args.record:
-        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.record).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        write_text_atomically(args.record, json.dumps(record, indent=1) + "\n")
     if args.output:
-        Path(args.output).write_text(table, encoding="utf-8")
+        write_text_atomically(args.output, table)
     if args.readme:
         path = Path(args.readme)
-        path.write_text(replace_block(path.read_text(encoding="utf-8"), table), encoding="utf-8")
+        write_text_atomically(path, replace_block(path.read_text(encoding="utf-8"), table))
     print(table, end="")
 
 
