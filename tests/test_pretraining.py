@@ -495,9 +495,12 @@ def _readme_main_job_argv() -> list[str]:
     return words[start + 2 :]
 
 
-def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out() -> None:
+def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The README main job names only its output folder; scripts/configs/pretrain_wikitext2.json gives the same run
     with every recipe argument written out."""
+    monkeypatch.chdir(tmp_path)  # its relative output folder: not a main job a user already ran in the checkout
     argv = _readme_main_job_argv()
     assert argv[0] == "--output_dir" and len(argv) == 2
     config = Path(__file__).parents[1] / "scripts" / "configs" / "pretrain_wikitext2.json"
