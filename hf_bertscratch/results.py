@@ -76,7 +76,9 @@ def _minutes(seconds: float | None) -> str:
 # The pretraining stages reproduce_results.sh runs, in order: packed 128-token blocks, then 256-token blocks that
 # teach the positions IMDB fine-tuning reads (BERT's own recipe: most steps short, the last ones long), then (when
 # asked for) the tasks' own unlabelled text.
-PRETRAINING_STAGES = ("pretrain", "pretrain-long", "pretrain-tasks")
+# The pretraining stages of scripts/reproduce_results.sh, in order: the optional masked-LM start of an ELECTRA run,
+# the main stage (`OBJECTIVE`), longer blocks, the tasks' own text.
+PRETRAINING_STAGES = ("pretrain-mlm", "pretrain", "pretrain-long", "pretrain-tasks")
 
 
 def objective_name(run_dir: Path) -> str:
@@ -108,7 +110,7 @@ def pretraining_description(runs_dir: Path) -> str:
         return "(pretraining run missing)"
     tokens, seconds = stage_totals(runs_dir)
     parts = [
-        _size(_read_json(runs_dir / PRETRAINING_STAGES[0] / "config.json")),
+        _size(_read_json(runs_dir / names[0] / "config.json")),
         " then ".join(_stage_phrases(runs_dir, names, [shape for shape, _ in stages])),
         f"{tokens / 1e6:.1f}M tokens",
         f"{_minutes(seconds)} train",
