@@ -9,6 +9,9 @@
 - `results/pretraining_comparison.json` (`python scripts/compare_pretraining.py ... --record`): README's comparison of
   pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
 
+- the main-job, speed and task-table records together: README's opening paragraph (between `<!-- headline:start -->`
+  and `<!-- headline:end -->`) and the figures table of docs/index.md (`<!-- headline-table:start -->`).
+
 `python scripts/make_report.py` writes them all; with `--check` it writes nothing and exits non-zero, naming each file
 whose block differs from what the records give (charts are checked to exist, not compared).
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import statistics
 import sys
 from collections.abc import Callable
@@ -45,6 +49,20 @@ GRAPH_BLOCK = ("<!-- onnx-graphs:start -->\n", "<!-- onnx-graphs:end -->")
 GRAPH_PAGE = "docs/onnx.md"
 INT8_RECORDS = "results/int8"
 INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
+# The headline figures: README's opening paragraph and the documentation home page's table.
+HEADLINE_BLOCK = ("<!-- headline:start -->\n", "<!-- headline:end -->")
+HEADLINE_TABLE_BLOCK = ("<!-- headline-table:start -->\n", "<!-- headline-table:end -->")
+HEADLINE_TABLE_PAGE = "docs/index.md"
+# The task-table rows the headline names: (task, metric key, how the headline calls it), token-level NER first.
+HEADLINE_TASKS = (
+    ("conll2003", "test_overall_f1", "CoNLL-2003 entity F1"),
+    ("sst2", "eval_accuracy", "SST-2"),
+    ("imdb", "eval_accuracy", "IMDB"),
+    ("cola", "eval_matthews_correlation", "CoLA Matthews"),
+    ("mrpc", "eval_f1", "MRPC"),
+    ("stsb", "eval_spearmanr", "STS-B"),
+    ("rte", "eval_accuracy", "RTE"),
+)
 # The pages holding the int8 accuracy block.
 INT8_PAGES = ("README.md", "docs/onnx.md")
 # The pages holding the speed block (paths under the repository) and how each links the speed chart.
@@ -429,6 +447,203 @@ def read_records(root: Path, folder: str) -> dict[str, dict]:
     return {path.name: json.loads(path.read_text("utf-8")) for path in sorted((root / folder).glob("*.json"))}
 
 
+# ------------------------------------------------------------------------------------------------- the headline
+@dataclass
+class Headline:
+    """The figures README's opening paragraph and the documentation home page state, each read from a record.
+
+    Attributes:
+        main_job: the main-job record (`MAIN_JOB_RECORDS`; seed 42 where there is one), or None.
+        training: padding -> each speed record's median ratio of our MLM training step over transformers' BERT.
+        memory: padding -> (ours, transformers') peak training MiB, the median over the records.
+        encoder: padding -> each speed record's median ratio of our encoder over ONNX Runtime's fp32 graph.
+        task_table: the task-table record (`TASK_TABLE_RECORD`), or None.
+        settings: "train" and "encode" -> the shape the speed records timed, e.g. "mini, T=128, B=32".
+    """
+
+    main_job: dict | None
+    training: dict[float, list[float]]
+    memory: dict[float, tuple[float, float]]
+    encoder: dict[float, list[float]]
+    task_table: dict | None
+    settings: dict[str, str]
+
+
+def headline(root: Path, records: list[SpeedRecord]) -> Headline:
+    """The headline figures from the records under `root` and the speed `records`."""
+    main_jobs = sorted(read_records(root, MAIN_JOB_RECORDS).values(), key=lambda r: (r["seed"] != 42, r["seed"]))
+    training: dict[float, list[float]] = {}
+    encoder: dict[float, list[float]] = {}
+    memory: dict[float, list[tuple[float, float]]] = {}
+    settings: dict[str, set[str]] = {"train": set(), "encode": set()}
+    for record in records:
+        onnxruntime = _against(CONTENDERS[1], record.data["versions"])
+        for row in speed_rows(record.data):
+            if row.workload == WORKLOADS["train"] and row.against == CONTENDERS[0].name:
+                found = training
+                settings["train"].add(_caption(record.data).split("**")[1])
+            elif row.workload == WORKLOADS["encode"] and row.against == onnxruntime:
+                found = encoder
+                settings["encode"].add(_caption(record.data).split("**")[1])
+            else:
+                continue
+            for padding, cell in row.cells.items():
+                found.setdefault(padding, []).append(cell.median)
+        for label, cells in _memory_rows(record.data):
+            if label.startswith(WORKLOADS["train"]):
+                for padding, pair in cells.items():
+                    memory.setdefault(padding, []).append(pair)
+    task_table = root / TASK_TABLE_RECORD
+    return Headline(
+        main_jobs[0] if main_jobs else None,
+        training,
+        {p: (statistics.median(o for o, _ in v), statistics.median(t for _, t in v)) for p, v in memory.items()},
+        encoder,
+        json.loads(task_table.read_text("utf-8")) if task_table.is_file() else None,
+        {workload: "; ".join(sorted(shown)) for workload, shown in settings.items()},
+    )
+
+
+def _span(values: list[float]) -> str:
+    """ "1.03x" for one run, "1.00-1.06x" (lowest-highest) for several."""
+    low, high = min(values), max(values)
+    return f"{low:.2f}x" if len(values) == 1 or f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}x"
+
+
+def _median_ratio(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x"
+
+
+def _main_job_phrase(record: dict) -> tuple[str, str, str]:
+    """("9 min 01 s", "34.9%", "50.9"): a main-job record's end-to-end time, masked-token accuracy and perplexity."""
+    minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
+    results = record["results"]
+    return (
+        f"{minutes} min {seconds:02d} s",
+        f"{100 * results['eval_accuracy']:.1f}%",
+        f"{results['eval_perplexity']:.1f}",
+    )
+
+
+def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str]:
+    """Each headline task's (name, pretrained mean, scratch mean) with both inits run, and the pretraining minutes."""
+    rows = {(row["task"], row["key"]): row for row in record["rows"]}
+    figures = []
+    for task, key, name in HEADLINE_TASKS:
+        row = rows.get((task, key))
+        if row and row["pretrained"] and row["scratch"]:
+            figures.append((name, statistics.fmean(row["pretrained"]), statistics.fmean(row["scratch"])))
+    minutes = re.search(r"([\d.]+) min train", record["pretraining"])
+    return figures, f"{float(minutes.group(1)):.0f} minutes" if minutes else "its pretraining"
+
+
+def render_headline(figures: Headline) -> str:
+    """README's opening paragraph: why one would pick the project, every figure from a record."""
+    parts = []
+    if figures.main_job:
+        took, accuracy, perplexity = _main_job_phrase(figures.main_job)
+        parts.append(
+            f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core CPU, "
+            f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
+        )
+    if figures.training:
+        sentence = f"Its MLM training step runs **{_median_ratio(figures.training[0.0])}** as fast as transformers' "
+        sentence += "`BertForMaskedLM`"
+        padded = [p for p in sorted(figures.training) if p > 0]
+        if padded:
+            sentence += f" (**{_median_ratio(figures.training[padded[0]])}** with {padded[0]:.0%} padding)"
+        if 0.0 in figures.memory:
+            ours, theirs = figures.memory[0.0]
+            sentence += f", with {ours:,.0f} MiB of peak memory against {theirs:,.0f}"
+        parts.append(sentence + ".")
+    if figures.encoder:
+        runs = max(len(values) for values in figures.encoder.values())
+        shown = [f"**{_span(figures.encoder[p])}** {'without padding' if p == 0 else f'with {p:.0%} padding'}"
+                 for p in sorted(figures.encoder)]  # fmt: skip
+        parts.append(
+            "For CPU inference its encoder runs "
+            + " and ".join(shown)
+            + f" as fast as ONNX Runtime on ORT's fastest graph of the same weights ({runs} recorded "
+            f"run{'s' if runs != 1 else ''}, [Speed](#speed))."
+        )
+    parts.append(
+        "It computes transformers' BERT to 1e-5 (all 8 heads, checkpoints convert both ways), so Auto classes, "
+        "pipelines, `Trainer`, `accelerate` and the Hub work unchanged."
+    )
+    if figures.task_table:
+        tasks, minutes = _task_figures(figures.task_table)
+        better = [(n, p, s) for n, p, s in tasks if p > s]
+        not_better = [n for n, p, s in tasks if p <= s]
+        shown = [f"{n} **{p:.1f}** against {s:.1f}" for n, p, s in better]
+        if shown:
+            shown[0] += " from random weights"
+        sentence = f"Fine-tuned after {minutes} of pretraining on a 2-core CPU, the tiny model reaches "
+        sentence += (", ".join(shown[:-1]) + " and " + shown[-1]) if len(shown) > 1 else "".join(shown) or "nothing"
+        if not_better:
+            names = ", ".join(not_better[:-1]) + " and " + not_better[-1] if len(not_better) > 1 else not_better[0]
+            sentence += f"; on {names} it is not yet better than random weights"
+        from .results import glue_average
+
+        averages = [glue_average(figures.task_table["rows"], init) for init in ("pretrained", "scratch")]
+        if None not in averages:
+            sentence += f", and the five GLUE dev tasks average {averages[0]:.1f} against {averages[1]:.1f}"
+        parts.append(sentence + " ([the task table](#results)).")
+    return _wrap(" ".join(parts)) + "\n"
+
+
+def _wrap(text: str, width: int = 118) -> str:
+    """`text` broken into lines of at most `width` characters (markdown renders them as one paragraph)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False))
+
+
+def render_headline_table(figures: Headline) -> str:
+    """The documentation home page's table of the same figures, each with the page that details it."""
+    lines = ["| | measured | details |", "| --- | --- | --- |"]
+    if figures.main_job:
+        took, accuracy, perplexity = _main_job_phrase(figures.main_job)
+        lines.append(
+            f"| the main job, end to end on a 2-core CPU | {took}, masked-token accuracy {accuracy}, perplexity "
+            f"{perplexity} | [Pretraining](pretraining.md#the-main-job) |"
+        )
+    if figures.training:
+        cells = [f"{_median_ratio(figures.training[p])}{'' if p == 0 else f' with {p:.0%} padding'}"
+                 for p in sorted(figures.training)]  # fmt: skip
+        if 0.0 in figures.memory:
+            cells[-1] += f"; peak memory {figures.memory[0.0][0]:,.0f} vs {figures.memory[0.0][1]:,.0f} MiB"
+        lines.append(
+            f"| MLM training step against transformers' BERT ({figures.settings['train']}) | {', '.join(cells)} | "
+            "[Speed](speed.md#the-records) |"
+        )
+    if figures.encoder:
+        runs = max(len(values) for values in figures.encoder.values())
+        cells = [f"{_span(figures.encoder[p])}{'' if p == 0 else f' with {p:.0%} padding'}"
+                 for p in sorted(figures.encoder)]  # fmt: skip
+        lines.append(
+            f"| CPU inference of the encoder against ONNX Runtime's fastest graph (same weights; "
+            f"{figures.settings['encode']}) | "
+            f"{', '.join(cells)} ({runs} run{'s' if runs != 1 else ''}) | [Speed](speed.md#the-records) |"
+        )
+    lines.append(
+        "| outputs of all 8 heads against transformers' `BertFor*` (converted weights) | equal to 1e-5 in fp32 | "
+        "[Model design](design.md#what-the-model-tests-check) |"
+    )
+    if figures.task_table:
+        tasks, minutes = _task_figures(figures.task_table)
+        from .results import glue_average
+
+        cells = [f"{n} {p:.1f} vs {s:.1f}" for n, p, s in tasks[:1]]
+        averages = [glue_average(figures.task_table["rows"], init) for init in ("pretrained", "scratch")]
+        if None not in averages:
+            cells.append(f"GLUE average (5 dev tasks) {averages[0]:.1f} vs {averages[1]:.1f}")
+        lines.append(
+            f"| fine-tuned after {minutes} of pretraining, against random weights | {'; '.join(cells)} | "
+            "[Results](results.md) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------------- the charts
 def speed_bars(records: list[SpeedRecord]) -> dict[str, dict[str, tuple[float, float, float]]]:
     """The speed chart's data: a group per table row (workload vs contender), a bar per padding: the median over the
@@ -532,6 +747,9 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks.append(("README.md", MAIN_JOB_BLOCK, render_main_job_table(read_records(root, MAIN_JOB_RECORDS))))
     int8 = read_records(root, INT8_RECORDS)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
+    figures = headline(root, records)
+    blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
+    blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))
     return blocks
 
 

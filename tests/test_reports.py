@@ -51,8 +51,10 @@ README_PAGE = (
     "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
     "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n"
-    "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n" + PAGE.split("\n\n", 1)[1]
+    "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
+    "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
+HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
     "# ONNX\n\n<!-- onnx-graphs:start -->\nold\n<!-- onnx-graphs:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n"
@@ -96,6 +98,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / page).write_text(README_PAGE if page == "README.md" else PAGE, encoding="utf-8")
     (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
+    (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
     shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
     shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
@@ -257,7 +260,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         reports.main(["--root", str(root), "--check"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "main-job"):
+    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "main-job", "headline"):
         assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
@@ -285,7 +288,8 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
     for page in reports.SPEED_PAGES:
         path = root / page
         fresh = path.read_text(encoding="utf-8")
-        path.write_text(fresh.replace("x**", "1x**", 1), encoding="utf-8")  # one ratio changed
+        start = fresh.index(reports.SPEED_BLOCK[0])
+        path.write_text(fresh[:start] + fresh[start:].replace("x**", "1x**", 1), encoding="utf-8")  # one ratio
         with pytest.raises(SystemExit) as exit_info:
             reports.main(["--root", str(root), "--check"])
         assert exit_info.value.code == 1
@@ -405,3 +409,63 @@ def test_main_job_table_gives_each_seeds_record() -> None:
     assert rows[("42", "**33.9%**")] == ["54.1", "14.7M", "3,599", "8 min 56 s", "1.2 GB"]
     assert "seed 42: Some CPU, 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
     assert reports.render_main_job_table({}).startswith("No record in `results/main-job/` yet")
+
+
+def _encode_record(record: dict, ratios: dict[float, float], int8: float, date: str) -> reports.SpeedRecord:
+    """`record` with its inference cases turned into encoder cases timed against ONNX Runtime, fp32 at `ratios`
+    (padding -> median) and int8 at `int8`."""
+    data = copy.deepcopy(record)
+    data["date"], data["versions"]["onnxruntime"] = date, "1.32.0"
+    for result in data["results"]:
+        if result["workload"] == "infer":
+            median = ratios[result["padding"]]
+            result.update(workload="encode", onnxruntime_tokens_per_s=1000.0, onnxruntime_int8_tokens_per_s=2000.0)
+            for prefix, value in (("ours_over_onnxruntime", median), ("ours_over_onnxruntime_int8", int8)):
+                result.update({f"{prefix}_median": value, f"{prefix}_min": value - 0.1, f"{prefix}_max": value + 0.1})
+        elif result["padding"] == 0:
+            result.update(ours_peak_mib=1000.0, reference_peak_mib=2000.0)
+    return _speed_record(data, f"results/speed/{date[:4]}.json")
+
+
+def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> None:
+    first = _encode_record(record, {0.0: 1.01, 0.3: 1.12}, int8=0.55, date="2026-01-01T00:00:00+00:00")
+    second = _encode_record(record, {0.0: 0.93, 0.3: 1.2}, int8=0.6, date="2027-01-01T00:00:00+00:00")
+    second.data["results"][0]["ratio_median"] = 9.0  # the training ratio the headline takes is the median of runs
+    root = tmp_path
+    (root / "results" / "main-job").mkdir(parents=True)
+    main_job = {"seed": 42, "end_to_end_seconds": 541.4, "results": {"eval_accuracy": 0.3488, "eval_perplexity": 50.94}}
+    (root / "results" / "main-job" / "seed-42.json").write_text(json.dumps(main_job))
+    task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    stsb = next(row for row in task_table["rows"] if row["key"] == "eval_spearmanr")
+    stsb["pretrained"] = [value + 50 for value in stsb["scratch"]]  # now better than random weights
+    (root / reports.TASK_TABLE_RECORD).write_text(json.dumps(task_table))
+
+    figures = reports.headline(root, [first, second])
+    text = reports.render_headline(figures).replace("\n", " ")
+    train = statistics.median([first.data["results"][0]["ratio_median"], 9.0])
+    assert "in **9 min 01 s** end to end on a 2-core CPU, to **34.9%** masked-token accuracy (perplexity 50.9)" in text
+    assert f"runs **{train:.2f}x** as fast as transformers' `BertForMaskedLM`" in text
+    assert "with 1,000 MiB of peak memory against 2,000" in text
+    # the encoder's range over the runs, fp32 ORT only (int8's 0.55-0.60 is not what it claims)
+    assert "encoder runs **0.93-1.01x** without padding and **1.12-1.20x** with 30% padding" in text
+    assert "(2 recorded runs, [Speed](#speed))" in text and "0.55" not in text
+    rows = {(row["task"], row["key"]): row for row in task_table["rows"]}
+    conll = rows["conll2003", "test_overall_f1"]
+    expected = (
+        f"CoNLL-2003 entity F1 **{statistics.fmean(conll['pretrained']):.1f}** against "
+        f"{statistics.fmean(conll['scratch']):.1f} from random weights"
+    )
+    assert expected in text
+    assert f"STS-B **{statistics.fmean(stsb['pretrained']):.1f}**" in text  # moved by its record
+    assert "on MRPC and RTE it is not yet better than random weights" in text
+    average = [results.glue_average(task_table["rows"], init) for init in ("pretrained", "scratch")]
+    assert f"the five GLUE dev tasks average {average[0]:.1f} against {average[1]:.1f}" in text
+    assert all(len(line) <= 118 for line in reports.render_headline(figures).splitlines())
+
+    table = reports.render_headline_table(figures)
+    assert "| 9 min 01 s, masked-token accuracy 34.9%, perplexity 50.9 |" in table
+    assert "0.93-1.01x, 1.12-1.20x with 30% padding (2 runs)" in table
+    assert f"{train:.2f}x, " in table and "peak memory 1,000 vs 2,000 MiB" in table
+
+    empty = reports.headline(tmp_path / "nothing", [])
+    assert reports.render_headline(empty).startswith("It computes transformers' BERT to 1e-5")  # no record, no figure
