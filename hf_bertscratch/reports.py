@@ -44,6 +44,10 @@ TASK_TABLE_CHART = "docs/images/task_table.png"
 COMPARISON_RECORD = "results/pretraining_comparison.json"
 MAIN_JOB_RECORDS = "results/main-job"
 MAIN_JOB_BLOCK = ("<!-- main-job:start -->\n", "<!-- main-job:end -->")
+MAIN_JOB_PAGES = ("README.md", "docs/pretraining.md")
+SWEEP_RECORDS = "results/sweeps"
+SWEEP_BLOCK = ("<!-- sweeps:start -->\n", "<!-- sweeps:end -->")
+SWEEP_PAGE = "docs/pretraining.md"
 GRAPH_RECORDS = "results/onnx-graphs"
 GRAPH_BLOCK = ("<!-- onnx-graphs:start -->\n", "<!-- onnx-graphs:end -->")
 GRAPH_PAGE = "docs/onnx.md"
@@ -412,6 +416,24 @@ def render_main_job_table(records: dict[str, dict]) -> str:
                        f"`{MAIN_JOB_RECORDS}/`."]) + "\n"  # fmt: skip
 
 
+def render_sweep_tables(records: dict[str, dict]) -> str:
+    """`scripts/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
+    (`sweep.render_table`) and the command, machine, load, date and commit that made it."""
+    from .sweep import render_table
+
+    if not records:
+        return f"No record in `{SWEEP_RECORDS}/` yet: `python scripts/sweep_pretraining.py ... --record` writes one.\n"
+    parts = []
+    for name, record in sorted(records.items(), key=lambda item: (item[1]["date"], item[0])):
+        load = record["load_average"]
+        parts.append(
+            f"**`{SWEEP_RECORDS}/{name}`**\n\n{render_table(record['rows'], record['length'])}\n`{record['command']}` "
+            f"on {record['cpu']} ({record['cores']} cores), {record['date'][:10]}, commit {record['commit'] or 'unknown'}, "
+            f"load average (1 min) {load['start'][0]:.1f} at the start, {load['end'][0]:.1f} at the end.\n"
+        )
+    return "\n".join(parts)
+
+
 def render_graph_table(records: dict[str, dict]) -> str:
     """`scripts/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
     record (its workload and padding), each cell the graph's speed over `bertscratch export`'s, median (min-max) over
@@ -744,9 +766,11 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
     blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_records(root, GRAPH_RECORDS))))
-    blocks.append(("README.md", MAIN_JOB_BLOCK, render_main_job_table(read_records(root, MAIN_JOB_RECORDS))))
+    main_job = render_main_job_table(read_records(root, MAIN_JOB_RECORDS))
+    blocks += [(page, MAIN_JOB_BLOCK, main_job) for page in MAIN_JOB_PAGES]
     int8 = read_records(root, INT8_RECORDS)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
+    blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
     blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))

@@ -201,6 +201,11 @@ def _replaced_token_cell(row: dict) -> str:
 
 
 def write_table(rows: list[dict], path: Path, length: str) -> None:
+    """`render_table` written to `path`."""
+    write_text_atomically(path, render_table(rows, length))
+
+
+def render_table(rows: list[dict], length: str) -> str:
     """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
     lines = [
         f"{length} per run; evaluated at 15% masking on WikiText-2 validation.",
@@ -221,7 +226,7 @@ def write_table(rows: list[dict], path: Path, length: str) -> None:
             f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
             f"{row['neighbour_attention']:.3f} | {wall} | {_replaced_token_cell(row)} |"
         )
-    write_text_atomically(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -54,6 +54,10 @@ README_PAGE = (
     "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
+PRETRAINING_PAGE = (
+    "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
+    "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
+)
 HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
     "# ONNX\n\n<!-- onnx-graphs:start -->\nold\n<!-- onnx-graphs:end -->\n\n"
@@ -99,6 +103,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
         (tmp_path / page).write_text(README_PAGE if page == "README.md" else PAGE, encoding="utf-8")
     (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
     (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
+    (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
     shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
     shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
@@ -469,3 +474,17 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
 
     empty = reports.headline(tmp_path / "nothing", [])
     assert reports.render_headline(empty).startswith("It computes transformers' BERT to 1e-5")  # no record, no figure
+
+
+def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> None:
+    committed = json.loads((ROOT / reports.SWEEP_RECORDS / "electra-8.5min.json").read_text(encoding="utf-8"))
+    older = copy.deepcopy(committed)
+    older.update(date="2026-01-01T00:00:00+00:00", commit=None, command="python scripts/sweep_pretraining.py --x")
+    older["rows"] = older["rows"][:1]
+    text = reports.render_sweep_tables({"z-old.json": older, "a-new.json": committed})
+    assert text.index("`results/sweeps/z-old.json`") < text.index("`results/sweeps/a-new.json`")  # by date
+    for row in committed["rows"]:
+        line = next(line for line in text.splitlines() if line.startswith(f"| {row['name']} | "))
+        assert f"| {100 * row['eval_accuracy']:.1f}% | {row['eval_mlm_loss']:.3f} |" in line
+    assert "`python scripts/sweep_pretraining.py --x` on " in text and "2026-01-01, commit unknown" in text
+    assert reports.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
