@@ -38,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 SPEED_BLOCK = ("<!-- speed-table:start -->\n", "<!-- speed-table:end -->")
 SPEED_RECORDS = "results/speed"
+# Benchmark records of the other shapes, sizes, precisions and compiled runs (`scripts/record_speed.sh sizes|bf16|
+# compiled`): docs/speed.md shows them in full, README's summary and the chart do not.
+MORE_SPEED_RECORDS = "results/speed-more"
+MORE_SPEED_BLOCK = ("<!-- speed-more:start -->\n", "<!-- speed-more:end -->")
+MORE_SPEED_PAGE = "docs/speed.md"
 SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
@@ -306,13 +311,14 @@ def no_speed_record(records_dir: str) -> str:
     )
 
 
-def render_speed_block(records: list[SpeedRecord], chart: str, records_dir: str = SPEED_RECORDS) -> str:
+def render_speed_block(records: list[SpeedRecord], chart: str | None, records_dir: str = SPEED_RECORDS) -> str:
     """What stands between the speed-table markers: every record's table and the speed chart (`chart`: its link
-    from the page), or the line saying there is no record yet."""
+    from the page; None: no chart), or the line saying there is no record yet."""
     if not records:
         return no_speed_record(records_dir)
     parts = [render_speed_table(record) for record in records]
-    parts.append(f"![Ours over each contender, from the records above]({chart})")
+    if chart:
+        parts.append(f"![Ours over each contender, from the records above]({chart})")
     return "\n\n".join(parts) + "\n"
 
 
@@ -770,6 +776,8 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks += [(page, MAIN_JOB_BLOCK, main_job) for page in MAIN_JOB_PAGES]
     int8 = read_records(root, INT8_RECORDS)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
+    more = read_speed_records(root / MORE_SPEED_RECORDS, root)
+    blocks.append((MORE_SPEED_PAGE, MORE_SPEED_BLOCK, render_speed_block(more, None, MORE_SPEED_RECORDS)))
     blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))

@@ -4,6 +4,7 @@
 # docs/images/speed.png from the records.
 #
 #   bash scripts/record_speed.sh [inference|training|graphs|all]      # default all
+#   bash scripts/record_speed.sh sizes|bf16|compiled                  # docs/speed.md's other tables (results/speed-more/)
 #
 # Run it on a machine with nothing else running; start it twice to see how far two runs agree (a second run of a
 # kind writes <kind>-2.json, a third <kind>-3.json, ...: earlier records are never overwritten). REPEATS=N changes
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
-mkdir -p results/speed results/onnx-graphs
+mkdir -p results/speed results/speed-more results/onnx-graphs
 
 next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-2.json, ... when taken (FOLDER: speed)
     local folder="results/${2:-speed}" n=2
@@ -20,7 +21,10 @@ next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-
     echo "$path"
 }
 
-case $WHAT in inference|training|graphs|all) ;; *) echo "expected inference, training, graphs or all, got '$WHAT'" >&2; exit 2;; esac
+case $WHAT in
+    inference|training|graphs|all|sizes|bf16|compiled) ;;
+    *) echo "expected inference, training, graphs, all, sizes, bf16 or compiled, got '$WHAT'" >&2; exit 2;;
+esac
 if [[ $WHAT == inference || $WHAT == all ]]; then
     # PyTorch (ours and transformers' BERT) against ONNX Runtime on `bertscratch export`'s graph, fp32 and int8
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
@@ -43,5 +47,23 @@ if [[ $WHAT == graphs || $WHAT == all ]]; then
         python scripts/compare_onnx_graphs.py --workload "$1" --padding "$2" --rounds "${ROUNDS:-3}" \
             --output_json "$(next_record "$1-$2" onnx-graphs)"
     done
+fi
+if [[ $WHAT == sizes ]]; then
+    # every preset at both sequence lengths: the training step against transformers' BERT, the encoder against ORT
+    python scripts/benchmark.py --presets tiny mini small base --seq_lens 128 512 --paddings 0 0.3 --batch_size 8 \
+        --repeats "${REPEATS:-3}" --workloads train encode --onnxruntime true --memory false --num_threads 2 \
+        --output_json "$(next_record sizes speed-more)"
+fi
+if [[ $WHAT == bf16 ]]; then
+    # CPU bf16 autocast for both PyTorch models, beside fp32 (fast only where the CPU has bf16 matrix instructions)
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0.3 --batch_size 32 \
+        --repeats "${REPEATS:-3}" --workloads train encode --precisions fp32 bf16 --memory false --num_threads 2 \
+        --output_json "$(next_record bf16-mini speed-more)"
+fi
+if [[ $WHAT == compiled ]]; then
+    # both PyTorch models under torch.compile (inductor, freezing for inference), against ORT for inference
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
+        --repeats "${REPEATS:-5}" --workloads train encode --variants eager compiled --onnxruntime true \
+        --memory false --num_threads 2 --output_json "$(next_record compiled-mini speed-more)"
 fi
 python scripts/make_report.py

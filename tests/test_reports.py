@@ -54,6 +54,8 @@ README_PAGE = (
     "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
+# docs/speed.md also holds the other shapes' records (results/speed-more/).
+SPEED_PAGE = PAGE.replace("before", "<!-- speed-more:start -->\nold\n<!-- speed-more:end -->\n\nbefore")
 PRETRAINING_PAGE = (
     "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
@@ -100,7 +102,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     """A folder laid out as the repository for make_report: the two pages, the task-table record, `records`."""
     for page in reports.SPEED_PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / page).write_text(README_PAGE if page == "README.md" else PAGE, encoding="utf-8")
+        (tmp_path / page).write_text(README_PAGE if page == "README.md" else SPEED_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
     (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
@@ -488,3 +490,21 @@ def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> 
         assert f"| {100 * row['eval_accuracy']:.1f}% | {row['eval_mlm_loss']:.3f} |" in line
     assert "`python scripts/sweep_pretraining.py --x` on " in text and "2026-01-01, commit unknown" in text
     assert reports.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
+
+
+def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_reads(tmp_path: Path) -> None:
+    """Every benchmark command of scripts/record_speed.sh parses (the arguments' own checks included) and writes its
+    record into a folder the report renders; a shape it names is a case the benchmark runs."""
+    script = (ROOT / "scripts" / "record_speed.sh").read_text(encoding="utf-8").replace("\\\n", " ")
+    commands = [line.split("python scripts/benchmark.py", 1)[1] for line in script.splitlines()
+                if "python scripts/benchmark.py" in line]  # fmt: skip
+    assert len(commands) == 6
+    folders = []
+    for command in commands:
+        output = command.split('--output_json "$(next_record ', 1)[1].split(")", 1)[0].split()
+        folders.append(f"results/{output[1] if len(output) > 1 else 'speed'}")
+        argv = shlex.split(command.split("--output_json", 1)[0].replace('"${REPEATS:-', "").replace('}"', ""))
+        args = benchmark.parse_args([*argv, "--output_json", str(tmp_path / "x.json")])
+        assert args.repeats >= 3 and args.num_threads == 2
+    assert set(folders) == {reports.SPEED_RECORDS, reports.MORE_SPEED_RECORDS}
+    assert (ROOT / reports.MORE_SPEED_PAGE).read_text(encoding="utf-8").count(reports.MORE_SPEED_BLOCK[0]) == 1
