@@ -633,6 +633,7 @@ def _load_average_list() -> list[float]:
 
 # The command a record names: the script, whichever entry point (`bertscratch benchmark`, a test) ran the arguments.
 PROGRAM = "python scripts/benchmark.py"
+DECODE_PROGRAM = "python scripts/profile_decode.py"
 # The checkout holding this package when it runs from a source tree (an editable install).
 REPOSITORY = Path(__file__).resolve().parents[1]
 # Distributions whose versions a record names; onnxruntime is added when it is a contender.
@@ -757,6 +758,13 @@ class DecodeProfileArguments:
             "ONNX Runtime's MLAS."
         },
     )
+    output_json: str | None = field(
+        default=None,
+        metadata={
+            "help": "Also write the record here (e.g. results/decoder/NAME.json): how the run was made (command, "
+            "commit, date, versions, CPU, load) and each variant's median milliseconds."
+        },
+    )
 
     def __post_init__(self) -> None:
         if len(self.tile) != 2 or min(self.tile) < 1:
@@ -821,11 +829,19 @@ def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num
     return lambda: session.run(None, feeds)
 
 
-def profile_decode_main(argv: list[str] | None = None) -> None:
+def profile_decode_main(argv: list[str] | None = None) -> dict[str, float]:
+    """Time the decoding variants, print them, and with --output_json write the record; returns the milliseconds."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser(DecodeProfileArguments, description=DecodeProfileArguments.__doc__)
     (args,) = parse_args_or_json(parser, argv)
+    start = RunStart.now()
     print(
         f"decode {args.rows} x {args.hidden_size} -> {args.vocab_size}, {args.num_threads} threads, median of {args.repeats}:"
     )
-    for name, milliseconds in profile_decode(args).items():
-        print(f"  {name:32s} {milliseconds:8.1f} ms")
+    milliseconds = profile_decode(args)
+    for name, value in milliseconds.items():
+        print(f"  {name:32s} {value:8.1f} ms")
+    if args.output_json:
+        record = {**run_record(DECODE_PROGRAM, argv, args, start, args.onnxruntime), "milliseconds": milliseconds}
+        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
+    return milliseconds

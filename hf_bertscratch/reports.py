@@ -50,6 +50,9 @@ COMPARISON_RECORD = "results/pretraining_comparison.json"
 MAIN_JOB_RECORDS = "results/main-job"
 MAIN_JOB_BLOCK = ("<!-- main-job:start -->\n", "<!-- main-job:end -->")
 MAIN_JOB_PAGES = ("README.md", "docs/pretraining.md")
+DECODER_RECORDS = "results/decoder"
+DECODER_BLOCK = ("<!-- decoder-profile:start -->\n", "<!-- decoder-profile:end -->")
+DECODER_PAGE = "docs/speed.md"
 SWEEP_RECORDS = "results/sweeps"
 SWEEP_BLOCK = ("<!-- sweeps:start -->\n", "<!-- sweeps:end -->")
 SWEEP_PAGE = "docs/pretraining.md"
@@ -422,6 +425,30 @@ def render_main_job_table(records: dict[str, dict]) -> str:
                        f"`{MAIN_JOB_RECORDS}/`."]) + "\n"  # fmt: skip
 
 
+def render_decoder_table(records: dict[str, dict]) -> str:
+    """`scripts/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
+    variant, a column per record (its threads), each cell the median milliseconds; then each record's shape, command,
+    machine, load, date and commit."""
+    if not records:
+        return f"No record in `{DECODER_RECORDS}/` yet: `bash scripts/record_speed.sh decoder` writes them.\n"
+    columns = []
+    for record in records.values():
+        threads = record["arguments"]["num_threads"]
+        columns.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    names = list(dict.fromkeys(name for record in records.values() for name in record["milliseconds"]))
+    lines = ["| decoding | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    for name in names:
+        cells = [f"{r['milliseconds'][name]:,.0f} ms" if name in r["milliseconds"] else "" for r in records.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    made = "; ".join(
+        f"`{DECODER_RECORDS}/{file}`: {r['arguments']['rows']:,} x {r['arguments']['hidden_size']} -> "
+        f"{r['arguments']['vocab_size']:,}, median of {r['arguments']['repeats']}, `{r['command']}` on {r['cpu']}, "
+        f"load average (1 min) {r['load_average']['start'][0]:.1f}, {r['date'][:10]}, commit {r['commit'] or 'unknown'}"
+        for file, r in records.items()
+    )
+    return "\n".join([*lines, "", f"Records: {made}."]) + "\n"
+
+
 def render_sweep_tables(records: dict[str, dict]) -> str:
     """`scripts/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
     (`sweep.render_table`) and the command, machine, load, date and commit that made it."""
@@ -778,6 +805,7 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     more = read_speed_records(root / MORE_SPEED_RECORDS, root)
     blocks.append((MORE_SPEED_PAGE, MORE_SPEED_BLOCK, render_speed_block(more, None, MORE_SPEED_RECORDS)))
+    blocks.append((DECODER_PAGE, DECODER_BLOCK, render_decoder_table(read_records(root, DECODER_RECORDS))))
     blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))

@@ -5,6 +5,7 @@
 #
 #   bash scripts/record_speed.sh [inference|training|graphs|all]      # default all
 #   bash scripts/record_speed.sh sizes|bf16|compiled                  # docs/speed.md's other tables (results/speed-more/)
+#   bash scripts/record_speed.sh decoder                              # the MLM decoder alone (results/decoder/)
 #
 # Run it on a machine with nothing else running; start it twice to see how far two runs agree (a second run of a
 # kind writes <kind>-2.json, a third <kind>-3.json, ...: earlier records are never overwritten). REPEATS=N changes
@@ -12,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
-mkdir -p results/speed results/speed-more results/onnx-graphs
+mkdir -p results/speed results/speed-more results/decoder results/onnx-graphs
 
 next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-2.json, ... when taken (FOLDER: speed)
     local folder="results/${2:-speed}" n=2
@@ -22,8 +23,8 @@ next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-
 }
 
 case $WHAT in
-    inference|training|graphs|all|sizes|bf16|compiled) ;;
-    *) echo "expected inference, training, graphs, all, sizes, bf16 or compiled, got '$WHAT'" >&2; exit 2;;
+    inference|training|graphs|all|sizes|bf16|compiled|decoder) ;;
+    *) echo "expected inference, training, graphs, all, sizes, bf16, compiled or decoder, got '$WHAT'" >&2; exit 2;;
 esac
 if [[ $WHAT == inference || $WHAT == all ]]; then
     # PyTorch (ours and transformers' BERT) against ONNX Runtime on `bertscratch export`'s graph, fp32 and int8
@@ -65,5 +66,12 @@ if [[ $WHAT == compiled ]]; then
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
         --repeats "${REPEATS:-5}" --workloads train encode --variants eager compiled --onnxruntime true \
         --memory false --num_threads 2 --output_json "$(next_record compiled-mini speed-more)"
+fi
+if [[ $WHAT == decoder ]]; then
+    # the MLM head's decoding alone (4,096 x 256 -> 30,522), tiles vs one GEMM, fresh vs reused output, and ORT's Gemm
+    for threads in 2 1; do
+        python scripts/profile_decode.py --num_threads "$threads" --onnxruntime true --repeats "${REPEATS:-6}" \
+            --output_json "$(next_record "threads-$threads" decoder)"
+    done
 fi
 python scripts/make_report.py

@@ -55,7 +55,11 @@ README_PAGE = (
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
 # docs/speed.md also holds the other shapes' records (results/speed-more/).
-SPEED_PAGE = PAGE.replace("before", "<!-- speed-more:start -->\nold\n<!-- speed-more:end -->\n\nbefore")
+SPEED_PAGE = PAGE.replace(
+    "before",
+    "<!-- speed-more:start -->\nold\n<!-- speed-more:end -->\n\n<!-- decoder-profile:start -->\nold\n"
+    "<!-- decoder-profile:end -->\n\nbefore",
+)
 PRETRAINING_PAGE = (
     "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
@@ -508,3 +512,26 @@ def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_
         assert args.repeats >= 3 and args.num_threads == 2
     assert set(folders) == {reports.SPEED_RECORDS, reports.MORE_SPEED_RECORDS}
     assert (ROOT / reports.MORE_SPEED_PAGE).read_text(encoding="utf-8").count(reports.MORE_SPEED_BLOCK[0]) == 1
+
+
+def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_path: Path) -> None:
+    threads = torch.get_num_threads()
+    paths = {}
+    try:
+        for count in (2, 1):
+            paths[count] = tmp_path / f"threads-{count}.json"
+            argv = ["--num_threads", str(count), "--hidden_size", "16", "--vocab_size", "300", "--rows", "64",
+                    "--tile", "16", "64", "--repeats", "2", "--output_json", str(paths[count])]  # fmt: skip
+            printed = benchmark.profile_decode_main(argv)
+            record = json.loads(paths[count].read_text(encoding="utf-8"))
+            assert record["milliseconds"] == printed and record["arguments"]["num_threads"] == count
+            assert record["command"] == "python scripts/profile_decode.py " + shlex.join(argv)
+    finally:
+        torch.set_num_threads(threads)
+    records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
+    header, rows = _table(reports.render_decoder_table(records))
+    assert header == ["decoding", "2 threads", "1 thread"]
+    for (name, first), cells in rows.items():
+        assert [first, *cells] == [f"{records[f'threads-{n}.json']['milliseconds'][name]:,.0f} ms" for n in (2, 1)]
+    assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in reports.render_decoder_table(records)
+    assert reports.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
