@@ -2,11 +2,12 @@
 
 Also the plateau probe that the pretraining sweep shares (`neighbour_weight`).
 
-The exploratory loop behind the table in README.md's model section ("Position embeddings that start as sinusoids"),
+The exploratory loop behind the table in docs/design.md ("Position embeddings that start as sinusoids"),
 run as `scripts/diagnose_position_init.py`: this package's `BertScratchForMaskedLM` and transformers'
 `DataCollatorForLanguageModeling` in a plain PyTorch loop, with a probe every 100 steps on 64 held-out blocks:
 per-layer attention entropy, "neighbour attention" (the mean attention weight on the tokens just before and after;
-2/(T-1) when uniform), word and position embedding norms, and the held-out MLM loss. The README rows are:
+2/(T-1) when uniform), word and position embedding norms, and the held-out MLM loss. The table's rows are
+`bash scripts/record_position_init.sh` (each run's `--output_json` record in results/position-init/), that is:
 
     python scripts/diagnose_position_init.py --tokenizer TOK --train_file ../shared/data/imdb/train.csv.gz \\
         --lr 3e-3 --beta2 0.98 --stop 1200 [--posinit normal | --posinit normal --posscale 5 |
@@ -14,9 +15,7 @@ per-layer attention entropy, "neighbour attention" (the mean attention weight on
 
 with `--posscale` times `--init` (0.02) the starting std (sin 2.5 = std 0.05, pretrain.py's default), and TOK an
 8,192-token WordPiece trained on the same text (`python scripts/train_tokenizer.py --train_file
-../shared/data/imdb/train.csv.gz --text_column text --vocab_size 8192 --output_dir TOK`). The README's numbers
-were measured with a tokenizer trained before learned tokens were numbered in sorted order, so a new tokenizer
-numbers them differently and the numbers move slightly; the sinusoid start is the same table as
+../shared/data/imdb/train.csv.gz --text_column text --vocab_size 8192 --output_dir TOK`); the sinusoid start is the same table as
 `BertScratchConfig(sinusoidal_position_std=...)` (`modeling_bertscratch.sinusoidal_table`), applied after BERT's
 normal init so the other weights draw the same random numbers as with `--posinit normal`.
 """
@@ -26,7 +25,9 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -35,6 +36,8 @@ from transformers import AutoTokenizer, DataCollatorForLanguageModeling, get_lin
 
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .modeling_bertscratch import BertScratchForMaskedLM, sinusoidal_table
+
+PROGRAM = "python scripts/diagnose_position_init.py"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,6 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--wd", type=float, default=0.01, help="Weight decay (matrices only).")
     p.add_argument("--clip", type=float, default=1.0, help="Gradient-norm clip.")
     p.add_argument("--save", default=None, help="Save the model and tokenizer here at the end.")
+    p.add_argument(
+        "--output_json",
+        default=None,
+        help="Also write the record here (e.g. results/position-init/NAME.json): how the run was made (command, "
+        "commit, date, versions, CPU, load, arguments) and every probe; docs/design.md's table is rendered from them.",
+    )
     return p.parse_args(argv)
 
 
@@ -90,8 +99,13 @@ def packed_blocks(tok, train_file: str, seq: int, cache_dir: str) -> np.ndarray:
     return blocks
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the loop; see the module docstring and `--help`."""
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Run the loop (see the module docstring and `--help`); returns the probes, one per 100 steps."""
+    from .benchmark import RunStart, run_record
+    from .run_folder import write_text_atomically
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    start = RunStart.now()
     a = parse_args(argv)
     print(a, flush=True)
     torch.manual_seed(0)
@@ -145,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             heldloss=round(loss, 3),
         )
 
-    t0, run = time.time(), 0.0
+    t0, run, probes = time.time(), 0.0, []
     for step in range(1, min(a.steps, a.stop) + 1):
         batch = coll([{"input_ids": x} for x in train[rng.integers(0, len(train), a.bs)].tolist()])
         loss = model(**batch).loss
@@ -156,9 +170,13 @@ def main(argv: list[str] | None = None) -> None:
         opt.zero_grad(set_to_none=True)
         run = 0.98 * run + 0.02 * loss.item() if step > 1 else loss.item()
         if step % 100 == 0:  # step, seconds, smoothed training loss, gradient norm, probe
-            print(
-                step, f"{time.time() - t0:.0f}s", round(run / (1 - 0.98**step), 3), f"gn {gn:.2f}", probe(), flush=True
-            )
+            seconds, smoothed, found = time.time() - t0, round(run / (1 - 0.98**step), 3), probe()
+            print(step, f"{seconds:.0f}s", smoothed, f"gn {gn:.2f}", found, flush=True)
+            probes.append({"step": step, "seconds": round(seconds, 1), "train_loss": smoothed, **found})
     if a.save:
         model.save_pretrained(a.save)
         tok.save_pretrained(a.save)
+    if a.output_json:
+        record = {**run_record(PROGRAM, argv, vars(a), start, onnxruntime=False), "probes": probes}
+        write_text_atomically(a.output_json, json.dumps(record, indent=2) + "\n")
+    return probes

@@ -53,6 +53,11 @@ MAIN_JOB_PAGES = ("README.md", "docs/pretraining.md")
 DECODER_RECORDS = "results/decoder"
 DECODER_BLOCK = ("<!-- decoder-profile:start -->\n", "<!-- decoder-profile:end -->")
 DECODER_PAGE = "docs/speed.md"
+POSITION_RECORDS = "results/position-init"
+POSITION_BLOCK = ("<!-- position-init:start -->\n", "<!-- position-init:end -->")
+POSITION_PAGE = "docs/design.md"
+# The steps at which the position-start table shows each run's probe.
+POSITION_STEPS = (600, 1000)
 SWEEP_RECORDS = "results/sweeps"
 SWEEP_BLOCK = ("<!-- sweeps:start -->\n", "<!-- sweeps:end -->")
 SWEEP_PAGE = "docs/pretraining.md"
@@ -449,6 +454,46 @@ def render_decoder_table(records: dict[str, dict]) -> str:
     return "\n".join([*lines, "", f"Records: {made}."]) + "\n"
 
 
+def render_position_table(records: dict[str, dict]) -> str:
+    """`scripts/diagnose_position_init.py --output_json` records (file name -> record) as docs/design.md's table: per
+    start of the position embeddings, layer 1's neighbour attention and the held-out MLM loss at `POSITION_STEPS`
+    (blank where a run stopped earlier), then the records and how they were made."""
+    if not records:
+        return f"No record in `{POSITION_RECORDS}/` yet: `bash scripts/record_position_init.sh` writes them.\n"
+    steps = [f"step {step:,}" for step in POSITION_STEPS]
+    lines = [
+        "| position embeddings start as | flags | "
+        + " | ".join(f"neighbour attention, {s} | held-out MLM loss, {s}" for s in steps)
+        + " |",
+        "| --- | --- |" + " ---: | ---: |" * len(steps),
+    ]
+    order = sorted(
+        records.items(), key=lambda item: (item[1]["arguments"]["posinit"], item[1]["arguments"]["posscale"])
+    )
+    for _, record in order:
+        arguments = record["arguments"]
+        std = arguments["posscale"] * arguments["init"]
+        sinusoid = arguments["posinit"] == "sin"
+        what = f"sinusoid, std {std:g}" if sinusoid else f"N(0, {std:g})"
+        if not sinusoid and arguments["posscale"] == 1:
+            what += ", BERT's init"
+        flags = f"`--posinit {arguments['posinit']} --posscale {arguments['posscale']:g}`"
+        probes = {probe["step"]: probe for probe in record["probes"]}
+        cells = []
+        for step in POSITION_STEPS:
+            probe = probes.get(step)
+            cells += [f"{probe['nb'][0]:.3f}", f"{probe['heldloss']:.2f}"] if probe else ["", ""]
+        lines.append(f"| {what} | {flags} | " + " | ".join(cells) + " |")
+    first = next(iter(records.values()))
+    made = sorted({(r["cpu"], r["date"][:10], r["commit"] or "unknown") for r in records.values()})
+    where = "; ".join(f"{cpu}, {date}, commit {commit}" for cpu, date, commit in made)
+    command = first["command"].split(" --posinit")[0]
+    return "\n".join(
+        [*lines, "", f"Records: `{POSITION_RECORDS}/` ({where}), made by `bash scripts/record_position_init.sh`, "
+         f"each `{command} --posinit P --posscale S`."]
+    ) + "\n"  # fmt: skip
+
+
 def render_sweep_tables(records: dict[str, dict]) -> str:
     """`scripts/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
     (`sweep.render_table`) and the command, machine, load, date and commit that made it."""
@@ -806,6 +851,7 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     more = read_speed_records(root / MORE_SPEED_RECORDS, root)
     blocks.append((MORE_SPEED_PAGE, MORE_SPEED_BLOCK, render_speed_block(more, None, MORE_SPEED_RECORDS)))
     blocks.append((DECODER_PAGE, DECODER_BLOCK, render_decoder_table(read_records(root, DECODER_RECORDS))))
+    blocks.append((POSITION_PAGE, POSITION_BLOCK, render_position_table(read_records(root, POSITION_RECORDS))))
     blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))

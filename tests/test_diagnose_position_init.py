@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import csv
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from hf_bertscratch import reports
 
 from conftest import CORPUS
 
@@ -46,6 +49,8 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
             posinit,
             "--posscale",
             "2.5",
+            "--output_json",
+            str(tmp_path / "record.json"),
         ],
         cwd=ROOT,
         env=env,
@@ -60,3 +65,13 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
     assert len(probe["ent"]) == len(probe["nb"]) == 2  # one value per layer of the tiny preset
     assert all(0 < value < 1 for value in probe["nb"]) and 0 < probe["heldloss"] < 20
     assert (tmp_path / "cache" / "ids_16.npy").is_file()
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["command"].startswith("python scripts/diagnose_position_init.py --tokenizer")
+    assert [p["step"] for p in record["probes"]] == [100] and record["arguments"]["posinit"] == posinit
+    assert {k: record["probes"][0][k] for k in probe} == probe  # the record holds what was printed
+    # docs/design.md's table from it: its row at step 600, which this short run never reached, stays blank
+    record["probes"].append({**record["probes"][0], "step": 600})
+    table = reports.render_position_table({"row.json": record})
+    start = "sinusoid, std 0.05" if posinit == "sin" else "N(0, 0.05)"
+    row = next(line for line in table.splitlines() if line.startswith(f"| {start} |"))
+    assert row.endswith(f"| {probe['nb'][0]:.3f} | {probe['heldloss']:.2f} |  |  |")
