@@ -5,6 +5,14 @@ sampled from its softmax, and the discriminator, `BertScratchForReplacedTokenDet
 token whether it was replaced; a sampled token equal to the original counts as original. The loss is the generator's
 MLM loss plus `discriminator_weight` times the discriminator's, and one optimizer trains both.
 
+Masked-LM start. From random weights a small discriminator can sit at the prior (every token "original") for a whole
+short budget: telling a sampled token from the original needs the context, and an encoder that does not yet read its
+neighbours has none (the masked-LM unigram plateau, met from the other side). With `mlm_start_fraction` the pair
+first trains the discriminator's encoder as a masked LM, through an MLM head of its own decoding through the shared
+word table (`start_mlm`), beside the generator's MLM loss; the Trainer switches to replaced-token detection once
+that fraction of the run is done (`PretrainingTrainer`), when the encoder reads its neighbours. The start head is
+not part of either saved folder.
+
 Shared embeddings. ELECTRA shares the token and position embeddings of the generator and the discriminator; with a
 narrower generator, transformers' ELECTRA projects the shared embeddings into the generator's width after their
 LayerNorm (`ElectraModel.embeddings_project`). Here the generator reads the discriminator's word, position and segment
@@ -41,12 +49,17 @@ GENERATOR_FOLDER = "generator"
 SHARED_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 
 
-def check_electra_arguments(generator_width_fraction: float, discriminator_weight: float) -> None:
-    """Refuse a generator width fraction outside (0, 1] or a discriminator weight that is not positive."""
+def check_electra_arguments(
+    generator_width_fraction: float, discriminator_weight: float, mlm_start_fraction: float = 0.0
+) -> None:
+    """Refuse a generator width fraction outside (0, 1], a discriminator weight that is not positive, or a masked-LM
+    start fraction outside [0, 1)."""
     if not 0.0 < generator_width_fraction <= 1.0:
         raise ValueError(f"generator_width_fraction must be in (0, 1], got {generator_width_fraction}.")
     if not discriminator_weight > 0:
         raise ValueError(f"discriminator_weight must be positive, got {discriminator_weight}.")
+    if not 0.0 <= mlm_start_fraction < 1.0:
+        raise ValueError(f"mlm_start_fraction must be in [0, 1), got {mlm_start_fraction}.")
 
 
 def generator_config(config: BertScratchConfig, width_fraction: float) -> BertScratchConfig:
@@ -132,10 +145,21 @@ class ElectraPretrainingModel(nn.Module):
         discriminator: BertScratchForReplacedTokenDetection,
         generator_width_fraction: float = 0.25,
         discriminator_weight: float = 50.0,
+        mlm_start: bool = False,
     ) -> None:
         super().__init__()
         check_electra_arguments(generator_width_fraction, discriminator_weight)
         self.discriminator = discriminator
+        # With `mlm_start`, the discriminator's encoder can train as a masked LM (`masked_lm_phase`, set by the
+        # Trainer): `start_mlm` is an MLM model whose encoder and decoder weights are the discriminator's (supplied
+        # at each call, as the generator's tables are); only its head's transform and bias are its own.
+        self.start_mlm = BertScratchForMaskedLM(discriminator.config) if mlm_start else None
+        self.masked_lm_phase = False
+        if self.start_mlm is not None:
+            for module in self.start_mlm.bert.modules():
+                for name in list(module._parameters):
+                    delattr(module, name)
+            del self.start_mlm.cls.decoder.weight
         self.discriminator_weight = float(discriminator_weight)
         config = generator_config(discriminator.config, generator_width_fraction)
         self.generator = BertScratchForMaskedLM(config)
@@ -159,6 +183,14 @@ class ElectraPretrainingModel(nn.Module):
         tables["cls.decoder.weight"] = tables["bert.embeddings.word_embeddings.weight"]
         return tables
 
+    def start_tables(self) -> dict[str, torch.Tensor]:
+        """`start_mlm`'s weights that are the discriminator's, by parameter name: its encoder's and, as the decoder,
+        its word table."""
+        encoder = self.discriminator.bert
+        tables = {f"bert.{name}": tensor for name, tensor in encoder.named_parameters()}
+        tables["cls.decoder.weight"] = encoder.embeddings.word_embeddings.weight
+        return tables
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -172,14 +204,29 @@ class ElectraPretrainingModel(nn.Module):
             raise ValueError("ELECTRA pretraining needs labels: the original tokens at the masked positions.")
         inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids}
         generated = functional_call(self.generator, self.generator_tables(), (input_ids,), {**inputs, "labels": labels})
+        if self.masked_lm_phase:
+            if self.start_mlm is None:
+                raise ValueError("masked_lm_phase needs a pair built with mlm_start=True.")
+            started = functional_call(self.start_mlm, self.start_tables(), (input_ids,), {**inputs, "labels": labels})
+            # The parameters this phase does not use join the graph at weight 0, so that every parameter has a
+            # gradient in every step (DDP without its unused-parameter search).
+            idle = sum(parameter.sum() for parameter in self.discriminator.discriminator.parameters())
+            return ElectraPretrainingOutput(
+                loss=generated.loss + started.loss + 0.0 * idle,
+                generator_logits=generated.logits,
+                generator_loss=generated.loss,
+            )
         masked = labels != -100
         with torch.no_grad():
             logits = generated.logits if generated.logits.dim() == 2 else generated.logits[masked]  # (M, V)
             sampled = torch.multinomial(F.softmax(logits.float(), dim=-1), 1).squeeze(-1)
             corrupted, replaced = replace_masked_tokens(input_ids, labels, sampled, attention_mask)
         judged = self.discriminator(corrupted, labels=replaced, **inputs)
+        loss = generated.loss + self.discriminator_weight * judged.loss
+        if self.start_mlm is not None:  # the start head, done with, at weight 0 (see above)
+            loss = loss + 0.0 * sum(parameter.sum() for parameter in self.start_mlm.parameters())
         return ElectraPretrainingOutput(
-            loss=generated.loss + self.discriminator_weight * judged.loss,
+            loss=loss,
             generator_logits=generated.logits,
             discriminator_logits=judged.logits,
             replaced_labels=replaced,

@@ -142,6 +142,16 @@ class ModelArguments:
         default=50.0,
         metadata={"help": "electra: loss = generator MLM loss + this weight x discriminator loss (ELECTRA's 50)."},
     )
+    mlm_start_fraction: float | None = field(
+        default=None,
+        metadata={
+            "help": "electra: train the discriminator's encoder as a masked LM for this fraction of the run (of the "
+            "time budget, or of the steps) before replaced-token detection, in [0, 1). From random weights a small "
+            "discriminator can stay at the all-'original' prior for a whole short budget; after a masked-LM start "
+            "its encoder reads the context. Default: the short-block start's fraction for a new model, 0 when "
+            "--model_name_or_path continues one."
+        },
+    )
     max_position_embeddings: int = field(
         default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
     )
@@ -345,7 +355,17 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
-    check_electra_arguments(model_args.generator_width_fraction, model_args.discriminator_weight)
+    if model_args.mlm_start_fraction is None:
+        new_electra = model_args.objective == "electra" and model_args.model_name_or_path is None
+        model_args.mlm_start_fraction = SHORT_SEQ_FRACTION if new_electra else 0.0
+    check_electra_arguments(
+        model_args.generator_width_fraction, model_args.discriminator_weight, model_args.mlm_start_fraction
+    )
+    if model_args.mlm_start_fraction > 0 and model_args.objective != "electra":
+        raise ValueError(
+            f"mlm_start_fraction is for objective 'electra' (a masked-LM start of its discriminator), got objective "
+            f"{model_args.objective!r} with mlm_start_fraction={model_args.mlm_start_fraction}."
+        )
     if (
         model_args.config_name is None
         and model_args.model_name_or_path is None
@@ -679,7 +699,12 @@ def build_model(
         model = auto_class.from_pretrained(path) if path else auto_class.from_config(config)
     check_model_fits(model.config, data_args, tokenizer)
     if model_args.objective == "electra":
-        return ElectraPretrainingModel(model, model_args.generator_width_fraction, model_args.discriminator_weight)
+        return ElectraPretrainingModel(
+            model,
+            model_args.generator_width_fraction,
+            model_args.discriminator_weight,
+            mlm_start=bool(model_args.mlm_start_fraction),
+        )
     return model
 
 
@@ -867,7 +892,8 @@ COLLATOR_COLUMNS = ("offset_mapping",)
 
 class PretrainingTrainer(Trainer):
     """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`),
-    which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run, and which keeps
+    which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run (and an ELECTRA
+    pair in its masked-LM phase for the first `mlm_start_fraction`), and which keeps
     the columns its masking collator reads (`COLLATOR_COLUMNS`) when it drops those the model does not take."""
 
     def __init__(
@@ -877,12 +903,14 @@ class PretrainingTrainer(Trainer):
         budget: TrainingBudget | None = None,
         short_seq_length: int = 0,
         short_seq_fraction: float = 0.0,
+        mlm_start_fraction: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.eval_collator = eval_collator
         self.budget = budget
         self.short_seq_length, self.short_seq_fraction = short_seq_length, short_seq_fraction
+        self.mlm_start_fraction = mlm_start_fraction
         if budget is not None:
             budget.attach(self)
 
@@ -900,6 +928,9 @@ class PretrainingTrainer(Trainer):
     def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if model.training and self.short_seq_fraction > 0 and self.progress() < self.short_seq_fraction:
             inputs = cut_blocks(inputs, self.short_seq_length)
+        pair = self.accelerator.unwrap_model(model)
+        if isinstance(pair, ElectraPretrainingModel):
+            pair.masked_lm_phase = model.training and self.progress() < self.mlm_start_fraction
         return super().compute_loss(model, inputs, *args, **kwargs)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
@@ -979,6 +1010,7 @@ def build_trainer(
         budget=budget,
         short_seq_length=data_args.short_seq_length,
         short_seq_fraction=data_args.short_seq_fraction,
+        mlm_start_fraction=model_args.mlm_start_fraction or 0.0,
     )
 
 
@@ -1085,6 +1117,7 @@ def _card_info(
         hyperparameters.update(
             generator_width_fraction=model_args.generator_width_fraction,
             discriminator_weight=model_args.discriminator_weight,
+            mlm_start_fraction=model_args.mlm_start_fraction,
         )
     return {
         "model_name": Path(args.output_dir).resolve().name,

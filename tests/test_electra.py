@@ -3,6 +3,7 @@ shared embeddings, the replaced-token labels, the run end to end, resume, and ba
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -151,6 +152,57 @@ def test_generator_reads_the_discriminators_embeddings(tiny_config: BertScratchC
         torch.testing.assert_close(exported(input_ids).logits, pair.logits, atol=0, rtol=0)
 
 
+def test_masked_lm_start_trains_the_discriminators_encoder_as_a_masked_lm(tokenizer: BertTokenizer) -> None:
+    """In the masked-LM phase the loss is the generator's plus that of an ordinary BertScratchForMaskedLM made of the
+    discriminator's encoder, its word table as decoder and the start head's own transform: the encoder learns, the
+    replaced-token head waits at gradient 0. Afterwards the loss is the pair's usual one, the start head at 0."""
+    config = BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), hidden_dropout_prob=0.0,
+                               attention_probs_dropout_prob=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    model = ElectraPretrainingModel(BertScratchForReplacedTokenDetection(config), mlm_start=True).train()
+    own = {name for name, _ in model.start_mlm.named_parameters()}
+    assert own == {"cls.dense.weight", "cls.dense.bias", "cls.layer_norm.weight", "cls.layer_norm.bias",
+                   "cls.decoder.bias"}  # fmt: skip
+    input_ids = torch.randint(5, config.vocab_size, (4, 12))
+    labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, -100)
+    labels[:, 1] = input_ids[:, 1]
+    masked = input_ids.masked_fill(labels != -100, 4)
+
+    model.masked_lm_phase = True
+    out = model(masked, labels=labels)
+    reference = BertScratchForMaskedLM(config).train()
+    reference.bert.load_state_dict(model.discriminator.bert.state_dict())
+    with torch.no_grad():
+        for name in ("dense", "layer_norm"):
+            getattr(reference.cls, name).load_state_dict(getattr(model.start_mlm.cls, name).state_dict())
+        reference.cls.decoder.bias.copy_(model.start_mlm.cls.decoder.bias)
+    assert reference.cls.decoder.weight is reference.bert.embeddings.word_embeddings.weight
+    torch.testing.assert_close(out.loss, out.generator_loss + reference(masked, labels=labels).loss)
+    assert out.discriminator_loss is None
+    out.loss.backward()
+    gradients = {name: p.grad for name, p in model.named_parameters()}
+    assert all(gradient is not None for gradient in gradients.values())  # DDP needs no unused-parameter search
+    assert gradients["discriminator.bert.encoder.layers.1.attention.qkv.weight"].abs().sum() > 0
+    assert gradients["start_mlm.cls.dense.weight"].abs().sum() > 0
+    assert all(gradients[n].abs().sum() == 0 for n in gradients if n.startswith("discriminator.discriminator."))
+
+    model.zero_grad()
+    model.masked_lm_phase = False
+    torch.manual_seed(1)
+    out = model(masked, labels=labels)
+    torch.testing.assert_close(out.loss, out.generator_loss + 50.0 * out.discriminator_loss)
+    out.loss.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() == 0 for p in model.start_mlm.parameters())
+    assert model.discriminator.discriminator.prediction.weight.grad.abs().sum() > 0
+    # one copy of every tensor: the Trainer's safetensors checkpoint of the pair can be written
+    pointers = [t.data_ptr() for t in model.state_dict().values()]
+    assert len(pointers) == len(set(pointers))
+    with pytest.raises(ValueError, match="masked_lm_phase needs a pair built with mlm_start=True"):
+        plain = ElectraPretrainingModel(BertScratchForReplacedTokenDetection(config))
+        plain.masked_lm_phase = True
+        plain(masked, labels=labels)
+
+
 def test_replaced_labels_on_a_hand_made_batch() -> None:
     """Sampled tokens go to the masked positions in row-major order; a sample equal to the original is labelled
     original (0), every other real token too; padding is -100."""
@@ -271,6 +323,7 @@ def _umask() -> int:
         ("--generator_width_fraction", "0", "generator_width_fraction must be in \\(0, 1\\], got 0.0"),
         ("--generator_width_fraction", "1.5", "generator_width_fraction must be in \\(0, 1\\], got 1.5"),
         ("--discriminator_weight", "-1", "discriminator_weight must be positive, got -1.0"),
+        ("--mlm_start_fraction", "1", "mlm_start_fraction must be in \\[0, 1\\), got 1.0"),
     ],
 )
 def test_bad_electra_arguments_fail_before_training(
@@ -279,3 +332,38 @@ def test_bad_electra_arguments_fail_before_training(
     with pytest.raises(ValueError, match=match):
         pretraining.main(_args(text_file, tokenizer_dir, config_dir, tmp_path / "out", flag, value))
     assert not (tmp_path / "out").exists()
+
+
+def test_the_masked_lm_start_takes_the_first_quarter_of_a_new_discriminators_run(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Trainer runs a new pair in its masked-LM phase for the first quarter of the steps by default, for none
+    with --mlm_start_fraction 0 or when --model_name_or_path continues a model; evaluation is replaced-token
+    detection. Masked-LM's objectives refuse the flag."""
+    phases: list[tuple[bool, bool]] = []
+    real = ElectraPretrainingModel.forward
+
+    @functools.wraps(real)  # the Trainer keeps the dataset columns the forward's signature names
+    def recording(self, *args, **kwargs):
+        phases.append((self.training, self.masked_lm_phase))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ElectraPretrainingModel, "forward", recording)
+    monkeypatch.setattr(pretraining, "show_fill_mask", lambda folder: [])
+    steps = ("--max_steps", "8")
+    new = tmp_path / "new"
+    pretraining.main(_args(text_file, tokenizer_dir, config_dir, new, *steps))
+    assert [phase for training, phase in phases if training] == [True] * 2 + [False] * 6
+    assert not any(phase for training, phase in phases if not training)
+    assert "| `mlm_start_fraction` | 0.25 |" in (new / "README.md").read_text()  # the card's hyperparameters
+
+    for extra in (("--mlm_start_fraction", "0"), ("--model_name_or_path", str(new))):
+        phases.clear()
+        arguments = _args(text_file, tokenizer_dir, config_dir, tmp_path / extra[0].strip("-"), *steps, *extra)
+        if extra[0] == "--model_name_or_path":
+            arguments = [a for a in arguments if a not in ("--config_name", str(config_dir))]
+        pretraining.main(arguments)
+        assert [phase for training, phase in phases if training] == [False] * 8, extra
+    with pytest.raises(ValueError, match="mlm_start_fraction is for objective 'electra'.*got objective 'mlm'"):
+        pretraining.main([*_args(text_file, tokenizer_dir, config_dir, tmp_path / "mlm", *steps), "--objective",
+                          "mlm", "--mlm_start_fraction", "0.5"])  # fmt: skip
