@@ -51,10 +51,6 @@ COLUMNS = (
 )
 # The share of the budget the mlm+tasks recipe spends on the tasks' own text, after masked-LM on the general text.
 TASK_TEXT_SHARE = 0.25
-# The share of the budget an ELECTRA recipe spends on masked-LM before replaced-token detection: from random weights
-# the discriminator stays at the all-"original" prior on this machine's budgets (results/sweeps/electra-8.5min.json),
-# while masked-LM with its short-block start learns to read neighbours within its first 15 minutes.
-MLM_START_SHARE = 0.25
 README_BLOCK = ("<!-- pretraining-comparison:start -->\n", "<!-- pretraining-comparison:end -->")
 
 
@@ -78,8 +74,7 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     "mlm": Recipe("masked-LM (the package's recipe), tiny"),
     "electra": Recipe(
-        "masked-LM for the first quarter of the budget, then ELECTRA replaced-token detection (generator 1/4 as "
-        "wide), tiny",
+        "ELECTRA replaced-token detection after a masked-LM start of the first quarter, generator 1/4 as wide, tiny",
         {"OBJECTIVE": "electra"},
     ),
     "mlm+tasks": Recipe(
@@ -99,22 +94,18 @@ def recipe_environment(
     tasks: tuple[str, ...] | list[str] = COMPARISON_TASKS,
 ) -> dict:
     """reproduce_results.sh's settings for one recipe: `minutes` of pretraining in one stage of 128-token blocks (the
-    GLUE and CoNLL-2003 runs read at most 128 tokens), split with the tasks' text when the recipe asks and after a
-    masked-LM start (`MLM_START_SHARE`) when the objective is ELECTRA, and fine-tuning of the pretrained model only,
-    on `tasks`."""
+    GLUE and CoNLL-2003 runs read at most 128 tokens), split with the tasks' text when the recipe asks, and
+    fine-tuning of the pretrained model only, on `tasks`."""
     task_minutes = round(minutes * recipe.task_text_share, 2)
-    objective = objective or recipe.settings.get("OBJECTIVE", "mlm")
-    mlm_minutes = round(minutes * MLM_START_SHARE, 2) if objective == "electra" else 0.0
     settings = {
-        "PRETRAIN_MINUTES": f"{minutes - task_minutes - mlm_minutes:g}",
+        "PRETRAIN_MINUTES": f"{minutes - task_minutes:g}",
         "LONG_MINUTES": "0",
         "TASK_TEXT_MINUTES": f"{task_minutes:g}",
         "TASK_TEXT": " ".join(tasks),
         "INITS": "pretrained",
         "TASKS": " ".join(tasks),
         **recipe.settings,
-        "OBJECTIVE": objective,
-        "MLM_START_MINUTES": f"{mlm_minutes:g}",
+        "OBJECTIVE": objective or recipe.settings.get("OBJECTIVE", "mlm"),
     }
     return {**settings, "SMOKE": "1"} if smoke else settings
 

@@ -11,9 +11,8 @@
 #      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue in 256-token blocks for LONG_MINUTES
 #      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too;
 #      with TASK_TEXT_MINUTES, continue on the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks",
-#      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM, and
-#      with MLM_START_MINUTES it starts from that many minutes of masked-LM ("pretrain-mlm", the short-block start
-#      included): from random weights, replaced-token detection stays at the all-"original" prior at this size
+#      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
+#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -32,8 +31,6 @@ PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, f
 THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 OBJECTIVE=${OBJECTIVE:-mlm}            # mlm, or electra (a generator 1/4 as wide; the discriminator is fine-tuned)
-MLM_START_MINUTES=${MLM_START_MINUTES:-0}  # electra: masked-LM minutes before stage 1 (0: from random weights)
-ELECTRA_LR=${ELECTRA_LR:-1e-3}         # electra after a masked-LM start: the peak rate of stage 1
 SEED=${SEED:-42}                       # pretraining seed
 PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-40}  # training time of stage 1 (the schedule is laid over it)
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
@@ -54,7 +51,6 @@ if [[ "${SMOKE:-0}" == 1 ]]; then
     PRETRAIN_MINUTES=5steps; LONG_SEQ=32; VOCAB=1000
     if [[ $LONG_MINUTES != 0 ]]; then LONG_MINUTES=3steps; fi          # a stage turned off stays off
     if [[ $TASK_TEXT_MINUTES != 0 ]]; then TASK_TEXT_MINUTES=3steps; fi
-    if [[ $MLM_START_MINUTES != 0 ]]; then MLM_START_MINUTES=3steps; fi
     PRETRAIN_EXTRA=(--max_train_samples 300 --max_eval_samples 20); TASKS_EXTRA=(--smoke true)
 else
     PRETRAIN_EXTRA=(--max_eval_samples 500); TASKS_EXTRA=()
@@ -91,24 +87,17 @@ length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nst
 # README main job's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
 # warmup-stable-decay, the first quarter of stage 1 in 32-token blocks); evaluation masks 15% as everywhere.
 PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
-          --eval_mlm_probability 0.15
+          --objective "$OBJECTIVE" --eval_mlm_probability 0.15
           --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
 IMDB_TEXT=(--train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text)
-NEW_MODEL=(--model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000
-           --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --learning_rate "$PRETRAIN_LR")
-START=("${NEW_MODEL[@]}")
-if [[ $OBJECTIVE == electra && $MLM_START_MINUTES != 0 ]]; then
-    done_or_run "$RUNS/pretrain-mlm" "${PRETRAIN[@]}" --objective mlm "${IMDB_TEXT[@]}" \
-        $(length "$MLM_START_MINUTES") "${NEW_MODEL[@]}" --max_seq_length "$PRETRAIN_SEQ" \
-        --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --output_dir "$RUNS/pretrain-mlm"
-    START=(--model_name_or_path "$RUNS/pretrain-mlm" --short_seq_fraction 0 --learning_rate "$ELECTRA_LR")
-fi
-done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
-    $(length "$PRETRAIN_MINUTES") "${START[@]}" --max_seq_length "$PRETRAIN_SEQ" \
-    --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --output_dir "$RUNS/pretrain"
+done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$PRETRAIN_MINUTES") \
+    --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
+    --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
+    --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" \
+    --output_dir "$RUNS/pretrain"
 PRETRAINED=$RUNS/pretrain
 if [[ $LONG_MINUTES != 0 ]]; then
-    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" $(length "$LONG_MINUTES") \
+    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$LONG_MINUTES") \
         --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
         --per_device_train_batch_size $((LONG_BATCH / PROCS)) --learning_rate "$LONG_LR" \
         --output_dir "$RUNS/pretrain-long"
@@ -116,7 +105,7 @@ if [[ $LONG_MINUTES != 0 ]]; then
 fi
 if [[ $TASK_TEXT_MINUTES != 0 ]]; then
     # shellcheck disable=SC2086  # TASK_TEXT is a list of task names
-    done_or_run "$RUNS/pretrain-tasks" "${PRETRAIN[@]}" --objective "$OBJECTIVE" --task_text $TASK_TEXT --data_dir "$DATA_DIR" \
+    done_or_run "$RUNS/pretrain-tasks" "${PRETRAIN[@]}" --task_text $TASK_TEXT --data_dir "$DATA_DIR" \
         $(length "$TASK_TEXT_MINUTES") --model_name_or_path "$PRETRAINED" --max_seq_length "$PRETRAIN_SEQ" \
         --short_seq_fraction 0 --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) \
         --learning_rate "$TASK_TEXT_LR" --output_dir "$RUNS/pretrain-tasks"
