@@ -516,9 +516,14 @@ def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out(
 
 
 @pytest.mark.slow
-def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_torchrun_two_processes_keep_ranks_identical(
+    text_file: Path, config_dir: Path, tmp_path: Path, objective: str
+) -> None:
     """Ranks end with the same weights and the same tokenizer, which the run trains (rank 0 learns it, then sends
-    it: two processes each training one would number tokens of equal rank differently)."""
+    it: two processes each training one would number tokens of equal rank differently). ELECTRA's pair too, through
+    its masked-LM start and the switch to replaced-token detection (DDP runs without its unused-parameter search, so a
+    parameter without a gradient in either phase would stop the run)."""
     helper = _write(tmp_path / "ddp_helper.py", _DDP_HELPER)
     out = tmp_path / "ddp"
     arguments = [
@@ -533,6 +538,8 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
         *PRETRAIN_ONE_PROCESS,
         "--num_train_epochs",
         "1",
+        "--objective",
+        objective,
     ]
     command = [
         sys.executable,
@@ -567,8 +574,11 @@ def test_torchrun_two_processes_keep_ranks_identical(text_file: Path, config_dir
     saved_vocab = json.dumps(sorted(AutoTokenizer.from_pretrained(out).get_vocab().items())).encode()
     assert hashlib.sha256(saved_vocab).hexdigest() == infos[0]["vocab"]
     saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
+    prefix = "discriminator." if objective == "electra" else ""  # the pair's discriminator is the saved folder
     for name in saved:
-        assert torch.equal(saved[name], rank0[name]), name
+        assert torch.equal(saved[name], rank0[prefix + name]), name
+    if objective == "electra":
+        assert infos[0]["steps"] >= 2  # at least one step in each phase (the first quarter is masked-LM)
 
 
 def test_num_processes_auto_launches_two_processes_that_share_the_budget(
