@@ -34,6 +34,7 @@ from typing import Any
 import datasets
 import numpy as np
 import torch
+from safetensors import safe_open
 from transformers import (
     AutoConfig,
     AutoModelForMaskedLM,
@@ -457,6 +458,23 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
         training_args.ddp_find_unused_parameters = False
+
+
+def check_resumed_pair(checkpoint: str | None, model_args: ModelArguments) -> None:
+    """Refuse to resume an ELECTRA checkpoint whose masked-LM start head (`start_mlm`) this run would not build, or
+    lacks the head this run would: the Trainer reloads a plain module's state dict without strict key checks, so the
+    run would go on silently with a new head or without its start."""
+    weights = Path(checkpoint or "") / "model.safetensors"
+    if model_args.objective != "electra" or checkpoint is None or not weights.is_file():
+        return
+    with safe_open(weights, framework="pt") as saved:
+        has_start = any(name.startswith("start_mlm.") for name in saved.keys())
+    if has_start != bool(model_args.mlm_start_fraction):
+        raise ValueError(
+            f"{checkpoint} was saved by a run {'with' if has_start else 'without'} a masked-LM start "
+            f"(--mlm_start_fraction), and this run has mlm_start_fraction={model_args.mlm_start_fraction:g}: resume "
+            f"with the --mlm_start_fraction the run started with ({'above 0' if has_start else '0'})."
+        )
 
 
 def check_task_text(data_args: DataArguments) -> None:
@@ -1213,6 +1231,7 @@ def main(argv: list[str] | None = None) -> None:
         launch_processes(argv, processes)
         return
     checkpoint = resolve_checkpoint(training_args)
+    check_resumed_pair(checkpoint, model_args)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)

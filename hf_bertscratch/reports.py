@@ -443,7 +443,7 @@ def render_decoder_table(records: dict[str, dict]) -> str:
     names = list(dict.fromkeys(name for record in records.values() for name in record["milliseconds"]))
     lines = ["| decoding | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
     for name in names:
-        cells = [f"{r['milliseconds'][name]:,.0f} ms" if name in r["milliseconds"] else "" for r in records.values()]
+        cells = [f"{r['milliseconds'][name]:,.1f} ms" if name in r["milliseconds"] else "" for r in records.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     made = "; ".join(
         f"`{DECODER_RECORDS}/{file}`: {r['arguments']['rows']:,} x {r['arguments']['hidden_size']} -> "
@@ -475,7 +475,7 @@ def render_position_table(records: dict[str, dict]) -> str:
         std = arguments["posscale"] * arguments["init"]
         sinusoid = arguments["posinit"] == "sin"
         what = f"sinusoid, std {std:g}" if sinusoid else f"N(0, {std:g})"
-        if not sinusoid and arguments["posscale"] == 1:
+        if not sinusoid and round(std, 6) == 0.02:
             what += ", BERT's init"
         flags = f"`--posinit {arguments['posinit']} --posscale {arguments['posscale']:g}`"
         probes = {probe["step"]: probe for probe in record["probes"]}
@@ -484,13 +484,14 @@ def render_position_table(records: dict[str, dict]) -> str:
             probe = probes.get(step)
             cells += [f"{probe['nb'][0]:.3f}", f"{probe['heldloss']:.2f}"] if probe else ["", ""]
         lines.append(f"| {what} | {flags} | " + " | ".join(cells) + " |")
-    first = next(iter(records.values()))
     made = sorted({(r["cpu"], r["date"][:10], r["commit"] or "unknown") for r in records.values()})
     where = "; ".join(f"{cpu}, {date}, commit {commit}" for cpu, date, commit in made)
-    command = first["command"].split(" --posinit")[0]
+    # each run's command up to its start of the position embeddings (the rest: --posinit P --posscale S ...)
+    commands = " or ".join(f"`{c} --posinit P --posscale S ...`" for c in
+                           sorted({r["command"].split(" --posinit")[0] for r in records.values()}))  # fmt: skip
     return "\n".join(
         [*lines, "", f"Records: `{POSITION_RECORDS}/` ({where}), made by `bash scripts/record_position_init.sh`, "
-         f"each `{command} --posinit P --posscale S`."]
+         f"each {commands}."]
     ) + "\n"  # fmt: skip
 
 
@@ -647,14 +648,14 @@ def render_headline(figures: Headline) -> str:
             f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
         )
     if figures.training:
-        sentence = f"Its MLM training step runs **{_median_ratio(figures.training[0.0])}** as fast as transformers' "
-        sentence += "`BertForMaskedLM`"
-        padded = [p for p in sorted(figures.training) if p > 0]
-        if padded:
-            sentence += f" (**{_median_ratio(figures.training[padded[0]])}** with {padded[0]:.0%} padding)"
-        if 0.0 in figures.memory:
-            ours, theirs = figures.memory[0.0]
+        first, *others = sorted(figures.training)
+        sentence = f"Its MLM training step runs **{_median_ratio(figures.training[first])}** as fast as transformers' "
+        sentence += "`BertForMaskedLM`" + (f" with {first:.0%} padding" if first else "")
+        if first in figures.memory:
+            ours, theirs = figures.memory[first]
             sentence += f", with {ours:,.0f} MiB of peak memory against {theirs:,.0f}"
+        if others:
+            sentence += f" (**{_median_ratio(figures.training[others[0]])}** with {others[0]:.0%} padding)"
         parts.append(sentence + ".")
     if figures.encoder:
         runs = max(len(values) for values in figures.encoder.values())
@@ -710,8 +711,9 @@ def render_headline_table(figures: Headline) -> str:
     if figures.training:
         cells = [f"{_median_ratio(figures.training[p])}{'' if p == 0 else f' with {p:.0%} padding'}"
                  for p in sorted(figures.training)]  # fmt: skip
-        if 0.0 in figures.memory:
-            cells[-1] += f"; peak memory {figures.memory[0.0][0]:,.0f} vs {figures.memory[0.0][1]:,.0f} MiB"
+        first = min(figures.training)
+        if first in figures.memory:
+            cells[0] += f" (peak memory {figures.memory[first][0]:,.0f} vs {figures.memory[first][1]:,.0f} MiB)"
         lines.append(
             f"| MLM training step against transformers' BERT ({figures.settings['train']}) | {', '.join(cells)} | "
             "[Speed](speed.md#the-records) |"

@@ -76,8 +76,6 @@ def _minutes(seconds: float | None) -> str:
 # The pretraining stages reproduce_results.sh runs, in order: packed 128-token blocks, then 256-token blocks that
 # teach the positions IMDB fine-tuning reads (BERT's own recipe: most steps short, the last ones long), then (when
 # asked for) the tasks' own unlabelled text.
-# The pretraining stages of scripts/reproduce_results.sh, in order: the main stage (`OBJECTIVE`), longer blocks, the
-# tasks' own text.
 PRETRAINING_STAGES = ("pretrain", "pretrain-long", "pretrain-tasks")
 
 

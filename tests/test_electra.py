@@ -245,7 +245,7 @@ def test_generator_width_keeps_the_head_size() -> None:
 def electra_run(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, list[Path]]:
-    """One `bertscratch pretrain --objective electra` run of 4 steps, checkpoints every 2 (shared by the end-to-end
+    """One `bertscratch pretrain --objective electra` run of 8 steps, checkpoints every step (shared by the end-to-end
     and the resume test: one run fewer); returns its folder and the folders its fill-mask examples ran on."""
     out = tmp_path_factory.mktemp("electra") / "run"
     shown: list[Path] = []
@@ -255,7 +255,8 @@ def electra_run(
     return out, shown
 
 
-_STEPS = ("--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2")
+# 8 steps, a checkpoint after each: the first 2 in the masked-LM start, then replaced-token detection.
+_STEPS = ("--max_steps", "8", "--save_strategy", "steps", "--save_steps", "1")
 
 
 def test_pretrain_electra_end_to_end(electra_run: tuple[Path, list[Path]]) -> None:
@@ -293,16 +294,21 @@ def test_resume_matches_uninterrupted_run(
     electra_run: tuple[Path, list[Path]], text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
     """A run resumed from its checkpoint (the pair's state dict, optimizer and RNG state) ends with the weights of the
-    uninterrupted run: the discriminator, and the generator, whose samples come from the restored RNG."""
+    uninterrupted run: the discriminator, and the generator, whose samples come from the restored RNG. It resumes
+    inside the masked-LM start (after step 1 of its 2), so the start head is restored and the switch comes at the
+    same step. A checkpoint whose start head the run would not build is refused."""
     finished, _ = electra_run
     run = tmp_path / "run"
     shutil.copytree(finished, run)
-    # As if killed after checkpoint-2. The finished run's generator/ stays, as after --overwrite_output_dir: the
+    # As if killed after checkpoint-1. The finished run's generator/ stays, as after --overwrite_output_dir: the
     # resumed run replaces it (a folder cannot be renamed over a non-empty one).
-    cut_back_to_checkpoint(run, "checkpoint-2")
+    cut_back_to_checkpoint(run, "checkpoint-1")
     assert not any((run / name).exists() for name in FINISHED_FILES) and (run / "generator").is_dir()
-    pretraining.main([*_args(text_file, tokenizer_dir, config_dir, run, *_STEPS), "--resume_from_checkpoint", "true"])
-    assert json.loads((run / "trainer_state.json").read_text())["global_step"] == 4
+    resume = [*_args(text_file, tokenizer_dir, config_dir, run, *_STEPS), "--resume_from_checkpoint", "true"]
+    with pytest.raises(ValueError, match="saved by a run with a masked-LM start .* mlm_start_fraction=0: resume"):
+        pretraining.main([*resume, "--mlm_start_fraction", "0"])
+    pretraining.main(resume)
+    assert json.loads((run / "trainer_state.json").read_text())["global_step"] == 8
     for name in ("model.safetensors", "generator/model.safetensors"):
         full, resumed = load_file(finished / name), load_file(run / name)
         assert resumed.keys() == full.keys(), name

@@ -578,7 +578,8 @@ def test_torchrun_two_processes_keep_ranks_identical(
     for name in saved:
         assert torch.equal(saved[name], rank0[prefix + name]), name
     if objective == "electra":
-        assert infos[0]["steps"] >= 2  # at least one step in each phase (the first quarter is masked-LM)
+        # a masked-LM step and 2 or more after it: DDP notices a parameter left without a gradient in the next step
+        assert infos[0]["steps"] >= 3
 
 
 def test_num_processes_auto_launches_two_processes_that_share_the_budget(

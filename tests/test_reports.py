@@ -424,7 +424,9 @@ def test_main_job_table_gives_each_seeds_record() -> None:
     assert reports.render_main_job_table({}).startswith("No record in `results/main-job/` yet")
 
 
-def _encode_record(record: dict, ratios: dict[float, float], int8: float, date: str) -> reports.SpeedRecord:
+def _encode_record(
+    record: dict, ratios: dict[float, float], int8: float, date: str, memory: float = 1000.0
+) -> reports.SpeedRecord:
     """`record` with its inference cases turned into encoder cases timed against ONNX Runtime, fp32 at `ratios`
     (padding -> median) and int8 at `int8`."""
     data = copy.deepcopy(record)
@@ -436,13 +438,13 @@ def _encode_record(record: dict, ratios: dict[float, float], int8: float, date: 
             for prefix, value in (("ours_over_onnxruntime", median), ("ours_over_onnxruntime_int8", int8)):
                 result.update({f"{prefix}_median": value, f"{prefix}_min": value - 0.1, f"{prefix}_max": value + 0.1})
         elif result["padding"] == 0:
-            result.update(ours_peak_mib=1000.0, reference_peak_mib=2000.0)
+            result.update(ours_peak_mib=memory, reference_peak_mib=2 * memory)
     return _speed_record(data, f"results/speed/{date[:4]}.json")
 
 
 def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> None:
     first = _encode_record(record, {0.0: 1.01, 0.3: 1.12}, int8=0.55, date="2026-01-01T00:00:00+00:00")
-    second = _encode_record(record, {0.0: 0.93, 0.3: 1.2}, int8=0.6, date="2027-01-01T00:00:00+00:00")
+    second = _encode_record(record, {0.0: 0.93, 0.3: 1.2}, int8=0.6, date="2027-01-01T00:00:00+00:00", memory=1100)
     second.data["results"][0]["ratio_median"] = 9.0  # the training ratio the headline takes is the median of runs
     root = tmp_path
     (root / "results" / "main-job").mkdir(parents=True)
@@ -458,7 +460,7 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     train = statistics.median([first.data["results"][0]["ratio_median"], 9.0])
     assert "in **9 min 01 s** end to end on a 2-core CPU, to **34.9%** masked-token accuracy (perplexity 50.9)" in text
     assert f"runs **{train:.2f}x** as fast as transformers' `BertForMaskedLM`" in text
-    assert "with 1,000 MiB of peak memory against 2,000" in text
+    assert "with 1,050 MiB of peak memory against 2,100" in text  # the median of the runs
     # the encoder's range over the runs, fp32 ORT only (int8's 0.55-0.60 is not what it claims)
     assert "encoder runs **0.93-1.01x** without padding and **1.12-1.20x** with 30% padding" in text
     assert "(2 recorded runs, [Speed](#speed))" in text and "0.55" not in text
@@ -478,7 +480,12 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     table = reports.render_headline_table(figures)
     assert "| 9 min 01 s, masked-token accuracy 34.9%, perplexity 50.9 |" in table
     assert "0.93-1.01x, 1.12-1.20x with 30% padding (2 runs)" in table
-    assert f"{train:.2f}x, " in table and "peak memory 1,000 vs 2,000 MiB" in table
+    assert f"{train:.2f}x (peak memory 1,050 vs 2,100 MiB), " in table
+    padded_only = reports.Headline(None, {0.3: [3.0]}, {}, {}, None, {"train": "x", "encode": "y"})
+    assert "runs **3.00x** as fast as transformers' `BertForMaskedLM` with 30% padding." in reports.render_headline(
+        padded_only
+    )
+    assert "| 3.00x with 30% padding |" in reports.render_headline_table(padded_only)
 
     empty = reports.headline(tmp_path / "nothing", [])
     assert reports.render_headline(empty).startswith("It computes transformers' BERT to 1e-5")  # no record, no figure
@@ -531,9 +538,14 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
     finally:
         torch.set_num_threads(threads)
     records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
+    # distinct figures (the tiny decode's own are all near 0 ms): each cell must be its record's, by variant
+    for count, record in zip((2, 1), records.values()):
+        record["milliseconds"] = {name: 100.0 * count + index for index, name in enumerate(record["milliseconds"])}
     header, rows = _table(reports.render_decoder_table(records))
     assert header == ["decoding", "2 threads", "1 thread"]
-    for (name, first), cells in rows.items():
-        assert [first, *cells] == [f"{records[f'threads-{n}.json']['milliseconds'][name]:,.0f} ms" for n in (2, 1)]
+    names = list(records["threads-2.json"]["milliseconds"])
+    assert [(name, cells) for (name, _), cells in rows.items()] == [(name, [f"{100 + i:.1f} ms"]) for i, name in
+                                                                     enumerate(names)]  # fmt: skip
+    assert [first for (_, first) in rows] == [f"{200 + i:.1f} ms" for i in range(len(names))]
     assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in reports.render_decoder_table(records)
     assert reports.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
