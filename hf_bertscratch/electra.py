@@ -209,7 +209,10 @@ class ElectraPretrainingModel(nn.Module):
                 raise ValueError("masked_lm_phase needs a pair built with mlm_start=True.")
             started = functional_call(self.start_mlm, self.start_tables(), (input_ids,), {**inputs, "labels": labels})
             # The parameters this phase does not use join the graph at weight 0, so that every parameter has a
-            # gradient in every step (DDP without its unused-parameter search).
+            # gradient in every step (DDP without its unused-parameter search). AdamW still steps them: weight decay
+            # shrinks the waiting replaced-token head a little, and its moments start at the switch while its step
+            # count does not (a larger first update, as after a warm-up). The logged training loss changes meaning
+            # at the switch: generator + start loss before, generator + weight x discriminator loss after.
             idle = sum(parameter.sum() for parameter in self.discriminator.discriminator.parameters())
             return ElectraPretrainingOutput(
                 loss=generated.loss + started.loss + 0.0 * idle,
