@@ -123,10 +123,24 @@ def pretraining_description(runs_dir: Path) -> str:
 
 
 def stage_totals(runs_dir: Path) -> tuple[int, float]:
-    """Training tokens and training seconds summed over the finished pretraining stages in `runs_dir`."""
-    finished = [_read_json(runs_dir / name / "all_results.json") for name in PRETRAINING_STAGES]
-    tokens = sum(results.get("train_tokens", 0) for results in finished)
-    seconds = sum(results.get("train_wall_time_seconds", results.get("train_runtime", 0.0)) for results in finished)
+    """Training tokens and training seconds summed over the finished pretraining stages in `runs_dir`, each stage
+    counted whole: a resumed stage's `train_tokens` and wall time cover only the part after its checkpoint, so the
+    tokens are its steps (trainer_state.json) x its effective batch x its block length, and the time is what its
+    budget spent, where it had one."""
+    tokens, seconds = 0, 0.0
+    for name in PRETRAINING_STAGES:
+        results = _read_json(runs_dir / name / "all_results.json")
+        if not results:
+            continue
+        steps = _read_json(runs_dir / name / "trainer_state.json").get("global_step")
+        if steps and results.get("train_effective_batch_size") and results.get("max_seq_length"):
+            tokens += steps * results["train_effective_batch_size"] * results["max_seq_length"]
+        else:
+            tokens += results.get("train_tokens", 0)
+        if results.get("train_budget_spent_minutes") is not None:
+            seconds += 60 * results["train_budget_spent_minutes"]
+        else:
+            seconds += results.get("train_wall_time_seconds", results.get("train_runtime", 0.0))
     return tokens, seconds
 
 

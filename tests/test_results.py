@@ -343,6 +343,23 @@ def test_pretraining_description_names_the_model_each_stage_and_its_budget(tmp_p
     )  # the held-out numbers are the last stage's
 
 
+def test_a_resumed_stage_counts_its_whole_run(tmp_path: Path) -> None:
+    """A stage resumed from a checkpoint reports tokens and wall time of its last part only (train_tokens is what
+    that process trained); the totals count all its steps and the whole budget it spent."""
+    _write_stage(
+        tmp_path / "pretrain",
+        10_000,
+        train_budget_minutes=40.0,
+        train_budget_spent_minutes=40.0,
+        train_effective_batch_size=32,
+        max_seq_length=128,
+        train_tokens=8_192_000,  # the 2,000 steps after the checkpoint
+        train_wall_time_seconds=480.0,
+    )
+    assert results.stage_totals(tmp_path) == (10_000 * 32 * 128, 2400.0)
+    assert "41.0M tokens, 40.0 min train" in results.pretraining_description(tmp_path)
+
+
 def test_results_table_cli_writes_the_table_and_rejects_a_missing_folder(tmp_path: Path) -> None:
     _write_run(tmp_path, "sst2", "scratch", 2e-4, 42, eval_accuracy=0.8)
     results.main([str(tmp_path), "--output", str(tmp_path / "results.md")])
