@@ -216,9 +216,10 @@ def _machine(folder: Path) -> str:
 
 
 def comparison_record(args: ComparisonArguments) -> dict:
-    """The comparison as data: one row per recipe folder that exists, in `RECIPES` order."""
+    """The comparison as data: one row per recipe whose pretraining finished, in `RECIPES` order (a recipe still
+    pretraining has no tokens or scores to show yet)."""
     runs_dir = Path(args.runs_dir)
-    names = [name for name in RECIPES if (runs_dir / name).is_dir()]
+    names = [name for name in RECIPES if (runs_dir / name / "pretrain" / "all_results.json").is_file()]
     return {
         "command": f"python scripts/compare_pretraining.py --minutes {args.minutes:g}"
         + (" --smoke true" if args.smoke else ""),
