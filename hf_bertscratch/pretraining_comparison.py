@@ -169,7 +169,8 @@ def render_comparison(record: dict) -> str:
         + " | ".join("" if value is None else f"{value:.1f}" for value in reference)
         + f" | {statistics.fmean(v for v in reference[:5] if v is not None):.1f} |"
     )
-    lines += ["", f"Made by `{record['command']}` on {record['machine']}."]
+    written = f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}" if "date" in record else ""
+    lines += ["", f"Made by `{record['command']}` on {record['machine']}{written}."]
     return "\n".join(lines) + "\n"
 
 
@@ -220,9 +221,15 @@ def comparison_record(args: ComparisonArguments) -> dict:
     pretraining has no tokens or scores to show yet)."""
     runs_dir = Path(args.runs_dir)
     names = [name for name in RECIPES if (runs_dir / name / "pretrain" / "all_results.json").is_file()]
+    from .benchmark import RunStart, package_versions
+
+    written = RunStart.now()  # the code that wrote the table, when, with which packages (the runs name their own)
     return {
         "command": f"python scripts/compare_pretraining.py --minutes {args.minutes:g}"
         + (" --smoke true" if args.smoke else ""),
+        "commit": written.commit,
+        "date": written.date,
+        "versions": package_versions(onnxruntime=False),
         "minutes": args.minutes,
         "smoke": args.smoke,
         "text": "the IMDB train reviews",

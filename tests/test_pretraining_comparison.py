@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from hf_bertscratch import benchmark, task_runs
 from hf_bertscratch import pretraining_comparison as comparison
-from hf_bertscratch import task_runs
 from hf_bertscratch.results import REFERENCES
 
 from test_results import _fake_data_dir, _write_run
@@ -74,6 +75,10 @@ def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Pa
                                                                 "STS-B Spearman", "RTE acc.")]  # fmt: skip
         assert rows[name]["glue_average"] == pytest.approx(statistics.fmean(glue))
     assert comparison.best_objective(record["rows"]) == "electra"
+    assert record["commit"] == benchmark.git_commit() and record["versions"]["torch"] == torch.__version__
+    assert f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}." in (
+        comparison.render_comparison(record)
+    )
     assert comparison.best_objective(record["rows"][:1]) is None  # electra not finished: no choice yet
 
     table = comparison.render_comparison(record)
