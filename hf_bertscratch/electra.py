@@ -108,6 +108,11 @@ def replace_masked_tokens(
     return corrupted, replaced
 
 
+def _at_weight_zero(module: nn.Module) -> torch.Tensor:
+    """0 x the sum of `module`'s parameters: added to a loss, it gives each of them a (zero) gradient."""
+    return 0.0 * sum(parameter.sum() for parameter in module.parameters())
+
+
 @dataclass
 class ElectraPretrainingOutput(ModelOutput):
     """Output of `ElectraPretrainingModel`.
@@ -213,9 +218,8 @@ class ElectraPretrainingModel(nn.Module):
             # shrinks the waiting replaced-token head a little, and its moments start at the switch while its step
             # count does not (a larger first update, as after a warm-up). The logged training loss changes meaning
             # at the switch: generator + start loss before, generator + weight x discriminator loss after.
-            idle = sum(parameter.sum() for parameter in self.discriminator.discriminator.parameters())
             return ElectraPretrainingOutput(
-                loss=generated.loss + started.loss + 0.0 * idle,
+                loss=generated.loss + started.loss + _at_weight_zero(self.discriminator.discriminator),
                 generator_logits=generated.logits,
                 generator_loss=generated.loss,
             )
@@ -227,7 +231,7 @@ class ElectraPretrainingModel(nn.Module):
         judged = self.discriminator(corrupted, labels=replaced, **inputs)
         loss = generated.loss + self.discriminator_weight * judged.loss
         if self.start_mlm is not None:  # the start head, done with, at weight 0 (see above)
-            loss = loss + 0.0 * sum(parameter.sum() for parameter in self.start_mlm.parameters())
+            loss = loss + _at_weight_zero(self.start_mlm)
         return ElectraPretrainingOutput(
             loss=loss,
             generator_logits=generated.logits,

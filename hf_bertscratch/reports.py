@@ -615,6 +615,22 @@ def _median_ratio(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}x"
 
 
+def _with_padding(padding: float) -> str:
+    """ "" for no padding, " with 30% padding" otherwise: what follows a ratio in the headline."""
+    return f" with {padding:.0%} padding" if padding else ""
+
+
+def _runs(values: dict[float, list[float]], noun: str = "run") -> str:
+    """ "4 runs": how many recorded runs a figure's ranges are over."""
+    runs = max(len(found) for found in values.values())
+    return f"{runs} {noun}{'s' if runs != 1 else ''}"
+
+
+def _and_list(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def _main_job_phrase(record: dict) -> tuple[str, str, str]:
     """("9 min 01 s", "34.9%", "50.9"): a main-job record's end-to-end time, masked-token accuracy and perplexity."""
     minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
@@ -626,8 +642,11 @@ def _main_job_phrase(record: dict) -> tuple[str, str, str]:
     )
 
 
-def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str]:
-    """Each headline task's (name, pretrained mean, scratch mean) with both inits run, and the pretraining minutes."""
+def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str, list[float | None]]:
+    """Each headline task's (name, pretrained mean, scratch mean) with both inits run, the pretraining minutes, and
+    the GLUE dev average of each init (None while one has no run)."""
+    from .results import glue_average
+
     rows = {(row["task"], row["key"]): row for row in record["rows"]}
     figures = []
     for task, key, name in HEADLINE_TASKS:
@@ -635,7 +654,8 @@ def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str]:
         if row and row["pretrained"] and row["scratch"]:
             figures.append((name, statistics.fmean(row["pretrained"]), statistics.fmean(row["scratch"])))
     minutes = re.search(r"([\d.]+) min train", record["pretraining"])
-    return figures, f"{float(minutes.group(1)):.0f} minutes" if minutes else "its pretraining"
+    averages = [glue_average(record["rows"], init) for init in ("pretrained", "scratch")]
+    return figures, f"{float(minutes.group(1)):.0f} minutes" if minutes else "its pretraining", averages
 
 
 def render_headline(figures: Headline) -> str:
@@ -650,42 +670,35 @@ def render_headline(figures: Headline) -> str:
     if figures.training:
         first, *others = sorted(figures.training)
         sentence = f"Its MLM training step runs **{_median_ratio(figures.training[first])}** as fast as transformers' "
-        sentence += "`BertForMaskedLM`" + (f" with {first:.0%} padding" if first else "")
+        sentence += "`BertForMaskedLM`" + _with_padding(first)
         if first in figures.memory:
             ours, theirs = figures.memory[first]
             sentence += f", with {ours:,.0f} MiB of peak memory against {theirs:,.0f}"
         if others:
-            sentence += f" (**{_median_ratio(figures.training[others[0]])}** with {others[0]:.0%} padding)"
+            sentence += f" (**{_median_ratio(figures.training[others[0]])}**{_with_padding(others[0])})"
         parts.append(sentence + ".")
     if figures.encoder:
-        runs = max(len(values) for values in figures.encoder.values())
-        shown = [f"**{_span(figures.encoder[p])}** {'without padding' if p == 0 else f'with {p:.0%} padding'}"
-                 for p in sorted(figures.encoder)]  # fmt: skip
+        shown = [
+            f"**{_span(figures.encoder[p])}**{_with_padding(p) or ' without padding'}" for p in sorted(figures.encoder)
+        ]
         parts.append(
-            "For CPU inference its encoder runs "
-            + " and ".join(shown)
-            + f" as fast as ONNX Runtime on ORT's fastest graph of the same weights ({runs} recorded "
-            f"run{'s' if runs != 1 else ''}, [Speed](#speed))."
+            f"For CPU inference its encoder runs {_and_list(shown)} as fast as ONNX Runtime on ORT's fastest graph of "
+            f"the same weights ({_runs(figures.encoder, 'recorded run')}, [Speed](#speed))."
         )
     parts.append(
         "It computes transformers' BERT to 1e-5 (all 8 heads, checkpoints convert both ways), so Auto classes, "
         "pipelines, `Trainer`, `accelerate` and the Hub work unchanged."
     )
     if figures.task_table:
-        tasks, minutes = _task_figures(figures.task_table)
-        better = [(n, p, s) for n, p, s in tasks if p > s]
+        tasks, minutes, averages = _task_figures(figures.task_table)
+        shown = [f"{n} **{p:.1f}** against {s:.1f}" for n, p, s in tasks if p > s]
         not_better = [n for n, p, s in tasks if p <= s]
-        shown = [f"{n} **{p:.1f}** against {s:.1f}" for n, p, s in better]
         if shown:
             shown[0] += " from random weights"
         sentence = f"Fine-tuned after {minutes} of pretraining on a 2-core CPU, the tiny model reaches "
-        sentence += (", ".join(shown[:-1]) + " and " + shown[-1]) if len(shown) > 1 else "".join(shown) or "nothing"
+        sentence += _and_list(shown) or "nothing"
         if not_better:
-            names = ", ".join(not_better[:-1]) + " and " + not_better[-1] if len(not_better) > 1 else not_better[0]
-            sentence += f"; on {names} it is not yet better than random weights"
-        from .results import glue_average
-
-        averages = [glue_average(figures.task_table["rows"], init) for init in ("pretrained", "scratch")]
+            sentence += f"; on {_and_list(not_better)} it is not yet better than random weights"
         if None not in averages:
             sentence += f", and the five GLUE dev tasks average {averages[0]:.1f} against {averages[1]:.1f}"
         parts.append(sentence + " ([the task table](#results)).")
@@ -709,8 +722,7 @@ def render_headline_table(figures: Headline) -> str:
             f"{perplexity} | [Pretraining](pretraining.md#the-main-job) |"
         )
     if figures.training:
-        cells = [f"{_median_ratio(figures.training[p])}{'' if p == 0 else f' with {p:.0%} padding'}"
-                 for p in sorted(figures.training)]  # fmt: skip
+        cells = [f"{_median_ratio(figures.training[p])}{_with_padding(p)}" for p in sorted(figures.training)]
         first = min(figures.training)
         if first in figures.memory:
             cells[0] += f" (peak memory {figures.memory[first][0]:,.0f} vs {figures.memory[first][1]:,.0f} MiB)"
@@ -719,24 +731,19 @@ def render_headline_table(figures: Headline) -> str:
             "[Speed](speed.md#the-records) |"
         )
     if figures.encoder:
-        runs = max(len(values) for values in figures.encoder.values())
-        cells = [f"{_span(figures.encoder[p])}{'' if p == 0 else f' with {p:.0%} padding'}"
-                 for p in sorted(figures.encoder)]  # fmt: skip
+        cells = [f"{_span(figures.encoder[p])}{_with_padding(p)}" for p in sorted(figures.encoder)]
         lines.append(
             f"| CPU inference of the encoder against ONNX Runtime's fastest graph (same weights; "
-            f"{figures.settings['encode']}) | "
-            f"{', '.join(cells)} ({runs} run{'s' if runs != 1 else ''}) | [Speed](speed.md#the-records) |"
+            f"{figures.settings['encode']}) | {', '.join(cells)} ({_runs(figures.encoder)}) | "
+            "[Speed](speed.md#the-records) |"
         )
     lines.append(
         "| outputs of all 8 heads against transformers' `BertFor*` (converted weights) | equal to 1e-5 in fp32 | "
         "[Model design](design.md#what-the-model-tests-check) |"
     )
     if figures.task_table:
-        tasks, minutes = _task_figures(figures.task_table)
-        from .results import glue_average
-
+        tasks, minutes, averages = _task_figures(figures.task_table)
         cells = [f"{n} {p:.1f} vs {s:.1f}" for n, p, s in tasks[:1]]
-        averages = [glue_average(figures.task_table["rows"], init) for init in ("pretrained", "scratch")]
         if None not in averages:
             cells.append(f"GLUE average (5 dev tasks) {averages[0]:.1f} vs {averages[1]:.1f}")
         lines.append(

@@ -200,11 +200,6 @@ def _replaced_token_cell(row: dict) -> str:
     return f"{100 * row['discriminator_accuracy']:.1f}% ({100 * (1 - row['replaced_fraction']):.1f}%)"
 
 
-def write_table(rows: list[dict], path: Path, length: str) -> None:
-    """`render_table` written to `path`."""
-    write_text_atomically(path, render_table(rows, length))
-
-
 def render_table(rows: list[dict], length: str) -> str:
     """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
     lines = [
@@ -289,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
             record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "length": length, "rows": rows}
             for path in [runs_dir / "sweep.json", *([Path(args.record)] if args.record else [])]:
                 write_text_atomically(path, json.dumps(record, indent=2) + "\n")
-            write_table(rows, runs_dir / "sweep.md", length)
+            write_text_atomically(runs_dir / "sweep.md", render_table(rows, length))
         logger.info(
             "%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s",
             name,
