@@ -504,12 +504,21 @@ def render_sweep_tables(records: dict[str, dict]) -> str:
         return f"No record in `{SWEEP_RECORDS}/` yet: `python scripts/sweep_pretraining.py ... --record` writes one.\n"
     parts = []
     for name, record in sorted(records.items(), key=lambda item: (item[1]["date"], item[0])):
-        load = record["load_average"]
-        parts.append(
-            f"**`{SWEEP_RECORDS}/{name}`**\n\n{render_table(record['rows'], record['length'])}\n`{record['command']}` "
-            f"on {record['cpu']} ({record['cores']} cores), {record['date'][:10]}, commit {record['commit'] or 'unknown'}, "
-            f"load average (1 min) {load['start'][0]:.1f} at the start, {load['end'][0]:.1f} at the end.\n"
-        )
+        table = render_table(record["rows"], record["length"], record.get("unmeasured", ()))
+        if "transcribed" in record:  # runs from before sweeps kept records: their commands, one per commit
+            commands = "\n".join(record["commands"])
+            footer = (
+                f"{record['transcribed']} {record['cpu']} ({record['cores']} cores), {record['date'][:10]}; load not "
+                f"recorded. {record['notes']}\n\n```bash\n{commands}\n```"
+            )
+        else:
+            load = record["load_average"]
+            footer = (
+                f"`{record['command']}` on {record['cpu']} ({record['cores']} cores), {record['date'][:10]}, commit "
+                f"{record['commit'] or 'unknown'}, load average (1 min) {load['start'][0]:.1f} at the start, "
+                f"{load['end'][0]:.1f} at the end."
+            )
+        parts.append(f"**`{SWEEP_RECORDS}/{name}`**\n\n{table}\n{footer}\n")
     return "\n".join(parts)
 
 

@@ -27,12 +27,15 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -200,27 +203,49 @@ def _replaced_token_cell(row: dict) -> str:
     return f"{100 * row['discriminator_accuracy']:.1f}% ({100 * (1 - row['replaced_fraction']):.1f}%)"
 
 
-def render_table(rows: list[dict], length: str) -> str:
-    """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first."""
+def render_table(rows: list[dict], length: str, unmeasured: tuple[str, ...] | list[str] = ()) -> str:
+    """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first (in the rows'
+    own order when some have no loss, as runs written down before sweeps kept records). A field in `unmeasured` (runs
+    that did not measure it) shows as a blank cell; a `commit` on the rows adds a column."""
+    commits = any("commit" in row for row in rows)
     lines = [
         f"{length} per run; evaluated at 15% masking on WikiText-2 validation.",
         "",
         "| run | seed | changes from the default | accuracy | MLM loss | perplexity | tokens | steps "
-        "| left the plateau at step | procs | layer-1 neighbour attention | wall | replaced-token accuracy (all 'original') |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| left the plateau at step | procs | layer-1 neighbour attention | wall | replaced-token accuracy (all 'original') |"
+        + (" commit |" if commits else ""),
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" --- |" if commits else ""),
     ]
+
+    def cell(row: dict, key: str, shown: Callable[[Any], str], none: str = "-") -> str:
+        if key in unmeasured:
+            return ""
+        return none if row.get(key) is None else shown(row[key])
+
     losses: dict[str, list[float]] = {}
     for row in rows:
-        losses.setdefault(row["name"], []).append(row["eval_mlm_loss"])
-    for row in sorted(rows, key=lambda r: (sum(losses[r["name"]]) / len(losses[r["name"]]), r["name"], r["seed"])):
-        wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] else "-"
-        exit_step = row.get("plateau_exit_step")
-        lines.append(
-            f"| {row['name']} | {row.get('seed', '-')} | `{row['arguments']}` | {100 * row['eval_accuracy']:.1f}% | "
-            f"{row['eval_mlm_loss']:.3f} | {row['eval_perplexity']:.0f} | {row['train_tokens'] / 1e6:.1f}M | "
-            f"{row['steps']} | {'-' if exit_step is None else exit_step} | {row['world_size']} | "
-            f"{row['neighbour_attention']:.3f} | {wall} | {_replaced_token_cell(row)} |"
-        )
+        losses.setdefault(row["name"], []).append(row.get("eval_mlm_loss"))
+    if all(loss is not None for values in losses.values() for loss in values):
+        rows = sorted(rows, key=lambda r: (statistics.fmean(losses[r["name"]]), r["name"], r["seed"]))
+    for row in rows:
+        cells = [
+            row["name"],
+            str(row.get("seed", "-")),
+            f"`{row['arguments']}`",
+            f"{100 * row['eval_accuracy']:.1f}%",
+            cell(row, "eval_mlm_loss", "{:.3f}".format),
+            cell(row, "eval_perplexity", "{:.0f}".format),
+            cell(row, "train_tokens", lambda tokens: f"{tokens / 1e6:.1f}M"),
+            cell(row, "steps", str),
+            cell(row, "plateau_exit_step", str),
+            cell(row, "world_size", str),
+            cell(row, "neighbour_attention", "{:.3f}".format),
+            cell(row, "wall_seconds", lambda seconds: f"{seconds / 60:.1f} min"),
+            _replaced_token_cell(row),
+            *([row.get("commit", "")] if commits else []),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

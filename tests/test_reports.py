@@ -505,6 +505,25 @@ def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> 
     assert reports.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
 
 
+def test_sweeps_written_down_before_records_render_blank_unmeasured_cells_their_commits_and_order() -> None:
+    """The history-* records (sweeps from before `--record`) keep their rows' order (they have no MLM loss to sort
+    by), leave what their runs did not measure blank rather than "-" (never left the plateau), and give each row's
+    commit and every command."""
+    name = "history-2-step-screen-1800.json"
+    record = json.loads((ROOT / reports.SWEEP_RECORDS / name).read_text(encoding="utf-8"))
+    text = reports.render_sweep_tables({name: record})
+    lines = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| run |")][1:]
+    assert len(lines) == len(record["rows"])
+    for line, row in zip(lines, record["rows"], strict=True):
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[:2] == [row["name"], str(row["seed"])] and cells[3] == f"{100 * row['eval_accuracy']:.1f}%"
+        assert cells[4:7] == ["", "", ""] and cells[11] == ""  # loss, perplexity, tokens, wall: not measured
+        assert cells[8] == ("-" if row["plateau_exit_step"] is None else str(row["plateau_exit_step"]))
+        assert cells[-1] == row["commit"]
+    assert "```bash\n" + "\n".join(record["commands"]) + "\n```" in text
+    assert "load not recorded" in text and record["notes"] in text
+
+
 def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_reads(tmp_path: Path) -> None:
     """Every benchmark command of scripts/record_speed.sh parses (the arguments' own checks included) and writes its
     record into a folder the report renders; a shape it names is a case the benchmark runs."""
