@@ -58,6 +58,7 @@ POSITION_BLOCK = ("<!-- position-init:start -->\n", "<!-- position-init:end -->"
 POSITION_PAGE = "docs/design.md"
 # The steps at which the position-start table shows each run's probe.
 POSITION_STEPS = (600, 1000)
+POSITION_SEQ = 128  # the block length of the rows that do not name theirs
 SWEEP_RECORDS = "results/sweeps"
 SWEEP_BLOCK = ("<!-- sweeps:start -->\n", "<!-- sweeps:end -->")
 SWEEP_PAGE = "docs/pretraining.md"
@@ -468,7 +469,8 @@ def render_position_table(records: dict[str, dict]) -> str:
         "| --- | --- |" + " ---: | ---: |" * len(steps),
     ]
     order = sorted(
-        records.items(), key=lambda item: (item[1]["arguments"]["posinit"], item[1]["arguments"]["posscale"])
+        records.items(),
+        key=lambda item: tuple(item[1]["arguments"][key] for key in ("seq", "posinit", "posscale")),
     )
     for _, record in order:
         arguments = record["arguments"]
@@ -477,7 +479,10 @@ def render_position_table(records: dict[str, dict]) -> str:
         what = f"sinusoid, std {std:g}" if sinusoid else f"N(0, {std:g})"
         if not sinusoid and round(std, 6) == 0.02:
             what += ", BERT's init"
-        flags = f"`--posinit {arguments['posinit']} --posscale {arguments['posscale']:g}`"
+        flags = f"--posinit {arguments['posinit']} --posscale {arguments['posscale']:g}"
+        if arguments["seq"] != POSITION_SEQ:  # the table's block length is the pretraining's
+            what, flags = f"{what}, on {arguments['seq']}-token blocks", f"{flags} --seq {arguments['seq']}"
+        flags = f"`{flags}`"
         probes = {probe["step"]: probe for probe in record["probes"]}
         cells = []
         for step in POSITION_STEPS:

@@ -6,7 +6,7 @@
 #   bash scripts/record_position_init.sh            # DATA_DIR=../shared/data, STOP=1000 steps per row
 #
 # A row whose record exists is skipped (delete it to measure again); the tokenizer and the packed blocks are kept in
-# WORK (default runs/position-init). About 6 minutes a row on a 2-core CPU.
+# WORK (default runs/position-init). About 6 minutes a row on a 2-core CPU (12 for the 256-token row).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
@@ -18,13 +18,15 @@ if [[ ! -f $WORK/tokenizer/tokenizer.json ]]; then
         --output_dir "$WORK/tokenizer"
 fi
 mkdir -p results/position-init
-# --posinit and --posscale (the starting std in units of the 0.02 init): BERT's init, a larger normal, sinusoids
-for row in "normal 1" "normal 5" "sin 1" "sin 2.5" "sin 5" "sin 15"; do
+# --posinit and --posscale (the starting std in units of the 0.02 init): BERT's init, a larger normal, sinusoids; the
+# last row the pretraining default's sinusoid on 256-token blocks (--seq)
+for row in "normal 1" "normal 5" "sin 1" "sin 2.5" "sin 5" "sin 15" "sin 2.5 256"; do
     set -- $row
-    out=results/position-init/$1-$2.json
+    seq=${3:-128}
+    out=results/position-init/$1-$2$([[ $seq == 128 ]] || echo "-seq$seq").json
     if [[ -f $out ]]; then echo "skip $out (recorded)"; continue; fi
     python scripts/diagnose_position_init.py --tokenizer "$WORK/tokenizer" --train_file "$TRAIN" \
-        --cache_dir "$WORK/cache" --lr 3e-3 --beta2 0.98 --stop "$STOP" --posinit "$1" --posscale "$2" \
+        --cache_dir "$WORK/cache" --lr 3e-3 --beta2 0.98 --stop "$STOP" --posinit "$1" --posscale "$2" --seq "$seq" \
         --output_json "$out"
 done
 python scripts/make_report.py

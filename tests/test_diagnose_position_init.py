@@ -73,5 +73,6 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
     record["probes"].append({**record["probes"][0], "step": 600, "nb": [0.4321, 0.1], "heldloss": 5.4321})
     table = reports.render_position_table({"row.json": record})
     start = "sinusoid, std 0.05" if posinit == "sin" else "N(0, 0.05)"
-    row = next(line for line in table.splitlines() if line.startswith(f"| {start} |"))
+    row = next(line for line in table.splitlines() if line.startswith(f"| {start}, on 16-token blocks |"))
+    assert "--posscale 2.5 --seq 16` |" in row
     assert row.endswith("| 0.432 | 5.43 |  |  |")  # layer 1 at step 600; the run never reached step 1,000
