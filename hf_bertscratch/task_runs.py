@@ -2,7 +2,7 @@
 
 For each task and each initialisation (pretrained, scratch) the learning rate is chosen on the task's dev set with
 the first seed, as GLUE papers do (BERT picked the best of {5e-5, 4e-5, 3e-5, 2e-5} on dev), then the remaining
-seeds run at the chosen rate. Pretrained and scratch runs of a task go side by side, one process each. Every run
+seeds run at the chosen rate, two runs at a time by default (`--processes`), one process each. Every run
 is `scripts/finetune.py` in a folder `<task>-<init>-lr<lr>-seed<seed>`: a finished run (all_results.json) is
 skipped and an interrupted one continues from its last checkpoint, so the whole sweep can be started again.
 
@@ -171,21 +171,30 @@ class Sweep:
         self.log(f"{time.strftime('%H:%M:%S', time.gmtime())} done  {folder}")
         return read_results(folder)
 
-    def task_init(self, task: str, init: str) -> None:
-        """Choose the learning rate on dev with the first seed, then run the other seeds at it."""
-        recipe = self.recipe(task)
-        for learning_rate in recipe.learning_rates:
-            self.run(task, init, learning_rate, recipe.seeds[0])
-        chosen = choose_learning_rate(self.runs_dir, task, init, recipe)
-        for seed in recipe.seeds[1:]:
-            self.run(task, init, chosen, seed)
-
     def run_all(self) -> None:
-        """Every task and init, `processes` runs at a time (a task's inits side by side)."""
+        """Every run, `processes` at a time: first each task and init's learning-rate candidates at the first seed,
+        then each one's other seeds at its chosen rate, queued as soon as its candidates have finished (so the seeds
+        of a long task run side by side, not one after another). A failed run cancels the runs not yet started."""
         jobs = [(task, init) for task in self.args.tasks for init in self.args.inits]
-        with ThreadPoolExecutor(max_workers=self.args.processes) as pool:
-            for future in [pool.submit(self.task_init, task, init) for task, init in jobs]:
+        pool = ThreadPoolExecutor(max_workers=self.args.processes)
+        try:
+            candidates = {
+                (task, init): [
+                    pool.submit(self.run, task, init, rate, self.recipe(task).seeds[0])
+                    for rate in self.recipe(task).learning_rates
+                ]
+                for task, init in jobs
+            }
+            seeds = []
+            for (task, init), futures in candidates.items():
+                for future in futures:
+                    future.result()
+                chosen = choose_learning_rate(self.runs_dir, task, init, self.recipe(task))
+                seeds += [pool.submit(self.run, task, init, chosen, seed) for seed in self.recipe(task).seeds[1:]]
+            for future in seeds:
                 future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def main(argv: list[str] | None = None) -> None:

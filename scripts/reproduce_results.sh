@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 RUNS=${1:-runs/results}
 DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
-PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes side by side
+PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes at a time
 THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 OBJECTIVE=${OBJECTIVE:-mlm}            # mlm, or electra (a generator 1/4 as wide; the discriminator is fine-tuned)
@@ -113,7 +113,7 @@ if [[ $TASK_TEXT_MINUTES != 0 ]]; then
 fi
 
 # 2-3. Fine-tuning on the task table (hf_bertscratch/task_runs.py): the pretrained weights and the same architecture
-# from random weights, side by side; per task and init the learning rate is chosen on dev with the first seed,
+# from random weights, PROCS runs at a time; per task and init the learning rate is chosen on dev with the first seed,
 # then the other seeds run at it.
 python scripts/finetune_tasks.py --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
     --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} --inits $INITS \

@@ -12,6 +12,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -462,9 +463,38 @@ def test_sweep_chooses_the_rate_on_the_first_seed_then_runs_the_other_seeds(
     recipe = task_runs.RECIPES["rte"]
     sweep.run_all()
     ran = [(float(c[c.index("--learning_rate") + 1]), int(c[c.index("--seed") + 1])) for c in commands]
-    assert ran == [(rate, recipe.seeds[0]) for rate in recipe.learning_rates] + [(3e-4, s) for s in recipe.seeds[1:]]
+    first = len(recipe.learning_rates)  # the candidates (two at a time, in any order), then the seeds at 3e-4
+    assert sorted(ran[:first]) == sorted((rate, recipe.seeds[0]) for rate in recipe.learning_rates)
+    assert sorted(ran[first:]) == [(3e-4, s) for s in recipe.seeds[1:]]
     sweep.run_all()  # everything finished: nothing runs again
     assert len(commands) == len(ran)
+
+
+def test_sweep_runs_a_tasks_seeds_side_by_side_and_stops_at_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SST-2 has one candidate rate: its other seeds start together (each waits for the other at a barrier, which
+    times out if they ran one after another); a failed run stops the sweep with its log's name."""
+    together = threading.Barrier(2, timeout=30)
+
+    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        seed = int(command[command.index("--seed") + 1])
+        folder = Path(command[command.index("--output_dir") + 1])
+        if seed != task_runs.RECIPES["sst2"].seeds[0]:
+            together.wait()
+        folder.mkdir()
+        run = {"main_metric": "accuracy", "eval_accuracy": 0.8, "seed": seed}
+        (folder / "all_results.json").write_text(json.dumps(run))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
+    assert len(task_runs.RECIPES["sst2"].learning_rates) == 1 and len(task_runs.RECIPES["sst2"].seeds) == 3
+    _sweep(tmp_path, tasks=["sst2"], inits=["pretrained"]).run_all()
+    assert len(list((tmp_path / "runs").glob("sst2-pretrained-*/all_results.json"))) == 3
+
+    monkeypatch.setattr(task_runs.subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(command, 3))
+    with pytest.raises(RuntimeError, match=r"rte-scratch-lr[0-9.e-]+-seed42 failed \(exit 3\); see .*\.log"):
+        _sweep(tmp_path, tasks=["rte"], inits=["scratch"]).run_all()
 
 
 def test_sweep_rejects_unknown_tasks_and_a_pretrained_folder_without_config(tmp_path: Path) -> None:
