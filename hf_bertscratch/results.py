@@ -118,7 +118,12 @@ def pretraining_description(runs_dir: Path) -> str:
         mlm = "generator MLM" if "eval_discriminator_accuracy" in final else "MLM"
         parts.append(f"{mlm} ppl {final['eval_perplexity']:.0f}, masked acc {100 * final['eval_accuracy']:.1f}%")
     if "eval_discriminator_accuracy" in final:
-        parts.append(f"replaced-token accuracy {100 * final['eval_discriminator_accuracy']:.1f}%")
+        prior = (
+            f" (all 'original': {100 * (1 - final['eval_replaced_fraction']):.1f}%)"
+            if "eval_replaced_fraction" in final
+            else ""
+        )
+        parts.append(f"replaced-token accuracy {100 * final['eval_discriminator_accuracy']:.1f}%{prior}")
     return ", ".join(parts)
 
 

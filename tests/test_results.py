@@ -344,6 +344,14 @@ def test_pretraining_description_names_the_model_each_stage_and_its_budget(tmp_p
     )  # the held-out numbers are the last stage's
 
 
+def test_pretraining_description_of_electra_gives_the_discriminator_beside_always_original(tmp_path: Path) -> None:
+    numbers = {"eval_perplexity": 68.4, "eval_accuracy": 0.302, "eval_discriminator_accuracy": 0.8714}
+    _write_stage(tmp_path / "pretrain", 100, **numbers, eval_replaced_fraction=0.1193)
+    assert results.pretraining_description(tmp_path).endswith(
+        "generator MLM ppl 68, masked acc 30.2%, replaced-token accuracy 87.1% (all 'original': 88.1%)"
+    )
+
+
 def test_a_resumed_stage_counts_its_whole_run(tmp_path: Path) -> None:
     """A stage resumed from a checkpoint reports tokens and wall time of its last part only (train_tokens is what
     that process trained); the totals count all its steps and the whole budget it spent."""
