@@ -169,6 +169,8 @@ def render_comparison(record: dict) -> str:
         + " | ".join("" if value is None else f"{value:.1f}" for value in reference)
         + f" | {statistics.fmean(v for v in reference[:5] if v is not None):.1f} |"
     )
+    lines += ["", "What each pretraining reached, on its held-out text:", ""]
+    lines += [f"- `{row['recipe']}`: {row['pretraining']}" for row in record["rows"]]
     written = f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}" if "date" in record else ""
     lines += ["", f"Made by `{record['command']}` on {record['machine']}{written}."]
     return "\n".join(lines) + "\n"

@@ -92,6 +92,8 @@ def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Pa
     tiny = {label: value for label, value, *_ in REFERENCES}
     published = next(line for line in table.splitlines() if line.startswith("| Google BERT-Tiny"))
     assert f"| {tiny['STS-B Spearman']:.1f} | {tiny['RTE accuracy']:.1f} |" in published
+    for name in ("mlm", "electra"):  # what each pretraining reached, under the table
+        assert f"\n- `{name}`: {rows[name]['pretraining']}\n" in table
 
 
 def test_mini_waits_for_both_objectives_and_bad_arguments_are_named(
