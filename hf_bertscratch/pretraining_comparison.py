@@ -24,6 +24,7 @@ from pathlib import Path
 from transformers import HfArgumentParser
 
 from .arguments import parse_args_or_json
+from .benchmark import RunStart, package_versions
 from .results import (
     REFERENCES,
     ROWS,
@@ -218,14 +219,14 @@ def _machine(folder: Path) -> str:
     return "?"
 
 
-def comparison_record(args: ComparisonArguments) -> dict:
+def comparison_record(args: ComparisonArguments, written: RunStart | None = None) -> dict:
     """The comparison as data: one row per recipe whose pretraining finished, in `RECIPES` order (a recipe still
-    pretraining has no tokens or scores to show yet)."""
+    pretraining has no tokens or scores to show yet). `written` (default: now) gives the code that wrote the table,
+    when, with which packages (the runs name their own): main takes it at its start, before its own record makes
+    the checkout differ from its commit."""
     runs_dir = Path(args.runs_dir)
     names = [name for name in RECIPES if (runs_dir / name / "pretrain" / "all_results.json").is_file()]
-    from .benchmark import RunStart, package_versions
-
-    written = RunStart.now()  # the code that wrote the table, when, with which packages (the runs name their own)
+    written = written or RunStart.now()
     return {
         "command": f"python scripts/compare_pretraining.py --minutes {args.minutes:g}"
         + (" --smoke true" if args.smoke else ""),
@@ -274,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the recipes asked for (see the module docstring and `--help`), then write the table."""
     parser = HfArgumentParser(ComparisonArguments, description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     (args,) = parse_args_or_json(parser, argv)
+    started = RunStart.now()
     unknown = sorted(set(args.recipes) - set(RECIPES))
     if unknown:
         raise ValueError(f"Unknown recipes {unknown}; expected some of {list(RECIPES)}.")
@@ -292,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
                     "finished; run them first (they come first in the default --recipes)."
                 )
         run_recipe(args, name, objective)
-        print(write_outputs(args, comparison_record(args)), end="", flush=True)
+        print(write_outputs(args, comparison_record(args, started)), end="", flush=True)
 
 
 __all__ = [

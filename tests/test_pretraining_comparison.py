@@ -96,6 +96,21 @@ def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Pa
         assert f"\n- `{name}`: {rows[name]['pretraining']}\n" in table
 
 
+def test_every_record_of_a_run_names_the_commit_it_started_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record written after the first recipe changes the checkout (results/ is tracked): the later records keep
+    the commit and date taken when the run started, not a "-dirty" one."""
+    _write_recipe(tmp_path, "mlm", "BertScratchForMaskedLM", _scores(0.50), 40_000_000)
+    _write_recipe(tmp_path, "electra", "BertScratchForReplacedTokenDetection", _scores(0.60), 30_000_000)
+    starts = iter([benchmark.RunStart("abc1234", "2026-01-01T00:00:00+00:00", [0.0, 0.0, 0.0])])
+    monkeypatch.setattr(comparison.RunStart, "now", lambda: next(starts, benchmark.RunStart("abc1234-dirty", "x", [])))
+    monkeypatch.setattr(comparison, "run_recipe", lambda *args: None)
+    record_path = tmp_path / "record.json"
+    comparison.main(["--runs_dir", str(tmp_path), "--recipes", "mlm", "electra", "--record", str(record_path)])
+    record = json.loads(record_path.read_text())
+    assert (record["commit"], record["date"]) == ("abc1234", "2026-01-01T00:00:00+00:00")
+    assert [row["recipe"] for row in record["rows"]] == ["mlm", "electra"]
+
+
 def test_mini_waits_for_both_objectives_and_bad_arguments_are_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
