@@ -1,4 +1,4 @@
-"""`scripts/diagnose_position_init.py` (the loop behind README's position-start table) runs and probes on tiny data."""
+"""`scripts/diagnose_position_init.py` (the loop behind docs/design.md's position-start table) runs and probes on tiny data."""
 
 from __future__ import annotations
 
