@@ -218,10 +218,10 @@ def render_table(rows: list[dict], length: str, unmeasured: tuple[str, ...] | li
         + (" --- |" if commits else ""),
     ]
 
-    def cell(row: dict, key: str, shown: Callable[[Any], str], none: str = "-") -> str:
+    def cell(row: dict, key: str, shown: Callable[[Any], str]) -> str:
         if key in unmeasured:
             return ""
-        return none if row.get(key) is None else shown(row[key])
+        return "-" if row.get(key) is None else shown(row[key])
 
     losses: dict[str, list[float]] = {}
     for row in rows:

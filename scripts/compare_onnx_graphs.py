@@ -3,7 +3,7 @@
 The weights are the benchmark's (`hf_bertscratch.benchmark.build_models`: ours at random init, transformers'
 `BertForMaskedLM` holding the same weights), the batch its right-padded one (`make_batch`). Each graph (`GRAPHS`) is
 written for the workload (encode: the bare encoder's last hidden state; infer: the MLM's logits at every position),
-checked against our PyTorch model at real positions, then run by an ONNX Runtime session set up as the benchmark's
+checked against our PyTorch model at real positions, then run by an ONNX Runtime `InferenceSession` set up as the benchmark's
 (`onnx_session`: every graph optimisation, `--num_threads` intra-op threads, spinning off). Every round times all
 sessions alternately (`time_interleaved`), so load from other processes hits each alike; each graph's tokens/s per
 round is its median over `--repeats` calls, and its speed is given as a ratio to `bertscratch export`'s in the same

@@ -25,7 +25,7 @@ from tests.conftest import tiny_config_kwargs
 ATOL = 1e-5
 HEADS = list(convert.ARCHITECTURES)  # BertModel, BertForPreTraining, ... : every head of the family
 BATCH, SEQ, VOCAB, CHOICES = 3, 9, 99, 2
-# Largest |ours - BERT| seen by the parity tests in this process (printed at the end of the session by -rA / -s).
+# Largest |ours - BERT| seen by the parity tests in this process (printed after the last test by -rA / -s).
 MAX_DIFF: dict[str, float] = {"value": 0.0}
 
 

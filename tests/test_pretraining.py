@@ -553,7 +553,7 @@ def test_torchrun_two_processes_keep_ranks_identical(
         *arguments,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    # A session of its own, so a hang kills torchrun's workers too rather than leaving them behind.
+    # Its own process group (start_new_session), so a hang kills torchrun's workers too rather than leaving them behind.
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     ) as process:
