@@ -8,6 +8,8 @@
   `<!-- task-table:start -->` and `<!-- task-table:end -->`), drawn as `docs/images/task_table.png`;
 - `results/pretraining_comparison.json` (`python scripts/compare_pretraining.py ... --record`): README's comparison of
   pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
+- `results/main-job-tasks.json` (`MAIN_JOB=1 bash scripts/reproduce_results.sh`, then `results_table.py ... --record`):
+  the task table of README's main job's own model, in docs/results.md (`<!-- main-job-tasks:start -->`).
 
 - the main-job, speed and task-table records together: README's opening paragraph (between `<!-- headline:start -->`
   and `<!-- headline:end -->`) and the figures table of docs/index.md (`<!-- headline-table:start -->`).
@@ -46,6 +48,13 @@ MORE_SPEED_PAGE = "docs/speed.md"
 SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
+# The task table of README's main job's own model (WikiText-2, 8.5 minutes) against random weights.
+MAIN_JOB_TASKS_RECORD = "results/main-job-tasks.json"
+MAIN_JOB_TASKS_COMMAND = (
+    'MAIN_JOB=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash scripts/reproduce_results.sh runs/main-job-tasks'
+)
+MAIN_JOB_TASKS_PAGE = "docs/results.md"
+MAIN_JOB_TASKS_BLOCK = ("<!-- main-job-tasks:start -->\n", "<!-- main-job-tasks:end -->")
 COMPARISON_RECORD = "results/pretraining_comparison.json"
 MAIN_JOB_RECORDS = "results/main-job"
 MAIN_JOB_BLOCK = ("<!-- main-job:start -->\n", "<!-- main-job:end -->")
@@ -866,6 +875,14 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
     )
     blocks.append(("README.md", COMPARISON_BLOCK, rendered))
+    main_job_tasks = root / MAIN_JOB_TASKS_RECORD
+    rendered = (
+        render_task_table(json.loads(main_job_tasks.read_text("utf-8")))
+        if main_job_tasks.is_file()
+        else f"No record yet: `{MAIN_JOB_TASKS_COMMAND}`, then `python scripts/results_table.py runs/main-job-tasks "
+        f"--record {MAIN_JOB_TASKS_RECORD} --command '{MAIN_JOB_TASKS_COMMAND}'` writes it.\n"
+    )
+    blocks.append((MAIN_JOB_TASKS_PAGE, MAIN_JOB_TASKS_BLOCK, rendered))
     blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_records(root, GRAPH_RECORDS))))
     main_job = render_main_job_table(read_records(root, MAIN_JOB_RECORDS))
     blocks += [(page, MAIN_JOB_BLOCK, main_job) for page in MAIN_JOB_PAGES]

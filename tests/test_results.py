@@ -90,7 +90,7 @@ def _fake_data_dir(root: Path) -> Path:
     return root
 
 
-def _run_script(runs: Path, data: Path, tasks: tuple[str, ...]) -> subprocess.CompletedProcess:
+def _run_script(runs: Path, data: Path, tasks: tuple[str, ...], **knobs: str) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "SMOKE": "1",
@@ -101,6 +101,7 @@ def _run_script(runs: Path, data: Path, tasks: tuple[str, ...]) -> subprocess.Co
         "OMP_NUM_THREADS": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # its `python` is ours
+        **knobs,
     }
     return subprocess.run(
         ["bash", "scripts/reproduce_results.sh", str(runs)],
@@ -213,6 +214,28 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     assert resumed["eval_overall_f1"] == finished["eval_overall_f1"]  # the checkpoint's model, scored again
     assert Path(f"{cut}.log").read_text().count("INFO hf_bertscratch.finetuning: eval_overall_f1") == 2
     assert (runs / "results.md").read_text() == results.results_table(runs)
+
+
+@pytest.mark.slow
+def test_main_job_knob_fine_tunes_readmes_main_job_itself(tmp_path: Path) -> None:
+    """MAIN_JOB=1: stage 1 is `bertscratch pretrain` with its defaults (the packaged WikiText-2, no IMDB text), no
+    longer-block stage, and the task runs start from that model."""
+    data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
+    done = _run_script(runs, data, ("cola",), MAIN_JOB="1", INITS="pretrained")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert [stage for stage in results.PRETRAINING_STAGES if (runs / stage).exists()] == ["pretrain"]
+    card = (runs / "pretrain" / "README.md").read_text()
+    assert "name: WikiText-2" in card and "imdb" not in card.lower()
+    finished = _finished_runs(runs, "cola", "pretrained")
+    assert len(finished) == 3  # two rates at the first seed, then the second seed at the chosen one
+    assert {run["model_name_or_path"] for run in finished} == {str(runs / "pretrain")}
+    assert (runs / "results.md").read_text() == results.results_table(runs)
+
+
+def test_main_job_knob_refuses_other_values(tmp_path: Path) -> None:
+    done = _run_script(tmp_path / "runs", tmp_path / "data", ("rte",), MAIN_JOB="yes")
+    assert done.returncode == 2 and "MAIN_JOB=yes must be 0 or 1" in done.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 # ------------------------------------------------------------------------------------------ the table
