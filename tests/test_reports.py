@@ -64,6 +64,7 @@ PRETRAINING_PAGE = (
     "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
 )
+RESULTS_PAGE = "# Results\n\n<!-- main-job-tasks:start -->\nold\n<!-- main-job-tasks:end -->\n"
 DESIGN_PAGE = "# Design\n\n<!-- position-init:start -->\nold\n<!-- position-init:end -->\n"
 HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
@@ -112,6 +113,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
     (tmp_path / reports.POSITION_PAGE).write_text(DESIGN_PAGE, encoding="utf-8")
+    (tmp_path / reports.MAIN_JOB_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
     shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
     shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
@@ -255,6 +257,24 @@ def test_no_record_leaves_an_explicit_line_and_no_speed_chart(tmp_path: Path) ->
         assert "No benchmark record in `results/speed/` yet" in text and "speed.png" not in text
     assert not (root / reports.SPEED_CHART).exists()
     _assert_png(root / reports.TASK_TABLE_CHART)
+    main_job_tasks = reports.readme_block(
+        (root / reports.MAIN_JOB_TASKS_PAGE).read_text(), reports.MAIN_JOB_TASKS_BLOCK
+    )
+    assert main_job_tasks.startswith(f"No record yet: `{reports.MAIN_JOB_TASKS_COMMAND}`")
+    assert f"--record {reports.MAIN_JOB_TASKS_RECORD} " in main_job_tasks
+    assert reports.check_report(root) == []
+
+
+def test_main_job_task_table_is_rendered_from_its_record(tmp_path: Path) -> None:
+    root = _repository(tmp_path, [])
+    record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    record["command"] = reports.MAIN_JOB_TASKS_COMMAND
+    (root / reports.MAIN_JOB_TASKS_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    assert reports.check_report(root) != []
+    reports.main(["--root", str(root)])
+    page = (root / reports.MAIN_JOB_TASKS_PAGE).read_text(encoding="utf-8")
+    assert reports.readme_block(page, reports.MAIN_JOB_TASKS_BLOCK) == results.render_task_table(record)
+    assert f"Made by `{reports.MAIN_JOB_TASKS_COMMAND}`" in page
     assert reports.check_report(root) == []
 
 
