@@ -35,6 +35,24 @@ def test_split_documents_on_blank_rows_and_sentence_ends() -> None:
     assert docs == [["A b.", "C d!", "E f?"], ["G h."]]
 
 
+def test_rows_without_blank_rows_are_one_document_each() -> None:
+    assert split_documents(["A b. C d!", "E f?", "G h. I j."]) == [["A b.", "C d!"], ["E f?"], ["G h.", "I j."]]
+
+
+def test_one_document_per_row_data_gets_not_next_pairs(tokenizer: BertTokenizer) -> None:
+    """A CSV of reviews has no blank rows: each review is its own document, so B can come from another one."""
+    rows = [row for row in _documents() if row]
+    out = make_nsp_pairs_function(tokenizer, "text", 24, 0.5, 0)({"text": rows}, list(range(len(rows))))
+    labels = out["next_sentence_label"]
+    assert 0.3 < sum(labels) / len(labels) < 0.7, labels
+    doc_ids = [tokenizer(row, add_special_tokens=False)["input_ids"] for row in rows]
+    for ids, types, label in zip(out["input_ids"], out["token_type_ids"], labels, strict=True):
+        split = types.index(1)
+        a, b = ids[1 : split - 1], ids[split:-1]
+        if label == 1:  # NotNext: A and B are not read together in any one review
+            assert not any(_contains(doc, a + b) for doc in doc_ids)
+
+
 def test_pairs_are_half_is_next_and_is_next_continues_the_document(tokenizer: BertTokenizer) -> None:
     rows = _documents()
     pairs = make_nsp_pairs_function(tokenizer, "text", max_seq_length=24, random_next_probability=0.5, seed=0)
