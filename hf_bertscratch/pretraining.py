@@ -512,10 +512,13 @@ def task_text_datasets(data_args: DataArguments) -> list[str]:
 # ----------------------------------------------------------------------------------------------- data stages
 
 
-def load_task_text_splits(data_args: DataArguments) -> tuple[datasets.Dataset, datasets.Dataset]:
+def load_task_text_splits(
+    data_args: DataArguments, documents: bool = False
+) -> tuple[datasets.Dataset, datasets.Dataset]:
     """`--task_text`: the texts of the tasks' train splits to train on, and of their eval splits for the held-out
     MLM loss, without labels (`tasks.task_texts`), as one-column datasets, task after task; the splits are loaded and
-    checked as fine-tuning loads them (`finetuning.load_task_datasets`)."""
+    checked as fine-tuning loads them (`finetuning.load_task_datasets`). With `documents` (next-sentence
+    prediction), an empty text ends each example, so each example is a document of its own."""
     from .finetuning import DataArguments as TaskDataArguments
     from .finetuning import check_data_arguments, load_task_datasets
 
@@ -524,7 +527,7 @@ def load_task_text_splits(data_args: DataArguments) -> tuple[datasets.Dataset, d
         task_args = TaskDataArguments(task=name, data_dir=data_args.data_dir)
         task = check_data_arguments(task_args)
         raw = load_task_datasets(task_args, task)
-        train, held_out = (task_texts(task, raw[role]) for role in texts)
+        train, held_out = (task_texts(task, raw[role], documents) for role in texts)
         texts["train"] += train
         texts["eval"] += held_out
         logger.info(
@@ -542,12 +545,13 @@ def load_task_text_splits(data_args: DataArguments) -> tuple[datasets.Dataset, d
 
 
 def load_text_splits(
-    data_args: DataArguments, seed: int
+    data_args: DataArguments, seed: int, documents: bool = False
 ) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
     """The raw train and validation splits; validation is carved off the end of train when there is none. With
-    `--task_text`, a task's train and eval texts (`load_task_text_splits`)."""
+    `--task_text`, a task's train and eval texts (`load_task_text_splits`, each example a document when
+    `documents`)."""
     if data_args.task_text:
-        return load_task_text_splits(data_args)
+        return load_task_text_splits(data_args, documents)
     raw = load_raw_datasets(
         data_args.dataset_name,
         data_args.dataset_config_name,
@@ -1000,7 +1004,8 @@ def build_trainer(
 ) -> Trainer:
     """Every stage before training: data, tokenizer, tokenised splits, model, collator, and the Trainer."""
     set_seed(training_args.seed)
-    train_text, validation_text = load_text_splits(data_args, training_args.seed)
+    documents = model_args.objective == "mlm_nsp"  # NSP pairs sentences within a document
+    train_text, validation_text = load_text_splits(data_args, training_args.seed, documents)
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)

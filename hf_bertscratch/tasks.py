@@ -174,33 +174,36 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
 Split = Mapping[str, Iterable]
 
 
-def _sentence_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+def _sentence_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
     """Classification and regression: each example's text, then a pair's second text as a text of its own."""
     names = [name for name in (columns["text"], columns.get("text_pair")) if name]
-    return [text for row in zip(*(split[name] for name in names)) for text in row if text and text.strip()]
+    return [[text for text in row if text and text.strip()] for row in zip(*(split[name] for name in names))]
 
 
-def _token_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+def _token_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
     """Token classification: each sentence's words joined with spaces."""
-    return [" ".join(tokens) for tokens in split[columns["tokens"]] if tokens]
+    return [[" ".join(tokens)] for tokens in split[columns["tokens"]] if tokens]
 
 
-def _question_answering_texts(columns: dict[str, str | None], split: Split) -> list[str]:
+def _question_answering_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
     """Question answering: each context once (the data repeats it for every question on it), where it first occurs,
     and every question after its context."""
     seen: set[str] = set()
-    texts = []
+    groups: list[list[str]] = []
     for context, question in zip(split[columns["context"]], split[columns["question"]]):
         if context and context not in seen:
             seen.add(context)
-            texts.append(context)
+            groups.append([context])
         if question and question.strip():
-            texts.append(question)
-    return texts
+            if not groups:
+                groups.append([])
+            groups[-1].append(question)
+    return groups
 
 
-# shape -> the unlabelled texts of one split of a task of that shape.
-SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[str]]] = {
+# shape -> the unlabelled texts of one split of a task of that shape, grouped by example (a pair's two texts, a
+# context and its questions).
+SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[list[str]]]] = {
     "classification": _sentence_texts,
     "regression": _sentence_texts,
     "token-classification": _token_texts,
@@ -208,7 +211,7 @@ SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[str]]] = {
 }
 
 
-def task_texts(task: TaskSpec, split: Split) -> list[str]:
+def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[str]:
     """The raw texts of one split of `task`, without labels: what masked-LM pretraining on a task's own text reads.
 
     Classification and regression give each example's text and, for a sentence pair, its second text as the next
@@ -218,8 +221,12 @@ def task_texts(task: TaskSpec, split: Split) -> list[str]:
     Args:
         task: the task, whose `shape` and `columns` say which columns hold text.
         split: one split of the task's data (a `datasets.Dataset`, or a dict from column name to values).
+        documents: follow each example's texts with an empty text, so that next-sentence prediction
+            (`nsp.split_documents`) reads each example as a document: a pair's second text follows its first, and
+            a NotNext segment comes from another example.
     """
-    return SHAPE_TEXTS[task.shape](task.columns, split)
+    groups = [group for group in SHAPE_TEXTS[task.shape](task.columns, split) if group]
+    return [text for group in groups for text in (*group, *([""] if documents else []))]
 
 
 __all__ = [

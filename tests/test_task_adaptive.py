@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
+from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer, BertTokenizer
 
 import hf_bertscratch
 from hf_bertscratch import pretraining
@@ -92,6 +92,50 @@ def test_task_texts_read_the_text_columns_only(task: str, columns: dict[str, lis
         assert not any(label in text for label in columns[label_column] for text in texts)
 
 
+def test_task_texts_as_documents_end_each_example_with_an_empty_text() -> None:
+    pairs = {"sentence1": ["a cat sat .", "a dog ran ."], "sentence2": ["it sat .", "it ran ."], "label": [0, 1]}
+    assert task_texts(TASKS["rte"], pairs, documents=True) == [
+        "a cat sat .",
+        "it sat .",
+        "",
+        "a dog ran .",
+        "it ran .",
+        "",
+    ]
+    squad = {"context": ["P is in F.", "P is in F.", "R is in I."], "question": ["Where is P?", "What?", "Where is R?"]}
+    assert task_texts(TASKS["squad"], squad, documents=True) == [
+        "P is in F.", "Where is P?", "What?", "", "R is in I.", "Where is R?", "",
+    ]  # fmt: skip
+    assert task_texts(TASKS["sst2"], {"sentence": ["good .", " ", "bad ."]}, documents=True) == [
+        "good .",
+        "",
+        "bad .",
+        "",
+    ]
+
+
+def test_next_sentence_pairs_of_a_pair_task_follow_its_examples(tokenizer: BertTokenizer) -> None:
+    """NSP on a pair task's texts as documents: IsNext is an example's first text then its second, NotNext a text
+    then a text of another example."""
+    from hf_bertscratch.nsp import make_nsp_pairs_function
+
+    first = [f"the {w} sat on the mat ." for w in ("cat", "dog", "rome", "paris", "film", "movie", "city", "river")]
+    second = [f"it was the {w} ." for w in ("best", "worst", "big", "small", "red", "blue", "great", "bad")]
+    texts = task_texts(TASKS["rte"], {"sentence1": first, "sentence2": second}, documents=True)
+    out = make_nsp_pairs_function(tokenizer, "text", 64, 0.5, 0)({"text": texts}, list(range(len(texts))))
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    examples = {tuple(encode(a)): encode(b) for a, b in zip(first, second, strict=True)}
+    labels = out["next_sentence_label"]
+    assert 0 < sum(labels) < len(labels)
+    for ids, types, label in zip(out["input_ids"], out["token_type_ids"], labels, strict=True):
+        split = types.index(1)
+        a, b = ids[1 : split - 1], ids[split:-1]
+        if label == 0:  # IsNext: an example's two texts, in order
+            assert examples.get(tuple(a)) == b
+        else:  # NotNext: never the two texts of one example
+            assert examples.get(tuple(a)) != b
+
+
 # A fake GLUE CoLA as the GLUE files have it: no header; source, label, original label (empty), sentence.
 COLA_TRAIN = ["the cat sat on the mat .", "mat the on sat cat the .", "a dog ran to the park ."]
 COLA_DEV = ["the river ran to the sea ."]
@@ -166,6 +210,28 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     assert "Raw text from `glue / rte`" in card
     assert f"continued from `{base_dir}` on the unlabelled text of the `rte` task's train split" in card
     assert "from scratch" not in card
+
+
+def test_next_sentence_prediction_on_task_text_reads_each_example_as_a_document(
+    rte_dir: Path, base_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, list[str]] = {}
+    tokenize_splits = pretraining.tokenize_splits
+
+    def recording(splits: dict, *args: object, **kwargs: object) -> dict:
+        seen.update({name: list(split["text"]) for name, split in splits.items()})
+        return tokenize_splits(splits, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining, "tokenize_splits", recording)
+    out = tmp_path / "tapt-nsp"
+    argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
+    argv += ["--objective", "mlm_nsp", "--short_seq_fraction", "0", "--max_seq_length", "32"]
+    pretraining.main([*argv, "--output_dir", str(out), *PRETRAIN_ONE_PROCESS, "--max_steps", "2"])
+
+    assert seen["train"] == [text for first, second, _ in RTE_TRAIN for text in (first, second, "")]
+    assert seen["validation"] == [text for first, second, _ in RTE_DEV for text in (first, second, "")]
+    assert "eval_nsp_accuracy" in json.loads((out / "all_results.json").read_text())
+    assert type(AutoModelForPreTraining.from_pretrained(out)).__name__ == "BertScratchForPreTraining"
 
 
 def test_several_tasks_give_their_texts_together_and_their_dataset_configs(tmp_path: Path) -> None:
