@@ -6,7 +6,9 @@ Every recipe is `scripts/reproduce_results.sh RUNS_DIR/<recipe>` with the recipe
 text (the IMDB train reviews), the same minutes of pretraining on the same machine, then the pretrained model
 fine-tuned on the GLUE tasks and CoNLL-2003 with the task table's epochs, lengths, seeds and learning-rate choice on
 dev (`task_runs.RECIPES`); the from-scratch runs are the task table's and are not repeated here. The `mini` recipe
-takes the objective of whichever of `mlm` and `electra` has the higher GLUE average, so it runs after both. Finished
+takes the objective of whichever of `mlm` and `electra` has the higher GLUE average, so it runs after both;
+`mlm+tasks+nsp` is `mlm+tasks` with next-sentence prediction added on the tasks' text (the sequence heads read the
+pooled `[CLS]`, which masked-LM alone never trains). Finished
 stages and runs are skipped and interrupted ones resumed (reproduce_results.sh does), so the comparison can simply
 be started again; `RUNS_DIR/comparison.md` and `comparison.json` are rewritten after every recipe.
 """
@@ -83,6 +85,11 @@ RECIPES: dict[str, Recipe] = {
         task_text_share=TASK_TEXT_SHARE,
     ),
     "mini": Recipe("the better objective of mlm and electra, mini (4 layers, H=256)", {"SIZE": "mini"}, 0.0, True),
+    "mlm+tasks+nsp": Recipe(
+        "as mlm+tasks, with next-sentence prediction on the tasks' text (a pair's second text follows its first), tiny",
+        {"TASK_TEXT_OBJECTIVE": "mlm_nsp"},
+        TASK_TEXT_SHARE,
+    ),
 }
 OBJECTIVE_RECIPES = ("mlm", "electra")
 

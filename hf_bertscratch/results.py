@@ -80,9 +80,12 @@ PRETRAINING_STAGES = ("pretrain", "pretrain-long", "pretrain-tasks")
 
 
 def objective_name(run_dir: Path) -> str:
-    """ "ELECTRA" for a replaced-token-detection run (its folder holds the discriminator), else "MLM"."""
+    """ "ELECTRA" for a replaced-token-detection run (its folder holds the discriminator), "MLM+NSP" for masked-LM
+    with next-sentence prediction, else "MLM"."""
     architectures = _read_json(run_dir / "config.json").get("architectures") or []
-    return "ELECTRA" if "BertScratchForReplacedTokenDetection" in architectures else "MLM"
+    if "BertScratchForReplacedTokenDetection" in architectures:
+        return "ELECTRA"
+    return "MLM+NSP" if "BertScratchForPreTraining" in architectures else "MLM"
 
 
 def _stage(run_dir: Path) -> tuple[str, dict] | None:

@@ -12,7 +12,9 @@
 #      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too;
 #      with TASK_TEXT_MINUTES, continue on the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks",
 #      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
-#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
+#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model); TASK_TEXT_OBJECTIVE=mlm_nsp
+#      adds next-sentence prediction to the task-text stage (each task example a document: a pair's second text
+#      follows its first)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -49,6 +51,7 @@ LONG_LR=${LONG_LR:-1e-3}
 TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' own unlabelled text (0: none)
 TASK_TEXT=${TASK_TEXT:-cola sst2 mrpc stsb rte conll2003}
 TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
+TASK_TEXT_OBJECTIVE=${TASK_TEXT_OBJECTIVE:-$OBJECTIVE}  # the task-text stage's objective (mlm_nsp: add NSP)
 INITS=${INITS:-pretrained scratch}
 VOCAB=${VOCAB:-8192}
 FT_BATCH=${FT_BATCH:-32}
@@ -92,7 +95,7 @@ length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nst
 # README main job's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
 # warmup-stable-decay, the first quarter of stage 1 in 32-token blocks); evaluation masks 15% as everywhere.
 PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
-          --objective "$OBJECTIVE" --eval_mlm_probability 0.15
+          --eval_mlm_probability 0.15
           --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
 IMDB_TEXT=(--train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text)
 if [[ $MAIN_JOB == 1 ]]; then  # README's main job, as a user runs it (the smoke run only makes it short)
@@ -103,23 +106,24 @@ if [[ $MAIN_JOB == 1 ]]; then  # README's main job, as a user runs it (the smoke
     done_or_run "$RUNS/pretrain" bertscratch pretrain --output_dir "$RUNS/pretrain" --seed "$SEED" \
         "${MAIN_JOB_EXTRA[@]}"
 else
-    done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$PRETRAIN_MINUTES") \
-        --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" --tokenizer_train_samples 25000 \
-        --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
+    done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
+        $(length "$PRETRAIN_MINUTES") --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" \
+        --tokenizer_train_samples 25000 --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
         --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" \
         --output_dir "$RUNS/pretrain"
 fi
 PRETRAINED=$RUNS/pretrain
 if [[ $LONG_MINUTES != 0 ]]; then
-    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" "${IMDB_TEXT[@]}" $(length "$LONG_MINUTES") \
-        --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
+    done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
+        $(length "$LONG_MINUTES") --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
         --per_device_train_batch_size $((LONG_BATCH / PROCS)) --learning_rate "$LONG_LR" \
         --output_dir "$RUNS/pretrain-long"
     PRETRAINED=$RUNS/pretrain-long
 fi
 if [[ $TASK_TEXT_MINUTES != 0 ]]; then
     # shellcheck disable=SC2086  # TASK_TEXT is a list of task names
-    done_or_run "$RUNS/pretrain-tasks" "${PRETRAIN[@]}" --task_text $TASK_TEXT --data_dir "$DATA_DIR" \
+    done_or_run "$RUNS/pretrain-tasks" "${PRETRAIN[@]}" --objective "$TASK_TEXT_OBJECTIVE" \
+        --task_text $TASK_TEXT --data_dir "$DATA_DIR" \
         $(length "$TASK_TEXT_MINUTES") --model_name_or_path "$PRETRAINED" --max_seq_length "$PRETRAIN_SEQ" \
         --short_seq_fraction 0 --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) \
         --learning_rate "$TASK_TEXT_LR" --output_dir "$RUNS/pretrain-tasks"

@@ -1,6 +1,7 @@
 """The equal-time comparison of pretraining recipes (`hf_bertscratch.pretraining_comparison`): each recipe's
 settings for reproduce_results.sh, the table built from run folders, the choice of the mini shape's objective, and
-a smoke run of two recipes end to end (ELECTRA, and masked-LM continued on the tasks' own text)."""
+a smoke run of three recipes end to end (ELECTRA, and masked-LM continued on the tasks' own text without and with
+next-sentence prediction)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model
     assert electra == {**mlm, "OBJECTIVE": "electra"}  # its masked-LM start is inside the same 60 minutes
     tasks = comparison.recipe_environment(recipes["mlm+tasks"], 60)
     assert (tasks["PRETRAIN_MINUTES"], tasks["TASK_TEXT_MINUTES"]) == ("45", "15")  # 3/4 general, 1/4 the tasks'
+    nsp = comparison.recipe_environment(recipes["mlm+tasks+nsp"], 60)
+    assert nsp == {**tasks, "TASK_TEXT_OBJECTIVE": "mlm_nsp"}  # the same stages, NSP added to the last
     mini = comparison.recipe_environment(recipes["mini"], 20, objective="electra", tasks=["cola"])
     assert mini == {**common, "TASKS": "cola", "TASK_TEXT": "cola", "PRETRAIN_MINUTES": "20",
                     "TASK_TEXT_MINUTES": "0", "SIZE": "mini", "OBJECTIVE": "electra"}  # fmt: skip
@@ -130,7 +133,7 @@ def test_mini_waits_for_both_objectives_and_bad_arguments_are_named(
 
 
 @pytest.mark.slow
-def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text(
+def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text_with_and_without_nsp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
@@ -140,9 +143,9 @@ def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text(
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     record_path = tmp_path / "record.json"
     comparison.main(["--runs_dir", str(runs), "--data_dir", str(data), "--tasks", "cola", "--smoke", "true",
-                     "--recipes", "electra", "mlm+tasks", "--record", str(record_path)])  # fmt: skip
+                     "--recipes", "electra", "mlm+tasks", "mlm+tasks+nsp", "--record", str(record_path)])  # fmt: skip
 
-    electra, tasks = runs / "electra", runs / "mlm+tasks"
+    electra, tasks, nsp = runs / "electra", runs / "mlm+tasks", runs / "mlm+tasks+nsp"
     assert not (electra / "pretrain-long").exists() and not (tasks / "pretrain-long").exists()  # one general stage
     assert json.loads((electra / "pretrain" / "config.json").read_text())["architectures"] == [
         "BertScratchForReplacedTokenDetection"
@@ -150,13 +153,21 @@ def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text(
     assert (electra / "pretrain" / "generator" / "config.json").is_file()
     assert "| `mlm_start_fraction` | 0.25 |" in (electra / "pretrain" / "README.md").read_text()  # a masked-LM start
     assert "Task text of cola: 80 texts" in (tasks / "pretrain-tasks.log").read_text()
-    for folder, start in ((electra, "pretrain"), (tasks, "pretrain-tasks")):
+    assert json.loads((tasks / "pretrain-tasks" / "config.json").read_text())["architectures"] == [
+        "BertScratchForMaskedLM"
+    ]
+    assert json.loads((nsp / "pretrain-tasks" / "config.json").read_text())["architectures"] == [
+        "BertScratchForPreTraining"
+    ]
+    assert "eval_nsp_accuracy" in json.loads((nsp / "pretrain-tasks" / "all_results.json").read_text())
+    for folder, start in ((electra, "pretrain"), (tasks, "pretrain-tasks"), (nsp, "pretrain-tasks")):
         finished = [task_runs.read_results(run) for run in folder.glob("cola-*-seed*") if run.is_dir()]
         assert finished and all(run["model_name_or_path"] == str(folder / start) for run in finished)
         assert not list(folder.glob("cola-scratch-*"))  # the table's scratch runs are not repeated
     record = json.loads(record_path.read_text())
     assert record == json.loads((runs / "comparison.json").read_text())
     assert (runs / "comparison.md").read_text() == comparison.render_comparison(record)
-    assert [row["recipe"] for row in record["rows"]] == ["electra", "mlm+tasks"]
+    assert [row["recipe"] for row in record["rows"]] == ["electra", "mlm+tasks", "mlm+tasks+nsp"]
     assert " then 3 steps of 32 x 128 tokens on the tasks' text" in record["rows"][1]["pretraining"]
+    assert " then MLM+NSP 3 steps of 32 x 128 tokens on the tasks' text" in record["rows"][2]["pretraining"]
     assert "replaced-token accuracy" in record["rows"][0]["pretraining"]
