@@ -3,10 +3,10 @@
 transformers 5 no longer ships `TextDatasetForNextSentencePrediction`, so this module rebuilds its sampling as a
 batched `datasets.map` function: where the rows include blank ones (WikiText, plain-text books) consecutive non-empty
 rows form a document and a blank row ends it, and where they include none (a CSV of reviews, a JSON Lines crawl such
-as FineWeb-edu) each row is a document of its own; each row is split into sentences, and each example packs segment A from a run of sentences and segment B either from the sentences
-that follow in the same document (IsNext, label 0, probability 1 - `random_next_probability`) or from a random
-other document (NotNext, label 1). The MLM masking of the pairs is `DataCollatorForLanguageModeling`'s, which pads
-`token_type_ids` and keeps `next_sentence_label`.
+as FineWeb-edu) each row is a document of its own; each row is split into sentences, and each example packs segment
+A from a run of sentences and segment B either from the sentences that follow in the same document (IsNext, label
+0, probability 1 - `random_next_probability`) or from a random other document (NotNext, label 1). The MLM masking of
+the pairs is `DataCollatorForLanguageModeling`'s, which pads `token_type_ids` and keeps `next_sentence_label`.
 """
 
 from __future__ import annotations
@@ -29,15 +29,13 @@ def split_documents(texts: list[str]) -> list[list[str]]:
     """Documents as lists of sentences. Where `texts` has blank rows, consecutive non-empty rows form one document
     and blank rows separate them; where it has none, each row is one document (one review, one web page per row).
     A batch of a blank-separated corpus that happens to hold no blank row is read row by row as well."""
-    if not any(_is_blank(text) for text in texts):
-        return [doc for doc in ([s for s in _SENTENCE_END.split(text.strip()) if s] for text in texts) if doc]
+    one_per_row = not any(_is_blank(text) for text in texts)
     documents: list[list[str]] = [[]]
     for text in texts:
-        if _is_blank(text):
-            if documents[-1]:
-                documents.append([])
-            continue
-        documents[-1].extend(s for s in _SENTENCE_END.split(text.strip()) if s)
+        if not _is_blank(text):
+            documents[-1].extend(s for s in _SENTENCE_END.split(text.strip()) if s)
+        if (one_per_row or _is_blank(text)) and documents[-1]:
+            documents.append([])
     return [doc for doc in documents if doc]
 
 

@@ -8,9 +8,9 @@ fine-tuned on the GLUE tasks and CoNLL-2003 with the task table's epochs, length
 dev (`task_runs.RECIPES`); the from-scratch runs are the task table's and are not repeated here. The `mini` recipe
 takes the objective of whichever of `mlm` and `electra` has the higher GLUE average, so it runs after both;
 `mlm+tasks+nsp` is `mlm+tasks` with next-sentence prediction added on the tasks' text (the sequence heads read the
-pooled `[CLS]`, which masked-LM alone never trains). Finished
-stages and runs are skipped and interrupted ones resumed (reproduce_results.sh does), so the comparison can simply
-be started again; `RUNS_DIR/comparison.md` and `comparison.json` are rewritten after every recipe.
+pooled `[CLS]`, which masked-LM alone never trains). Finished stages and runs are skipped and interrupted ones
+resumed (reproduce_results.sh does), so the comparison can simply be started again; `RUNS_DIR/comparison.md` and
+`comparison.json` are rewritten after every recipe.
 """
 
 from __future__ import annotations

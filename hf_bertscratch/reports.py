@@ -846,6 +846,13 @@ def draw_task_table_chart(record: dict, output_file: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- pages and checking
+def _render_record(path: Path, render: Callable[[dict], str], writer: str) -> str:
+    """`render` of the JSON record at `path`, or a line naming `writer`, the command that writes it, until it exists."""
+    if path.is_file():
+        return render(json.loads(path.read_text("utf-8")))
+    return f"No record yet: {writer} writes it.\n"
+
+
 def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> list[tuple[str, tuple[str, str], str]]:
     """Every generated block: (page, its markers, what the records give), for the speed blocks of `SPEED_PAGES`,
     README's task table (`results/task_table.json`) and README's pretraining comparison
@@ -868,21 +875,19 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     task_table = root / TASK_TABLE_RECORD
     if task_table.is_file():
         blocks.append(("README.md", TASK_TABLE_BLOCK, render_task_table(json.loads(task_table.read_text("utf-8")))))
-    comparison = root / COMPARISON_RECORD
-    rendered = (
-        render_comparison(json.loads(comparison.read_text("utf-8")))
-        if comparison.is_file()
-        else f"No record yet: `python scripts/compare_pretraining.py --record {COMPARISON_RECORD}` writes it.\n"
+    comparison = _render_record(
+        root / COMPARISON_RECORD,
+        render_comparison,
+        f"`python scripts/compare_pretraining.py --record {COMPARISON_RECORD}`",
     )
-    blocks.append(("README.md", COMPARISON_BLOCK, rendered))
-    main_job_tasks = root / MAIN_JOB_TASKS_RECORD
-    rendered = (
-        render_task_table(json.loads(main_job_tasks.read_text("utf-8")))
-        if main_job_tasks.is_file()
-        else f"No record yet: `{MAIN_JOB_TASKS_COMMAND}`, then `python scripts/results_table.py runs/main-job-tasks "
-        f"--record {MAIN_JOB_TASKS_RECORD} --command '{MAIN_JOB_TASKS_COMMAND}'` writes it.\n"
+    blocks.append(("README.md", COMPARISON_BLOCK, comparison))
+    main_job_tasks = _render_record(
+        root / MAIN_JOB_TASKS_RECORD,
+        render_task_table,
+        f"`{MAIN_JOB_TASKS_COMMAND}`, then `python scripts/results_table.py runs/main-job-tasks --record "
+        f"{MAIN_JOB_TASKS_RECORD} --command '{MAIN_JOB_TASKS_COMMAND}'`",
     )
-    blocks.append((MAIN_JOB_TASKS_PAGE, MAIN_JOB_TASKS_BLOCK, rendered))
+    blocks.append((MAIN_JOB_TASKS_PAGE, MAIN_JOB_TASKS_BLOCK, main_job_tasks))
     blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_records(root, GRAPH_RECORDS))))
     main_job = render_main_job_table(read_records(root, MAIN_JOB_RECORDS))
     blocks += [(page, MAIN_JOB_BLOCK, main_job) for page in MAIN_JOB_PAGES]

@@ -225,8 +225,8 @@ def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[st
             (`nsp.split_documents`) reads each example as a document: a pair's second text follows its first, and
             a NotNext segment comes from another example.
     """
-    groups = [group for group in SHAPE_TEXTS[task.shape](task.columns, split) if group]
-    return [text for group in groups for text in (*group, *([""] if documents else []))]
+    end = [""] if documents else []
+    return [text for group in SHAPE_TEXTS[task.shape](task.columns, split) if group for text in group + end]
 
 
 __all__ = [

@@ -12,9 +12,9 @@
 #      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too;
 #      with TASK_TEXT_MINUTES, continue on the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks",
 #      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
-#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model); TASK_TEXT_OBJECTIVE=mlm_nsp
-#      adds next-sentence prediction to the task-text stage (each task example a document: a pair's second text
-#      follows its first)
+#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model);
+#      TASK_TEXT_OBJECTIVE=mlm_nsp adds next-sentence prediction to the task-text stage (each task example a
+#      document: a pair's second text follows its first)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -108,14 +108,16 @@ if [[ $MAIN_JOB == 1 ]]; then  # README's main job, as a user runs it (the smoke
 else
     done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
         $(length "$PRETRAIN_MINUTES") --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" \
-        --tokenizer_train_samples 25000 --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" --max_seq_length "$PRETRAIN_SEQ" \
+        --tokenizer_train_samples 25000 --max_position_embeddings 512 --sinusoidal_position_std "$POSITION_STD" \
+        --max_seq_length "$PRETRAIN_SEQ" \
         --per_device_train_batch_size $((PRETRAIN_BATCH / PROCS)) --learning_rate "$PRETRAIN_LR" \
         --output_dir "$RUNS/pretrain"
 fi
 PRETRAINED=$RUNS/pretrain
 if [[ $LONG_MINUTES != 0 ]]; then
     done_or_run "$RUNS/pretrain-long" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
-        $(length "$LONG_MINUTES") --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" --short_seq_fraction 0 \
+        $(length "$LONG_MINUTES") --model_name_or_path "$RUNS/pretrain" --max_seq_length "$LONG_SEQ" \
+        --short_seq_fraction 0 \
         --per_device_train_batch_size $((LONG_BATCH / PROCS)) --learning_rate "$LONG_LR" \
         --output_dir "$RUNS/pretrain-long"
     PRETRAINED=$RUNS/pretrain-long

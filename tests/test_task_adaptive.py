@@ -180,9 +180,9 @@ def _packed_blocks(tokenizer: BertTokenizer, texts: list[str], max_seq_length: i
     return tokens // (max_seq_length - 2)
 
 
-def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
-    rte_dir: Path, base_dir: Path, tokenizer: BertTokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """The raw texts of each split as pretraining hands them to tokenisation, filled in when a run gets there."""
     seen: dict[str, list[str]] = {}
     tokenize_splits = pretraining.tokenize_splits
 
@@ -191,6 +191,12 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
         return tokenize_splits(splits, *args, **kwargs)
 
     monkeypatch.setattr(pretraining, "tokenize_splits", recording)
+    return seen
+
+
+def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
+    rte_dir: Path, base_dir: Path, tokenizer: BertTokenizer, tmp_path: Path, seen: dict[str, list[str]]
+) -> None:
     out = tmp_path / "tapt"
     argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
     pretraining.main(
@@ -213,16 +219,8 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
 
 
 def test_next_sentence_prediction_on_task_text_reads_each_example_as_a_document(
-    rte_dir: Path, base_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rte_dir: Path, base_dir: Path, tmp_path: Path, seen: dict[str, list[str]]
 ) -> None:
-    seen: dict[str, list[str]] = {}
-    tokenize_splits = pretraining.tokenize_splits
-
-    def recording(splits: dict, *args: object, **kwargs: object) -> dict:
-        seen.update({name: list(split["text"]) for name, split in splits.items()})
-        return tokenize_splits(splits, *args, **kwargs)
-
-    monkeypatch.setattr(pretraining, "tokenize_splits", recording)
     out = tmp_path / "tapt-nsp"
     argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
     argv += ["--objective", "mlm_nsp", "--short_seq_fraction", "0", "--max_seq_length", "32"]
