@@ -8,7 +8,8 @@ fine-tuned on the GLUE tasks and CoNLL-2003 with the task table's epochs, length
 dev (`task_runs.RECIPES`); the from-scratch runs are the task table's and are not repeated here. The `mini` recipe
 takes the objective of whichever of `mlm` and `electra` has the higher GLUE average, so it runs after both;
 `mlm+tasks+nsp` is `mlm+tasks` with next-sentence prediction added on the tasks' text (the sequence heads read the
-pooled `[CLS]`, which masked-LM alone never trains). Finished stages and runs are skipped and interrupted ones
+pooled `[CLS]`, which masked-LM alone never trains); it continues `mlm+tasks`' own general-text stage (a copy of its
+finished `pretrain` folder), so the two rows differ only in their task-text stage. Finished stages and runs are skipped and interrupted ones
 resumed (reproduce_results.sh does), so the comparison can simply be started again; `RUNS_DIR/comparison.md` and
 `comparison.json` are rewritten after every recipe.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 from argparse import RawDescriptionHelpFormatter
@@ -66,12 +68,16 @@ class Recipe:
         settings: environment variables for reproduce_results.sh beyond the comparison's common ones.
         task_text_share: the share of the budget spent on the tasks' own text after the general text (0: none).
         objective_of_best: take OBJECTIVE from the better of the `mlm` and `electra` rows.
+        first_stage_of: the recipe whose finished general-text stage ("pretrain") this one continues instead of
+            training its own copy of it (the same settings and seed), so that the two rows differ only in what
+            follows it.
     """
 
     what: str
     settings: dict[str, str] = field(default_factory=dict)
     task_text_share: float = 0.0
     objective_of_best: bool = False
+    first_stage_of: str | None = None
 
 
 RECIPES: dict[str, Recipe] = {
@@ -89,6 +95,7 @@ RECIPES: dict[str, Recipe] = {
         "as mlm+tasks, with next-sentence prediction on the tasks' text (a pair's second text follows its first), tiny",
         {"TASK_TEXT_OBJECTIVE": "mlm_nsp"},
         TASK_TEXT_SHARE,
+        first_stage_of="mlm+tasks",
     ),
 }
 OBJECTIVE_RECIPES = ("mlm", "electra")
@@ -265,12 +272,40 @@ def write_outputs(args: ComparisonArguments, record: dict) -> str:
     return table
 
 
+def share_first_stage(runs_dir: Path, name: str) -> None:
+    """Give recipe `name` the finished general-text stage of the recipe it shares it with (`first_stage_of`): a copy
+    of that `pretrain` folder without its checkpoints, made under a temporary name and renamed, so an interrupted copy
+    is never taken for a finished stage. Nothing to do when the recipe shares no stage or has its own already."""
+    source_name = RECIPES[name].first_stage_of
+    target = runs_dir / name / "pretrain"
+    if source_name is None or (target / "all_results.json").is_file():
+        return
+    source = runs_dir / source_name / "pretrain"
+    if not (source / "all_results.json").is_file():
+        raise ValueError(
+            f"Recipe {name!r} continues the first stage of {source_name!r}, which has not finished in {source}; run "
+            f"{source_name!r} first (it comes first in the default --recipes)."
+        )
+    if target.exists():
+        raise ValueError(f"{target} exists but is not a finished stage; remove it to take {source}'s.")
+    partial = target.with_name(target.name + ".copying")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial, ignore=shutil.ignore_patterns("checkpoint-*"))
+    partial.rename(target)
+    log = source.with_name(source.name + ".log")
+    if log.is_file():
+        shutil.copy2(log, target.with_name(target.name + ".log"))
+    print(f"{target}: the finished first stage of {source_name!r} ({source})", flush=True)
+
+
 def run_recipe(args: ComparisonArguments, name: str, objective: str | None) -> None:
-    """reproduce_results.sh for one recipe into RUNS_DIR/<name> (finished parts skipped, interrupted ones resumed)."""
+    """reproduce_results.sh for one recipe into RUNS_DIR/<name> (finished parts skipped, interrupted ones resumed),
+    after taking the first stage it shares with another recipe."""
     environment = recipe_environment(RECIPES[name], args.minutes, objective, args.smoke, args.tasks)
     if args.data_dir:
         environment["DATA_DIR"] = args.data_dir
     folder = Path(args.runs_dir) / name
+    share_first_stage(Path(args.runs_dir), name)
     print(f"== {name}: {' '.join(f'{k}={v}' for k, v in environment.items())}", flush=True)
     done = subprocess.run(["bash", str(ROOT / "scripts" / "reproduce_results.sh"), str(folder)],
                           env={**os.environ, **environment}, check=False)  # fmt: skip

@@ -132,6 +132,31 @@ def test_mini_waits_for_both_objectives_and_bad_arguments_are_named(
         comparison.main([*runs, "--minutes", "-5"])
 
 
+def test_nsp_continues_the_first_stage_of_mlm_plus_tasks_once_it_has_finished(tmp_path: Path) -> None:
+    source, target = tmp_path / "mlm+tasks" / "pretrain", tmp_path / "mlm+tasks+nsp" / "pretrain"
+    with pytest.raises(ValueError, match=r"Recipe 'mlm\+tasks\+nsp' continues the first stage of 'mlm\+tasks', which"):
+        comparison.share_first_stage(tmp_path, "mlm+tasks+nsp")
+    (source / "checkpoint-500").mkdir(parents=True)
+    (source / "model.safetensors").write_bytes(b"weights")
+    (source / "all_results.json").write_text('{"train_tokens": 5}')
+    (tmp_path / "mlm+tasks" / "pretrain.log").write_text("the first stage's log")
+    target.with_name("pretrain.copying").mkdir(parents=True)  # an interrupted copy is redone, not taken
+    (target.with_name("pretrain.copying") / "stale").write_text("x")
+    comparison.share_first_stage(tmp_path, "mlm+tasks+nsp")
+    assert sorted(p.name for p in target.iterdir()) == ["all_results.json", "model.safetensors"]
+    assert (target / "model.safetensors").read_bytes() == b"weights"
+    assert target.with_name("pretrain.log").read_text() == "the first stage's log"
+    assert not target.with_name("pretrain.copying").exists()
+    (source / "model.safetensors").write_bytes(b"changed")
+    comparison.share_first_stage(tmp_path, "mlm+tasks+nsp")  # a finished stage of its own is kept
+    assert (target / "model.safetensors").read_bytes() == b"weights"
+    comparison.share_first_stage(tmp_path, "mlm")  # a recipe sharing nothing is left alone
+    assert not (tmp_path / "mlm").exists()
+    (target / "all_results.json").unlink()
+    with pytest.raises(ValueError, match="exists but is not a finished stage; remove it"):
+        comparison.share_first_stage(tmp_path, "mlm+tasks+nsp")
+
+
 @pytest.mark.slow
 def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text_with_and_without_nsp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -160,6 +185,10 @@ def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text_with_and_withou
         "BertScratchForPreTraining"
     ]
     assert "eval_nsp_accuracy" in json.loads((nsp / "pretrain-tasks" / "all_results.json").read_text())
+    # NSP continues mlm+tasks' own general-text stage: the same weights, copied without the checkpoints
+    shared = "model.safetensors", "all_results.json", "tokenizer.json"
+    assert all((nsp / "pretrain" / f).read_bytes() == (tasks / "pretrain" / f).read_bytes() for f in shared)
+    assert list((tasks / "pretrain").glob("checkpoint-*")) and not list((nsp / "pretrain").glob("checkpoint-*"))
     for folder, start in ((electra, "pretrain"), (tasks, "pretrain-tasks"), (nsp, "pretrain-tasks")):
         finished = [task_runs.read_results(run) for run in folder.glob("cola-*-seed*") if run.is_dir()]
         assert finished and all(run["model_name_or_path"] == str(folder / start) for run in finished)
