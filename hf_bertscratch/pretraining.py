@@ -1019,6 +1019,10 @@ def build_trainer(
     if training_args.max_train_minutes is not None:
         budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
     preprocess, metrics = OBJECTIVE_METRICS.get(model_args.objective, (preprocess_logits_for_metrics, compute_metrics))
+    if training_args.include_num_input_tokens_seen == "no":
+        # Count the tokens trained on, as the run's train_tokens: without padding, since NSP's pairs are often
+        # shorter than max_seq_length (a flag rather than a default, which the argument parser reads as a bool).
+        training_args.include_num_input_tokens_seen = "non_padding"
     return PretrainingTrainer(
         model=model,
         args=training_args,
@@ -1044,15 +1048,18 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
     wall = time.perf_counter() - start
     args = trainer.args
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    steps_run = trainer.state.global_step - _checkpoint_step(checkpoint)
+    before = _checkpoint_state(checkpoint)
+    steps_run = trainer.state.global_step - before.get("global_step", 0)
+    # The tokens counted by the Trainer (--include_num_input_tokens_seen); without a count, every block is taken as
+    # full, which is exact for packed masked-LM blocks and an upper bound for NSP's pairs.
+    counted = trainer.state.num_input_tokens_seen - before.get("num_input_tokens_seen", 0)
     metrics = dict(train_result.metrics)
     metrics.update(
         train_wall_time_seconds=wall,
         train_effective_batch_size=effective_batch,
         max_seq_length=data_args.max_seq_length,
         world_size=args.world_size,
-        # Upper bound for NSP pairs (which may be shorter); exact for packed MLM blocks.
-        train_tokens=steps_run * effective_batch * data_args.max_seq_length,
+        train_tokens=counted if counted > 0 else steps_run * effective_batch * data_args.max_seq_length,
     )
     metrics["train_tokens_per_second"] = metrics["train_tokens"] / wall if wall > 0 else 0.0
     budget = getattr(trainer, "budget", None)
@@ -1062,11 +1069,11 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
     return metrics
 
 
-def _checkpoint_step(checkpoint: str | None) -> int:
+def _checkpoint_state(checkpoint: str | None) -> dict:
+    """The trainer state a run resumes from ({} for a fresh start): its step and tokens counted so far."""
     if checkpoint is None:
-        return 0
-    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
-    return int(state["global_step"])
+        return {}
+    return json.loads((Path(checkpoint) / "trainer_state.json").read_text())
 
 
 def save_outputs(

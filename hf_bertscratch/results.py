@@ -133,15 +133,19 @@ def pretraining_description(runs_dir: Path) -> str:
 def stage_totals(runs_dir: Path) -> tuple[int, float]:
     """Training tokens and training seconds summed over the finished pretraining stages in `runs_dir`, each stage
     counted whole: a resumed stage's `train_tokens` and wall time cover only the part after its checkpoint, so the
-    tokens are its steps (trainer_state.json) x its effective batch x its block length, and the time is what its
-    budget spent, where it had one."""
+    tokens are the ones its Trainer counted over all its steps (trainer_state.json's `num_input_tokens_seen`, without
+    padding), else its steps x its effective batch x its block length (exact for packed blocks, an upper bound for
+    NSP's pairs), and the time is what its budget spent, where it had one."""
     tokens, seconds = 0, 0.0
     for name in PRETRAINING_STAGES:
         results = _read_json(runs_dir / name / "all_results.json")
         if not results:
             continue
-        steps = _read_json(runs_dir / name / "trainer_state.json").get("global_step")
-        if steps and results.get("train_effective_batch_size") and results.get("max_seq_length"):
+        state = _read_json(runs_dir / name / "trainer_state.json")
+        steps = state.get("global_step")
+        if state.get("num_input_tokens_seen"):
+            tokens += state["num_input_tokens_seen"]
+        elif steps and results.get("train_effective_batch_size") and results.get("max_seq_length"):
             tokens += steps * results["train_effective_batch_size"] * results["max_seq_length"]
         else:
             tokens += results.get("train_tokens", 0)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from transformers import BertTokenizer
 
 import hf_bertscratch
+from hf_bertscratch.pretraining import PretrainingTrainer
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = (
@@ -186,3 +188,17 @@ def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
     monkeypatch.setenv("HF_TOKEN", "hf_test")
     return calls
+
+
+@pytest.fixture
+def trained(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Each training batch's tokens (without padding) and its padded size, as the Trainer computes its loss."""
+    batches, compute_loss = [], PretrainingTrainer.compute_loss
+
+    def recording(self: Any, model: torch.nn.Module, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if model.training:
+            batches.append((int(inputs["attention_mask"].sum()), inputs["input_ids"].numel()))
+        return compute_loss(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(PretrainingTrainer, "compute_loss", recording)
+    return batches

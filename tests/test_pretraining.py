@@ -64,7 +64,12 @@ def _assert_not_finished(output_dir: Path) -> None:
 
 
 def test_main_job_end_to_end(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    trained: list[tuple[int, int]],
 ) -> None:
     out = tmp_path / "run"
     config_file = tmp_path / "args.json"  # the JSON-file form of the same command
@@ -99,7 +104,7 @@ def test_main_job_end_to_end(
     results = _results(out)
     assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["train_effective_batch_size"] == 4
     assert results["eval_perplexity"] == pytest.approx(math.exp(results["eval_mlm_loss"]))
-    assert results["train_tokens"] == 6 * 4 * 16
+    assert len(trained) == 6 and results["train_tokens"] == sum(tokens for tokens, _ in trained)
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 6 and any("eval_accuracy" in log for log in state["log_history"])
     card = (out / "README.md").read_text()
@@ -198,7 +203,12 @@ def test_resume_matches_uninterrupted_run(
     assert full.keys() == resumed.keys()
     for name in full:
         torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
-    assert _results(cut)["train_tokens"] == 3 * 4 * 16  # counted for the steps this process ran
+    # tokens: those of the steps this process ran, and over the whole run as many as the uninterrupted one's
+    seen_at = {path.parent.name: json.loads(path.read_text())["num_input_tokens_seen"]
+               for path in (cut / "checkpoint-3" / "trainer_state.json", cut / "trainer_state.json")}  # fmt: skip
+    assert 0 < seen_at["checkpoint-3"] < seen_at["cut"] == json.loads((tmp_path / "full" / "trainer_state.json")
+                                                                      .read_text())["num_input_tokens_seen"]  # fmt: skip
+    assert _results(cut)["train_tokens"] == seen_at["cut"] - seen_at["checkpoint-3"]
 
 
 def test_streaming_trains_from_local_files(
@@ -953,7 +963,12 @@ def test_cut_blocks_keeps_every_token_and_label_in_order() -> None:
 
 
 def test_short_block_start_trains_the_first_quarter_on_short_blocks(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    trained: list[tuple[int, int]],
 ) -> None:
     """By default the first quarter of the steps trains on blocks a quarter as long (the same tokens and labels in
     four times the rows), the rest on full blocks; evaluation always reads full blocks."""
@@ -970,7 +985,7 @@ def test_short_block_start_trains_the_first_quarter_on_short_blocks(
     assert [length for _, length in train] == [4] * 2 + [16] * 6  # steps 1-2 of 8 on 4-token blocks, then 16
     assert train[:2] == [(16, 4)] * 2  # 4 blocks of 16 a step, each cut in four
     assert all(shape[1] == 16 for training, shape in shapes if not training)
-    assert _results(tmp_path / "short")["train_tokens"] == 8 * 4 * 16
+    assert _results(tmp_path / "short")["train_tokens"] == sum(tokens for tokens, _ in trained)  # cut or not
 
     shapes.clear()
     main(

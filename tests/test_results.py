@@ -392,6 +392,15 @@ def test_a_resumed_stage_counts_its_whole_run(tmp_path: Path) -> None:
     assert "41.0M tokens, 40.0 min train" in results.pretraining_description(tmp_path)
 
 
+def test_a_stage_whose_trainer_counted_its_tokens_reports_that_count(tmp_path: Path) -> None:
+    """NSP's pairs are often shorter than the block: the Trainer's count of their tokens, kept across resumes in
+    trainer_state.json, is taken over steps x batch x block length."""
+    _write_stage(tmp_path / "pretrain", 1_000, train_effective_batch_size=32, max_seq_length=128, train_tokens=9)
+    state = tmp_path / "pretrain" / "trainer_state.json"
+    state.write_text(json.dumps({"global_step": 1_000, "num_input_tokens_seen": 1_234_567}))
+    assert results.stage_totals(tmp_path)[0] == 1_234_567
+
+
 def test_results_table_cli_writes_the_table_and_rejects_a_missing_folder(tmp_path: Path) -> None:
     _write_run(tmp_path, "sst2", "scratch", 2e-4, 42, eval_accuracy=0.8)
     results.main([str(tmp_path), "--output", str(tmp_path / "results.md")])

@@ -195,7 +195,12 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
 
 def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
-    rte_dir: Path, base_dir: Path, tokenizer: BertTokenizer, tmp_path: Path, seen: dict[str, list[str]]
+    rte_dir: Path,
+    base_dir: Path,
+    tokenizer: BertTokenizer,
+    tmp_path: Path,
+    seen: dict[str, list[str]],
+    trained: list[tuple[int, int]],
 ) -> None:
     out = tmp_path / "tapt"
     argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
@@ -209,7 +214,10 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     saved = AutoTokenizer.from_pretrained(out)
     assert saved.get_vocab() == AutoTokenizer.from_pretrained(base_dir).get_vocab()  # the base's, not a new one
     results = json.loads((out / "all_results.json").read_text())
-    assert results["train_budget_minutes"] == 1 and results["train_tokens"] == 3 * 4 * 16
+    assert results["train_budget_minutes"] == 1 and len(trained) == 3
+    # the tokens of the batches trained on: packed blocks, no padding, and an epoch's last batch may be short
+    assert results["train_tokens"] == sum(tokens for tokens, _ in trained) == sum(size for _, size in trained)
+    assert results["train_tokens"] <= 3 * 4 * 16
     train_blocks, dev_blocks = _packed_blocks(tokenizer, train_texts), _packed_blocks(tokenizer, dev_texts)
     card = (out / "README.md").read_text()
     assert f"({train_blocks:,} training and {dev_blocks:,} validation examples)" in card
@@ -219,16 +227,20 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
 
 
 def test_next_sentence_prediction_on_task_text_reads_each_example_as_a_document(
-    rte_dir: Path, base_dir: Path, tmp_path: Path, seen: dict[str, list[str]]
+    rte_dir: Path, base_dir: Path, tmp_path: Path, seen: dict[str, list[str]], trained: list[tuple[int, int]]
 ) -> None:
     out = tmp_path / "tapt-nsp"
     argv = ["--task_text", "rte", "--data_dir", str(rte_dir), "--model_name_or_path", str(base_dir)]
-    argv += ["--objective", "mlm_nsp", "--short_seq_fraction", "0", "--max_seq_length", "32"]
-    pretraining.main([*argv, "--output_dir", str(out), *PRETRAIN_ONE_PROCESS, "--max_steps", "2"])
+    argv += ["--objective", "mlm_nsp", "--short_seq_fraction", "0", "--output_dir", str(out), *PRETRAIN_ONE_PROCESS]
+    pretraining.main([*argv, "--max_seq_length", "64", "--max_steps", "2"])  # room for the pairs to differ in length
 
     assert seen["train"] == [text for first, second, _ in RTE_TRAIN for text in (first, second, "")]
     assert seen["validation"] == [text for first, second, _ in RTE_DEV for text in (first, second, "")]
-    assert "eval_nsp_accuracy" in json.loads((out / "all_results.json").read_text())
+    results = json.loads((out / "all_results.json").read_text())
+    assert "eval_nsp_accuracy" in results
+    # tokens seen: the pairs' own tokens, not the padding nor max_seq_length per pair
+    assert len(trained) == 2 and results["train_tokens"] == sum(tokens for tokens, _ in trained)
+    assert results["train_tokens"] < sum(size for _, size in trained) <= 2 * 64 * results["train_effective_batch_size"]
     assert type(AutoModelForPreTraining.from_pretrained(out)).__name__ == "BertScratchForPreTraining"
 
 
