@@ -8,13 +8,13 @@
 #   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
 #      data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the README
 #      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
-#      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue in 256-token blocks for LONG_MINUTES
-#      ("pretrain-long", as BERT did with 128 then 512) so that the positions IMDB fine-tuning reads are trained too;
-#      with TASK_TEXT_MINUTES, continue on the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks",
-#      task-adaptive pretraining); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
-#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model);
-#      TASK_TEXT_OBJECTIVE=mlm_nsp adds next-sentence prediction to the task-text stage (each task example a
-#      document: a pair's second text follows its first)
+#      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue on the unlabelled train text of TASK_TEXT's
+#      tasks for TASK_TEXT_MINUTES ("pretrain-tasks", task-adaptive pretraining): the recipe that won the equal-time
+#      comparison (scripts/compare_pretraining.py; README, "Pretraining that pays downstream"), with its settings;
+#      LONG_MINUTES adds a stage in 256-token blocks before the task text ("pretrain-long", as BERT did with 128 then
+#      512); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the masked-LM start of its
+#      first quarter, pretrain.py's default for a new ELECTRA model); TASK_TEXT_OBJECTIVE=mlm_nsp adds next-sentence
+#      prediction to the task-text stage (each task example a document: a pair's second text follows its first)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -22,8 +22,8 @@
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
 # TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
 # MAIN_JOB=1 makes stage 1 README's main job itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
-# and 8.5-minute budget; the other stage-1 knobs do not apply, and LONG_MINUTES defaults to 0), to see what the main
-# job's own model buys on the task table.
+# and 8.5-minute budget; the other stage-1 knobs do not apply, and TASK_TEXT_MINUTES defaults to 0), to see what the
+# main job's own model buys on the task table.
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
@@ -37,19 +37,21 @@ THREADS=${THREADS:-1}                  # torch threads per process
 SIZE=${SIZE:-tiny}
 OBJECTIVE=${OBJECTIVE:-mlm}            # mlm, or electra (a generator 1/4 as wide; the discriminator is fine-tuned)
 SEED=${SEED:-42}                       # pretraining seed
-PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-40}  # training time of stage 1 (the schedule is laid over it)
+PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-45}  # training time of stage 1 (the schedule is laid over it)
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
 PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
 POSITION_STD=${POSITION_STD:-0.05}     # sinusoidal start of the position embeddings (0: BERT's normal init)
 MAIN_JOB=${MAIN_JOB:-0}                # 1: stage 1 is README's main job (see above)
 if [[ $MAIN_JOB != 0 && $MAIN_JOB != 1 ]]; then echo "MAIN_JOB=$MAIN_JOB must be 0 or 1" >&2; exit 2; fi
-LONG_MINUTES=${LONG_MINUTES:-$((MAIN_JOB ? 0 : 10))}  # second stage in longer blocks (0: none; fine-tune stage 1)
+LONG_MINUTES=${LONG_MINUTES:-0}        # a stage in longer blocks after stage 1 (0: none)
 LONG_SEQ=${LONG_SEQ:-256}
 LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
 LONG_LR=${LONG_LR:-1e-3}
-TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' own unlabelled text (0: none)
-TASK_TEXT=${TASK_TEXT:-cola sst2 mrpc stsb rte conll2003}
+TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-$((MAIN_JOB ? 0 : 15))}  # a last stage on the tasks' unlabelled text (0: none)
+# Whose text: the fine-tuned tasks' (TASKS, default all) but IMDB's, whose train reviews are stage 1's text already.
+TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-cola mrpc stsb rte conll2003 sst2}; do [[ $task == imdb ]] || echo -n "$task "; done)}
+if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
 TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
 TASK_TEXT_OBJECTIVE=${TASK_TEXT_OBJECTIVE:-$OBJECTIVE}  # the task-text stage's objective (mlm_nsp: add NSP)
 INITS=${INITS:-pretrained scratch}

@@ -151,7 +151,7 @@ def _chosen_runs(runs: Path, task: str, init: str) -> list[dict]:
     for run in found:  # each folder holds the run its name says, started from the last pretraining stage
         assert (runs / task_runs.run_name(task, init, run["learning_rate"], run["seed"])).is_dir()
         assert (run["task"], run["init_from_scratch"]) == (task, init == "scratch")
-        assert run["model_name_or_path"].endswith("pretrain-long")
+        assert run["model_name_or_path"].endswith("pretrain-tasks")
     first_seed, *other_seeds = sorted({run["seed"] for run in found})
     first = [run for run in found if run["seed"] == first_seed]
     assert len(first) > 1 and other_seeds  # rates were compared, and more seeds ran
@@ -206,7 +206,8 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     run_count = sum(len(_finished_runs(runs, task, init)) for task in SMOKE_TASKS for init in task_runs.INITS)
     stages = [stage for stage in results.PRETRAINING_STAGES if (runs / stage).is_dir()]
-    assert stages == ["pretrain", "pretrain-long"]  # the task text's stage is off by default
+    assert stages == ["pretrain", "pretrain-tasks"]  # by default the fine-tuned tasks' text, no longer blocks
+    assert all(f"Task text of {task}:" in (runs / "pretrain-tasks.log").read_text() for task in SMOKE_TASKS)
     assert again.stdout.count("(done)") == len(stages) + run_count - 1
     assert f"resume {cut}\n" in again.stdout
     resumed = json.loads((cut / "all_results.json").read_text())
