@@ -122,6 +122,8 @@ def recipe_environment(
         **recipe.settings,
         "OBJECTIVE": objective or recipe.settings.get("OBJECTIVE", "mlm"),
     }
+    # Named, not left to reproduce_results.sh's default (which follows this comparison's winner).
+    settings.setdefault("TASK_TEXT_OBJECTIVE", settings["OBJECTIVE"])
     return {**settings, "SMOKE": "1"} if smoke else settings
 
 

@@ -89,8 +89,8 @@ def objective_name(run_dir: Path) -> str:
 
 
 def _stage(run_dir: Path) -> tuple[str, dict] | None:
-    """'6000 steps of 64 x 128 tokens' (with ' in a 40-minute budget' for a time-budgeted stage) and the stage's
-    all_results.json, or None if the stage did not finish."""
+    """'6000 steps of 64 x 128 tokens' (with ' in a 40-minute budget' for a time-budgeted stage; NSP's steps are of
+    sentence pairs of up to that length) and the stage's all_results.json, or None if the stage did not finish."""
     results = _read_json(run_dir / "all_results.json")
     if not results:
         return None
@@ -98,6 +98,8 @@ def _stage(run_dir: Path) -> tuple[str, dict] | None:
     batch = results.get("train_effective_batch_size", 0)
     length = results.get("max_seq_length") or (results.get("train_tokens", 0) // max(steps * batch, 1))
     budget = f" in a {results['train_budget_minutes']:g}-minute budget" if results.get("train_budget_minutes") else ""
+    if objective_name(run_dir) == "MLM+NSP":
+        return f"{steps} steps of {batch} pairs of up to {length} tokens{budget}", results
     return f"{steps} steps of {batch} x {length} tokens{budget}", results
 
 

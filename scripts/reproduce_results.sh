@@ -9,12 +9,12 @@
 #      data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the README
 #      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
 #      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue on the unlabelled train text of TASK_TEXT's
-#      tasks for TASK_TEXT_MINUTES ("pretrain-tasks", task-adaptive pretraining): the recipe that won the equal-time
-#      comparison (scripts/compare_pretraining.py; README, "Pretraining that pays downstream"), with its settings;
-#      LONG_MINUTES adds a stage in 256-token blocks before the task text ("pretrain-long", as BERT did with 128 then
-#      512); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the masked-LM start of its
-#      first quarter, pretrain.py's default for a new ELECTRA model); TASK_TEXT_OBJECTIVE=mlm_nsp adds next-sentence
-#      prediction to the task-text stage (each task example a document: a pair's second text follows its first)
+#      tasks for TASK_TEXT_MINUTES with next-sentence prediction added ("pretrain-tasks", task-adaptive pretraining;
+#      each task example a document, so a pair's second text follows its first): the best row of the equal-time
+#      comparison (scripts/compare_pretraining.py, recipe mlm+tasks+nsp), with its settings; TASK_TEXT_OBJECTIVE=mlm
+#      leaves NSP out; LONG_MINUTES adds a stage in 256-token blocks before the task text ("pretrain-long", as BERT
+#      did with 128 then 512); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
+#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -53,7 +53,9 @@ TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-$((MAIN_JOB ? 0 : 15))}  # a last stage o
 TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-cola mrpc stsb rte conll2003 sst2}; do [[ $task == imdb ]] || echo -n "$task "; done)}
 if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
 TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
-TASK_TEXT_OBJECTIVE=${TASK_TEXT_OBJECTIVE:-$OBJECTIVE}  # the task-text stage's objective (mlm_nsp: add NSP)
+# The task-text stage's objective: after masked-LM, masked-LM with next-sentence prediction (mlm_nsp), the comparison's
+# best row; after ELECTRA, ELECTRA.
+TASK_TEXT_OBJECTIVE=${TASK_TEXT_OBJECTIVE:-$([[ $OBJECTIVE == mlm ]] && echo mlm_nsp || echo "$OBJECTIVE")}
 INITS=${INITS:-pretrained scratch}
 VOCAB=${VOCAB:-8192}
 FT_BATCH=${FT_BATCH:-32}

@@ -26,16 +26,17 @@ def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model
     common = {"LONG_MINUTES": "0", "INITS": "pretrained", "TASKS": " ".join(comparison.COMPARISON_TASKS)}
     mlm = comparison.recipe_environment(recipes["mlm"], 60)
     assert mlm == {**common, "PRETRAIN_MINUTES": "60", "TASK_TEXT_MINUTES": "0", "TASK_TEXT": common["TASKS"],
-                   "OBJECTIVE": "mlm"}  # fmt: skip
+                   "OBJECTIVE": "mlm", "TASK_TEXT_OBJECTIVE": "mlm"}  # fmt: skip
     electra = comparison.recipe_environment(recipes["electra"], 60)
-    assert electra == {**mlm, "OBJECTIVE": "electra"}  # its masked-LM start is inside the same 60 minutes
+    assert electra == {**mlm, "OBJECTIVE": "electra", "TASK_TEXT_OBJECTIVE": "electra"}  # masked-LM start included
     tasks = comparison.recipe_environment(recipes["mlm+tasks"], 60)
     assert (tasks["PRETRAIN_MINUTES"], tasks["TASK_TEXT_MINUTES"]) == ("45", "15")  # 3/4 general, 1/4 the tasks'
     nsp = comparison.recipe_environment(recipes["mlm+tasks+nsp"], 60)
     assert nsp == {**tasks, "TASK_TEXT_OBJECTIVE": "mlm_nsp"}  # the same stages, NSP added to the last
     mini = comparison.recipe_environment(recipes["mini"], 20, objective="electra", tasks=["cola"])
     assert mini == {**common, "TASKS": "cola", "TASK_TEXT": "cola", "PRETRAIN_MINUTES": "20",
-                    "TASK_TEXT_MINUTES": "0", "SIZE": "mini", "OBJECTIVE": "electra"}  # fmt: skip
+                    "TASK_TEXT_MINUTES": "0", "SIZE": "mini", "OBJECTIVE": "electra",
+                    "TASK_TEXT_OBJECTIVE": "electra"}  # fmt: skip
     assert comparison.recipe_environment(recipes["mlm"], 1, smoke=True)["SMOKE"] == "1"
 
 
@@ -198,5 +199,7 @@ def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text_with_and_withou
     assert (runs / "comparison.md").read_text() == comparison.render_comparison(record)
     assert [row["recipe"] for row in record["rows"]] == ["electra", "mlm+tasks", "mlm+tasks+nsp"]
     assert " then 3 steps of 32 x 128 tokens on the tasks' text" in record["rows"][1]["pretraining"]
-    assert " then MLM+NSP 3 steps of 32 x 128 tokens on the tasks' text" in record["rows"][2]["pretraining"]
+    assert (
+        " then MLM+NSP 3 steps of 32 pairs of up to 128 tokens on the tasks' text" in record["rows"][2]["pretraining"]
+    )
     assert "replaced-token accuracy" in record["rows"][0]["pretraining"]

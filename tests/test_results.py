@@ -208,6 +208,7 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     stages = [stage for stage in results.PRETRAINING_STAGES if (runs / stage).is_dir()]
     assert stages == ["pretrain", "pretrain-tasks"]  # by default the fine-tuned tasks' text, no longer blocks
     assert all(f"Task text of {task}:" in (runs / "pretrain-tasks.log").read_text() for task in SMOKE_TASKS)
+    assert results.objective_name(runs / "pretrain-tasks") == "MLM+NSP"  # NSP added on the tasks' text
     assert again.stdout.count("(done)") == len(stages) + run_count - 1
     assert f"resume {cut}\n" in again.stdout
     resumed = json.loads((cut / "all_results.json").read_text())
@@ -391,6 +392,25 @@ def test_a_resumed_stage_counts_its_whole_run(tmp_path: Path) -> None:
     )
     assert results.stage_totals(tmp_path) == (10_000 * 32 * 128, 2400.0)
     assert "41.0M tokens, 40.0 min train" in results.pretraining_description(tmp_path)
+
+
+def test_an_nsp_stage_is_described_by_its_pairs_and_the_tokens_counted(tmp_path: Path) -> None:
+    shape = {"train_effective_batch_size": 32, "max_seq_length": 128, "train_budget_minutes": 1.0}
+    _write_stage(tmp_path / "pretrain", 100, **shape, train_budget_spent_minutes=1.0)
+    _write_stage(tmp_path / "pretrain-tasks", 50, **shape, train_budget_spent_minutes=1.0, eval_accuracy=0.4)
+    for stage, architecture in (
+        ("pretrain", "BertScratchForMaskedLM"),
+        ("pretrain-tasks", "BertScratchForPreTraining"),
+    ):
+        config = {"architectures": [architecture], "num_hidden_layers": 2, "hidden_size": 128, "vocab_size": 8192}
+        (tmp_path / stage / "config.json").write_text(json.dumps(config))
+    state = tmp_path / "pretrain-tasks" / "trainer_state.json"
+    state.write_text(json.dumps({"global_step": 50, "num_input_tokens_seen": 60_000}))  # short pairs
+    assert results.pretraining_description(tmp_path).startswith(
+        "2L/128H, vocab 8192, MLM 100 steps of 32 x 128 tokens in a 1-minute budget then MLM+NSP 50 steps of 32 pairs of up to 128 tokens in "
+        "a 1-minute budget on the tasks' text, 0.5M tokens, 2.0 min train"
+    )
+    assert results.stage_totals(tmp_path)[0] == 100 * 32 * 128 + 60_000
 
 
 def test_a_stage_whose_trainer_counted_its_tokens_reports_that_count(tmp_path: Path) -> None:
