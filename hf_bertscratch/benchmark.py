@@ -18,9 +18,9 @@ The compiled variant wraps both models in `torch.compile`; for the inference wor
 on, as one compiles for inference (weights become constants: prepacked for the GEMMs, folded where they can be).
 
 With `--onnxruntime true`, the inference workloads time a third contender: our model exported with
-`hf_bertscratch.onnx_export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by
-an ONNX Runtime CPU session with every graph optimisation, as many intra-op threads as torch uses and spinning off
-(spinning threads would steal the CPU from the PyTorch contenders between their turns). That graph
+`hf_bertscratch.onnx_export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by an
+ONNX Runtime CPU `InferenceSession` with every graph optimisation, as many intra-op threads as torch uses and spinning
+off (spinning threads would steal the CPU from the PyTorch contenders between their turns). That graph
 (`ONNXRUNTIME_GRAPH`) is the fastest under ONNX Runtime of those `scripts/compare_onnx_graphs.py` times for the same
 weights, transformers' BERT exported by torch.onnx (TorchScript and dynamo) and rewritten by ONNX Runtime's
 transformer optimizer included. Its largest difference from ours at real positions (fill-mask: the masked ones) is

@@ -3,11 +3,11 @@
 The weights are the benchmark's (`hf_bertscratch.benchmark.build_models`: ours at random init, transformers'
 `BertForMaskedLM` holding the same weights), the batch its right-padded one (`make_batch`). Each graph (`GRAPHS`) is
 written for the workload (encode: the bare encoder's last hidden state; infer: the MLM's logits at every position),
-checked against our PyTorch model at real positions, then run by an ONNX Runtime `InferenceSession` set up as the benchmark's
-(`onnx_session`: every graph optimisation, `--num_threads` intra-op threads, spinning off). Every round times all
-sessions alternately (`time_interleaved`), so load from other processes hits each alike; each graph's tokens/s per
-round is its median over `--repeats` calls, and its speed is given as a ratio to `bertscratch export`'s in the same
-round (above 1: faster than ours).
+checked against our PyTorch model at real positions, then run by an ONNX Runtime `InferenceSession` set up as the
+benchmark's (`onnx_session`: every graph optimisation, `--num_threads` intra-op threads, spinning off). Every round
+times all graphs' InferenceSessions alternately (`time_interleaved`), so load from other processes hits each alike; each
+graph's tokens/s per round is its median over `--repeats` calls, and its speed is given as a ratio to `bertscratch
+export`'s in the same round (above 1: faster than ours).
 
 Usage:
     python scripts/compare_onnx_graphs.py --preset mini --seq_len 128 --padding 0.3 --rounds 3
@@ -104,7 +104,9 @@ class CompareArguments:
     batch_size: int = field(default=32, metadata={"help": "Rows per batch B."})
     seq_len: int = field(default=128, metadata={"help": "Padded sequence length T."})
     padding: float = field(default=0.3, metadata={"help": "Fraction of the (B, T) batch that is padding, in [0, 0.5]."})
-    num_threads: int = field(default=2, metadata={"help": "ONNX Runtime intra-op threads of every session."})
+    num_threads: int = field(
+        default=2, metadata={"help": "ONNX Runtime intra-op threads of every graph's InferenceSession."}
+    )
     rounds: int = field(default=3, metadata={"help": "Interleaved rounds; each prints its own tokens/s and ratios."})
     repeats: int = field(default=5, metadata={"help": "Timed calls of each graph per round."})
     warmup: int = field(default=1, metadata={"help": "Untimed calls of each graph before each round."})
@@ -220,8 +222,8 @@ def run_steps(
     args: CompareArguments,
     batch: dict[str, torch.Tensor],
 ) -> dict[str, Callable[[], object]]:
-    """A closure running each graph's session on `batch`; raises if a graph's output at real positions differs from
-    our PyTorch model's by more than 1e-4."""
+    """A closure running each graph's InferenceSession on `batch`; raises if a graph's output at real positions
+    differs from our PyTorch model's by more than 1e-4."""
     _, output, submodule = WORKLOADS[args.workload]
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     with torch.inference_mode():
@@ -276,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
                 GRAPHS[name], models, args.workload, folder / ONNX_FILE, config.num_attention_heads, config.hidden_size
             )
 
-        # 3. Sessions, checked against PyTorch, then timed round after round.
+        # 3. One InferenceSession per graph, checked against PyTorch, then timed round after round.
         steps = run_steps(folders, ours, args, batch)
         print(
             f"{args.preset}, {args.workload}, B={args.batch_size} T={args.seq_len} padding {args.padding:g} "
