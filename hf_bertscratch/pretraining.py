@@ -1048,18 +1048,15 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
     wall = time.perf_counter() - start
     args = trainer.args
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    before = _checkpoint_state(checkpoint)
-    steps_run = trainer.state.global_step - before.get("global_step", 0)
-    # The tokens counted by the Trainer (--include_num_input_tokens_seen); without a count, every block is taken as
-    # full, which is exact for packed masked-LM blocks and an upper bound for NSP's pairs.
-    counted = trainer.state.num_input_tokens_seen - before.get("num_input_tokens_seen", 0)
+    # The tokens the Trainer counted (build_trainer turns the count on) since the checkpoint this process resumed.
+    counted = trainer.state.num_input_tokens_seen - _checkpoint_state(checkpoint).get("num_input_tokens_seen", 0)
     metrics = dict(train_result.metrics)
     metrics.update(
         train_wall_time_seconds=wall,
         train_effective_batch_size=effective_batch,
         max_seq_length=data_args.max_seq_length,
         world_size=args.world_size,
-        train_tokens=counted if counted > 0 else steps_run * effective_batch * data_args.max_seq_length,
+        train_tokens=counted,
     )
     metrics["train_tokens_per_second"] = metrics["train_tokens"] / wall if wall > 0 else 0.0
     budget = getattr(trainer, "budget", None)
