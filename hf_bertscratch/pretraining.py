@@ -277,7 +277,10 @@ class DataArguments:
     )
     max_eval_samples: int | None = field(
         default=None,
-        metadata={"help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000)."},
+        metadata={
+            "help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000; with "
+            "--task_text, the first N/k of each of the k tasks')."
+        },
     )
     preprocessing_num_workers: int | None = field(
         default=None, metadata={"help": "Processes for tokenisation (datasets.map)."}
@@ -518,7 +521,9 @@ def load_task_text_splits(
     """`--task_text`: the texts of the tasks' train splits to train on, and of their eval splits for the held-out
     MLM loss, without labels (`tasks.task_texts`), as one-column datasets, task after task; the splits are loaded and
     checked as fine-tuning loads them (`finetuning.load_task_datasets`). With `documents` (next-sentence
-    prediction), an empty text ends each example, so each example is a document of its own."""
+    prediction), an empty text ends each example, so each example is a document of its own. `--max_eval_samples N`
+    keeps each of the k tasks' first N/k held-out texts (`_first_texts`), so every task is scored, not the first
+    task alone."""
     from .finetuning import DataArguments as TaskDataArguments
     from .finetuning import check_data_arguments, load_task_datasets
 
@@ -528,6 +533,9 @@ def load_task_text_splits(
         task = check_data_arguments(task_args)
         raw = load_task_datasets(task_args, task)
         train, held_out = (task_texts(task, raw[role], documents) for role in texts)
+        if data_args.max_eval_samples is not None:
+            share = max(1, data_args.max_eval_samples // len(data_args.task_text))
+            held_out = _first_texts(held_out, share, documents)
         texts["train"] += train
         texts["eval"] += held_out
         logger.info(
@@ -539,9 +547,20 @@ def load_task_text_splits(
             task.eval_split,
         )
     train, validation = (datasets.Dataset.from_dict({data_args.text_column: texts[role]}) for role in texts)
-    if data_args.max_eval_samples is not None:
-        validation = validation.select(range(min(data_args.max_eval_samples, len(validation))))
     return train, validation
+
+
+def _first_texts(texts: list[str], count: int, documents: bool) -> list[str]:
+    """The first `count` of one task's texts. With `documents`, cut back to the end of the last whole document (its
+    empty text), so that a cut document does not run into the next task's first one; a first document longer than
+    `count` is kept whole."""
+    kept = texts[:count]
+    if documents and len(kept) < len(texts):
+        while kept and kept[-1]:
+            kept.pop()
+        if not kept:
+            kept = texts[: texts.index("") + 1]
+    return kept
 
 
 def load_text_splits(
@@ -687,6 +706,14 @@ def tokenize_splits(
         with training_args.main_process_first(desc=f"tokenize {name}"):
             result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
         _check_not_empty(name, result[name], data_args)
+        if model_args.objective == "mlm_nsp" and isinstance(result[name], datasets.Dataset):
+            not_next = sum(result[name]["next_sentence_label"])
+            logger.info(
+                "NSP pairs of %s: %d IsNext, %d NotNext (a one-sentence document has no next sentence: NotNext only)",
+                name,
+                len(result[name]) - not_next,
+                not_next,
+            )
     result["train"] = sample_examples(result["train"], data_args.max_train_samples, training_args.seed)
     return result
 

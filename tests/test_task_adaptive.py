@@ -260,6 +260,30 @@ def test_several_tasks_give_their_texts_together_and_their_dataset_configs(tmp_p
     assert list(validation["text"]) == rte_dev + COLA_DEV
 
 
+@pytest.mark.parametrize(
+    ("max_eval_samples", "documents", "expected"),
+    [
+        (2, False, [RTE_DEV[0][0], *COLA_DEV]),  # one text of each task, not RTE's first two
+        (12, True, [*RTE_DEV[0][:2], "", *RTE_DEV[1][:2], "", COLA_DEV[0], ""]),  # 6 each: whole documents
+        (4, True, [*RTE_DEV[0][:2], "", COLA_DEV[0], ""]),  # RTE's first document is longer than 2: kept whole
+    ],
+)
+def test_max_eval_samples_holds_out_texts_of_every_task(
+    tmp_path: Path, max_eval_samples: int, documents: bool, expected: list[str]
+) -> None:
+    """--max_eval_samples shares the held-out texts among the tasks (the first N of all would be the first task's
+    alone), and with NSP's documents a cut never joins one task's half document to the next task's first."""
+    data_dir = tmp_path / "data"
+    _write_rte(data_dir)
+    _write_cola(data_dir)
+    argv = ["--task_text", "rte", "cola", "--data_dir", str(data_dir), "--output_dir", str(tmp_path / "o")]
+    argv += ["--max_eval_samples", str(max_eval_samples)]
+    model_args, data_args, training_args = pretraining.parse_args([*argv, *PRETRAIN_ONE_PROCESS])
+    pretraining.validate_args(model_args, data_args, training_args)
+    _, validation = pretraining.load_text_splits(data_args, seed=0, documents=documents)
+    assert list(validation["text"]) == expected
+
+
 def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Path) -> None:
     """Allowed (a new model and a tokenizer trained on the task text), though the recipe continues a model."""
     argv = [
