@@ -471,8 +471,11 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     main_job = {"seed": 42, "end_to_end_seconds": 541.4, "results": {"eval_accuracy": 0.3488, "eval_perplexity": 50.94}}
     (root / "results" / "main-job" / "seed-42.json").write_text(json.dumps(main_job))
     task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    for row in task_table["rows"]:  # ahead of random weights on every task but MRPC and RTE, whatever the record says
+        behind = row["task"] in ("mrpc", "rte")
+        row["pretrained"] = [value + (-1 if behind else 1) for value in row["scratch"]]
     stsb = next(row for row in task_table["rows"] if row["key"] == "eval_spearmanr")
-    stsb["pretrained"] = [value + 50 for value in stsb["scratch"]]  # now better than random weights
+    stsb["pretrained"] = [value + 50 for value in stsb["scratch"]]  # moved further by its record
     (root / reports.TASK_TABLE_RECORD).write_text(json.dumps(task_table))
 
     figures = reports.headline(root, [first, second])
