@@ -806,8 +806,8 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
 
 
 def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
-    """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime session set up as the
-    benchmark's (`onnx_export.onnx_session`); raises unless its output equals torch's to 1e-4."""
+    """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime InferenceSession set up as
+    the benchmark's (`onnx_export.onnx_session`); raises unless its output equals torch's to 1e-4."""
     from .onnx_export import ONNX_FILE, onnx_session, require
 
     onnx = require("onnx")

@@ -594,15 +594,15 @@ def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: b
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def session_inputs(session: object) -> tuple[str, ...]:
-    """The input names of `session`'s graph, in order."""
-    return tuple(each.name for each in session.get_inputs())
+def graph_input_names(inference_session: object) -> tuple[str, ...]:
+    """The input names of an ONNX Runtime `InferenceSession`'s graph, in order."""
+    return tuple(each.name for each in inference_session.get_inputs())
 
 
-def run_session(session: object, inputs: dict[str, torch.Tensor | np.ndarray]) -> dict[str, np.ndarray]:
-    """Run `session` on the named inputs its graph takes (attention_mask defaults to ones, token_type_ids to
-    zeros); every output by name."""
-    wanted = session_inputs(session)
+def run_session(inference_session: object, inputs: dict[str, torch.Tensor | np.ndarray]) -> dict[str, np.ndarray]:
+    """Run an ONNX Runtime `InferenceSession` on the named inputs its graph takes (attention_mask defaults to ones,
+    token_type_ids to zeros); every output by name."""
+    wanted = graph_input_names(inference_session)
     feeds = {name: np.asarray(value, dtype=np.int64) for name, value in inputs.items() if name in wanted}
     if "input_ids" not in feeds:
         raise ValueError(f"ONNX inputs need input_ids; got {sorted(inputs)}.")
@@ -613,8 +613,8 @@ def run_session(session: object, inputs: dict[str, torch.Tensor | np.ndarray]) -
             f"This export decodes given positions only: pass {MASKED_POSITIONS} (batch, masks), or export without "
             "--masked_positions for logits at every position."
         )
-    names = [output.name for output in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
+    names = [output.name for output in inference_session.get_outputs()]
+    return dict(zip(names, inference_session.run(names, feeds)))
 
 
 def compare_outputs(
@@ -623,7 +623,7 @@ def compare_outputs(
     """(PyTorch, ONNX Runtime) values of every output on a right-padded `example_batch`, per-token outputs at real
     positions only; an export with `masked_positions` is given 3 positions per row."""
     session = onnx_session(folder)
-    masks = 3 if MASKED_POSITIONS in session_inputs(session) else 0
+    masks = 3 if MASKED_POSITIONS in graph_input_names(session) else 0
     seq_len = min(seq_len, model.config.max_position_embeddings)
     batch = example_batch(model.config, batch_size, seq_len, seed=1, masks=masks)
     onnx_outputs = run_session(session, batch)
@@ -708,7 +708,7 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
         super().__init__(config)
         self.session = session
         self.task = task
-        self.input_names = session_inputs(session)
+        self.input_names = graph_input_names(session)
         self.post_init()
 
     @classmethod
@@ -774,10 +774,10 @@ __all__ = [
     "example_batch",
     "export_graph",
     "export_onnx",
+    "graph_input_names",
     "onnx_runtime_layout",
     "onnx_session",
     "operator_counts",
     "quantize_int8",
     "run_session",
-    "session_inputs",
 ]
