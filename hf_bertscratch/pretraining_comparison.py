@@ -41,6 +41,7 @@ from .results import (
     task_rows,
 )
 from .run_folder import write_text_atomically
+from .task_runs import task_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 # The task table's tasks the comparison fine-tunes on, the short runs first (IMDB, the longest, is left out).
@@ -127,12 +128,17 @@ def recipe_environment(
     return {**settings, "SMOKE": "1"} if smoke else settings
 
 
-def recipe_row(name: str, folder: Path) -> dict:
+def recipe_row(name: str, folder: Path, smoke: bool = False) -> dict:
     """One recipe's row as data: its pretraining, tokens and minutes, each column's per-seed values (at the
-    learning rate chosen on dev), and the GLUE average."""
+    learning rate chosen on dev), the columns still short of their task's seeds ("2 of 5 seeds"), and the GLUE
+    average (of the runs so far)."""
     rows = task_rows(folder)
     by_key = {(row["task"], row["key"]): row for row in rows}
     scores = {label: by_key[task, key]["pretrained"] for task, key, label in COLUMNS}
+    seeds = {label: len(task_recipe(task, smoke).seeds) for task, _, label in COLUMNS}
+    short = {
+        label: f"{len(scores[label])} of {seeds[label]} seeds" for label in scores if len(scores[label]) < seeds[label]
+    }
     tokens, seconds = stage_totals(folder)
     return {
         "recipe": name,
@@ -142,14 +148,23 @@ def recipe_row(name: str, folder: Path) -> dict:
         "train_tokens": tokens,
         "train_minutes": round(seconds / 60, 1),
         "scores": scores,
+        "short_of_seeds": short,
         "glue_average": glue_average(rows, "pretrained"),
     }
 
 
+def glue_complete(row: dict) -> bool:
+    """Whether every GLUE column of a row has all its seeds, so that its average can be compared with another's."""
+    glue_labels = [label for task, _, label in COLUMNS if task != "conll2003"]
+    return row["glue_average"] is not None and not set(row.get("short_of_seeds", {})) & set(glue_labels)
+
+
 def best_objective(rows: list[dict]) -> str | None:
-    """The objective (mlm or electra) whose row has the higher GLUE average; None until both have one."""
+    """The objective (mlm or electra) whose row has the higher GLUE average; None until both rows have all their
+    GLUE runs."""
     averages = {row["recipe"]: row["glue_average"] for row in rows if row["recipe"] in OBJECTIVE_RECIPES}
-    if len(averages) < len(OBJECTIVE_RECIPES) or None in averages.values():
+    complete = [row for row in rows if row["recipe"] in OBJECTIVE_RECIPES and glue_complete(row)]
+    if len(complete) < len(OBJECTIVE_RECIPES):
         return None
     return max(OBJECTIVE_RECIPES, key=lambda name: (averages[name], name == "mlm"))
 
@@ -167,13 +182,17 @@ def render_comparison(record: dict) -> str:
         f"| recipe | tokens seen | {' | '.join(labels)} | GLUE average |",
         "| --- | ---: |" + " ---: |" * (len(labels) + 1),
     ]
-    best = max((row["glue_average"] for row in record["rows"] if row["glue_average"] is not None), default=None)
+    # Only rows with every GLUE run compete for the bold: a partial row's first seed chose its learning rate.
+    best = max((row["glue_average"] for row in record["rows"] if glue_complete(row)), default=None)
     for row in record["rows"]:
-        cells = [mean_cell(row["scores"][label]) for label in labels]
+        short = row.get("short_of_seeds", {})
+        cells = [_cell(row["scores"][label], short.get(label)) for label in labels]
         objective = f" (it was {row['objective']})" if RECIPES[row["recipe"]].objective_of_best else ""
         average = row["glue_average"]
         shown = "incomplete" if average is None else f"{average:.1f}"
-        if average is not None and average == best:
+        if average is not None and not glue_complete(row):
+            shown += " (runs missing)"
+        elif average is not None and average == best:
             shown = f"**{shown}**"
         lines.append(
             f"| `{row['recipe']}`: {row['what']}{objective} | {row['train_tokens'] / 1e6:.1f}M in {row['train_minutes']:.0f} "
@@ -191,6 +210,11 @@ def render_comparison(record: dict) -> str:
     written = f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}" if "date" in record else ""
     lines += ["", f"Made by `{record['command']}` on {record['machine']}{written}."]
     return "\n".join(lines) + "\n"
+
+
+def _cell(values: list[float], short: str | None) -> str:
+    """A column's mean ± sd, and how many of its seeds ran when some are missing ("52.0 (1 of 3 seeds)")."""
+    return mean_cell(values) + (f" ({short})" if short and values else "")
 
 
 def _reference_label(task: str, key: str) -> str:
@@ -253,7 +277,7 @@ def comparison_record(args: ComparisonArguments, written: RunStart | None = None
         "smoke": args.smoke,
         "text": "the IMDB train reviews",
         "machine": next((m for m in (_machine(runs_dir / n) for n in names) if m != "?"), "?"),
-        "rows": [recipe_row(name, runs_dir / name) for name in names],
+        "rows": [recipe_row(name, runs_dir / name, args.smoke) for name in names],
     }
 
 
@@ -349,6 +373,7 @@ __all__ = [
     "Recipe",
     "best_objective",
     "comparison_record",
+    "glue_complete",
     "recipe_environment",
     "render_comparison",
 ]

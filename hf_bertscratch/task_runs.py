@@ -123,6 +123,11 @@ def _smoke(recipe: TaskRecipe) -> TaskRecipe:
                                                        "--max_eval_samples", "24"))  # fmt: skip
 
 
+def task_recipe(task: str, smoke: bool = False) -> TaskRecipe:
+    """The runs of `task`: its `RECIPES` entry, or the smoke run's few seeds, rates, steps and examples."""
+    return _smoke(RECIPES[task]) if smoke else RECIPES[task]
+
+
 class Sweep:
     """The runs of one `finetune_tasks` call, each started at most once and logged to `<run>.log`."""
 
@@ -137,7 +142,7 @@ class Sweep:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
 
     def recipe(self, task: str) -> TaskRecipe:
-        return _smoke(RECIPES[task]) if self.args.smoke else RECIPES[task]
+        return task_recipe(task, self.args.smoke)
 
     def command(self, task: str, init: str, learning_rate: float, seed: int, folder: Path) -> list[str]:
         recipe, args = self.recipe(task), self.args
@@ -206,4 +211,13 @@ def main(argv: list[str] | None = None) -> None:
     Sweep(args).run_all()
 
 
-__all__ = ["INITS", "RECIPES", "FinetuneTasksArguments", "Sweep", "TaskRecipe", "choose_learning_rate", "run_name"]
+__all__ = [
+    "INITS",
+    "RECIPES",
+    "FinetuneTasksArguments",
+    "Sweep",
+    "TaskRecipe",
+    "choose_learning_rate",
+    "run_name",
+    "task_recipe",
+]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def _write_recipe(runs: Path, name: str, architecture: str, scores: dict[str, li
                "max_seq_length": 128, "train_budget_minutes": 60}  # fmt: skip
     (pretrain / "all_results.json").write_text(json.dumps(results))
     for task, key, label in comparison.COLUMNS:
-        for seed, score in zip((42, 43, 44), scores[label]):
+        for seed, score in zip(task_runs.RECIPES[task].seeds, scores[label]):
             metrics = {key: score}
             if key == "test_overall_f1":
                 metrics["eval_overall_f1"] = score
@@ -60,7 +61,13 @@ def _write_recipe(runs: Path, name: str, architecture: str, scores: dict[str, li
 
 
 def _scores(base: float) -> dict[str, list[float]]:
-    return {label: [base + 0.01 * i, base + 0.02 * i, base] for i, (_, _, label) in enumerate(comparison.COLUMNS, 1)}
+    """Per-seed scores of each column, one for each of its task's seeds."""
+    return {
+        label: [base + 0.01 * i, base + 0.02 * i, base, base + 0.03 * i, base - 0.01 * i][
+            : len(task_runs.RECIPES[task].seeds)
+        ]
+        for i, (task, _, label) in enumerate(comparison.COLUMNS, 1)
+    }
 
 
 def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Path) -> None:
@@ -98,6 +105,27 @@ def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Pa
     assert f"| {tiny['STS-B Spearman']:.1f} | {tiny['RTE accuracy']:.1f} |" in published
     for name in ("mlm", "electra"):  # what each pretraining reached, under the table
         assert f"\n- `{name}`: {rows[name]['pretraining']}\n" in table
+
+
+def test_a_row_short_of_its_seeds_is_marked_and_neither_wins_nor_chooses_the_objective(tmp_path: Path) -> None:
+    """A row whose later seeds have not run averages its first seed, the one its learning rate was chosen on: it is
+    marked, not bold, and the mini shape's objective waits for it."""
+    _write_recipe(tmp_path, "mlm", "BertScratchForMaskedLM", _scores(0.50), 40_000_000)
+    _write_recipe(tmp_path, "electra", "BertScratchForReplacedTokenDetection", _scores(0.60), 30_000_000)
+    seeds = task_runs.RECIPES["sst2"].seeds
+    shutil.rmtree(tmp_path / "electra" / task_runs.run_name("sst2", "pretrained", 1e-3, seeds[-1]))
+    record = comparison.comparison_record(comparison.ComparisonArguments(runs_dir=str(tmp_path), minutes=60))
+    rows = {row["recipe"]: row for row in record["rows"]}
+    assert rows["electra"]["short_of_seeds"] == {"SST-2 acc.": f"{len(seeds) - 1} of {len(seeds)} seeds"}
+    assert rows["mlm"]["short_of_seeds"] == {}
+    assert rows["electra"]["glue_average"] > rows["mlm"]["glue_average"]
+    assert comparison.best_objective(record["rows"]) is None
+    table = comparison.render_comparison(record)
+    electra_line = next(line for line in table.splitlines() if line.startswith("| `electra`"))
+    cells = [cell.strip() for cell in electra_line.strip("|").split("|")]
+    assert cells[3].endswith(f" ({len(seeds) - 1} of {len(seeds)} seeds)")
+    assert cells[-1] == f"{rows['electra']['glue_average']:.1f} (runs missing)"
+    assert f"| **{rows['mlm']['glue_average']:.1f}** |" in table  # the best of the complete rows
 
 
 def test_every_record_of_a_run_names_the_commit_it_started_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
