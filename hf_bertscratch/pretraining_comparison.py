@@ -120,10 +120,11 @@ def recipe_environment(
         "TASK_TEXT": " ".join(tasks),
         "INITS": "pretrained",
         "TASKS": " ".join(tasks),
+        "SIZE": "tiny",
         **recipe.settings,
         "OBJECTIVE": objective or recipe.settings.get("OBJECTIVE", "mlm"),
     }
-    # Named, not left to reproduce_results.sh's default (which follows this comparison's winner).
+    # Size and objectives named, not left to reproduce_results.sh's defaults (which follow this comparison's winner).
     settings.setdefault("TASK_TEXT_OBJECTIVE", settings["OBJECTIVE"])
     return {**settings, "SMOKE": "1"} if smoke else settings
 

@@ -24,7 +24,12 @@ from test_results import _fake_data_dir, _write_run
 
 def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model_only() -> None:
     recipes = comparison.RECIPES
-    common = {"LONG_MINUTES": "0", "INITS": "pretrained", "TASKS": " ".join(comparison.COMPARISON_TASKS)}
+    common = {
+        "LONG_MINUTES": "0",
+        "INITS": "pretrained",
+        "TASKS": " ".join(comparison.COMPARISON_TASKS),
+        "SIZE": "tiny",
+    }
     mlm = comparison.recipe_environment(recipes["mlm"], 60)
     assert mlm == {**common, "PRETRAIN_MINUTES": "60", "TASK_TEXT_MINUTES": "0", "TASK_TEXT": common["TASKS"],
                    "OBJECTIVE": "mlm", "TASK_TEXT_OBJECTIVE": "mlm"}  # fmt: skip
