@@ -5,16 +5,17 @@
 #
 # Stages (each skipped when its all_results.json already exists, and continued from its last checkpoint-N when it
 # was interrupted, so the script can simply be started again):
-#   1. pretrain a BertScratch-tiny (2 layers, H=128) with MLM on the IMDB *train* text, WordPiece 8192 learned on it,
-#      data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the README
-#      main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget) in
-#      128-token blocks for PRETRAIN_MINUTES ("pretrain"), then continue on the unlabelled train text of TASK_TEXT's
-#      tasks for TASK_TEXT_MINUTES with next-sentence prediction added ("pretrain-tasks", task-adaptive pretraining;
-#      each task example a document, so a pair's second text follows its first): the best row of the equal-time
-#      comparison (scripts/compare_pretraining.py, recipe mlm+tasks+nsp), with its settings; TASK_TEXT_OBJECTIVE=mlm
-#      leaves NSP out; LONG_MINUTES adds a stage in 256-token blocks before the task text ("pretrain-long", as BERT
-#      did with 128 then 512); OBJECTIVE=electra trains replaced-token detection instead of masked-LM (after the
-#      masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
+#   1. pretrain a BertScratch-mini (4 layers, H=256) with MLM on the IMDB *train* text, WordPiece 8192 learned on
+#      it, data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the
+#      README main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget)
+#      in 128-token blocks for PRETRAIN_MINUTES ("pretrain"): the best row of the equal-time comparison
+#      (scripts/compare_pretraining.py, recipe mini), with its settings. Optional stages after it:
+#      LONG_MINUTES in 256-token blocks ("pretrain-long", as BERT did with 128 then 512), then TASK_TEXT_MINUTES on
+#      the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks", task-adaptive pretraining, by default with
+#      next-sentence prediction added, each task example a document so a pair's second text follows its first;
+#      TASK_TEXT_OBJECTIVE=mlm leaves NSP out); SIZE=tiny PRETRAIN_MINUTES=45 TASK_TEXT_MINUTES=15 is the
+#      comparison's mlm+tasks+nsp row. OBJECTIVE=electra trains replaced-token detection instead of masked-LM
+#      (after the masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
 #   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
@@ -22,8 +23,8 @@
 #   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
 # TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
 # MAIN_JOB=1 makes stage 1 README's main job itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
-# and 8.5-minute budget; the other stage-1 knobs do not apply, and TASK_TEXT_MINUTES defaults to 0), to see what the
-# main job's own model buys on the task table.
+# and 8.5-minute budget; the other stage-1 knobs do not apply), to see what the main job's own model buys on the task
+# table.
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
 # SMOKE=1 runs the whole pipeline in a few minutes with toy step counts (checks wiring, not results).
@@ -34,10 +35,10 @@ RUNS=${1:-runs/results}
 DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
 PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes at a time
 THREADS=${THREADS:-1}                  # torch threads per process
-SIZE=${SIZE:-tiny}
+SIZE=${SIZE:-mini}
 OBJECTIVE=${OBJECTIVE:-mlm}            # mlm, or electra (a generator 1/4 as wide; the discriminator is fine-tuned)
 SEED=${SEED:-42}                       # pretraining seed
-PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-45}  # training time of stage 1 (the schedule is laid over it)
+PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-60}  # training time of stage 1 (the schedule is laid over it)
 PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS processes
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
 PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
@@ -48,7 +49,7 @@ LONG_MINUTES=${LONG_MINUTES:-0}        # a stage in longer blocks after stage 1 
 LONG_SEQ=${LONG_SEQ:-256}
 LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
 LONG_LR=${LONG_LR:-1e-3}
-TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-$((MAIN_JOB ? 0 : 15))}  # a last stage on the tasks' unlabelled text (0: none)
+TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' unlabelled text (0: none)
 # Whose text: the fine-tuned tasks' (TASKS, default all: task_runs.RECIPES, in its order) but IMDB's, whose train
 # reviews are stage 1's text already.
 if [[ -z ${TASKS:-} && -z ${TASK_TEXT+set} ]]; then
@@ -57,8 +58,8 @@ fi
 TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-$ALL_TASKS}; do [[ $task == imdb ]] || echo -n "$task "; done)}
 if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
 TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
-# The task-text stage's objective: after masked-LM, masked-LM with next-sentence prediction (mlm_nsp), the comparison's
-# best row; after ELECTRA, ELECTRA.
+# The task-text stage's objective: after masked-LM, masked-LM with next-sentence prediction (mlm_nsp), better than
+# masked-LM alone there in the comparison (mlm+tasks+nsp against mlm+tasks); after ELECTRA, ELECTRA.
 TASK_TEXT_OBJECTIVE=${TASK_TEXT_OBJECTIVE:-$([[ $OBJECTIVE == mlm ]] && echo mlm_nsp || echo "$OBJECTIVE")}
 INITS=${INITS:-pretrained scratch}
 VOCAB=${VOCAB:-8192}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -44,6 +45,22 @@ def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model
                     "TASK_TEXT_MINUTES": "0", "SIZE": "mini", "OBJECTIVE": "electra",
                     "TASK_TEXT_OBJECTIVE": "electra"}  # fmt: skip
     assert comparison.recipe_environment(recipes["mlm"], 1, smoke=True)["SMOKE"] == "1"
+
+
+def test_reproduce_results_defaults_are_the_recorded_comparisons_best_row() -> None:
+    """README and docs say scripts/reproduce_results.sh takes the best row of the recorded comparison by default: its
+    defaults are that row's settings (every row names the size and objectives, so none leans on the defaults)."""
+    root = Path(__file__).resolve().parents[1]
+    record = json.loads((root / "results" / "pretraining_comparison.json").read_text(encoding="utf-8"))
+    best = max((row for row in record["rows"] if comparison.glue_complete(row)), key=lambda row: row["glue_average"])
+    objective = {"MLM": "mlm", "ELECTRA": "electra"}[best["objective"]]
+    wanted = comparison.recipe_environment(comparison.RECIPES[best["recipe"]], record["minutes"], objective)
+    script = (root / "scripts" / "reproduce_results.sh").read_text(encoding="utf-8")
+    defaults = dict(re.findall(r"^(\w+)=\$\{\1:-([^}$]*)\}", script, flags=re.MULTILINE))
+    for name in ("SIZE", "OBJECTIVE", "PRETRAIN_MINUTES", "LONG_MINUTES", "TASK_TEXT_MINUTES"):
+        assert (name, defaults.get(name)) == (name, wanted[name])
+    if wanted["TASK_TEXT_MINUTES"] != "0":  # the script's default for that stage: mlm_nsp after masked-LM
+        assert wanted["TASK_TEXT_OBJECTIVE"] == ("mlm_nsp" if objective == "mlm" else objective)
 
 
 def _write_recipe(runs: Path, name: str, architecture: str, scores: dict[str, list[float]], tokens: int) -> None:

@@ -178,12 +178,14 @@ def _check_row(cells: list[str], chosen: dict[str, list[dict]], key: str) -> Non
 @pytest.mark.slow
 def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Path) -> None:
     data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
-    done = _run_script(runs, data, SMOKE_TASKS)
+    task_text = {"TASK_TEXT_MINUTES": "15"}  # the optional last stage too, on the tasks' text
+    done = _run_script(runs, data, SMOKE_TASKS, **task_text)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     table = (runs / "results.md").read_text()
     assert table == results.results_table(runs)
     config = json.loads((runs / "pretrain" / "config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (4, 256)  # the default size, mini
     size = f"{config['num_hidden_layers']}L/{config['hidden_size']}H, vocab {config['vocab_size']}"
     assert table.startswith(f"Pretraining: {size}, MLM ") and " then " in table.splitlines()[0]  # both stages
     rows = _task_table(table)
@@ -202,13 +204,13 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     finished = json.loads((cut / "all_results.json").read_text())
     checkpoints = sorted((path.name for path in cut.glob("checkpoint-*")), key=lambda name: int(name.split("-")[1]))
     cut_back_to_checkpoint(cut, checkpoints[0])
-    again = _run_script(runs, data, SMOKE_TASKS)
+    again = _run_script(runs, data, SMOKE_TASKS, **task_text)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     run_count = sum(len(_finished_runs(runs, task, init)) for task in SMOKE_TASKS for init in task_runs.INITS)
     stages = [stage for stage in results.PRETRAINING_STAGES if (runs / stage).is_dir()]
-    assert stages == ["pretrain", "pretrain-tasks"]  # by default the fine-tuned tasks' text, no longer blocks
+    assert stages == ["pretrain", "pretrain-tasks"]  # the fine-tuned tasks' text, no longer blocks
     assert all(f"Task text of {task}:" in (runs / "pretrain-tasks.log").read_text() for task in SMOKE_TASKS)
-    assert results.objective_name(runs / "pretrain-tasks") == "MLM+NSP"  # NSP added on the tasks' text
+    assert results.objective_name(runs / "pretrain-tasks") == "MLM+NSP"  # by default NSP added on the tasks' text
     assert again.stdout.count("(done)") == len(stages) + run_count - 1
     assert f"resume {cut}\n" in again.stdout
     resumed = json.loads((cut / "all_results.json").read_text())
