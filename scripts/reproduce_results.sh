@@ -52,10 +52,10 @@ LONG_LR=${LONG_LR:-1e-3}
 TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' unlabelled text (0: none)
 # Whose text: the fine-tuned tasks' (TASKS, default all: task_runs.RECIPES, in its order) but IMDB's, whose train
 # reviews are stage 1's text already.
-if [[ -z ${TASKS:-} && -z ${TASK_TEXT+set} ]]; then
+if [[ $TASK_TEXT_MINUTES != 0 && -z ${TASKS:-} && -z ${TASK_TEXT+set} ]]; then
     ALL_TASKS=$(python -c 'from hf_bertscratch.task_runs import RECIPES; print(*RECIPES)')
 fi
-TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-$ALL_TASKS}; do [[ $task == imdb ]] || echo -n "$task "; done)}
+TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-${ALL_TASKS:-}}; do [[ $task == imdb ]] || echo -n "$task "; done)}
 if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
 TASK_TEXT_LR=${TASK_TEXT_LR:-1e-3}
 # The task-text stage's objective: after masked-LM, masked-LM with next-sentence prediction (mlm_nsp), better than
