@@ -375,17 +375,17 @@ def onnxruntime_contender(
     if int8:
         quantize_int8(folder / "model.onnx")
     logger.info("ONNX Runtime runs %s: %s", ONNXRUNTIME_GRAPH, operator_counts(folder / "model.onnx"))
-    session = onnx_session(folder, num_threads=torch.get_num_threads(), spinning=False)
+    inference_session = onnx_session(folder, num_threads=torch.get_num_threads(), spinning=False)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     if masked:
         inputs["masked_positions"] = first_masked_positions(batch)
     with torch.inference_mode():
         expected = model(**inputs, return_dict=True)[name].numpy()
-    actual = run_session(session, inputs)[name]
+    actual = run_session(inference_session, inputs)[name]
     if not masked:
         real = batch["attention_mask"].bool().numpy()
         expected, actual = expected[real], actual[real]
-    return lambda: run_session(session, inputs), float(abs(actual - expected).max())
+    return lambda: run_session(inference_session, inputs), float(abs(actual - expected).max())
 
 
 def time_interleaved(steps: dict[str, Callable[[], None]], repeats: int, warmup: int) -> dict[str, list[float]]:
@@ -821,12 +821,12 @@ def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num
         [numpy_helper.from_array(weight.numpy(), "weight"), numpy_helper.from_array(bias.numpy(), "bias")],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), folder / ONNX_FILE)
-    session = onnx_session(folder, num_threads=num_threads, spinning=False)
+    inference_session = onnx_session(folder, num_threads=num_threads, spinning=False)
     feeds = {"hidden": hidden.numpy()}
-    difference = float(abs(session.run(None, feeds)[0] - torch.addmm(bias, hidden, weight.T).numpy()).max())
+    difference = float(abs(inference_session.run(None, feeds)[0] - torch.addmm(bias, hidden, weight.T).numpy()).max())
     if difference > 1e-4:
         raise RuntimeError(f"ONNX Runtime's Gemm differs from torch's decode by {difference:.1e} (> 1e-4).")
-    return lambda: session.run(None, feeds)
+    return lambda: inference_session.run(None, feeds)
 
 
 def profile_decode_main(argv: list[str] | None = None) -> dict[str, float]:

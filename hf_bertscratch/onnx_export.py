@@ -622,11 +622,11 @@ def compare_outputs(
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(PyTorch, ONNX Runtime) values of every output on a right-padded `example_batch`, per-token outputs at real
     positions only; an export with `masked_positions` is given 3 positions per row."""
-    session = onnx_session(folder)
-    masks = 3 if MASKED_POSITIONS in graph_input_names(session) else 0
+    inference_session = onnx_session(folder)
+    masks = 3 if MASKED_POSITIONS in graph_input_names(inference_session) else 0
     seq_len = min(seq_len, model.config.max_position_embeddings)
     batch = example_batch(model.config, batch_size, seq_len, seed=1, masks=masks)
-    onnx_outputs = run_session(session, batch)
+    onnx_outputs = run_session(inference_session, batch)
     with torch.no_grad():
         torch_outputs = model(**batch, return_dict=True)
     real = batch["attention_mask"].bool().numpy()
@@ -704,25 +704,25 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
 
     config_class = BertScratchConfig
 
-    def __init__(self, config: BertScratchConfig, session: object, task: str) -> None:
+    def __init__(self, config: BertScratchConfig, inference_session: object, task: str) -> None:
         super().__init__(config)
-        self.session = session
+        self.inference_session = inference_session
         self.task = task
-        self.input_names = graph_input_names(session)
+        self.input_names = graph_input_names(inference_session)
         self.post_init()
 
     @classmethod
     def from_folder(cls, folder: str | Path, task: str, num_threads: int | None = None) -> BertScratchOnnxRuntimeModel:
         """Load `folder` (written by `export_onnx`) for `task`; raises if its graph lacks the task's outputs."""
         spec = check_task(task)
-        session = onnx_session(folder, num_threads)
-        found = [output.name for output in session.get_outputs()]
+        inference_session = onnx_session(folder, num_threads)
+        found = [output.name for output in inference_session.get_outputs()]
         if found[:1] != list(spec.outputs[:1]):
             raise ValueError(
                 f"{str(Path(folder) / ONNX_FILE)!r} has outputs {found}, but {task} reads {list(spec.outputs)}: "
                 f"export it with --task {task}."
             )
-        return cls(AutoConfig.from_pretrained(str(folder)), session, task)
+        return cls(AutoConfig.from_pretrained(str(folder)), inference_session, task)
 
     @property
     def device(self) -> torch.device:
@@ -751,7 +751,9 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
             "token_type_ids": token_type_ids,
             MASKED_POSITIONS: masked_positions,
         }
-        outputs = run_session(self.session, {name: value for name, value in inputs.items() if value is not None})
+        outputs = run_session(
+            self.inference_session, {name: value for name, value in inputs.items() if value is not None}
+        )
         return ONNX_TASKS[self.task].output_class(**{name: torch.from_numpy(value) for name, value in outputs.items()})
 
 

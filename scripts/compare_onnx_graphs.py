@@ -231,14 +231,14 @@ def run_steps(
     real = batch["attention_mask"].bool().numpy()
     steps = {}
     for name, folder in folders.items():
-        session = onnx_session(folder, num_threads=args.num_threads, spinning=False)
-        difference = float(np.abs(run_session(session, inputs)[output][real] - expected[real]).max())
+        inference_session = onnx_session(folder, num_threads=args.num_threads, spinning=False)
+        difference = float(np.abs(run_session(inference_session, inputs)[output][real] - expected[real]).max())
         if not difference <= 1e-4:
             raise RuntimeError(f"{name!r} differs from the PyTorch model by {difference:.1e} (> 1e-4).")
         logger.info(
             "%s: max |ONNX Runtime - PyTorch| %.1e, %s", name, difference, notable_operators(folder / ONNX_FILE)
         )
-        steps[name] = lambda session=session: run_session(session, inputs)
+        steps[name] = lambda inference_session=inference_session: run_session(inference_session, inputs)
     return steps
 
 

@@ -98,11 +98,11 @@ def test_export_matches_pytorch_on_padded_batches(task: str, model_dirs, onnx_di
     default path on every row, a fully padded one included."""
     model = HEADS[task].from_pretrained(model_dirs[task]).eval()
     dense = HEADS[task].from_pretrained(model_dirs[task], unpad_inputs=False).eval()
-    session = onnx_session(onnx_dirs[task])
+    inference_session = onnx_session(onnx_dirs[task])
     for batch_size, seq_len in SHAPES:
         batch = padded_batch(model.config, batch_size, seq_len)
         assert batch["token_type_ids"].any()
-        outputs = run_session(session, batch)
+        outputs = run_session(inference_session, batch)
         with torch.no_grad():
             expected, expected_dense = model(**batch), dense(**batch)
         assert list(outputs) == list(onnx_export.output_names(model, task))
@@ -380,10 +380,10 @@ def test_int8_export_within_int8_tolerance(task: str, int8_model_dirs, int8_dirs
     operators = operator_counts(int8_dirs[task] / "model.onnx")
     assert operators["com.microsoft.QAttention"] == 2 and "com.microsoft.Attention" not in operators
     model = HEADS[task].from_pretrained(int8_model_dirs[task]).eval()
-    session = onnx_session(int8_dirs[task])
+    inference_session = onnx_session(int8_dirs[task])
     for batch_size, seq_len in SHAPES:
         batch = example_batch(model.config, batch_size, seq_len, seed=seq_len)
-        outputs = run_session(session, batch)
+        outputs = run_session(inference_session, batch)
         with torch.no_grad():
             expected = model(**batch)
         real = batch["attention_mask"].bool().numpy()
@@ -472,11 +472,11 @@ def test_masked_positions_export_matches_pytorch(model_dirs, masked_export) -> N
         "masks",
         model.config.vocab_size,
     ]
-    session = onnx_session(masked_export)
+    inference_session = onnx_session(masked_export)
     for (batch_size, seq_len), masks in zip(SHAPES, (1, 4)):
         batch = example_batch(model.config, batch_size, seq_len, seed=seq_len, masks=masks)
         positions = batch.pop(MASKED_POSITIONS)  # (B, K)
-        logits = run_session(session, {**batch, MASKED_POSITIONS: positions})["logits"]
+        logits = run_session(inference_session, {**batch, MASKED_POSITIONS: positions})["logits"]
         with torch.no_grad():
             full = model(**batch).logits  # (B, T, V)
         expected = full.gather(1, positions[..., None].expand(-1, -1, full.shape[-1])).numpy()
