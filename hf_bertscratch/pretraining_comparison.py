@@ -30,6 +30,7 @@ from transformers import HfArgumentParser
 from .arguments import parse_args_or_json
 from .benchmark import RunStart, package_versions
 from .results import (
+    GLUE_AVERAGE,
     REFERENCES,
     ROWS,
     glue_average,
@@ -156,16 +157,17 @@ def recipe_row(name: str, folder: Path, smoke: bool = False) -> dict:
 
 def glue_complete(row: dict) -> bool:
     """Whether every GLUE column of a row has all its seeds, so that its average can be compared with another's."""
-    glue_labels = [label for task, _, label in COLUMNS if task != "conll2003"]
-    return row["glue_average"] is not None and not set(row.get("short_of_seeds", {})) & set(glue_labels)
+    glue_labels = {label for task, key, label in COLUMNS if (task, key) in GLUE_AVERAGE}
+    return row["glue_average"] is not None and not glue_labels & set(row.get("short_of_seeds", {}))
 
 
 def best_objective(rows: list[dict]) -> str | None:
     """The objective (mlm or electra) whose row has the higher GLUE average; None until both rows have all their
     GLUE runs."""
-    averages = {row["recipe"]: row["glue_average"] for row in rows if row["recipe"] in OBJECTIVE_RECIPES}
-    complete = [row for row in rows if row["recipe"] in OBJECTIVE_RECIPES and glue_complete(row)]
-    if len(complete) < len(OBJECTIVE_RECIPES):
+    averages = {
+        row["recipe"]: row["glue_average"] for row in rows if row["recipe"] in OBJECTIVE_RECIPES and glue_complete(row)
+    }
+    if len(averages) < len(OBJECTIVE_RECIPES):
         return None
     return max(OBJECTIVE_RECIPES, key=lambda name: (averages[name], name == "mlm"))
 
