@@ -442,14 +442,15 @@ def render_main_job_table(records: dict[str, dict]) -> str:
 
 def render_decoder_table(records: dict[str, dict]) -> str:
     """`scripts/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
-    variant, a column per record (its threads), each cell the median milliseconds; then each record's shape, command,
-    machine, load, date and commit."""
+    variant, a column per record (its CPU and threads, grouped by CPU), each cell the median milliseconds; then each
+    record's shape, command, machine, load, date and commit."""
     if not records:
         return f"No record in `{DECODER_RECORDS}/` yet: `bash scripts/record_speed.sh decoder` writes them.\n"
+    records = dict(sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1]["arguments"]["num_threads"])))
     columns = []
     for record in records.values():
         threads = record["arguments"]["num_threads"]
-        columns.append(f"{threads} thread{'s' if threads != 1 else ''}")
+        columns.append(f"{record['cpu']}, {threads} thread{'s' if threads != 1 else ''}")
     names = list(dict.fromkeys(name for record in records.values() for name in record["milliseconds"]))
     lines = ["| decoding | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
     for name in names:

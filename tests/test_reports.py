@@ -583,11 +583,19 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
     # distinct figures (the tiny decode's own are all near 0 ms): each cell must be its record's, by variant
     for count, record in zip((2, 1), records.values()):
         record["milliseconds"] = {name: 100.0 * count + index for index, name in enumerate(record["milliseconds"])}
+    # columns are grouped by CPU, then ordered by threads, whatever the file names' order
+    records["threads-2.json"]["cpu"], records["threads-1.json"]["cpu"] = "A CPU", "B CPU"
+    records["threads-1-2.json"] = {
+        **records["threads-2.json"],
+        "milliseconds": dict(records["threads-1.json"]["milliseconds"]),
+    }
+    records["threads-1-2.json"]["arguments"] = {**records["threads-2.json"]["arguments"], "num_threads": 1}
     header, rows = _table(reports.render_decoder_table(records))
-    assert header == ["decoding", "2 threads", "1 thread"]
+    assert header == ["decoding", "A CPU, 1 thread", "A CPU, 2 threads", "B CPU, 1 thread"]
     names = list(records["threads-2.json"]["milliseconds"])
-    assert [(name, cells) for (name, _), cells in rows.items()] == [(name, [f"{100 + i:.1f} ms"]) for i, name in
-                                                                     enumerate(names)]  # fmt: skip
-    assert [first for (_, first) in rows] == [f"{200 + i:.1f} ms" for i in range(len(names))]
+    assert [(name, cells) for (name, _), cells in rows.items()] == [
+        (name, [f"{200 + i:.1f} ms", f"{100 + i:.1f} ms"]) for i, name in enumerate(names)
+    ]
+    assert [first for (_, first) in rows] == [f"{100 + i:.1f} ms" for i in range(len(names))]
     assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in reports.render_decoder_table(records)
     assert reports.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
