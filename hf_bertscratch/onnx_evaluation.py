@@ -55,7 +55,7 @@ from .data import sample_examples
 from .finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
 from .hardware import cpu_model, describe_hardware
 from .inference import check_model_reference, check_task_head
-from .onnx_export import INPUT_NAMES, ONNX_TASKS, BertScratchOnnxRuntimeModel, export_onnx
+from .onnx_export import INPUT_NAMES, ONNX_TASKS, BertScratchOnnxRuntimeModel, export_onnx, int8_saturates
 from .run_folder import write_text_atomically
 from .task_shapes import FeatureSettings, build_shape
 from .tasks import TaskSpec
@@ -382,6 +382,7 @@ def results_record(
         "cpu": cpu_model(),
         "threads": torch.get_num_threads(),
         "device": "cpu",
+        "int8_weight_bits": 7 if int8_saturates() else 8,  # export_onnx's default on this CPU (quantize_int8)
         "timing": TIMING_NOTE,
         "arguments": {**asdict(args), **asdict(data_args)},
         "splits": {result.split: asdict(result) for result in splits},

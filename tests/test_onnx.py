@@ -396,6 +396,36 @@ def test_int8_export_within_int8_tolerance(task: str, int8_model_dirs, int8_dirs
                 assert (actual.argmax(-1) == reference.argmax(-1)).mean() >= INT8_AGREEMENT, name
 
 
+def test_int8_saturates_on_x86_without_a_vnni_dot_product() -> None:
+    """An AVX2-only x86 CPU (flags as a 2-core AMD EPYC's) saturates; with a VNNI or AMX flag, or on Arm, it does
+    not; an x86 CPU whose flags name none of them is taken to saturate."""
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    assert onnx_export.int8_saturates(avx2, "x86_64")
+    for flag in ("avx512_vnni", "avx_vnni", "amx_int8"):
+        assert not onnx_export.int8_saturates(avx2.replace("avx2", f"avx2 {flag}"), "x86_64"), flag
+    assert not onnx_export.int8_saturates(avx2, "aarch64")
+    assert onnx_export.int8_saturates("", "AMD64")
+
+
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_export_reduce_range_sets_the_bits_of_the_int8_weights(int8_model_dirs, tmp_path: Path, reduce_range) -> None:
+    """`--reduce_range true` rounds every MatMul weight to 7 bits, false keeps 8 (each output channel's scale puts
+    its largest weight at the end of the range). Written unchecked: 8 bits can fail the int8 check on a CPU
+    without VNNI, which is why the default follows the CPU."""
+    import onnx
+    from onnx import numpy_helper
+
+    output = tmp_path / "out"
+    cli.main(["export", str(int8_model_dirs["fill-mask"]), str(output), "--quantize", "dynamic", "--reduce_range",
+              str(reduce_range).lower(), "--no_check"])  # fmt: skip
+    graph = onnx.load(str(output / "model.onnx")).graph
+    constants = {each.name: numpy_helper.to_array(each) for each in graph.initializer}
+    weights = [constants[node.input[1]] for node in graph.node if node.op_type == "MatMulInteger"]
+    assert len(weights) >= 5 and all(weight.dtype == np.int8 for weight in weights)
+    largest = [int(np.abs(weight.astype(np.int32)).max()) for weight in weights]
+    assert set(largest) == ({64} if reduce_range else {127}), largest
+
+
 def answer_keys_and_scores(command: str, results: list) -> tuple[list, list[float]]:
     """What a command's --json results answer (labels, tokens per mask, entities) and their scores, flattened."""
     if command == "fill-mask":

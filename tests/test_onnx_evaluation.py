@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -113,6 +114,15 @@ def test_sst2_fp32_scores_like_pytorch_and_int8_is_reported(capsys, data_dir, cl
     assert record["date"][:4].isdigit() and record["cpu"] and record["hardware"]
     assert all(record["versions"][name] for name in ("torch", "transformers", "onnxruntime", "hf-bertscratch"))
     assert (record["task"], record["task_type"], record["main_metric"]) == ("sst2", "classification", "accuracy")
+    # the record names the int8 weights' bits the export used: 7 bits put a channel's largest weight at 64, 8 at 127
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(out / "int8" / "model.onnx")).graph
+    constants = {each.name: numpy_helper.to_array(each) for each in graph.initializer}
+    weights = [constants[node.input[1]] for node in graph.node if node.op_type == "MatMulInteger"]
+    largest = {int(np.abs(weight.astype(np.int32)).max()) for weight in weights}
+    assert weights and largest == {{7: 64, 8: 127}[record["int8_weight_bits"]]}
     assert list(record["splits"]) == ["eval"]  # SST-2 has no test split
     split = record["splits"]["eval"]
     assert (split["dataset_split"], split["examples"], split["features"]) == ("validation", 24, 24)
