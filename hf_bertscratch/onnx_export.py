@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import platform
 import shutil
 import tempfile
 import warnings
@@ -514,8 +515,6 @@ def int8_saturates(cpuinfo: str | None = None, machine: str | None = None) -> bo
     (`avx512_vnni`, `avx_vnni` or `amx_int8` among /proc/cpuinfo's flags), whose AVX2 kernel adds pairs of 8-bit
     products in 16 bits. Where the flags cannot be read, an x86 CPU is taken to saturate; other CPUs (Arm) do not.
     `cpuinfo` and `machine` stand in for /proc/cpuinfo and `platform.machine()`."""
-    import platform
-
     machine = (machine if machine is not None else platform.machine()).lower()
     if machine not in ("x86_64", "amd64", "i386", "i686", "x86"):
         return False
@@ -547,8 +546,9 @@ def quantize_int8(path: Path, reduce_range: bool | None = None) -> None:
             a 2-core AMD EPYC with AVX2 only, the int8 tests' 8-bit exports failed `check_quantized_export`, one
             output off by 38% of its range, and passed with 7 bits); with VNNI, per_channel=True and the full 8-bit
             range was the most accurate of the four settings of `per_channel` and `reduce_range` on the check batch
-            and on a trained masked LM's masked tokens. None: 7 bits where this CPU saturates (`int8_saturates`). A model with 8-bit weights
-            exported on a VNNI CPU can saturate on an AVX2-only one: pass True for a model that runs anywhere.
+            and on a trained masked LM's masked tokens. None: 7 bits where this CPU saturates (`int8_saturates`). A
+            model with 8-bit weights exported on a VNNI CPU can saturate on an AVX2-only one: pass True for a model
+            that runs anywhere.
     """
     reduce_range = int8_saturates() if reduce_range is None else reduce_range
     onnx = require("onnx")

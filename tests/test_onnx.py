@@ -350,6 +350,16 @@ def float_weight_products(graph: object) -> list[str]:
     return [node.name for node in graph.node if node.op_type in ("MatMul", "Gemm") and set(node.input) & constants]
 
 
+def int8_matmul_weights(path: Path) -> list[np.ndarray]:
+    """The int8 weights of every MatMulInteger of the ONNX file `path` (a quantized product's constant side)."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(path)).graph
+    constants = {each.name: numpy_helper.to_array(each) for each in graph.initializer}
+    return [constants[node.input[1]] for node in graph.node if node.op_type == "MatMulInteger"]
+
+
 @pytest.fixture(scope="module")
 def int8_model_dirs(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """initializer_range 0.1 spreads logits about as a trained model's are; model_dirs' 0.5 drives activations far
@@ -412,15 +422,10 @@ def test_export_reduce_range_sets_the_bits_of_the_int8_weights(int8_model_dirs, 
     """`--reduce_range true` rounds every MatMul weight to 7 bits, false keeps 8 (each output channel's scale puts
     its largest weight at the end of the range). Written unchecked: 8 bits can fail the int8 check on a CPU
     without VNNI, which is why the default follows the CPU."""
-    import onnx
-    from onnx import numpy_helper
-
     output = tmp_path / "out"
     cli.main(["export", str(int8_model_dirs["fill-mask"]), str(output), "--quantize", "dynamic", "--reduce_range",
               str(reduce_range).lower(), "--no_check"])  # fmt: skip
-    graph = onnx.load(str(output / "model.onnx")).graph
-    constants = {each.name: numpy_helper.to_array(each) for each in graph.initializer}
-    weights = [constants[node.input[1]] for node in graph.node if node.op_type == "MatMulInteger"]
+    weights = int8_matmul_weights(output / "model.onnx")
     assert len(weights) >= 5 and all(weight.dtype == np.int8 for weight in weights)
     largest = [int(np.abs(weight.astype(np.int32)).max()) for weight in weights]
     assert set(largest) == ({64} if reduce_range else {127}), largest

@@ -17,6 +17,7 @@ from hf_bertscratch import cli, onnx_evaluation
 from hf_bertscratch.tasks import CONLL2003_LABELS
 
 from conftest import CORPUS, tiny_config_kwargs
+from test_onnx import int8_matmul_weights
 
 pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install 'hf-bertscratch[onnx]')")
 pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install 'hf-bertscratch[onnx]')")
@@ -115,12 +116,7 @@ def test_sst2_fp32_scores_like_pytorch_and_int8_is_reported(capsys, data_dir, cl
     assert all(record["versions"][name] for name in ("torch", "transformers", "onnxruntime", "hf-bertscratch"))
     assert (record["task"], record["task_type"], record["main_metric"]) == ("sst2", "classification", "accuracy")
     # the record names the int8 weights' bits the export used: 7 bits put a channel's largest weight at 64, 8 at 127
-    import onnx
-    from onnx import numpy_helper
-
-    graph = onnx.load(str(out / "int8" / "model.onnx")).graph
-    constants = {each.name: numpy_helper.to_array(each) for each in graph.initializer}
-    weights = [constants[node.input[1]] for node in graph.node if node.op_type == "MatMulInteger"]
+    weights = int8_matmul_weights(out / "int8" / "model.onnx")
     largest = {int(np.abs(weight.astype(np.int32)).max()) for weight in weights}
     assert weights and largest == {{7: 64, 8: 127}[record["int8_weight_bits"]]}
     assert list(record["splits"]) == ["eval"]  # SST-2 has no test split
