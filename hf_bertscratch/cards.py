@@ -144,6 +144,21 @@ CARD_KINDS: dict[str, CardKind] = {
         'tagger = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy="simple")\n'
         'print(tagger("George Washington went to Washington."))',
     ),
+    "embedding": CardKind(
+        "classifier.md",
+        "sentence-similarity",
+        "Sentence similarity",
+        "AutoModel",
+        ("sentence-similarity", "sentence-transformers", "feature-extraction"),
+        description="BERT sentence-embedding model (a bi-encoder: the cosine of two texts' pooled vectors says how "
+        "alike they are)",
+        objective="a bi-encoder's similarity loss on pooled sentence vectors (cosine similarity against scores, or "
+        "in-batch negatives)",
+        usage="from sentence_transformers import SentenceTransformer  # pip install sentence-transformers\n"
+        "encoder = SentenceTransformer(repo_id, revision=revision, trust_remote_code=True)\n"
+        'vectors = encoder.encode(["a man is playing a guitar.", "a person plays an instrument."])\n'
+        "print(encoder.similarity(vectors[:1], vectors[1:]))",
+    ),
     "question-answering": _finetuned(
         "question-answering",
         "Question answering",

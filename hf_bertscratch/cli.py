@@ -7,6 +7,8 @@
     bertscratch classify MODEL "a text" [--text_pair "a second text"]
     bertscratch tag MODEL "George Washington went to Washington ."
     bertscratch answer MODEL --question "Who went?" --context "George Washington went to Washington ."
+    bertscratch embed MODEL "a text" [--output v.npy]
+    bertscratch similarity MODEL "a text" "another text"
     bertscratch export MODEL OUT          ONNX model + config + tokenizer, laid out for Optimum's ORTModelFor*
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
     bertscratch plot OUTPUT_DIR
@@ -171,11 +173,27 @@ class AnswerArguments(CommandArguments):
 class EmbedArguments(InferenceArguments):
     """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
 
-    pooling: Literal["mean", "cls"] = field(
-        default="mean", metadata={"help": "mean: average of all token vectors; cls: the [CLS] token's vector."}
+    pooling: Literal["auto", "mean", "cls"] = field(
+        default="auto",
+        metadata={
+            "help": "mean: average of all token vectors; cls: the [CLS] token's vector; auto: as an embedding "
+            "model was trained (its 1_Pooling/config.json), else mean."
+        },
     )
     output: str | None = field(
         default=None, metadata={"help": "Write the vector to this .npy or .json file; None: print it as a JSON list."}
+    )
+
+
+@dataclass(kw_only=True)
+class SimilarityArguments(InferenceArguments):
+    """Print the cosine similarity of TEXT and TEXT_PAIR's sentence vectors (the vectors `embed` prints), from an
+    embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
+
+    text_pair: str = _positional("The second text (quote it).")
+    pooling: Literal["auto", "mean", "cls"] = field(
+        default="auto",
+        metadata={"help": "auto: as an embedding model was trained (its 1_Pooling/config.json), else mean."},
     )
 
 
@@ -346,7 +364,22 @@ def run_embed(args: EmbedArguments) -> None:
         print(json.dumps(vector.tolist()))
         return
     _write_embedding(vector, output)
-    print(f"Wrote a {vector.shape[0]}-dimensional {args.pooling}-pooled embedding to {output}")
+    print(f"Wrote a {vector.shape[0]}-dimensional embedding to {output}")
+
+
+def run_similarity(args: SimilarityArguments) -> None:
+    from .inference import similarity
+
+    score = similarity(
+        args.model,
+        args.text,
+        args.text_pair,
+        args.pooling,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        backend=args.backend,
+    )
+    print(f"{score:.4f}")
 
 
 def _write_embedding(vector: np.ndarray, output: Path) -> None:
@@ -401,6 +434,7 @@ COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
     "tag": (TagArguments, run_tag),
     "answer": (AnswerArguments, run_answer),
     "embed": (EmbedArguments, run_embed),
+    "similarity": (SimilarityArguments, run_similarity),
     "attention": (AttentionArguments, run_attention),
     "export": (ExportArguments, run_export),
     "plot": (PlotArguments, run_plot),

@@ -26,6 +26,9 @@ PRESETS: dict[str, dict[str, int]] = {
     for name, (layers, hidden) in _SIZES.items()
 }
 
+# What the sequence classification head reads: the pooled [CLS] (BERT) or the mean of the last hidden states.
+CLASSIFIER_POOLINGS = ("cls", "mean")
+
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
 
@@ -54,6 +57,11 @@ class BertScratchConfig(PretrainedConfig):
         layer_norm_eps: Epsilon of every LayerNorm.
         pad_token_id: Id of [PAD]; its word embedding row is initialised to zero.
         classifier_dropout: Dropout before classification heads; `hidden_dropout_prob` when None.
+        classifier_pooling: What the sequence classification and regression head reads: "cls" (BERT's pooler,
+            tanh(dense(h_[CLS])), exactly as transformers' BERT) or "mean" (the mean of the last hidden states over
+            the real tokens, no pooler; ModernBERT's and Cramming's choice). Masked-LM pretraining never trains the
+            pooler, while the mean of the last hidden states already ranks sentence similarity before any
+            fine-tuning (README, the task table), so "mean" keeps what such pretraining learnt.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.
@@ -83,6 +91,7 @@ class BertScratchConfig(PretrainedConfig):
     bos_token_id: int | None = None
     eos_token_id: int | list[int] | None = None
     classifier_dropout: float | int | None = None
+    classifier_pooling: str = "cls"
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True
@@ -122,6 +131,10 @@ class BertScratchConfig(PretrainedConfig):
                 f"BertScratchConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
                 f"({self.num_attention_heads}); try num_attention_heads={max(1, self.hidden_size // 64)}."
             )
+        if self.classifier_pooling not in CLASSIFIER_POOLINGS:
+            raise ValueError(
+                f"BertScratchConfig.classifier_pooling must be one of {CLASSIFIER_POOLINGS}, got {self.classifier_pooling!r}."
+            )
         if self.hidden_act not in _ACTIVATIONS:
             raise ValueError(f"BertScratchConfig.hidden_act must be one of {_ACTIVATIONS}, got {self.hidden_act!r}.")
         if self.sinusoidal_position_std is not None and not self.sinusoidal_position_std > 0:
@@ -134,4 +147,4 @@ class BertScratchConfig(PretrainedConfig):
                 raise ValueError(f"BertScratchConfig.{name} must be in [0, 1), got {value}.")
 
 
-__all__ = ["BertScratchConfig", "PRESETS"]
+__all__ = ["CLASSIFIER_POOLINGS", "BertScratchConfig", "PRESETS"]

@@ -27,6 +27,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
+    TrainerCallback,
     set_seed,
 )
 from transformers.trainer_utils import PredictionOutput
@@ -34,16 +35,30 @@ from transformers.trainer_utils import PredictionOutput
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .arguments import parse_args_or_json
+from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .data import check_max_samples, load_raw_datasets, sample_examples
+from .embedding import EmbeddingTrainer
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
+from .initialisation import reinitialise_head, start_segments_as_first
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
-from .tasks import SHAPE_COLUMNS, SHAPES, TASKS, TaskOverrides, TaskSpec, resolve_task
+from .tasks import (
+    SHAPE_COLUMNS,
+    SHAPES,
+    TASKS,
+    FinetuneDefaults,
+    TaskOverrides,
+    TaskSpec,
+    finetune_defaults,
+    resolve_task,
+)
 
 logger = logging.getLogger(__name__)
 
-AUTO_METRIC = "auto"  # --metric_for_best_model's default: the task's main metric
+AUTO = "auto"  # a setting chosen for the task (and model) at hand
+AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
+SEGMENT_STARTS = ("keep", "first")
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
@@ -64,18 +79,28 @@ class ModelArguments:
             "same-architecture baseline with no pretraining."
         },
     )
-    ignore_mismatched_sizes: bool = field(
-        default=False,
-        metadata={
-            "help": "Allow a classifier checkpoint whose num_labels differs from the task's (its head is "
-            "re-initialised). Without it, the mismatch is an error."
-        },
-    )
     dropout: float = field(
         default=0.1,
         metadata={
             "help": "Hidden and attention dropout while fine-tuning (BERT's 0.1; pretraining here runs without "
             "dropout, and the checkpoint's config records that). -1 keeps the checkpoint's values."
+        },
+    )
+    classifier_pooling: str = field(
+        default=AUTO,
+        metadata={
+            "help": "What a classification or regression head reads: cls (BERT's pooled [CLS]), mean (the mean of "
+            "the last hidden states) or auto (the task shape's default, tasks.SHAPE_DEFAULTS).",
+            "choices": [AUTO, *CLASSIFIER_POOLINGS],
+        },
+    )
+    segment_embeddings: str = field(
+        default="keep",
+        metadata={
+            "help": "Where the second text's segment (token type 1) embedding starts: keep (the checkpoint's) or "
+            "first (a copy of type 0's). Masked-LM pretraining never trains type 1; `bertscratch pretrain` saves "
+            "such a model with type 1 copied from type 0 already, so first matters for other checkpoints only.",
+            "choices": list(SEGMENT_STARTS),
         },
     )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
@@ -146,8 +171,21 @@ class DataArguments:
             "labels must be among the names. Default: the task's names, else the sorted labels of the train split."
         },
     )
-    max_seq_length: int = field(
-        default=128, metadata={"help": "Tokens per example after truncation, incl. [CLS]/[SEP]."}
+    embedding_objective: str = field(
+        default="auto",
+        metadata={
+            "help": "Embedding tasks: cosine (pairs with similarity scores), in-batch (matching pairs, in-batch "
+            "negatives), simcse (single texts, each against itself under dropout) or auto (cosine for scores, "
+            "in-batch for 0/1 labels or unlabelled pairs).",
+            "choices": ["auto", "cosine", "in-batch", "simcse"],
+        },
+    )
+    max_seq_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Tokens per example after truncation, incl. [CLS]/[SEP] (default: the task's; 128, question "
+            "answering 384, IMDB 256, CoLA and SST-2 64)."
+        },
     )
     truncation: str = field(
         default="head",
@@ -206,8 +244,22 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             "choices": ["random", "sequential", "group_by_length", "batch_rebalance"],
         },
     )
-    learning_rate: float = field(default=5e-5, metadata={"help": "Peak AdamW learning rate."})
-    warmup_ratio: float = field(default=0.1, metadata={"help": "Fraction of steps for linear warm-up."})
+    learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Peak AdamW learning rate (default: the task shape's, by model size; tasks.SHAPE_DEFAULTS)."},
+    )
+    num_train_epochs: float | None = field(
+        default=None, metadata={"help": "Passes over the training set (default: the task shape's)."}
+    )
+    per_device_train_batch_size: int = field(default=32, metadata={"help": "Training examples per step and device."})
+    per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation examples per step and device."})
+    warmup_steps: float = field(
+        default=0.1,
+        metadata={"help": "Linear warm-up: a fraction in [0, 1) of the training steps, or a number of steps."},
+    )
+    logging_steps: float = field(
+        default=0.02, metadata={"help": "Log the loss every this many steps, or this fraction of the steps if < 1."}
+    )
 
 
 # ------------------------------------------------------------------------------------------------ resolve & check
@@ -236,12 +288,14 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
         raise ValueError("Give --task, --dataset_name or --train_file.")
     if args.truncation not in TRUNCATION_STRATEGIES:
         raise ValueError(f"Unknown --truncation {args.truncation!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
+    check_max_samples(args)
+    task = resolve_task(task_overrides(args))
+    if args.max_seq_length is None:
+        args.max_seq_length = finetune_defaults(task, args.task).max_seq_length
     if args.max_seq_length < 3:
         raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
         raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
-    check_max_samples(args)
-    task = resolve_task(task_overrides(args))
     if task.shape == "question-answering":
         if not 0 < args.doc_stride < args.max_seq_length:
             raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
@@ -308,22 +362,44 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
 
 
 # --------------------------------------------------------------------------------------------------------- model
-def load_model(args: ModelArguments, shape) -> PreTrainedModel:
+# Heads that fine-tuning trains: a checkpoint with one of these was fine-tuned for some task already.
+TASK_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
+
+
+def _task_head(config) -> str | None:
+    """The fine-tuned head a checkpoint's config names (e.g. "BertScratchForSequenceClassification"), or None for a
+    pretrained one (masked-LM, MLM+NSP, ELECTRA)."""
+    return next((a for a in config.architectures or [] if a.endswith(TASK_HEADS)), None)
+
+
+def _same_outputs(config, updates: dict, head_class: str) -> bool:
+    """Whether a checkpoint's head (`config`) already answers the task at hand: the same head class, labels and
+    problem type, so fine-tuning can continue it."""
+    if not head_class.endswith(updates["head"]):
+        return False
+    wanted = {k: v for k, v in updates.items() if k in ("num_labels", "id2label", "problem_type")}
+    current = {"num_labels": config.num_labels, "id2label": config.id2label, "problem_type": config.problem_type}
+    return all(current[k] == v for k, v in wanted.items())
+
+
+def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
+    """--classifier_pooling, or the task's default for "auto"."""
+    return defaults.classifier_pooling if args.classifier_pooling == AUTO else args.classifier_pooling
+
+
+def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
 
-    Raises ValueError when the checkpoint already has this head with a different number of labels, unless
-    `ignore_mismatched_sizes` is set.
+    A checkpoint fine-tuned for another task (another head, other labels: STS-B's regressor handed to MRPC) gives
+    its encoder and pooler; its head is dropped and a new one starts, as intermediate-task transfer does (BERT on
+    MNLI, then RTE). A checkpoint whose head already answers this task keeps it. Both are logged.
     """
+    defaults = defaults or finetune_defaults(shape.task)
     config = AutoConfig.from_pretrained(args.model_name_or_path, cache_dir=args.cache_dir)
     updates = shape.config_updates()
-    head = shape.auto_class.__name__.removeprefix("AutoModel")  # e.g. ForSequenceClassification
-    has_head = any(a.endswith(head) for a in (config.architectures or []))
-    if has_head and config.num_labels != updates["num_labels"] and not args.ignore_mismatched_sizes:
-        raise ValueError(
-            f"{args.model_name_or_path} has a {head} head with num_labels={config.num_labels}, but the task has "
-            f"{updates['num_labels']} outputs {shape.names}; pass --ignore_mismatched_sizes to re-initialise its head."
-        )
+    if shape.task.shape in ("classification", "regression"):
+        updates["classifier_pooling"] = resolve_pooling(args, defaults)
     if args.dropout != -1:
         if not 0.0 <= args.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1) or -1 (the checkpoint's), got {args.dropout}.")
@@ -331,12 +407,29 @@ def load_model(args: ModelArguments, shape) -> PreTrainedModel:
     if args.init_from_scratch:
         config.update(updates)
         return shape.auto_class.from_config(config)
-    return shape.auto_class.from_pretrained(
-        args.model_name_or_path,
-        cache_dir=args.cache_dir,
-        ignore_mismatched_sizes=args.ignore_mismatched_sizes,
-        **updates,
+    head = _task_head(config)
+    wanted_head = shape.auto_class.__name__.removeprefix("AutoModel")  # "" for the bare encoder of an embedding
+    keep_head = bool(head and wanted_head) and _same_outputs(config, {**updates, "head": wanted_head}, head)
+    model = shape.auto_class.from_pretrained(
+        args.model_name_or_path, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
     )
+    if head is not None and not keep_head:
+        reinitialise_head(model)
+        labels = list(config.id2label.values()) if config.id2label else config.num_labels
+        logger.info(
+            "%s was fine-tuned already (%s, labels %s): starting from its encoder; its head is dropped and a new "
+            "one is trained for %s.",
+            args.model_name_or_path,
+            head,
+            labels,
+            shape.names,
+        )
+    elif keep_head:
+        logger.info("%s already has this task's head (%s, labels %s): training it on.", args.model_name_or_path, head,
+                    shape.names)  # fmt: skip
+    if args.segment_embeddings == "first":
+        start_segments_as_first(model)
+    return model
 
 
 def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
@@ -359,6 +452,10 @@ class OrderedEvalTrainer(Trainer):
         if self.args.world_size > 1 or not hasattr(eval_dataset, "__len__"):
             return super()._get_eval_sampler(eval_dataset)
         return torch.utils.data.SequentialSampler(eval_dataset)
+
+
+class OrderedEmbeddingTrainer(OrderedEvalTrainer, EmbeddingTrainer):
+    """The bi-encoder's `Trainer` (`hf_bertscratch.embedding`), evaluating in dataset order."""
 
 
 # ------------------------------------------------------------------------------------------------------- outputs
@@ -394,6 +491,7 @@ CARD_KINDS_OF_SHAPES = {
     "regression": "classifier",
     "token-classification": "token-classifier",
     "question-answering": "question-answering",
+    "embedding": "embedding",
 }
 
 
@@ -429,7 +527,7 @@ def _write_card(
                 "per_device_train_batch_size": args.per_device_train_batch_size,
                 "num_train_epochs": args.num_train_epochs,
                 "max_steps": args.max_steps,
-                "warmup_ratio": args.warmup_ratio,
+                "warmup_steps": args.warmup_steps,
                 "weight_decay": args.weight_decay,
                 "seed": args.seed,
                 "max_seq_length": data_args.max_seq_length,
@@ -448,6 +546,57 @@ def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, F
     """Parse the three dataclasses from argv, or from a single .json file argument."""
     parser = HfArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
     return parse_args_or_json(parser, argv)
+
+
+def choose_training_defaults(training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config) -> None:
+    """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
+    model's width), and log what was chosen."""
+    chosen = []
+    if training_args.learning_rate is None:
+        training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
+        chosen.append(f"learning_rate {training_args.learning_rate:g} (hidden size {config.hidden_size})")
+    if training_args.num_train_epochs is None:
+        training_args.num_train_epochs = defaults.epochs
+        chosen.append(f"num_train_epochs {defaults.epochs:g}")
+    if chosen:
+        logger.info("Task defaults: %s.", ", ".join(chosen))
+
+
+class GradientNormCallback(TrainerCallback):
+    """Logs the gradient norms of the task head and of the encoder beside the loss (`grad_norm_head`,
+    `grad_norm_encoder`: their mean over the optimizer steps since the last log, after clipping). A head whose
+    gradients dwarf the encoder's, or an encoder whose gradients vanish, is how a fine-tune that learns nothing
+    shows itself (Mosbach et al. 2021)."""
+
+    def __init__(self) -> None:
+        self.sums = {"head": 0.0, "encoder": 0.0}
+        self.steps = 0
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        prefix = getattr(model, "base_model_prefix", "")
+        bare = getattr(model, "base_model", None) is model  # an embedding model is all encoder
+        squares = {"head": 0.0, "encoder": 0.0}
+        for name, parameter in model.named_parameters():
+            if parameter.grad is not None:
+                part = "encoder" if bare or (prefix and name.startswith(prefix)) else "head"
+                squares[part] += float(parameter.grad.detach().float().pow(2).sum())
+        for part, square in squares.items():
+            self.sums[part] += math.sqrt(square)
+        self.steps += 1
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if self.steps and logs is not None and "loss" in logs and state.log_history:
+            norms = {f"grad_norm_{part}": total / self.steps for part, total in self.sums.items()}
+            state.log_history[-1].update(norms)
+            self.sums, self.steps = {part: 0.0 for part in self.sums}, 0
+
+
+def pooling_and_objective(config, shape) -> dict:
+    """What a run's results record of its head: a classifier's pooling, an embedding's pooling and objective."""
+    if getattr(shape, "objective", None):
+        return {"pooling": shape.pooling, "embedding_objective": shape.objective}
+    pooling = getattr(config, "classifier_pooling", None)
+    return {"classifier_pooling": pooling} if shape.task.shape in ("classification", "regression") else {}
 
 
 def choose_best_metric(training_args: FinetuneTrainingArguments, task: TaskSpec) -> None:
@@ -476,9 +625,15 @@ def main(argv: list[str] | None = None) -> None:
     settings = FeatureSettings(
         **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
     )
-    shape = build_shape(task, settings, tokenizer)
+    defaults = finetune_defaults(task, data_args.task)
+    options = {}
+    if task.shape == "embedding":
+        options = {"objective": data_args.embedding_objective, "pooling": resolve_pooling(model_args, defaults)}
+        training_args.remove_unused_columns = False  # the second text's features are no argument of forward
+    shape = build_shape(task, settings, tokenizer, **options)
     shape.prepare_labels(raw)
-    model = load_model(model_args, shape)
+    model = load_model(model_args, shape, defaults)
+    choose_training_defaults(training_args, defaults, model.config)
     max_positions = getattr(model.config, "max_position_embeddings", None)
     if max_positions is not None and data_args.max_seq_length > max_positions:
         raise ValueError(
@@ -493,7 +648,11 @@ def main(argv: list[str] | None = None) -> None:
         }
 
     # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection on the task's main metric.
-    trainer = OrderedEvalTrainer(
+    embedding = {}
+    if task.shape == "embedding":
+        embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
+    trainer = (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
+        **embedding,
         model=model,
         args=training_args,
         train_dataset=features["train"],
@@ -501,6 +660,7 @@ def main(argv: list[str] | None = None) -> None:
         processing_class=tokenizer,
         data_collator=shape.collator(),
         compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
+        callbacks=[GradientNormCallback()],
     )
     output_dir = Path(training_args.output_dir)
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
@@ -531,6 +691,8 @@ def main(argv: list[str] | None = None) -> None:
         truncation=data_args.truncation,
         init_from_scratch=model_args.init_from_scratch,
         model_name_or_path=model_args.model_name_or_path,
+        num_train_epochs=training_args.num_train_epochs,
+        **pooling_and_objective(model.config, shape),
     )
     finish_run(
         trainer,

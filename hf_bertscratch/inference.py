@@ -51,6 +51,8 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
     "feature-extraction": (),
 }
 POOLINGS = ("mean", "cls")
+# Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
+FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
 
 # A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
@@ -267,14 +269,41 @@ def classify(
     return results
 
 
-def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load_kwargs: object) -> np.ndarray:
+def check_encoder(model: str | Path) -> None:
+    """Raise if `model` is a checkpoint fine-tuned for a task (a classifier, tagger, QA model): its last layer was
+    trained for that head, not for sentence vectors. Pretrained encoders and embedding models pass."""
+    architectures = AutoConfig.from_pretrained(str(model)).architectures or []
+    heads = [name for name in architectures if name.endswith(FINE_TUNED_HEADS)]
+    if heads:
+        raise ValueError(
+            f"Model {str(model)!r} is a {heads[0]} checkpoint, fine-tuned for a task: sentence vectors come from an "
+            "embedding model (`bertscratch finetune --task_type embedding`) or a pretrained encoder."
+        )
+
+
+def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> str:
+    """`pooling`, or for "auto" the pooling an embedding folder was trained with (its sentence-transformers
+    `1_Pooling/config.json`), else mean."""
+    if pooling != "auto":
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} is not supported: expected one of {('auto', *POOLINGS)}.")
+        return pooling
+    from .embedding import saved_pooling
+
+    folder = model.model.name_or_path if isinstance(model, Pipeline) else model
+    return (saved_pooling(folder) if Path(str(folder)).is_dir() else None) or "mean"
+
+
+def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: object) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
-    ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state.
-    Text beyond the model's max_position_embeddings tokens is cut off."""
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling={pooling!r} is not supported: expected one of {POOLINGS}.")
+    ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state; "auto" pools as
+    an embedding folder was trained to (`embedding_pooling`), else by the mean. Text beyond the model's
+    max_position_embeddings tokens is cut off. A checkpoint fine-tuned for a task is refused (`check_encoder`)."""
+    pooling = embedding_pooling(model, pooling)
     if not text.strip():
         raise ValueError("Text is empty: expected a sentence to embed.")
+    if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
+        check_encoder(check_model_reference(model))
     extractor = _as_pipeline("feature-extraction", model, **load_kwargs)
     outputs = extractor(text, return_tensors=True, tokenize_kwargs=truncation_kwargs(extractor.model))
     hidden = outputs[0].float()  # (T, H)
@@ -282,18 +311,36 @@ def embed(model: str | Path | Pipeline, text: str, pooling: str = "mean", **load
     return vector.numpy()
 
 
+def similarity(
+    model: str | Path | Pipeline, text: str, text_pair: str, pooling: str = "auto", **load_kwargs: object
+) -> float:
+    """The cosine similarity of the two texts' `embed` vectors (one model load for both)."""
+    pooling = embedding_pooling(model, pooling)
+    if not isinstance(model, Pipeline):
+        backend = load_kwargs.get("backend", "pytorch")
+        if backend == "pytorch":
+            check_encoder(check_model_reference(model))
+        model = load_pipeline("feature-extraction", model, **load_kwargs)
+    first, second = embed(model, text, pooling), embed(model, text_pair, pooling)
+    norms = float(np.linalg.norm(first) * np.linalg.norm(second))
+    return float(first @ second / norms) if norms > 0 else 0.0
+
+
 __all__ = [
     "PIPELINE_CLASSES",
     "POOLINGS",
     "TASK_HEADS",
     "BertScratchFillMaskPipeline",
+    "check_encoder",
     "check_model_reference",
     "classify",
     "embed",
+    "embedding_pooling",
     "fill_mask",
     "load_pipeline",
     "masked_positions",
     "onnx_pipeline_class",
+    "similarity",
     "takes_masked_positions",
     "truncation_kwargs",
 ]

@@ -1049,13 +1049,23 @@ def _sequence_classification_loss(
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
 
 
+def mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """(B, T, H) states, (B, T) 0/1 mask -> (B, H): the mean over each row's real tokens ([CLS] and [SEP] included),
+    over all T when there is no mask. What sentence-transformers' mean pooling computes."""
+    if attention_mask is None:
+        return hidden_states.mean(dim=1)
+    weights = attention_mask[:, : hidden_states.shape[1], None].to(hidden_states.dtype)  # (B, T, 1)
+    return (hidden_states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
 class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
-    """Classifier or regressor on the pooled [CLS]: single-label, multi-label or regression by `problem_type`."""
+    """Classifier or regressor: single-label, multi-label or regression by `problem_type`, reading the pooled [CLS]
+    (`config.classifier_pooling="cls"`, BERT's head) or the mean of the last hidden states ("mean", no pooler)."""
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.bert = BertScratchModel(config)
+        self.bert = BertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls")
         self.dropout = _classifier_dropout(config)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
@@ -1081,7 +1091,11 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
             return_dict=True,
             **kwargs,
         )
-        logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
+        if self.config.classifier_pooling == "mean":
+            pooled = mean_pool(outputs.last_hidden_state, attention_mask)  # (B, H)
+        else:
+            pooled = outputs.pooler_output  # (B, H)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None if labels is None else _sequence_classification_loss(self.config, logits, labels)
         return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
@@ -1242,4 +1256,5 @@ __all__ = [
     "BertScratchForTokenClassification",
     "BertScratchForQuestionAnswering",
     "BertScratchForMultipleChoice",
+    "mean_pool",
 ]

@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -65,13 +64,14 @@ from .electra import (
     replaced_token_reductions,
 )
 from .hub import check_training_push, push_training_output
+from .initialisation import start_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
 from .nsp import make_nsp_pairs_function
 from .run_folder import (
     GuardedTrainingArguments,
     check_output_dir,
     finish_run,
-    grant_usual_permissions,
+    ready_subfolder,
     resolve_checkpoint,
 )
 from .tasks import TASKS, task_texts
@@ -1114,19 +1114,13 @@ def save_outputs(
         kind = "discriminator" if model_args.objective == "electra" else "pretrained"
         write_model_card(staging, kind, _card_info(trainer, metrics, model_args, data_args))
         if (staging / GENERATOR_FOLDER).is_dir():
-            _ready_subfolder(staging / GENERATOR_FOLDER, Path(trainer.args.output_dir))
+            ready_subfolder(staging / GENERATOR_FOLDER, Path(trainer.args.output_dir))
 
+    if model_args.objective != "mlm_nsp" and model_args.model_name_or_path is None:
+        # Nothing here trained segment 1 (one text per example), so its row is still random; a fine-tune on pairs
+        # should start the second text where the first's was learnt.
+        start_segments_as_first(_output_model(trainer))
     finish_run(trainer, write_reports)
-
-
-def _ready_subfolder(folder: Path, output_dir: Path) -> None:
-    """Ready a folder of the staging folder for `publish_folder`, which moves folders as they are: its files get the
-    usual permissions, and the folder of that name an earlier run left in `output_dir` (--overwrite_output_dir) goes,
-    as a folder cannot be renamed over a non-empty one."""
-    for path in folder.rglob("*"):
-        if path.is_file():
-            grant_usual_permissions(path)
-    shutil.rmtree(output_dir / folder.name, ignore_errors=True)
 
 
 def _output_model(trainer: Trainer) -> PreTrainedModel:

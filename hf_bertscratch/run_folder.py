@@ -146,6 +146,16 @@ def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[s
     staging.rmdir()
 
 
+def ready_subfolder(folder: Path, output_dir: Path) -> None:
+    """Ready a folder of the staging folder for `publish_folder`, which moves folders as they are: its files get the
+    usual permissions, and the folder of that name an earlier run left in `output_dir` (--overwrite_output_dir) goes,
+    as a folder cannot be renamed over a non-empty one."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            grant_usual_permissions(path)
+    shutil.rmtree(output_dir / folder.name, ignore_errors=True)
+
+
 def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
     """How pretraining and fine-tuning end a run: the trained model (tokenizer, config, remote code) and
     `trainer_state.json` are saved into the hidden `output_dir/.staging` folder, `write_reports(staging)` adds the
@@ -172,6 +182,7 @@ __all__ = [
     "finish_run",
     "grant_usual_permissions",
     "publish_folder",
+    "ready_subfolder",
     "resolve_checkpoint",
     "staged_folder",
     "write_text_atomically",

@@ -9,6 +9,7 @@ A task's *shape* says which head it trains and how its examples become features 
 | regression | `AutoModelForSequenceClassification`, one output, MSE | a pair and a number | Pearson, Spearman |
 | token-classification | `AutoModelForTokenClassification` | words and one IOB2 tag per word | entity P/R/F1 |
 | question-answering | `AutoModelForQuestionAnswering` | question, context, answers | exact match, F1 |
+| embedding | `AutoModel`, a bi-encoder (`hf_bertscratch.embedding`) | a pair (and a score), or one text | cosine Spearman |
 
 `TASKS` names the tasks of GLUE, IMDB, CoNLL-2003 and SQuAD; a user's own data runs under a shape with
 `--task_type` and the column flags (`resolve_task` merges both). `task_texts` reads a split's text without its labels,
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-SHAPES = ("classification", "regression", "token-classification", "question-answering")
+SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
 
 # Column roles each shape reads, with the column name a user's own data is assumed to have.
 SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
@@ -28,6 +29,7 @@ SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
     "regression": {"text": "text", "text_pair": None, "label": "label"},
     "token-classification": {"tokens": "tokens", "tags": "ner_tags"},
     "question-answering": {"id": "id", "question": "question", "context": "context", "answers": "answers"},
+    "embedding": {"text": "text", "text_pair": None, "label": None},
 }
 
 # The metric that picks the best checkpoint and heads the results, per shape (a task may name another).
@@ -36,6 +38,7 @@ SHAPE_MAIN_METRIC: dict[str, str] = {
     "regression": "spearmanr",
     "token-classification": "overall_f1",
     "question-answering": "f1",
+    "embedding": "spearmanr",
 }
 
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
@@ -122,6 +125,52 @@ TASKS: dict[str, TaskSpec] = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class FinetuneDefaults:
+    """The settings `bertscratch finetune` uses for a task when the command line does not name them.
+
+    Attributes:
+        learning_rate: peak AdamW rate for a small model (hidden size <= `SMALL_HIDDEN_SIZE`: tiny, mini).
+        learning_rate_large: the rate for larger models (BERT's own fine-tuning range, 2e-5 to 5e-5).
+        epochs: passes over the training set; the best epoch on dev is the model kept.
+        classifier_pooling: what a classification or regression head reads ("cls" or "mean").
+        max_seq_length: tokens per example (per window for question answering).
+    """
+
+    learning_rate: float
+    learning_rate_large: float
+    epochs: float
+    classifier_pooling: str = "cls"
+    max_seq_length: int = 128
+
+    def learning_rate_for(self, hidden_size: int) -> float:
+        """The default rate for a model of this width."""
+        return self.learning_rate if hidden_size <= SMALL_HIDDEN_SIZE else self.learning_rate_large
+
+
+SMALL_HIDDEN_SIZE = 256  # up to Google's BERT-Mini (4L/H256): small models fine-tune best at 1e-4 to 1e-3
+
+# Per shape, chosen on the task table's dev sets (docs/fine-tuning.md, "Defaults"); TASK_DEFAULTS overrides a task.
+SHAPE_DEFAULTS: dict[str, FinetuneDefaults] = {
+    "classification": FinetuneDefaults(3e-4, 3e-5, 5),
+    "regression": FinetuneDefaults(3e-4, 3e-5, 5),
+    "token-classification": FinetuneDefaults(1e-3, 5e-5, 3),
+    # transformers' run_qa.py: 384-token windows with a 128-token stride.
+    "question-answering": FinetuneDefaults(3e-4, 3e-5, 2, max_seq_length=384),
+    "embedding": FinetuneDefaults(3e-4, 3e-5, 5, classifier_pooling="mean"),
+}
+TASK_DEFAULTS: dict[str, FinetuneDefaults] = {
+    "cola": replace(SHAPE_DEFAULTS["classification"], max_seq_length=64),
+    "sst2": FinetuneDefaults(2e-4, 2e-5, 3, max_seq_length=64),
+    "imdb": FinetuneDefaults(2e-4, 2e-5, 3, max_seq_length=256),
+}
+
+
+def finetune_defaults(task: TaskSpec, name: str | None = None) -> FinetuneDefaults:
+    """The defaults of the table's task `name`, else of `task`'s shape."""
+    return TASK_DEFAULTS.get(name or "", SHAPE_DEFAULTS[task.shape])
+
+
 @dataclass
 class TaskOverrides:
     """What a user may say on the command line to change a table task or describe their own data."""
@@ -148,6 +197,8 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     if overrides.task_type is not None and overrides.task_type not in SHAPES:
         raise ValueError(f"Unknown --task_type {overrides.task_type!r}; expected one of {list(SHAPES)}.")
     spec = TASKS.get(overrides.task) if overrides.task else None
+    if spec is not None and overrides.task_type == "embedding" and spec.shape != "embedding":
+        spec = embedding_task(spec, overrides.task)
     if spec is not None and overrides.task_type not in (None, spec.shape):
         raise ValueError(
             f"--task {overrides.task} is a {spec.shape} task, but --task_type {overrides.task_type} was given."
@@ -157,7 +208,7 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     unknown = sorted(set(overrides.columns) - set(roles))
     if unknown:
         raise ValueError(f"A {shape} task reads the columns {list(roles)}; {unknown} do not apply to it.")
-    if overrides.label_names and shape in ("regression", "question-answering"):
+    if overrides.label_names and shape in ("regression", "question-answering", "embedding"):
         raise ValueError(f"--class_names {overrides.label_names} given for a {shape} task, which has no classes.")
     base = spec or TaskSpec(shape, "", None, "train", "", dict(roles))
     return replace(
@@ -168,6 +219,17 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
         columns={**base.columns, **overrides.columns},
         label_names=tuple(overrides.label_names) if overrides.label_names else base.label_names,
     )
+
+
+def embedding_task(spec: TaskSpec, name: str | None = None) -> TaskSpec:
+    """A pair task of the table (STS-B, MRPC, QQP, ...) as an embedding task: the same data and pair columns, a
+    bi-encoder scored by the cosine Spearman correlation of its vectors with the task's labels."""
+    if spec.shape not in ("classification", "regression") or not spec.columns.get("text_pair"):
+        raise ValueError(
+            f"--task {name or spec.dataset_config_name} has no sentence pairs ({spec.shape}): an embedding model "
+            "trains on pairs of texts; name a pair task (stsb, mrpc, qqp, ...) or your own pairs with --text_pair_column."
+        )
+    return replace(spec, shape="embedding", label_names=None, main_metric="spearmanr", metric_label="cosine Spearman")
 
 
 # A split as task_texts reads it: column name -> the column's values (a `datasets.Dataset`, or a dict of lists).
@@ -206,6 +268,7 @@ def _question_answering_texts(columns: dict[str, str | None], split: Split) -> l
 SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[list[str]]]] = {
     "classification": _sentence_texts,
     "regression": _sentence_texts,
+    "embedding": _sentence_texts,
     "token-classification": _token_texts,
     "question-answering": _question_answering_texts,
 }
@@ -231,12 +294,18 @@ def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[st
 
 __all__ = [
     "CONLL2003_LABELS",
+    "SHAPE_DEFAULTS",
+    "SMALL_HIDDEN_SIZE",
+    "TASK_DEFAULTS",
+    "FinetuneDefaults",
+    "finetune_defaults",
     "SHAPES",
     "SHAPE_COLUMNS",
     "SHAPE_TEXTS",
     "TASKS",
     "TaskOverrides",
     "TaskSpec",
+    "embedding_task",
     "resolve_task",
     "task_texts",
 ]

@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -202,15 +203,65 @@ def classes(*names: str) -> ClassificationShape:
     return shape
 
 
-def test_mismatched_num_labels_is_an_error(tmp_path: Path, model_dir: Path) -> None:
-    classifier_dir = tmp_path / "classifier3"
-    AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=3).save_pretrained(classifier_dir)
-    with pytest.raises(ValueError, match="num_labels=3.*2 outputs"):
-        load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("neg", "pos"))
-    model = load_model(
-        ModelArguments(model_name_or_path=str(classifier_dir), ignore_mismatched_sizes=True), classes("neg", "pos")
-    )
+def test_a_fine_tuned_folder_gives_its_encoder_to_another_task(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Intermediate-task transfer: a regressor's folder handed to a classification task keeps its encoder and drops
+    its head (logged); a folder whose head already has the task's classes keeps it; other classes of the same count
+    get a new head."""
+    regressor_dir = tmp_path / "regressor"
+    regressor = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1, problem_type="regression")
+    regressor.save_pretrained(regressor_dir)
+    with caplog.at_level("INFO", logger="hf_bertscratch.finetuning"):
+        model = load_model(ModelArguments(model_name_or_path=str(regressor_dir)), classes("neg", "pos"))
     assert model.config.num_labels == 2 and model.config.id2label == {0: "neg", 1: "pos"}
+    assert "its head is dropped" in caplog.text and "BertScratchForSequenceClassification" in caplog.text
+    source = regressor.state_dict()
+    encoder = [name for name in source if name.startswith("bert.embeddings.") or name.startswith("bert.encoder.")]
+    assert encoder and all(torch.equal(model.state_dict()[name], source[name]) for name in encoder)
+
+    classifier_dir = tmp_path / "classifier"
+    model.save_pretrained(classifier_dir)
+    kept = load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("neg", "pos"))
+    assert torch.equal(kept.classifier.weight, model.classifier.weight)
+    other = load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("no", "yes"))
+    assert not torch.equal(other.classifier.weight, model.classifier.weight)
+    assert torch.equal(other.bert.encoder.layers[0].mlp.fc_in.weight, model.bert.encoder.layers[0].mlp.fc_in.weight)
+
+
+def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> None:
+    model = load_model(ModelArguments(model_name_or_path=str(model_dir), segment_embeddings="first"), classes("a", "b"))
+    segments = model.bert.embeddings.token_type_embeddings.weight
+    kept = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
+    assert torch.equal(segments[1], segments[0]) and torch.equal(
+        segments[0], kept.bert.embeddings.token_type_embeddings.weight[0]
+    )
+    assert not torch.equal(kept.bert.embeddings.token_type_embeddings.weight[1], segments[0])
+
+
+def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
+    from hf_bertscratch.finetuning import FinetuneTrainingArguments, choose_training_defaults
+    from hf_bertscratch.tasks import SHAPE_DEFAULTS, TASK_DEFAULTS, finetune_defaults
+
+    squad = DataArguments(task="squad")
+    assert check_data_arguments(squad).shape == "question-answering" and squad.max_seq_length == 384
+    assert DataArguments(task="sst2").max_seq_length is None
+    sst2 = DataArguments(task="sst2")
+    check_data_arguments(sst2)
+    assert sst2.max_seq_length == TASK_DEFAULTS["sst2"].max_seq_length
+    stsb = check_data_arguments(DataArguments(task="stsb"))
+    defaults = finetune_defaults(stsb, "stsb")
+    assert defaults == SHAPE_DEFAULTS["regression"]
+    for hidden_size, expected in ((128, defaults.learning_rate), (768, defaults.learning_rate_large)):
+        args = FinetuneTrainingArguments(output_dir=str(tmp_path))
+        choose_training_defaults(
+            args, defaults, hf_bertscratch.BertScratchConfig(hidden_size=hidden_size, num_attention_heads=2)
+        )
+        assert (args.learning_rate, args.num_train_epochs) == (expected, defaults.epochs)
+    given = FinetuneTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-5, num_train_epochs=2)
+    choose_training_defaults(given, defaults, hf_bertscratch.BertScratchConfig(hidden_size=128, num_attention_heads=2))
+    assert (given.learning_rate, given.num_train_epochs) == (1e-5, 2)
+    assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
 def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
@@ -700,3 +751,74 @@ def test_every_shape_refuses_bad_data_before_training(
     with pytest.raises(ValueError, match=message):
         main(run_argv(model_dir, output) + data_flags(tmp_path))
     assert not any(output.glob("checkpoint-*")) and not (output / "all_results.json").exists()
+
+
+# --------------------------------------------------------------------------------------- embeddings (bi-encoder)
+def test_embedding_folder_gives_the_same_vectors_in_sentence_transformers(tmp_path: Path, model_dir: Path) -> None:
+    """An embedding run saves a folder whose written cosines, `bertscratch embed` vectors and sentence-transformers
+    vectors all agree, and whose eval Spearman is that of its cosines."""
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+
+    from hf_bertscratch.inference import embed, similarity
+
+    header = ("text", "text_pair", "score")
+    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
+    dev_rows = scored_pairs(16, 1)
+    dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
+    output = tmp_path / "run"
+    columns = ["--text_pair_column", "text_pair", "--label_column", "score"]
+    main(base_argv(model_dir, train, dev, output) + ["--task_type", "embedding", *columns])
+
+    results = json.loads((output / "all_results.json").read_text())
+    assert (results["embedding_objective"], results["pooling"], results["main_metric"]) == (
+        "cosine",
+        "mean",
+        "spearmanr",
+    )
+    rows = read_rows(output / "predictions.csv")
+    cosines = [float(r["prediction"]) for r in rows]
+    labels = [score for *_, score in dev_rows]
+    assert results["eval_spearmanr"] == pytest.approx(spearmanr(labels, cosines).statistic, abs=1e-6)
+    for name in ("modules.json", "sentence_bert_config.json", "1_Pooling/config.json", "README.md"):
+        assert (output / name).is_file(), name
+    assert json.loads((output / "config.json").read_text())["architectures"] == ["BertScratchModel"]
+
+    texts = [text for text, _, _ in dev_rows[:6]]
+    pairs = [pair for _, pair, _ in dev_rows[:6]]
+    ours = np.stack([embed(str(output), text) for text in texts])
+    encoder = SentenceTransformer(str(output), trust_remote_code=True, device="cpu")
+    np.testing.assert_allclose(encoder.encode(texts, convert_to_numpy=True), ours, atol=1e-5)
+    # The cosines written are the cosines of those vectors (each text alone, no padding), as `similarity` prints.
+    for i, (text, pair) in enumerate(zip(texts, pairs)):
+        assert similarity(str(output), text, pair) == pytest.approx(cosines[i], abs=1e-5)
+
+
+def test_embedding_needs_pairs_and_numeric_labels(tmp_path: Path, model_dir: Path) -> None:
+    header = ("text", "text_pair", "score")
+    rows = scored_pairs(8, 0)
+    train = write_csv(tmp_path / "train.csv", rows, header)
+    output = tmp_path / "run"
+    with pytest.raises(ValueError, match="--text_pair_column"):
+        main(base_argv(model_dir, train, train, output) + ["--task_type", "embedding", "--label_column", "score"])
+    words = write_csv(tmp_path / "words.csv", [(a, b, "high" if s > 2.5 else "low") for a, b, s in rows], header)
+    with pytest.raises(ValueError, match=r"similarity scores or 0/1 match labels.*'low'|'high'"):
+        main(
+            base_argv(model_dir, words, words, output)
+            + ["--task_type", "embedding", "--text_pair_column", "text_pair", "--label_column", "score"]
+        )
+    with pytest.raises(ValueError, match="has no sentence pairs"):
+        check_data_arguments(DataArguments(task="sst2", task_type="embedding"))
+    assert not output.exists() or not any(output.iterdir())
+
+
+def test_a_classifier_is_refused_where_sentence_vectors_are_needed(tmp_path: Path, model_dir: Path) -> None:
+    from hf_bertscratch.inference import embed, similarity
+
+    classifier_dir = tmp_path / "classifier"
+    AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).save_pretrained(classifier_dir)
+    AutoTokenizer.from_pretrained(model_dir).save_pretrained(classifier_dir)
+    for call in (lambda: embed(str(classifier_dir), "a text"), lambda: similarity(str(classifier_dir), "a", "b")):
+        with pytest.raises(ValueError, match="BertScratchForSequenceClassification checkpoint, fine-tuned for a task"):
+            call()
+    assert embed(str(model_dir), "the cat sat").shape == (tiny_config_kwargs(10)["hidden_size"],)  # an encoder is fine

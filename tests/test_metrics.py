@@ -72,6 +72,7 @@ def test_classification_metrics_from_logits() -> None:
     assert out["accuracy"] == pytest.approx(accuracy_score(REFS, PREDS))
     assert out["f1"] == pytest.approx(f1_score(REFS, PREDS, average="macro"))
     assert out["matthews_correlation"] == pytest.approx(matthews_corrcoef(REFS, PREDS))
+    assert out["top_class_share"] == pytest.approx(max(PREDS.count(c) for c in set(PREDS)) / len(PREDS))
 
 
 def test_falls_back_to_packaged_copy_when_hub_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,7 +117,8 @@ def test_regression_metrics_match_scipy(column: bool) -> None:
     out = RegressionMetrics()(EvalPrediction(predictions=predictions, label_ids=SCORES))
     pearson = pearsonr(SCORE_PREDICTIONS.astype(np.float64), SCORES.astype(np.float64))[0]
     spearman = spearmanr(SCORE_PREDICTIONS.astype(np.float64), SCORES.astype(np.float64))[0]
-    assert set(out) == {"pearson", "spearmanr", "combined_score", "mse"}
+    assert set(out) == {"pearson", "spearmanr", "combined_score", "mse", "prediction_std"}
+    assert out["prediction_std"] == pytest.approx(float(np.std(SCORE_PREDICTIONS.astype(np.float64))), rel=1e-9)
     assert out["pearson"] == pytest.approx(pearson, rel=1e-9)
     assert out["spearmanr"] == pytest.approx(spearman, rel=1e-9)
     assert out["combined_score"] == pytest.approx((pearson + spearman) / 2, rel=1e-9)

@@ -285,6 +285,33 @@ def test_single_output_regression_is_inferred() -> None:
     torch.testing.assert_close(got.loss, expected.loss, atol=ATOL, rtol=ATOL)
 
 
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+def test_mean_pooling_head_reads_the_mean_of_the_real_tokens(unpad: bool) -> None:
+    """classifier_pooling="mean": the classifier reads the mean of transformers' BERT's last hidden states over each
+    row's real tokens (sentence-transformers' mean pooling), with no pooler; "cls" is the parity-tested default."""
+    reference, ours = _pair("BertForSequenceClassification", unpad=unpad)
+    config = BertScratchConfig.from_dict({**ours.config.to_dict(), "classifier_pooling": "mean"})
+    mean_head = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
+    missing, unexpected = mean_head.load_state_dict(ours.state_dict(), strict=False)
+    assert (
+        mean_head.bert.pooler is None
+        and not missing
+        and set(unexpected)
+        == {
+            "bert.pooler.dense.weight",
+            "bert.pooler.dense.bias",
+        }
+    )
+    inputs = _inputs()
+    mask = inputs["attention_mask"][..., None].float()  # (B, T, 1)
+    with torch.no_grad():
+        hidden = reference.bert(**inputs).last_hidden_state  # (B, T, H)
+        expected = reference.classifier((hidden * mask).sum(1) / mask.sum(1))
+        got = mean_head(**inputs).logits
+    _compare(got, expected, None, "logits")
+    assert not torch.allclose(got, ours(**inputs).logits, atol=1e-3)  # the cls head reads something else
+
+
 # ----------------------------------------------------------------------------------------------------- bad input
 
 
@@ -374,6 +401,7 @@ def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
         ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
+        ({"classifier_pooling": "max"}, r"classifier_pooling must be one of \('cls', 'mean'\), got 'max'"),
         # The field types are checked too (@strict reads the annotations, so the config module must not postpone them).
         ({"unpad_inputs": "yes"}, r"Field 'unpad_inputs' expected bool, got str \(value: 'yes'\)"),
         ({"hidden_size": 128.0}, r"Field 'hidden_size' expected int, got float"),

@@ -45,13 +45,14 @@ CHILD = textwrap.dedent(
     import torch
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
-    mlm_dir, classifier_dir, io_file = sys.argv[1:4]
+    mlm_dir, classifier_dir, mean_dir, io_file = sys.argv[1:5]
     inputs = torch.load(io_file)["inputs"]
     results = {}
     for key, auto_class, folder in (
         ("base", AutoModel, classifier_dir),  # the classifier's encoder has a pooler, the MLM's does not
         ("mlm", AutoModelForMaskedLM, mlm_dir),
         ("classifier", AutoModelForSequenceClassification, classifier_dir),
+        ("classifier_mean", AutoModelForSequenceClassification, mean_dir),  # classifier_pooling="mean"
     ):
         model = auto_class.from_pretrained(folder, trust_remote_code=True).eval()
         assert not type(model).__module__.startswith("hf_bertscratch"), type(model).__module__
@@ -59,7 +60,7 @@ CHILD = textwrap.dedent(
             results[key] = {k: v for k, v in model(**inputs).items() if isinstance(v, torch.Tensor)}
         results[key + "_class"] = f"{type(model).__module__}.{type(model).__name__}"
     results["config_class"] = type(AutoConfig.from_pretrained(mlm_dir, trust_remote_code=True)).__module__
-    torch.save(results, sys.argv[4])
+    torch.save(results, sys.argv[5])
     print("loaded:", results["base_class"], results["mlm_class"], results["classifier_class"])
     '''
 )
@@ -74,8 +75,13 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), num_labels=3)
     mlm = hf_bertscratch.BertScratchForMaskedLM(config)
     classifier = hf_bertscratch.BertScratchForSequenceClassification(config)
+    mean_classifier = hf_bertscratch.BertScratchForSequenceClassification(
+        hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), num_labels=3, classifier_pooling="mean")
+    )
     mlm.save_pretrained(tmp_path / "mlm")
     classifier.save_pretrained(tmp_path / "classifier")
+    mean_classifier.save_pretrained(tmp_path / "classifier-mean")
+    assert json.loads((tmp_path / "classifier-mean" / "config.json").read_text())["classifier_pooling"] == "mean"
 
     # The folder ships the code, and its auto_map names every head, not only the saved one.
     for name in ("configuration_bertscratch.py", "modeling_bertscratch.py", "model.safetensors"):
@@ -102,6 +108,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
             str(tmp_path / "child.py"),
             str(tmp_path / "mlm"),
             str(tmp_path / "classifier"),
+            str(tmp_path / "classifier-mean"),
             str(tmp_path / "inputs.pt"),
             str(tmp_path / "outputs.pt"),
         ],
@@ -125,6 +132,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         "base": _outputs(classifier.bert, inputs),
         "mlm": _outputs(mlm, inputs),
         "classifier": _outputs(classifier, inputs),
+        "classifier_mean": _outputs(mean_classifier, inputs),
     }
     for key, tensors in expected.items():
         assert remote[key].keys() == tensors.keys(), key

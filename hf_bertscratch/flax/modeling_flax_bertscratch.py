@@ -480,14 +480,15 @@ class FlaxBertScratchForMaskedLM(FlaxBertScratchPreTrainedModel):
 
 
 class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
-    """Classifier or regressor on the pooled [CLS]: `config.num_labels` logits."""
+    """Classifier or regressor on the pooled [CLS] or, with `config.classifier_pooling="mean"`, on the mean of the
+    last hidden states over the real tokens (no pooler), as in torch: `config.num_labels` logits."""
 
     torch_class_name = "BertScratchForSequenceClassification"
 
     def __init__(self, config: BertScratchConfig, *, rngs: nnx.Rngs | None = None) -> None:
         super().__init__(config)
         rngs = nnx.Rngs(0) if rngs is None else rngs
-        self.bert = FlaxBertScratchModel(config, rngs=rngs)
+        self.bert = FlaxBertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls", rngs=rngs)
         rate = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nnx.Dropout(rate, rngs=rngs)
         self.classifier = _linear(config, config.hidden_size, config.num_labels, rngs)
@@ -496,7 +497,16 @@ class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
         self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None, position_ids: Any = None
     ) -> FlaxSequenceClassifierOutput:
         """(B, T) ids -> `logits` (B, num_labels)."""
-        pooled = self.bert(input_ids, attention_mask, token_type_ids, position_ids).pooler_output
+        outputs = self.bert(input_ids, attention_mask, token_type_ids, position_ids)
+        if self.config.classifier_pooling == "mean":
+            hidden = outputs.last_hidden_state  # (B, T, H)
+            if attention_mask is None:
+                pooled = hidden.mean(axis=1)
+            else:
+                weights = jnp.asarray(attention_mask, hidden.dtype)[:, :, None]  # (B, T, 1)
+                pooled = (hidden * weights).sum(axis=1) / jnp.maximum(weights.sum(axis=1), 1.0)
+        else:
+            pooled = outputs.pooler_output
         return FlaxSequenceClassifierOutput(logits=self.classifier(self.dropout(pooled)))
 
 

@@ -83,11 +83,14 @@ class ClassificationMetrics:
         self.metrics = {name: load_metric(name) for name in classification_metric_names(pairs)}
 
     def compute(self, predictions: Sequence[int], references: Sequence[int]) -> dict[str, float]:
-        """Every metric on integer predictions and references, both of shape (N,)."""
+        """Every metric on integer predictions and references, both of shape (N,), and "top_class_share": the
+        share of predictions in the commonest predicted class (1.0: the model gives one answer to everything)."""
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             kwargs = {"average": "binary" if self.num_labels == 2 else "macro"} if name == "f1" else {}
             results.update(metric.compute(predictions=predictions, references=references, **kwargs))
+        counts = np.bincount(np.asarray(predictions, dtype=np.int64), minlength=self.num_labels)
+        results["top_class_share"] = float(counts.max() / max(len(predictions), 1))
         return results
 
     def __call__(self, eval_prediction) -> dict[str, float]:
@@ -101,7 +104,8 @@ class RegressionMetrics:
     """A `compute_metrics` callable for `Trainer` on regression tasks (STS-B): the correlations `run_glue` reports.
 
     Returns "pearson" and "spearmanr" (run_glue's key names, computed by the `pearsonr` and `spearmanr` metrics),
-    "combined_score" (their mean, run_glue's model-selection score) and "mse" (the mean squared error).
+    "combined_score" (their mean, run_glue's model-selection score), "mse" (the mean squared error) and
+    "prediction_std" (the spread of the predictions: near 0, the model gives every pair the same score).
     """
 
     def __init__(self) -> None:
@@ -118,6 +122,7 @@ class RegressionMetrics:
             "spearmanr": float(spearman),
             "combined_score": (float(pearson) + float(spearman)) / 2,
             "mse": float(squared_errors.mean()),
+            "prediction_std": float(np.std(np.asarray(predictions, dtype=np.float64))),
         }
 
     def __call__(self, eval_prediction) -> dict[str, float]:

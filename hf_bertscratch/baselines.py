@@ -1,0 +1,122 @@
+"""What a task scores with no learning at all, so that a fine-tuned model's number can be read against it.
+
+Three answers that need no training of the model:
+
+- the **constant answer**: the commonest class of the train split for every example (for a score: the same number
+  for every pair, which ranks nothing: correlation 0);
+- **word overlap**: the Jaccard similarity of a pair's two lower-cased word sets (`word_overlap`);
+- the **zero-shot cosine**: the cosine of the two texts' mean-pooled last hidden states of the pretrained model,
+  no fine-tuning (`hf_bertscratch.similarity.pair_cosines`).
+
+A score baseline is read as the task reads predictions: a regression task's correlations come straight from the
+scores; a classification task's accuracy, F1 and Matthews correlation come from one threshold on the score, chosen on
+the train split (either direction: above it means the last class, or the first), then applied to the eval split.
+The metrics are the ones fine-tuning reports (`hf_bertscratch.metrics`), under the same names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .metrics import ClassificationMetrics, RegressionMetrics
+
+_WORD = re.compile(r"\w+")
+
+
+def word_set(text: str) -> set[str]:
+    """The lower-cased words (runs of letters, digits and underscores) of `text`."""
+    return set(_WORD.findall(text.lower()))
+
+
+def word_overlap(first: str, second: str) -> float:
+    """Jaccard similarity of the two texts' lower-cased word sets: |A & B| / |A | B|, 0 when both are empty."""
+    a, b = word_set(first), word_set(second)
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def word_overlaps(firsts: Sequence[str], seconds: Sequence[str]) -> np.ndarray:
+    """`word_overlap` of each pair: (N,) floats."""
+    return np.array([word_overlap(a, b) for a, b in zip(firsts, seconds, strict=True)], dtype=np.float64)
+
+
+def fit_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, bool]:
+    """The threshold on `scores` (N,) and direction that classify the binary `labels` (N,) most accurately:
+    predict 1 where `score > threshold` (`above_is_one`) or where `score <= threshold` (not `above_is_one`).
+
+    Every midpoint between consecutive distinct scores is tried, and one below the lowest (a constant answer)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels).astype(np.int64)
+    order = np.argsort(scores, kind="stable")
+    sorted_scores, sorted_labels = scores[order], labels[order]
+    # ones_at_or_below[k]: how many of the k lowest scores have label 1.
+    ones_at_or_below = np.concatenate([[0], np.cumsum(sorted_labels)])
+    total_ones, n = int(sorted_labels.sum()), len(labels)
+    distinct = np.flatnonzero(np.diff(sorted_scores) > 0) + 1  # cut points between distinct values
+    cuts = np.concatenate([[0], distinct])  # k: predictions split after the k lowest scores
+    # "above is one": the k lowest are 0, the rest 1.
+    correct_above = (cuts - ones_at_or_below[cuts]) + (total_ones - ones_at_or_below[cuts])
+    correct_below = n - correct_above
+    best_above, best_below = int(correct_above.argmax()), int(correct_below.argmax())
+    above_is_one = correct_above[best_above] >= correct_below[best_below]
+    k = cuts[best_above if above_is_one else best_below]
+    threshold = sorted_scores[0] - 1.0 if k == 0 else (sorted_scores[k - 1] + sorted_scores[k]) / 2
+    return float(threshold), bool(above_is_one)
+
+
+def threshold_predictions(scores: np.ndarray, threshold: float, above_is_one: bool) -> np.ndarray:
+    """Binary predictions (N,) of `fit_threshold`'s rule."""
+    above = np.asarray(scores, dtype=np.float64) > threshold
+    return (above if above_is_one else ~above).astype(np.int64)
+
+
+def constant_answer(train_labels: Sequence, eval_labels: Sequence, num_labels: int | None) -> dict[str, float]:
+    """The metrics of answering the train split's commonest class for every eval example (`num_labels` classes),
+    or, for a regression task (`num_labels` None), of one score for every pair: correlation 0, and the mean
+    squared error of the train mean."""
+    if num_labels is None:
+        mean = float(np.mean(np.asarray(train_labels, dtype=np.float64)))
+        errors = (np.asarray(eval_labels, dtype=np.float64) - mean) ** 2
+        return {"pearson": 0.0, "spearmanr": 0.0, "combined_score": 0.0, "mse": float(errors.mean())}
+    commonest = int(np.bincount(np.asarray(train_labels, dtype=np.int64), minlength=num_labels).argmax())
+    predictions = [commonest] * len(eval_labels)
+    return ClassificationMetrics(num_labels, pairs=True).compute(predictions, list(map(int, eval_labels)))
+
+
+def score_baseline(
+    train_scores: np.ndarray | None,
+    train_labels: Sequence,
+    eval_scores: np.ndarray,
+    eval_labels: Sequence,
+    num_labels: int | None,
+) -> dict[str, float]:
+    """The metrics of a no-learning score (word overlap, zero-shot cosine) on the eval split.
+
+    Regression (`num_labels` None): the correlations of the scores with the labels (`train_scores` unused).
+    Binary classification: a threshold fit on the train split's scores (`fit_threshold`), applied to the eval scores.
+    """
+    if num_labels is None:
+        metrics = RegressionMetrics().compute(list(map(float, eval_scores)), list(map(float, eval_labels)))
+        metrics.pop("mse")  # a similarity is not on the labels' scale
+        return metrics
+    if num_labels != 2:
+        raise ValueError(f"A score baseline classifies two classes by a threshold; this task has {num_labels}.")
+    if train_scores is None:
+        raise ValueError("A classification task's score baseline needs the train split's scores to fit a threshold.")
+    threshold, above_is_one = fit_threshold(np.asarray(train_scores), np.asarray(train_labels))
+    predictions = threshold_predictions(np.asarray(eval_scores), threshold, above_is_one)
+    return ClassificationMetrics(2, pairs=True).compute(predictions.tolist(), list(map(int, eval_labels)))
+
+
+__all__ = [
+    "constant_answer",
+    "fit_threshold",
+    "score_baseline",
+    "threshold_predictions",
+    "word_overlap",
+    "word_overlaps",
+    "word_set",
+]

@@ -1,0 +1,262 @@
+"""Why fine-tuning on a sentence-pair task does or does not keep what pretraining learnt: one record per model and task.
+
+For a pretrained folder and a pair task (STS-B, MRPC, RTE, ...) it measures, on the task's dev set:
+
+1. the no-learning baselines (`hf_bertscratch.baselines`): the constant answer, word overlap, and the zero-shot cosine
+   of the two texts' mean-pooled states of every layer (0: the embeddings) and of the last layer's [CLS] state;
+2. fine-tuning curves, one run per variant and seed (`bertscratch finetune` with the variant's flags, in
+   `RUNS_DIR/<variant>-seed<seed>`): the dev metric, the spread of the predictions (`prediction_std` for a score,
+   `top_class_share` for classes) per epoch, and the gradient norms of the head and of the encoder per log.
+
+A finished run (its all_results.json) is read, not run again, so the command continues where it stopped. The record
+(`--output_json`) holds every number, the machine and the commit:
+
+    python scripts/diagnose_pairs.py --model runs/D --task stsb --data_dir ../shared/data --runs_dir runs/diag-stsb \\
+        --variants before table cls mean --seeds 42 --output_json results/pairs-diagnosis/stsb.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from transformers import AutoModel, AutoTokenizer
+
+import hf_bertscratch  # noqa: F401  (registers the model type)
+from hf_bertscratch.baselines import constant_answer, score_baseline, word_overlaps
+from hf_bertscratch.data import resolve_data_dir
+from hf_bertscratch.finetuning import DataArguments, load_task_datasets
+from hf_bertscratch.hardware import describe_hardware
+from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.similarity import pair_cosines
+from hf_bertscratch.tasks import TASKS, TaskOverrides, TaskSpec, resolve_task
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Variant name -> the finetune flags that make it. "before" is what `bertscratch finetune --task T` ran before
+# per-task defaults existed (the Trainer's rate, batch and epochs; no warm-up: transformers 5 ignores warmup_ratio);
+# "table" the task table's runs (rate 3e-4, 5 epochs, batch 32, no warm-up); the rest change one thing at a time
+# from today's defaults.
+VARIANTS: dict[str, list[str]] = {
+    "before": ["--classifier_pooling", "cls", "--learning_rate", "5e-5", "--num_train_epochs", "3",
+               "--per_device_train_batch_size", "8", "--warmup_steps", "0"],
+    "table": ["--classifier_pooling", "cls", "--learning_rate", "3e-4", "--num_train_epochs", "5", "--warmup_steps", "0"],
+    "defaults": [],
+    "cls": ["--classifier_pooling", "cls"],
+    "cls+first": ["--classifier_pooling", "cls", "--segment_embeddings", "first"],
+    "mean": ["--classifier_pooling", "mean"],
+    "mean+first": ["--classifier_pooling", "mean", "--segment_embeddings", "first"],
+    "mean-lr1e-4": ["--classifier_pooling", "mean", "--learning_rate", "1e-4"],
+    "mean-lr1e-3": ["--classifier_pooling", "mean", "--learning_rate", "1e-3"],
+    "mean-10ep": ["--classifier_pooling", "mean", "--num_train_epochs", "10"],
+    "mean-nodropout": ["--classifier_pooling", "mean", "--dropout", "0"],
+    "embedding": ["--task_type", "embedding"],
+}  # fmt: skip
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="The pretrained folder (or a fine-tuned one, for transfer).")
+    p.add_argument("--task", required=True, help=f"A pair task of the table: {[t for t in TASKS if _is_pair(t)]}.")
+    p.add_argument("--data_dir", default=None, help="Local copies of the datasets (default $BERTSCRATCH_DATA_DIR).")
+    p.add_argument("--runs_dir", default=None, help="Where the fine-tuning runs go (needed with --variants).")
+    p.add_argument("--variants", nargs="*", default=[], help=f"Fine-tuning variants to run, of {list(VARIANTS)}.")
+    p.add_argument("--seeds", nargs="+", type=int, default=[42], help="Fine-tuning seeds of every variant.")
+    p.add_argument("--processes", type=int, default=2, help="Fine-tuning runs at once (one thread each).")
+    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="Further flags for every finetune run.")
+    p.add_argument("--output_json", default=None, help="Where the record goes (written atomically).")
+    args = p.parse_args(argv)
+    if not _is_pair(args.task):
+        raise SystemExit(f"--task {args.task!r} is not a sentence-pair task of the table; expected one of "
+                         f"{[t for t in TASKS if _is_pair(t)]}.")  # fmt: skip
+    unknown = sorted(set(args.variants) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"Unknown variant(s) {unknown}; expected some of {list(VARIANTS)}.")
+    if args.variants and not args.runs_dir:
+        raise SystemExit("--variants needs --runs_dir, where the fine-tuning runs go.")
+    return args
+
+
+def _is_pair(task: str) -> bool:
+    spec = TASKS.get(task)
+    return spec is not None and spec.shape in ("classification", "regression") and bool(spec.columns.get("text_pair"))
+
+
+# ------------------------------------------------------------------------------------------------ no learning
+def load_pairs(task: TaskSpec, name: str, data_dir: str | None) -> dict[str, dict[str, list]]:
+    """The train and eval splits' first texts, second texts and labels."""
+    raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
+    columns = task.columns
+    return {
+        role: {
+            "first": list(raw[role][columns["text"]]),
+            "second": list(raw[role][columns["text_pair"]]),
+            "labels": list(raw[role][columns["label"]]),
+        }
+        for role in ("train", "eval")
+    }
+
+
+def no_learning(model_dir: str, task: TaskSpec, pairs: dict[str, dict[str, list]]) -> dict:
+    """The constant answer, word overlap, and the zero-shot cosines of every layer's mean-pooled states and of the
+    last layer's [CLS] state, each scored as the task scores predictions."""
+    num_labels = None if task.shape == "regression" else len(task.label_names)
+    train, dev = pairs["train"], pairs["eval"]
+    result = {
+        "constant": constant_answer(train["labels"], dev["labels"], num_labels),
+        "word_overlap": score_baseline(
+            word_overlaps(train["first"], train["second"]),
+            train["labels"],
+            word_overlaps(dev["first"], dev["second"]),
+            dev["labels"],
+            num_labels,
+        ),
+    }
+    model = AutoModel.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    layers = list(range(model.config.num_hidden_layers + 1))
+    needs_train = num_labels is not None  # a threshold is fit on the train split's cosines
+    cosines = {
+        role: pair_cosines(model, tokenizer, split["first"], split["second"], "mean", layers)
+        for role, split in (("train", train), ("eval", dev))
+        if role == "eval" or needs_train
+    }
+    cls = {
+        role: pair_cosines(model, tokenizer, split["first"], split["second"], "cls")
+        for role, split in (("train", train), ("eval", dev))
+        if role == "eval" or needs_train
+    }
+    result["zero_shot_mean_by_layer"] = [
+        score_baseline(
+            cosines["train"][i] if needs_train else None, train["labels"], cosines["eval"][i], dev["labels"], num_labels
+        )
+        for i in layers
+    ]
+    result["zero_shot_cls_last_layer"] = score_baseline(
+        cls.get("train"), train["labels"], cls["eval"], dev["labels"], num_labels
+    )
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ fine-tuning
+def run_folder(runs_dir: Path, variant: str, seed: int) -> Path:
+    return runs_dir / f"{variant}-seed{seed}"
+
+
+def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[str]:
+    command = [sys.executable, str(ROOT / "scripts" / "finetune.py"), "--model_name_or_path", args.model,
+               "--task", args.task, "--output_dir", str(run_folder(Path(args.runs_dir), variant, seed)),
+               "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none",
+               "--disable_tqdm", "true", *VARIANTS[variant], *args.extra]  # fmt: skip
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    folder = run_folder(Path(args.runs_dir), variant, seed)
+    if any(folder.glob("checkpoint-*")):
+        command += ["--resume_from_checkpoint", "last"]
+    return command
+
+
+def run_one(args: argparse.Namespace, variant: str, seed: int) -> None:
+    folder = run_folder(Path(args.runs_dir), variant, seed)
+    if (folder / "all_results.json").is_file():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+    with (folder.parent / f"{folder.name}.log").open("w") as log:
+        print(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}", flush=True)
+        subprocess.run(finetune_command(args, variant, seed), env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+
+def curve(folder: Path, main_metric: str) -> dict:
+    """What one finished run shows: its dev metric and prediction spread per evaluation, and its gradient norms."""
+    state = json.loads((folder / "trainer_state.json").read_text())
+    results = json.loads((folder / "all_results.json").read_text())
+    evals = [e for e in state["log_history"] if f"eval_{main_metric}" in e]
+    logs = [e for e in state["log_history"] if "grad_norm_head" in e]
+    spread = "eval_prediction_std" if any("eval_prediction_std" in e for e in evals) else "eval_top_class_share"
+    return {
+        "final": results.get(f"eval_{main_metric}"),
+        "epochs": [e.get("epoch") for e in evals],
+        "dev": [e[f"eval_{main_metric}"] for e in evals],
+        "spread": {spread.removeprefix("eval_"): [e.get(spread) for e in evals]},
+        "grad_norm_head": [round(e["grad_norm_head"], 5) for e in logs],
+        "grad_norm_encoder": [round(e["grad_norm_encoder"], 5) for e in logs],
+        "learning_rate": results.get("learning_rate"),
+        "wall_time_seconds": results.get("wall_time_seconds"),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------- main
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
+        )
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def print_summary(record: dict, metric: str) -> None:
+    base = record["no_learning"]
+    print(f"\n{record['task']} dev, {metric} x 100 (model {record['model']})")
+    print(f"  constant answer            {100 * base['constant'][metric]:6.1f}")
+    print(f"  word overlap               {100 * base['word_overlap'][metric]:6.1f}")
+    layers = " / ".join(f"{100 * m[metric]:.1f}" for m in base["zero_shot_mean_by_layer"])
+    print(f"  zero-shot cosine, mean, layers 0..L   {layers}")
+    print(f"  zero-shot cosine, [CLS] last layer    {100 * base['zero_shot_cls_last_layer'][metric]:6.1f}")
+    for variant, runs in record["fine_tuning"].items():
+        finals = [100 * r["final"] for r in runs.values() if r.get("final") is not None]
+        if finals:
+            print(f"  fine-tuned: {variant:18s} {np.mean(finals):6.1f} +/- {np.std(finals):.1f} ({len(finals)} seeds)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    data_dir = str(resolve_data_dir(args.data_dir) or "") or None
+    args.data_dir = data_dir
+    task = resolve_task(TaskOverrides(task=args.task))
+    metric = task.main_metric
+    old = {}
+    if args.output_json and Path(args.output_json).is_file():
+        old = json.loads(Path(args.output_json).read_text())
+    record = {
+        "command": "python scripts/diagnose_pairs.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "model": args.model,
+        "task": args.task,
+        "metric": metric,
+        "machine": describe_hardware(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "commit": git_commit(),
+    }
+    if old.get("model") == args.model and "no_learning" in old:
+        record["no_learning"] = old["no_learning"]
+    else:
+        record["no_learning"] = no_learning(args.model, task, load_pairs(task, args.task, data_dir))
+    record["fine_tuning"] = old.get("fine_tuning", {}) if old.get("model") == args.model else {}
+    jobs = [(v, s) for v in args.variants for s in args.seeds]
+    with ThreadPoolExecutor(max_workers=max(1, args.processes)) as pool:
+        futures = {job: pool.submit(run_one, args, *job) for job in jobs}
+        for (variant, seed), future in futures.items():
+            future.result()
+            record["fine_tuning"].setdefault(variant, {})[str(seed)] = {
+                "flags": VARIANTS[variant],
+                **curve(run_folder(Path(args.runs_dir), variant, seed), metric),
+            }
+            if args.output_json:  # each finished run is kept at once
+                write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
+    if args.output_json:
+        write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
+    print_summary(record, metric)
+
+
+if __name__ == "__main__":
+    main()
