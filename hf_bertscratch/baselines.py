@@ -111,7 +111,37 @@ def score_baseline(
     return ClassificationMetrics(2, pairs=True).compute(predictions.tolist(), list(map(int, eval_labels)))
 
 
+def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
+    """The no-learning scores of a run's task on its eval split, for its main metric: `baseline_constant` and, for a
+    pair task with scores or two classes, `baseline_word_overlap`. {} for shapes without them (NER, QA).
+
+    Args:
+        task: the run's `TaskSpec`.
+        train / dev: the raw splits (their text columns are read for word overlap).
+        train_labels / dev_labels: the labels as the run scores them (class ids, or numbers).
+    """
+    if task.shape not in ("classification", "regression", "embedding") or len(dev_labels) == 0:
+        return {}
+    num_labels = len(task.label_names) if task.label_names else None
+    if task.shape == "classification" and num_labels is None:
+        num_labels = int(max(max(train_labels), max(dev_labels))) + 1
+    metric = task.main_metric
+    out = {"baseline_constant": constant_answer(train_labels, dev_labels, num_labels).get(metric)}
+    first, second = task.columns.get("text"), task.columns.get("text_pair")
+    if second and num_labels in (None, 2):
+        overlap = score_baseline(
+            word_overlaps(train[first], train[second]),
+            train_labels,
+            word_overlaps(dev[first], dev[second]),
+            dev_labels,
+            num_labels,
+        )
+        out["baseline_word_overlap"] = overlap.get(metric)
+    return {name: value for name, value in out.items() if value is not None}
+
+
 __all__ = [
+    "task_baselines",
     "constant_answer",
     "fit_threshold",
     "score_baseline",

@@ -27,7 +27,7 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 # What the sequence classification head reads: the pooled [CLS] (BERT) or the mean of the last hidden states.
-CLASSIFIER_POOLINGS = ("cls", "mean")
+CLASSIFIER_POOLINGS = ("cls", "mean", "segments")
 
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
@@ -59,9 +59,10 @@ class BertScratchConfig(PretrainedConfig):
         classifier_dropout: Dropout before classification heads; `hidden_dropout_prob` when None.
         classifier_pooling: What the sequence classification and regression head reads: "cls" (BERT's pooler,
             tanh(dense(h_[CLS])), exactly as transformers' BERT) or "mean" (the mean of the last hidden states over
-            the real tokens, no pooler; ModernBERT's and Cramming's choice). Masked-LM pretraining never trains the
-            pooler, while the mean of the last hidden states already ranks sentence similarity before any
-            fine-tuning (README, the task table), so "mean" keeps what such pretraining learnt.
+            the real tokens, no pooler; ModernBERT's and Cramming's choice) or "segments" (for sentence pairs: the
+            mean of each text's tokens, u and v, read as [u, v, |u - v|, u * v], as Sentence-BERT's classifier; no
+            pooler). Masked-LM pretraining never trains the pooler, while the mean of a text's last hidden states
+            already ranks sentence similarity before any fine-tuning (docs/fine-tuning.md).
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.

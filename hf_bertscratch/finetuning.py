@@ -15,10 +15,13 @@ import json
 import logging
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import numpy as np
 import torch
 from transformers import (
     AutoConfig,
@@ -35,12 +38,14 @@ from transformers.trainer_utils import PredictionOutput
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .arguments import parse_args_or_json
+from .baselines import task_baselines
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .data import check_max_samples, load_raw_datasets, sample_examples
 from .embedding import EmbeddingTrainer
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
-from .initialisation import reinitialise_head, start_segments_as_first
+from .inference import check_model_reference
+from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
 from .tasks import (
@@ -59,6 +64,7 @@ logger = logging.getLogger(__name__)
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
 AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
 SEGMENT_STARTS = ("keep", "first")
+HEAD_INITS = ("random", "probe")
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
@@ -92,6 +98,15 @@ class ModelArguments:
             "help": "What a classification or regression head reads: cls (BERT's pooled [CLS]), mean (the mean of "
             "the last hidden states) or auto (the task shape's default, tasks.SHAPE_DEFAULTS).",
             "choices": [AUTO, *CLASSIFIER_POOLINGS],
+        },
+    )
+    head_init: str = field(
+        default=AUTO,
+        metadata={
+            "help": "How a new classification or regression head starts: random, or probe (fitted to the frozen "
+            "pretrained features of the training examples first, LP-FT: Kumar et al. 2022); auto: the task's "
+            "default (tasks.SHAPE_DEFAULTS).",
+            "choices": [AUTO, *HEAD_INITS],
         },
     )
     segment_embeddings: str = field(
@@ -348,7 +363,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
         needed.remove(task.columns["id"])  # ids are made up when the data has none
     for role, split in chosen.items():
-        missing = [c for c in needed if c not in split.column_names]
+        optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
+        missing = [c for c in needed if c not in split.column_names and c not in optional]
         if missing:
             raise ValueError(f"Column(s) {missing} not in the {role} split; it has {split.column_names}.")
         if len(split) == 0:
@@ -382,6 +398,36 @@ def _same_outputs(config, updates: dict, head_class: str) -> bool:
     return all(current[k] == v for k, v in wanted.items())
 
 
+def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
+    """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
+    the training set before fine-tuning (`initialisation.probe_head`)."""
+    head_init = defaults.head_init if args.head_init == AUTO else args.head_init
+    if head_init != "probe" or shape.task.shape not in ("classification", "regression"):
+        return
+    columns = [c for c in train.column_names if c not in ("length",)]
+    loader = torch.utils.data.DataLoader(train.select_columns(columns), batch_size=64, collate_fn=shape.collator())
+    score = probe_head(model, loader, regression=shape.task.shape == "regression")
+    logger.info(
+        "Head fitted to the frozen encoder's features of %d training examples (LP-FT): training %s %.3f.",
+        len(train),
+        "R^2" if shape.task.shape == "regression" else "accuracy",
+        score,
+    )
+
+
+@contextmanager
+def quiet_loading_report() -> Iterator[None]:
+    """Hold back transformers' LOAD REPORT table (warnings of `transformers.modeling_utils`) while a pretrained
+    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped."""
+    reporter = logging.getLogger("transformers.modeling_utils")
+    level = reporter.level
+    reporter.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        reporter.setLevel(level)
+
+
 def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
     """--classifier_pooling, or the task's default for "auto"."""
     return defaults.classifier_pooling if args.classifier_pooling == AUTO else args.classifier_pooling
@@ -410,10 +456,17 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
     head = _task_head(config)
     wanted_head = shape.auto_class.__name__.removeprefix("AutoModel")  # "" for the bare encoder of an embedding
     keep_head = bool(head and wanted_head) and _same_outputs(config, {**updates, "head": wanted_head}, head)
-    model = shape.auto_class.from_pretrained(
-        args.model_name_or_path, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
-    )
-    if head is not None and not keep_head:
+    with quiet_loading_report():  # the head swap it reports is the expected one; what changed is logged below
+        model = shape.auto_class.from_pretrained(
+            args.model_name_or_path, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
+        )
+    if head is None:
+        logger.info(
+            "Starting from the pretrained encoder of %s; a new %s head is trained.",
+            args.model_name_or_path,
+            wanted_head or "embedding (mean-pooled) ",
+        )
+    elif not keep_head:
         reinitialise_head(model)
         labels = list(config.id2label.values()) if config.id2label else config.num_labels
         logger.info(
@@ -599,6 +652,45 @@ def pooling_and_objective(config, shape) -> dict:
     return {"classifier_pooling": pooling} if shape.task.shape in ("classification", "regression") else {}
 
 
+def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
+    """What the task scores with no learning (`baselines.task_baselines`), for the run's results."""
+    if "labels" not in features["train"].column_names or prediction.label_ids is None:
+        return {}
+    train_labels = features["train"]["labels"]
+    if len(train_labels) != len(raw["train"]):  # features filtered (in-batch negatives' matching pairs)
+        return {}
+    dev_labels = np.asarray(prediction.label_ids).reshape(-1).tolist()
+    return task_baselines(task, raw["train"], raw["eval"], train_labels, dev_labels)
+
+
+def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:
+    """Log the main metric beside its no-learning baselines, and say so when the model answers one thing."""
+    metric = task.main_metric
+    value = results.get(f"eval_{metric}", math.nan)
+    beside = [
+        f"{label} {results[key]:.4f}"
+        for key, label in (("baseline_constant", "constant answer"), ("baseline_word_overlap", "word overlap"))
+        if key in results
+    ]
+    logger.info(
+        "eval_%s %.4f (%d eval examples)%s",
+        metric,
+        value,
+        eval_examples,
+        f"; with no learning: {', '.join(beside)}" if beside else "",
+    )
+    if results.get("eval_top_class_share") == 1.0:
+        logger.warning(
+            "The model gives every eval example the same class: its eval_%s is the constant answer's, it has learnt "
+            "nothing beyond it (try more epochs or another learning rate).",
+            metric,
+        )
+    elif results.get("eval_prediction_std", 1.0) < 1e-3:
+        logger.warning(
+            "The model gives every eval pair nearly the same score (spread %.1e).", results["eval_prediction_std"]
+        )
+
+
 def choose_best_metric(training_args: FinetuneTrainingArguments, task: TaskSpec) -> None:
     """Resolve --metric_for_best_model "auto" to the task's main metric (every main metric is higher-is-better)."""
     if training_args.metric_for_best_model == AUTO_METRIC:
@@ -613,6 +705,7 @@ def main(argv: list[str] | None = None) -> None:
     set_seed(training_args.seed)
 
     # 1. Resolve and check everything that can be wrong before any training starts.
+    model_args.model_name_or_path = check_model_reference(model_args.model_name_or_path)
     check_output_dir(training_args)
     check_training_push(training_args)
     checkpoint = resolve_checkpoint(training_args)
@@ -647,6 +740,9 @@ def main(argv: list[str] | None = None) -> None:
             for role, split in raw.items()
         }
 
+    if checkpoint is None:
+        fit_head(model, model_args, defaults, shape, features["train"])
+
     # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection on the task's main metric.
     embedding = {}
     if task.shape == "embedding":
@@ -675,6 +771,7 @@ def main(argv: list[str] | None = None) -> None:
     if "test" in features:
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
         results.update(trainer.predict(features["test"], metric_key_prefix="test").metrics)
+    results.update(run_baselines(task, raw, features, prediction))
     results.update(
         task=data_args.task,
         task_type=task.shape,
@@ -700,12 +797,7 @@ def main(argv: list[str] | None = None) -> None:
             folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
         ),
     )
-    logger.info(
-        "eval_%s %.4f (%d eval examples)",
-        task.main_metric,
-        results.get(f"eval_{task.main_metric}", math.nan),
-        len(raw["eval"]),
-    )
+    report_against_baselines(results, task, len(raw["eval"]))
     print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)

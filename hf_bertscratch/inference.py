@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -71,6 +72,14 @@ def check_model_reference(model: str | Path) -> str:
         return str(path)
     if model.startswith((".", "/", "~")) or not _HUB_ID.match(model):
         raise FileNotFoundError(f"Model {model!r} does not exist: expected a model folder or a Hub id (user/name).")
+    namespace = model.split("/")[0] if "/" in model else None
+    if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
+        raise FileNotFoundError(f"Model folder {model!r} does not exist (there is a local folder {namespace!r}).")
+    if os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}:
+        raise FileNotFoundError(
+            f"Model {model!r} is not a local folder, and the Hub is offline (HF_HUB_OFFLINE is set): expected a model "
+            "folder here, or unset HF_HUB_OFFLINE to download it."
+        )
     return model
 
 

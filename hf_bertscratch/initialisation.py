@@ -1,11 +1,15 @@
 """Where a model's weights start when it goes from one training stage to the next: a fine-tuned checkpoint's head
 replaced for a new task, and segment embeddings that pretraining never trained.
 
-Used by pretraining (the saved folder) and fine-tuning (a checkpoint handed to another task).
+Used by pretraining (the saved folder) and fine-tuning (a checkpoint handed to another task, and a head fitted to the
+pretrained features before fine-tuning: `probe_head`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import numpy as np
 import torch
 from transformers import PreTrainedModel
 
@@ -30,4 +34,59 @@ def start_segments_as_first(model: PreTrainedModel) -> None:
         segments.weight[1:] = segments.weight[0]
 
 
-__all__ = ["reinitialise_head", "start_segments_as_first"]
+@torch.no_grad()
+def head_inputs(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor]]) -> tuple[np.ndarray, np.ndarray]:
+    """What `model.classifier` reads for every example of `batches` (each with `labels`), in eval mode: (N, D)
+    features and (N,) labels."""
+    seen: list[torch.Tensor] = []
+    hook = model.classifier.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().float()))
+    was_training = model.training
+    model.eval()
+    labels = []
+    try:
+        device = next(model.parameters()).device
+        for batch in batches:
+            labels.append(batch.pop("labels").float())
+            model(**{k: v.to(device) for k, v in batch.items()})
+    finally:
+        hook.remove()
+        model.train(was_training)
+    return torch.cat(seen).cpu().numpy(), torch.cat(labels).cpu().numpy()
+
+
+def probe_head(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor]], regression: bool) -> float:
+    """The first stage of LP-FT (Kumar et al. 2022, "Fine-Tuning can Distort Pretrained Features"): fit the linear
+    head `model.classifier` on the frozen encoder's features of the training examples, so that fine-tuning starts
+    from the best head the pretrained features allow instead of a random one, whose large early gradients reshape
+    those features first. Ridge regression for a score (its penalty chosen by cross-validation), multinomial
+    logistic regression for classes.
+
+    Returns the fitted head's score on the training features (R^2 for a score, accuracy for classes).
+    """
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+
+    features, labels = head_inputs(model, batches)
+    weight = model.classifier.weight
+    if regression:
+        fit = RidgeCV(alphas=np.logspace(-3, 3, 7)).fit(features, labels)
+        coef, intercept = fit.coef_.reshape(1, -1), np.atleast_1d(fit.intercept_)
+        score = fit.score(features, labels)
+    else:
+        classes = labels.astype(np.int64)
+        fit = LogisticRegression(max_iter=2000).fit(features, classes)
+        coef, intercept = fit.coef_, fit.intercept_
+        if coef.shape[0] == 1:  # binary: one logit difference, split evenly over the two outputs
+            coef, intercept = np.concatenate([-coef, coef]) / 2, np.concatenate([-intercept, intercept]) / 2
+        present = fit.classes_
+        full_coef = np.zeros((weight.shape[0], coef.shape[1]))
+        full_intercept = np.full(weight.shape[0], -1e2 if len(present) < weight.shape[0] else 0.0)
+        full_coef[present], full_intercept[present] = coef, intercept  # a class absent from training stays unlikely
+        coef, intercept = full_coef, full_intercept
+        score = fit.score(features, classes)
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.as_tensor(coef, dtype=weight.dtype))
+        model.classifier.bias.copy_(torch.as_tensor(intercept, dtype=weight.dtype))
+    return float(score)
+
+
+__all__ = ["head_inputs", "probe_head", "reinitialise_head", "start_segments_as_first"]

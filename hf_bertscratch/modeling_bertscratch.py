@@ -1058,16 +1058,38 @@ def mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) 
     return (hidden_states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
 
+def segment_pool(
+    hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None
+) -> torch.Tensor:
+    """(B, T, H) states of sentence pairs -> (B, 4H): the mean u of the first text's tokens (segment 0: [CLS], the
+    text, [SEP]) and v of the second's (segment 1), as [u, v, |u - v|, u * v] (Reimers & Gurevych 2019). A row with
+    no second segment has v = 0."""
+    mask = (
+        torch.ones(hidden_states.shape[:2], device=hidden_states.device) if attention_mask is None else attention_mask
+    )
+    mask = mask[:, : hidden_states.shape[1]].bool()
+    second = torch.zeros_like(mask) if token_type_ids is None else token_type_ids[:, : hidden_states.shape[1]] == 1
+    u = mean_pool(hidden_states, mask & ~second)  # (B, H)
+    v = mean_pool(hidden_states, mask & second)  # (B, H); 0 where a row has no second text
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+
+
+# classifier_pooling -> the width of what the classifier reads, in hidden sizes
+_POOLED_WIDTH = {"cls": 1, "mean": 1, "segments": 4}
+
+
 class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
     """Classifier or regressor: single-label, multi-label or regression by `problem_type`, reading the pooled [CLS]
-    (`config.classifier_pooling="cls"`, BERT's head) or the mean of the last hidden states ("mean", no pooler)."""
+    (`config.classifier_pooling="cls"`, BERT's head), the mean of the last hidden states ("mean", no pooler), or
+    each text of a pair by its own mean ("segments": `segment_pool`, no pooler)."""
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
         self.bert = BertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls")
         self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        width = _POOLED_WIDTH[config.classifier_pooling] * config.hidden_size
+        self.classifier = nn.Linear(width, config.num_labels)
         self.post_init()
 
     @can_return_tuple
@@ -1093,6 +1115,8 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         )
         if self.config.classifier_pooling == "mean":
             pooled = mean_pool(outputs.last_hidden_state, attention_mask)  # (B, H)
+        elif self.config.classifier_pooling == "segments":
+            pooled = segment_pool(outputs.last_hidden_state, attention_mask, token_type_ids)  # (B, 4H)
         else:
             pooled = outputs.pooler_output  # (B, H)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
@@ -1257,4 +1281,5 @@ __all__ = [
     "BertScratchForQuestionAnswering",
     "BertScratchForMultipleChoice",
     "mean_pool",
+    "segment_pool",
 ]

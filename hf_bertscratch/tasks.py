@@ -29,7 +29,7 @@ SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
     "regression": {"text": "text", "text_pair": None, "label": "label"},
     "token-classification": {"tokens": "tokens", "tags": "ner_tags"},
     "question-answering": {"id": "id", "question": "question", "context": "context", "answers": "answers"},
-    "embedding": {"text": "text", "text_pair": None, "label": None},
+    "embedding": {"text": "text", "text_pair": None, "label": "label"},  # labels optional for training
 }
 
 # The metric that picks the best checkpoint and heads the results, per shape (a task may name another).
@@ -133,7 +133,9 @@ class FinetuneDefaults:
         learning_rate: peak AdamW rate for a small model (hidden size <= `SMALL_HIDDEN_SIZE`: tiny, mini).
         learning_rate_large: the rate for larger models (BERT's own fine-tuning range, 2e-5 to 5e-5).
         epochs: passes over the training set; the best epoch on dev is the model kept.
-        classifier_pooling: what a classification or regression head reads ("cls" or "mean").
+        classifier_pooling: what a classification or regression head reads ("cls", "mean" or "segments").
+        head_init: how a new classification or regression head starts ("random", or "probe": fitted to the
+            frozen pretrained features first).
         max_seq_length: tokens per example (per window for question answering).
     """
 
@@ -141,6 +143,7 @@ class FinetuneDefaults:
     learning_rate_large: float
     epochs: float
     classifier_pooling: str = "cls"
+    head_init: str = "random"
     max_seq_length: int = 128
 
     def learning_rate_for(self, hidden_size: int) -> float:

@@ -286,6 +286,9 @@ def test_finetune_end_to_end(tmp_path: Path, model_dir: Path, data_files: tuple[
     assert [r["label"] for r in rows] == [d["label"] for d in dev]
     accuracy = sum(r["label"] == r["prediction"] for r in rows) / len(rows)
     assert results["eval_accuracy"] == pytest.approx(accuracy)
+    train_labels = [r["label"] for r in csv.DictReader(data_files[0].open())]
+    commonest = max(["0", "1"], key=lambda c: (train_labels.count(c), c == "0"))  # ties go to the first class
+    assert results["baseline_constant"] == pytest.approx(sum(d["label"] == commonest for d in dev) / len(dev))
     assert all(abs(float(r["p_0"]) + float(r["p_1"]) - 1) < 1e-4 for r in rows)
     assert results["global_step"] == 12 and results["truncation"] == "head+tail"
     for name in ("confusion_matrix.png", "loss_curve.png", "model.safetensors", "config.json"):
@@ -414,9 +417,17 @@ def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
     predictions = [float(r["prediction"]) for r in rows]
     assert labels == pytest.approx([score for *_, score in dev_rows], abs=1e-4)
     # Exact to float rounding: scores of an early model may differ only in their 5th digit, so no rounding is allowed.
-    assert results["eval_pearson"] == pytest.approx(pearsonr(labels, predictions).statistic, abs=1e-6)
-    assert results["eval_spearmanr"] == pytest.approx(spearmanr(labels, predictions).statistic, abs=1e-6)
+    # The metrics read float32 (evaluate's Value("float")): the reference rounds the same way.
+    labels32, predictions32 = np.float32(labels).astype(np.float64), np.float32(predictions).astype(np.float64)
+    assert results["eval_pearson"] == pytest.approx(pearsonr(labels32, predictions32).statistic, abs=1e-6)
+    assert results["eval_spearmanr"] == pytest.approx(spearmanr(labels32, predictions32).statistic, abs=1e-6)
     assert results["task_type"] == "regression" and results["main_metric"] == "spearmanr"
+    # Beside the result, what no learning scores: a constant ranks nothing; word overlap ranks by shared words.
+    from hf_bertscratch.baselines import word_overlap
+
+    overlaps = [word_overlap(text, pair) for text, pair, _ in dev_rows]
+    assert results["baseline_constant"] == 0.0
+    assert results["baseline_word_overlap"] == pytest.approx(spearmanr(overlaps, labels).statistic, abs=1e-5)
     assert (output / "regression.png").is_file() and not (output / "confusion_matrix.png").exists()
 
     config = json.loads((output / "config.json").read_text())
@@ -822,3 +833,65 @@ def test_a_classifier_is_refused_where_sentence_vectors_are_needed(tmp_path: Pat
         with pytest.raises(ValueError, match="BertScratchForSequenceClassification checkpoint, fine-tuned for a task"):
             call()
     assert embed(str(model_dir), "the cat sat").shape == (tiny_config_kwargs(10)["hidden_size"],)  # an encoder is fine
+
+
+@pytest.mark.parametrize("objective", ["in-batch", "simcse"])
+def test_embedding_objectives_without_scores(tmp_path: Path, model_dir: Path, objective: str) -> None:
+    """In-batch negatives train on the matching pairs of 0/1 labels; SimCSE on every distinct text alone. Both are
+    evaluated on the eval pairs' cosines, and both save a sentence-transformers folder."""
+    header = ("text", "text_pair", "label")
+    rows = [(a, b, int(score > 2.5)) for a, b, score in scored_pairs(48, 0)]
+    train = write_csv(tmp_path / "train.csv", rows, header)
+    dev = write_csv(tmp_path / "dev.csv", [(a, b, int(s > 2.5)) for a, b, s in scored_pairs(16, 1)], header)
+    output = tmp_path / "run"
+    flags = ["--task_type", "embedding", "--text_pair_column", "text_pair"]
+    flags += [] if objective == "in-batch" else ["--embedding_objective", "simcse"]
+    main(base_argv(model_dir, train, dev, output) + flags)
+    results = json.loads((output / "all_results.json").read_text())
+    assert results["embedding_objective"] == objective and -1 <= results["eval_spearmanr"] <= 1
+    matching = sum(label for *_, label in rows)
+    texts = len({text for a, b, _ in rows for text in (a, b)})
+    steps_per_epoch = -(-(matching if objective == "in-batch" else texts) // 8)  # batch 8, two epochs
+    assert results["global_step"] == 2 * steps_per_epoch
+    assert (output / "1_Pooling" / "config.json").is_file()
+
+
+@pytest.mark.parametrize("regression", [True, False], ids=["score", "classes"])
+def test_probe_head_is_the_linear_fit_of_the_frozen_features(model_dir: Path, regression: bool) -> None:
+    """LP-FT's first stage: after `probe_head` the model's own outputs are those of a ridge (logistic) regression
+    fitted to what its classifier reads, with the encoder untouched."""
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+
+    from hf_bertscratch.initialisation import head_inputs, probe_head
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    num_labels = 1 if regression else 2
+    model = AutoModelForSequenceClassification.from_pretrained(
+        model_dir, num_labels=num_labels, classifier_pooling="segments", hidden_dropout_prob=0.1
+    )
+    rows = scored_pairs(40, 0)
+    labels = [score if regression else int(score > 2.5) for *_, score in rows]
+
+    def batches() -> list[dict[str, torch.Tensor]]:
+        out = []
+        for start in range(0, len(rows), 16):
+            chunk = rows[start : start + 16]
+            batch = dict(tokenizer([a for a, *_ in chunk], [b for _, b, _ in chunk], padding=True, return_tensors="pt"))
+            batch["labels"] = torch.tensor(labels[start : start + 16])
+            out.append(batch)
+        return out
+
+    encoder = {k: v.clone() for k, v in model.bert.state_dict().items()}
+    features, _ = head_inputs(model, batches())
+    assert features.shape == (40, 4 * model.config.hidden_size)  # [u, v, |u - v|, u * v]
+    probe_head(model, batches(), regression=regression)
+    assert all(torch.equal(v, model.bert.state_dict()[k]) for k, v in encoder.items())
+    model.eval()
+    with torch.no_grad():
+        outputs = torch.cat([model(**{k: v for k, v in b.items() if k != "labels"}).logits for b in batches()])
+    if regression:
+        reference = RidgeCV(alphas=np.logspace(-3, 3, 7)).fit(features, labels).predict(features)
+        np.testing.assert_allclose(outputs[:, 0].numpy(), reference, atol=1e-3)
+    else:
+        reference = LogisticRegression(max_iter=2000).fit(features, labels).predict(features)
+        assert outputs.argmax(-1).tolist() == reference.tolist()

@@ -144,7 +144,21 @@ def test_check_model_reference_errors(tmp_path: Path, reference: str, error: typ
         inference.check_model_reference(reference.format(tmp=tmp_path))
 
 
-def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs) -> None:
+def test_a_missing_folder_under_an_existing_one_is_not_taken_for_a_hub_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(FileNotFoundError, match="Model folder 'runs/nope' does not exist"):
+        inference.check_model_reference("runs/nope")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match="the Hub is offline"):
+        inference.check_model_reference("someone/bert-mini")
+
+
+def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     assert inference.check_model_reference("someone/bert-mini") == "someone/bert-mini"
     assert inference.check_model_reference("bert-base-uncased") == "bert-base-uncased"
     assert inference.check_model_reference(model_dirs["mlm"]) == str(model_dirs["mlm"])

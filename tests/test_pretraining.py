@@ -112,6 +112,9 @@ def test_main_job_end_to_end(
     assert "N(0, 0.02) (BERT's init)" in card  # a --config_name model keeps BERT's position init
     assert "Fill-mask predictions" in capsys.readouterr().out
     assert not (out / ".staging").exists()
+    # Masked-LM never sees a second segment: the saved type-1 row starts where type 0 was learnt, not at random.
+    segments = load_file(out / "model.safetensors")["bert.embeddings.token_type_embeddings.weight"]
+    assert torch.equal(segments[1], segments[0])
 
     fill = pipeline("fill-mask", model=str(out))
     assert len(fill("paris is the [MASK] of france .", top_k=2)) == 2
@@ -259,6 +262,8 @@ def test_nsp_objective_trains_pretraining_heads(
     assert 0.0 <= results["eval_nsp_accuracy"] <= 1.0 and "eval_perplexity" in results
     model = AutoModelForPreTraining.from_pretrained(out)
     assert type(model).__name__ == "BertScratchForPreTraining"
+    segments = model.bert.embeddings.token_type_embeddings.weight
+    assert not torch.equal(segments[1], segments[0])  # NSP trains both segments: nothing is copied
     assert type(AutoModelForMaskedLM.from_pretrained(out)).__name__ == "BertScratchForMaskedLM"
 
 

@@ -487,6 +487,11 @@ class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
 
     def __init__(self, config: BertScratchConfig, *, rngs: nnx.Rngs | None = None) -> None:
         super().__init__(config)
+        if config.classifier_pooling not in ("cls", "mean"):
+            raise ValueError(
+                f"The Flax classifier reads the pooled [CLS] or the mean (classifier_pooling 'cls' or 'mean'); got "
+                f"{config.classifier_pooling!r}, which only the PyTorch model computes."
+            )
         rngs = nnx.Rngs(0) if rngs is None else rngs
         self.bert = FlaxBertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls", rngs=rngs)
         rate = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob

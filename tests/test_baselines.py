@@ -1,0 +1,151 @@
+"""No-learning baselines (`hf_bertscratch.baselines`), zero-shot cosines (`hf_bertscratch.similarity`) and the pair
+diagnostic that reports them (`scripts/diagnose_pairs.py`), each against a direct computation."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+from transformers import AutoModel, AutoModelForMaskedLM, BertTokenizer
+
+import hf_bertscratch
+from hf_bertscratch.baselines import (
+    constant_answer,
+    fit_threshold,
+    score_baseline,
+    threshold_predictions,
+    word_overlap,
+    word_overlaps,
+)
+from hf_bertscratch.similarity import encode, pair_cosines
+from hf_bertscratch.tasks import TASKS
+
+from conftest import CORPUS, tiny_config_kwargs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_word_overlap_is_the_jaccard_of_lower_cased_word_sets() -> None:
+    assert word_overlap("The cat sat.", "the CAT ran") == pytest.approx(2 / 4)  # {the, cat} of {the, cat, sat, ran}
+    assert word_overlap("", "") == 0.0 and word_overlap("a b", "c") == 0.0 and word_overlap("a, b", "b a") == 1.0
+    np.testing.assert_allclose(word_overlaps(["a b", "c"], ["b", "c d"]), [0.5, 0.5])
+
+
+def test_fit_threshold_is_the_most_accurate_rule_on_the_train_scores() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(1, 25))
+        scores, labels = np.round(rng.random(n), 1), rng.integers(0, 2, n)
+        threshold, above_is_one = fit_threshold(scores, labels)
+        got = (threshold_predictions(scores, threshold, above_is_one) == labels).mean()
+        best = max(
+            ((scores > cut) if above else (scores <= cut)).astype(int).__eq__(labels).mean()
+            for cut in [scores.min() - 1, *np.unique(scores)]
+            for above in (True, False)
+        )
+        assert got == pytest.approx(best)
+
+
+def test_score_baselines_match_a_direct_computation() -> None:
+    rng = np.random.default_rng(1)
+    scores, labels = rng.random(40), rng.random(40) * 5
+    regression = score_baseline(None, labels, scores, labels, None)
+    assert regression["spearmanr"] == pytest.approx(spearmanr(scores, labels).statistic, abs=1e-6)  # float32 inputs
+    assert regression["pearson"] == pytest.approx(pearsonr(scores, labels).statistic, abs=1e-6)
+
+    train_scores, train_labels = rng.random(60), rng.integers(0, 2, 60)
+    dev_scores, dev_labels = rng.random(30), rng.integers(0, 2, 30)
+    threshold, above = fit_threshold(train_scores, train_labels)
+    predictions = threshold_predictions(dev_scores, threshold, above)
+    classified = score_baseline(train_scores, train_labels, dev_scores, dev_labels, 2)
+    assert classified["accuracy"] == pytest.approx(accuracy_score(dev_labels, predictions))
+    assert classified["f1"] == pytest.approx(f1_score(dev_labels, predictions))
+    assert classified["matthews_correlation"] == pytest.approx(matthews_corrcoef(dev_labels, predictions))
+    with pytest.raises(ValueError, match="needs the train split's scores"):
+        score_baseline(None, train_labels, dev_scores, dev_labels, 2)
+
+
+def test_constant_answer_is_the_commonest_train_class() -> None:
+    train, dev = [1, 1, 0, 1], [0, 1, 1, 0, 1]
+    scores = constant_answer(train, dev, 2)
+    assert scores["accuracy"] == pytest.approx(0.6) and scores["f1"] == pytest.approx(f1_score(dev, [1] * 5))
+    assert scores["matthews_correlation"] == 0.0 and scores["top_class_share"] == 1.0
+    regression = constant_answer([1.0, 3.0], [0.0, 4.0], None)
+    assert (regression["spearmanr"], regression["mse"]) == (0.0, pytest.approx(((0 - 2) ** 2 + (4 - 2) ** 2) / 2))
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
+    path = tmp_path_factory.mktemp("encoder")
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _alone(model: torch.nn.Module, tokenizer: BertTokenizer, text: str, layer: int = -1) -> np.ndarray:
+    """A text's mean-pooled state of `layer`, computed on the text alone (no padding, no batching)."""
+    with torch.no_grad():
+        states = model(**tokenizer(text, return_tensors="pt"), output_hidden_states=True).hidden_states
+    return states[layer][0].mean(0).numpy()
+
+
+def test_batched_cosines_equal_each_text_encoded_alone(encoder_dir: Path) -> None:
+    model, tokenizer = AutoModel.from_pretrained(encoder_dir).eval(), BertTokenizer.from_pretrained(encoder_dir)
+    firsts, seconds = CORPUS[:5], CORPUS[5:10]
+    got = pair_cosines(model, tokenizer, firsts, seconds, layers=[0, 2], batch_size=3)  # (2, 5)
+    for i, layer in enumerate((0, 2)):
+        expected = []
+        for a, b in zip(firsts, seconds):
+            u, v = _alone(model, tokenizer, a, layer), _alone(model, tokenizer, b, layer)
+            expected.append(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+        np.testing.assert_allclose(got[i], expected, atol=1e-5)
+    cls = encode(model, tokenizer, firsts, pooling="cls")
+    with torch.no_grad():
+        direct = model(**tokenizer(firsts[0], return_tensors="pt")).last_hidden_state[0, 0].numpy()
+    np.testing.assert_allclose(cls[0], direct, atol=1e-5)
+
+
+def _load_diagnostic():
+    spec = importlib.util.spec_from_file_location("diagnose_pairs", ROOT / "scripts" / "diagnose_pairs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pair_diagnostic_reports_the_baselines_it_names(encoder_dir: Path) -> None:
+    diagnostic = _load_diagnostic()
+    rng = random.Random(0)
+    pairs = {
+        role: {
+            "first": [rng.choice(CORPUS) for _ in range(n)],
+            "second": [rng.choice(CORPUS) for _ in range(n)],
+            "labels": [round(rng.uniform(0, 5), 2) for _ in range(n)],
+        }
+        for role, n in (("train", 12), ("eval", 10))
+    }
+    result = diagnostic.no_learning(str(encoder_dir), TASKS["stsb"], pairs)
+    dev = pairs["eval"]
+    overlaps = [word_overlap(a, b) for a, b in zip(dev["first"], dev["second"])]
+    assert result["word_overlap"]["spearmanr"] == pytest.approx(spearmanr(overlaps, dev["labels"]).statistic, abs=1e-6)
+    model, tokenizer = AutoModel.from_pretrained(encoder_dir).eval(), BertTokenizer.from_pretrained(encoder_dir)
+    cosines = []
+    for a, b in zip(dev["first"], dev["second"]):
+        u, v = _alone(model, tokenizer, a), _alone(model, tokenizer, b)
+        cosines.append(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+    assert len(result["zero_shot_mean_by_layer"]) == model.config.num_hidden_layers + 1
+    last = result["zero_shot_mean_by_layer"][-1]["spearmanr"]
+    assert last == pytest.approx(spearmanr(cosines, dev["labels"]).statistic, abs=1e-6)
+    assert result["constant"]["spearmanr"] == 0.0
+
+
+def test_pair_diagnostic_refuses_a_single_text_task() -> None:
+    with pytest.raises(SystemExit, match="not a sentence-pair task"):
+        _load_diagnostic().parse_args(["--model", "m", "--task", "sst2"])
