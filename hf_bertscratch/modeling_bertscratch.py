@@ -645,7 +645,10 @@ class BertScratchModel(BertScratchPreTrainedModel):
             real_inputs = padding.unpad_inputs(input_ids, token_type_ids, position_ids, inputs_embeds)  # (1, N)
             hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
             attention_mask = attention_mask[:, : padding.seq_len]
-        additive_mask = _additive_mask(attention_mask, hidden_states.dtype)  # (B, 1, 1, T) or None
+        documents = document_ids(position_ids, kwargs, seq_len)  # (B, T) or None: padding-free rows
+        if documents is not None and padding is not None:
+            documents = documents[:, : padding.seq_len]
+        additive_mask = _additive_mask(attention_mask, hidden_states.dtype, documents)  # (B, 1, 1 or T, T) or None
 
         output_attentions = _requested(kwargs, "output_attentions", self.config)
         hidden_states = self.encoder(hidden_states, additive_mask, padding, output_attentions)
@@ -670,14 +673,40 @@ class BertScratchModel(BertScratchPreTrainedModel):
         return padding if padding.has_padding else None
 
 
-def _additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """(B, T) 0/1 key mask -> additive (B, 1, 1, T) mask: 0 to attend, finfo(dtype).min to ignore.
+def document_ids(position_ids: torch.Tensor | None, kwargs: dict[str, object], seq_len: int) -> torch.Tensor | None:
+    """(B, T) document index of every token of a padding-free batch (several documents packed in a row, as
+    transformers' `DataCollatorWithFlattening` makes), or None for ordinary rows.
+
+    Read from `seq_idx`, else from `cu_seq_lens_q` (one row), else from `position_ids`: a new document starts wherever
+    a position does not follow the one before it. Ordinary position ids (increasing) give one document per row.
+    """
+    if kwargs.get("seq_idx") is not None:
+        return kwargs["seq_idx"]
+    starts = kwargs.get("cu_seq_lens_q")
+    if starts is not None:
+        positions = torch.arange(seq_len, device=starts.device)
+        return torch.bucketize(positions, starts[1:-1].to(positions.dtype), right=True)[None]  # (1, T)
+    if position_ids is None or position_ids.shape[-1] < 2:
+        return None
+    restarts = position_ids[..., 1:] <= position_ids[..., :-1]  # (B, T-1)
+    first = torch.zeros_like(restarts[..., :1])
+    return torch.cat([first, restarts], dim=-1).cumsum(dim=-1)  # (B or 1, T)
+
+
+def _additive_mask(
+    attention_mask: torch.Tensor | None, dtype: torch.dtype, documents: torch.Tensor | None = None
+) -> torch.Tensor | None:
+    """(B, T) 0/1 key mask -> additive (B, 1, 1, T) mask: 0 to attend, finfo(dtype).min to ignore. With `documents`
+    ((B, T) document ids of a padding-free batch) a (B, 1, T, T) mask: each token attends within its document only.
 
     A finite minimum (never -inf) keeps a fully padded row finite: its softmax is uniform instead of NaN.
     """
-    if attention_mask is None:
+    if attention_mask is None and documents is None:
         return None
-    keep = attention_mask[:, None, None, :].to(torch.bool)
+    keep = None if attention_mask is None else attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+    if documents is not None:
+        same = (documents[:, :, None] == documents[:, None, :])[:, None]  # (B, 1, T, T)
+        keep = same if keep is None else keep & same
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
@@ -1280,6 +1309,7 @@ __all__ = [
     "BertScratchForTokenClassification",
     "BertScratchForQuestionAnswering",
     "BertScratchForMultipleChoice",
+    "document_ids",
     "mean_pool",
     "segment_pool",
 ]

@@ -77,6 +77,9 @@ GRAPH_PAGE = "docs/onnx.md"
 INT8_RECORDS = "results/int8"
 INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The headline figures: README's opening paragraph and the documentation home page's table.
+PAIRS_RECORDS = "results/pairs-diagnosis"
+PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
+PAIRS_PAGES = ("README.md", "docs/results.md")
 HEADLINE_BLOCK = ("<!-- headline:start -->\n", "<!-- headline:end -->")
 HEADLINE_TABLE_BLOCK = ("<!-- headline-table:start -->\n", "<!-- headline-table:end -->")
 HEADLINE_TABLE_PAGE = "docs/index.md"
@@ -572,6 +575,48 @@ def read_records(root: Path, folder: str) -> dict[str, dict]:
     return {path.name: json.loads(path.read_text("utf-8")) for path in sorted((root / folder).glob("*.json"))}
 
 
+# ------------------------------------------------------------------------------------------- sentence pairs
+def _pair_cell(values: list[float]) -> str:
+    """Scores (0-1) of one variant's seeds as "mean ± sd (n)" x 100."""
+    mean = 100 * statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.1f} (1 seed)"
+    return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f} ({len(values)} seeds)"
+
+
+def render_pairs_table(record: dict) -> str:
+    """One pair diagnostic record (`scripts/diagnose_pairs.py`) as a table: the no-learning answers, then each
+    fine-tuning variant's final dev score, mean ± sd over seeds, with the flags that made it."""
+    metric = record["metric"]
+    base = record["no_learning"]
+    layers = base["zero_shot_mean_by_layer"]
+    lines = [
+        f"| {record['task']} dev, {metric} x 100 | score |",
+        "| --- | ---: |",
+        f"| no learning: constant answer | {100 * base['constant'][metric]:.1f} |",
+        f"| no learning: word overlap (Jaccard of the word sets) | {100 * base['word_overlap'][metric]:.1f} |",
+        f"| no learning: cosine of the mean-pooled last layer (layers 0..{len(layers) - 1}: "
+        f"{' / '.join(f'{100 * m[metric]:.1f}' for m in layers)}) | **{100 * layers[-1][metric]:.1f}** |",
+        f"| no learning: cosine of the last layer's [CLS] | {100 * base['zero_shot_cls_last_layer'][metric]:.1f} |",
+    ]
+    for variant, runs in record["fine_tuning"].items():
+        finals = [run["final"] for run in runs.values() if run.get("final") is not None]
+        if finals:
+            flags = " ".join(next(iter(runs.values()))["flags"]) or "(the defaults)"
+            lines.append(f"| fine-tuned `{variant}`: `{flags}` | {_pair_cell(finals)} |")
+    note = record.get("model_note") or f"model `{record['model']}`"
+    lines.append("")
+    lines.append(f"{note}; `{record['command']}` ({record['machine']}, {record['date']}, commit {record['commit']}).")
+    return "\n".join(lines) + "\n"
+
+
+def render_pairs_block(records: dict[str, dict]) -> str:
+    """Every pair diagnostic record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return f"No record yet: `python scripts/diagnose_pairs.py ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+    return "\n".join(render_pairs_table(record) for record in records.values())
+
+
 # ------------------------------------------------------------------------------------------------- the headline
 @dataclass
 class Headline:
@@ -899,6 +944,8 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks.append((DECODER_PAGE, DECODER_BLOCK, render_decoder_table(read_records(root, DECODER_RECORDS))))
     blocks.append((POSITION_PAGE, POSITION_BLOCK, render_position_table(read_records(root, POSITION_RECORDS))))
     blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
+    pairs = render_pairs_block(read_records(root, PAIRS_RECORDS))
+    blocks += [(page, PAIRS_BLOCK, pairs) for page in PAIRS_PAGES]
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
     blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))

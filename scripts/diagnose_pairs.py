@@ -86,6 +86,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--processes", type=int, default=2, help="Fine-tuning runs at once (one thread each).")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="Further flags for every finetune run.")
     p.add_argument("--output_json", default=None, help="Where the record goes (written atomically).")
+    p.add_argument("--model_note", default=None, help="How the model was made, for the record's table.")
     args = p.parse_args(argv)
     if not _is_pair(args.task):
         raise SystemExit(f"--task {args.task!r} is not a sentence-pair task of the table; expected one of "
@@ -249,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         "machine": describe_hardware(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "commit": git_commit(),
+        "model_note": args.model_note or old.get("model_note"),
     }
     if old.get("model") == args.model and "no_learning" in old:
         record["no_learning"] = old["no_learning"]

@@ -312,6 +312,28 @@ def test_mean_pooling_head_reads_the_mean_of_the_real_tokens(unpad: bool) -> Non
     assert not torch.allclose(got, ours(**inputs).logits, atol=1e-3)  # the cls head reads something else
 
 
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+def test_segments_head_reads_each_text_of_the_pair_by_its_mean(unpad: bool) -> None:
+    """classifier_pooling="segments": u, the mean of transformers' BERT's last states over the first text's tokens
+    (segment 0), v over the second's (segment 1), read as [u, v, |u - v|, u * v]."""
+    reference, ours = _pair("BertForSequenceClassification", unpad=unpad)
+    config = BertScratchConfig.from_dict({**ours.config.to_dict(), "classifier_pooling": "segments"})
+    torch.manual_seed(0)
+    head = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
+    assert head.classifier.in_features == 4 * config.hidden_size and head.bert.pooler is None
+    head.bert.load_state_dict(ours.bert.state_dict(), strict=False)
+    inputs = _inputs()
+    real = inputs["attention_mask"].bool()
+    first = (real & (inputs["token_type_ids"] == 0))[..., None].float()
+    second = (real & (inputs["token_type_ids"] == 1))[..., None].float()
+    with torch.no_grad():
+        hidden = reference.bert(**inputs).last_hidden_state
+        u, v = (hidden * first).sum(1) / first.sum(1), (hidden * second).sum(1) / second.sum(1)
+        expected = head.classifier(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
+        got = head(**inputs).logits
+    _compare(got, expected, None, "logits")
+
+
 # ----------------------------------------------------------------------------------------------------- bad input
 
 
@@ -401,7 +423,7 @@ def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
         ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
-        ({"classifier_pooling": "max"}, r"classifier_pooling must be one of \('cls', 'mean'\), got 'max'"),
+        ({"classifier_pooling": "max"}, r"classifier_pooling must be one of \('cls', 'mean', 'segments'\), got 'max'"),
         # The field types are checked too (@strict reads the annotations, so the config module must not postpone them).
         ({"unpad_inputs": "yes"}, r"Field 'unpad_inputs' expected bool, got str \(value: 'yes'\)"),
         ({"hidden_size": 128.0}, r"Field 'hidden_size' expected int, got float"),
@@ -493,3 +515,25 @@ def test_question_answering_with_other_than_two_labels_names_the_count() -> None
     model = hf_bertscratch.BertScratchForQuestionAnswering(BertScratchConfig(**tiny_config_kwargs(VOCAB), num_labels=3))
     with pytest.raises(ValueError, match="needs config.num_labels == 2 .*got 3"):
         model(torch.tensor([[2, 5, 6, 3]]))
+
+
+@pytest.mark.parametrize("flash_kwargs", [False, True], ids=["position_ids", "cu_seq_lens"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_padding_free_batch_gives_each_document_what_it_gets_alone(attn: str, flash_kwargs: bool) -> None:
+    """transformers' DataCollatorWithFlattening packs documents into one row with restarting position ids (and, when
+    asked, cu_seq_lens/seq_idx): every document must attend within itself, as if run alone."""
+    _, ours = _pair("BertForMaskedLM", attn=attn)
+    base = ours.bert
+    documents = [[2, 5, 6, 7, 3], [2, 8, 3], [2, 9, 10, 11, 12, 3]]
+    collator = transformers.DataCollatorWithFlattening(return_flash_attn_kwargs=flash_kwargs)
+    batch = collator([{"input_ids": ids} for ids in documents])
+    batch.pop("labels")
+    if flash_kwargs:
+        batch.pop("position_ids")  # the documents' bounds come from cu_seq_lens alone
+    with torch.no_grad():
+        packed = base(**batch).last_hidden_state[0]  # (N, H)
+        alone = [base(input_ids=torch.tensor([ids])).last_hidden_state[0] for ids in documents]
+    if flash_kwargs:  # positions restart in the reference runs; without position_ids the packed row counts on
+        alone = [base(input_ids=torch.tensor([ids]), position_ids=torch.arange(start, start + len(ids))[None])
+                 .last_hidden_state[0] for ids, start in zip(documents, (0, 5, 8))]  # fmt: skip
+    torch.testing.assert_close(packed, torch.cat(alone), atol=ATOL, rtol=ATOL)

@@ -52,6 +52,7 @@ README_PAGE = (
     "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n"
     "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
+    "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n\n"
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
 # docs/speed.md also holds the other shapes' records (results/speed-more/).
@@ -64,7 +65,10 @@ PRETRAINING_PAGE = (
     "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
     "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
 )
-RESULTS_PAGE = "# Results\n\n<!-- main-job-tasks:start -->\nold\n<!-- main-job-tasks:end -->\n"
+RESULTS_PAGE = (
+    "# Results\n\n<!-- main-job-tasks:start -->\nold\n<!-- main-job-tasks:end -->\n\n"
+    "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n"
+)
 DESIGN_PAGE = "# Design\n\n<!-- position-init:start -->\nold\n<!-- position-init:end -->\n"
 HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
@@ -599,3 +603,36 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
     assert [first for (_, first) in rows] == [f"{100 + i:.1f} ms" for i in range(len(names))]
     assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in reports.render_decoder_table(records)
     assert reports.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
+
+
+def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -> None:
+    record = {
+        "command": "python scripts/diagnose_pairs.py --model D --task stsb",
+        "model": "D",
+        "model_note": "the 9-minute model",
+        "task": "stsb",
+        "metric": "spearmanr",
+        "machine": "CPU",
+        "date": "2026-11-27",
+        "commit": "abc1234",
+        "no_learning": {
+            "constant": {"spearmanr": 0.0},
+            "word_overlap": {"spearmanr": 0.653},
+            "zero_shot_mean_by_layer": [{"spearmanr": 0.5}, {"spearmanr": 0.612}],
+            "zero_shot_cls_last_layer": {"spearmanr": 0.287},
+        },
+        "fine_tuning": {
+            "before": {"42": {"flags": ["--learning_rate", "5e-5"], "final": 0.109}},
+            "embedding": {
+                "42": {"flags": ["--task_type", "embedding"], "final": 0.7},
+                "43": {"flags": [], "final": 0.72},
+            },
+        },
+    }
+    table = reports.render_pairs_table(record)
+    assert "| no learning: word overlap (Jaccard of the word sets) | 65.3 |" in table
+    assert "(layers 0..1: 50.0 / 61.2) | **61.2** |" in table and "| no learning: constant answer | 0.0 |" in table
+    assert "| fine-tuned `before`: `--learning_rate 5e-5` | 10.9 (1 seed) |" in table
+    assert "| fine-tuned `embedding`: `--task_type embedding` | 71.0 ± 1.4 (2 seeds) |" in table
+    assert table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model; `python" in table
+    assert reports.render_pairs_block({}).startswith("No record yet")
