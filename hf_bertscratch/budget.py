@@ -117,7 +117,7 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self.spent_seconds += now - (self._mark if self._mark is not None else now)
         self._mark = now
         if torch.distributed.is_available() and torch.distributed.is_initialized() and args.world_size > 1:
-            clock = torch.tensor([self.spent_seconds], dtype=torch.float64)
+            clock = torch.tensor([self.spent_seconds], dtype=torch.float64, device=collective_device(args))
             torch.distributed.all_reduce(clock, op=torch.distributed.ReduceOp.MAX)
             self.spent_seconds = float(clock.item())
         if self.spent_seconds >= self.seconds:
@@ -140,4 +140,15 @@ class TrainingBudget(TrainerCallback, ExportableState):
                 bar.refresh()
 
 
-__all__ = ["BUDGET_SCHEDULES", "TrainingBudget", "budget_lr_lambda"]
+# Process-group backends that reduce only tensors on the process's accelerator (NCCL has no CPU path).
+ACCELERATOR_BACKENDS = ("nccl", "xccl", "hccl")
+
+
+def collective_device(args: TrainingArguments) -> torch.device:
+    """Where a tensor for a collective of the default process group must live: the process's accelerator
+    (`args.device`) under NCCL and its kin, the CPU under gloo."""
+    backend = str(torch.distributed.get_backend()).lower()
+    return args.device if backend in ACCELERATOR_BACKENDS else torch.device("cpu")
+
+
+__all__ = ["ACCELERATOR_BACKENDS", "BUDGET_SCHEDULES", "TrainingBudget", "budget_lr_lambda", "collective_device"]

@@ -44,6 +44,7 @@ VARIANTS = {
     "default": {},
     "tanh_gelu_eps": {"hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-5},
     "untied_relu": {"hidden_act": "relu", "tie_word_embeddings": False},
+    "mean_pooling": {"classifier_pooling": "mean"},  # the classifier reads the mean of the real tokens
 }
 PAIRS = [
     ("paris is the capital of france .", "the cat sat on the mat ."),
@@ -326,3 +327,8 @@ def test_benchmark_prints_parity_and_the_step_times_it_measured(
     assert set(measured) == {"torch_step", "flax_step"}
     assert f"torch {measured['torch_step'] * 1000:.1f} ms, JAX {measured['flax_step'] * 1000:.1f} ms" in timing
     assert "(tiny, V=64, batch 2 x 16, 1 thread(s))" in timing and timing.endswith("(median of 1)")
+
+
+def test_flax_classifier_refuses_a_pooling_only_torch_computes(tokenizer: BertTokenizer) -> None:
+    with pytest.raises(ValueError, match="got 'segments', which only the PyTorch model computes"):
+        FlaxBertScratchForSequenceClassification(_config(tokenizer, classifier_pooling="segments"))

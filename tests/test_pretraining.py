@@ -1038,3 +1038,37 @@ def test_max_train_samples_draws_whole_packed_blocks_at_random(
         pretraining.validate_args(
             *parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
         )
+
+
+@pytest.mark.parametrize("backend, expected", [("gloo", "cpu"), ("nccl", "accelerator"), ("NCCL", "accelerator")])
+def test_budget_clock_is_reduced_on_the_device_its_backend_needs(
+    monkeypatch: pytest.MonkeyPatch, backend: str, expected: str
+) -> None:
+    """NCCL reduces accelerator tensors only: the budget's clock goes where the process group's backend needs it
+    (a CPU tensor under NCCL stops every multi-GPU run at its first step)."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl, TrainerState
+
+    from hf_bertscratch import budget
+
+    accelerator = torch.device("meta")  # stands for the process's GPU on this CPU machine
+    args = SimpleNamespace(device=accelerator, world_size=2)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_backend", lambda group=None: backend)
+    assert budget.collective_device(args) == (accelerator if expected == "accelerator" else torch.device("cpu"))
+    reduced = []
+
+    def all_reduce(tensor: torch.Tensor, op=None) -> None:
+        reduced.append(tensor.device)
+        if tensor.device.type == "meta":
+            raise RuntimeError("stop here: a meta tensor has no value to read")
+
+    monkeypatch.setattr(torch.distributed, "all_reduce", all_reduce)
+    clock = budget.TrainingBudget(1.0)
+    clock._mark = 0.0
+    try:
+        clock.on_step_end(args, TrainerState(), TrainerControl())
+    except RuntimeError:
+        pass
+    assert reduced == [budget.collective_device(args)]
