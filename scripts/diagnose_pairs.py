@@ -72,6 +72,7 @@ VARIANTS: dict[str, list[str]] = {
     "mean-10ep": ["--classifier_pooling", "mean", "--segment_embeddings", "first", "--num_train_epochs", "10"],
     "mean-nodropout": ["--classifier_pooling", "mean", "--dropout", "0"],
     "embedding": ["--task_type", "embedding"],
+    "simcse": ["--task_type", "embedding", "--embedding_objective", "simcse"],
 }  # fmt: skip
 
 

@@ -241,6 +241,8 @@ def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> Non
 
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from hf_bertscratch.finetuning import FinetuneTrainingArguments, choose_training_defaults
+    from dataclasses import replace
+
     from hf_bertscratch.tasks import SHAPE_DEFAULTS, TASK_DEFAULTS, finetune_defaults
 
     squad = DataArguments(task="squad")
@@ -251,7 +253,9 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert sst2.max_seq_length == TASK_DEFAULTS["sst2"].max_seq_length
     stsb = check_data_arguments(DataArguments(task="stsb"))
     defaults = finetune_defaults(stsb, "stsb")
-    assert defaults == SHAPE_DEFAULTS["regression"]
+    assert defaults == replace(SHAPE_DEFAULTS["regression"], classifier_pooling="segments", head_init="probe")
+    assert finetune_defaults(check_data_arguments(DataArguments(task="mrpc")), "mrpc").classifier_pooling == "segments"
+    assert finetune_defaults(check_data_arguments(DataArguments(task="cola")), "cola").classifier_pooling == "cls"
     for hidden_size, expected in ((128, defaults.learning_rate), (768, defaults.learning_rate_large)):
         args = FinetuneTrainingArguments(output_dir=str(tmp_path))
         choose_training_defaults(
