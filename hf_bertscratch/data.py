@@ -370,7 +370,8 @@ def load_raw_datasets(
         spec = _find_local(root, dataset_name, dataset_config_name, table) if root else None
         if spec is not None:
             folder = root / spec.folder
-            logger.info("Using the local copy of %s/%s in %s", dataset_name, dataset_config_name, folder)
+            name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
+            logger.info("Using the local copy of %s in %s", name, folder)
             split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
             raw = _load_files(split_files, streaming, cache_dir, spec.builder_kwargs, spec.builder)
             if spec.rename:

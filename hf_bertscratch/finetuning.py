@@ -275,6 +275,9 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
     logging_steps: float = field(
         default=0.02, metadata={"help": "Log the loss every this many steps, or this fraction of the steps if < 1."}
     )
+    dataloader_pin_memory: bool = field(
+        default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
+    )
 
 
 # ------------------------------------------------------------------------------------------------ resolve & check

@@ -599,6 +599,12 @@ def render_pairs_table(record: dict) -> str:
         f"{' / '.join(f'{100 * m[metric]:.1f}' for m in layers)}) | **{100 * layers[-1][metric]:.1f}** |",
         f"| no learning: cosine of the last layer's [CLS] | {100 * base['zero_shot_cls_last_layer'][metric]:.1f} |",
     ]
+    if "zero_shot_joint_segments" in base:
+        joint, type0 = base["zero_shot_joint_segments"][metric], base["zero_shot_joint_segments_type0"][metric]
+        lines.append(
+            "| no learning: cosine of the two texts' means inside `[CLS] a [SEP] b [SEP]` (second text as segment 1 "
+            f"/ as segment 0) | {100 * joint:.1f} / {100 * type0:.1f} |"
+        )
     for variant, runs in record["fine_tuning"].items():
         finals = [run["final"] for run in runs.values() if run.get("final") is not None]
         if finals:

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import torch
 from transformers import AutoModel, AutoTokenizer
 
 import hf_bertscratch  # noqa: F401  (registers the model type)
@@ -158,6 +159,35 @@ def no_learning(model_dir: str, task: TaskSpec, pairs: dict[str, dict[str, list]
     result["zero_shot_cls_last_layer"] = score_baseline(
         cls.get("train"), train["labels"], cls["eval"], dev["labels"], num_labels
     )
+    result.update(joint_segments(model, tokenizer, pairs, num_labels))
+    return result
+
+
+def joint_segments(model, tokenizer, pairs: dict[str, dict[str, list]], num_labels: int | None) -> dict:
+    """The zero-shot cosine of the two texts' means inside the joint sequence `[CLS] a [SEP] b [SEP]` (what the
+    `segments` head reads), with the checkpoint's segment embeddings and with segment 0's for both texts."""
+    from hf_bertscratch.modeling_bertscratch import segment_pool
+    from hf_bertscratch.similarity import cosine
+
+    def cosines(split: dict[str, list], same_segment: bool) -> np.ndarray:
+        out = []
+        for start in range(0, len(split["first"]), 64):
+            batch = tokenizer(split["first"][start : start + 64], split["second"][start : start + 64], padding=True,
+                              truncation=True, max_length=128, return_tensors="pt")  # fmt: skip
+            types = batch["token_type_ids"]
+            inputs = {**batch, "token_type_ids": torch.zeros_like(types)} if same_segment else dict(batch)
+            with torch.no_grad():
+                hidden = model(**inputs).last_hidden_state
+            pooled = segment_pool(hidden, batch["attention_mask"], types).numpy()  # (B, 4H): u, v, ...
+            width = hidden.shape[-1]
+            out.append(cosine(pooled[:, :width], pooled[:, width : 2 * width]))
+        return np.concatenate(out)
+
+    result = {}
+    for name, same in (("zero_shot_joint_segments", False), ("zero_shot_joint_segments_type0", True)):
+        train = cosines(pairs["train"], same) if num_labels is not None else None
+        result[name] = score_baseline(train, pairs["train"]["labels"], cosines(pairs["eval"], same),
+                                      pairs["eval"]["labels"], num_labels)  # fmt: skip
     return result
 
 
@@ -253,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         "commit": git_commit(),
         "model_note": args.model_note or old.get("model_note"),
     }
-    if old.get("model") == args.model and "no_learning" in old:
+    if old.get("model") == args.model and "zero_shot_joint_segments" in old.get("no_learning", {}):
         record["no_learning"] = old["no_learning"]
     else:
         record["no_learning"] = no_learning(args.model, task, load_pairs(task, args.task, data_dir))

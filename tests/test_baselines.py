@@ -144,6 +144,16 @@ def test_pair_diagnostic_reports_the_baselines_it_names(encoder_dir: Path) -> No
     last = result["zero_shot_mean_by_layer"][-1]["spearmanr"]
     assert last == pytest.approx(spearmanr(cosines, dev["labels"]).statistic, abs=1e-6)
     assert result["constant"]["spearmanr"] == 0.0
+    joint = []  # the two texts' means inside the joint sequence, each pair alone
+    for a, b in zip(dev["first"], dev["second"]):
+        encoded = tokenizer(a, b, return_tensors="pt")
+        with torch.no_grad():
+            states = model(**encoded).last_hidden_state[0]
+        second = encoded["token_type_ids"][0].bool()
+        u, v = states[~second].mean(0).numpy(), states[second].mean(0).numpy()
+        joint.append(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+    got = result["zero_shot_joint_segments"]["spearmanr"]
+    assert got == pytest.approx(spearmanr(joint, dev["labels"]).statistic, abs=1e-5)
 
 
 def test_pair_diagnostic_refuses_a_single_text_task() -> None:

@@ -58,7 +58,7 @@ def load_metric(name: str) -> evaluate.EvaluationModule:
     except (OSError, ConnectionError) as error:  # FileNotFoundError when the Hub cannot be reached
         if name not in LOCAL_METRICS:
             raise
-        logger.warning("Hub metric %r unavailable (%s); using the packaged copy.", name, error)
+        logger.info("Hub metric %r unavailable (%s); using the packaged copy.", name, error)
         return evaluate.load(str(local_metric_path(name)))
 
 
