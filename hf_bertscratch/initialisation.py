@@ -8,9 +8,11 @@ pretrained features before fine-tuning: `probe_head`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from transformers import PreTrainedModel
 
 
@@ -32,6 +34,32 @@ def start_segments_as_first(model: PreTrainedModel) -> None:
         raise ValueError(f"{type(model).__name__} has no segment (token type) embeddings to start from type 0's.")
     with torch.no_grad():
         segments.weight[1:] = segments.weight[0]
+
+
+SEGMENT_EMBEDDING_SUFFIX = "embeddings.token_type_embeddings.weight"
+
+
+def start_saved_segments_as_first(folder: str | Path) -> bool:
+    """`start_segments_as_first` on a saved folder's weights (every `model*.safetensors` file that holds a segment
+    table), rewritten in place: what a sharded (FSDP) model cannot do on its live parameters. Returns whether a table
+    was found."""
+    from safetensors.torch import load_file, save_file
+
+    found = False
+    for path in sorted(Path(folder).glob("model*.safetensors")):
+        with safe_open(path, framework="pt") as handle:
+            metadata, names = handle.metadata(), list(handle.keys())
+        if not any(name.endswith(SEGMENT_EMBEDDING_SUFFIX) for name in names):
+            continue
+        weights = load_file(path)
+        for name in names:
+            if name.endswith(SEGMENT_EMBEDDING_SUFFIX):
+                table = weights[name].clone()
+                table[1:] = table[0]
+                weights[name] = table
+        save_file(weights, path, metadata=metadata)
+        found = True
+    return found
 
 
 @torch.no_grad()
@@ -89,4 +117,10 @@ def probe_head(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor]
     return float(score)
 
 
-__all__ = ["head_inputs", "probe_head", "reinitialise_head", "start_segments_as_first"]
+__all__ = [
+    "head_inputs",
+    "probe_head",
+    "reinitialise_head",
+    "start_saved_segments_as_first",
+    "start_segments_as_first",
+]

@@ -64,7 +64,7 @@ from .electra import (
     replaced_token_reductions,
 )
 from .hub import check_training_push, push_training_output
-from .initialisation import start_segments_as_first
+from .initialisation import start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
 from .nsp import make_nsp_pairs_function
 from .run_folder import (
@@ -1109,6 +1109,10 @@ def save_outputs(
     from .plotting import plot_training_curves
 
     def write_reports(staging: Path) -> None:
+        if model_args.objective != "mlm_nsp" and model_args.model_name_or_path is None:
+            # Nothing here trained segment 1 (one text per example), so its row is still random; a fine-tune on
+            # pairs should start the second text where the first's was learnt.
+            start_saved_segments_as_first(staging)
         (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         plot_training_curves(staging)  # titled with the output_dir's name, not the staging folder's
         kind = "discriminator" if model_args.objective == "electra" else "pretrained"
@@ -1116,10 +1120,6 @@ def save_outputs(
         if (staging / GENERATOR_FOLDER).is_dir():
             ready_subfolder(staging / GENERATOR_FOLDER, Path(trainer.args.output_dir))
 
-    if model_args.objective != "mlm_nsp" and model_args.model_name_or_path is None:
-        # Nothing here trained segment 1 (one text per example), so its row is still random; a fine-tune on pairs
-        # should start the second text where the first's was learnt.
-        start_segments_as_first(_output_model(trainer))
     finish_run(trainer, write_reports)
 
 

@@ -240,9 +240,9 @@ def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> Non
 
 
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
-    from hf_bertscratch.finetuning import FinetuneTrainingArguments, choose_training_defaults
     from dataclasses import replace
 
+    from hf_bertscratch.finetuning import FinetuneTrainingArguments, choose_training_defaults
     from hf_bertscratch.tasks import SHAPE_DEFAULTS, TASK_DEFAULTS, finetune_defaults
 
     squad = DataArguments(task="squad")

@@ -591,7 +591,10 @@ def test_torchrun_two_processes_keep_ranks_identical(
     saved = load_file(out / "model.safetensors")  # what rank 0 wrote is what both ranks hold
     prefix = "discriminator." if objective == "electra" else ""  # the pair's discriminator is the saved folder
     for name in saved:
-        assert torch.equal(saved[name], rank0[prefix + name]), name
+        held = rank0[prefix + name]
+        if name.endswith("token_type_embeddings.weight"):  # saved with segment 1 copied from the trained segment 0
+            held = held[:1].expand_as(held)
+        assert torch.equal(saved[name], held), name
     if objective == "electra":
         # a masked-LM step and 2 or more after it: DDP notices a parameter left without a gradient in the next step
         assert infos[0]["steps"] >= 3
