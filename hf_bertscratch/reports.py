@@ -79,7 +79,9 @@ INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The headline figures: README's opening paragraph and the documentation home page's table.
 PAIRS_RECORDS = "results/pairs-diagnosis"
 PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
-PAIRS_PAGES = ("README.md", "docs/results.md")
+PAIRS_HEADLINE_RECORD = "stsb.json"  # the record the headline's similarity sentence reads
+# The variants the headline names: the cross-encoder with the task's defaults, the bi-encoder.
+PAIRS_HEADLINE_VARIANTS = (("defaults", "fine-tuned with its defaults"), ("embedding", "as a bi-encoder"))
 HEADLINE_BLOCK = ("<!-- headline:start -->\n", "<!-- headline:end -->")
 HEADLINE_TABLE_BLOCK = ("<!-- headline-table:start -->\n", "<!-- headline-table:end -->")
 HEADLINE_TABLE_PAGE = "docs/index.md"
@@ -616,11 +618,67 @@ def render_pairs_table(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _no_pairs_record() -> str:
+    return f"No record yet: `python scripts/diagnose_pairs.py ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+
+
 def render_pairs_block(records: dict[str, dict]) -> str:
     """Every pair diagnostic record's table, in file-name order, or a line naming the command that makes them."""
     if not records:
-        return f"No record yet: `python scripts/diagnose_pairs.py ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+        return _no_pairs_record()
     return "\n".join(render_pairs_table(record) for record in records.values())
+
+
+# The summary's columns after the no-learning ones: (record file suffix, variant, heading). The task's own record is
+# TASK.json (the pretrained model itself); TASK-from-stsb*.json start from a folder fine-tuned on STS-B.
+PAIRS_SUMMARY_COLUMNS = (
+    ("", "table", "the task table's recipe ([CLS], lr 3e-4)"),
+    ("", "defaults", "**defaults** (segments, probed head)"),
+    ("-from-stsb", "defaults", "defaults, from STS-B's cross-encoder"),
+    ("-from-stsb-embedding", "defaults", "defaults, from STS-B's bi-encoder"),
+    ("", "embedding", "bi-encoder (`--task_type embedding`)"),
+)
+PAIRS_SUMMARY_METRICS = {"mrpc": ("f1", "accuracy"), "stsb": ("spearmanr",), "rte": ("accuracy",)}
+
+
+def _variant_mean(record: dict | None, variant: str, metric: str) -> str:
+    runs = (record or {}).get("fine_tuning", {}).get(variant, {})
+    values = [run.get("final_metrics", {}).get(metric, run["final"] if metric == record["metric"] else None)
+              for run in runs.values()]  # fmt: skip
+    values = [v for v in values if v is not None]
+    if not values:
+        return ""
+    sd = f" ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else ""
+    return f"{100 * statistics.fmean(values):.1f}{sd}"
+
+
+def render_pairs_summary(records: dict[str, dict]) -> str:
+    """README's table of the pair tasks: per task and metric, what no learning scores (constant answer, word overlap,
+    the pretrained model's zero-shot cosine through a threshold fit on train) beside each fine-tuning recipe, mean ±
+    sd over seeds, from the records of `scripts/diagnose_pairs.py`."""
+    tasks = [task for task in PAIRS_SUMMARY_METRICS if f"{task}.json" in records]
+    if not tasks:
+        return _no_pairs_record()
+    heading = ["task (dev), metric", "constant answer", "word overlap", "zero-shot cosine"]
+    heading += [name for _, _, name in PAIRS_SUMMARY_COLUMNS]
+    lines = ["| " + " | ".join(heading) + " |", "| --- |" + " ---: |" * (len(heading) - 1)]
+    for task in tasks:
+        own = records[f"{task}.json"]
+        base = own["no_learning"]
+        for metric in PAIRS_SUMMARY_METRICS[task]:
+            cells = [f"{task.upper() if task != 'stsb' else 'STS-B'}, {metric}"]
+            cells += [f"{100 * base[key][metric]:.1f}" for key in ("constant", "word_overlap")]
+            cells.append(f"{100 * base['zero_shot_mean_by_layer'][-1][metric]:.1f}")
+            cells += [_variant_mean(records.get(f"{task}{suffix}.json"), variant, metric)
+                      for suffix, variant, _ in PAIRS_SUMMARY_COLUMNS]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    seeds = sorted(
+        {seed for task in tasks for runs in records[f"{task}.json"]["fine_tuning"].values() for seed in runs}
+    )
+    note = records[f"{tasks[0]}.json"].get("model_note") or records[f"{tasks[0]}.json"]["model"]
+    lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; every run and curve in "
+              f"`{PAIRS_RECORDS}/` ([Results](docs/results.md#sentence-pairs-and-similarity)).", ""]  # fmt: skip
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------- the headline
@@ -643,6 +701,7 @@ class Headline:
     encoder: dict[float, list[float]]
     task_table: dict | None
     settings: dict[str, str]
+    pairs: dict | None = None
 
 
 def headline(root: Path, records: list[SpeedRecord]) -> Headline:
@@ -677,6 +736,7 @@ def headline(root: Path, records: list[SpeedRecord]) -> Headline:
         encoder,
         json.loads(task_table.read_text("utf-8")) if task_table.is_file() else None,
         {workload: "; ".join(sorted(shown)) for workload, shown in settings.items()},
+        read_records(root, PAIRS_RECORDS).get(PAIRS_HEADLINE_RECORD),
     )
 
 
@@ -777,7 +837,26 @@ def render_headline(figures: Headline) -> str:
         if None not in averages:
             sentence += f", and the five GLUE dev tasks average {averages[0]:.1f} against {averages[1]:.1f}"
         parts.append(sentence + " ([the task table](#results)).")
+    if figures.pairs:
+        parts.append(_pairs_sentence(figures.pairs))
     return _wrap(" ".join(parts)) + "\n"
+
+
+def _pairs_sentence(record: dict) -> str:
+    """The headline's similarity sentence: the record's cross-encoder and bi-encoder against its no-learning answers."""
+    metric = record["metric"]
+    base = record["no_learning"]
+    shown = []
+    for variant, words in PAIRS_HEADLINE_VARIANTS:
+        finals = [run["final"] for run in record["fine_tuning"].get(variant, {}).values()]
+        if finals:
+            shown.append(f"**{100 * statistics.fmean(finals):.1f}** {words}")
+    zero_shot = 100 * base["zero_shot_mean_by_layer"][-1][metric]
+    return (
+        f"From the 9-minute model, STS-B's Spearman is {_and_list(shown)}, against {zero_shot:.1f} for the model's "
+        f"own zero-shot cosine and {100 * base['word_overlap'][metric]:.1f} for word overlap "
+        "([sentence pairs](#results))."
+    )
 
 
 def _wrap(text: str, width: int = 118) -> str:
@@ -950,8 +1029,9 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks.append((DECODER_PAGE, DECODER_BLOCK, render_decoder_table(read_records(root, DECODER_RECORDS))))
     blocks.append((POSITION_PAGE, POSITION_BLOCK, render_position_table(read_records(root, POSITION_RECORDS))))
     blocks.append((SWEEP_PAGE, SWEEP_BLOCK, render_sweep_tables(read_records(root, SWEEP_RECORDS))))
-    pairs = render_pairs_block(read_records(root, PAIRS_RECORDS))
-    blocks += [(page, PAIRS_BLOCK, pairs) for page in PAIRS_PAGES]
+    pair_records = read_records(root, PAIRS_RECORDS)
+    blocks.append(("README.md", PAIRS_BLOCK, render_pairs_summary(pair_records)))
+    blocks.append(("docs/results.md", PAIRS_BLOCK, render_pairs_block(pair_records)))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
     blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))

@@ -229,6 +229,11 @@ def curve(folder: Path, main_metric: str) -> dict:
     spread = "eval_prediction_std" if any("eval_prediction_std" in e for e in evals) else "eval_top_class_share"
     return {
         "final": results.get(f"eval_{main_metric}"),
+        "final_metrics": {
+            k.removeprefix("eval_"): v
+            for k, v in results.items()
+            if k.startswith("eval_") and isinstance(v, float) and not k.endswith(("_runtime", "_per_second", "_loss"))
+        },  # fmt: skip
         "epochs": [e.get("epoch") for e in evals],
         "dev": [e[f"eval_{main_metric}"] for e in evals],
         "spread": {spread.removeprefix("eval_"): [e.get(spread) for e in evals]},

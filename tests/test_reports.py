@@ -636,3 +636,13 @@ def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -
     assert "| fine-tuned `embedding`: `--task_type embedding` | 71.0 ± 1.4 (2 seeds) |" in table
     assert table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model; `python" in table
     assert reports.render_pairs_block({}).startswith("No record yet")
+    transfer = {**record, "fine_tuning": {"defaults": {"42": {"flags": [], "final": 0.5}}}}
+    summary = reports.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
+    assert "| STS-B, spearmanr | 0.0 | 65.3 | 61.2 |  |  | 50.0 |  | 71.0 ± 1.4 |" in summary
+    assert "Model: the 9-minute model. Mean ± sd over seeds 42, 43;" in summary
+    figures = reports.Headline(None, {}, {}, {}, None, {"train": "", "encode": ""}, pairs=record)
+    sentence = " ".join(reports.render_headline(figures).split())
+    assert (
+        "STS-B's Spearman is **71.0** as a bi-encoder, against 61.2 for the model's own zero-shot cosine and 65.3 for "
+        "word overlap" in sentence
+    )
