@@ -592,7 +592,7 @@ def _write_card(
             "hardware": results.get("machine"),
             "wall_time_seconds": results.get("train_runtime"),
             "results": {k: v for k, v in results.items() if k.startswith(("eval_", "test_"))},
-            "labels": shape.names,
+            "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )
 
