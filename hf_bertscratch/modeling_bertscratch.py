@@ -220,7 +220,7 @@ def eager_attention_forward(
     dropout: float = 0.0,
     **kwargs: object,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Plain softmax(QK^T * scaling + mask) V with the softmax in fp32.
+    """Plain softmax(QK^T * scaling + mask) V with the scores and the softmax in fp32.
 
     Args:
         query, key, value: (B, nh, T, hs).
@@ -229,9 +229,9 @@ def eager_attention_forward(
     Returns:
         (B, T, nh, hs) attention output and (B, nh, T, T) attention probabilities.
     """
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling  # (B, nh, T, T)
+    scores = torch.matmul(query, key.transpose(-1, -2)).float() * scaling  # (B, nh, T, T), fp32 under autocast too
     if attention_mask is not None:
-        scores = scores + attention_mask
+        scores = scores + attention_mask.float()  # in half precision a masked score could overflow to -inf
     probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     probs = F.dropout(probs, p=dropout, training=module.training)
     output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, nh, hs)
@@ -273,7 +273,10 @@ class BertScratchAttention(nn.Module):
 
         implementation = "eager" if output_attentions else self.config._attn_implementation
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        mask = None if attention_mask is None else attention_mask.to(query.dtype)
+        # The mask was built in float32; its minimum is -inf in fp16: clamp to the compute dtype's own minimum.
+        mask = (
+            None if attention_mask is None else attention_mask.clamp(min=torch.finfo(query.dtype).min).to(query.dtype)
+        )
         context, probs = attention_interface(
             self,
             query,

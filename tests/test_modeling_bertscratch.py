@@ -537,3 +537,16 @@ def test_padding_free_batch_gives_each_document_what_it_gets_alone(attn: str, fl
         alone = [base(input_ids=torch.tensor([ids]), position_ids=torch.arange(start, start + len(ids))[None])
                  .last_hidden_state[0] for ids, start in zip(documents, (0, 5, 8))]  # fmt: skip
     torch.testing.assert_close(packed, torch.cat(alone), atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_fully_padded_row_stays_finite_under_autocast(attn: str, dtype: torch.dtype) -> None:
+    """Under autocast the attention runs in half precision, where float32's minimum is -inf (fp16): the mask is
+    clamped to the compute dtype's minimum, so an empty row is uniform attention, not NaN."""
+    _, model = _pair("BertForSequenceClassification", attn, unpad=False)
+    inputs = _inputs()
+    inputs["attention_mask"][1] = 0
+    with torch.no_grad(), torch.autocast("cpu", dtype=dtype):
+        logits = model(**inputs).logits
+    assert torch.isfinite(logits).all()
