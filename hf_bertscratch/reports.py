@@ -77,8 +77,10 @@ GRAPH_PAGE = "docs/onnx.md"
 INT8_RECORDS = "results/int8"
 INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The headline figures: README's opening paragraph and the documentation home page's table.
-PAIRS_RECORDS = "results/pairs-diagnosis"
+PAIRS_RECORDS = "results/pairs"  # `bash scripts/record_pairs.sh`: README's pairs table and headline
+PAIRS_DIAGNOSIS_RECORDS = "results/pairs-diagnosis"  # the diagnosis behind the defaults
 PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
+PAIRS_DIAGNOSIS_BLOCK = ("<!-- pairs-diagnosis:start -->\n", "<!-- pairs-diagnosis:end -->")
 PAIRS_HEADLINE_RECORD = "stsb.json"  # the record the headline's similarity sentence reads
 # The variants the headline names: the cross-encoder with the task's defaults, the bi-encoder.
 PAIRS_HEADLINE_VARIANTS = (("defaults", "fine-tuned with its defaults"), ("embedding", "as a bi-encoder"))
@@ -632,11 +634,12 @@ def render_pairs_block(records: dict[str, dict]) -> str:
 # The summary's columns after the no-learning ones: (record file suffix, variant, heading). The task's own record is
 # TASK.json (the pretrained model itself); TASK-from-stsb*.json start from a folder fine-tuned on STS-B.
 PAIRS_SUMMARY_COLUMNS = (
-    ("", "table", "the task table's recipe ([CLS], lr 3e-4)"),
-    ("", "defaults", "**defaults** (segments, probed head)"),
-    ("-from-stsb", "defaults", "defaults, from STS-B's cross-encoder"),
-    ("-from-stsb-embedding", "defaults", "defaults, from STS-B's bi-encoder"),
+    ("", "table", "the task table's former recipe ([CLS] head, lr 3e-4)"),
+    ("", "defaults", "**`finetune` with its defaults**"),
+    ("-from-stsb", "defaults", "the defaults, from the STS-B folder"),
+    ("-simcse", "simcse", "SimCSE on the train texts, no labels"),
     ("", "embedding", "bi-encoder (`--task_type embedding`)"),
+    ("-after-simcse", "embedding", "bi-encoder after SimCSE"),
 )
 PAIRS_SUMMARY_METRICS = {"mrpc": ("f1", "accuracy"), "stsb": ("spearmanr",), "rte": ("accuracy",)}
 
@@ -676,8 +679,10 @@ def render_pairs_summary(records: dict[str, dict]) -> str:
         {seed for task in tasks for runs in records[f"{task}.json"]["fine_tuning"].values() for seed in runs}
     )
     note = records[f"{tasks[0]}.json"].get("model_note") or records[f"{tasks[0]}.json"]["model"]
-    lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; every run and curve in "
-              f"`{PAIRS_RECORDS}/` ([Results](docs/results.md#sentence-pairs-and-similarity)).", ""]  # fmt: skip
+    lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; zero-shot cosine and word overlap "
+              "classify through a threshold fit on the train split. Every run and curve is in "
+              f"`{PAIRS_RECORDS}/` (`bash scripts/record_pairs.sh`; [Results](docs/results.md#sentence-pairs-and-similarity)).",
+              ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -1032,6 +1037,8 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     pair_records = read_records(root, PAIRS_RECORDS)
     blocks.append(("README.md", PAIRS_BLOCK, render_pairs_summary(pair_records)))
     blocks.append(("docs/results.md", PAIRS_BLOCK, render_pairs_block(pair_records)))
+    diagnosis = render_pairs_block(read_records(root, PAIRS_DIAGNOSIS_RECORDS))
+    blocks.append(("docs/fine-tuning.md", PAIRS_DIAGNOSIS_BLOCK, diagnosis))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
     blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))

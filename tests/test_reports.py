@@ -69,6 +69,7 @@ RESULTS_PAGE = (
     "# Results\n\n<!-- main-job-tasks:start -->\nold\n<!-- main-job-tasks:end -->\n\n"
     "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n"
 )
+FINE_TUNING_PAGE = "# Fine-tuning\n\n<!-- pairs-diagnosis:start -->\nold\n<!-- pairs-diagnosis:end -->\n"
 DESIGN_PAGE = "# Design\n\n<!-- position-init:start -->\nold\n<!-- position-init:end -->\n"
 HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
@@ -118,6 +119,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
     (tmp_path / reports.POSITION_PAGE).write_text(DESIGN_PAGE, encoding="utf-8")
     (tmp_path / reports.MAIN_JOB_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
+    (tmp_path / "docs" / "fine-tuning.md").write_text(FINE_TUNING_PAGE, encoding="utf-8")
     shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
     shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
@@ -638,7 +640,7 @@ def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -
     assert reports.render_pairs_block({}).startswith("No record yet")
     transfer = {**record, "fine_tuning": {"defaults": {"42": {"flags": [], "final": 0.5}}}}
     summary = reports.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
-    assert "| STS-B, spearmanr | 0.0 | 65.3 | 61.2 |  |  | 50.0 |  | 71.0 ± 1.4 |" in summary
+    assert "| STS-B, spearmanr | 0.0 | 65.3 | 61.2 |  |  | 50.0 |  | 71.0 ± 1.4 |  |" in summary
     assert "Model: the 9-minute model. Mean ± sd over seeds 42, 43;" in summary
     figures = reports.Headline(None, {}, {}, {}, None, {"train": "", "encode": ""}, pairs=record)
     sentence = " ".join(reports.render_headline(figures).split())
