@@ -185,8 +185,9 @@ class ClassificationShape:
         self.names, self.label_map = label_mapping(raw, self.task.columns["label"], names)
 
     def config_updates(self) -> dict:
-        """What the head's config must say: its classes."""
-        return class_config(self.names)
+        """What the head's config must say: its classes, one per example (a regressor's folder handed to a
+        classification task must not keep its problem type)."""
+        return {**class_config(self.names), "problem_type": "single_label_classification"}
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Tokenised examples with labels and lengths (the same for training and evaluation)."""

@@ -111,11 +111,12 @@ def load_pairs(task: TaskSpec, name: str, data_dir: str | None) -> dict[str, dic
     """The train and eval splits' first texts, second texts and labels."""
     raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
     columns = task.columns
+    ids = {label: i for i, label in enumerate(task.label_names or ())}  # class names (RTE's files) -> class ids
     return {
         role: {
             "first": list(raw[role][columns["text"]]),
             "second": list(raw[role][columns["text_pair"]]),
-            "labels": list(raw[role][columns["label"]]),
+            "labels": [ids.get(label, label) for label in raw[role][columns["label"]]],
         }
         for role in ("train", "eval")
     }

@@ -159,3 +159,17 @@ def test_pair_diagnostic_reports_the_baselines_it_names(encoder_dir: Path) -> No
 def test_pair_diagnostic_refuses_a_single_text_task() -> None:
     with pytest.raises(SystemExit, match="not a sentence-pair task"):
         _load_diagnostic().parse_args(["--model", "m", "--task", "sst2"])
+
+
+def test_pair_diagnostic_reads_class_names_as_class_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RTE's files hold class names: the diagnostic's baselines read them as the task's class ids."""
+    import datasets
+
+    diagnostic = _load_diagnostic()
+    split = datasets.Dataset.from_dict(
+        {"sentence1": ["a b", "c d"], "sentence2": ["a", "e"], "label": ["not_entailment", "entailment"]}
+    )
+    monkeypatch.setattr(diagnostic, "load_task_datasets", lambda *args: {"train": split, "eval": split})
+    pairs = diagnostic.load_pairs(TASKS["rte"], "rte", None)
+    assert pairs["eval"]["labels"] == [1, 0] and pairs["train"]["first"] == ["a b", "c d"]
+    assert constant_answer(pairs["train"]["labels"], pairs["eval"]["labels"], 2)["accuracy"] == 0.5

@@ -215,6 +215,10 @@ def test_a_fine_tuned_folder_gives_its_encoder_to_another_task(
     with caplog.at_level("INFO", logger="hf_bertscratch.finetuning"):
         model = load_model(ModelArguments(model_name_or_path=str(regressor_dir)), classes("neg", "pos"))
     assert model.config.num_labels == 2 and model.config.id2label == {0: "neg", 1: "pos"}
+    assert model.config.problem_type == "single_label_classification"  # not the regressor's MSE
+    batch = AutoTokenizer.from_pretrained(model_dir)(["the cat", "a dog ran"], padding=True, return_tensors="pt")
+    loss = model(**batch, labels=torch.tensor([0, 1])).loss
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(model(**batch).logits, torch.tensor([0, 1])))
     assert "its head is dropped" in caplog.text and "BertScratchForSequenceClassification" in caplog.text
     source = regressor.state_dict()
     encoder = [name for name in source if name.startswith("bert.embeddings.") or name.startswith("bert.encoder.")]
