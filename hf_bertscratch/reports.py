@@ -615,8 +615,10 @@ def render_pairs_table(record: dict) -> str:
             flags = " ".join(next(iter(runs.values()))["flags"]) or "(the defaults)"
             lines.append(f"| fine-tuned `{variant}`: `{flags}` | {_pair_cell(finals)} |")
     note = record.get("model_note") or f"model `{record['model']}`"
+    commands = record.get("commands") or [record["command"]]
+    made = "; then ".join(f"`{command}`" for command in commands)
     lines.append("")
-    lines.append(f"{note}; `{record['command']}` ({record['machine']}, {record['date']}, commit {record['commit']}).")
+    lines.append(f"Model: {note}. Made by {made} ({record['machine']}, {record['date']}, commit {record['commit']}).")
     return "\n".join(lines) + "\n"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -279,8 +280,11 @@ def main(argv: list[str] | None = None) -> None:
     old = {}
     if args.output_json and Path(args.output_json).is_file():
         old = json.loads(Path(args.output_json).read_text())
+    command = "python scripts/diagnose_pairs.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    same_model = old.get("model") == args.model
+    earlier = old.get("commands", [old["command"]] if "command" in old else []) if same_model else []
     record = {
-        "command": "python scripts/diagnose_pairs.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commands": earlier + ([command] if command not in earlier else []),  # every run of the record, in order
         "model": args.model,
         "task": args.task,
         "metric": metric,

@@ -636,7 +636,9 @@ def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -
     assert "(layers 0..1: 50.0 / 61.2) | **61.2** |" in table and "| no learning: constant answer | 0.0 |" in table
     assert "| fine-tuned `before`: `--learning_rate 5e-5` | 10.9 (1 seed) |" in table
     assert "| fine-tuned `embedding`: `--task_type embedding` | 71.0 ± 1.4 (2 seeds) |" in table
-    assert table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model; `python" in table
+    assert (
+        table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model. Made by `python" in table
+    )
     assert reports.render_pairs_block({}).startswith("No record yet")
     transfer = {**record, "fine_tuning": {"defaults": {"42": {"flags": [], "final": 0.5}}}}
     summary = reports.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
