@@ -18,6 +18,7 @@ what task-adaptive pretraining (`pretraining --task_text`) trains on.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -206,7 +207,9 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
             does not read, or class names given for a regression or question-answering task.
     """
     if overrides.task is not None and overrides.task not in TASKS:
-        raise ValueError(f"Unknown --task {overrides.task!r}; expected one of {list(TASKS)} (or give a dataset).")
+        close = difflib.get_close_matches(overrides.task, TASKS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Unknown --task {overrides.task!r};{hint} expected one of {list(TASKS)} (or give a dataset).")
     if overrides.task_type is not None and overrides.task_type not in SHAPES:
         raise ValueError(f"Unknown --task_type {overrides.task_type!r}; expected one of {list(SHAPES)}.")
     spec = TASKS.get(overrides.task) if overrides.task else None
