@@ -280,7 +280,11 @@ def main(argv: list[str] | None = None) -> None:
     old = {}
     if args.output_json and Path(args.output_json).is_file():
         old = json.loads(Path(args.output_json).read_text())
-    command = "python scripts/diagnose_pairs.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--model_note" in given:  # a description, kept in the record's model_note, not part of the command
+        at = given.index("--model_note")
+        del given[at : at + 2]
+    command = "python scripts/diagnose_pairs.py " + shlex.join(given)
     same_model = old.get("model") == args.model
     earlier = old.get("commands", [old["command"]] if "command" in old else []) if same_model else []
     record = {
