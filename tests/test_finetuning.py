@@ -408,18 +408,23 @@ def scored_pairs(n: int, seed: int) -> list[tuple[str, str, float]]:
     return rows
 
 
-def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
-    from scipy.stats import pearsonr, spearmanr
-
+def run_on_scored_pairs(tmp_path: Path, model_dir: Path, task_type: str) -> tuple[Path, list[tuple], dict]:
+    """A run of `task_type` on 48 train and 16 dev scored pairs (text, text_pair, score): its output folder, the dev
+    rows and its all_results.json."""
     header = ("text", "text_pair", "score")
     train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
     dev_rows = scored_pairs(16, 1)
     dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
     output = tmp_path / "run"
     columns = ["--label_column", "score", "--text_pair_column", "text_pair"]
-    main(base_argv(model_dir, train, dev, output) + ["--task_type", "regression", *columns])
+    main(base_argv(model_dir, train, dev, output) + ["--task_type", task_type, *columns])
+    return output, dev_rows, json.loads((output / "all_results.json").read_text())
 
-    results = json.loads((output / "all_results.json").read_text())
+
+def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
+    from scipy.stats import pearsonr, spearmanr
+
+    output, dev_rows, results = run_on_scored_pairs(tmp_path, model_dir, "regression")
     rows = read_rows(output / "predictions.csv")
     assert [(r["text"], r["text_pair"]) for r in rows] == [(text, pair) for text, pair, _ in dev_rows]
     labels = [float(r["label"]) for r in rows]
@@ -782,15 +787,7 @@ def test_embedding_folder_gives_the_same_vectors_in_sentence_transformers(tmp_pa
 
     from hf_bertscratch.inference import embed, similarity
 
-    header = ("text", "text_pair", "score")
-    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
-    dev_rows = scored_pairs(16, 1)
-    dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
-    output = tmp_path / "run"
-    columns = ["--text_pair_column", "text_pair", "--label_column", "score"]
-    main(base_argv(model_dir, train, dev, output) + ["--task_type", "embedding", *columns])
-
-    results = json.loads((output / "all_results.json").read_text())
+    output, dev_rows, results = run_on_scored_pairs(tmp_path, model_dir, "embedding")
     assert (results["embedding_objective"], results["pooling"], results["main_metric"]) == (
         "cosine",
         "mean",
