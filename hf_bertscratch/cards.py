@@ -184,9 +184,17 @@ _ORIGINS: dict[str, tuple[str, str, str]] = {
 }
 
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
-_NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "epoch", "_flos", "_samples")
-# Also no quality: how the predictions spread (fine-tuning's check for a model that answers one thing).
-_NON_METRIC_SUFFIXES += ("_prediction_std", "_top_class_share")
+# Speed counters, and how the predictions spread (fine-tuning's check for a model that answers one thing).
+_NON_METRIC_SUFFIXES = (
+    "_runtime",
+    "_samples_per_second",
+    "_steps_per_second",
+    "epoch",
+    "_flos",
+    "_samples",
+    "_prediction_std",
+    "_top_class_share",
+)
 
 
 @strict

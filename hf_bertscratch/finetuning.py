@@ -275,9 +275,6 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
     logging_steps: float = field(
         default=0.02, metadata={"help": "Log the loss every this many steps, or this fraction of the steps if < 1."}
     )
-    dataloader_pin_memory: bool = field(
-        default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
-    )
 
 
 # ------------------------------------------------------------------------------------------------ resolve & check
@@ -391,10 +388,10 @@ def _task_head(config) -> str | None:
     return next((a for a in config.architectures or [] if a.endswith(TASK_HEADS)), None)
 
 
-def _same_outputs(config, updates: dict, head_class: str) -> bool:
-    """Whether a checkpoint's head (`config`) already answers the task at hand: the same head class, labels and
-    problem type, so fine-tuning can continue it."""
-    if not head_class.endswith(updates["head"]):
+def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> bool:
+    """Whether a checkpoint's head (`config`, its class `head_class`) already answers the task at hand: the wanted
+    head class (e.g. "ForSequenceClassification"), labels and problem type, so fine-tuning can continue it."""
+    if not wanted_head or not head_class.endswith(wanted_head):
         return False
     wanted = {k: v for k, v in updates.items() if k in ("num_labels", "id2label", "problem_type")}
     current = {"num_labels": config.num_labels, "id2label": config.id2label, "problem_type": config.problem_type}
@@ -458,7 +455,7 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
         return shape.auto_class.from_config(config)
     head = _task_head(config)
     wanted_head = shape.auto_class.__name__.removeprefix("AutoModel")  # "" for the bare encoder of an embedding
-    keep_head = bool(head and wanted_head) and _same_outputs(config, {**updates, "head": wanted_head}, head)
+    keep_head = head is not None and _same_outputs(config, updates, head, wanted_head)
     with quiet_loading_report():  # the head swap it reports is the expected one; what changed is logged below
         model = shape.auto_class.from_pretrained(
             args.model_name_or_path, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
@@ -480,7 +477,7 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
             labels,
             shape.names,
         )
-    elif keep_head:
+    else:
         logger.info("%s already has this task's head (%s, labels %s): training it on.", args.model_name_or_path, head,
                     shape.names)  # fmt: skip
     if args.segment_embeddings == "first":
@@ -624,27 +621,32 @@ class GradientNormCallback(TrainerCallback):
     gradients dwarf the encoder's, or an encoder whose gradients vanish, is how a fine-tune that learns nothing
     shows itself (Mosbach et al. 2021)."""
 
+    PARTS = ("head", "encoder")
+
     def __init__(self) -> None:
-        self.sums = {"head": 0.0, "encoder": 0.0}
+        self.sums: dict[str, torch.Tensor | float] = dict.fromkeys(self.PARTS, 0.0)
         self.steps = 0
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
         prefix = getattr(model, "base_model_prefix", "")
         bare = getattr(model, "base_model", None) is model  # an embedding model is all encoder
-        squares = {"head": 0.0, "encoder": 0.0}
+        grads: dict[str, list[torch.Tensor]] = {part: [] for part in self.PARTS}
         for name, parameter in model.named_parameters():
             if parameter.grad is not None:
                 part = "encoder" if bare or (prefix and name.startswith(prefix)) else "head"
-                squares[part] += float(parameter.grad.detach().float().pow(2).sum())
-        for part, square in squares.items():
-            self.sums[part] += math.sqrt(square)
+                grads[part].append(parameter.grad.detach())
+        for part, found in grads.items():  # summed where the gradients live: read back only when logged
+            if found:
+                self.sums[part] = self.sums[part] + torch.linalg.vector_norm(
+                    torch.stack([torch.linalg.vector_norm(g, dtype=torch.float32) for g in found])
+                )
         self.steps += 1
 
     def on_log(self, args, state, control, logs=None, **kwargs) -> None:
         if self.steps and logs is not None and "loss" in logs and state.log_history:
-            norms = {f"grad_norm_{part}": total / self.steps for part, total in self.sums.items()}
+            norms = {f"grad_norm_{part}": float(total) / self.steps for part, total in self.sums.items()}
             state.log_history[-1].update(norms)
-            self.sums, self.steps = {part: 0.0 for part in self.sums}, 0
+            self.sums, self.steps = dict.fromkeys(self.PARTS, 0.0), 0
 
 
 def pooling_and_objective(config, shape) -> dict:

@@ -337,9 +337,6 @@ class PretrainingArguments(GuardedTrainingArguments):
         },
     )
     logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
-    dataloader_pin_memory: bool = field(
-        default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
-    )
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:

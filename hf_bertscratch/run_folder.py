@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import torch
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -32,10 +33,14 @@ _WRITTEN_LAST = ("all_results.json", "README.md")
 
 @dataclass
 class GuardedTrainingArguments(TrainingArguments):
-    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped."""
+    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped, and batches pinned only where a
+    GPU is there to read them (transformers warns at every evaluation on a CPU otherwise)."""
 
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
+    )
+    dataloader_pin_memory: bool = field(
+        default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
     )
 
     def __post_init__(self) -> None:

@@ -901,3 +901,24 @@ def test_probe_head_is_the_linear_fit_of_the_frozen_features(model_dir: Path, re
     else:
         reference = LogisticRegression(max_iter=2000).fit(features, labels).predict(features)
         assert outputs.argmax(-1).tolist() == reference.tolist()
+
+
+def test_gradient_norm_callback_logs_the_mean_norms_of_head_and_encoder(model_dir: Path) -> None:
+    from transformers import TrainerControl, TrainerState
+
+    from hf_bertscratch.finetuning import GradientNormCallback
+
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2)
+    callback, state, expected = GradientNormCallback(), TrainerState(), {"head": 0.0, "encoder": 0.0}
+    for scale in (1.0, 3.0):  # two optimizer steps
+        for parameter in model.parameters():
+            parameter.grad = torch.full_like(parameter, scale)
+        for part in expected:
+            grads = [p.grad for n, p in model.named_parameters() if n.startswith("bert") == (part == "encoder")]
+            expected[part] += float(torch.cat([g.reshape(-1) for g in grads]).norm())
+        callback.on_pre_optimizer_step(None, state, TrainerControl(), model=model)
+    state.log_history.append({"loss": 1.0})
+    callback.on_log(None, state, TrainerControl(), logs={"loss": 1.0})
+    assert state.log_history[-1]["grad_norm_head"] == pytest.approx(expected["head"] / 2, rel=1e-5)
+    assert state.log_history[-1]["grad_norm_encoder"] == pytest.approx(expected["encoder"] / 2, rel=1e-5)
+    assert callback.steps == 0
