@@ -257,6 +257,22 @@ def git_commit() -> str:
         return "unknown"
 
 
+PATH_FLAGS = ("--model", "--data_dir", "--runs_dir", "--output_json")
+
+
+def recorded_command(given: list[str]) -> str:
+    """The command as a record keeps it: without `--model_note` (kept in the record itself), and with absolute paths
+    written relative to the repository, so that no record names the machine that made it."""
+    given = list(given)
+    if "--model_note" in given:
+        at = given.index("--model_note")
+        del given[at : at + 2]
+    for at, flag in enumerate(given[:-1]):
+        if flag in PATH_FLAGS and os.path.isabs(given[at + 1]):
+            given[at + 1] = os.path.relpath(given[at + 1], ROOT)
+    return "python scripts/diagnose_pairs.py " + shlex.join(given)
+
+
 def print_summary(record: dict, metric: str) -> None:
     base = record["no_learning"]
     print(f"\n{record['task']} dev, {metric} x 100 (model {record['model']})")
@@ -280,11 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     old = {}
     if args.output_json and Path(args.output_json).is_file():
         old = json.loads(Path(args.output_json).read_text())
-    given = list(argv if argv is not None else sys.argv[1:])
-    if "--model_note" in given:  # a description, kept in the record's model_note, not part of the command
-        at = given.index("--model_note")
-        del given[at : at + 2]
-    command = "python scripts/diagnose_pairs.py " + shlex.join(given)
+    command = recorded_command(list(argv if argv is not None else sys.argv[1:]))
     same_model = old.get("model") == args.model
     earlier = old.get("commands", [old["command"]] if "command" in old else []) if same_model else []
     record = {

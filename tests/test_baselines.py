@@ -173,3 +173,14 @@ def test_pair_diagnostic_reads_class_names_as_class_ids(monkeypatch: pytest.Monk
     pairs = diagnostic.load_pairs(TASKS["rte"], "rte", None)
     assert pairs["eval"]["labels"] == [1, 0] and pairs["train"]["first"] == ["a b", "c d"]
     assert constant_answer(pairs["train"]["labels"], pairs["eval"]["labels"], 2)["accuracy"] == 0.5
+
+
+def test_pair_record_names_paths_relative_to_the_repository_and_leaves_out_the_note() -> None:
+    command = _load_diagnostic().recorded_command(
+        ["--model", str(ROOT / "runs" / "D"), "--data_dir", str(ROOT.parent / "shared" / "data"), "--task", "stsb",
+         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"]
+    )  # fmt: skip
+    assert command == (
+        "python scripts/diagnose_pairs.py --model runs/D --data_dir ../shared/data --task stsb "
+        "--output_json results/pairs/stsb.json"
+    )
