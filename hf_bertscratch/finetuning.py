@@ -44,7 +44,7 @@ from .data import check_max_samples, load_raw_datasets, sample_examples
 from .embedding import EmbeddingTrainer
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
-from .inference import check_model_reference
+from .inference import FINE_TUNED_HEADS, check_model_reference
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
@@ -378,14 +378,10 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
 
 
 # --------------------------------------------------------------------------------------------------------- model
-# Heads that fine-tuning trains: a checkpoint with one of these was fine-tuned for some task already.
-TASK_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
-
-
 def _task_head(config) -> str | None:
     """The fine-tuned head a checkpoint's config names (e.g. "BertScratchForSequenceClassification"), or None for a
     pretrained one (masked-LM, MLM+NSP, ELECTRA)."""
-    return next((a for a in config.architectures or [] if a.endswith(TASK_HEADS)), None)
+    return next((a for a in config.architectures or [] if a.endswith(FINE_TUNED_HEADS)), None)
 
 
 def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 import re
 from pathlib import Path
 
@@ -37,6 +36,8 @@ from transformers import (
 )
 from transformers.utils import ModelOutput
 
+from .metrics import hub_offline
+from .similarity import POOLINGS
 from .tokenization import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,6 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
     "token-classification": ("ForTokenClassification",),
     "feature-extraction": (),
 }
-POOLINGS = ("mean", "cls")
 # Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
 FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
@@ -75,7 +75,7 @@ def check_model_reference(model: str | Path) -> str:
     namespace = model.split("/")[0] if "/" in model else None
     if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
         raise FileNotFoundError(f"Model folder {model!r} does not exist (there is a local folder {namespace!r}).")
-    if os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}:
+    if hub_offline():
         raise FileNotFoundError(
             f"Model {model!r} is not a local folder, and the Hub is offline (HF_HUB_OFFLINE is set): expected a model "
             "folder here, or unset HF_HUB_OFFLINE to download it."
@@ -336,6 +336,7 @@ def similarity(
 
 
 __all__ = [
+    "FINE_TUNED_HEADS",
     "PIPELINE_CLASSES",
     "POOLINGS",
     "TASK_HEADS",

@@ -41,7 +41,9 @@ def local_metric_path(name: str) -> Path:
     return METRICS_DIR / name
 
 
-def _hub_offline() -> bool:
+def hub_offline() -> bool:
+    """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import): what the metrics and
+    the model-name check (`hf_bertscratch.inference.check_model_reference`) go by."""
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
 
 
@@ -51,7 +53,7 @@ def load_metric(name: str) -> evaluate.EvaluationModule:
     Args:
         name: a metric name: one of `LOCAL_METRICS` for the offline fallback, or any Hub metric when online.
     """
-    if name in LOCAL_METRICS and _hub_offline():
+    if name in LOCAL_METRICS and hub_offline():
         return evaluate.load(str(local_metric_path(name)))
     try:
         return evaluate.load(name)
@@ -144,6 +146,7 @@ __all__ = [
     "ClassificationMetrics",
     "RegressionMetrics",
     "entity_spans",
+    "hub_offline",
     "load_metric",
     "local_metric_path",
 ]
