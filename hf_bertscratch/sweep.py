@@ -14,6 +14,12 @@ package afresh), e.g. a `git worktree` with `PYTHONPATH` pointing at it.
 With several `--seeds`, each seed's runs go to `RUNS_DIR/seed-S/`; with one, to `RUNS_DIR/` itself. Every row also
 gives the step at which the run left the unigram plateau: the first logged training loss below `PLATEAU_EXIT_LOSS`.
 
+`--budget_fractions F ... --jobs J` asks what a slower machine gets from the same command: each candidate trains
+F x `REFERENCE_BUDGET_STEPS` steps (the steps the default's 8.5-minute budget reached on a 2-core AMD EPYC) with its
+own schedule laid over those steps (warm-up, short-block start and decay as fractions, as the time budget lays them),
+in one process with gradient accumulation standing in for the default's processes, J runs at a time. Step counts
+make the result independent of the machine's load; 0.6 is about what one core trains in the budget.
+
 `--max_steps N --jobs J` is a *screen* that does not depend on the machine's load: every run trains exactly N steps
 (`STEP_SCREEN_ARGUMENTS`: the default's peak rate held after its warm-up, i.e. warmup-stable-decay before its decay
 starts), in one process with gradient accumulation standing in for the default's processes (the same effective
@@ -82,6 +88,9 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "no-short-start": (["--short_seq_fraction", "0"], "128-token blocks from the start (no short-block start)"),
     "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
     "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
+    "position-0.2": (["--sinusoidal_position_std", "0.2"], "position embeddings start as sinusoids of std 0.2"),
+    "warmup-0.05": (["--warmup_steps", "0.05"], "warm-up over a twentieth of the budget (default: a tenth)"),
+    "short-0.1": (["--short_seq_fraction", "0.1"], "the short-block start for a tenth of the run (default: a quarter)"),
     "warmup-0.2": (["--warmup_steps", "0.2"], "warm-up over a fifth of the budget (default: a tenth)"),
     "electra": (["--objective", "electra"], "ELECTRA: generator 1/4 as wide, discriminator weight 50"),
     "electra-lr-1e-3": (["--objective", "electra", "--learning_rate", "1e-3"], "ELECTRA at peak learning rate 1e-3"),
@@ -97,6 +106,9 @@ PLATEAU_EXIT_LOSS = 5.8
 # The step screen (--max_steps): the default's warm-up in steps (about a tenth of the ~3,500 steps of its 8.5-minute
 # budget), then its peak rate held, as warmup-stable-decay holds it until 80% of the budget.
 STEP_SCREEN_ARGUMENTS = ["--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "350"]
+# The steps (32 blocks of 128 tokens each) of the default's 8.5-minute budget on a 2-core AMD EPYC at 16.1k tokens/s:
+# 8.2M tokens. One process on one core trained 4.9M (0.6 of it), the Intel Xeon records 15.8M (1.9).
+REFERENCE_BUDGET_STEPS = 2000
 DEFAULT_PROCESSES = (
     2  # what --num_processes auto starts on this project's 2-core machine (the recipe's batch is per process)
 )
@@ -127,15 +139,24 @@ def plateau_exit_step(log_history: list[dict]) -> int | None:
 
 
 def run_candidate(
-    name: str, runs_dir: Path, minutes: float, seed: int, max_steps: int | None = None, threads: int | None = None
+    name: str,
+    runs_dir: Path,
+    minutes: float,
+    seed: int,
+    max_steps: int | None = None,
+    threads: int | None = None,
+    fraction: float | None = None,
 ) -> dict:
     """Train one candidate (unless finished) and return its row.
 
     With `max_steps`, the step screen: that many steps in one process of `threads` threads, with gradient
-    accumulation over `DEFAULT_PROCESSES` micro-batches standing in for the default's processes.
+    accumulation over `DEFAULT_PROCESSES` micro-batches standing in for the default's processes. With `fraction`,
+    the budget screen: `fraction` x `REFERENCE_BUDGET_STEPS` steps the same way, on the candidate's own schedule.
     """
     extra, what = CANDIDATES[name]
-    output_dir = runs_dir / name
+    output_dir = runs_dir / (name if fraction is None else f"{name}@{fraction:g}")
+    if fraction is not None:
+        max_steps = max(1, round(fraction * REFERENCE_BUDGET_STEPS))
     if max_steps is None:
         length = ["--max_train_minutes", str(minutes)]
         env = None
@@ -143,7 +164,7 @@ def run_candidate(
         length = [
             "--max_steps",
             str(max_steps),
-            *STEP_SCREEN_ARGUMENTS,
+            *(STEP_SCREEN_ARGUMENTS if fraction is None else []),
             "--num_processes",
             "1",
             "--gradient_accumulation_steps",
@@ -168,10 +189,11 @@ def run_candidate(
             command += ["--resume_from_checkpoint", "last"]
         logger.info("%s: %s", name, " ".join(command))
         start = time.perf_counter()
-        with open(runs_dir / f"{name}.log", "a", encoding="utf-8") as log:
+        log_path = runs_dir / f"{output_dir.name}.log"
+        with open(log_path, "a", encoding="utf-8") as log:
             done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False, env=env)
         if done.returncode != 0:
-            raise RuntimeError(f"Candidate {name!r} failed (exit {done.returncode}); see {runs_dir / (name + '.log')}.")
+            raise RuntimeError(f"Candidate {name!r} failed (exit {done.returncode}); see {log_path}.")
         (output_dir / "sweep_wall_seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     results = json.loads((output_dir / "all_results.json").read_text())
     state = json.loads((output_dir / "trainer_state.json").read_text())
@@ -179,6 +201,7 @@ def run_candidate(
     return {
         "name": name,
         "seed": seed,
+        **({} if fraction is None else {"budget_fraction": fraction}),
         "what": what,
         "arguments": " ".join(extra) or "(none)",
         "eval_accuracy": results["eval_accuracy"],
@@ -203,6 +226,10 @@ def _replaced_token_cell(row: dict) -> str:
     return f"{100 * row['discriminator_accuracy']:.1f}% ({100 * (1 - row['replaced_fraction']):.1f}%)"
 
 
+def _run_name(row: dict) -> str:
+    return row["name"] + (f" @{row['budget_fraction']:g}" if "budget_fraction" in row else "")
+
+
 def render_table(rows: list[dict], length: str, unmeasured: tuple[str, ...] | list[str] = ()) -> str:
     """The sweep as a markdown table: candidates by their mean held-out MLM loss over seeds, best first (in the rows'
     own order when some have no loss, as runs written down before sweeps kept records). A field in `unmeasured` (runs
@@ -225,12 +252,15 @@ def render_table(rows: list[dict], length: str, unmeasured: tuple[str, ...] | li
 
     losses: dict[str, list[float]] = {}
     for row in rows:
-        losses.setdefault(row["name"], []).append(row.get("eval_mlm_loss"))
+        losses.setdefault(_run_name(row), []).append(row.get("eval_mlm_loss"))
     if all(loss is not None for values in losses.values() for loss in values):
-        rows = sorted(rows, key=lambda r: (statistics.fmean(losses[r["name"]]), r["name"], r["seed"]))
+        rows = sorted(
+            rows,
+            key=lambda r: (-r.get("budget_fraction", 0), statistics.fmean(losses[_run_name(r)]), r["name"], r["seed"]),
+        )
     for row in rows:
         cells = [
-            row["name"],
+            _run_name(row),
             str(row.get("seed", "-")),
             f"`{row['arguments']}`",
             f"{100 * row['eval_accuracy']:.1f}%",
@@ -263,10 +293,18 @@ def main(argv: list[str] | None = None) -> None:
         help="Instead of --minutes: the step screen, exactly this many steps per run (see above).",
     )
     parser.add_argument(
+        "--budget_fractions",
+        nargs="+",
+        type=float,
+        default=None,
+        help=f"Instead of --minutes: the budget screen, one run per fraction of {REFERENCE_BUDGET_STEPS} steps per "
+        "candidate (see above).",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
-        help="With --max_steps: runs at a time, each in one process with cores/jobs threads.",
+        help="With --max_steps or --budget_fractions: runs at a time, each in one process with cores/jobs threads.",
     )
     parser.add_argument("--only", nargs="*", choices=sorted(CANDIDATES), help="Run only these candidates.")
     parser.add_argument(
@@ -283,27 +321,38 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.max_steps is not None and args.max_steps <= 0:
         parser.error(f"--max_steps must be a positive number of steps, got {args.max_steps}")
-    if args.jobs < 1 or (args.jobs > 1 and args.max_steps is None):
+    if args.max_steps is not None and args.budget_fractions:
+        parser.error("--max_steps and --budget_fractions are two screens: give one")
+    bad = [fraction for fraction in args.budget_fractions or [] if not fraction > 0]
+    if bad:
+        parser.error(f"--budget_fractions must be positive fractions of the reference budget, got {bad[0]:g}")
+    stepped = args.max_steps is not None or bool(args.budget_fractions)
+    if args.jobs < 1 or (args.jobs > 1 and not stepped):
         parser.error(
-            f"--jobs must be 1, or more with --max_steps (timed runs need the machine to themselves), got {args.jobs}"
+            "--jobs must be 1, or more with --max_steps or --budget_fractions (timed runs need the machine to "
+            f"themselves), got {args.jobs}"
         )
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     runs_dir = Path(args.runs_dir)
-    length = f"Budget {args.minutes:g} min of training" if args.max_steps is None else f"{args.max_steps} steps"
+    if args.budget_fractions:
+        length = f"A fraction (@F) of {REFERENCE_BUDGET_STEPS} steps of 32 x 128-token blocks"
+    else:
+        length = f"Budget {args.minutes:g} min of training" if args.max_steps is None else f"{args.max_steps} steps"
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
     tasks = [
-        (name, seed, runs_dir if len(args.seeds) == 1 else runs_dir / f"seed-{seed}")
+        (name, seed, runs_dir if len(args.seeds) == 1 else runs_dir / f"seed-{seed}", fraction)
         for seed in args.seeds
+        for fraction in args.budget_fractions or [None]
         for name in args.only or list(CANDIDATES)
     ]
-    for _, _, folder in tasks:
+    for _, _, folder, _ in tasks:
         folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     lock = threading.Lock()
 
-    def run(task: tuple[str, int, Path]) -> None:
-        name, seed, folder = task
-        row = run_candidate(name, folder, args.minutes, seed, args.max_steps, threads)
+    def run(task: tuple[str, int, Path, float | None]) -> None:
+        name, seed, folder, fraction = task
+        row = run_candidate(name, folder, args.minutes, seed, args.max_steps, threads, fraction)
         with lock:  # the table is rewritten from the rows so far
             rows.append(row)
             record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "length": length, "rows": rows}

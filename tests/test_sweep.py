@@ -107,6 +107,30 @@ def test_step_screen_runs_each_seed_in_one_process_with_the_default_batch(
     assert calls == []
 
 
+def test_budget_screen_lays_each_candidates_own_schedule_over_a_fraction_of_the_reference_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    calls: list[dict] = []
+    monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
+    monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
+    argv = ["--runs_dir", str(tmp_path), "--budget_fractions", "0.25", "1", "--jobs", "2", "--only", "default"]
+    sweep.main(argv)
+    steps = {}
+    for call in calls:
+        command = call["command"]
+        assert "--lr_scheduler_type" not in command and "--warmup_steps" not in command  # the recipe's own schedule
+        assert command[command.index("--gradient_accumulation_steps") + 1] == str(sweep.DEFAULT_PROCESSES)
+        steps[Path(command[command.index("--output_dir") + 1]).name] = int(command[command.index("--max_steps") + 1])
+    assert steps == {"default@0.25": sweep.REFERENCE_BUDGET_STEPS // 4, "default@1": sweep.REFERENCE_BUDGET_STEPS}
+    table = (tmp_path / "sweep.md").read_text().splitlines()
+    assert [line.split(" | ")[0] for line in table[4:]] == ["| default @1", "| default @0.25"]  # the full budget first
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(row["budget_fraction"] for row in record["rows"]) == [0.25, 1.0]
+    with pytest.raises(SystemExit):
+        sweep.main(["--runs_dir", str(tmp_path), "--budget_fractions", "0"])
+    assert "--budget_fractions must be positive fractions of the reference budget, got 0" in capsys.readouterr().err
+
+
 def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
