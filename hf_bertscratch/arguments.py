@@ -1,17 +1,134 @@
 """Command-line arguments as every entry point of the package reads them: flags, or one `.json` file of them.
 
-`HfArgumentParser` parses both; `parse_args_or_json` is the one place that decides which, so every command
-(`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the benchmark, ...) accepts the same two forms and
-names a missing file the same way.
+`ArgumentParser` is transformers' `HfArgumentParser` as a command-line tool should behave: a bad value ends the
+command with one line that names it (and the closest valid name), no usage dump; `--help` lists the command's own
+flags, grouped, with the dozen transformers `TrainingArguments` flags people use, and `--help_all` every one of
+transformers' flags too. `parse_args_or_json` is the one place that decides between flags and a `.json` file, so
+every command (`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the benchmark, ...) accepts the same two
+forms and names a missing file the same way.
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from transformers import HfArgumentParser
+from transformers import HfArgumentParser, TrainingArguments
+
+from hf_bertscratch_cli import did_you_mean
+
+# transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
+COMMON_TRAINER_FLAGS = frozenset(
+    {
+        "output_dir",
+        "num_train_epochs",
+        "max_steps",
+        "learning_rate",
+        "per_device_train_batch_size",
+        "per_device_eval_batch_size",
+        "gradient_accumulation_steps",
+        "warmup_steps",
+        "weight_decay",
+        "lr_scheduler_type",
+        "seed",
+        "bf16",
+        "fp16",
+        "eval_strategy",
+        "eval_steps",
+        "save_strategy",
+        "save_steps",
+        "save_total_limit",
+        "logging_steps",
+        "report_to",
+        "resume_from_checkpoint",
+        "push_to_hub",
+        "hub_model_id",
+        "disable_tqdm",
+        "dataloader_num_workers",
+    }
+)
+HELP_ALL = "--help_all"
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" only where the help does not already say its default and X is not None."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or "default" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+class _HelpAllAction(argparse.Action):
+    """`--help_all`: the help with transformers' TrainingArguments flags listed too."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        for action, help in getattr(parser, "hidden_help", {}).items():
+            action.help = help
+        parser.print_help()
+        parser.exit()
+
+
+class ArgumentParser(HfArgumentParser):
+    """`HfArgumentParser` with one-line errors, "did you mean" suggestions and help grouped for people.
+
+    Each argument dataclass that sets `_argument_group_name` is its own group in `--help`. transformers'
+    `TrainingArguments` flags that the command's dataclass does not redefine, beyond `COMMON_TRAINER_FLAGS`, are left
+    out of `--help` and the usage line, and listed by `--help_all`.
+    """
+
+    def __init__(self, dataclass_types: Any = None, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(dataclass_types, **kwargs)
+        self.hidden_help: dict[argparse.Action, str | None] = {}
+        inherited = _inherited_trainer_fields(self.dataclass_types)
+        if inherited:
+            group = self.add_argument_group(
+                "more of transformers' TrainingArguments", f"All of them pass through to the Trainer ({HELP_ALL})."
+            )
+            for action in list(self._actions):
+                if action.dest in inherited and action.dest not in COMMON_TRAINER_FLAGS:
+                    for owner in self._action_groups:
+                        if action in owner._group_actions:
+                            owner._group_actions.remove(action)
+                    group._group_actions.append(action)
+                    self.hidden_help[action], action.help = action.help, argparse.SUPPRESS
+            self.add_argument(
+                HELP_ALL, action=_HelpAllAction, help="Show every flag, transformers' TrainingArguments too, and exit."
+            )
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line, the bad value and what was expected (argparse's message) with the closest valid name."""
+        self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)} (see {self.prog} --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            names = re.findall(r"'([^']*)'", choice.group(2))
+            return did_you_mean(choice.group(1), names)
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        if unknown:
+            flags = [option for action in self._actions for option in action.option_strings]
+            return did_you_mean(unknown.group(1).split("=")[0], flags)
+        return ""
+
+
+def _inherited_trainer_fields(dataclass_types: Iterable[type]) -> set[str]:
+    """Names of the TrainingArguments fields a TrainingArguments subclass among `dataclass_types` takes unchanged."""
+    base = TrainingArguments.__dataclass_fields__
+    names: set[str] = set()
+    for dtype in dataclass_types:
+        if isinstance(dtype, type) and issubclass(dtype, TrainingArguments):
+            own = dtype.__dataclass_fields__
+            names |= {name for name, field in base.items() if own.get(name) is field}
+    return names
 
 
 def parse_args_or_json(
@@ -20,8 +137,8 @@ def parse_args_or_json(
     """The parser's dataclasses from `argv` (default `sys.argv[1:]`), or from its one argument ending in `.json`.
 
     `positional` names the fields that leading arguments without a dash stand for (`convert SOURCE OUTPUT_DIR` is
-    `--source SOURCE --output_dir OUTPUT_DIR`). A single `.json` argument that is not a file is an error that names
-    it (argparse's usage error, exit code 2).
+    `--source SOURCE --output_dir OUTPUT_DIR`). A single `.json` argument that is not a file, and an argument no
+    dataclass takes, are errors that name it (argparse's usage error, exit code 2).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
@@ -33,4 +150,7 @@ def parse_args_or_json(
     while argv and not argv[0].startswith("-") and len(leading) < len(positional):
         leading.append(argv.pop(0))
     flags = [item for name, value in zip(positional, leading) for item in (f"--{name}", value)]
-    return parser.parse_args_into_dataclasses(args=[*flags, *argv])
+    *outputs, remaining = parser.parse_args_into_dataclasses(args=[*flags, *argv], return_remaining_strings=True)
+    if remaining:
+        parser.error(f"unrecognized arguments: {' '.join(remaining)}")
+    return tuple(outputs)

@@ -35,38 +35,26 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from transformers import HfArgumentParser
 
-from .arguments import parse_args_or_json
+from hf_bertscratch_cli import DEBUG_ENV, PROG
+from hf_bertscratch_cli import main as launcher_main
+
+from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
-PROG = "bertscratch"
-DEBUG_ENV = "BERTSCRATCH_DEBUG"
 
-# Forwarded command -> (module whose main(argv) runs it, one-line help).
-FORWARDED: dict[str, tuple[str, str]] = {
-    "pretrain": ("hf_bertscratch.pretraining", "Pretrain a BERT by masked language modelling (= scripts/pretrain.py)."),
-    "pretrain-flax": (
-        "hf_bertscratch.flax.pretraining",
-        'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").',
-    ),
-    "finetune": (
-        "hf_bertscratch.finetuning",
-        "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
-    ),
-    "convert": ("hf_bertscratch.convert", "Convert a checkpoint between transformers' BERT and BertScratch."),
-    "push": ("hf_bertscratch.hub", "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py)."),
-    "benchmark": (
-        "hf_bertscratch.benchmark",
-        "Time BertScratch against transformers' BERT and ONNX Runtime (= scripts/benchmark.py).",
-    ),
-    "train-tokenizer": ("hf_bertscratch.tokenization", "Train a WordPiece tokenizer (= scripts/train_tokenizer.py)."),
-    "evaluate-onnx": (
-        "hf_bertscratch.onnx_evaluation",
-        "Score a fine-tuned model under PyTorch, ONNX fp32 and ONNX int8 on its task (= scripts/evaluate_onnx.py).",
-    ),
+# Forwarded command -> the module whose main(argv) runs it (each command's one-line help: hf_bertscratch_cli.COMMANDS).
+FORWARDED: dict[str, str] = {
+    "pretrain": "hf_bertscratch.pretraining",
+    "pretrain-flax": "hf_bertscratch.flax.pretraining",
+    "finetune": "hf_bertscratch.finetuning",
+    "convert": "hf_bertscratch.convert",
+    "push": "hf_bertscratch.hub",
+    "benchmark": "hf_bertscratch.benchmark",
+    "train-tokenizer": "hf_bertscratch.tokenization",
+    "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
 
 
@@ -444,15 +432,15 @@ COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
 # ------------------------------------------------------------------------------------------------------ parsing
 
 
-class CommandParser(HfArgumentParser):
-    """`HfArgumentParser` that turns fields marked `positional` in their metadata into positional arguments."""
+class CommandParser(ArgumentParser):
+    """The package's `ArgumentParser` that turns fields marked `positional` in their metadata into positional arguments."""
 
     @staticmethod
     def _parse_dataclass_field(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
         if field.metadata.get("positional"):
             parser.add_argument(field.name, metavar=field.name.upper(), help=field.metadata["help"])
         else:
-            HfArgumentParser._parse_dataclass_field(parser, field)
+            ArgumentParser._parse_dataclass_field(parser, field)
 
 
 def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
@@ -466,30 +454,6 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
     )
     (args,) = parse_args_or_json(parser, argv)
     return args
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser: global flags, then COMMAND and the command's own arguments (left unparsed)."""
-    helps = {name: help for name, (_, help) in FORWARDED.items()}
-    helps.update({name: arguments.__doc__.splitlines()[0] for name, (arguments, _) in COMMANDS.items()})
-    listing = "\n".join(f"  {name:<16} {help}" for name, help in helps.items())
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="BERT from scratch: pretrain, fine-tune, inspect and share models.",
-        epilog=f"commands:\n{listing}\n\nRun `{PROG} COMMAND --help` for a command's arguments.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--debug", action="store_true", help=f"Show tracebacks on error (or set {DEBUG_ENV}=1).")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument("command", metavar="COMMAND", choices=list(helps), help="One of the commands below.")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="The command's arguments.")
-    return parser
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
 
 
 # -------------------------------------------------------------------------------------------------------- main
@@ -508,7 +472,7 @@ def _program_name(name: str) -> Iterator[None]:
 
 def run_forwarded(command: str, argv: list[str]) -> None:
     """Import the command's module only now and call its `main(argv)` with the arguments unchanged."""
-    module_name, _ = FORWARDED[command]
+    module_name = FORWARDED[command]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
@@ -548,27 +512,27 @@ def _run(command: str, argv: list[str]) -> None:
         COMMANDS[command][1](args)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        raise SystemExit(2)
-    args = parser.parse_args(argv)
-    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+def run_command(command: str, argv: list[str], debug: bool = False) -> None:
+    """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
+    `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
+    debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
-        _run(args.command, args.args)
+        _run(command, argv)
     except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        print(f"{PROG} {command}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as error:
         # Inspection commands also take --debug after the command; forwarded ones only before it.
-        if debug or (args.command in COMMANDS and "--debug" in args.args):
+        if debug or (command in COMMANDS and "--debug" in argv):
             raise
         message = " ".join(str(error).split()) or "(no message)"
-        print(f"{PROG} {args.command}: error: {type(error).__name__}: {message}", file=sys.stderr)
+        print(f"{PROG} {command}: error: {type(error).__name__}: {message}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
+    launcher_main(argv)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import AutoConfig, BertConfig, ElectraConfig, HfArgumentParser, PreTrainedModel
+from transformers import AutoConfig, BertConfig, ElectraConfig, PreTrainedModel
 
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
 from .run_folder import staged_folder
@@ -331,7 +331,7 @@ class ConvertArguments:
 
 def parse_args(argv: list[str] | None = None) -> ConvertArguments:
     """Arguments from the command line (`SOURCE OUTPUT_DIR [--flags]`) or from a single .json file."""
-    parser = HfArgumentParser(
+    parser = ArgumentParser(
         ConvertArguments,
         description="Convert a checkpoint between transformers' BERT (BertFor*) or ELECTRA discriminator "
         "(ElectraForPreTraining) and BertScratch (BertScratchFor*); "

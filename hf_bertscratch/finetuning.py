@@ -26,7 +26,6 @@ import torch
 from transformers import (
     AutoConfig,
     AutoTokenizer,
-    HfArgumentParser,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
@@ -37,7 +36,7 @@ from transformers.trainer_utils import PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .baselines import task_baselines
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .data import check_max_samples, load_raw_datasets, sample_examples
@@ -71,6 +70,8 @@ HEAD_INITS = ("random", "probe")
 @dataclass
 class ModelArguments:
     """Which checkpoint to fine-tune and how to load it."""
+
+    _argument_group_name = "model"  # its flags' heading in --help
 
     model_name_or_path: str = field(
         metadata={"help": "A pretrained checkpoint: a folder written by pretrain.py/save_pretrained, or a Hub id."}
@@ -124,6 +125,8 @@ class ModelArguments:
 @dataclass
 class DataArguments:
     """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
+
+    _argument_group_name = "data"  # its flags' heading in --help
 
     task: str | None = field(
         default=None, metadata={"help": f"A task from the table: {', '.join(TASKS)}. Or give a dataset below."}
@@ -237,6 +240,8 @@ class DataArguments:
 class FinetuneTrainingArguments(GuardedTrainingArguments):
     """`TrainingArguments` with defaults for fine-tuning (per-epoch eval, the best checkpoint kept by the task's main
     metric, length grouping) and the output-folder guard (`hf_bertscratch.run_folder`)."""
+
+    _argument_group_name = "training"  # its flags' heading in --help
 
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
@@ -593,7 +598,7 @@ def _write_card(
 # ---------------------------------------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, FinetuneTrainingArguments]:
     """Parse the three dataclasses from argv, or from a single .json file argument."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
+    parser = ArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
     return parse_args_or_json(parser, argv)
 
 

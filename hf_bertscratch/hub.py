@@ -25,10 +25,10 @@ from typing import Any
 
 from huggingface_hub import CommitInfo, HfApi, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
 from . import configuration_bertscratch, modeling_bertscratch
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .electra import GENERATOR_FOLDER
@@ -342,7 +342,7 @@ def _complete_auto_map(config_file: Path) -> None:
 
 def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
     """Arguments from the command line (MODEL_DIR may come first, positionally) or from a single .json file."""
-    parser = HfArgumentParser(
+    parser = ArgumentParser(
         PushToHubArguments,
         description=__doc__.split("\n\n")[0],
         usage="push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "

@@ -46,11 +46,11 @@ import datasets
 import numpy as np
 import torch
 from torch import nn
-from transformers import AutoConfig, EvalPrediction, HfArgumentParser
+from transformers import AutoConfig, EvalPrediction
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .data import sample_examples
 from .finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
 from .hardware import cpu_model, describe_hardware
@@ -130,7 +130,7 @@ class OnnxEvaluationArguments:
 
 def parse_args(argv: list[str] | None = None) -> tuple[OnnxEvaluationArguments, DataArguments]:
     """The two argument dataclasses from argv, or from one .json file of them."""
-    parser = HfArgumentParser((OnnxEvaluationArguments, DataArguments), description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser((OnnxEvaluationArguments, DataArguments), description=__doc__.split("\n\n")[0])
     return parse_args_or_json(parser, argv)
 
 

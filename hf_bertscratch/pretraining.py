@@ -40,7 +40,6 @@ from transformers import (
     AutoModelForPreTraining,
     DataCollatorForLanguageModeling,
     EvalPrediction,
-    HfArgumentParser,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     SchedulerType,
@@ -52,7 +51,7 @@ from transformers import (
     set_seed,
 )
 
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples, load_raw_datasets, sample_examples
@@ -99,6 +98,8 @@ FILL_MASK_EXAMPLES = (
 @dataclass
 class ModelArguments:
     """Which model to pretrain and which tokenizer it reads."""
+
+    _argument_group_name = "model"  # its flags' heading in --help
 
     model_size: str = field(default="tiny", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."})
     config_name: str | None = field(
@@ -177,6 +178,8 @@ class ModelArguments:
 @dataclass
 class DataArguments:
     """Which text to train on and how to turn it into masked examples."""
+
+    _argument_group_name = "data"  # its flags' heading in --help
 
     dataset_name: str | None = field(
         default=None,
@@ -296,6 +299,8 @@ class DataArguments:
 class PretrainingArguments(GuardedTrainingArguments):
     """`TrainingArguments` with the output-folder guard (`hf_bertscratch.run_folder`) and a time budget."""
 
+    _argument_group_name = "training"  # its flags' heading in --help
+
     num_processes: str = field(
         default="auto",
         metadata={
@@ -341,7 +346,7 @@ class PretrainingArguments(GuardedTrainingArguments):
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    parser = HfArgumentParser(
+    parser = ArgumentParser(
         (ModelArguments, DataArguments, PretrainingArguments),
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
     )

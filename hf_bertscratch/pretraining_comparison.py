@@ -25,9 +25,7 @@ from argparse import RawDescriptionHelpFormatter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser
-
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .benchmark import RunStart, package_versions
 from .results import (
     GLUE_AVERAGE,
@@ -344,7 +342,7 @@ def run_recipe(args: ComparisonArguments, name: str, objective: str | None) -> N
 
 def main(argv: list[str] | None = None) -> None:
     """Run the recipes asked for (see the module docstring and `--help`), then write the table."""
-    parser = HfArgumentParser(ComparisonArguments, description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = ArgumentParser(ComparisonArguments, description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     (args,) = parse_args_or_json(parser, argv)
     started = RunStart.now()
     unknown = sorted(set(args.recipes) - set(RECIPES))

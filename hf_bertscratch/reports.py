@@ -30,9 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser
-
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .results import readme_block, replace_block
 from .run_folder import write_text_atomically
 
@@ -1145,7 +1143,7 @@ class ReportArguments:
 def main(argv: list[str] | None = None) -> None:
     """Write the report from the records, or with --check, exit 1 when the committed pages differ from them."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    parser = HfArgumentParser(ReportArguments, description=__doc__, formatter_class=_HelpFormatter)
+    parser = ArgumentParser(ReportArguments, description=__doc__, formatter_class=_HelpFormatter)
     (args,) = parse_args_or_json(parser, argv)
     if args.check:
         problems = check_report(args.root, args.records_dir)

@@ -14,9 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser
-
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import write_text_atomically
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
@@ -364,7 +362,7 @@ class ResultsTableArguments:
 def main(argv: list[str] | None = None) -> None:
     """Print (and optionally write) the task table of a runs folder or of a committed record."""
     # the runs folder may also be given positionally
-    (args,) = parse_args_or_json(HfArgumentParser(ResultsTableArguments), argv, positional=("runs_dir",))
+    (args,) = parse_args_or_json(ArgumentParser(ResultsTableArguments), argv, positional=("runs_dir",))
     if args.from_record:
         record = json.loads(Path(args.from_record).read_text(encoding="utf-8"))
     else:

@@ -21,9 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser
-
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .tasks import TASKS
 
 INITS = ("pretrained", "scratch")
@@ -204,7 +202,7 @@ class Sweep:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the task-table fine-tunes (see the module docstring and `--help`)."""
-    (args,) = parse_args_or_json(HfArgumentParser(FinetuneTasksArguments), argv)
+    (args,) = parse_args_or_json(ArgumentParser(FinetuneTasksArguments), argv)
     missing = [task for task in args.tasks if task not in TASKS]
     if missing:
         raise ValueError(f"Tasks {missing} are not in the task table {list(TASKS)}.")

@@ -18,9 +18,10 @@ what task-adaptive pretraining (`pretraining --task_text`) trains on.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+
+from hf_bertscratch_cli import did_you_mean
 
 SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
 
@@ -207,11 +208,11 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
             does not read, or class names given for a regression or question-answering task.
     """
     if overrides.task is not None and overrides.task not in TASKS:
-        close = difflib.get_close_matches(overrides.task, TASKS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"Unknown --task {overrides.task!r};{hint} expected one of {list(TASKS)} (or give a dataset).")
+        hint = did_you_mean(overrides.task, TASKS)
+        raise ValueError(f"Unknown --task {overrides.task!r}{hint} Expected one of {list(TASKS)} (or give a dataset).")
     if overrides.task_type is not None and overrides.task_type not in SHAPES:
-        raise ValueError(f"Unknown --task_type {overrides.task_type!r}; expected one of {list(SHAPES)}.")
+        hint = did_you_mean(overrides.task_type, SHAPES)
+        raise ValueError(f"Unknown --task_type {overrides.task_type!r}{hint} Expected one of {list(SHAPES)}.")
     spec = TASKS.get(overrides.task) if overrides.task else None
     if spec is not None and overrides.task_type == "embedding" and spec.shape != "embedding":
         spec = embedding_task(spec, overrides.task)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-from transformers import AutoTokenizer, BertTokenizerFast, HfArgumentParser, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
-from .arguments import parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     """Train a WordPiece tokenizer on a dataset's train split and save it (the `train_tokenizer` command)."""
     from .data import load_raw_datasets
 
-    parser = HfArgumentParser(TrainTokenizerArguments, description=main.__doc__)
+    parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
     raw = load_raw_datasets(
         args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir

@@ -22,6 +22,7 @@ from transformers import (
 )
 
 import hf_bertscratch
+import hf_bertscratch_cli
 from hf_bertscratch import cli
 
 from conftest import PRETRAIN_FAST, tiny_config_kwargs
@@ -503,8 +504,62 @@ def test_top_level_help_lists_every_command(capsys) -> None:
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for command in [*cli.FORWARDED, *cli.COMMANDS]:
+    assert set(hf_bertscratch_cli.COMMANDS) == {*cli.FORWARDED, *cli.COMMANDS}
+    for command in hf_bertscratch_cli.COMMANDS:
         assert f"\n  {command} " in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["finetun"]])
+def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transformers(argv: list[str]) -> None:
+    """The console script answers these from the standard library alone (well under a second)."""
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "loaded = [name for name in ('torch', 'transformers', 'hf_bertscratch') if name in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    if argv == ["finetun"]:
+        assert done.stderr == (
+            "bertscratch: error: unknown command 'finetun'; did you mean 'finetune'? (see bertscratch --help)\n"
+        )
+    if argv == ["--version"]:
+        assert done.stdout == f"bertscratch {hf_bertscratch.__version__}\n"
+
+
+def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["finetune", "--model_name_or_path", "m", "--task_type", "classifcation"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "invalid choice: 'classifcation'" in line and "did you mean 'classification'?" in line
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "--lerning_rate", "1e-3"])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "bertscratch pretrain: error: unrecognized arguments: --lerning_rate 1e-3; did you mean '--learning_rate'? "
+        "(see bertscratch pretrain --help)"
+    )
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_training_help_lists_the_commands_own_flags_first_and_the_rest_of_transformers_behind_help_all(
+    capsys, command: str
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    short = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help_all"])
+    full = capsys.readouterr().out
+    headings = [line for line in short.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == ["options:", "model:", "data:", "training:", "more of transformers' TrainingArguments:"]
+    assert "--max_train_minutes" in short or command == "finetune"
+    assert "--learning_rate" in short and "--label_smoothing_factor" not in short  # transformers' rarer flags: --help_all only
+    assert "--label_smoothing_factor" in full and len(full.splitlines()) > 2 * len(short.splitlines())
+    flat = " ".join(short.split())
+    assert "(default: None)" not in flat and not re.search(r"\(default[^)]*\)\.? \(default", flat)  # said once
 
 
 def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:
@@ -522,7 +577,7 @@ def test_forwarded_arguments_unchanged(monkeypatch: pytest.MonkeyPatch, command:
     calls = []
     fake = types.ModuleType("fake")
     fake.main = lambda argv: calls.append((list(argv), sys.argv[0]))
-    monkeypatch.setitem(sys.modules, cli.FORWARDED[command][0], fake)
+    monkeypatch.setitem(sys.modules, cli.FORWARDED[command], fake)
     argv = ["--output_dir", "out dir", "--debug", "x.json", "--help"]
     cli.main([command, *argv])
     assert calls == [(argv, f"bertscratch {command}")]
@@ -533,20 +588,20 @@ def test_forwarded_errors_are_one_line(capsys, monkeypatch: pytest.MonkeyPatch) 
     def fail(argv: list[str]) -> None:
         raise ValueError("--max_steps=-3 is negative:\n expected a positive number.")
 
-    monkeypatch.setitem(sys.modules, cli.FORWARDED["pretrain"][0], types.SimpleNamespace(main=fail))
+    monkeypatch.setitem(sys.modules, cli.FORWARDED["pretrain"], types.SimpleNamespace(main=fail))
     err = run_cli_error(capsys, "pretrain", "--max_steps", "-3")
     assert err == "bertscratch pretrain: error: ValueError: --max_steps=-3 is negative: expected a positive number.\n"
 
 
 def test_missing_forwarded_module_is_one_line(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, cli.FORWARDED["benchmark"][0], None)
+    monkeypatch.setitem(sys.modules, cli.FORWARDED["benchmark"], None)
     err = run_cli_error(capsys, "benchmark")
     assert "is not available in this install (hf_bertscratch.benchmark is missing)" in err
 
 
 @pytest.mark.parametrize("command", sorted(cli.FORWARDED))
 def test_forwarded_help_is_the_module_help(capsys, command: str) -> None:
-    module_name = cli.FORWARDED[command][0]
+    module_name = cli.FORWARDED[command]
     module = pytest.importorskip(module_name)
     if not hasattr(module, "main"):
         pytest.skip(f"{module_name} has no main() yet")

@@ -147,7 +147,7 @@ def test_task_table_defaults() -> None:
     "kwargs, message",
     [
         ({"task": "colaa"}, "colaa"),
-        ({"task": "mrcp"}, "Unknown --task 'mrcp'; Did you mean 'mrpc'"),
+        ({"task": "mrcp"}, "Unknown --task 'mrcp'; did you mean 'mrpc'?"),
         ({"task": "cola", "task_type": "regression"}, "classification task"),
         ({"task": "conll2003", "text_column": "sentence"}, r"\['text'\] do not apply"),
         ({"task": "stsb", "class_names": "low,high"}, "regression task, which has no classes"),

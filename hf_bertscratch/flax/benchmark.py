@@ -51,11 +51,10 @@ def _median_seconds(step: object, steps: int, warmup: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from transformers import HfArgumentParser
 
-    from ..arguments import parse_args_or_json
+    from ..arguments import ArgumentParser, parse_args_or_json
 
-    (args,) = parse_args_or_json(HfArgumentParser(BenchmarkArguments), argv)
+    (args,) = parse_args_or_json(ArgumentParser(BenchmarkArguments), argv)
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
         f"intra_op_parallelism_threads={args.threads}"

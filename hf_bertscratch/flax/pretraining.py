@@ -32,9 +32,9 @@ import jax
 import numpy as np
 import optax
 from flax import nnx
-from transformers import HfArgumentParser, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
-from ..arguments import parse_args_or_json
+from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from ..pretraining import (
     DataArguments,
@@ -93,7 +93,7 @@ class FlaxPretrainingArguments:
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, FlaxPretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    parser = HfArgumentParser(
+    parser = ArgumentParser(
         (ModelArguments, DataArguments, FlaxPretrainingArguments),
         description="Pretrain a BertScratch masked language model in JAX (Flax NNX).",
     )
