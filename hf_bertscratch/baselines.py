@@ -150,3 +150,19 @@ __all__ = [
     "word_overlaps",
     "word_set",
 ]
+
+
+def unigram_answer(rows: Sequence[Sequence[int]], special_ids: Sequence[int]) -> tuple[float, float, int]:
+    """What a masked LM scores on the unigram plateau, where it predicts the text's token frequencies everywhere.
+
+    Masked positions are drawn uniformly from the non-special tokens of `rows` (token id lists), so always answering
+    the commonest token scores its share, and the token frequencies as the prediction score the exponentiated
+    entropy as perplexity. Returns (accuracy, perplexity, the commonest token's id); (0, 1, -1) for no tokens.
+    """
+    ids = np.concatenate([np.asarray(row, dtype=np.int64) for row in rows]) if len(rows) else np.zeros(0, np.int64)
+    ids = ids[~np.isin(ids, np.asarray(list(special_ids), dtype=np.int64))]
+    if ids.size == 0:
+        return 0.0, 1.0, -1
+    counts = np.bincount(ids)
+    shares = counts[counts > 0] / ids.size
+    return float(counts.max() / ids.size), float(np.exp(-(shares * np.log(shares)).sum())), int(counts.argmax())

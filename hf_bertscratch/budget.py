@@ -108,7 +108,13 @@ class TrainingBudget(TrainerCallback, ExportableState):
     def _restart_clock(self, *args: Any, **kwargs: Any) -> None:
         self._mark = _clock()
 
-    on_train_begin = _restart_clock
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        """Restart the clock; the progress bar shows no total (not the step cap) until the step rate is measured."""
+        self._restart_clock()
+        self._set_progress_total(None)
+
     on_evaluate = _restart_clock  # evaluation and saving happen between on_step_end and the next step
     on_save = _restart_clock
 
@@ -132,11 +138,15 @@ class TrainingBudget(TrainerCallback, ExportableState):
         steps, seconds = state.global_step - self._first_step, self.spent_seconds - self._first_spent
         if steps < 5 or seconds <= 0:
             return
-        expected = state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
+        self._set_progress_total(
+            state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
+        )
+
+    def _set_progress_total(self, total: int | None) -> None:
         for callback in self.progress_callbacks:
             bar = getattr(callback, "training_bar", None)
-            if bar is not None and bar.total != expected:
-                bar.total = expected
+            if bar is not None and bar.total != total:
+                bar.total = total
                 bar.refresh()
 
 

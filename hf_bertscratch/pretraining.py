@@ -52,6 +52,7 @@ from transformers import (
 )
 
 from .arguments import ArgumentParser, parse_args_or_json
+from .baselines import unigram_answer
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples, load_raw_datasets, sample_examples
@@ -84,6 +85,12 @@ PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README main job's budget
 # (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
 DEFAULT_BUDGET_MINUTES = 8.5
+# Training tokens per second of the default recipe (README's quick start: the tiny model, 128-token blocks, two
+# processes) on the machines its records come from. A run far below the slowest trained fewer tokens in its budget
+# than the recipe was chosen for, and the end of the run says so.
+REFERENCE_TOKENS_PER_SECOND = {"2-core AMD EPYC (AVX2)": 16_100, "2-core Intel Xeon (AMX)": 31_200}
+# Accuracy above the unigram answer's below which a run is said to be still on the unigram plateau.
+PLATEAU_MARGIN = 0.03
 # Fraction of a run trained on blocks cut to a quarter of max_seq_length (`cut_blocks`) before full blocks.
 SHORT_SEQ_FRACTION = 0.25
 # --max_steps given to the Trainer when only a time budget ends the run (it needs a step count to size its loop).
@@ -1092,7 +1099,62 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
     if budget is not None:
         metrics.update(train_budget_minutes=budget.minutes, train_budget_spent_minutes=budget.spent_seconds / 60)
     metrics.update(trainer.evaluate())
+    metrics.update(unigram_metrics(trainer))
     return metrics
+
+
+def unigram_metrics(trainer: Trainer) -> dict[str, float]:
+    """The unigram plateau's scores on the evaluation blocks (`baselines.unigram_answer`): what the run's accuracy
+    and perplexity are read against. Empty for a streamed evaluation set."""
+    dataset = trainer.eval_dataset
+    if dataset is None or not hasattr(dataset, "__len__") or "input_ids" not in dataset.column_names:
+        return {}
+    accuracy, perplexity, token = unigram_answer(dataset["input_ids"], trainer.processing_class.all_special_ids)
+    return {"eval_unigram_accuracy": accuracy, "eval_unigram_perplexity": perplexity, "eval_unigram_token": token}
+
+
+def summarise_run(
+    metrics: dict[str, float],
+    training_args: PretrainingArguments,
+    model_args: ModelArguments,
+    tokenizer: PreTrainedTokenizerBase,
+) -> list[str]:
+    """The lines that end a run: its scores beside the unigram answer's, and a hint when the model is still on the
+    unigram plateau or when this machine trained far fewer tokens a second than the default recipe expects."""
+    discriminator = metrics.get("eval_discriminator_accuracy")
+    unigram = metrics.get("eval_unigram_accuracy")
+    baseline = (
+        ""
+        if unigram is None
+        else (
+            f" (the unigram answer {tokenizer.convert_ids_to_tokens(int(metrics['eval_unigram_token']))!r} everywhere: "
+            f"{unigram:.4f}, perplexity {metrics['eval_unigram_perplexity']:.0f})"
+        )
+    )
+    lines = [
+        f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}{baseline}  "
+        + (f"discriminator_accuracy {discriminator:.4f}  " if discriminator is not None else "")
+        + f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens']:,} tokens  "
+        f"{metrics['train_tokens_per_second']:.0f} tokens/s  -> {training_args.output_dir}"
+    ]
+    if unigram is not None and metrics["eval_accuracy"] < unigram + PLATEAU_MARGIN:
+        lines.append(
+            "The model is still on the unigram plateau: it answers the commonest tokens whatever the context. A BERT "
+            "leaves it once it learns to read the words beside each mask, after a few thousand steps: train longer "
+            "(--max_train_minutes) or on a faster machine."
+        )
+    slowest = min(REFERENCE_TOKENS_PER_SECOND.values())
+    usual = model_args.model_size == "tiny" and model_args.config_name is None and model_args.model_name_or_path is None
+    if usual and metrics.get("train_budget_minutes") and metrics["train_tokens_per_second"] < 0.75 * slowest:
+        measured = ", ".join(
+            f"{speed / 1000:.1f}k on a {machine}" for machine, speed in REFERENCE_TOKENS_PER_SECOND.items()
+        )
+        lines.append(
+            f"This machine trained {metrics['train_tokens_per_second'] / 1000:.1f}k tokens/s; the default recipe "
+            f"was measured at {measured}. Fewer tokens in the same minutes give a weaker model: a slower CPU or "
+            "other programs running are the likely cause (close them, or raise --max_train_minutes)."
+        )
+    return lines
 
 
 def _checkpoint_state(checkpoint: str | None) -> dict:
@@ -1271,13 +1333,7 @@ def main(argv: list[str] | None = None) -> None:
     save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
-        discriminator = metrics.get("eval_discriminator_accuracy")
-        print(
-            f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}  "
-            + (f"discriminator_accuracy {discriminator:.4f}  " if discriminator is not None else "")
-            + f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens_per_second']:.0f} tokens/s  "
-            f"-> {training_args.output_dir}"
-        )
+        print("\n".join(summarise_run(metrics, training_args, model_args, trainer.processing_class)))
         fill_mask_dir = Path(training_args.output_dir)
         if model_args.objective == "electra":
             fill_mask_dir = fill_mask_dir / GENERATOR_FOLDER  # the discriminator does not fill masks

@@ -20,6 +20,7 @@ from hf_bertscratch.baselines import (
     fit_threshold,
     score_baseline,
     threshold_predictions,
+    unigram_answer,
     word_overlap,
     word_overlaps,
 )
@@ -184,3 +185,12 @@ def test_pair_record_names_paths_relative_to_the_repository_and_leaves_out_the_n
         "python scripts/diagnose_pairs.py --model runs/D --data_dir ../shared/data --task stsb "
         "--output_json results/pairs/stsb.json"
     )
+
+
+def test_unigram_answer_scores_the_commonest_token_and_the_frequencies_entropy() -> None:
+    rows = [[101, 5, 5, 6, 102], [101, 5, 7, 0, 102]]  # 101/102/0: special tokens, never masked
+    accuracy, perplexity, token = unigram_answer(rows, special_ids=[0, 101, 102])
+    shares = np.array([3, 1, 1]) / 5  # tokens 5, 6, 7
+    assert (accuracy, token) == (pytest.approx(3 / 5), 5)
+    assert perplexity == pytest.approx(np.exp(-(shares * np.log(shares)).sum()))
+    assert unigram_answer([[101, 102]], special_ids=[101, 102]) == (0.0, 1.0, -1)

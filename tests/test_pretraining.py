@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,13 @@ def test_main_job_end_to_end(
     card = (out / "README.md").read_text()
     assert "fill-mask" in card and f"{results['eval_accuracy']:.4f}"[:4] in card
     assert "N(0, 0.02) (BERT's init)" in card  # a --config_name model keeps BERT's position init
-    assert "Fill-mask predictions" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Fill-mask predictions" in printed
+    # The result is read against the unigram answer of the same evaluation blocks (counted here by hand).
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert 0 < results["eval_unigram_accuracy"] < 1 and results["eval_unigram_perplexity"] > 1
+    unigram = tokenizer.convert_ids_to_tokens(results["eval_unigram_token"])
+    assert f"(the unigram answer {unigram!r} everywhere: {results['eval_unigram_accuracy']:.4f}" in printed
     assert not (out / ".staging").exists()
     # Masked-LM never sees a second segment: the saved type-1 row starts where type 0 was learnt, not at random.
     segments = load_file(out / "model.safetensors")["bert.embeddings.token_type_embeddings.weight"]
@@ -1075,3 +1082,43 @@ def test_budget_clock_is_reduced_on_the_device_its_backend_needs(
     except RuntimeError:
         pass
     assert reduced == [budget.collective_device(args)]
+
+
+def test_the_end_of_a_run_says_when_the_model_is_on_the_unigram_plateau_and_when_the_machine_was_slow(
+    tokenizer_dir: Path,
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    model_args, _, training_args = pretraining.parse_args(["--output_dir", "D"])
+    metrics = {
+        "eval_accuracy": 0.33,
+        "eval_perplexity": 61.0,
+        "eval_unigram_accuracy": 0.066,
+        "eval_unigram_perplexity": 880.0,
+        "eval_unigram_token": tokenizer.convert_tokens_to_ids("the"),
+        "train_wall_time_seconds": 510.0,
+        "train_tokens": 11_100_160,
+        "train_tokens_per_second": 21_800.0,
+        "train_budget_minutes": 8.5,
+    }
+    (line,) = pretraining.summarise_run(metrics, training_args, model_args, tokenizer)
+    assert line.startswith("eval_accuracy 0.3300  perplexity 61.00 (the unigram answer 'the' everywhere: 0.0660")
+    assert "11,100,160 tokens  21800 tokens/s  -> D" in line
+    on_plateau = {**metrics, "eval_accuracy": 0.07, "train_tokens_per_second": 9_600.0}
+    _, plateau, slow = pretraining.summarise_run(on_plateau, training_args, model_args, tokenizer)
+    assert plateau.startswith("The model is still on the unigram plateau")
+    assert slow.startswith("This machine trained 9.6k tokens/s; the default recipe was measured at 16.1k on a")
+    model_args.model_size = "base"  # another recipe: its speed is not the quick start's to judge
+    assert len(pretraining.summarise_run(on_plateau, training_args, model_args, tokenizer)) == 2
+
+
+def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
+    from tqdm.auto import tqdm
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from hf_bertscratch.budget import TrainingBudget
+
+    budget = TrainingBudget(1.0)
+    callback = types.SimpleNamespace(training_bar=tqdm(total=pretraining.BUDGET_STEP_CAP, disable=True))
+    budget.progress_callbacks = [callback]
+    budget.on_train_begin(TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl())
+    assert callback.training_bar.total is None  # until the step rate gives the expected steps
