@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import datasets
 import numpy as np
@@ -32,7 +33,7 @@ from transformers import (
     TrainerCallback,
     set_seed,
 )
-from transformers.trainer_utils import PredictionOutput
+from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
@@ -231,7 +232,10 @@ class DataArguments:
     )
     max_eval_samples: int | None = field(
         default=None,
-        metadata={"help": "Evaluate on this many evaluation examples, drawn at random with --seed (default: all)."},
+        metadata={
+            "help": "Evaluate on this many evaluation examples, and as many test examples, drawn at random with --seed "
+            "(default: all)."
+        },
     )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
@@ -495,12 +499,32 @@ def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
 
 
 class OrderedEvalTrainer(Trainer):
-    """`Trainer` that evaluates in dataset order.
+    """`Trainer` that evaluates in dataset order, and keeps the predictions of its evaluations while training.
 
     transformers 5 also length-groups (and so reorders) the eval set under train_sampling_strategy=group_by_length;
     predictions must line up row by row with the eval features (predictions.csv, question answering's windows),
-    so evaluation stays sequential.
+    so evaluation stays sequential. The end of a run reads the best checkpoint's predictions from the evaluation
+    that chose it (`evaluation_of_current_weights`) instead of evaluating the same weights again.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._evaluations: dict[int, EvalLoopOutput] = {}
+
+    def evaluation_loop(self, *args: Any, **kwargs: Any) -> EvalLoopOutput:
+        output = super().evaluation_loop(*args, **kwargs)
+        if self.state.global_step and kwargs.get("metric_key_prefix") == "eval":
+            best = self.state.best_global_step
+            self._evaluations = {step: kept for step, kept in self._evaluations.items() if step == best}
+            self._evaluations[self.state.global_step] = output
+        return output
+
+    def evaluation_of_current_weights(self) -> PredictionOutput | None:
+        """The evaluation made while training of the weights the model holds now (the best checkpoint's under
+        load_best_model_at_end, else the last step's), or None when those weights were not evaluated in this process."""
+        step = self.state.best_global_step if self.args.load_best_model_at_end else self.state.global_step
+        output = self._evaluations.get(step) if step else None
+        return None if output is None else PredictionOutput(output.predictions, output.label_ids, output.metrics)
 
     def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
         if self.args.world_size > 1 or not hasattr(eval_dataset, "__len__"):
@@ -719,7 +743,9 @@ def main(argv: list[str] | None = None) -> None:
     choose_best_metric(training_args, task)
     raw = load_task_datasets(data_args, task, model_args.cache_dir)
     raw["train"] = sample_examples(raw["train"], data_args.max_train_samples, training_args.seed)
-    raw["eval"] = sample_examples(raw["eval"], data_args.max_eval_samples, training_args.seed)
+    for role in ("eval", "test"):
+        if role in raw:
+            raw[role] = sample_examples(raw[role], data_args.max_eval_samples, training_args.seed)
     tokenizer = load_task_tokenizer(model_args)
     settings = FeatureSettings(
         **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
@@ -769,10 +795,10 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
-    # 4. Evaluate the best model (and score the test split once) and write it with every report
-    # (run_folder.finish_run: all_results.json and the model card last). One pass over the eval set gives both the
-    # metrics and the per-example predictions.
-    prediction = trainer.predict(features["eval"], metric_key_prefix="eval")
+    # 4. The best model's evaluation (from training when it was made there; else one pass now gives both the metrics
+    # and the per-example predictions), the test split scored once, and every report written
+    # (run_folder.finish_run: all_results.json and the model card last).
+    prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
     results = {**train_result.metrics, **prediction.metrics}
     if "test" in features:
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
@@ -786,6 +812,7 @@ def main(argv: list[str] | None = None) -> None:
         global_step=trainer.state.global_step,
         train_samples=len(raw["train"]),
         eval_samples=len(raw["eval"]),
+        **({"test_samples": len(raw["test"])} if "test" in raw else {}),
         wall_time_seconds=time.perf_counter() - start,
         machine=describe_hardware(),
         seed=training_args.seed,

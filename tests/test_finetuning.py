@@ -20,7 +20,14 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch.finetuning import DataArguments, ModelArguments, check_data_arguments, load_model, main
+from hf_bertscratch.finetuning import (
+    DataArguments,
+    ModelArguments,
+    OrderedEvalTrainer,
+    check_data_arguments,
+    load_model,
+    main,
+)
 from hf_bertscratch.task_shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 
@@ -282,9 +289,20 @@ def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
 
 
 # -------------------------------------------------------------------------------------------------- end to end
-def test_finetune_end_to_end(tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]) -> None:
+def test_finetune_end_to_end(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     output = tmp_path / "run"
+    passes = []
+    real_loop = OrderedEvalTrainer.evaluation_loop
+
+    def counted_loop(self, *args, **kwargs):
+        passes.append(self.state.global_step)
+        return real_loop(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrderedEvalTrainer, "evaluation_loop", counted_loop)
     main(base_argv(model_dir, *data_files, output) + ["--truncation", "head+tail", "--head_tokens", "6"])
+    assert passes == [6, 12]  # one pass per epoch; the best checkpoint's predictions are not made again at the end
 
     results = json.loads((output / "all_results.json").read_text())
     with (output / "predictions.csv").open() as handle:
@@ -307,6 +325,15 @@ def test_finetune_end_to_end(tmp_path: Path, model_dir: Path, data_files: tuple[
     assert state["best_model_checkpoint"] is not None
     reloaded = AutoModelForSequenceClassification.from_pretrained(output)
     assert reloaded.config.num_labels == 2
+
+
+def test_max_eval_samples_caps_the_test_split_too(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+) -> None:
+    output = tmp_path / "run"
+    main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), "--max_eval_samples", "4"])
+    results = json.loads((output / "all_results.json").read_text())
+    assert (results["eval_samples"], results["test_samples"]) == (4, 4) and "test_accuracy" in results
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
