@@ -195,6 +195,13 @@ def load_pipeline(
     model = check_model_reference(model)
     check_task_head(model, task)
     tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    exported = Path(model) / "model.onnx"
+    weights = [*Path(model).glob("*.safetensors"), *Path(model).glob("pytorch_model*.bin")]
+    if backend == "pytorch" and exported.is_file() and not weights:
+        raise ValueError(
+            f"{model} holds an ONNX export ({exported.name}) and no PyTorch weights: pass --backend onnxruntime "
+            "(in Python: backend='onnxruntime')."
+        )
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, tokenizer, device)
     # dtype="auto" would load a checkpoint saved in half precision as is; inference on CPU wants float32.

@@ -340,6 +340,16 @@ def test_cli_onnx_backend_prints_answers_only(
     assert not caplog.records, caplog.text
 
 
+def test_an_export_run_without_the_onnxruntime_backend_is_one_line_naming_it(capsys, onnx_dirs) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["fill-mask", str(onnx_dirs["fill-mask"]), "paris is the [MASK] of france ."])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"bertscratch fill-mask: error: ValueError: {onnx_dirs['fill-mask']} holds an ONNX export (model.onnx) and "
+        "no PyTorch weights: pass --backend onnxruntime (in Python: backend='onnxruntime')."
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- int8
 
 
