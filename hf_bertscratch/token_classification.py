@@ -138,7 +138,7 @@ def label_names_from(dataset: datasets.Dataset | datasets.DatasetDict, tags_colu
     if not all(isinstance(tag, str) for tag in tags):
         raise ValueError(
             f"Column {tags_column!r} holds non-string tags {sorted(map(repr, tags))[:10]} without ClassLabel names: "
-            "pass the label list."
+            "name the tags in id order with --class_names."
         )
     return sorted(tags, key=lambda tag: (tag != "O", tag))
 
@@ -170,7 +170,10 @@ def check_tags(
             raise ValueError(f"{where} has {len(words)} words but {len(tags)} tags: {words!r:.200} / {tags!r:.200}.")
         unknown = [tag for tag in tags if not _is_known(tag, label_names, names)]
         if unknown:
-            raise ValueError(f"{where}: tag {unknown[0]!r} is not in the label list {list(label_names)}.")
+            raise ValueError(
+                f"{where}: tag {unknown[0]!r} is not in the label list {list(label_names)}; to train with tags the "
+                "train split lacks, or integer tags beyond it, name every tag in id order with --class_names."
+            )
 
 
 # ------------------------------------------------------------------------------------------------ preprocess
