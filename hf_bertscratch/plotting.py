@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from .run_folder import atomic_write
 
 logger = logging.getLogger(__name__)
 
+# Characters of a default-size (12 pt) title that fit in an inch of figure width.
+TITLE_CHARACTERS_PER_INCH = 10
 DPI = 100
 CURVE_PANEL_INCHES = (6.0, 4.0)  # (width, height) of one panel of `plot_training_curves`
 ATTENTION_PANEL_INCHES = 3.0  # side of one head's heatmap in `plot_attention`'s grid
@@ -192,7 +195,7 @@ def plot_confusion_matrix(
     for (row, col), count in np.ndenumerate(matrix):
         ax.text(col, row, str(count), ha="center", va="center", color="white" if count > threshold else "black")
     accuracy = float(np.trace(matrix)) / max(int(matrix.sum()), 1)
-    ax.set_title(f"{title} (accuracy {accuracy:.3f}, n={labels.size})" if title else f"accuracy {accuracy:.3f}")
+    _figure_title(fig, f"{title} (accuracy {accuracy:.3f}, n={labels.size})" if title else f"accuracy {accuracy:.3f}")
     return _save_figure(fig, output_file)
 
 
@@ -216,7 +219,7 @@ def plot_regression(
     ax.set_xlabel("gold score")
     ax.set_ylabel("predicted score")
     scores = f"Pearson {pearsonr(labels, predictions)[0]:.3f}, Spearman {spearmanr(labels, predictions)[0]:.3f}"
-    ax.set_title(f"{title} ({scores}, n={labels.size})" if title else scores)
+    _figure_title(fig, f"{title} ({scores}, n={labels.size})" if title else scores)
     return _save_figure(fig, output_file)
 
 
@@ -233,8 +236,14 @@ def plot_per_type_f1(scores: dict[str, dict[str, float]], output_file: str | Pat
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), label, ha="center", va="bottom", fontsize=8)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("entity F1")
-    ax.set_title(title or "entity F1 per type")
+    _figure_title(fig, title or "entity F1 per type")
     return _save_figure(fig, output_file)
+
+
+def _figure_title(fig: Figure, title: str) -> None:
+    """Title the whole figure, wrapped to its width: above a colour bar too, and never cut at the edges."""
+    characters = max(20, int(fig.get_figwidth() * TITLE_CHARACTERS_PER_INCH))
+    fig.suptitle(textwrap.fill(title, characters))
 
 
 # ---------------------------------------------------------------------------------------------------------------

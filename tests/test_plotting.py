@@ -181,3 +181,21 @@ def test_attention_empty_text(tmp_path: Path, mlm_model, tokenizer) -> None:
 def test_training_curves_title_skips_staging_folder(tmp_path: Path) -> None:
     assert plotting._run_name(tmp_path / "my-run" / ".staging") == "my-run"
     assert plotting._run_name(tmp_path / "my-run") == "my-run"
+
+
+def test_a_long_title_stays_inside_the_figure_and_clear_of_the_colour_bar() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from hf_bertscratch.plotting import _figure_title
+
+    fig = Figure(figsize=(4, 4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    colour_bar = fig.colorbar(ax.imshow(np.eye(2)), ax=ax)
+    _figure_title(fig, "mrpc-from-stsb: F1 0.8287 (accuracy 0.730, n=408) after the sentence-pair recipe")
+    fig.canvas.draw()  # lays the figure out
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height
+    assert not title.overlaps(colour_bar.ax.get_window_extent(renderer))
