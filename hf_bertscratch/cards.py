@@ -24,7 +24,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from .data import DATASET_CITATIONS
 from .electra import GENERATOR_FOLDER
-from .run_folder import write_text_atomically
+from .run_folder import final_path, write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -290,7 +290,7 @@ def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / "README.md"
     write_text_atomically(path, str(card))
-    logger.info("Wrote the %s model card to %s", kind, path)
+    logger.info("Wrote the %s model card to %s", kind, final_path(path))
     return path
 
 

@@ -23,7 +23,7 @@ import torch
 from matplotlib.figure import Figure
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .run_folder import atomic_write
+from .run_folder import atomic_write, final_path
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _save_figure(fig: Figure, output_file: str | Path) -> Path:
         )
     with atomic_write(output_file) as tmp:
         fig.savefig(tmp, format=image_format, dpi=DPI)
-    logger.info("Wrote %s", output_file)
+    logger.info("Wrote %s", final_path(output_file))
     return output_file
 
 

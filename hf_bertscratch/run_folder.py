@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
 # The order in which `finish_run` moves the last of them in: a folder holding the model card is complete.
 _WRITTEN_LAST = ("all_results.json", "README.md")
+# The hidden folder inside output_dir where `finish_run` assembles a finished run before moving it in.
+STAGING = ".staging"
 
 
 @dataclass
@@ -139,6 +141,17 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
         raise
 
 
+def final_path(path: str | Path) -> Path:
+    """Where a file written into a run's staging folder (`finish_run`) ends up: `X/.staging/name` -> `X/name`; any
+    other path unchanged. Log lines name this path, which still exists when the run has ended."""
+    path = Path(path)
+    parts = path.parts
+    if STAGING in parts:
+        index = parts.index(STAGING)
+        return Path(*parts[:index], *parts[index + 1 :])
+    return path
+
+
 def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[str] = ("README.md",)) -> None:
     """Move every file of `staging` into `output_dir` with the usual permissions, the `last` names last and in their
     order, then remove `staging`: a folder holding its `last` files (the model card) is complete."""
@@ -167,7 +180,7 @@ def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
     run's own files there on the main process (all_results.json, plots, the model card), and everything is moved into
     `output_dir` with all_results.json and the model card last. So an output folder holding them is complete, and a
     run that fails on the way leaves nothing that looks finished."""
-    staging = Path(trainer.args.output_dir) / ".staging"
+    staging = Path(trainer.args.output_dir) / STAGING
     if trainer.is_world_process_zero():
         shutil.rmtree(staging, ignore_errors=True)  # what a run that failed here before left behind
     trainer.accelerator.wait_for_everyone()

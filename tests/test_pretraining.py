@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -70,6 +71,7 @@ def test_main_job_end_to_end(
     config_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
+    caplog: pytest.LogCaptureFixture,
     trained: list[tuple[int, int]],
 ) -> None:
     out = tmp_path / "run"
@@ -89,7 +91,9 @@ def test_main_job_end_to_end(
         "3",
     )
     config_file.write_text(json.dumps({k.lstrip("-"): _typed(v) for k, v in zip(parser_args[::2], parser_args[1::2])}))
-    main([str(config_file)])
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+        main([str(config_file)])
+    assert f"Wrote {out / 'loss_curve.png'}" in caplog.text and ".staging" not in caplog.text  # paths that remain
 
     for name in (
         "model.safetensors",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from hf_bertscratch import run_folder
-from hf_bertscratch.run_folder import FINISHED_FILES, finish_run
+from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run
 
 
 class _Trainer:
@@ -69,3 +69,8 @@ def test_only_the_main_process_writes_reports(tmp_path: Path) -> None:
         _Trainer(tmp_path, main_process=False), lambda staging: pytest.fail("reports written off the main process")
     )
     assert not any((tmp_path / name).exists() for name in FINISHED_FILES)
+
+
+def test_log_lines_name_where_a_staged_file_ends_up(tmp_path: Path) -> None:
+    assert final_path(tmp_path / "run" / STAGING / "loss_curve.png") == tmp_path / "run" / "loss_curve.png"
+    assert final_path(tmp_path / "run" / "loss_curve.png") == tmp_path / "run" / "loss_curve.png"

@@ -48,7 +48,7 @@ from ..pretraining import (
     new_model_config,
     tokenize_splits,
 )
-from ..run_folder import check_output_dir, publish_folder
+from ..run_folder import STAGING, check_output_dir, publish_folder
 from ..tokenization import check_mask_token
 from .modeling_flax_bertscratch import FlaxBertScratchForMaskedLM
 from .training import make_mlm_train_step, make_optimizer, masked_lm_loss, num_predictions_for
@@ -235,7 +235,7 @@ def save_outputs(
 ) -> None:
     """Model, tokenizer and all_results.json, assembled in a hidden staging folder and moved in file by file at the
     end, so a failure never leaves a folder that looks finished."""
-    staging = Path(output_dir) / ".staging"
+    staging = Path(output_dir) / STAGING
     shutil.rmtree(staging, ignore_errors=True)
     try:
         model.save_pretrained(staging)
