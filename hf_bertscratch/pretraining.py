@@ -304,19 +304,42 @@ class DataArguments:
 
 @dataclass
 class PretrainingArguments(GuardedTrainingArguments):
-    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.run_folder`) and a time budget."""
+    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.run_folder`), a time budget, and the
+    defaults a GPU machine wants (`device_defaults`): mixed precision and batch-loading workers."""
 
     _argument_group_name = "training"  # its flags' heading in --help
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
+        gpus = 0 if self.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        chosen = device_defaults(gpus, gpus > 0 and torch.cuda.is_bf16_supported(), _cores(), self.precision)
+        if not (self.bf16 or self.fp16):
+            self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
+        if self.dataloader_num_workers is None:
+            self.dataloader_num_workers = chosen["dataloader_num_workers"]
+        super().__post_init__()
 
     num_processes: str = field(
         default="auto",
         metadata={
-            "help": "Data-parallel processes this command launches itself (torchrun, gloo) when it is not "
-            "already running under torchrun/accelerate: a number, or auto = 2 on a CPU-only machine with 2 or "
-            "more cores (one torch thread per process trains a small BERT faster there than one process "
-            "with all the threads) and 1 otherwise (launch GPUs with torchrun yourself). Each process trains "
-            "on its own per_device_train_batch_size share."
+            "help": "Data-parallel processes this command launches itself (torchrun) when it is not already "
+            "running under torchrun/accelerate: a number, or auto = one per GPU (NCCL) on a GPU machine, 2 on a "
+            "CPU-only machine with 2 or more cores (gloo; one torch thread per process trains a small BERT faster "
+            "there than one process with all the threads), else 1. Each process trains on its own "
+            "per_device_train_batch_size share."
         },
+    )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16 autocast on a GPU that supports it, fp32 elsewhere), fp32, bf16 or fp16. --bf16 or "
+            "--fp16, if given, decide."
+        },
+    )
+    dataloader_num_workers: int | None = field(
+        default=None,
+        metadata={"help": "Batch-loading worker processes; default: 4 per GPU at most (cores allowing), 0 on a CPU."},
     )
     max_train_minutes: float | None = field(
         default=None,
@@ -1280,14 +1303,46 @@ def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
     return lines
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def device_defaults(gpus: int, bf16_supported: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
+    """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
+    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU with bf16 autocast where the GPU has it,
+    and up to 4 loading workers each; on a CPU, 2 processes when there are 2 cores, fp32, loading in the process."""
+    bf16 = precision == "bf16" or (precision == "auto" and gpus > 0 and bf16_supported)
+    return {
+        "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
+        "bf16": bf16,
+        "fp16": precision == "fp16",
+        "dataloader_num_workers": min(4, max(0, cores // gpus - 1)) if gpus > 0 else 0,
+    }
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def describe_device_choice(training_args: PretrainingArguments, processes: int) -> str:
+    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
+    gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+    where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({_cores()} cores)"
+    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
+    pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
+    return (
+        f"Training on {where}: {processes} process(es), {precision}, "
+        f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
+    )
+
+
 def resolve_num_processes(training_args: PretrainingArguments) -> int:
     """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
     if "WORLD_SIZE" in os.environ:
         return 1
     value = str(training_args.num_processes).strip().lower()
     if value == "auto":
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return 2 if cores >= 2 and not torch.cuda.is_available() else 1
+        gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        return device_defaults(gpus, False, _cores())["processes"]
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
     return int(value)
@@ -1295,8 +1350,7 @@ def resolve_num_processes(training_args: PretrainingArguments) -> int:
 
 def launch_processes(argv: list[str], processes: int) -> None:
     """Run this same command under `torch.distributed.run` with `processes` processes, splitting the CPU threads."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // processes))
+    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, _cores() // processes))
     command = [
         sys.executable,
         "-m",
@@ -1319,6 +1373,8 @@ def main(argv: list[str] | None = None) -> None:
     model_args, data_args, training_args = parse_args(argv)
     validate_args(model_args, data_args, training_args)
     processes = resolve_num_processes(training_args)
+    if "WORLD_SIZE" not in os.environ:
+        print(describe_device_choice(training_args, processes))
     if processes > 1:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logger.setLevel(logging.INFO)

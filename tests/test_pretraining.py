@@ -1126,3 +1126,33 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     budget.progress_callbacks = [callback]
     budget.on_train_begin(TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl())
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
+
+
+@pytest.mark.parametrize(
+    "gpus, bf16_supported, cores, precision, expected",
+    [
+        (0, False, 2, "auto", {"processes": 2, "bf16": False, "fp16": False, "dataloader_num_workers": 0}),
+        (0, False, 1, "auto", {"processes": 1, "bf16": False, "fp16": False, "dataloader_num_workers": 0}),
+        (1, True, 16, "auto", {"processes": 1, "bf16": True, "fp16": False, "dataloader_num_workers": 4}),
+        (8, True, 16, "auto", {"processes": 8, "bf16": True, "fp16": False, "dataloader_num_workers": 1}),
+        (2, False, 8, "auto", {"processes": 2, "bf16": False, "fp16": False, "dataloader_num_workers": 3}),
+        (1, True, 16, "fp32", {"processes": 1, "bf16": False, "fp16": False, "dataloader_num_workers": 4}),
+        (1, True, 16, "fp16", {"processes": 1, "bf16": False, "fp16": True, "dataloader_num_workers": 4}),
+    ],
+)
+def test_device_defaults_give_a_gpu_machine_one_process_per_gpu_bf16_and_loading_workers(
+    gpus: int, bf16_supported: bool, cores: int, precision: str, expected: dict
+) -> None:
+    assert pretraining.device_defaults(gpus, bf16_supported, cores, precision) == expected
+
+
+def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(capsys: pytest.CaptureFixture) -> None:
+    _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
+    assert (args.bf16, args.fp16, args.dataloader_num_workers, args.dataloader_pin_memory) == (False, False, 0, False)
+    assert pretraining.describe_device_choice(args, 2) == (
+        f"Training on the CPU ({pretraining._cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
+    )
+    _, _, given = pretraining.parse_args(["--output_dir", "D", "--dataloader_num_workers", "3", "--precision", "fp32"])
+    assert given.dataloader_num_workers == 3
+    with pytest.raises(ValueError, match="precision must be one of .*got 'half'"):
+        pretraining.parse_args(["--output_dir", "D", "--precision", "half"])
