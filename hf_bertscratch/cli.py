@@ -65,6 +65,13 @@ def _positional(help: str) -> Any:
     return field(metadata={"positional": True, "help": help})
 
 
+def _dtype_field() -> Any:
+    return field(
+        default="float32",
+        metadata={"help": "The model's type while it runs: float32, or on a GPU bfloat16/float16 (faster)."},
+    )
+
+
 @dataclass(kw_only=True)
 class CommandArguments:
     """Options every inspection command takes."""
@@ -85,6 +92,7 @@ class ModelTextArguments(CommandArguments):
     device: str | None = field(
         default=None, metadata={"help": "Device to run on: cpu, cuda, cuda:1, ...; None: the pipeline's choice."}
     )
+    dtype: Literal["float32", "bfloat16", "float16"] = _dtype_field()
 
 
 @dataclass(kw_only=True)
@@ -148,6 +156,7 @@ class AnswerArguments(CommandArguments):
         metadata={"help": "Tokenizer folder or Hub id; None: the tokenizer saved with the model."},
     )
     device: str | None = field(default=None, metadata={"help": "Device to run on: cpu, cuda, ...; None: cpu."})
+    dtype: Literal["float32", "bfloat16", "float16"] = _dtype_field()
     max_answer_length: int = field(default=30, metadata={"help": "Longest answer considered, in tokens."})
     max_seq_length: int | None = field(
         default=None,
@@ -274,7 +283,13 @@ def run_fill_mask(args: FillMaskArguments) -> None:
     from .inference import fill_mask
 
     results = fill_mask(
-        args.model, args.text, args.top_k, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+        args.model,
+        args.text,
+        args.top_k,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        backend=args.backend,
+        dtype=args.dtype,
     )
     if args.json:
         print(json.dumps(results, indent=2))
@@ -290,7 +305,13 @@ def run_classify(args: ClassifyArguments) -> None:
     from .inference import classify
 
     results = classify(
-        args.model, args.text, args.text_pair, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+        args.model,
+        args.text,
+        args.text_pair,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        backend=args.backend,
+        dtype=args.dtype,
     )
     if args.json:
         print(json.dumps(results, indent=2))
@@ -309,6 +330,7 @@ def run_tag(args: TagArguments) -> None:
         aggregation_strategy=args.aggregation_strategy,
         device=args.device,
         backend=args.backend,
+        dtype=args.dtype,
     )
     if args.json:
         print(json.dumps(entities, indent=2, default=float))
@@ -329,6 +351,7 @@ def run_answer(args: AnswerArguments) -> None:
         args.context,
         tokenizer=args.tokenizer,
         device=args.device,
+        dtype=args.dtype,
         max_seq_length=args.max_seq_length,
         doc_stride=args.doc_stride,
         max_answer_length=args.max_answer_length,
@@ -346,7 +369,13 @@ def run_embed(args: EmbedArguments) -> None:
     if output is not None and output.suffix not in EMBEDDING_FORMATS:
         raise ValueError(f"--output {args.output!r} must end in one of {EMBEDDING_FORMATS}.")
     vector = embed(
-        args.model, args.text, args.pooling, tokenizer=args.tokenizer, device=args.device, backend=args.backend
+        args.model,
+        args.text,
+        args.pooling,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        backend=args.backend,
+        dtype=args.dtype,
     )
     if output is None:
         print(json.dumps(vector.tolist()))
@@ -366,6 +395,7 @@ def run_similarity(args: SimilarityArguments) -> None:
         tokenizer=args.tokenizer,
         device=args.device,
         backend=args.backend,
+        dtype=args.dtype,
     )
     print(f"{score:.4f}")
 
@@ -383,7 +413,9 @@ def run_attention(args: AttentionArguments) -> None:
     from .inference import load_pipeline
     from .plotting import plot_attention
 
-    encoder = load_pipeline("feature-extraction", args.model, tokenizer=args.tokenizer, device=args.device)
+    encoder = load_pipeline(
+        "feature-extraction", args.model, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype
+    )
     path = plot_attention(encoder.model, encoder.tokenizer, args.text, args.output, args.layer, args.head)
     print(f"Wrote {path}")
 

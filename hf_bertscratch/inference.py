@@ -55,6 +55,8 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
 # Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
 FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
+# Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 # A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
@@ -175,6 +177,7 @@ def load_pipeline(
     tokenizer: str | Path | None = None,
     device: str | int | None = None,
     backend: str = "pytorch",
+    dtype: str = "float32",
 ) -> Pipeline:
     """Build the transformers pipeline for `task` ("fill-mask", "text-classification", "feature-extraction").
 
@@ -183,6 +186,7 @@ def load_pipeline(
         tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
         device: "cpu", "cuda", "cuda:1", a GPU index, or None for the pipeline's default (onnxruntime: CPU only).
         backend: "pytorch" or "onnxruntime".
+        dtype: the weights' and activations' type (`DTYPES`): float32, or on a GPU bfloat16/float16 for speed.
     """
     if task not in TASK_HEADS or task == "question-answering":
         pipelines = sorted(set(TASK_HEADS) - {"question-answering"})
@@ -192,6 +196,7 @@ def load_pipeline(
         )
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
+    torch_dtype = inference_dtype(dtype, backend)
     model = check_model_reference(model)
     check_task_head(model, task)
     tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
@@ -204,15 +209,24 @@ def load_pipeline(
         )
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, tokenizer, device)
-    # dtype="auto" would load a checkpoint saved in half precision as is; inference on CPU wants float32.
+    # dtype="auto" would load a checkpoint saved in half precision as is: the type is always chosen here.
     return pipeline(
         task,
         model=model,
         tokenizer=tokenizer,
         device=device,
-        dtype=torch.float32,
+        dtype=torch_dtype,
         pipeline_class=PIPELINE_CLASSES[task],
     )
+
+
+def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
+    """The torch dtype named `dtype` (one of `DTYPES`); half precision only for the pytorch backend."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r} is not supported: expected one of {tuple(DTYPES)}.")
+    if backend != "pytorch" and dtype != "float32":
+        raise ValueError(f"dtype={dtype!r}: the {backend} backend runs the exported float32 (or int8) graph.")
+    return DTYPES[dtype]
 
 
 def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int | None) -> Pipeline:

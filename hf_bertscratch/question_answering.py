@@ -29,7 +29,7 @@ import torch
 from datasets import Dataset, Features, List, Value
 from transformers import AutoModelForQuestionAnswering, BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
 
-from .inference import TASK_HEADS, check_model_reference, check_task_head
+from .inference import TASK_HEADS, check_model_reference, check_task_head, inference_dtype
 from .tokenization import load_tokenizer
 
 # The Hub `squad` dataset's schema, so a local SQuAD file and the Hub dataset feed the same code.
@@ -500,6 +500,7 @@ def answer_question(
     max_answer_length: int = 30,
     n_best_size: int = 20,
     device: str | torch.device | None = None,
+    dtype: str = "float32",
 ) -> dict:
     """Extract the answer to `question` from `context` with a question-answering model.
 
@@ -512,6 +513,7 @@ def answer_question(
         max_seq_length: tokens per window; None: 384 (SQuAD's usual), or the model's max_position_embeddings when
             smaller, with doc_stride lowered to a third of it when it would not fit.
         device: where to run the model; None keeps it where it is (the CPU for a model loaded here).
+        dtype: for a model loaded here, its type (`hf_bertscratch.inference.DTYPES`; bfloat16/float16 for a GPU).
 
     Returns:
         {"answer", "start", "end", "score"}: `context[start:end] == answer`, score as in `postprocess_predictions`
@@ -521,7 +523,7 @@ def answer_question(
         raise ValueError("Question is empty: expected a question to answer.")
     if not context.strip():
         raise ValueError("Context is empty: expected a text to find the answer in.")
-    qa_model, tokenizer = _load_qa_model(model, tokenizer, device)
+    qa_model, tokenizer = _load_qa_model(model, tokenizer, device, dtype)
     positions = getattr(qa_model.config, "max_position_embeddings", None) or 384
     if max_seq_length is None:
         max_seq_length = min(384, positions)
@@ -543,8 +545,9 @@ def _load_qa_model(
     model: str | Path | tuple[PreTrainedModel, PreTrainedTokenizerBase],
     tokenizer: str | Path | PreTrainedTokenizerBase | None,
     device: str | torch.device | None,
+    dtype: str = "float32",
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """The model in eval mode (on `device` if given) and its tokenizer."""
+    """The model in eval mode (on `device` if given, of `dtype` if loaded here) and its tokenizer."""
     heads = TASK_HEADS["question-answering"]
     if isinstance(model, tuple):
         if tokenizer is not None:
@@ -555,8 +558,8 @@ def _load_qa_model(
     else:
         name = check_model_reference(model)
         check_task_head(name, "question-answering")
-        # dtype="auto" would keep a half-precision checkpoint as is; inference on CPU wants float32.
-        qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=torch.float32)
+        # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
+        qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
             tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else name))
     if device is not None:

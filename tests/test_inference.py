@@ -51,6 +51,16 @@ def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     assert results[0]["score"] >= results[1]["score"]
 
 
+def test_a_pipeline_runs_in_bfloat16_when_asked_and_gives_the_float32_answer(model_dirs) -> None:
+    """`dtype="bfloat16"` (for a GPU; the CPU runs it too) loads the weights in bfloat16: the class probabilities stay
+    within bfloat16's precision of float32's."""
+    full = inference.load_pipeline("text-classification", model_dirs["classifier"])
+    half = inference.load_pipeline("text-classification", model_dirs["classifier"], dtype="bfloat16")
+    assert full.model.dtype == torch.float32 and half.model.dtype == torch.bfloat16
+    scores = [{r["label"]: r["score"] for r in inference.classify(pipe, LONG_TEXT)} for pipe in (full, half)]
+    assert scores[1] == {label: pytest.approx(score, abs=1e-2) for label, score in scores[0].items()}
+
+
 MASKED_TEXTS = ["the [MASK] sat on the mat .", "[MASK] is the capital of [MASK] ."]
 
 
@@ -172,6 +182,11 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypat
         (lambda d: inference.load_pipeline("summarization", d["mlm"]), "No pipeline for task 'summarization'"),
         (lambda d: inference.load_pipeline("question-answering", d["mlm"]), "answer_question"),
         (lambda d: inference.classify(d["classifier"], "  "), "Text is empty"),
+        (lambda d: inference.load_pipeline("fill-mask", d["mlm"], dtype="half"), "dtype='half' is not supported"),
+        (
+            lambda d: inference.load_pipeline("fill-mask", d["mlm"], backend="onnxruntime", dtype="bfloat16"),
+            "the onnxruntime backend runs the exported float32",
+        ),
     ],
 )
 def test_bad_arguments(model_dirs, call, match: str) -> None:
