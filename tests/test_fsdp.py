@@ -80,8 +80,9 @@ pretraining.main(sys.argv[2:])
 
 
 def _run(command: list[str]) -> None:
-    """Run a 2-process launch, one torch thread a process; a hang kills the launcher's workers too."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    """Run a 2-process launch on the CPU (gloo, even where a GPU is visible), one torch thread a process; a hang
+    kills the launcher's workers too."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "ACCELERATE_USE_CPU", "ACCELERATE_MIXED_PRECISION"):
         env.pop(name, None)
     with subprocess.Popen(

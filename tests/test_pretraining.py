@@ -578,7 +578,7 @@ def test_torchrun_two_processes_keep_ranks_identical(
         str(tmp_path),
         *arguments,
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}
     # Its own process group (start_new_session), so a hang kills torchrun's workers too rather than leaving them behind.
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
@@ -622,6 +622,7 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     for name in ("WORLD_SIZE", "OMP_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the processes it launches: gloo on the CPU, GPU or none
     monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
     assert pretraining.resolve_num_processes(parse_args(["--output_dir", "unused"])[2]) == 2
     out = tmp_path / "auto"
