@@ -285,21 +285,22 @@ def loss_difference(ours: nn.Module, reference: nn.Module, batch: dict[str, torc
         return abs(ours(**batch).loss.item() - reference(**batch).loss.item())
 
 
-def autocast(precision: str) -> contextlib.AbstractContextManager:
-    """CPU bf16 autocast for "bf16", nothing for "fp32"."""
+def autocast(precision: str, device_type: str = "cpu") -> contextlib.AbstractContextManager:
+    """bf16 autocast on `device_type` ("cpu", "cuda") for "bf16", nothing for "fp32"."""
     if precision == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device_type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
 def make_train_step(model: nn.Module, batch: dict[str, torch.Tensor], precision: str = "fp32") -> Callable[[], None]:
-    """A closure running one MLM training step (forward, backward, AdamW) of `model` on `batch`."""
+    """A closure running one MLM training step (forward, backward, AdamW) of `model` on `batch`, autocast (for
+    "bf16") on the batch's device."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step() -> None:
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        with autocast(precision):
+        with autocast(precision, batch["input_ids"].device.type):
             loss = model(**batch).loss
         loss.backward()
         optimizer.step()
@@ -313,7 +314,7 @@ def make_infer_step(model: nn.Module, batch: dict[str, torch.Tensor], precision:
 
     def step() -> None:
         model.eval()
-        with torch.inference_mode(), autocast(precision):
+        with torch.inference_mode(), autocast(precision, batch["input_ids"].device.type):
             model(**inputs)
 
     return step
@@ -336,7 +337,7 @@ def make_fill_mask_step(
 
     def step() -> None:
         model.eval()
-        with torch.inference_mode(), autocast(precision):
+        with torch.inference_mode(), autocast(precision, batch["input_ids"].device.type):
             if sparse:
                 model(**inputs, masked_positions=positions)  # (B, 1, V)
             else:

@@ -30,6 +30,7 @@ from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import custom_object_save
+from transformers.masking_utils import create_bidirectional_mask, packed_sequence_mask_function
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutputWithPooling,
@@ -41,10 +42,11 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, is_tracing
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 if TYPE_CHECKING:
+    from torch.nn.attention.flex_attention import BlockMask
     from typing_extensions import Unpack
 
 from .configuration_bertscratch import BertScratchConfig
@@ -258,12 +260,13 @@ class BertScratchAttention(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
+        attention_mask: torch.Tensor | BlockMask | None,
         padding: BertScratchPadding | None = None,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(B, T, H), or (N, H) when `padding` is given -> same shape, plus (B, nh, T, T) probs if asked for (what
-        `capture_outputs` records as `attentions`)."""
+        `capture_outputs` records as `attentions`). `attention_mask` is what `_attention_mask_for` built for this
+        attention implementation: additive (B, 1, 1 or T, T), flex attention's `BlockMask`, or None."""
         qkv = self.qkv(hidden_states)  # (B, T, 3H) or (N, 3H)
         if padding is not None:
             qkv = padding.pad(qkv)  # (B, T', 3H)
@@ -271,12 +274,11 @@ class BertScratchAttention(nn.Module):
         qkv = qkv.view(batch_size, seq_len, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)
         query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
 
-        implementation = "eager" if output_attentions else self.config._attn_implementation
+        implementation = _attention_implementation(self.config, output_attentions)
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        # The mask was built in float32; its minimum is -inf in fp16: clamp to the compute dtype's own minimum.
-        mask = (
-            None if attention_mask is None else attention_mask.clamp(min=torch.finfo(query.dtype).min).to(query.dtype)
-        )
+        mask = attention_mask
+        if isinstance(mask, torch.Tensor):  # additive, built in float32, whose minimum is -inf in fp16: clamp it
+            mask = mask.clamp(min=torch.finfo(query.dtype).min).to(query.dtype)
         context, probs = attention_interface(
             self,
             query,
@@ -320,7 +322,7 @@ class BertScratchLayer(GradientCheckpointingLayer):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | BlockMask | None = None,
         padding: BertScratchPadding | None = None,
         output_attentions: bool = False,
     ) -> torch.Tensor:
@@ -339,7 +341,7 @@ class BertScratchEncoder(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
+        attention_mask: torch.Tensor | BlockMask | None,
         padding: BertScratchPadding | None,
         output_attentions: bool,
     ) -> torch.Tensor:
@@ -455,7 +457,11 @@ class BertScratchPreTrainedModel(PreTrainedModel):
     config: BertScratchConfig
     base_model_prefix = "bert"
     supports_gradient_checkpointing = True
+    # Attention dispatches through transformers' ALL_ATTENTION_FUNCTIONS: sdpa and flex attention (with the BlockMask
+    # of `_attention_mask_for`) are tested against eager. FlashAttention-2 is not declared: transformers' flash
+    # attention function takes the (B, T) key mask or `cu_seq_lens`, not the masks built here, and nothing tests it.
     _supports_sdpa = True
+    _supports_flex_attn = True
     _supports_attention_backend = True
     _no_split_modules = ["BertScratchEmbeddings", "BertScratchLayer"]
     # What `capture_outputs` records: each layer's output (after the embeddings, the first layer's input) and each
@@ -636,7 +642,9 @@ class BertScratchModel(BertScratchPreTrainedModel):
         """`unpad`: how the batch runs, as `padding_for` describes it: "auto" computes it here, a head that needs
         it too computes it once and passes it, None runs the padded batch."""
         _check_kwargs(self, kwargs)
-        _, seq_len = _check_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+        batch_size, seq_len = _check_inputs(
+            self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
+        )
         if unpad == "auto":
             unpad = self.padding_for(attention_mask, **kwargs)
         elif unpad is not None and not isinstance(unpad, BertScratchPadding):
@@ -649,12 +657,14 @@ class BertScratchModel(BertScratchPreTrainedModel):
             hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
             attention_mask = attention_mask[:, : padding.seq_len]
         documents = document_ids(position_ids, kwargs, seq_len)  # (B, T) or None: padding-free rows
-        if documents is not None and padding is not None:
+        if padding is None:  # an unpadded batch has padding by construction: its mask is needed
+            attention_mask, documents = _masks_that_mask(attention_mask, documents)
+        elif documents is not None:
             documents = documents[:, : padding.seq_len]
-        additive_mask = _additive_mask(attention_mask, hidden_states.dtype, documents)  # (B, 1, 1 or T, T) or None
-
         output_attentions = _requested(kwargs, "output_attentions", self.config)
-        hidden_states = self.encoder(hidden_states, additive_mask, padding, output_attentions)
+        grid = (batch_size, seq_len if padding is None else padding.seq_len)  # what the attention runs on
+        mask = _attention_mask_for(self.config, attention_mask, documents, grid, hidden_states, output_attentions)
+        hidden_states = self.encoder(hidden_states, mask, padding, output_attentions)
         if padding is not None:
             hidden_states = padding.pad(hidden_states, seq_len)  # (B, T, H), zeros at pad positions
         pooled = self.pooler(hidden_states) if self.pooler is not None else None
@@ -711,6 +721,77 @@ def _additive_mask(
         same = (documents[:, :, None] == documents[:, None, :])[:, None]  # (B, 1, T, T)
         keep = same if keep is None else keep & same
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def _masks_that_mask(
+    attention_mask: torch.Tensor | None, documents: torch.Tensor | None
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The (B, T) key mask and the (B, T) document ids of a batch, each replaced by None where it masks nothing: a
+    mask of all ones, one document per row (ordinary position ids). With no mask at all SDPA may run its flash kernel,
+    which an `attn_mask` rules out; transformers' `create_bidirectional_mask` drops an all-ones mask for the same
+    reason, so outputs are those of transformers' BERT either way.
+
+    One host sync for both, once per forward. Where values cannot be read (`_values_readable`) both are kept as
+    they are: the mask is then always applied, which is correct, only slower.
+    """
+    checks: dict[str, torch.Tensor] = {}
+    if attention_mask is not None:
+        checks["keys"] = attention_mask.all()  # no key is padding
+    if documents is not None:
+        checks["documents"] = (documents == documents[..., :1]).all()  # each row is one document
+    tensors = [tensor for tensor in (attention_mask, documents) if tensor is not None]
+    if not checks or not all(_values_readable(tensor) for tensor in tensors):
+        return attention_mask, documents
+    device = tensors[0].device
+    masks_nothing = dict(zip(checks, torch.stack([check.to(device) for check in checks.values()]).tolist()))
+    return (
+        None if masks_nothing.get("keys") else attention_mask,
+        None if masks_nothing.get("documents") else documents,
+    )
+
+
+def _values_readable(tensor: torch.Tensor) -> bool:
+    """Whether `tensor`'s values may be read on the host here. Not while torch.compile, torch.export, jit or fx trace
+    the forward (a branch on a value would break the graph or bake this batch's answer into it), not during CUDA graph
+    capture (a sync is illegal there), not for fake tensors (transformers' `is_tracing` covers these), not on the
+    meta device (no values)."""
+    return not (torch.compiler.is_compiling() or is_tracing(tensor) or tensor.device.type == "meta")
+
+
+def _attention_implementation(config: BertScratchConfig, output_attentions: bool) -> str:
+    """The attention implementation a forward runs: the config's, or eager when the attention probabilities are asked
+    for (eager alone computes them)."""
+    return "eager" if output_attentions else config._attn_implementation
+
+
+def _attention_mask_for(
+    config: BertScratchConfig,
+    attention_mask: torch.Tensor | None,
+    documents: torch.Tensor | None,
+    grid: tuple[int, int],
+    hidden_states: torch.Tensor,
+    output_attentions: bool = False,
+) -> torch.Tensor | BlockMask | None:
+    """The mask the forward's attention implementation takes over the (B, T) `grid` the attention runs on.
+
+    Args:
+        attention_mask: (B, T) 0/1 key mask, or None when no key is masked.
+        documents: (B or 1, T) document ids of a padding-free batch, or None.
+        hidden_states: the encoder's input, for the additive mask's dtype and the device.
+
+    Returns:
+        None when neither masks anything; for flex attention, the `BlockMask` transformers'
+        `create_bidirectional_mask` builds (blocks with no attended key are skipped); otherwise the additive
+        (B, 1, 1 or T, T) mask of `_additive_mask`.
+    """
+    if attention_mask is None and documents is None:
+        return None
+    if _attention_implementation(config, output_attentions) != "flex_attention":
+        return _additive_mask(attention_mask, hidden_states.dtype, documents)
+    batch_size, seq_len = grid
+    shape_of_grid = torch.empty(batch_size, seq_len, 0, device=hidden_states.device)  # read for B, T and device
+    same_document = None if documents is None else packed_sequence_mask_function(documents.expand(batch_size, -1))
+    return create_bidirectional_mask(config, shape_of_grid, attention_mask, and_mask_function=same_document)
 
 
 @dataclass

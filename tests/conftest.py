@@ -41,8 +41,11 @@ CORPUS = [
 ]
 
 
-# Pretraining settings that keep a test run to seconds: 16-token blocks of a tiny model, no checkpoints, seed 0.
+# Pretraining settings that keep a test run to seconds: 16-token blocks of a tiny model, no checkpoints, seed 0, on
+# the CPU (gloo between processes) whether or not the machine has a GPU.
 PRETRAIN_FAST = [
+    "--use_cpu",
+    "true",
     "--max_seq_length",
     "16",
     "--per_device_train_batch_size",
@@ -157,6 +160,16 @@ def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `cuda` are skipped where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
 
 
 def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:

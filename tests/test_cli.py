@@ -556,7 +556,9 @@ def test_training_help_lists_the_commands_own_flags_first_and_the_rest_of_transf
     headings = [line for line in short.splitlines() if line.endswith(":") and not line.startswith(" ")]
     assert headings == ["options:", "model:", "data:", "training:", "more of transformers' TrainingArguments:"]
     assert "--max_train_minutes" in short or command == "finetune"
-    assert "--learning_rate" in short and "--label_smoothing_factor" not in short  # transformers' rarer flags: --help_all only
+    assert (
+        "--learning_rate" in short and "--label_smoothing_factor" not in short
+    )  # transformers' rarer flags: --help_all only
     assert "--label_smoothing_factor" in full and len(full.splitlines()) > 2 * len(short.splitlines())
     flat = " ".join(short.split())
     assert "(default: None)" not in flat and not re.search(r"\(default[^)]*\)\.? \(default", flat)  # said once

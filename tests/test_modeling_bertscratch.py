@@ -550,3 +550,151 @@ def test_fully_padded_row_stays_finite_under_autocast(attn: str, dtype: torch.dt
     with torch.no_grad(), torch.autocast("cpu", dtype=dtype):
         logits = model(**inputs).logits
     assert torch.isfinite(logits).all()
+
+
+# ------------------------------------------------------------------------------------------ attention masks
+
+
+def _record_sdpa_masks(monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor | None]:
+    """The `attn_mask` of every `scaled_dot_product_attention` call from here on (transformers' sdpa attention
+    function, which both models dispatch to, looks it up on `torch.nn.functional` at each call)."""
+    masks: list[torch.Tensor | None] = []
+    sdpa = F.scaled_dot_product_attention
+
+    def recording(*args: object, **kwargs: object) -> torch.Tensor:
+        masks.append(kwargs.get("attn_mask"))
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", recording)
+    return masks
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+def test_sdpa_gets_no_mask_when_nothing_is_masked(monkeypatch: pytest.MonkeyPatch, unpad: bool) -> None:
+    """An all-ones attention_mask, or position ids that make each row one document, reach SDPA as no mask at all (as
+    in transformers' BERT), which leaves SDPA free to pick its flash kernel; padding and packed documents keep theirs.
+    Outputs stay those of transformers' BERT."""
+    reference, ours = _pair("BertForMaskedLM", "sdpa", unpad)
+    masks = _record_sdpa_masks(monkeypatch)
+    inputs = _inputs()
+    full = {**inputs, "attention_mask": torch.ones_like(inputs["attention_mask"])}
+    layers = ours.config.num_hidden_layers
+    with torch.no_grad():
+        expected = reference(**full).logits
+        assert masks == [None] * layers  # transformers' BERT drops the all-ones mask too
+        masks.clear()
+        _compare(ours(**full).logits, expected, None, "logits")
+        assert masks == [None] * layers
+        masks.clear()
+        ours(**full, position_ids=torch.arange(SEQ).expand(BATCH, -1))  # one document per row: nothing masked
+        assert masks == [None] * layers
+        masks.clear()
+        _compare(ours(**inputs).logits, reference(**inputs).logits, inputs["attention_mask"].bool(), "logits")
+        assert len(masks) == 2 * layers and all(mask is not None for mask in masks)  # padding is masked
+        masks.clear()
+        restarting = torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1)  # three documents per row
+        ours(**full, position_ids=restarting)
+        assert len(masks) == layers and all(mask is not None for mask in masks)
+
+
+def test_all_ones_check_reads_the_mask_once_per_forward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the mask masks anything is read once per forward, whatever the number of layers."""
+    _, ours = _pair("BertModel", "sdpa", unpad=False, num_hidden_layers=4)
+    inputs = _inputs()
+    inputs["attention_mask"] = torch.ones_like(inputs["attention_mask"])
+    reads: list[str] = []
+    tolist = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: reads.append("tolist") or tolist(self))
+    with torch.no_grad():
+        ours(**inputs)
+    assert reads == ["tolist", "tolist"], reads  # the input range check, then the mask
+
+
+def test_masks_are_kept_where_their_values_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While compiling or tracing (and on the meta device) an all-ones mask is applied as given instead of read: a
+    branch on its values would break the graph or bake one batch's answer into it."""
+    from hf_bertscratch.modeling_bertscratch import _masks_that_mask
+
+    mask, documents = torch.ones(BATCH, SEQ, dtype=torch.long), torch.zeros(BATCH, SEQ, dtype=torch.long)
+    assert _masks_that_mask(mask, documents) == (None, None)
+    on_meta = mask.to("meta"), documents.to("meta")
+    kept = _masks_that_mask(*on_meta)
+    assert kept[0] is on_meta[0] and kept[1] is on_meta[1]
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    kept = _masks_that_mask(mask, documents)
+    assert kept[0] is mask and kept[1] is documents
+
+
+@pytest.mark.slow  # torch compiles flex attention and its block mask, on CPU too: tens of seconds
+def test_flex_attention_equals_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """attn_implementation="flex_attention" (transformers' flex attention function, given the BlockMask transformers'
+    mask utilities build) gives eager's outputs: padded rows, run unpadded or not, packed documents, and no padding."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    from hf_bertscratch.modeling_bertscratch import ALL_ATTENTION_FUNCTIONS
+
+    flex, handed = ALL_ATTENTION_FUNCTIONS["flex_attention"], []
+
+    def recording(*args: object, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor | None]:
+        handed.append(args[4])  # (module, query, key, value, attention_mask)
+        return flex(*args, **kwargs)
+
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS, "flex_attention", recording)
+    _, model = _pair("BertForMaskedLM", "eager")
+    inputs = _inputs()
+    full = {**inputs, "attention_mask": torch.ones_like(inputs["attention_mask"])}
+    packed = {**full, "position_ids": torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1)}
+    batches = {"padded": inputs, "packed": packed, "full": full}
+    outputs: dict[str, dict[tuple[str, bool], torch.Tensor]] = {name: {} for name in batches}
+    for attn in ("eager", "flex_attention"):
+        model.set_attn_implementation(attn)
+        assert model.config._attn_implementation == attn
+        for unpad in (True, False):
+            model.config.unpad_inputs = unpad
+            with torch.no_grad():
+                for name, batch in batches.items():
+                    handed.clear()
+                    outputs[name][attn, unpad] = model(**batch).logits
+                    if attn == "flex_attention":  # a BlockMask where something is masked, nothing otherwise
+                        assert handed and all(
+                            mask is None if name == "full" else isinstance(mask, BlockMask) for mask in handed
+                        ), (name, handed)
+    real = inputs["attention_mask"].bool()
+    for name, got in outputs.items():
+        for unpad in (True, False):
+            mask = real if name == "padded" and unpad else None
+            _compare(got["flex_attention", unpad], got["eager", unpad], mask, f"{name}, unpad={unpad}")
+    assert not torch.allclose(outputs["packed"]["eager", False], outputs["full"]["eager", False], atol=1e-3)
+
+
+# --------------------------------------------------------------------------------------------------------- CUDA
+
+
+@pytest.fixture
+def ieee_fp32_matmuls() -> object:
+    """fp32 matrix products in full precision (no TF32) for the test, whatever the process had set."""
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    yield
+    torch.set_float32_matmul_precision(previous)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(("precision", "tolerance"), [("fp32", 1e-5), ("bf16", 1e-2)])
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("head", HEADS)
+def test_cuda_matches_cpu(head: str, unpad: bool, precision: str, tolerance: float, ieee_fp32_matmuls: object) -> None:
+    """Every head on CUDA gives its CPU fp32 outputs and loss: in fp32 within 1e-5, under bf16 autocast within 1e-2."""
+    _, ours = _pair(head, "sdpa", unpad)
+    inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
+    inputs.update(_labels(head, inputs))
+    with torch.no_grad():
+        expected = ours(**inputs)
+        ours.to("cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            got = ours(**{name: tensor.cuda() for name, tensor in inputs.items()})
+    assert set(got.keys()) == set(expected.keys())
+    for name, value in expected.items():
+        torch.testing.assert_close(
+            got[name].float().cpu(), value, atol=tolerance, rtol=tolerance, msg=lambda m: f"{name}: {m}"
+        )
