@@ -1,0 +1,134 @@
+"""`scripts/gpu_check.py`: the record its CPU quick mode writes, field by field, the FLOPs estimate and the bf16 peak
+table it reads MFU from; on a CUDA device (`-m cuda`), the quick record with the GPU's own measurements."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from hf_bertscratch import PRESETS, BertScratchConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def gpu_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_quick(gpu_check: ModuleType, device: str, folder: Path) -> dict:
+    return gpu_check.main(["--device", device, "--quick", "--output_dir", str(folder)])
+
+
+@pytest.fixture(scope="module")
+def cpu_run(gpu_check: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    """The record of one `--device cpu --quick` run (tiny preset, T 32, 0 and 30% padding, 2 timed steps) and what
+    it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        record = _run_quick(gpu_check, "cpu", tmp_path_factory.mktemp("gpu"))
+    return record, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def cpu_record(cpu_run: tuple[dict, str]) -> dict:
+    return cpu_run[0]
+
+
+def test_cpu_quick_record_says_how_it_was_made(cpu_record: dict) -> None:
+    written = json.loads(Path(cpu_record["path"]).read_text())
+    assert written == {key: value for key, value in cpu_record.items() if key != "path"}
+    assert Path(cpu_record["path"]).name.startswith(cpu_record["device"]["name"].split()[0])
+    assert cpu_record["command"].startswith("bash scripts/gpu_check.sh --device cpu --quick")
+    assert "commit" in cpu_record and cpu_record["date"]
+    assert cpu_record["versions"]["torch"] and cpu_record["versions"]["transformers"]
+    assert cpu_record["device"]["type"] == "cpu" and cpu_record["device"]["bf16_peak_tflops"] is None
+    assert cpu_record["arguments"]["presets"] == ["tiny"] and cpu_record["elapsed_s"] > 0
+
+
+def test_cpu_quick_record_measures_every_case_and_names_what_it_skips(cpu_record: dict) -> None:
+    cases = cpu_record["cases"]
+    assert [(case["padding"], case["workload"]) for case in cases] == [
+        (0.0, "train"),
+        (0.0, "infer"),
+        (0.3, "train"),
+        (0.3, "infer"),
+    ]
+    for case in cases:
+        assert case["preset"] == "tiny" and case["seq_len"] == 32 and case["precision"] == "bf16"
+        assert set(case["tokens_per_s"]) == {"ours", "transformers_sdpa"}
+        assert all(value > 0 for value in case["tokens_per_s"].values())
+        ratio = case["ours_over"]["transformers_sdpa"]
+        assert ratio["min"] <= ratio["median"] <= ratio["max"]
+        assert case["flops_per_step"] > 0
+        assert case["peak_memory_mib"] is None and case["mfu"] is None  # GPU-only
+        if case["workload"] == "train":  # ours and transformers' BERT compute the same loss on the batch
+            assert case["loss_max_abs_diff"] < 1e-4
+    padded = cases[2]
+    assert padded["useful_tokens"] < padded["batch_size"] * padded["seq_len"]
+    assert cpu_record["parity"] is None
+    assert set(cpu_record["skipped"]) == {"parity", "peak_memory_mib", "mfu", "transformers_flash_attention_2"}
+    assert all(reason for reason in cpu_record["skipped"].values())
+
+
+def test_cpu_quick_record_is_printed(cpu_run: tuple[dict, str]) -> None:
+    """A line per case with each contender's tokens/s beside ours over it, then the record itself."""
+    record, out = cpu_run
+    assert "tiny T=32 pad=0.3 train | ours " in out and "ours/it" in out
+    printed = out[out.index("\n{") + 1 : out.rindex("}") + 1]
+    assert json.loads(printed)["cases"] == record["cases"]
+
+
+def test_flops_estimate(gpu_check: ModuleType) -> None:
+    """6 N per token for a training step (2 N forward) plus the attention term, 12 (4) L H n^2 per row of n tokens."""
+    config = BertScratchConfig(**PRESETS["mini"])
+    num_params, lengths = 1000, [3, 5]
+    attention = 4 * 4 * 256 * (9 + 25)
+    assert gpu_check.step_flops(num_params, config, lengths, "infer") == 2 * 1000 * 8 + attention
+    assert gpu_check.step_flops(num_params, config, lengths, "train") == 3 * (2 * 1000 * 8 + attention)
+
+
+@pytest.mark.parametrize(
+    ("name", "peak"),
+    [
+        ("NVIDIA H100 80GB HBM3", 989.0),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA H200", 989.0),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA L40S", 362.0),
+        ("NVIDIA L4", 121.0),
+        ("NVIDIA GeForce RTX 3090", None),
+    ],
+)
+def test_bf16_peak_by_device_name(gpu_check: ModuleType, name: str, peak: float | None) -> None:
+    assert gpu_check.bf16_peak_tflops(name) == peak
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal where there is no CUDA device")
+def test_cuda_is_refused_by_name_where_there_is_none(gpu_check: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--device", "cuda", "--output_dir", str(tmp_path)])
+
+
+@pytest.mark.cuda
+def test_cuda_quick_record_holds_the_gpu_measurements(gpu_check: ModuleType, tmp_path: Path) -> None:
+    record = _run_quick(gpu_check, "cuda", tmp_path)
+    assert record["device"]["type"] == "cuda" and record["device"]["name"]
+    (parity,) = record["parity"]
+    assert parity["fp32_max_abs_diff"] < 1e-4 and parity["bf16_max_abs_diff"] < 0.5
+    for case in record["cases"]:
+        assert all(value > 0 for value in case["peak_memory_mib"].values())
+        assert case["mfu"] is None or all(0 < value < 1 for value in case["mfu"].values())
+    assert "parity" not in record["skipped"] and "peak_memory_mib" not in record["skipped"]
