@@ -21,7 +21,7 @@ With `--onnxruntime true`, the inference workloads time a third contender: our m
 `hf_bertscratch.onnx_export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by an
 ONNX Runtime CPU `InferenceSession` with every graph optimisation, as many intra-op threads as torch uses and spinning
 off (spinning threads would steal the CPU from the PyTorch contenders between their turns). That graph
-(`ONNXRUNTIME_GRAPH`) is the fastest under ONNX Runtime of those `scripts/compare_onnx_graphs.py` times for the same
+(`ONNXRUNTIME_GRAPH`) is the fastest under ONNX Runtime of those `lab/compare_onnx_graphs.py` times for the same
 weights, transformers' BERT exported by torch.onnx (TorchScript and dynamo) and rewritten by ONNX Runtime's
 transformer optimizer included. Its largest difference from ours at real positions (fill-mask: the masked ones) is
 printed.
@@ -32,8 +32,8 @@ allocations hide the other's. The loss of both models on the same batch, before 
 same function; ours runs its fast path (sparse prediction, unpadding) in that check.
 
 `--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
-load average at the start and the end, and every figure; `python scripts/make_report.py` renders the records under
-`results/speed/` into the README's and the docs' speed tables (`hf_bertscratch.reports`).
+load average at the start and the end, and every figure; `python -m lab.make_report` renders the records under
+`results/speed/` into the README's and the docs' speed tables (`lab.reports`).
 
 Usage:
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --repeats 5 \
@@ -153,7 +153,7 @@ class BenchmarkArguments:
         metadata={
             "help": "Write the run's record to this JSON file: the command, git commit, UTC date, package versions, "
             "CPU, threads, load average at the start and the end, and every measured case (results/speed/*.json "
-            "are what scripts/make_report.py renders)."
+            "are what lab/make_report.py renders)."
         },
     )
     output_markdown: str | None = field(default=None, metadata={"help": "Write the results table to this file."})
@@ -634,7 +634,7 @@ def _load_average_list() -> list[float]:
 
 # The command a record names: the script, whichever entry point (`bertscratch benchmark`, a test) ran the arguments.
 PROGRAM = "python scripts/benchmark.py"
-DECODE_PROGRAM = "python scripts/profile_decode.py"
+DECODE_PROGRAM = "python -m lab.profile_decode"
 # The checkout holding this package when it runs from a source tree (an editable install).
 REPOSITORY = Path(__file__).resolve().parents[1]
 # Distributions whose versions a record names; onnxruntime is added when it is a contender.
@@ -742,7 +742,7 @@ if __name__ == "__main__":
 
 @dataclass
 class DecodeProfileArguments:
-    """`scripts/profile_decode.py`: the MLM head's inference decoding alone (what `decode_tile`'s default was measured
+    """`lab/profile_decode.py`: the MLM head's inference decoding alone (what `decode_tile`'s default was measured
     with), one GEMM per run vs cache-sized tiles, into fresh memory vs the reused buffer."""
 
     num_threads: int = field(default=2, metadata={"help": "torch intra-op threads."})

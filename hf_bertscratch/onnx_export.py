@@ -269,7 +269,7 @@ class BertScratchOnnxEncoder(nn.Module):
     """`BertScratchEncoder` as traced for ONNX Runtime (`export_graph(optimize=True)`): the layers run on the rows
     of the real tokens only, and each layer's attention is one `com.microsoft.Attention` node.
 
-    Why each choice, measured under ONNX Runtime 1.32 on CPU (`scripts/compare_onnx_graphs.py`, docs/onnx.md):
+    Why each choice, measured under ONNX Runtime 1.32 on CPU (`lab/compare_onnx_graphs.py`, docs/onnx.md):
     - Attention: the projection, scores, softmax and context of all heads in one operator, in place of the
       Reshape/Transpose/Slice chain that splits the fused QKV product and the decomposed scaled dot product.
       ONNX Runtime's transformer optimizer cannot fuse it afterwards: its attention pattern wants three Q, K and V

@@ -355,7 +355,7 @@ class PretrainingArguments(GuardedTrainingArguments):
     num_train_epochs: float | None = field(
         default=None, metadata={"help": "Epochs to train when neither a time budget nor --max_steps ends the run."}
     )
-    # The small-budget recipe (README, "Pretraining recipe"): measured by scripts/sweep_pretraining.py.
+    # The small-budget recipe (README, "Pretraining recipe"): measured by lab/sweep_pretraining.py.
     per_device_train_batch_size: int = field(
         default=16, metadata={"help": "Blocks per process per step (16 x 2 processes: more steps in the budget)."}
     )

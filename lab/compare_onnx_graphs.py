@@ -10,7 +10,7 @@ graph's tokens/s per round is its median over `--repeats` calls, and its speed i
 export`'s in the same round (above 1: faster than ours).
 
 Usage:
-    python scripts/compare_onnx_graphs.py --preset mini --seq_len 128 --padding 0.3 --rounds 3
+    python -m lab.compare_onnx_graphs --preset mini --seq_len 128 --padding 0.3 --rounds 3
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from hf_bertscratch.run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
-PROGRAM = "python scripts/compare_onnx_graphs.py"
+PROGRAM = "python -m lab.compare_onnx_graphs"
 OURS = "bertscratch export"  # what `bertscratch export` writes: the graph every other is compared with
 # workload -> (task of our export, output read, submodule of either model that computes it: "" for the whole MLM)
 WORKLOADS: dict[str, tuple[str, str, str]] = {
@@ -119,7 +119,7 @@ class CompareArguments:
         metadata={
             "help": "Write the run's record here (command, commit, date, versions, CPU, load, every round's "
             "tokens/s and each graph's ratio to ours), e.g. results/onnx-graphs/encode-0.3.json; "
-            "`python scripts/make_report.py` renders the records into docs/onnx.md."
+            "`python -m lab.make_report` renders the records into docs/onnx.md."
         },
     )
 

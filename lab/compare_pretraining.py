@@ -1,7 +1,7 @@
 """Compare pretraining recipes (masked-LM, ELECTRA, masked-LM + the tasks' own text, the mini shape) at equal CPU
 time, by their fine-tuned scores on the task table (see hf_bertscratch/pretraining_comparison.py and --help)."""
 
-from hf_bertscratch.pretraining_comparison import main
+from lab.pretraining_comparison import main
 
 if __name__ == "__main__":
     main()

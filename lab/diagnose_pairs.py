@@ -11,7 +11,7 @@ For a pretrained folder and a pair task (STS-B, MRPC, RTE, ...) it measures, on 
 A finished run (its all_results.json) is read, not run again, so the command continues where it stopped. The record
 (`--output_json`) holds every number, the machine and the commit:
 
-    python scripts/diagnose_pairs.py --model runs/D --task stsb --data_dir ../shared/data --runs_dir runs/diag-stsb \\
+    python -m lab.diagnose_pairs --model runs/D --task stsb --data_dir ../shared/data --runs_dir runs/diag-stsb \\
         --variants before table cls mean --seeds 42 --output_json results/pairs-diagnosis/stsb.json
 """
 
@@ -270,7 +270,7 @@ def recorded_command(given: list[str]) -> str:
     for at, flag in enumerate(given[:-1]):
         if flag in PATH_FLAGS and os.path.isabs(given[at + 1]):
             given[at + 1] = os.path.relpath(given[at + 1], ROOT)
-    return "python scripts/diagnose_pairs.py " + shlex.join(given)
+    return "python -m lab.diagnose_pairs " + shlex.join(given)
 
 
 def print_summary(record: dict, metric: str) -> None:

@@ -1,6 +1,6 @@
-"""The position-start diagnostic loop behind README's table: see `python scripts/diagnose_position_init.py --help`."""
+"""The position-start diagnostic loop behind README's table: see `python -m lab.diagnose_position_init --help`."""
 
-from hf_bertscratch.diagnostics import main
+from lab.diagnostics import main
 
 if __name__ == "__main__":
     main()

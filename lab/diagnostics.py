@@ -3,13 +3,13 @@
 Also the plateau probe that the pretraining sweep shares (`neighbour_weight`).
 
 The exploratory loop behind the table in docs/design.md ("Position embeddings that start as sinusoids"),
-run as `scripts/diagnose_position_init.py`: this package's `BertScratchForMaskedLM` and transformers'
+run as `lab/diagnose_position_init.py`: this package's `BertScratchForMaskedLM` and transformers'
 `DataCollatorForLanguageModeling` in a plain PyTorch loop, with a probe every 100 steps on 64 held-out blocks:
 per-layer attention entropy, "neighbour attention" (the mean attention weight on the tokens just before and after;
 2/(T-1) when uniform), word and position embedding norms, and the held-out MLM loss. The table's rows are
-`bash scripts/record_position_init.sh` (each run's `--output_json` record in results/position-init/), that is:
+`bash lab/record_position_init.sh` (each run's `--output_json` record in results/position-init/), that is:
 
-    python scripts/diagnose_position_init.py --tokenizer TOK --train_file ../shared/data/imdb/train.csv.gz \\
+    python -m lab.diagnose_position_init --tokenizer TOK --train_file ../shared/data/imdb/train.csv.gz \\
         --lr 3e-3 --beta2 0.98 --stop 1200 [--posinit normal | --posinit normal --posscale 5 |
                                             --posinit sin --posscale 1 | 2.5 | 5 | 15]
 
@@ -34,10 +34,10 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
-from .configuration_bertscratch import PRESETS, BertScratchConfig
-from .modeling_bertscratch import BertScratchForMaskedLM, sinusoidal_table
+from hf_bertscratch.configuration_bertscratch import PRESETS, BertScratchConfig
+from hf_bertscratch.modeling_bertscratch import BertScratchForMaskedLM, sinusoidal_table
 
-PROGRAM = "python scripts/diagnose_position_init.py"
+PROGRAM = "python -m lab.diagnose_position_init"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -101,8 +101,8 @@ def packed_blocks(tok, train_file: str, seq: int, cache_dir: str) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run the loop (see the module docstring and `--help`); returns the probes, one per 100 steps."""
-    from .benchmark import RunStart, run_record
-    from .run_folder import write_text_atomically
+    from hf_bertscratch.benchmark import RunStart, run_record
+    from hf_bertscratch.run_folder import write_text_atomically
 
     argv = list(sys.argv[1:] if argv is None else argv)
     start = RunStart.now()

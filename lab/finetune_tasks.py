@@ -1,7 +1,7 @@
 """Fine-tune a pretrained checkpoint and the same model from scratch on the task table (see
 hf_bertscratch/task_runs.py and --help)."""
 
-from hf_bertscratch.task_runs import main
+from lab.task_runs import main
 
 if __name__ == "__main__":
     main()

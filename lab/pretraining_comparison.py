@@ -1,8 +1,8 @@
 """Compare pretraining recipes at equal CPU time, by what they give on the task table.
 
-    python scripts/compare_pretraining.py --runs_dir runs/pretraining-comparison [--minutes 60]
+    python -m lab.compare_pretraining --runs_dir runs/pretraining-comparison [--minutes 60]
 
-Every recipe is `scripts/reproduce_results.sh RUNS_DIR/<recipe>` with the recipe's settings (`RECIPES`): the same
+Every recipe is `lab/reproduce_results.sh RUNS_DIR/<recipe>` with the recipe's settings (`RECIPES`): the same
 text (the IMDB train reviews), the same minutes of pretraining on the same machine, then the pretrained model
 fine-tuned on the GLUE tasks and CoNLL-2003 with the task table's epochs, lengths, seeds and learning-rate choice on
 dev (`task_runs.RECIPES`); the from-scratch runs are the task table's and are not repeated here. The `mini` recipe
@@ -25,8 +25,10 @@ from argparse import RawDescriptionHelpFormatter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arguments import ArgumentParser, parse_args_or_json
-from .benchmark import RunStart, package_versions
+from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.benchmark import RunStart, package_versions
+from hf_bertscratch.run_folder import write_text_atomically
+
 from .results import (
     GLUE_AVERAGE,
     REFERENCES,
@@ -39,7 +41,6 @@ from .results import (
     stage_totals,
     task_rows,
 )
-from .run_folder import write_text_atomically
 from .task_runs import task_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,7 +270,7 @@ def comparison_record(args: ComparisonArguments, written: RunStart | None = None
     names = [name for name in RECIPES if (runs_dir / name / "pretrain" / "all_results.json").is_file()]
     written = written or RunStart.now()
     return {
-        "command": f"python scripts/compare_pretraining.py --minutes {args.minutes:g}"
+        "command": f"python -m lab.compare_pretraining --minutes {args.minutes:g}"
         + (" --smoke true" if args.smoke else ""),
         "commit": written.commit,
         "date": written.date,

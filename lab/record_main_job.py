@@ -1,9 +1,9 @@
 """Run README's main job and keep its record: `bertscratch pretrain --output_dir DIR [--seed S]`, timed end to end,
 with its peak memory, then the command, commit, date, versions, CPU and load (`hf_bertscratch.benchmark.run_record`)
-and the run's own `all_results.json` written to `results/main-job/seed-S.json`; `python scripts/make_report.py`
+and the run's own `all_results.json` written to `results/main-job/seed-S.json`; `python -m lab.make_report`
 renders README's main-job table from those records.
 
-    python scripts/record_main_job.py [--seed 42] [--output_dir runs/bert-tiny-wikitext2]
+    python -m lab.record_main_job [--seed 42] [--output_dir runs/bert-tiny-wikitext2]
 
 Run it on a machine with nothing else running: the budget is wall-clock time, so a shared CPU trains fewer tokens.
 """
@@ -22,7 +22,7 @@ from hf_bertscratch.benchmark import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = "python scripts/record_main_job.py"
+PROGRAM = "python -m lab.record_main_job"
 
 
 def main(argv: list[str] | None = None) -> Path:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The sentence-pair records of README's pairs table (results/pairs/), from the main job's own model:
 #   1. `bertscratch pretrain --output_dir RUNS/main-job` (README's first command, its defaults);
-#   2. STS-B, MRPC and RTE from it with scripts/diagnose_pairs.py: the no-learning answers, the task table's former
+#   2. STS-B, MRPC and RTE from it with lab/diagnose_pairs.py: the no-learning answers, the task table's former
 #      recipe (`table`), the defaults, and for STS-B the bi-encoder (`embedding`) and a SimCSE stage on STS-B's
 #      unlabelled train sentences;
 #   3. STS-B's bi-encoder again, from the SimCSE stage's folder; MRPC and RTE with the defaults from the STS-B
 #      cross-encoder's folder (intermediate-task transfer: its head dropped, its encoder kept).
 # Each finished run is read, not run again, so the command continues where it stopped:
-#   bash scripts/record_pairs.sh [RUNS_DIR]        (default runs/pairs; DATA_DIR as for reproduce_results.sh)
+#   bash lab/record_pairs.sh [RUNS_DIR]        (default runs/pairs; DATA_DIR as for reproduce_results.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-runs/pairs}
@@ -29,7 +29,7 @@ note="the model of \`bertscratch pretrain --output_dir D\` (README's main job, i
 diagnose() {  # TASK MODEL RECORD NOTE VARIANTS...
     local task=$1 model=$2 record=$3 model_note=$4
     shift 4
-    python scripts/diagnose_pairs.py --model "$model" --task "$task" --data_dir "$DATA_DIR" \
+    python -m lab.diagnose_pairs --model "$model" --task "$task" --data_dir "$DATA_DIR" \
         --runs_dir "$RUNS/$record" --variants "$@" --seeds $SEEDS --output_json "$OUT/$record.json" \
         --model_note "$model_note"
 }
@@ -43,4 +43,4 @@ for task in mrpc rte; do
     diagnose "$task" "$RUNS/stsb/defaults-seed42" "$task-from-stsb" \
         "the STS-B cross-encoder fine-tuned with the defaults (seed 42) from $note: its head dropped" defaults
 done
-python scripts/make_report.py --charts false
+python -m lab.make_report --charts false

@@ -3,9 +3,9 @@
 # load, every figure) into results/speed/, and make_report renders README's and docs/speed.md's speed tables and
 # docs/images/speed.png from the records.
 #
-#   bash scripts/record_speed.sh [inference|training|graphs|all]      # default all
-#   bash scripts/record_speed.sh sizes|bf16|compiled                  # docs/speed.md's other tables (results/speed-more/)
-#   bash scripts/record_speed.sh decoder                              # the MLM decoder alone (results/decoder/)
+#   bash lab/record_speed.sh [inference|training|graphs|all]      # default all
+#   bash lab/record_speed.sh sizes|bf16|compiled                  # docs/speed.md's other tables (results/speed-more/)
+#   bash lab/record_speed.sh decoder                              # the MLM decoder alone (results/decoder/)
 #
 # Run it on a machine with nothing else running; start it twice to see how far two runs agree (a second run of a
 # kind writes <kind>-2.json, a third <kind>-3.json, ...: earlier records are never overwritten). REPEATS=N changes
@@ -45,7 +45,7 @@ if [[ $WHAT == graphs || $WHAT == all ]]; then
     # every ONNX graph of the same weights under ONNX Runtime, as a ratio to `bertscratch export`'s
     for case in "encode 0.3" "encode 0" "infer 0.3"; do
         set -- $case
-        python scripts/compare_onnx_graphs.py --workload "$1" --padding "$2" --rounds "${ROUNDS:-3}" \
+        python -m lab.compare_onnx_graphs --workload "$1" --padding "$2" --rounds "${ROUNDS:-3}" \
             --output_json "$(next_record "$1-$2" onnx-graphs)"
     done
 fi
@@ -70,8 +70,8 @@ fi
 if [[ $WHAT == decoder ]]; then
     # the MLM head's decoding alone (4,096 x 256 -> 30,522), tiles vs one GEMM, fresh vs reused output, and ORT's Gemm
     for threads in 2 1; do
-        python scripts/profile_decode.py --num_threads "$threads" --onnxruntime true --repeats "${REPEATS:-6}" \
+        python -m lab.profile_decode --num_threads "$threads" --onnxruntime true --repeats "${REPEATS:-6}" \
             --output_json "$(next_record "threads-$threads" decoder)"
     done
 fi
-python scripts/make_report.py
+python -m lab.make_report

@@ -4,17 +4,17 @@
   the command, commit, date, machine, versions, load and every figure): rendered as the speed tables between
   `<!-- speed-table:start -->` and `<!-- speed-table:end -->` in README.md and docs/speed.md, and drawn as
   `docs/images/speed.png`;
-- `results/task_table.json` (`python scripts/results_table.py ... --record`): README's task table (between
+- `results/task_table.json` (`python -m lab.results_table ... --record`): README's task table (between
   `<!-- task-table:start -->` and `<!-- task-table:end -->`), drawn as `docs/images/task_table.png`;
-- `results/pretraining_comparison.json` (`python scripts/compare_pretraining.py ... --record`): README's comparison of
+- `results/pretraining_comparison.json` (`python -m lab.compare_pretraining ... --record`): README's comparison of
   pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
-- `results/main-job-tasks.json` (`MAIN_JOB=1 bash scripts/reproduce_results.sh`, then `results_table.py ... --record`):
+- `results/main-job-tasks.json` (`MAIN_JOB=1 bash lab/reproduce_results.sh`, then `results_table.py ... --record`):
   the task table of README's main job's own model, in docs/results.md (`<!-- main-job-tasks:start -->`).
 
 - the main-job, speed and task-table records together: README's opening paragraph (between `<!-- headline:start -->`
   and `<!-- headline:end -->`) and the figures table of docs/index.md (`<!-- headline-table:start -->`).
 
-`python scripts/make_report.py` writes them all; with `--check` it writes nothing and exits non-zero, naming each file
+`python -m lab.make_report` writes them all; with `--check` it writes nothing and exits non-zero, naming each file
 whose block differs from what the records give (charts are checked to exist, not compared).
 """
 
@@ -30,15 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.run_folder import write_text_atomically
+
 from .results import readme_block, replace_block
-from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
 SPEED_BLOCK = ("<!-- speed-table:start -->\n", "<!-- speed-table:end -->")
 SPEED_RECORDS = "results/speed"
-# Benchmark records of the other shapes, sizes, precisions and compiled runs (`scripts/record_speed.sh sizes|bf16|
+# Benchmark records of the other shapes, sizes, precisions and compiled runs (`lab/record_speed.sh sizes|bf16|
 # compiled`): docs/speed.md shows them in full, README's summary and the chart do not.
 MORE_SPEED_RECORDS = "results/speed-more"
 MORE_SPEED_BLOCK = ("<!-- speed-more:start -->\n", "<!-- speed-more:end -->")
@@ -49,7 +50,7 @@ TASK_TABLE_CHART = "docs/images/task_table.png"
 # The task table of README's main job's own model (WikiText-2, 8.5 minutes) against random weights.
 MAIN_JOB_TASKS_RECORD = "results/main-job-tasks.json"
 MAIN_JOB_TASKS_COMMAND = (
-    'MAIN_JOB=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash scripts/reproduce_results.sh runs/main-job-tasks'
+    'MAIN_JOB=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/main-job-tasks'
 )
 MAIN_JOB_TASKS_PAGE = "docs/results.md"
 MAIN_JOB_TASKS_BLOCK = ("<!-- main-job-tasks:start -->\n", "<!-- main-job-tasks:end -->")
@@ -75,7 +76,7 @@ GRAPH_PAGE = "docs/onnx.md"
 INT8_RECORDS = "results/int8"
 INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The headline figures: README's opening paragraph and the documentation home page's table.
-PAIRS_RECORDS = "results/pairs"  # `bash scripts/record_pairs.sh`: README's pairs table and headline
+PAIRS_RECORDS = "results/pairs"  # `bash lab/record_pairs.sh`: README's pairs table and headline
 PAIRS_DIAGNOSIS_RECORDS = "results/pairs-diagnosis"  # the diagnosis behind the defaults
 PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
 PAIRS_DIAGNOSIS_BLOCK = ("<!-- pairs-diagnosis:start -->\n", "<!-- pairs-diagnosis:end -->")
@@ -330,7 +331,7 @@ def no_speed_record(records_dir: str) -> str:
     """The speed block while `records_dir` holds no record."""
     return (
         f"No benchmark record in `{records_dir}/` yet: `python scripts/benchmark.py ... --output_json "
-        f"{records_dir}/NAME.json` writes one, and `python scripts/make_report.py` renders it here.\n"
+        f"{records_dir}/NAME.json` writes one, and `python -m lab.make_report` renders it here.\n"
     )
 
 
@@ -388,8 +389,9 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
     """int8's accuracy cost from `bertscratch evaluate-onnx` records (file name -> record): per task and split, the
     main metric from PyTorch, the fp32 and the int8 ONNX exports, int8 minus PyTorch, and how many predictions int8
     shares with PyTorch; then the records (and with `commands`, the commands that made them)."""
+    from hf_bertscratch.tasks import TASKS
+
     from .results import ROWS
-    from .tasks import TASKS
 
     if not records:
         return (
@@ -419,11 +421,11 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
 
 
 def render_main_job_table(records: dict[str, dict]) -> str:
-    """README's main-job table from `scripts/record_main_job.py` records (file name -> record): per seed the held-out
+    """README's main-job table from `lab/record_main_job.py` records (file name -> record): per seed the held-out
     masked-token accuracy and perplexity, training tokens, steps, end-to-end time and peak memory, then where each
     ran."""
     if not records:
-        return f"No record in `{MAIN_JOB_RECORDS}/` yet: `python scripts/record_main_job.py` writes one.\n"
+        return f"No record in `{MAIN_JOB_RECORDS}/` yet: `python -m lab.record_main_job` writes one.\n"
     lines = [
         "| seed | masked-token accuracy | perplexity | training tokens | steps | end to end | peak memory |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -441,16 +443,16 @@ def render_main_job_table(records: dict[str, dict]) -> str:
         f"{r['load_average']['start'][0]:.1f} at the start"
         for r in sorted(records.values(), key=lambda r: r["seed"])
     )
-    return "\n".join([*lines, "", f"`python scripts/record_main_job.py --seed S` ({ran}); records in "
+    return "\n".join([*lines, "", f"`python -m lab.record_main_job --seed S` ({ran}); records in "
                        f"`{MAIN_JOB_RECORDS}/`."]) + "\n"  # fmt: skip
 
 
 def render_decoder_table(records: dict[str, dict]) -> str:
-    """`scripts/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
+    """`lab/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
     variant, a column per record (its CPU and threads, grouped by CPU), each cell the median milliseconds; then each
     record's shape, command, machine, load, date and commit."""
     if not records:
-        return f"No record in `{DECODER_RECORDS}/` yet: `bash scripts/record_speed.sh decoder` writes them.\n"
+        return f"No record in `{DECODER_RECORDS}/` yet: `bash lab/record_speed.sh decoder` writes them.\n"
     records = dict(sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1]["arguments"]["num_threads"])))
     columns = []
     for record in records.values():
@@ -471,11 +473,11 @@ def render_decoder_table(records: dict[str, dict]) -> str:
 
 
 def render_position_table(records: dict[str, dict]) -> str:
-    """`scripts/diagnose_position_init.py --output_json` records (file name -> record) as docs/design.md's table: per
+    """`lab/diagnose_position_init.py --output_json` records (file name -> record) as docs/design.md's table: per
     start of the position embeddings, layer 1's neighbour attention and the held-out MLM loss at `POSITION_STEPS`
     (blank where a run stopped earlier), then the records and how they were made."""
     if not records:
-        return f"No record in `{POSITION_RECORDS}/` yet: `bash scripts/record_position_init.sh` writes them.\n"
+        return f"No record in `{POSITION_RECORDS}/` yet: `bash lab/record_position_init.sh` writes them.\n"
     steps = [f"step {step:,}" for step in POSITION_STEPS]
     lines = [
         "| position embeddings start as | flags | "
@@ -510,18 +512,18 @@ def render_position_table(records: dict[str, dict]) -> str:
     commands = " or ".join(f"`{c} --posinit P --posscale S ...`" for c in
                            sorted({r["command"].split(" --posinit")[0] for r in records.values()}))  # fmt: skip
     return "\n".join(
-        [*lines, "", f"Records: `{POSITION_RECORDS}/` ({where}), made by `bash scripts/record_position_init.sh`, "
+        [*lines, "", f"Records: `{POSITION_RECORDS}/` ({where}), made by `bash lab/record_position_init.sh`, "
          f"each {commands}."]
     ) + "\n"  # fmt: skip
 
 
 def render_sweep_tables(records: dict[str, dict]) -> str:
-    """`scripts/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
+    """`lab/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
     (`sweep.render_table`) and the command, machine, load, date and commit that made it."""
     from .sweep import render_table
 
     if not records:
-        return f"No record in `{SWEEP_RECORDS}/` yet: `python scripts/sweep_pretraining.py ... --record` writes one.\n"
+        return f"No record in `{SWEEP_RECORDS}/` yet: `python -m lab.sweep_pretraining ... --record` writes one.\n"
     parts = []
     for name, record in sorted(records.items(), key=lambda item: (item[1]["date"], item[0])):
         table = render_table(record["rows"], record["length"], record.get("unmeasured", ()))
@@ -543,11 +545,13 @@ def render_sweep_tables(records: dict[str, dict]) -> str:
 
 
 def render_graph_table(records: dict[str, dict]) -> str:
-    """`scripts/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
+    """`lab/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
     record (its workload and padding), each cell the graph's speed over `bertscratch export`'s, median (min-max) over
     the record's interleaved rounds; then each record's machine, load, date and commit."""
     if not records:
-        return f"No record in `{GRAPH_RECORDS}/` yet: `python scripts/compare_onnx_graphs.py ... --output_json` writes one.\n"
+        return (
+            f"No record in `{GRAPH_RECORDS}/` yet: `python -m lab.compare_onnx_graphs ... --output_json` writes one.\n"
+        )
     names = list(dict.fromkeys(name for record in records.values() for name in record["graphs"]))
     columns = [
         f"{WORKLOADS.get(r['arguments']['workload'], r['arguments']['workload'])}, {padding_label(r['arguments']['padding'])}"
@@ -587,7 +591,7 @@ def _pair_cell(values: list[float]) -> str:
 
 
 def render_pairs_table(record: dict) -> str:
-    """One pair diagnostic record (`scripts/diagnose_pairs.py`) as a table: the no-learning answers, then each
+    """One pair diagnostic record (`lab/diagnose_pairs.py`) as a table: the no-learning answers, then each
     fine-tuning variant's final dev score, mean ± sd over seeds, with the flags that made it."""
     metric = record["metric"]
     base = record["no_learning"]
@@ -621,7 +625,7 @@ def render_pairs_table(record: dict) -> str:
 
 
 def _no_pairs_record() -> str:
-    return f"No record yet: `python scripts/diagnose_pairs.py ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+    return f"No record yet: `python -m lab.diagnose_pairs ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
 
 
 def render_pairs_block(records: dict[str, dict]) -> str:
@@ -658,7 +662,7 @@ def _variant_mean(record: dict | None, variant: str, metric: str) -> str:
 def render_pairs_summary(records: dict[str, dict]) -> str:
     """README's table of the pair tasks: per task and metric, what no learning scores (constant answer, word overlap,
     the pretrained model's zero-shot cosine through a threshold fit on train) beside each fine-tuning recipe, mean ±
-    sd over seeds, from the records of `scripts/diagnose_pairs.py`."""
+    sd over seeds, from the records of `lab/diagnose_pairs.py`."""
     tasks = [task for task in PAIRS_SUMMARY_METRICS if f"{task}.json" in records]
     if not tasks:
         return _no_pairs_record()
@@ -681,7 +685,7 @@ def render_pairs_summary(records: dict[str, dict]) -> str:
     note = records[f"{tasks[0]}.json"].get("model_note") or records[f"{tasks[0]}.json"]["model"]
     lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; zero-shot cosine and word overlap "
               "classify through a threshold fit on the train split. Every run and curve is in "
-              f"`{PAIRS_RECORDS}/` (`bash scripts/record_pairs.sh`; [Results](docs/results.md#sentence-pairs-and-similarity)).",
+              f"`{PAIRS_RECORDS}/` (`bash lab/record_pairs.sh`; [Results](docs/results.md#sentence-pairs-and-similarity)).",
               ""]  # fmt: skip
     return "\n".join(lines)
 
@@ -955,7 +959,7 @@ def task_table_bars(record: dict) -> dict[str, dict[str, tuple[float, float, flo
 
 def draw_speed_chart(records: list[SpeedRecord], output_file: Path) -> Path:
     """`docs/images/speed.png`: ours/contender per workload and padding, median with min-max, a line at 1.0x."""
-    from .plotting import plot_grouped_bars
+    from hf_bertscratch.plotting import plot_grouped_bars
 
     return plot_grouped_bars(
         speed_bars(records),
@@ -971,7 +975,7 @@ def draw_speed_chart(records: list[SpeedRecord], output_file: Path) -> Path:
 def draw_task_table_chart(record: dict, output_file: Path) -> Path:
     """`docs/images/task_table.png`: each task row, fine-tuned from the pretrained and from random weights, mean
     with ± sd error bars over seeds; rows without values are left out."""
-    from .plotting import plot_grouped_bars
+    from hf_bertscratch.plotting import plot_grouped_bars
 
     return plot_grouped_bars(
         task_table_bars(record),
@@ -1014,13 +1018,13 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     comparison = _render_record(
         root / COMPARISON_RECORD,
         render_comparison,
-        f"`python scripts/compare_pretraining.py --record {COMPARISON_RECORD}`",
+        f"`python -m lab.compare_pretraining --record {COMPARISON_RECORD}`",
     )
     blocks.append(("README.md", COMPARISON_BLOCK, comparison))
     main_job_tasks = _render_record(
         root / MAIN_JOB_TASKS_RECORD,
         render_task_table,
-        f"`{MAIN_JOB_TASKS_COMMAND}`, then `python scripts/results_table.py runs/main-job-tasks --record "
+        f"`{MAIN_JOB_TASKS_COMMAND}`, then `python -m lab.results_table runs/main-job-tasks --record "
         f"{MAIN_JOB_TASKS_RECORD} --command '{MAIN_JOB_TASKS_COMMAND}'`",
     )
     blocks.append((MAIN_JOB_TASKS_PAGE, MAIN_JOB_TASKS_BLOCK, main_job_tasks))
@@ -1150,7 +1154,7 @@ def main(argv: list[str] | None = None) -> None:
         for problem in problems:
             print(problem, file=sys.stderr)
         if problems:
-            print("Run `python scripts/make_report.py` to render them from the records.", file=sys.stderr)
+            print("Run `python -m lab.make_report` to render them from the records.", file=sys.stderr)
             raise SystemExit(1)
         print("The generated tables match the records.")
         return

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the task table in README.md: what pretraining buys on each task BERT is fine-tuned for.
 #
-#   bash scripts/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
+#   bash lab/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
 #
 # Stages (each skipped when its all_results.json already exists, and continued from its last checkpoint-N when it
 # was interrupted, so the script can simply be started again):
@@ -9,18 +9,18 @@
 #      it, data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the
 #      README main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget)
 #      in 128-token blocks for PRETRAIN_MINUTES ("pretrain"): the best row of the equal-time comparison
-#      (scripts/compare_pretraining.py, recipe mini), with its settings. Optional stages after it:
+#      (lab/compare_pretraining.py, recipe mini), with its settings. Optional stages after it:
 #      LONG_MINUTES in 256-token blocks ("pretrain-long", as BERT did with 128 then 512), then TASK_TEXT_MINUTES on
 #      the unlabelled train text of TASK_TEXT's tasks ("pretrain-tasks", task-adaptive pretraining, by default with
 #      next-sentence prediction added, each task example a document so a pair's second text follows its first;
 #      TASK_TEXT_OBJECTIVE=mlm leaves NSP out); SIZE=tiny PRETRAIN_MINUTES=45 TASK_TEXT_MINUTES=15 is the
 #      comparison's mlm+tasks+nsp row. OBJECTIVE=electra trains replaced-token detection instead of masked-LM
 #      (after the masked-LM start of its first quarter, pretrain.py's default for a new ELECTRA model)
-#   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; scripts/finetune_tasks.py,
+#   2. fine-tune it on the task table (CoLA, SST-2, MRPC, STS-B, RTE, CoNLL-2003, IMDB; lab/finetune_tasks.py,
 #      whose RECIPES give epochs, lengths, seeds and the learning rates tried), choosing each task's learning rate
 #      on its dev set with the first seed, then running the other seeds at it
 #   3. the same for the same architecture and tokenizer from random weights (no pretraining), side by side with 2
-#   4. write RUNS_DIR/results.md from the all_results.json files (scripts/results_table.py)
+#   4. write RUNS_DIR/results.md from the all_results.json files (lab/results_table.py)
 # TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
 # MAIN_JOB=1 makes stage 1 README's main job itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
 # and 8.5-minute budget; the other stage-1 knobs do not apply), to see what the main job's own model buys on the task
@@ -53,7 +53,7 @@ TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' unlabell
 # Whose text: the fine-tuned tasks' (TASKS, default all: task_runs.RECIPES, in its order) but IMDB's, whose train
 # reviews are stage 1's text already.
 if [[ $TASK_TEXT_MINUTES != 0 && -z ${TASKS:-} && -z ${TASK_TEXT+set} ]]; then
-    ALL_TASKS=$(python -c 'from hf_bertscratch.task_runs import RECIPES; print(*RECIPES)')
+    ALL_TASKS=$(python -c 'from lab.task_runs import RECIPES; print(*RECIPES)')
 fi
 TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-${ALL_TASKS:-}}; do [[ $task == imdb ]] || echo -n "$task "; done)}
 if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
@@ -144,10 +144,10 @@ fi
 # 2-3. Fine-tuning on the task table (hf_bertscratch/task_runs.py): the pretrained weights and the same architecture
 # from random weights, PROCS runs at a time; per task and init the learning rate is chosen on dev with the first seed,
 # then the other seeds run at it.
-python scripts/finetune_tasks.py --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
+python -m lab.finetune_tasks --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
     --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} --inits $INITS \
     "${TASKS_EXTRA[@]}"
 
 # 4. The table.
-python scripts/results_table.py "$RUNS" --output "$RUNS/results.md"
+python -m lab.results_table "$RUNS" --output "$RUNS/results.md"
 echo "wrote $RUNS/results.md"

@@ -1,10 +1,10 @@
-"""Build the README task table from the run folders of `scripts/reproduce_results.sh`.
+"""Build the README task table from the run folders of `lab/reproduce_results.sh`.
 
 Each cell is read from the runs' `all_results.json` (and the pretraining stages' `config.json` and
 `trainer_state.json`), so every number carries how it was produced: the learning rate chosen on dev, seeds, steps,
 examples and wall time. Published scores (`REFERENCES`) follow in a second table, for scale.
 
-    python scripts/results_table.py runs/results --output runs/results/results.md
+    python -m lab.results_table runs/results --output runs/results/results.md
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arguments import ArgumentParser, parse_args_or_json
-from .run_folder import write_text_atomically
+from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.run_folder import write_text_atomically
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
 # its main metric; CoNLL-2003 is chosen on validation and reported on test, as NER papers do.
@@ -298,7 +298,7 @@ def render_task_table(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-DEFAULT_COMMAND = "bash scripts/reproduce_results.sh"
+DEFAULT_COMMAND = "bash lab/reproduce_results.sh"
 
 
 def results_table(runs_dir: str | Path, command: str = DEFAULT_COMMAND) -> str:

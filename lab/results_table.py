@@ -1,6 +1,6 @@
 """Write the fine-tuning results table from a reproduce_results.sh folder (see hf_bertscratch/results.py)."""
 
-from hf_bertscratch.results import main
+from lab.results import main
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """Compare pretraining recipes for the same wall-clock budget on the same data and machine.
 
-    python scripts/sweep_pretraining.py [--runs_dir runs/sweep] [--minutes 6] [--only NAME ...] [--seeds 0 ...]
-    python scripts/sweep_pretraining.py --max_steps 1800 --jobs 2 [--only NAME ...] [--seeds 42 1]
+    python -m lab.sweep_pretraining [--runs_dir runs/sweep] [--minutes 6] [--only NAME ...] [--seeds 0 ...]
+    python -m lab.sweep_pretraining --max_steps 1800 --jobs 2 [--only NAME ...] [--seeds 42 1]
 
 Every candidate is `bertscratch pretrain` with the shared budget (`--max_train_minutes`) and the package defaults
 plus the candidate's own arguments (`CANDIDATES`), so each row changes one thing from the default recipe. Each run is
@@ -45,13 +45,14 @@ from typing import Any
 
 import torch
 
-from .benchmark import RunStart, run_record
+from hf_bertscratch.benchmark import RunStart, run_record
+from hf_bertscratch.run_folder import write_text_atomically
+
 from .diagnostics import neighbour_weight
-from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
 
-PROGRAM = "python scripts/sweep_pretraining.py"
+PROGRAM = "python -m lab.sweep_pretraining"
 
 # name -> (arguments added to the default recipe, what the row tests). "default" is the recipe as shipped.
 CANDIDATES: dict[str, tuple[list[str], str]] = {
@@ -122,8 +123,8 @@ def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128)
     """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from .data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
-    from .pretraining import make_pack_function
+    from hf_bertscratch.data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
+    from hf_bertscratch.pretraining import make_pack_function
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForMaskedLM.from_pretrained(model_dir, attn_implementation="eager").base_model.eval()

@@ -1,6 +1,6 @@
-"""Compare pretraining recipes for the same wall-clock budget: see `python scripts/sweep_pretraining.py --help`."""
+"""Compare pretraining recipes for the same wall-clock budget: see `python -m lab.sweep_pretraining --help`."""
 
-from hf_bertscratch.sweep import main
+from lab.sweep import main
 
 if __name__ == "__main__":
     main()

@@ -6,7 +6,7 @@ seeds run at the chosen rate, two runs at a time by default (`--processes`), one
 is `scripts/finetune.py` in a folder `<task>-<init>-lr<lr>-seed<seed>`: a finished run (all_results.json) is
 skipped and an interrupted one continues from its last checkpoint, so the whole sweep can be started again.
 
-    python scripts/finetune_tasks.py --runs_dir runs/results --pretrained runs/results/pretrain-long
+    python -m lab.finetune_tasks --runs_dir runs/results --pretrained runs/results/pretrain-long
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arguments import ArgumentParser, parse_args_or_json
-from .tasks import TASKS
+from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.tasks import TASKS
 
 INITS = ("pretrained", "scratch")
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,10 +1,8 @@
 """No-learning baselines (`hf_bertscratch.baselines`), zero-shot cosines (`hf_bertscratch.similarity`) and the pair
-diagnostic that reports them (`scripts/diagnose_pairs.py`), each against a direct computation."""
+diagnostic that reports them (`lab/diagnose_pairs.py`), each against a direct computation."""
 
 from __future__ import annotations
 
-import importlib.util
-import random
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +23,6 @@ from hf_bertscratch.baselines import (
     word_overlaps,
 )
 from hf_bertscratch.similarity import encode, pair_cosines
-from hf_bertscratch.tasks import TASKS
 
 from conftest import CORPUS, tiny_config_kwargs
 
@@ -112,79 +109,6 @@ def test_batched_cosines_equal_each_text_encoded_alone(encoder_dir: Path) -> Non
     with torch.no_grad():
         direct = model(**tokenizer(firsts[0], return_tensors="pt")).last_hidden_state[0, 0].numpy()
     np.testing.assert_allclose(cls[0], direct, atol=1e-5)
-
-
-def _load_diagnostic():
-    spec = importlib.util.spec_from_file_location("diagnose_pairs", ROOT / "scripts" / "diagnose_pairs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_pair_diagnostic_reports_the_baselines_it_names(encoder_dir: Path) -> None:
-    diagnostic = _load_diagnostic()
-    rng = random.Random(0)
-    pairs = {
-        role: {
-            "first": [rng.choice(CORPUS) for _ in range(n)],
-            "second": [rng.choice(CORPUS) for _ in range(n)],
-            "labels": [round(rng.uniform(0, 5), 2) for _ in range(n)],
-        }
-        for role, n in (("train", 12), ("eval", 10))
-    }
-    result = diagnostic.no_learning(str(encoder_dir), TASKS["stsb"], pairs)
-    dev = pairs["eval"]
-    overlaps = [word_overlap(a, b) for a, b in zip(dev["first"], dev["second"])]
-    assert result["word_overlap"]["spearmanr"] == pytest.approx(spearmanr(overlaps, dev["labels"]).statistic, abs=1e-6)
-    model, tokenizer = AutoModel.from_pretrained(encoder_dir).eval(), BertTokenizer.from_pretrained(encoder_dir)
-    cosines = []
-    for a, b in zip(dev["first"], dev["second"]):
-        u, v = _alone(model, tokenizer, a), _alone(model, tokenizer, b)
-        cosines.append(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
-    assert len(result["zero_shot_mean_by_layer"]) == model.config.num_hidden_layers + 1
-    last = result["zero_shot_mean_by_layer"][-1]["spearmanr"]
-    assert last == pytest.approx(spearmanr(cosines, dev["labels"]).statistic, abs=1e-6)
-    assert result["constant"]["spearmanr"] == 0.0
-    joint = []  # the two texts' means inside the joint sequence, each pair alone
-    for a, b in zip(dev["first"], dev["second"]):
-        encoded = tokenizer(a, b, return_tensors="pt")
-        with torch.no_grad():
-            states = model(**encoded).last_hidden_state[0]
-        second = encoded["token_type_ids"][0].bool()
-        u, v = states[~second].mean(0).numpy(), states[second].mean(0).numpy()
-        joint.append(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
-    got = result["zero_shot_joint_segments"]["spearmanr"]
-    assert got == pytest.approx(spearmanr(joint, dev["labels"]).statistic, abs=1e-5)
-
-
-def test_pair_diagnostic_refuses_a_single_text_task() -> None:
-    with pytest.raises(SystemExit, match="not a sentence-pair task"):
-        _load_diagnostic().parse_args(["--model", "m", "--task", "sst2"])
-
-
-def test_pair_diagnostic_reads_class_names_as_class_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    """RTE's files hold class names: the diagnostic's baselines read them as the task's class ids."""
-    import datasets
-
-    diagnostic = _load_diagnostic()
-    split = datasets.Dataset.from_dict(
-        {"sentence1": ["a b", "c d"], "sentence2": ["a", "e"], "label": ["not_entailment", "entailment"]}
-    )
-    monkeypatch.setattr(diagnostic, "load_task_datasets", lambda *args: {"train": split, "eval": split})
-    pairs = diagnostic.load_pairs(TASKS["rte"], "rte", None)
-    assert pairs["eval"]["labels"] == [1, 0] and pairs["train"]["first"] == ["a b", "c d"]
-    assert constant_answer(pairs["train"]["labels"], pairs["eval"]["labels"], 2)["accuracy"] == 0.5
-
-
-def test_pair_record_names_paths_relative_to_the_repository_and_leaves_out_the_note() -> None:
-    command = _load_diagnostic().recorded_command(
-        ["--model", str(ROOT / "runs" / "D"), "--data_dir", str(ROOT.parent / "shared" / "data"), "--task", "stsb",
-         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"]
-    )  # fmt: skip
-    assert command == (
-        "python scripts/diagnose_pairs.py --model runs/D --data_dir ../shared/data --task stsb "
-        "--output_json results/pairs/stsb.json"
-    )
 
 
 def test_unigram_answer_scores_the_commonest_token_and_the_frequencies_entropy() -> None:

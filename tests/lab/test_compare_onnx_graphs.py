@@ -1,26 +1,22 @@
-"""`scripts/compare_onnx_graphs.py`: every graph is checked against PyTorch and timed, and `--output_json` writes a
-record that `hf_bertscratch.reports` renders into docs/onnx.md's table."""
+"""`lab/compare_onnx_graphs.py`: every graph is checked against PyTorch and timed, and `--output_json` writes a
+record that `lab.reports` renders into docs/onnx.md's table."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import reports
+from lab import reports
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("compare_onnx_graphs", ROOT / "scripts" / "compare_onnx_graphs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    from lab import compare_onnx_graphs
+
+    return compare_onnx_graphs
 
 
 def test_record_of_two_graphs_renders_as_their_ratio_to_ours(tmp_path: Path) -> None:
@@ -32,7 +28,7 @@ def test_record_of_two_graphs_renders_as_their_ratio_to_ours(tmp_path: Path) -> 
             "--graphs", "ours, optimize=False", "--num_threads", "1", "--output_json", str(path)]  # fmt: skip
     script.main(argv)
     record = json.loads(path.read_text())
-    assert record["command"] == "python scripts/compare_onnx_graphs.py " + " ".join(
+    assert record["command"] == "python -m lab.compare_onnx_graphs " + " ".join(
         f"'{a}'" if " " in a else a for a in argv
     )
     assert list(record["graphs"]) == [script.OURS, "ours, optimize=False"]  # ours first, always timed

@@ -1,4 +1,4 @@
-"""`scripts/diagnose_position_init.py` (the loop behind docs/design.md's position-start table) runs and probes on tiny data."""
+"""`lab/diagnose_position_init.py` (the loop behind docs/design.md's position-start table) runs and probes on tiny data."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import reports
+from lab import reports
 
 from conftest import CORPUS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("posinit", ["normal", "sin"])
@@ -30,7 +30,8 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
     done = subprocess.run(
         [
             sys.executable,
-            "scripts/diagnose_position_init.py",
+            "-m",
+            "lab.diagnose_position_init",
             "--tokenizer",
             str(tokenizer_dir),
             "--train_file",
@@ -66,7 +67,7 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
     assert all(0 < value < 1 for value in probe["nb"]) and 0 < probe["heldloss"] < 20
     assert (tmp_path / "cache" / "ids_16.npy").is_file()
     record = json.loads((tmp_path / "record.json").read_text())
-    assert record["command"].startswith("python scripts/diagnose_position_init.py --tokenizer")
+    assert record["command"].startswith("python -m lab.diagnose_position_init --tokenizer")
     assert [p["step"] for p in record["probes"]] == [100] and record["arguments"]["posinit"] == posinit
     assert {k: record["probes"][0][k] for k in probe} == probe  # the record holds what was printed
     # docs/design.md's table from it: its row at step 600, which this short run never reached, stays blank

@@ -1,4 +1,4 @@
-"""The equal-time comparison of pretraining recipes (`hf_bertscratch.pretraining_comparison`): each recipe's
+"""The equal-time comparison of pretraining recipes (`lab.pretraining_comparison`): each recipe's
 settings for reproduce_results.sh, the table built from run folders, the choice of the mini shape's objective, and
 a smoke run of three recipes end to end (ELECTRA, and masked-LM continued on the tasks' own text without and with
 next-sentence prediction)."""
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_bertscratch import benchmark, task_runs
-from hf_bertscratch import pretraining_comparison as comparison
-from hf_bertscratch.results import REFERENCES
+from hf_bertscratch import benchmark
+from lab import pretraining_comparison as comparison
+from lab import task_runs
+from lab.results import REFERENCES
 
 from test_results import _fake_data_dir, _write_run
 
@@ -48,14 +49,14 @@ def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model
 
 
 def test_reproduce_results_defaults_are_the_recorded_comparisons_best_row() -> None:
-    """README and docs say scripts/reproduce_results.sh takes the best row of the recorded comparison by default: its
+    """README and docs say lab/reproduce_results.sh takes the best row of the recorded comparison by default: its
     defaults are that row's settings (every row names the size and objectives, so none leans on the defaults)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     record = json.loads((root / "results" / "pretraining_comparison.json").read_text(encoding="utf-8"))
     best = max((row for row in record["rows"] if comparison.glue_complete(row)), key=lambda row: row["glue_average"])
     objective = {"MLM": "mlm", "ELECTRA": "electra"}[best["objective"]]
     wanted = comparison.recipe_environment(comparison.RECIPES[best["recipe"]], record["minutes"], objective)
-    script = (root / "scripts" / "reproduce_results.sh").read_text(encoding="utf-8")
+    script = (root / "lab" / "reproduce_results.sh").read_text(encoding="utf-8")
     defaults = dict(re.findall(r"^(\w+)=\$\{\1:-([^}$]*)\}", script, flags=re.MULTILINE))
     for name in ("SIZE", "OBJECTIVE", "PRETRAIN_MINUTES", "LONG_MINUTES", "TASK_TEXT_MINUTES"):
         assert (name, defaults.get(name)) == (name, wanted[name])

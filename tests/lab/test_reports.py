@@ -1,5 +1,5 @@
 """Records and what is rendered from them: the benchmark's `--output_json` record, the speed tables and charts of
-`hf_bertscratch.reports`, `scripts/make_report.py --check`, and the committed pages against the committed records."""
+`lab.reports`, `lab/make_report.py --check`, and the committed pages against the committed records."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ import transformers
 from matplotlib.image import imread
 
 import hf_bertscratch
-from hf_bertscratch import benchmark, pretraining_comparison, reports, results
+from hf_bertscratch import benchmark
 from hf_bertscratch.hardware import cpu_model
+from lab import pretraining_comparison, reports, results
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The tiniest real benchmark run with two paddings, the training step and inference (no memory probe, one thread).
 TINY_RUN = [
     "--presets",
@@ -308,7 +309,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
     task_table = json.loads((root / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     assert reports.readme_block(readme, results.README_BLOCK) == results.render_task_table(task_table)
     no_comparison = reports.readme_block(readme, pretraining_comparison.README_BLOCK)
-    assert no_comparison.startswith("No record yet: `python scripts/compare_pretraining.py --record results/")
+    assert no_comparison.startswith("No record yet: `python -m lab.compare_pretraining --record results/")
     for page, chart in reports.SPEED_PAGES.items():
         text = (root / page).read_text(encoding="utf-8")
         assert text.endswith("-->\n\nafter\n") and "before\n\n## Speed\n\n" in text
@@ -402,7 +403,7 @@ def test_speed_chart_draws_every_ratio_of_the_table(record: dict, tmp_path: Path
 
 # ------------------------------------------------------------------------------------------ the committed pages
 def test_committed_speed_blocks_and_charts_are_what_the_committed_records_give() -> None:
-    """README.md's and docs/speed.md's speed blocks are what `scripts/make_report.py` renders from results/speed/,
+    """README.md's and docs/speed.md's speed blocks are what `lab/make_report.py` renders from results/speed/,
     and every chart the records give is committed."""
     assert reports.check_report(ROOT) == []
 
@@ -523,14 +524,14 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
 def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> None:
     committed = json.loads((ROOT / reports.SWEEP_RECORDS / "electra-8.5min.json").read_text(encoding="utf-8"))
     older = copy.deepcopy(committed)
-    older.update(date="2026-01-01T00:00:00+00:00", commit=None, command="python scripts/sweep_pretraining.py --x")
+    older.update(date="2026-01-01T00:00:00+00:00", commit=None, command="python -m lab.sweep_pretraining --x")
     older["rows"] = older["rows"][:1]
     text = reports.render_sweep_tables({"z-old.json": older, "a-new.json": committed})
     assert text.index("`results/sweeps/z-old.json`") < text.index("`results/sweeps/a-new.json`")  # by date
     for row in committed["rows"]:
         line = next(line for line in text.splitlines() if line.startswith(f"| {row['name']} | "))
         assert f"| {100 * row['eval_accuracy']:.1f}% | {row['eval_mlm_loss']:.3f} |" in line
-    assert "`python scripts/sweep_pretraining.py --x` on " in text and "2026-01-01, commit unknown" in text
+    assert "`python -m lab.sweep_pretraining --x` on " in text and "2026-01-01, commit unknown" in text
     assert reports.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
 
 
@@ -554,9 +555,9 @@ def test_sweeps_written_down_before_records_render_blank_unmeasured_cells_their_
 
 
 def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_reads(tmp_path: Path) -> None:
-    """Every benchmark command of scripts/record_speed.sh parses (the arguments' own checks included) and writes its
+    """Every benchmark command of lab/record_speed.sh parses (the arguments' own checks included) and writes its
     record into a folder the report renders; a shape it names is a case the benchmark runs."""
-    script = (ROOT / "scripts" / "record_speed.sh").read_text(encoding="utf-8").replace("\\\n", " ")
+    script = (ROOT / "lab" / "record_speed.sh").read_text(encoding="utf-8").replace("\\\n", " ")
     commands = [line.split("python scripts/benchmark.py", 1)[1] for line in script.splitlines()
                 if "python scripts/benchmark.py" in line]  # fmt: skip
     assert len(commands) == 6
@@ -582,7 +583,7 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
             printed = benchmark.profile_decode_main(argv)
             record = json.loads(paths[count].read_text(encoding="utf-8"))
             assert record["milliseconds"] == printed and record["arguments"]["num_threads"] == count
-            assert record["command"] == "python scripts/profile_decode.py " + shlex.join(argv)
+            assert record["command"] == "python -m lab.profile_decode " + shlex.join(argv)
     finally:
         torch.set_num_threads(threads)
     records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
@@ -609,7 +610,7 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
 
 def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -> None:
     record = {
-        "command": "python scripts/diagnose_pairs.py --model D --task stsb",
+        "command": "python -m lab.diagnose_pairs --model D --task stsb",
         "model": "D",
         "model_note": "the 9-minute model",
         "task": "stsb",

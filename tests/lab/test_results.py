@@ -1,6 +1,6 @@
-"""The task table: `scripts/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
-files' formats, the table `hf_bertscratch.results` builds from run folders, and the fine-tuning commands of
-`hf_bertscratch.task_runs`."""
+"""The task table: `lab/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
+files' formats, the table `lab.results` builds from run folders, and the fine-tuning commands of
+`lab.task_runs`."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import BertScratchConfig, finetuning, results, task_runs
+from hf_bertscratch import BertScratchConfig, finetuning
 from hf_bertscratch.tasks import TASKS
+from lab import results, task_runs
 
 from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POSITIVE = "great wonderful moving brilliant fine superb charming".split()
 NEGATIVE = "awful boring dull terrible weak clumsy tedious".split()
 FILLER = "the film movie story actor plot scene it was and a of to in this with its".split()
@@ -104,7 +105,7 @@ def _run_script(runs: Path, data: Path, tasks: tuple[str, ...], **knobs: str) ->
         **knobs,
     }
     return subprocess.run(
-        ["bash", "scripts/reproduce_results.sh", str(runs)],
+        ["bash", "lab/reproduce_results.sh", str(runs)],
         cwd=ROOT,
         env=env,
         text=True,
@@ -443,8 +444,8 @@ def test_record_renders_the_same_table_and_fills_the_readme_block(tmp_path: Path
     table = results.readme_block(readme.read_text())
     assert readme.read_text().startswith("# title\n") and readme.read_text().endswith("-->\nafter\n")
     assert table == results.render_task_table(json.loads(record.read_text())) != results.results_table(runs)
-    assert table.replace("`bash x.sh`", "`bash scripts/reproduce_results.sh`") == results.render_task_table(
-        results.task_table_record(runs, "bash scripts/reproduce_results.sh")
+    assert table.replace("`bash x.sh`", "`bash lab/reproduce_results.sh`") == results.render_task_table(
+        results.task_table_record(runs, "bash lab/reproduce_results.sh")
     )
     assert "Made by `bash x.sh`: 2 fine-tuning runs, 2 min" in table  # 60 s each
     assert _task_table(table)["RTE accuracy (dev)"][:3] == ["70.0", "60.0", "+10.0"]
@@ -453,7 +454,7 @@ def test_record_renders_the_same_table_and_fills_the_readme_block(tmp_path: Path
 
 
 def test_readme_task_table_is_rendered_from_the_committed_record() -> None:
-    """README's task table is what `scripts/results_table.py --from_record results/task_table.json` prints."""
+    """README's task table is what `lab/results_table.py --from_record results/task_table.json` prints."""
     record = json.loads((ROOT / "results" / "task_table.json").read_text(encoding="utf-8"))
     assert results.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == results.render_task_table(record)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import sweep
+from lab import sweep
 
 
 def test_plateau_exit_is_the_first_logged_loss_below_the_threshold() -> None:
@@ -158,7 +158,7 @@ def test_electra_rows_give_the_discriminator_accuracy_beside_always_original(
     sweep.main([*argv, "--record", str(record_path)])
     record = json.loads(record_path.read_text())
     assert record == json.loads((tmp_path / "sweep.json").read_text())  # the runs folder keeps the same record
-    assert record["command"].startswith("python scripts/sweep_pretraining.py --runs_dir ")
+    assert record["command"].startswith("python -m lab.sweep_pretraining --runs_dir ")
     assert record["arguments"]["minutes"] == 2 and record["length"] == "Budget 2 min of training"
     assert [row["name"] for row in record["rows"]] == ["default", "electra-weight-10"]
     assert record["rows"][1]["discriminator_accuracy"] == 0.9 and record["cpu"] and record["date"]
