@@ -71,7 +71,6 @@ from .run_folder import (
     GuardedTrainingArguments,
     check_output_dir,
     finish_run,
-    ready_subfolder,
     resolve_checkpoint,
 )
 from .tasks import TASKS, task_texts
@@ -1204,8 +1203,6 @@ def save_outputs(
         plot_training_curves(staging)  # titled with the output_dir's name, not the staging folder's
         kind = "discriminator" if model_args.objective == "electra" else "pretrained"
         write_model_card(staging, kind, _card_info(trainer, metrics, model_args, data_args))
-        if (staging / GENERATOR_FOLDER).is_dir():
-            ready_subfolder(staging / GENERATOR_FOLDER, Path(trainer.args.output_dir))
 
     finish_run(trainer, write_reports)
 

@@ -184,7 +184,10 @@ def _answers_problem(question: object, context: object, answers: object, require
     if len(texts) != len(starts):
         return f"answers has {len(texts)} texts but {len(starts)} answer_start values: {answers!r:.200}"
     if not texts and require_answer:
-        return "has no answer; training examples need one (pass require_answer=False to allow unanswered ones)"
+        return (
+            "has no answer; every example trained on or scored needs one (SQuAD v1.1's metric scores against the "
+            "gold answers)"
+        )
     for i, (text, start) in enumerate(zip(texts, starts)):
         problem = _answer_problem(context, text, start)
         if problem is not None:

@@ -153,25 +153,20 @@ def final_path(path: str | Path) -> Path:
 
 
 def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[str] = ("README.md",)) -> None:
-    """Move every file of `staging` into `output_dir` with the usual permissions, the `last` names last and in their
-    order, then remove `staging`: a folder holding its `last` files (the model card) is complete."""
+    """Move every file and folder of `staging` into `output_dir` with the usual permissions, the `last` names last
+    and in their order, then remove `staging`: a folder holding its `last` files (the model card) is complete. A
+    folder of the same name an earlier run left in `output_dir` (--overwrite_output_dir) is replaced, as a folder
+    cannot be renamed over a non-empty one."""
     staging, output_dir = Path(staging), Path(output_dir)
     last = tuple(last)
     for path in sorted(staging.iterdir(), key=lambda p: last.index(p.name) if p.name in last else -1):
-        if path.is_file():
-            grant_usual_permissions(path)
+        for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+            if item.is_file():
+                grant_usual_permissions(item)
+        if path.is_dir():
+            shutil.rmtree(output_dir / path.name, ignore_errors=True)
         os.replace(path, output_dir / path.name)
     staging.rmdir()
-
-
-def ready_subfolder(folder: Path, output_dir: Path) -> None:
-    """Ready a folder of the staging folder for `publish_folder`, which moves folders as they are: its files get the
-    usual permissions, and the folder of that name an earlier run left in `output_dir` (--overwrite_output_dir) goes,
-    as a folder cannot be renamed over a non-empty one."""
-    for path in folder.rglob("*"):
-        if path.is_file():
-            grant_usual_permissions(path)
-    shutil.rmtree(output_dir / folder.name, ignore_errors=True)
 
 
 def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
@@ -200,7 +195,6 @@ __all__ = [
     "finish_run",
     "grant_usual_permissions",
     "publish_folder",
-    "ready_subfolder",
     "resolve_checkpoint",
     "staged_folder",
     "write_text_atomically",

@@ -367,8 +367,8 @@ class QuestionAnsweringShape:
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         from .question_answering import check_answers
 
-        for role, split in raw.items():
-            check_answers(split, split_name=role, **self._columns())
+        for role, split in raw.items():  # every split is trained on or scored, and SQuAD scores need an answer
+            check_answers(split, split_name=role, require_answer=True, **self._columns())
 
     def config_updates(self) -> dict:
         return {"num_labels": 2}

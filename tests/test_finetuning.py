@@ -755,6 +755,21 @@ def _answer_not_in_context(tmp_path: Path) -> list[str]:
     return _own_jsonl(tmp_path, [row], "--task_type", "question-answering", *columns, *windows)
 
 
+def _unanswered_dev_question(tmp_path: Path) -> list[str]:
+    """A dev question without a gold answer: SQuAD's metric cannot score it, so the run stops before training."""
+    answered = {
+        "question": "what is big ?",
+        "context": "paris is big .",
+        "answers": {"text": ["paris"], "answer_start": [0]},
+    }
+    unanswered = {**answered, "answers": {"text": [], "answer_start": []}}
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    train.write_text(json.dumps(answered) + "\n", encoding="utf-8")
+    dev.write_text(json.dumps(unanswered) + "\n", encoding="utf-8")
+    windows = ["--max_seq_length", "48", "--doc_stride", "16"]
+    return ["--train_file", str(train), "--validation_file", str(dev), "--task_type", "question-answering", *windows]
+
+
 def _class_names_for_regression(tmp_path: Path) -> list[str]:
     path = write_csv(tmp_path / "data.csv", [("the cat", "high"), ("the dog", "low")])
     return ["--task_type", "regression", "--train_file", str(path), "--validation_file", str(path)]
@@ -781,6 +796,10 @@ def _no_validation_split(tmp_path: Path) -> list[str]:
             _answer_not_in_context,
             r"example 'train-0'.*text 'london' is not at answer_start=0: the context reads 'madrid'",
         ),
+        (
+            _unanswered_dev_question,
+            r"eval example 'eval-0' \(row 0\): has no answer; every example trained on or scored",
+        ),
         (_class_names_for_regression, r"regression task needs numeric labels.*\['high', 'low'\].*classification"),
         (_scores_for_classification, r"numbers such as \[0.5, 3.25\]: a classification task needs class ids or names"),
         (_no_validation_split, r"no validation split to evaluate on \(its splits: \['train'\]\).*--validation_file"),
@@ -793,6 +812,7 @@ def _no_validation_split(tmp_path: Path) -> list[str]:
         "tags-length",
         "unknown-tag",
         "answer-not-in-context",
+        "unanswered-dev-question",
         "regression-classes",
         "float-classes",
         "no-dev",

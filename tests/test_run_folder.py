@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from hf_bertscratch import run_folder
-from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run
+from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run, publish_folder
 
 
 class _Trainer:
@@ -74,3 +74,18 @@ def test_only_the_main_process_writes_reports(tmp_path: Path) -> None:
 def test_log_lines_name_where_a_staged_file_ends_up(tmp_path: Path) -> None:
     assert final_path(tmp_path / "run" / STAGING / "loss_curve.png") == tmp_path / "run" / "loss_curve.png"
     assert final_path(tmp_path / "run" / "loss_curve.png") == tmp_path / "run" / "loss_curve.png"
+
+
+def test_publishing_replaces_a_subfolder_an_earlier_run_left(tmp_path: Path) -> None:
+    """A rerun with --overwrite_output_dir of a run that writes a subfolder (sentence-transformers' 1_Pooling, an
+    ELECTRA generator) moves the new one in over the old, which is not empty."""
+    output_dir, staging = tmp_path / "run", tmp_path / "run" / STAGING
+    (output_dir / "1_Pooling").mkdir(parents=True)
+    (output_dir / "1_Pooling" / "config.json").write_text("old")
+    (output_dir / "1_Pooling" / "stale.txt").write_text("old")
+    (staging / "1_Pooling").mkdir(parents=True)
+    (staging / "1_Pooling" / "config.json").write_text("new")
+    (staging / "README.md").write_text("card")
+    publish_folder(staging, output_dir)
+    assert sorted(p.name for p in (output_dir / "1_Pooling").iterdir()) == ["config.json"]
+    assert (output_dir / "1_Pooling" / "config.json").read_text() == "new" and not staging.exists()
