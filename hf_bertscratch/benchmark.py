@@ -689,7 +689,7 @@ def run_record(program: str, argv: list[str], arguments: object, start: RunStart
     """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
     cores, threads, load average at the start and the end, and the parsed arguments (a dataclass or a mapping)."""
     return {
-        "command": f"{program} {shlex.join(argv)}".strip(),
+        "command": f"{program} {shlex.join(portable_paths(argv))}".strip(),
         "commit": start.commit,
         "date": start.date,
         "versions": package_versions(onnxruntime),
@@ -697,9 +697,26 @@ def run_record(program: str, argv: list[str], arguments: object, start: RunStart
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "load_average": {"start": start.load_average, "end": _load_average_list()},
-        "arguments": asdict(arguments) if is_dataclass(arguments) else dict(arguments),
+        "arguments": {
+            name: portable_paths([value])[0] if isinstance(value, str) else value
+            for name, value in (asdict(arguments) if is_dataclass(arguments) else dict(arguments)).items()
+        },
         "environment": environment_line(),
     }
+
+
+def portable_paths(values: list[str]) -> list[str]:
+    """`values` with each absolute path under the parent of the current folder written relative to the current folder
+    (the repository, for the lab's records): a record names `runs/x` or `../shared/data`, not the machine that made it.
+    """
+    here = Path.cwd()
+    portable = []
+    for value in values:
+        path = Path(value)
+        if path.is_absolute() and path.is_relative_to(here.parent):
+            value = os.path.relpath(path, here)
+        portable.append(value)
+    return portable
 
 
 def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[CaseResult], start: RunStart) -> dict:

@@ -81,7 +81,7 @@ logger = logging.getLogger(__name__)
 OBJECTIVES = ("mlm", "mlm_nsp", "electra")
 # Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
 PACKED_OBJECTIVES = ("mlm", "electra")
-# Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README main job's budget
+# Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
 # (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
 DEFAULT_BUDGET_MINUTES = 8.5
 # Training tokens per second of the default recipe (README's quick start: the tiny model, 128-token blocks, two

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sentence-pair records of README's pairs table (results/pairs/), from the main job's own model:
-#   1. `bertscratch pretrain --output_dir RUNS/main-job` (README's first command, its defaults);
+# The sentence-pair records of README's pairs table (results/pairs/), from the quick start's own model:
+#   1. `bertscratch pretrain --output_dir RUNS/quick-start` (README's first command, its defaults);
 #   2. STS-B, MRPC and RTE from it with lab/diagnose_pairs.py: the no-learning answers, the task table's former
 #      recipe (`table`), the defaults, and for STS-B the bi-encoder (`embedding`) and a SimCSE stage on STS-B's
 #      unlabelled train sentences;
@@ -17,14 +17,14 @@ OUT=results/pairs
 export HF_HUB_OFFLINE=1
 mkdir -p "$RUNS" "$OUT"
 
-if [ ! -f "$RUNS/main-job/all_results.json" ]; then
+if [ ! -f "$RUNS/quick-start/all_results.json" ]; then
     resume=()
-    if compgen -G "$RUNS/main-job/checkpoint-*" > /dev/null; then resume=(--resume_from_checkpoint true); fi
-    bertscratch pretrain --output_dir "$RUNS/main-job" "${resume[@]}"
+    if compgen -G "$RUNS/quick-start/checkpoint-*" > /dev/null; then resume=(--resume_from_checkpoint true); fi
+    bertscratch pretrain --output_dir "$RUNS/quick-start" "${resume[@]}"
 fi
-accuracy=$(python -c "import json; print(f\"{100 * json.load(open('$RUNS/main-job/all_results.json'))['eval_accuracy']:.1f}\")")
+accuracy=$(python -c "import json; print(f\"{100 * json.load(open('$RUNS/quick-start/all_results.json'))['eval_accuracy']:.1f}\")")
 commit=$(git describe --always --dirty)
-note="the model of \`bertscratch pretrain --output_dir D\` (README's main job, its defaults: WikiText-2, ${accuracy}% masked-token accuracy), commit ${commit}"
+note="the model of \`bertscratch pretrain --output_dir D\` (README's quick start, its defaults: WikiText-2, ${accuracy}% masked-token accuracy), commit ${commit}"
 
 diagnose() {  # TASK MODEL RECORD NOTE VARIANTS...
     local task=$1 model=$2 record=$3 model_note=$4
@@ -34,12 +34,12 @@ diagnose() {  # TASK MODEL RECORD NOTE VARIANTS...
         --model_note "$model_note"
 }
 
-diagnose stsb "$RUNS/main-job" stsb "$note" table defaults embedding
-SEEDS=42 diagnose stsb "$RUNS/main-job" stsb-simcse "$note" simcse
+diagnose stsb "$RUNS/quick-start" stsb "$note" table defaults embedding
+SEEDS=42 diagnose stsb "$RUNS/quick-start" stsb-simcse "$note" simcse
 SEEDS=42 diagnose stsb "$RUNS/stsb-simcse/simcse-seed42" stsb-after-simcse \
     "the SimCSE stage on STS-B's unlabelled train sentences, from $note" embedding
 for task in mrpc rte; do
-    diagnose "$task" "$RUNS/main-job" "$task" "$note" table defaults
+    diagnose "$task" "$RUNS/quick-start" "$task" "$note" table defaults
     diagnose "$task" "$RUNS/stsb/defaults-seed42" "$task-from-stsb" \
         "the STS-B cross-encoder fine-tuned with the defaults (seed 42) from $note: its head dropped" defaults
 done

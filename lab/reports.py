@@ -8,10 +8,10 @@
   `<!-- task-table:start -->` and `<!-- task-table:end -->`), drawn as `docs/images/task_table.png`;
 - `results/pretraining_comparison.json` (`python -m lab.compare_pretraining ... --record`): README's comparison of
   pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
-- `results/main-job-tasks.json` (`MAIN_JOB=1 bash lab/reproduce_results.sh`, then `results_table.py ... --record`):
-  the task table of README's main job's own model, in docs/results.md (`<!-- main-job-tasks:start -->`).
+- `results/quick-start-tasks.json` (`QUICK_START=1 bash lab/reproduce_results.sh`, then `results_table.py ... --record`):
+  the task table of README's quick start's own model, in docs/results.md (`<!-- quick-start-tasks:start -->`).
 
-- the main-job, speed and task-table records together: README's opening paragraph (between `<!-- headline:start -->`
+- the quick-start, speed and task-table records together: README's opening paragraph (between `<!-- headline:start -->`
   and `<!-- headline:end -->`) and the figures table of docs/index.md (`<!-- headline-table:start -->`).
 
 `python -m lab.make_report` writes them all; with `--check` it writes nothing and exits non-zero, naming each file
@@ -47,17 +47,17 @@ MORE_SPEED_PAGE = "docs/speed.md"
 SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
 TASK_TABLE_CHART = "docs/images/task_table.png"
-# The task table of README's main job's own model (WikiText-2, 8.5 minutes) against random weights.
-MAIN_JOB_TASKS_RECORD = "results/main-job-tasks.json"
-MAIN_JOB_TASKS_COMMAND = (
-    'MAIN_JOB=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/main-job-tasks'
+# The task table of README's quick start's own model (WikiText-2, 8.5 minutes) against random weights.
+QUICK_START_TASKS_RECORD = "results/quick-start-tasks.json"
+QUICK_START_TASKS_COMMAND = (
+    'QUICK_START=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/quick-start-tasks'
 )
-MAIN_JOB_TASKS_PAGE = "docs/results.md"
-MAIN_JOB_TASKS_BLOCK = ("<!-- main-job-tasks:start -->\n", "<!-- main-job-tasks:end -->")
+QUICK_START_TASKS_PAGE = "docs/results.md"
+QUICK_START_TASKS_BLOCK = ("<!-- quick-start-tasks:start -->\n", "<!-- quick-start-tasks:end -->")
 COMPARISON_RECORD = "results/pretraining_comparison.json"
-MAIN_JOB_RECORDS = "results/main-job"
-MAIN_JOB_BLOCK = ("<!-- main-job:start -->\n", "<!-- main-job:end -->")
-MAIN_JOB_PAGES = ("README.md", "docs/pretraining.md")
+QUICK_START_RECORDS = "results/quick-start"
+QUICK_START_BLOCK = ("<!-- quick-start:start -->\n", "<!-- quick-start:end -->")
+QUICK_START_PAGES = ("README.md", "docs/pretraining.md")
 DECODER_RECORDS = "results/decoder"
 DECODER_BLOCK = ("<!-- decoder-profile:start -->\n", "<!-- decoder-profile:end -->")
 DECODER_PAGE = "docs/speed.md"
@@ -420,12 +420,12 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
     return "\n".join([*lines, "", f"Records: {sources}" + (f", made by {made}." if commands else ".")]) + "\n"
 
 
-def render_main_job_table(records: dict[str, dict]) -> str:
-    """README's main-job table from `lab/record_main_job.py` records (file name -> record): per seed the held-out
+def render_quick_start_table(records: dict[str, dict]) -> str:
+    """README's quick-start table from `lab/record_quick_start.py` records (file name -> record): per seed the held-out
     masked-token accuracy and perplexity, training tokens, steps, end-to-end time and peak memory, then where each
     ran."""
     if not records:
-        return f"No record in `{MAIN_JOB_RECORDS}/` yet: `python -m lab.record_main_job` writes one.\n"
+        return f"No record in `{QUICK_START_RECORDS}/` yet: `python -m lab.record_quick_start` writes one.\n"
     lines = [
         "| seed | masked-token accuracy | perplexity | training tokens | steps | end to end | peak memory |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -443,8 +443,8 @@ def render_main_job_table(records: dict[str, dict]) -> str:
         f"{r['load_average']['start'][0]:.1f} at the start"
         for r in sorted(records.values(), key=lambda r: r["seed"])
     )
-    return "\n".join([*lines, "", f"`python -m lab.record_main_job --seed S` ({ran}); records in "
-                       f"`{MAIN_JOB_RECORDS}/`."]) + "\n"  # fmt: skip
+    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S` ({ran}); records in "
+                       f"`{QUICK_START_RECORDS}/`."]) + "\n"  # fmt: skip
 
 
 def render_decoder_table(records: dict[str, dict]) -> str:
@@ -696,7 +696,7 @@ class Headline:
     """The figures README's opening paragraph and the documentation home page state, each read from a record.
 
     Attributes:
-        main_job: the main-job record (`MAIN_JOB_RECORDS`; seed 42 where there is one), or None.
+        quick_start: the quick-start record (`QUICK_START_RECORDS`; seed 42 where there is one), or None.
         training: padding -> each speed record's median ratio of our MLM training step over transformers' BERT.
         memory: padding -> (ours, transformers') peak training MiB, the median over the records.
         encoder: padding -> each speed record's median ratio of our encoder over ONNX Runtime's fp32 graph.
@@ -704,7 +704,7 @@ class Headline:
         settings: "train" and "encode" -> the shape the speed records timed, e.g. "mini, T=128, B=32".
     """
 
-    main_job: dict | None
+    quick_start: dict | None
     training: dict[float, list[float]]
     memory: dict[float, tuple[float, float]]
     encoder: dict[float, list[float]]
@@ -715,7 +715,7 @@ class Headline:
 
 def headline(root: Path, records: list[SpeedRecord]) -> Headline:
     """The headline figures from the records under `root` and the speed `records`."""
-    main_jobs = sorted(read_records(root, MAIN_JOB_RECORDS).values(), key=lambda r: (r["seed"] != 42, r["seed"]))
+    quick_starts = sorted(read_records(root, QUICK_START_RECORDS).values(), key=lambda r: (r["seed"] != 42, r["seed"]))
     training: dict[float, list[float]] = {}
     encoder: dict[float, list[float]] = {}
     memory: dict[float, list[tuple[float, float]]] = {}
@@ -739,7 +739,7 @@ def headline(root: Path, records: list[SpeedRecord]) -> Headline:
                     memory.setdefault(padding, []).append(pair)
     task_table = root / TASK_TABLE_RECORD
     return Headline(
-        main_jobs[0] if main_jobs else None,
+        quick_starts[0] if quick_starts else None,
         training,
         {p: (statistics.median(o for o, _ in v), statistics.median(t for _, t in v)) for p, v in memory.items()},
         encoder,
@@ -775,8 +775,8 @@ def _and_list(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
-def _main_job_phrase(record: dict) -> tuple[str, str, str]:
-    """("9 min 01 s", "34.9%", "50.9"): a main-job record's end-to-end time, masked-token accuracy and perplexity."""
+def _quick_start_phrase(record: dict) -> tuple[str, str, str]:
+    """("9 min 01 s", "34.9%", "50.9"): a quick-start record's end-to-end time, masked-token accuracy and perplexity."""
     minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
     results = record["results"]
     return (
@@ -805,8 +805,8 @@ def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str, li
 def render_headline(figures: Headline) -> str:
     """README's opening paragraph: why one would pick the project, every figure from a record."""
     parts = []
-    if figures.main_job:
-        took, accuracy, perplexity = _main_job_phrase(figures.main_job)
+    if figures.quick_start:
+        took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         parts.append(
             f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core CPU, "
             f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
@@ -878,11 +878,11 @@ def _wrap(text: str, width: int = 118) -> str:
 def render_headline_table(figures: Headline) -> str:
     """The documentation home page's table of the same figures, each with the page that details it."""
     lines = ["| | measured | details |", "| --- | --- | --- |"]
-    if figures.main_job:
-        took, accuracy, perplexity = _main_job_phrase(figures.main_job)
+    if figures.quick_start:
+        took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         lines.append(
-            f"| the main job, end to end on a 2-core CPU | {took}, masked-token accuracy {accuracy}, perplexity "
-            f"{perplexity} | [Pretraining](pretraining.md#the-main-job) |"
+            f"| the quick start, end to end on a 2-core CPU | {took}, masked-token accuracy {accuracy}, perplexity "
+            f"{perplexity} | [Pretraining](pretraining.md#the-quick-start) |"
         )
     if figures.training:
         cells = [f"{_median_ratio(figures.training[p])}{_with_padding(p)}" for p in sorted(figures.training)]
@@ -1021,16 +1021,16 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         f"`python -m lab.compare_pretraining --record {COMPARISON_RECORD}`",
     )
     blocks.append(("README.md", COMPARISON_BLOCK, comparison))
-    main_job_tasks = _render_record(
-        root / MAIN_JOB_TASKS_RECORD,
+    quick_start_tasks = _render_record(
+        root / QUICK_START_TASKS_RECORD,
         render_task_table,
-        f"`{MAIN_JOB_TASKS_COMMAND}`, then `python -m lab.results_table runs/main-job-tasks --record "
-        f"{MAIN_JOB_TASKS_RECORD} --command '{MAIN_JOB_TASKS_COMMAND}'`",
+        f"`{QUICK_START_TASKS_COMMAND}`, then `python -m lab.results_table runs/quick-start-tasks --record "
+        f"{QUICK_START_TASKS_RECORD} --command '{QUICK_START_TASKS_COMMAND}'`",
     )
-    blocks.append((MAIN_JOB_TASKS_PAGE, MAIN_JOB_TASKS_BLOCK, main_job_tasks))
+    blocks.append((QUICK_START_TASKS_PAGE, QUICK_START_TASKS_BLOCK, quick_start_tasks))
     blocks.append((GRAPH_PAGE, GRAPH_BLOCK, render_graph_table(read_records(root, GRAPH_RECORDS))))
-    main_job = render_main_job_table(read_records(root, MAIN_JOB_RECORDS))
-    blocks += [(page, MAIN_JOB_BLOCK, main_job) for page in MAIN_JOB_PAGES]
+    quick_start = render_quick_start_table(read_records(root, QUICK_START_RECORDS))
+    blocks += [(page, QUICK_START_BLOCK, quick_start) for page in QUICK_START_PAGES]
     int8 = read_records(root, INT8_RECORDS)
     blocks += [(page, INT8_BLOCK, render_int8_table(int8, page not in SUMMARY_PAGES)) for page in INT8_PAGES]
     more = read_speed_records(root / MORE_SPEED_RECORDS, root)

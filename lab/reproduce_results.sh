@@ -7,7 +7,7 @@
 # was interrupted, so the script can simply be started again):
 #   1. pretrain a BertScratch-mini (4 layers, H=256) with MLM on the IMDB *train* text, WordPiece 8192 learned on
 #      it, data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the
-#      README main job's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget)
+#      README quick start's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget)
 #      in 128-token blocks for PRETRAIN_MINUTES ("pretrain"): the best row of the equal-time comparison
 #      (lab/compare_pretraining.py, recipe mini), with its settings. Optional stages after it:
 #      LONG_MINUTES in 256-token blocks ("pretrain-long", as BERT did with 128 then 512), then TASK_TEXT_MINUTES on
@@ -22,8 +22,8 @@
 #   3. the same for the same architecture and tokenizer from random weights (no pretraining), side by side with 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (lab/results_table.py)
 # TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
-# MAIN_JOB=1 makes stage 1 README's main job itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
-# and 8.5-minute budget; the other stage-1 knobs do not apply), to see what the main job's own model buys on the task
+# QUICK_START=1 makes stage 1 README's quick start itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
+# and 8.5-minute budget; the other stage-1 knobs do not apply), to see what the quick start's own model buys on the task
 # table.
 # The budget is sized for this project's 2-core CPU (PROCS=2 processes of THREADS=1 torch thread each); every knob
 # is an environment variable below.
@@ -43,8 +43,8 @@ PRETRAIN_BATCH=${PRETRAIN_BATCH:-32}   # effective batch, split over the PROCS p
 PRETRAIN_SEQ=${PRETRAIN_SEQ:-128}
 PRETRAIN_LR=${PRETRAIN_LR:-3e-3}
 POSITION_STD=${POSITION_STD:-0.05}     # sinusoidal start of the position embeddings (0: BERT's normal init)
-MAIN_JOB=${MAIN_JOB:-0}                # 1: stage 1 is README's main job (see above)
-if [[ $MAIN_JOB != 0 && $MAIN_JOB != 1 ]]; then echo "MAIN_JOB=$MAIN_JOB must be 0 or 1" >&2; exit 2; fi
+QUICK_START=${QUICK_START:-0}                # 1: stage 1 is README's quick start (see above)
+if [[ $QUICK_START != 0 && $QUICK_START != 1 ]]; then echo "QUICK_START=$QUICK_START must be 0 or 1" >&2; exit 2; fi
 LONG_MINUTES=${LONG_MINUTES:-0}        # a stage in longer blocks after stage 1 (0: none)
 LONG_SEQ=${LONG_SEQ:-256}
 LONG_BATCH=${LONG_BATCH:-16}           # 16 x 256: the first stage's tokens per step
@@ -101,19 +101,19 @@ length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nst
 }
 
 # 1. Pretraining on the IMDB train reviews (never the test reviews), with the package's pretraining defaults (the
-# README main job's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
+# README quick start's recipe: 30% masking, dropout 0, adam beta2 0.98, warm-up over the first 10% of the budget and
 # warmup-stable-decay, the first quarter of stage 1 in 32-token blocks); evaluation masks 15% as everywhere.
 PRETRAIN=(python -m torch.distributed.run --standalone --nproc_per_node "$PROCS" scripts/pretrain.py
           --eval_mlm_probability 0.15
           --logging_steps 10 --seed "$SEED" --report_to none --disable_tqdm true "${PRETRAIN_EXTRA[@]}")
 IMDB_TEXT=(--train_file "$DATA_DIR/imdb/train.csv.gz" --text_column text)
-if [[ $MAIN_JOB == 1 ]]; then  # README's main job, as a user runs it (the smoke run only makes it short)
-    MAIN_JOB_EXTRA=()
+if [[ $QUICK_START == 1 ]]; then  # README's quick start, as a user runs it (the smoke run only makes it short)
+    QUICK_START_EXTRA=()
     if [[ "${SMOKE:-0}" == 1 ]]; then
-        MAIN_JOB_EXTRA=($(length "$PRETRAIN_MINUTES") --tokenizer_vocab_size "$VOCAB" "${PRETRAIN_EXTRA[@]}")
+        QUICK_START_EXTRA=($(length "$PRETRAIN_MINUTES") --tokenizer_vocab_size "$VOCAB" "${PRETRAIN_EXTRA[@]}")
     fi
     done_or_run "$RUNS/pretrain" bertscratch pretrain --output_dir "$RUNS/pretrain" --seed "$SEED" \
-        "${MAIN_JOB_EXTRA[@]}"
+        "${QUICK_START_EXTRA[@]}"
 else
     done_or_run "$RUNS/pretrain" "${PRETRAIN[@]}" --objective "$OBJECTIVE" "${IMDB_TEXT[@]}" \
         $(length "$PRETRAIN_MINUTES") --model_size "$SIZE" --tokenizer_vocab_size "$VOCAB" \

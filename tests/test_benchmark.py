@@ -276,3 +276,11 @@ def test_compiled_inference_is_timed_with_inductors_freezing(monkeypatch: pytest
     results = benchmark.run_case(args, benchmark.Case("tiny", 16, 0.0, "compiled", "fp32"))
     assert [result.workload for result in results] == ["train", "infer", "encode"]
     assert seen == {0: False, 1: True, 2: True} and torch._inductor.config.freezing is False
+
+
+def test_records_name_paths_relative_to_where_the_command_ran(tmp_path, monkeypatch) -> None:
+    repository = tmp_path / "checkout"
+    repository.mkdir()
+    monkeypatch.chdir(repository)
+    given = [str(repository / "runs" / "x"), str(tmp_path / "shared" / "data"), "--seq_len", "128", "relative/path"]
+    assert benchmark.portable_paths(given) == ["runs/x", "../shared/data", "--seq_len", "128", "relative/path"]

@@ -1,4 +1,4 @@
-"""Tests for hf_bertscratch.pretraining: the main job end to end on tiny data, resume, streaming, NSP, whole-word
+"""Tests for hf_bertscratch.pretraining: the quick start end to end on tiny data, resume, streaming, NSP, whole-word
 masking, bad input, and a 2-process gloo run under torchrun."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _assert_not_finished(output_dir: Path) -> None:
     assert not list(output_dir.glob("checkpoint-*")) if output_dir.exists() else True
 
 
-def test_main_job_end_to_end(
+def test_quick_start_end_to_end(
     text_file: Path,
     tokenizer_dir: Path,
     config_dir: Path,
@@ -511,23 +511,23 @@ pretraining.main(sys.argv[2:])
 """
 
 
-def _readme_main_job_argv() -> list[str]:
-    """The arguments of the README's main-job command (the first `bertscratch pretrain` call under "Main job")."""
+def _readme_quick_start_argv() -> list[str]:
+    """The arguments of the README's quick-start command (the first `bertscratch pretrain` call under "Quick start")."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Main job", 1)[1]
+    section = readme.split("## Quick start", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     words = shlex.split(block.replace("\\\n", " "))
     start = next(i for i in range(len(words) - 1) if words[i : i + 2] == ["bertscratch", "pretrain"])
     return words[start + 2 :]
 
 
-def test_readme_main_job_is_the_defaults_and_the_shipped_config_spells_them_out(
+def test_readme_quick_start_is_the_defaults_and_the_shipped_config_spells_them_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README main job names only its output folder; scripts/configs/pretrain_wikitext2.json gives the same run
+    """The README quick start names only its output folder; scripts/configs/pretrain_wikitext2.json gives the same run
     with every recipe argument written out."""
-    monkeypatch.chdir(tmp_path)  # its relative output folder: not a main job a user already ran in the checkout
-    argv = _readme_main_job_argv()
+    monkeypatch.chdir(tmp_path)  # its relative output folder: not a quick start a user already ran in the checkout
+    argv = _readme_quick_start_argv()
     assert argv[0] == "--output_dir" and len(argv) == 2
     config = Path(__file__).parents[1] / "scripts" / "configs" / "pretrain_wikitext2.json"
     from_file, from_readme = parse_args([str(config)]), parse_args(argv)
@@ -614,7 +614,7 @@ def test_torchrun_two_processes_keep_ranks_identical(
 def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README main job's path: `--num_processes auto` (the default) on a CPU with 2 cores relaunches the command
+    """The README quick start's path: `--num_processes auto` (the default) on a CPU with 2 cores relaunches the command
     under torch.distributed.run with two single-thread processes, and the time budget, whose clock is the maximum
     over the ranks, stops both at the same step (a rank that stopped alone would leave the other hanging in DDP)."""
     monkeypatch.setattr(pretraining.os, "sched_getaffinity", lambda pid: {0, 1})

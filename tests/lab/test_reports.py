@@ -52,7 +52,7 @@ README_PAGE = (
     "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
     "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n"
-    "<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
+    "<!-- quick-start:start -->\nold\n<!-- quick-start:end -->\n\n"
     "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n\n"
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
 )
@@ -63,11 +63,11 @@ SPEED_PAGE = PAGE.replace(
     "<!-- decoder-profile:end -->\n\nbefore",
 )
 PRETRAINING_PAGE = (
-    "# Pretraining\n\n<!-- main-job:start -->\nold\n<!-- main-job:end -->\n\n"
+    "# Pretraining\n\n<!-- quick-start:start -->\nold\n<!-- quick-start:end -->\n\n"
     "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
 )
 RESULTS_PAGE = (
-    "# Results\n\n<!-- main-job-tasks:start -->\nold\n<!-- main-job-tasks:end -->\n\n"
+    "# Results\n\n<!-- quick-start-tasks:start -->\nold\n<!-- quick-start-tasks:end -->\n\n"
     "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n"
 )
 FINE_TUNING_PAGE = "# Fine-tuning\n\n<!-- pairs-diagnosis:start -->\nold\n<!-- pairs-diagnosis:end -->\n"
@@ -119,7 +119,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
     (tmp_path / reports.POSITION_PAGE).write_text(DESIGN_PAGE, encoding="utf-8")
-    (tmp_path / reports.MAIN_JOB_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
+    (tmp_path / reports.QUICK_START_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "fine-tuning.md").write_text(FINE_TUNING_PAGE, encoding="utf-8")
     shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
@@ -264,24 +264,24 @@ def test_no_record_leaves_an_explicit_line_and_no_speed_chart(tmp_path: Path) ->
         assert "No benchmark record in `results/speed/` yet" in text and "speed.png" not in text
     assert not (root / reports.SPEED_CHART).exists()
     _assert_png(root / reports.TASK_TABLE_CHART)
-    main_job_tasks = reports.readme_block(
-        (root / reports.MAIN_JOB_TASKS_PAGE).read_text(), reports.MAIN_JOB_TASKS_BLOCK
+    quick_start_tasks = reports.readme_block(
+        (root / reports.QUICK_START_TASKS_PAGE).read_text(), reports.QUICK_START_TASKS_BLOCK
     )
-    assert main_job_tasks.startswith(f"No record yet: `{reports.MAIN_JOB_TASKS_COMMAND}`")
-    assert f"--record {reports.MAIN_JOB_TASKS_RECORD} " in main_job_tasks
+    assert quick_start_tasks.startswith(f"No record yet: `{reports.QUICK_START_TASKS_COMMAND}`")
+    assert f"--record {reports.QUICK_START_TASKS_RECORD} " in quick_start_tasks
     assert reports.check_report(root) == []
 
 
-def test_main_job_task_table_is_rendered_from_its_record(tmp_path: Path) -> None:
+def test_quick_start_task_table_is_rendered_from_its_record(tmp_path: Path) -> None:
     root = _repository(tmp_path, [])
     record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
-    record["command"] = reports.MAIN_JOB_TASKS_COMMAND
-    (root / reports.MAIN_JOB_TASKS_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    record["command"] = reports.QUICK_START_TASKS_COMMAND
+    (root / reports.QUICK_START_TASKS_RECORD).write_text(json.dumps(record), encoding="utf-8")
     assert reports.check_report(root) != []
     reports.main(["--root", str(root)])
-    page = (root / reports.MAIN_JOB_TASKS_PAGE).read_text(encoding="utf-8")
-    assert reports.readme_block(page, reports.MAIN_JOB_TASKS_BLOCK) == results.render_task_table(record)
-    assert f"Made by `{reports.MAIN_JOB_TASKS_COMMAND}`" in page
+    page = (root / reports.QUICK_START_TASKS_PAGE).read_text(encoding="utf-8")
+    assert reports.readme_block(page, reports.QUICK_START_TASKS_BLOCK) == results.render_task_table(record)
+    assert f"Made by `{reports.QUICK_START_TASKS_COMMAND}`" in page
     assert reports.check_report(root) == []
 
 
@@ -300,7 +300,7 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         reports.main(["--root", str(root), "--check"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "main-job", "headline"):
+    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "quick-start", "headline"):
         assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
@@ -431,7 +431,7 @@ def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
     assert reports.render_int8_table({}).startswith("No record in `results/int8/` yet")
 
 
-def test_main_job_table_gives_each_seeds_record() -> None:
+def test_quick_start_table_gives_each_seeds_record() -> None:
     def record(seed: int, accuracy: float, seconds: float) -> dict:
         return {
             "seed": seed, "cpu": "Some CPU", "date": "2026-11-25T22:00:00+00:00", "commit": "abc1234",
@@ -440,7 +440,7 @@ def test_main_job_table_gives_each_seeds_record() -> None:
             "results": {"eval_accuracy": accuracy, "eval_perplexity": 54.12, "train_tokens": 14_745_600},
         }  # fmt: skip
 
-    table = reports.render_main_job_table(
+    table = reports.render_quick_start_table(
         {"seed-42.json": record(42, 0.3391, 536.4), "seed-0.json": record(0, 0.2, 60)}
     )
     header, rows = _table(table)
@@ -448,7 +448,7 @@ def test_main_job_table_gives_each_seeds_record() -> None:
     assert rows[("0", "**20.0%**")] == ["54.1", "14.7M", "3,599", "1 min 00 s", "1.2 GB"]  # by seed
     assert rows[("42", "**33.9%**")] == ["54.1", "14.7M", "3,599", "8 min 56 s", "1.2 GB"]
     assert "seed 42: Some CPU, 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
-    assert reports.render_main_job_table({}).startswith("No record in `results/main-job/` yet")
+    assert reports.render_quick_start_table({}).startswith("No record in `results/quick-start/` yet")
 
 
 def _encode_record(
@@ -474,9 +474,13 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     second = _encode_record(record, {0.0: 0.93, 0.3: 1.2}, int8=0.6, date="2027-01-01T00:00:00+00:00", memory=1100)
     second.data["results"][0]["ratio_median"] = 9.0  # the training ratio the headline takes is the median of runs
     root = tmp_path
-    (root / "results" / "main-job").mkdir(parents=True)
-    main_job = {"seed": 42, "end_to_end_seconds": 541.4, "results": {"eval_accuracy": 0.3488, "eval_perplexity": 50.94}}
-    (root / "results" / "main-job" / "seed-42.json").write_text(json.dumps(main_job))
+    (root / "results" / "quick-start").mkdir(parents=True)
+    quick_start = {
+        "seed": 42,
+        "end_to_end_seconds": 541.4,
+        "results": {"eval_accuracy": 0.3488, "eval_perplexity": 50.94},
+    }
+    (root / "results" / "quick-start" / "seed-42.json").write_text(json.dumps(quick_start))
     task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     for row in task_table["rows"]:  # ahead of random weights on every task but MRPC and RTE, whatever the record says
         behind = row["task"] in ("mrpc", "rte")

@@ -222,11 +222,11 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_main_job_knob_fine_tunes_readmes_main_job_itself(tmp_path: Path) -> None:
-    """MAIN_JOB=1: stage 1 is `bertscratch pretrain` with its defaults (the packaged WikiText-2, no IMDB text), no
+def test_quick_start_knob_fine_tunes_readmes_quick_start_itself(tmp_path: Path) -> None:
+    """QUICK_START=1: stage 1 is `bertscratch pretrain` with its defaults (the packaged WikiText-2, no IMDB text), no
     longer-block stage, and the task runs start from that model."""
     data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
-    done = _run_script(runs, data, ("cola",), MAIN_JOB="1", INITS="pretrained")
+    done = _run_script(runs, data, ("cola",), QUICK_START="1", INITS="pretrained")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert [stage for stage in results.PRETRAINING_STAGES if (runs / stage).exists()] == ["pretrain"]
     card = (runs / "pretrain" / "README.md").read_text()
@@ -237,9 +237,9 @@ def test_main_job_knob_fine_tunes_readmes_main_job_itself(tmp_path: Path) -> Non
     assert (runs / "results.md").read_text() == results.results_table(runs)
 
 
-def test_main_job_knob_refuses_other_values(tmp_path: Path) -> None:
-    done = _run_script(tmp_path / "runs", tmp_path / "data", ("rte",), MAIN_JOB="yes")
-    assert done.returncode == 2 and "MAIN_JOB=yes must be 0 or 1" in done.stderr
+def test_quick_start_knob_refuses_other_values(tmp_path: Path) -> None:
+    done = _run_script(tmp_path / "runs", tmp_path / "data", ("rte",), QUICK_START="yes")
+    assert done.returncode == 2 and "QUICK_START=yes must be 0 or 1" in done.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -1,9 +1,9 @@
-"""Run README's main job and keep its record: `bertscratch pretrain --output_dir DIR [--seed S]`, timed end to end,
+"""Run README's quick start and keep its record: `bertscratch pretrain --output_dir DIR [--seed S]`, timed end to end,
 with its peak memory, then the command, commit, date, versions, CPU and load (`hf_bertscratch.benchmark.run_record`)
-and the run's own `all_results.json` written to `results/main-job/seed-S.json`; `python -m lab.make_report`
-renders README's main-job table from those records.
+and the run's own `all_results.json` written to `results/quick-start/seed-S.json`; `python -m lab.make_report`
+renders README's quick-start table from those records.
 
-    python -m lab.record_main_job [--seed 42] [--output_dir runs/bert-tiny-wikitext2]
+    python -m lab.record_quick_start [--seed 42] [--output_dir runs/bert-tiny-wikitext2]
 
 Run it on a machine with nothing else running: the budget is wall-clock time, so a shared CPU trains fewer tokens.
 """
@@ -22,14 +22,14 @@ from hf_bertscratch.benchmark import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = "python -m lab.record_main_job"
+PROGRAM = "python -m lab.record_quick_start"
 
 
 def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=42, help="Pretraining seed (the main job's default is 42).")
-    parser.add_argument("--output_dir", default="runs/bert-tiny-wikitext2", help="The main job's output folder.")
-    parser.add_argument("--records_dir", default=str(ROOT / "results" / "main-job"), help="Where the record goes.")
+    parser.add_argument("--seed", type=int, default=42, help="Pretraining seed (the quick start's default is 42).")
+    parser.add_argument("--output_dir", default="runs/bert-tiny-wikitext2", help="The quick start's output folder.")
+    parser.add_argument("--records_dir", default=str(ROOT / "results" / "quick-start"), help="Where the record goes.")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     start = RunStart.now()
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> Path:
     state = json.loads((Path(args.output_dir) / "trainer_state.json").read_text(encoding="utf-8"))
     record = {
         **run_record(PROGRAM, argv, vars(args), start, onnxruntime=False),
-        "main_job_command": " ".join(command),
+        "quick_start_command": " ".join(command),
         "seed": args.seed,
         "end_to_end_seconds": round(seconds, 1),
         "peak_memory_mib": round(peak_mib),

@@ -1,4 +1,4 @@
-"""`lab/record_main_job.py`: the record it keeps of README's main job (the run itself is the pretraining tests')."""
+"""`lab/record_quick_start.py`: the record it keeps of README's quick start (the run itself is the pretraining tests')."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab import record_main_job as script
+    from lab import record_quick_start as script
 
     results = {"eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000}
     ran = []
@@ -36,7 +36,7 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     record = json.loads(path.read_text())
     assert path.name == "seed-7.json" and record["seed"] == 7 and record["results"] == results
     assert record["steps"] == 3599 and record["end_to_end_seconds"] >= 0 and record["peak_memory_mib"] > 0
-    assert record["command"].startswith("python -m lab.record_main_job --seed 7")
-    assert record["main_job_command"] == " ".join(ran[0])
-    table = reports.render_main_job_table({path.name: record})
+    assert record["command"].startswith("python -m lab.record_quick_start --seed 7")
+    assert record["quick_start_command"] == " ".join(ran[0])
+    table = reports.render_quick_start_table({path.name: record})
     assert "| 7 | **33.9%** | 54.1 | 14.7M | 3,599 |" in table
