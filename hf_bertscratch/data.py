@@ -11,10 +11,13 @@
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import datasets
 
@@ -302,8 +305,6 @@ def _load_conll(
     split_files: dict[str, list[Path]], streaming: bool
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
     """CoNLL-2003-format text files (`word POS chunk TAG` lines, sentences apart by blank lines) as tokens/ner_tags."""
-    from .token_classification import read_conll
-
     logger.info("Loading CoNLL files: %s", {split: [str(f) for f in files] for split, files in split_files.items()})
     splits = {
         split: datasets.concatenate_datasets([read_conll(f) for f in files]) if len(files) > 1 else read_conll(files[0])
@@ -409,10 +410,96 @@ def check_max_samples(data_args: object) -> None:
             raise ValueError(f"--{name} must be a positive number of examples (or left out for all), got {value}.")
 
 
+# The columns `read_conll` gives, named as in the Hub `conll2003` dataset (whose ner_tags are ClassLabel ids).
+CONLL_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "tokens": datasets.List(datasets.Value("string")),
+        "ner_tags": datasets.List(datasets.Value("string")),
+    }
+)
+_DOCSTART = "-DOCSTART-"
+
+
+# ------------------------------------------------------------------------------------------------ reading CoNLL
+def _open_text(path: Path) -> TextIO:
+    """The file as text, decompressed when it ends in .gz."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, line_number: int) -> None:
+    """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout."""
+    where = f"{path}, line {line_number}"
+    if len(fields) != columns:
+        raise ValueError(
+            f"{where}: {len(fields)} columns ({' '.join(fields)!r}), but the file's first token line has {columns}; "
+            "expected one token per line as `word ... TAG`."
+        )
+    if columns < 2 or not -columns <= tag_column < columns or tag_column % columns == 0:
+        raise ValueError(
+            f"{where}: tag_column={tag_column} does not pick a tag column after the word in {' '.join(fields)!r} "
+            f"({columns} columns)."
+        )
+
+
+def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str]]]:
+    """(words, tags) per sentence: blank lines end sentences, -DOCSTART- lines are skipped."""
+    words: list[str] = []
+    tags: list[str] = []
+    columns = 0  # set by the first token line; every token line must have as many
+    with _open_text(path) as lines:
+        for line_number, line in enumerate(lines, start=1):
+            fields = line.split()
+            if not fields or fields[0] == _DOCSTART:
+                if words:
+                    yield words, tags
+                words, tags = [], []
+                continue
+            columns = columns or len(fields)
+            _check_line(fields, columns, tag_column, path, line_number)
+            words.append(fields[0])
+            tags.append(fields[tag_column])
+    if words:  # a file need not end with a blank line
+        yield words, tags
+
+
+def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:
+    """Read a CoNLL-format file (`word POS chunk NER` per line, blank line between sentences; .gz accepted).
+
+    Args:
+        path: the file; a name ending in .gz is decompressed.
+        tag_column: the column holding the tag, -1 (the last) for NER in CoNLL-2003; 1 would read the POS tags.
+
+    Returns:
+        One row per sentence with columns id (str, the sentence's index in the file, as the Hub gives it),
+        tokens (list[str]) and ner_tags (list[str], tag strings such as "B-PER"); -DOCSTART- lines and empty
+        sentences are left out.
+
+    Raises:
+        ValueError: naming the file and line of a token line whose column count differs from the first one's, or
+            when the file holds no sentence.
+    """
+    path = Path(path)
+    sentences = list(_conll_sentences(path, tag_column))
+    if not sentences:
+        raise ValueError(f"{path} holds no sentence: expected `word ... TAG` lines with blank lines between sentences.")
+    return datasets.Dataset.from_dict(
+        {
+            "id": [str(index) for index in range(len(sentences))],
+            "tokens": [words for words, _ in sentences],
+            "ner_tags": [tags for _, tags in sentences],
+        },
+        features=CONLL_FEATURES,
+    )
+
+
 __all__ = [
     "BUNDLED_DATASETS",
     "DATASET_CITATIONS",
     "DATA_DIR_ENV",
+    "CONLL_FEATURES",
     "DEFAULT_PRETRAINING_DATASET",
     "KNOWN_DATASETS",
     "LOCAL_DATASETS",
@@ -420,6 +507,7 @@ __all__ = [
     "LocalDataset",
     "check_max_samples",
     "load_raw_datasets",
+    "read_conll",
     "resolve_data_dir",
     "sample_examples",
 ]

@@ -2,7 +2,7 @@
 
 One implementation of each step, shared by training, evaluation and inference (the run_ner.py triple):
 
-- preprocess: `read_conll` -> `label_names_from` -> `check_tags` -> `make_tokenize_function` (via
+- preprocess: (`hf_bertscratch.data.read_conll` ->) `label_names_from` -> `check_tags` -> `make_tokenize_function` (via
   `align_labels_with_pieces`): sentences of words and tags become input_ids and piece labels.
 - postprocess: `logits_to_word_tags` turns (N, T, C) logits back into one tag per scored word, the lists of tag
   strings the seqeval metric takes.
@@ -14,10 +14,8 @@ which the loss and `logits_to_word_tags` skip. So a word is scored once, however
 
 from __future__ import annotations
 
-import gzip
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
 
 import datasets
 import numpy as np
@@ -26,94 +24,10 @@ from transformers import Pipeline, PreTrainedTokenizerBase
 from .inference import _as_pipeline
 from .tasks import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
 
-# The columns `read_conll` gives, named as in the Hub `conll2003` dataset (whose ner_tags are ClassLabel ids).
-CONLL_FEATURES = datasets.Features(
-    {
-        "id": datasets.Value("string"),
-        "tokens": datasets.List(datasets.Value("string")),
-        "ner_tags": datasets.List(datasets.Value("string")),
-    }
-)
-
 # The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 
 IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
-_DOCSTART = "-DOCSTART-"
-
-
-# ------------------------------------------------------------------------------------------------ reading CoNLL
-def _open_text(path: Path) -> TextIO:
-    """The file as text, decompressed when it ends in .gz."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
-def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, line_number: int) -> None:
-    """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout."""
-    where = f"{path}, line {line_number}"
-    if len(fields) != columns:
-        raise ValueError(
-            f"{where}: {len(fields)} columns ({' '.join(fields)!r}), but the file's first token line has {columns}; "
-            "expected one token per line as `word ... TAG`."
-        )
-    if columns < 2 or not -columns <= tag_column < columns or tag_column % columns == 0:
-        raise ValueError(
-            f"{where}: tag_column={tag_column} does not pick a tag column after the word in {' '.join(fields)!r} "
-            f"({columns} columns)."
-        )
-
-
-def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str]]]:
-    """(words, tags) per sentence: blank lines end sentences, -DOCSTART- lines are skipped."""
-    words: list[str] = []
-    tags: list[str] = []
-    columns = 0  # set by the first token line; every token line must have as many
-    with _open_text(path) as lines:
-        for line_number, line in enumerate(lines, start=1):
-            fields = line.split()
-            if not fields or fields[0] == _DOCSTART:
-                if words:
-                    yield words, tags
-                words, tags = [], []
-                continue
-            columns = columns or len(fields)
-            _check_line(fields, columns, tag_column, path, line_number)
-            words.append(fields[0])
-            tags.append(fields[tag_column])
-    if words:  # a file need not end with a blank line
-        yield words, tags
-
-
-def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:
-    """Read a CoNLL-format file (`word POS chunk NER` per line, blank line between sentences; .gz accepted).
-
-    Args:
-        path: the file; a name ending in .gz is decompressed.
-        tag_column: the column holding the tag, -1 (the last) for NER in CoNLL-2003; 1 would read the POS tags.
-
-    Returns:
-        One row per sentence with columns id (str, the sentence's index in the file, as the Hub gives it),
-        tokens (list[str]) and ner_tags (list[str], tag strings such as "B-PER"); -DOCSTART- lines and empty
-        sentences are left out.
-
-    Raises:
-        ValueError: naming the file and line of a token line whose column count differs from the first one's, or
-            when the file holds no sentence.
-    """
-    path = Path(path)
-    sentences = list(_conll_sentences(path, tag_column))
-    if not sentences:
-        raise ValueError(f"{path} holds no sentence: expected `word ... TAG` lines with blank lines between sentences.")
-    return datasets.Dataset.from_dict(
-        {
-            "id": [str(index) for index in range(len(sentences))],
-            "tokens": [words for words, _ in sentences],
-            "ner_tags": [tags for _, tags in sentences],
-        },
-        features=CONLL_FEATURES,
-    )
 
 
 # ------------------------------------------------------------------------------------------------ labels
@@ -347,7 +261,6 @@ def tag_entities(
 __all__ = [
     "AGGREGATION_STRATEGIES",
     "CONLL2003_LABELS",
-    "CONLL_FEATURES",
     "IGNORE_INDEX",
     "align_labels_with_pieces",
     "check_fast_tokenizer",
@@ -355,6 +268,5 @@ __all__ = [
     "label_names_from",
     "logits_to_word_tags",
     "make_tokenize_function",
-    "read_conll",
     "tag_entities",
 ]

@@ -14,7 +14,7 @@ import torch
 from transformers import BertTokenizer, BertTokenizerLegacy
 
 import hf_bertscratch
-from hf_bertscratch.data import DATA_DIR_ENV
+from hf_bertscratch.data import DATA_DIR_ENV, read_conll
 from hf_bertscratch.token_classification import (
     CONLL2003_LABELS,
     align_labels_with_pieces,
@@ -22,7 +22,6 @@ from hf_bertscratch.token_classification import (
     label_names_from,
     logits_to_word_tags,
     make_tokenize_function,
-    read_conll,
     tag_entities,
 )
 
