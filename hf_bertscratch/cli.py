@@ -36,8 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hf_bertscratch_cli import DEBUG_ENV, PROG
-from hf_bertscratch_cli import main as launcher_main
+from hf_bertscratch_cli.commands import DEBUG_ENV, PROG, parse
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
@@ -564,7 +563,8 @@ def run_command(command: str, argv: list[str], debug: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
-    launcher_main(argv)
+    command, args, debug = parse(argv)
+    run_command(command, args, debug=debug)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ from .data import check_max_samples, load_raw_datasets, sample_examples
 from .embedding import EmbeddingTrainer
 from .hardware import describe_hardware
 from .hub import check_training_push, push_training_output
-from .inference import FINE_TUNED_HEADS, check_model_reference
+from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
+from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
 from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
 from .tasks import (

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,7 @@ from transformers import (
 )
 from transformers.utils import ModelOutput
 
-from .metrics import hub_offline
+from .model_reference import check_model_reference
 from .similarity import POOLINGS
 from .tokenization import load_tokenizer
 
@@ -57,32 +56,6 @@ FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQ
 BACKENDS = ("pytorch", "onnxruntime")
 # Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU).
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-# A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
-_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
-
-
-def check_model_reference(model: str | Path) -> str:
-    """Fail early, in one line, when `model` is neither an existing local folder nor shaped like a Hub id."""
-    model = str(model)
-    path = Path(model).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise NotADirectoryError(f"Model {model!r} is a file: expected a model folder (with config.json).")
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"Model folder {model!r} has no config.json: is it a saved model folder?")
-        return str(path)
-    if model.startswith((".", "/", "~")) or not _HUB_ID.match(model):
-        raise FileNotFoundError(f"Model {model!r} does not exist: expected a model folder or a Hub id (user/name).")
-    namespace = model.split("/")[0] if "/" in model else None
-    if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
-        raise FileNotFoundError(f"Model folder {model!r} does not exist (there is a local folder {namespace!r}).")
-    if hub_offline():
-        raise FileNotFoundError(
-            f"Model {model!r} is not a local folder, and the Hub is offline (HF_HUB_OFFLINE is set): expected a model "
-            "folder here, or unset HF_HUB_OFFLINE to download it."
-        )
-    return model
 
 
 def check_task_head(model: str, task: str) -> None:
@@ -249,7 +222,8 @@ def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int |
     )
 
 
-def _as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:
+def as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:
+    """`model` itself when it is a built pipeline, else the pipeline `load_pipeline` builds for `task` from it."""
     return model if isinstance(model, Pipeline) else load_pipeline(task, model, **kwargs)
 
 
@@ -270,7 +244,7 @@ def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kw
     """
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}.")
-    fill = _as_pipeline("fill-mask", model, **load_kwargs)
+    fill = as_pipeline("fill-mask", model, **load_kwargs)
     mask = fill.tokenizer.mask_token
     if mask not in text:
         raise ValueError(f"Text {text!r} has no {mask} token: write the word to predict as {mask}.")
@@ -290,7 +264,7 @@ def classify(
     for name, value in (("Text", text), ("Text pair", text_pair)):
         if value is not None and not value.strip():
             raise ValueError(f"{name} is empty: expected something to classify.")
-    classifier = _as_pipeline("text-classification", model, **load_kwargs)
+    classifier = as_pipeline("text-classification", model, **load_kwargs)
     inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
     results = classifier(inputs, top_k=None, **truncation_kwargs(classifier.model))
     results = results[0] if results and isinstance(results[0], list) else results
@@ -334,7 +308,7 @@ def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load
         raise ValueError("Text is empty: expected a sentence to embed.")
     if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
         check_encoder(check_model_reference(model))
-    extractor = _as_pipeline("feature-extraction", model, **load_kwargs)
+    extractor = as_pipeline("feature-extraction", model, **load_kwargs)
     outputs = extractor(text, return_tensors=True, tokenize_kwargs=truncation_kwargs(extractor.model))
     hidden = outputs[0].float()  # (T, H)
     vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]

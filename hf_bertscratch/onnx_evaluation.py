@@ -54,7 +54,8 @@ from .arguments import ArgumentParser, parse_args_or_json
 from .data import sample_examples
 from .finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
 from .hardware import cpu_model, describe_hardware
-from .inference import check_model_reference, check_task_head
+from .inference import check_task_head
+from .model_reference import check_model_reference
 from .onnx_export import INPUT_NAMES, ONNX_TASKS, BertScratchOnnxRuntimeModel, export_onnx, int8_saturates
 from .run_folder import write_text_atomically
 from .task_shapes import FeatureSettings, build_shape

@@ -471,7 +471,7 @@ def export_onnx(
     Returns:
         `output_dir`, written in one rename once complete.
     """
-    from .inference import check_model_reference
+    from .model_reference import check_model_reference
     from .tokenization import load_tokenizer
 
     model = check_model_reference(model)

@@ -21,7 +21,7 @@ import datasets
 import numpy as np
 from transformers import Pipeline, PreTrainedTokenizerBase
 
-from .inference import _as_pipeline
+from .inference import as_pipeline
 from .tasks import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
 
 # The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
@@ -250,7 +250,7 @@ def tag_entities(
         raise ValueError(
             f"aggregation_strategy={aggregation_strategy!r} is not supported: expected one of {AGGREGATION_STRATEGIES}."
         )
-    tagger = _as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
+    tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
     entities = tagger(
         text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, aggregation_strategy)
     )

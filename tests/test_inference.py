@@ -12,6 +12,7 @@ import transformers
 
 import hf_bertscratch
 from hf_bertscratch import inference
+from hf_bertscratch.model_reference import check_model_reference
 
 from conftest import tiny_config_kwargs
 
@@ -151,7 +152,7 @@ def test_tokenizer_override(model_dirs, vocab_file: Path) -> None:
 def test_check_model_reference_errors(tmp_path: Path, reference: str, error: type, match: str) -> None:
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(error, match=match):
-        inference.check_model_reference(reference.format(tmp=tmp_path))
+        check_model_reference(reference.format(tmp=tmp_path))
 
 
 def test_a_missing_folder_under_an_existing_one_is_not_taken_for_a_hub_id(
@@ -161,17 +162,17 @@ def test_a_missing_folder_under_an_existing_one_is_not_taken_for_a_hub_id(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(FileNotFoundError, match="Model folder 'runs/nope' does not exist"):
-        inference.check_model_reference("runs/nope")
+        check_model_reference("runs/nope")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(FileNotFoundError, match="the Hub is offline"):
-        inference.check_model_reference("someone/bert-mini")
+        check_model_reference("someone/bert-mini")
 
 
 def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert inference.check_model_reference("someone/bert-mini") == "someone/bert-mini"
-    assert inference.check_model_reference("bert-base-uncased") == "bert-base-uncased"
-    assert inference.check_model_reference(model_dirs["mlm"]) == str(model_dirs["mlm"])
+    assert check_model_reference("someone/bert-mini") == "someone/bert-mini"
+    assert check_model_reference("bert-base-uncased") == "bert-base-uncased"
+    assert check_model_reference(model_dirs["mlm"]) == str(model_dirs["mlm"])
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def local_metric_path(name: str) -> Path:
 
 def hub_offline() -> bool:
     """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import): what the metrics and
-    the model-name check (`hf_bertscratch.inference.check_model_reference`) go by."""
+    the model-name check (`hf_bertscratch.model_reference.check_model_reference`) go by."""
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
 
 
