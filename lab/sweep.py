@@ -124,7 +124,7 @@ def neighbour_attention(model_dir: str | Path, blocks: int = 16, seq: int = 128)
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from hf_bertscratch.data import DEFAULT_PRETRAINING_DATASET, load_raw_datasets
-    from hf_bertscratch.pretraining import make_pack_function
+    from hf_bertscratch.pretraining_data import make_pack_function
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForMaskedLM.from_pretrained(model_dir, attn_implementation="eager").base_model.eval()

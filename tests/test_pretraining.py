@@ -30,14 +30,14 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch import pretraining
+from hf_bertscratch import pretraining, pretraining_arguments
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
-    make_pack_function,
     parse_args,
     preprocess_logits_for_metrics,
 )
+from hf_bertscratch.pretraining_data import make_pack_function
 from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 
@@ -407,7 +407,7 @@ PROBABILITIES = ("mlm_probability", "eval_mlm_probability", "mask_replace_prob",
     ("flag", "value", "message"),
     [
         ("--model_size", "huge", f"model_size must be one of {sorted(hf_bertscratch.PRESETS)}, got 'huge'."),
-        ("--objective", "mlm_sop", f"objective must be one of {pretraining.OBJECTIVES}, got 'mlm_sop'."),
+        ("--objective", "mlm_sop", f"objective must be one of {pretraining_arguments.OBJECTIVES}, got 'mlm_sop'."),
         *(
             (f"--{name}", value, f"{name} must be in [0, 1], got {value}.")
             for name in PROBABILITIES
@@ -537,7 +537,7 @@ def test_readme_quick_start_is_the_defaults_and_the_shipped_config_spells_them_o
     ignore = {"logging_dir"}  # derived from the run's start time
     training = [{k: v for k, v in args.to_dict().items() if k not in ignore} for args in (from_file[2], from_readme[2])]
     assert training[0] == training[1]
-    assert from_readme[2].max_train_minutes == pretraining.DEFAULT_BUDGET_MINUTES
+    assert from_readme[2].max_train_minutes == pretraining_arguments.DEFAULT_BUDGET_MINUTES
     assert (from_readme[1].dataset_name, from_readme[1].data_dir) == ("wikitext", None)  # the shipped copy, offline
 
 
@@ -634,7 +634,7 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     results = _results(out)
     assert results["world_size"] == 2 and results["train_effective_batch_size"] == 2 * 4
     assert results["train_budget_spent_minutes"] >= 0.05  # the budget stopped it (where: the real-clock test)
-    assert json.loads((out / "trainer_state.json").read_text())["global_step"] < pretraining.BUDGET_STEP_CAP
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] < pretraining_arguments.BUDGET_STEP_CAP
     assert load_file(out / "model.safetensors")  # rank 0 saved the model
 
 
@@ -706,7 +706,10 @@ def test_time_budget_stops_at_the_budget_on_the_real_clock(
     )
     results, state = _results(out), json.loads((out / "trainer_state.json").read_text())
     steps, spent = zip(*spent_after_step, strict=True)
-    assert steps == tuple(range(1, state["global_step"] + 1)) and state["global_step"] < pretraining.BUDGET_STEP_CAP
+    assert (
+        steps == tuple(range(1, state["global_step"] + 1))
+        and state["global_step"] < pretraining_arguments.BUDGET_STEP_CAP
+    )
     assert all(later > earlier for earlier, later in zip(spent, spent[1:]))  # the clock runs on the real time
     assert all(s < 2.4 for s in spent[:-1]) and spent[-1] >= 2.4  # stops at the first step past 0.04 minutes
     assert results["train_budget_minutes"] == 0.04
@@ -1123,7 +1126,7 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     from hf_bertscratch.budget import TrainingBudget
 
     budget = TrainingBudget(1.0)
-    callback = types.SimpleNamespace(training_bar=tqdm(total=pretraining.BUDGET_STEP_CAP, disable=True))
+    callback = types.SimpleNamespace(training_bar=tqdm(total=pretraining_arguments.BUDGET_STEP_CAP, disable=True))
     budget.progress_callbacks = [callback]
     budget.on_train_begin(TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl())
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
@@ -1144,14 +1147,14 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
 def test_device_defaults_give_a_gpu_machine_one_process_per_gpu_bf16_and_loading_workers(
     gpus: int, bf16_supported: bool, cores: int, precision: str, expected: dict
 ) -> None:
-    assert pretraining.device_defaults(gpus, bf16_supported, cores, precision) == expected
+    assert pretraining_arguments.device_defaults(gpus, bf16_supported, cores, precision) == expected
 
 
 def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(capsys: pytest.CaptureFixture) -> None:
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert (args.bf16, args.fp16, args.dataloader_num_workers, args.dataloader_pin_memory) == (False, False, 0, False)
     assert pretraining.describe_device_choice(args, 2) == (
-        f"Training on the CPU ({pretraining._cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
+        f"Training on the CPU ({pretraining_arguments.available_cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
     )
     _, _, given = pretraining.parse_args(["--output_dir", "D", "--dataloader_num_workers", "3", "--precision", "fp32"])
     assert given.dataloader_num_workers == 3

@@ -36,16 +36,13 @@ from transformers import PreTrainedTokenizerBase
 
 from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import DEFAULT_PRETRAINING_DATASET, check_max_samples
-from ..pretraining import (
-    DataArguments,
-    ModelArguments,
+from ..pretraining import check_model_fits, new_model_config
+from ..pretraining_arguments import DataArguments, ModelArguments, check_task_text
+from ..pretraining_data import (
     SeededMaskingCollator,
     build_tokenizer,
-    check_model_fits,
-    check_task_text,
     load_text_splits,
     masking_collators,
-    new_model_config,
     tokenize_splits,
 )
 from ..run_folder import STAGING, check_output_dir, publish_folder

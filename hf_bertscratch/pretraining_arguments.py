@@ -1,0 +1,540 @@
+"""The arguments of `bertscratch pretrain` (`hf_bertscratch.pretraining`): what the model, the data and the training
+are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), their checks (`validate_args`), and what the run
+defaults to on the machine it runs on (`device_defaults`: processes, precision, loading workers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+
+from .arguments import ArgumentParser, parse_args_or_json
+from .budget import budget_lr_lambda
+from .configuration_bertscratch import PRESETS
+from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
+from .electra import (
+    check_electra_arguments,
+)
+from .hub import check_training_push
+from .run_folder import (
+    GuardedTrainingArguments,
+    check_output_dir,
+)
+from .tasks import TASKS
+
+logger = logging.getLogger(__name__)
+
+OBJECTIVES = ("mlm", "mlm_nsp", "electra")
+# Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
+PACKED_OBJECTIVES = ("mlm", "electra")
+# Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
+# (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
+DEFAULT_BUDGET_MINUTES = 8.5
+# Training tokens per second of the default recipe (README's quick start: the tiny model, 128-token blocks, two
+# processes) on the machines its records come from. A run far below the slowest trained fewer tokens in its budget
+# than the recipe was chosen for, and the end of the run says so.
+REFERENCE_TOKENS_PER_SECOND = {"2-core AMD EPYC (AVX2)": 16_100, "2-core Intel Xeon (AMX)": 31_200}
+# Accuracy above the unigram answer's below which a run is said to be still on the unigram plateau.
+PLATEAU_MARGIN = 0.03
+# Fraction of a run trained on blocks cut to a quarter of max_seq_length (`cut_blocks`) before full blocks.
+SHORT_SEQ_FRACTION = 0.25
+# --max_steps given to the Trainer when only a time budget ends the run (it needs a step count to size its loop).
+BUDGET_STEP_CAP = 10_000_000
+FILL_MASK_EXAMPLES = (
+    "The capital of France is {mask}.",
+    "He was born in {mask} and studied at the university.",
+    "The {mask} of the river is in the mountains.",
+)
+
+
+@dataclass
+class ModelArguments:
+    """Which model to pretrain and which tokenizer it reads."""
+
+    _argument_group_name = "model"  # its flags' heading in --help
+
+    model_size: str = field(default="tiny", metadata={"help": f"Size preset of a new model: one of {sorted(PRESETS)}."})
+    config_name: str | None = field(
+        default=None,
+        metadata={"help": "A config.json folder/file or Hub id to build a new model from (overrides model_size)."},
+    )
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model."},
+    )
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Tokenizer: a tokenizer folder, a folder with only vocab.txt, a vocab.txt, or a Hub id. "
+            "Default: train a WordPiece tokenizer on the training text."
+        },
+    )
+    tokenizer_vocab_size: int = field(
+        default=8192,
+        metadata={"help": "Vocabulary size of the WordPiece tokenizer trained when no tokenizer_name is given."},
+    )
+    tokenizer_train_samples: int = field(
+        default=200_000, metadata={"help": "Training texts the on-the-fly tokenizer learns from (the first N)."}
+    )
+    objective: str = field(
+        default="mlm",
+        metadata={
+            "help": f"Pretraining objective: one of {OBJECTIVES} (mlm_nsp adds next-sentence prediction; electra "
+            "trains a discriminator to spot the tokens a small MLM generator put in, and saves the generator in "
+            "output_dir/generator)."
+        },
+    )
+    generator_width_fraction: float = field(
+        default=0.25,
+        metadata={
+            "help": "electra: the generator's width as a fraction of the discriminator's, in (0, 1] (rounded down to "
+            "whole heads of the discriminator's head size; as many layers). It reads the discriminator's embedding "
+            "tables through a learned projection."
+        },
+    )
+    discriminator_weight: float = field(
+        default=50.0,
+        metadata={"help": "electra: loss = generator MLM loss + this weight x discriminator loss (ELECTRA's 50)."},
+    )
+    mlm_start_fraction: float | None = field(
+        default=None,
+        metadata={
+            "help": "electra: train the discriminator's encoder as a masked LM for this fraction of the run (of the "
+            "time budget, or of the steps) before replaced-token detection, in [0, 1). From random weights a small "
+            "discriminator can stay at the all-'original' prior for a whole short budget; after a masked-LM start "
+            "its encoder reads the context. Default: the short-block start's fraction for a new model, 0 when "
+            "--model_name_or_path continues one."
+        },
+    )
+    max_position_embeddings: int = field(
+        default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
+    )
+    dropout: float = field(
+        default=0.0,
+        metadata={
+            "help": "Hidden and attention dropout of a new --model_size model while it pretrains (Cramming: "
+            "0 learns faster in a short budget; BERT used 0.1). The saved config keeps this value; fine-tuning "
+            "sets its own."
+        },
+    )
+    sinusoidal_position_std: float = field(
+        default=0.05,
+        metadata={
+            "help": "A new --model_size model's learned position embeddings start from a sinusoid table with "
+            "this standard deviation (0: BERT's N(0, initializer_range) init). A small BERT then learns to attend "
+            "to neighbouring tokens within hundreds of steps instead of staying on the MLM unigram plateau."
+        },
+    )
+
+
+@dataclass
+class DataArguments:
+    """Which text to train on and how to turn it into masked examples."""
+
+    _argument_group_name = "data"  # its flags' heading in --help
+
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Hub dataset id, e.g. wikitext. With none of this, --train_file and --task_text: WikiText-2 "
+            "raw (wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
+        },
+    )
+    dataset_config_name: str | None = field(
+        default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."}
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."}
+    )
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Validation data file, same formats as train_file."}
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Folder of local copies of Hub datasets, looked up before the Hub (default: $BERTSCRATCH_DATA_DIR)."
+        },
+    )
+    task_text: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Task-adaptive pretraining: train on the unlabelled text of fine-tuning tasks' train splits, "
+            f"one or more of {', '.join(TASKS)} (several: their texts together), loaded as fine-tuning loads them "
+            "(--data_dir for local copies). Classification/regression: each text, and a pair's second text as a "
+            "text of its own; token classification: the words joined with spaces; question answering: each "
+            "distinct context and every question. Labels are never read. The tasks' eval splits (IMDB: its test "
+            "split) give the held-out text of the MLM loss and perplexity only, and are never trained on. Continue "
+            "a pretrained model with --model_name_or_path (its tokenizer is kept). Not with --train_file, "
+            "--validation_file, --dataset_name, --dataset_config_name, --text_column or --streaming."
+        },
+    )
+    text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
+    max_seq_length: int = field(
+        default=128,
+        metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."},
+    )
+    short_seq_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Tokens per block during the first --short_seq_fraction of training: each max_seq_length "
+            "block is cut into blocks of this length (it must divide max_seq_length; default a quarter of "
+            "it, 32 for 128). A small BERT leaves the MLM unigram plateau in far fewer steps on short blocks, "
+            "then trains on full blocks."
+        },
+    )
+    short_seq_fraction: float | None = field(
+        default=None,
+        metadata={
+            "help": "Fraction of the training (of the time budget, or of the steps) on short blocks; 0 turns the "
+            f"short start off. Default {SHORT_SEQ_FRACTION} with objective mlm and a max_seq_length divisible by "
+            "4, else 0."
+        },
+    )
+    mlm_probability: float = field(
+        default=0.3,
+        metadata={
+            "help": "Fraction of tokens selected for prediction while training (30%% as ModernBERT; Wettig et "
+            "al. 2022 find 15%% too few for short budgets). Evaluation masks --eval_mlm_probability."
+        },
+    )
+    eval_mlm_probability: float = field(
+        default=0.15,
+        metadata={
+            "help": "Fraction of tokens masked in evaluation, whatever the training rate, so that the accuracy "
+            "and perplexity of runs trained at different rates compare (BERT's 15%%)."
+        },
+    )
+    mask_replace_prob: float = field(
+        default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."}
+    )
+    random_replace_prob: float = field(
+        default=0.1,
+        metadata={"help": "Of the selected tokens, the fraction replaced by a random token (the rest stay)."},
+    )
+    whole_word_mask: bool = field(
+        default=False,
+        metadata={"help": "Mask all WordPieces of a word together (mlm objective; forces mask_replace_prob=1)."},
+    )
+    nsp_random_probability: float = field(
+        default=0.5, metadata={"help": "For mlm_nsp: probability that segment B comes from a random other document."}
+    )
+    validation_split_percentage: int = field(
+        default=5,
+        metadata={"help": "Percent of the train split held out for validation when no validation split exists."},
+    )
+    max_train_samples: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train on this many examples (packed blocks, or NSP pairs with mlm_nsp), drawn at random with "
+            "--seed after packing, so documents stay whole inside blocks (streaming: the first N of the shuffled "
+            "stream). As in fine-tuning, an example is a row the model trains on. Default: all of them."
+        },
+    )
+    max_eval_samples: int | None = field(
+        default=None,
+        metadata={
+            "help": "Keep only the first N raw validation texts (streaming: texts held out; default 1000; with "
+            "--task_text, the first N/k of each of the k tasks')."
+        },
+    )
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "Processes for tokenisation (datasets.map)."}
+    )
+    overwrite_cache: bool = field(default=False, metadata={"help": "Re-tokenise even if datasets has a cached result."})
+    streaming: bool = field(
+        default=False, metadata={"help": "Stream the data (needs max_steps) instead of downloading and caching it all."}
+    )
+    shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Streaming: size of the shuffle buffer."})
+
+
+@dataclass
+class PretrainingArguments(GuardedTrainingArguments):
+    """`TrainingArguments` with the output-folder guard (`hf_bertscratch.run_folder`), a time budget, and the
+    defaults a GPU machine wants (`device_defaults`): mixed precision and batch-loading workers."""
+
+    _argument_group_name = "training"  # its flags' heading in --help
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
+        gpus = 0 if self.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        chosen = device_defaults(gpus, gpus > 0 and torch.cuda.is_bf16_supported(), available_cores(), self.precision)
+        if not (self.bf16 or self.fp16):
+            self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
+        if self.dataloader_num_workers is None:
+            self.dataloader_num_workers = chosen["dataloader_num_workers"]
+        super().__post_init__()
+
+    num_processes: str = field(
+        default="auto",
+        metadata={
+            "help": "Data-parallel processes this command launches itself (torchrun) when it is not already "
+            "running under torchrun/accelerate: a number, or auto = one per GPU (NCCL) on a GPU machine, 2 on a "
+            "CPU-only machine with 2 or more cores (gloo; one torch thread per process trains a small BERT faster "
+            "there than one process with all the threads), else 1. Each process trains on its own "
+            "per_device_train_batch_size share."
+        },
+    )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16 autocast on a GPU that supports it, fp32 elsewhere), fp32, bf16 or fp16. --bf16 or "
+            "--fp16, if given, decide."
+        },
+    )
+    dataloader_num_workers: int | None = field(
+        default=None,
+        metadata={"help": "Batch-loading worker processes; default: 4 per GPU at most (cores allowing), 0 on a CPU."},
+    )
+    max_train_minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "Train for this many minutes of training time (evaluation and saving not counted; a resumed "
+            f"run counts the time already spent), then evaluate and save. Default: {DEFAULT_BUDGET_MINUTES:g} "
+            "when neither --max_steps nor --num_train_epochs is given; 0 turns the budget off. The "
+            "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
+            "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay. --max_steps, "
+            "if given with a budget, still caps the steps."
+        },
+    )
+    num_train_epochs: float | None = field(
+        default=None, metadata={"help": "Epochs to train when neither a time budget nor --max_steps ends the run."}
+    )
+    # The small-budget recipe (README, "Pretraining recipe"): measured by lab/sweep_pretraining.py.
+    per_device_train_batch_size: int = field(
+        default=16, metadata={"help": "Blocks per process per step (16 x 2 processes: more steps in the budget)."}
+    )
+    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
+    adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    warmup_steps: float = field(
+        default=0.1, metadata={"help": "Linear warm-up: steps, or with a time budget a fraction of it (below 1)."}
+    )
+    lr_scheduler_type: str = field(
+        default="warmup_stable_decay",
+        metadata={
+            "help": "Learning-rate schedule after warm-up (warmup_stable_decay: hold the peak, decay at the end)."
+        },
+    )
+    logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
+    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
+    parser = ArgumentParser(
+        (ModelArguments, DataArguments, PretrainingArguments),
+        description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
+    )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+        # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
+        # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.
+        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
+    return parse_args_or_json(parser, argv)
+
+
+def validate_args(model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments) -> None:
+    """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
+    if model_args.objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
+    if model_args.mlm_start_fraction is None:
+        new_electra = model_args.objective == "electra" and model_args.model_name_or_path is None
+        model_args.mlm_start_fraction = SHORT_SEQ_FRACTION if new_electra else 0.0
+    check_electra_arguments(
+        model_args.generator_width_fraction, model_args.discriminator_weight, model_args.mlm_start_fraction
+    )
+    if model_args.mlm_start_fraction > 0 and model_args.objective != "electra":
+        raise ValueError(
+            f"mlm_start_fraction is for objective 'electra' (a masked-LM start of its discriminator), got objective "
+            f"{model_args.objective!r} with mlm_start_fraction={model_args.mlm_start_fraction}."
+        )
+    if (
+        model_args.config_name is None
+        and model_args.model_name_or_path is None
+        and model_args.model_size not in PRESETS
+    ):
+        raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
+    if not 0.0 <= model_args.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {model_args.dropout}.")
+    if model_args.sinusoidal_position_std < 0:
+        raise ValueError(
+            f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
+        )
+    check_task_text(data_args)
+    if not data_args.dataset_name and not data_args.train_file:
+        data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
+    for name in (
+        "mlm_probability",
+        "eval_mlm_probability",
+        "mask_replace_prob",
+        "random_replace_prob",
+        "nsp_random_probability",
+    ):
+        value = getattr(data_args, name)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value}.")
+    for name in ("mlm_probability", "eval_mlm_probability"):
+        if not 0.0 < getattr(data_args, name):
+            raise ValueError(f"{name} must be positive, got {getattr(data_args, name)}.")
+    if data_args.mask_replace_prob + data_args.random_replace_prob > 1.0:
+        raise ValueError(
+            f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
+            f"{data_args.random_replace_prob}."
+        )
+    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
+        raise ValueError(
+            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
+        )
+    if data_args.max_seq_length < 8:
+        raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
+    if data_args.short_seq_fraction is None:
+        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
+        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
+    if not 0.0 <= data_args.short_seq_fraction < 1.0:
+        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
+    if data_args.short_seq_length is None:
+        data_args.short_seq_length = max(1, data_args.max_seq_length // 4)
+    if data_args.short_seq_fraction > 0:
+        if (
+            not 0 < data_args.short_seq_length <= data_args.max_seq_length
+            or data_args.max_seq_length % data_args.short_seq_length
+        ):
+            raise ValueError(
+                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
+                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
+            )
+        if model_args.objective not in PACKED_OBJECTIVES:
+            raise ValueError(
+                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
+                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
+            )
+    check_max_samples(data_args)
+    if not 0 < data_args.validation_split_percentage < 100:
+        raise ValueError(
+            f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}."
+        )
+    if (
+        training_args.max_train_minutes is None
+        and training_args.max_steps <= 0
+        and training_args.num_train_epochs is None
+    ):
+        training_args.max_train_minutes = DEFAULT_BUDGET_MINUTES
+    if training_args.num_train_epochs is None:
+        training_args.num_train_epochs = 3.0  # TrainingArguments' default; unused when max_steps ends the run
+    if training_args.max_train_minutes == 0:
+        training_args.max_train_minutes = None
+    if training_args.max_train_minutes is not None:
+        if not training_args.max_train_minutes > 0:
+            raise ValueError(f"max_train_minutes must be positive, got {training_args.max_train_minutes}.")
+        budget_lr_lambda(str(training_args.lr_scheduler_type.value), training_args.warmup_steps)  # validates both
+        if training_args.max_steps <= 0:
+            training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(
+            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
+            "to count epochs by."
+        )
+    check_output_dir(training_args)
+    check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
+    if training_args.ddp_find_unused_parameters is None:
+        # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
+        training_args.ddp_find_unused_parameters = False
+
+
+def check_resumed_pair(checkpoint: str | None, model_args: ModelArguments) -> None:
+    """Refuse to resume an ELECTRA checkpoint whose masked-LM start head (`start_mlm`) this run would not build, or
+    lacks the head this run would: the Trainer reloads a plain module's state dict without strict key checks, so the
+    run would go on silently with a new head or without its start."""
+    weights = Path(checkpoint or "") / "model.safetensors"
+    if model_args.objective != "electra" or checkpoint is None or not weights.is_file():
+        return
+    with safe_open(weights, framework="pt") as saved:
+        has_start = any(name.startswith("start_mlm.") for name in saved.keys())
+    if has_start != bool(model_args.mlm_start_fraction):
+        raise ValueError(
+            f"{checkpoint} was saved by a run {'with' if has_start else 'without'} a masked-LM start "
+            f"(--mlm_start_fraction), and this run has mlm_start_fraction={model_args.mlm_start_fraction:g}: resume "
+            f"with the --mlm_start_fraction the run started with ({'above 0' if has_start else '0'})."
+        )
+
+
+def check_task_text(data_args: DataArguments) -> None:
+    """Refuse a `--task_text` that names no task of the table, names one twice or comes with another source of text;
+    then record the tasks' dataset as the run's (`dataset_name`, `dataset_config_name`, which the model card names
+    and cites; several tasks of one dataset, as GLUE's, give their configs joined with commas)."""
+    names = data_args.task_text
+    if not names:
+        return
+    unknown = [name for name in names if name not in TASKS]
+    if unknown:
+        raise ValueError(f"Unknown --task_text {', '.join(map(repr, unknown))}; expected some of {list(TASKS)}.")
+    if len(set(names)) < len(names):
+        raise ValueError(f"--task_text names a task twice: {' '.join(names)}; give each task once.")
+    other_sources = ("train_file", "validation_file", "dataset_name", "dataset_config_name", "streaming")
+    given = [f"--{flag}" for flag in other_sources if getattr(data_args, flag)]
+    if data_args.text_column != "text":  # the task table names the text columns
+        given.append("--text_column")
+    if given:
+        raise ValueError(
+            f"--task_text {' '.join(names)} trains on the tasks' own train splits (and evaluates on their eval "
+            f"splits); it cannot be combined with {', '.join(given)}. Drop those, or drop --task_text."
+        )
+    datasets_ = task_text_datasets(data_args)
+    configs = [TASKS[name].dataset_config_name for name in names if TASKS[name].dataset_config_name]
+    data_args.dataset_name = datasets_[0] if len(datasets_) == 1 else ", ".join(datasets_)
+    data_args.dataset_config_name = ", ".join(configs) or None
+
+
+def task_text_datasets(data_args: DataArguments) -> list[str]:
+    """The Hub dataset ids of the `--task_text` tasks, each once, in order (the model card's `datasets`)."""
+    return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def device_defaults(gpus: int, bf16_supported: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
+    """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
+    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU with bf16 autocast where the GPU has it,
+    and up to 4 loading workers each; on a CPU, 2 processes when there are 2 cores, fp32, loading in the process."""
+    bf16 = precision == "bf16" or (precision == "auto" and gpus > 0 and bf16_supported)
+    return {
+        "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
+        "bf16": bf16,
+        "fp16": precision == "fp16",
+        "dataloader_num_workers": min(4, max(0, cores // gpus - 1)) if gpus > 0 else 0,
+    }
+
+
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def describe_device_choice(training_args: PretrainingArguments, processes: int) -> str:
+    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
+    gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+    where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
+    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
+    pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
+    return (
+        f"Training on {where}: {processes} process(es), {precision}, "
+        f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
+    )
+
+
+def resolve_num_processes(training_args: PretrainingArguments) -> int:
+    """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
+    if "WORLD_SIZE" in os.environ:
+        return 1
+    value = str(training_args.num_processes).strip().lower()
+    if value == "auto":
+        gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        return device_defaults(gpus, False, available_cores())["processes"]
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
+    return int(value)

@@ -1,0 +1,312 @@
+"""The data of `bertscratch pretrain` (`hf_bertscratch.pretraining`): raw text splits, the tokenizer (loaded or
+trained on the text), tokenised and packed blocks (or NSP sentence pairs), and the masking collators.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import datasets
+import numpy as np
+import torch
+from transformers import (
+    DataCollatorForLanguageModeling,
+    PreTrainedTokenizerBase,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+)
+
+from .data import load_raw_datasets, sample_examples
+from .nsp import make_nsp_pairs_function
+from .pretraining_arguments import DataArguments, ModelArguments, PretrainingArguments
+from .tasks import task_texts
+from .tokenization import load_tokenizer, train_wordpiece_tokenizer
+
+logger = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------------------------- data stages
+
+
+def load_task_text_splits(
+    data_args: DataArguments, documents: bool = False
+) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """`--task_text`: the texts of the tasks' train splits to train on, and of their eval splits for the held-out
+    MLM loss, without labels (`tasks.task_texts`), as one-column datasets, task after task; the splits are loaded and
+    checked as fine-tuning loads them (`finetuning.load_task_datasets`). With `documents` (next-sentence
+    prediction), an empty text ends each example, so each example is a document of its own. `--max_eval_samples N`
+    keeps each of the k tasks' first N/k held-out texts (`_first_texts`), so every task is scored, not the first
+    task alone."""
+    from .finetuning import DataArguments as TaskDataArguments
+    from .finetuning import check_data_arguments, load_task_datasets
+
+    texts: dict[str, list[str]] = {"train": [], "eval": []}
+    for name in data_args.task_text:
+        task_args = TaskDataArguments(task=name, data_dir=data_args.data_dir)
+        task = check_data_arguments(task_args)
+        raw = load_task_datasets(task_args, task)
+        train, held_out = (task_texts(task, raw[role], documents) for role in texts)
+        if data_args.max_eval_samples is not None:
+            share = max(1, data_args.max_eval_samples // len(data_args.task_text))
+            held_out = _first_texts(held_out, share, documents)
+        texts["train"] += train
+        texts["eval"] += held_out
+        logger.info(
+            "Task text of %s: %d texts from its %r split to train on, %d from its %r split held out",
+            name,
+            len(train),
+            task.train_split,
+            len(held_out),
+            task.eval_split,
+        )
+    train, validation = (datasets.Dataset.from_dict({data_args.text_column: texts[role]}) for role in texts)
+    return train, validation
+
+
+def _first_texts(texts: list[str], count: int, documents: bool) -> list[str]:
+    """The first `count` of one task's texts. With `documents`, cut back to the end of the last whole document (its
+    empty text), so that a cut document does not run into the next task's first one; a first document longer than
+    `count` is kept whole."""
+    kept = texts[:count]
+    if documents and len(kept) < len(texts):
+        while kept and kept[-1]:
+            kept.pop()
+        if not kept:
+            kept = texts[: texts.index("") + 1]
+    return kept
+
+
+def load_text_splits(
+    data_args: DataArguments, seed: int, documents: bool = False
+) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
+    """The raw train and validation splits; validation is carved off the end of train when there is none. With
+    `--task_text`, a task's train and eval texts (`load_task_text_splits`, each example a document when
+    `documents`)."""
+    if data_args.task_text:
+        return load_task_text_splits(data_args, documents)
+    raw = load_raw_datasets(
+        data_args.dataset_name,
+        data_args.dataset_config_name,
+        train_file=data_args.train_file,
+        validation_file=data_args.validation_file,
+        data_dir=data_args.data_dir,
+        streaming=data_args.streaming,
+    )
+    if "train" not in raw:
+        raise ValueError(f"The data has no train split; splits found: {sorted(raw)}.")
+    train = raw["train"]
+    columns = train.column_names if train.column_names is not None else list(next(iter(train)).keys())
+    if data_args.text_column not in columns:
+        raise ValueError(f"text_column={data_args.text_column!r} is not a column of the data; columns: {columns}.")
+    validation = raw.get("validation")
+    if validation is None and data_args.streaming:
+        held_out = data_args.max_eval_samples or 1000
+        train, validation = train.skip(held_out), train.take(held_out)
+    elif validation is None:
+        # The last rows, not a random sample: keeps documents contiguous for packing and NSP.
+        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, shuffle=False)
+        train, validation = split["train"], split["test"]
+    if data_args.max_eval_samples is not None and not data_args.streaming:
+        validation = validation.select(range(min(data_args.max_eval_samples, len(validation))))
+    if data_args.streaming:
+        train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
+    return train, validation
+
+
+def build_tokenizer(
+    model_args: ModelArguments,
+    train: datasets.Dataset | datasets.IterableDataset,
+    text_column: str,
+    checkpoint: str | None,
+    training_args: TrainingArguments,
+) -> PreTrainedTokenizerBase:
+    """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`.
+
+    Under torchrun/accelerate only the first process trains the tokenizer and sends it to the others, so every rank
+    tokenises with the same ids even where training ties could be broken differently.
+    """
+    if model_args.tokenizer_name:
+        return load_tokenizer(model_args.tokenizer_name)
+    for source in (checkpoint, model_args.model_name_or_path):
+        if source:
+            return load_tokenizer(source)
+    tokenizer = None
+    if training_args.process_index == 0:
+        logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
+        texts = (
+            (row[text_column] for row in train.take(model_args.tokenizer_train_samples))
+            if isinstance(train, datasets.IterableDataset)
+            else train.select(range(min(len(train), model_args.tokenizer_train_samples)))[text_column]
+        )
+        tokenizer = train_wordpiece_tokenizer(texts, model_args.tokenizer_vocab_size)
+    if training_args.world_size > 1:
+        shared = [tokenizer]
+        torch.distributed.broadcast_object_list(shared, src=0)
+        tokenizer = shared[0]
+    return tokenizer
+
+
+def make_pack_function(
+    tokenizer: PreTrainedTokenizerBase, text_column: str, max_seq_length: int, with_offsets: bool
+) -> Any:
+    """A batched `datasets.map` function: tokenise texts, concatenate them, cut `[CLS] block [SEP]` examples.
+
+    Every example is exactly `max_seq_length` tokens (the batch's remainder is dropped), so no compute is spent on
+    padding. With `with_offsets`, character offsets travel along for whole-word masking: a token that does not
+    start where the previous one ended begins a new word (offsets restart at each text, so texts never merge).
+    """
+    block = max_seq_length - 2
+
+    def pack(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(
+            batch[text_column],
+            add_special_tokens=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            return_offsets_mapping=with_offsets,
+            verbose=False,
+        )
+        ids = [t for seq in encoded["input_ids"] for t in seq]
+        n_blocks = len(ids) // block
+        out: dict[str, list] = {
+            "input_ids": [
+                [tokenizer.cls_token_id, *ids[i * block : (i + 1) * block], tokenizer.sep_token_id]
+                for i in range(n_blocks)
+            ],
+            "special_tokens_mask": [[1] + [0] * block + [1]] * n_blocks,
+        }
+        if with_offsets:
+            offsets = [tuple(o) for seq in encoded["offset_mapping"] for o in seq]
+            out["offset_mapping"] = [[(0, 0), *offsets[i * block : (i + 1) * block], (0, 0)] for i in range(n_blocks)]
+        return out
+
+    return pack
+
+
+def tokenize_splits(
+    splits: dict[str, datasets.Dataset | datasets.IterableDataset],
+    tokenizer: PreTrainedTokenizerBase,
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: PretrainingArguments,
+) -> dict[str, datasets.Dataset | datasets.IterableDataset]:
+    """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs; then
+    draw `--max_train_samples` of the training examples (`data.sample_examples`)."""
+    if model_args.objective == "mlm_nsp":
+        function = make_nsp_pairs_function(
+            tokenizer,
+            data_args.text_column,
+            data_args.max_seq_length,
+            data_args.nsp_random_probability,
+            training_args.seed,
+        )
+        map_kwargs: dict[str, Any] = {"with_indices": True}
+    else:
+        function = make_pack_function(
+            tokenizer, data_args.text_column, data_args.max_seq_length, data_args.whole_word_mask
+        )
+        map_kwargs = {}
+    result = {}
+    for name, split in splits.items():
+        columns = split.column_names if split.column_names is not None else [data_args.text_column]
+        if not data_args.streaming:
+            map_kwargs.update(
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
+                desc=f"Tokenizing and packing {name}",
+            )
+        # Only the main process tokenises; the others then read datasets' cache instead of redoing the work.
+        with training_args.main_process_first(desc=f"tokenize {name}"):
+            result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
+        _check_not_empty(name, result[name], data_args)
+        if model_args.objective == "mlm_nsp" and isinstance(result[name], datasets.Dataset):
+            not_next = sum(result[name]["next_sentence_label"])
+            logger.info(
+                "NSP pairs of %s: %d IsNext, %d NotNext (a one-sentence document has no next sentence: NotNext only)",
+                name,
+                len(result[name]) - not_next,
+                not_next,
+            )
+    result["train"] = sample_examples(result["train"], data_args.max_train_samples, training_args.seed)
+    return result
+
+
+def _check_not_empty(name: str, split: datasets.Dataset | datasets.IterableDataset, data_args: DataArguments) -> None:
+    empty = next(iter(split), None) is None if isinstance(split, datasets.IterableDataset) else len(split) == 0
+    if empty:
+        raise ValueError(
+            f"The {name} split yields no example of max_seq_length={data_args.max_seq_length} tokens after "
+            "tokenisation (its texts are empty or too short); give more text or a smaller --max_seq_length."
+        )
+
+
+# ------------------------------------------------------------------------------------------ masking stage
+
+
+@dataclass
+class SeededMaskingCollator(DataCollatorForLanguageModeling):
+    """`DataCollatorForLanguageModeling` whose masks depend only on (seed, epoch, the batch's tokens).
+
+    The stock collator draws masks from the global RNG inside the dataloader, which accelerate runs one batch ahead
+    of the training step; a checkpoint then saves an RNG state that already consumed the next batch's masks, and a
+    resumed run masks differently from an uninterrupted one. Seeding each batch from its own content makes masking
+    reproducible across resume, dataloader workers and ranks (each rank's batches differ, so do its masks), and
+    the epoch keeps masks dynamic: a block seen again in a later epoch is masked afresh, as in RoBERTa.
+    """
+
+    epoch: int = 0
+    _batch_seed: int = field(default=0, init=False, repr=False)
+
+    def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(f"{self.seed}/{self.epoch}".encode())
+        for example in examples:
+            digest.update(np.asarray(example["input_ids"], dtype=np.int64).tobytes() + b"|")
+        self._batch_seed = int.from_bytes(digest.digest(), "little") >> 1
+        # With no generator, the stock torch_call asks create_rng for one (every transformers 5.x does), and ours
+        # returns the batch's. Setting self.generator here instead is not enough: transformers 5.24 replaces a
+        # generator whose creating process it did not record (`_generator_pid`, new in 5.24's data_collator.py) with
+        # one seeded from `seed` alone, which made masks depend on the batches drawn before and broke exact resume.
+        self.generator = None
+        return super().torch_call(examples)
+
+    def create_rng(self, *args: Any, **kwargs: Any) -> None:
+        """The generator of the batch being collated (see `torch_call`)."""
+        self.generator = torch.Generator().manual_seed(self._batch_seed)
+        self._generator_pid = os.getpid()  # transformers >= 5.24 checks it; earlier versions ignore it
+
+
+def masking_collators(
+    tokenizer: PreTrainedTokenizerBase, data_args: DataArguments, seed: int
+) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
+    """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate."""
+    return tuple(
+        SeededMaskingCollator(
+            tokenizer,
+            mlm_probability=probability,
+            whole_word_mask=data_args.whole_word_mask,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+            seed=seed,
+        )
+        for probability in (data_args.mlm_probability, data_args.eval_mlm_probability)
+    )
+
+
+class MaskingEpochCallback(TrainerCallback):
+    """Tells the collator which epoch is starting (also right after a resume, mid-epoch)."""
+
+    def __init__(self, collator: SeededMaskingCollator) -> None:
+        self.collator = collator
+
+    def on_epoch_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        self.collator.epoch = int(math.floor(state.epoch or 0.0))
