@@ -18,7 +18,7 @@ The compiled variant wraps both models in `torch.compile`; for the inference wor
 on, as one compiles for inference (weights become constants: prepacked for the GEMMs, folded where they can be).
 
 With `--onnxruntime true`, the inference workloads time a third contender: our model exported with
-`hf_bertscratch.onnx_export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by an
+`hf_bertscratch.onnx.export` (what `bertscratch export` writes, with `--masked_positions` for fill-mask) and run by an
 ONNX Runtime CPU `InferenceSession` with every graph optimisation, as many intra-op threads as torch uses and spinning
 off (spinning threads would steal the CPU from the PyTorch contenders between their turns). That graph
 (`ONNXRUNTIME_GRAPH`) is the fastest under ONNX Runtime of those `lab/compare_onnx_graphs.py` times for the same
@@ -367,7 +367,9 @@ def onnxruntime_contender(
     `int8`, then quantized as `bertscratch export --quantize dynamic` does) and return a closure running one ONNX
     Runtime forward on `batch`, and the largest |ONNX Runtime - ours| over real positions (fill-mask: the masked
     ones) of that batch."""
-    from .onnx_export import export_graph, onnx_session, operator_counts, quantize_int8, run_session
+    from .onnx.export import export_graph, operator_counts
+    from .onnx.quantize import quantize_int8
+    from .onnx.runtime import onnx_session, run_session
 
     model, task = (ours.bert, "feature-extraction") if workload == "encode" else (ours, "fill-mask")
     masked = workload == "fill-mask"
@@ -825,8 +827,9 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
 
 def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
     """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime InferenceSession set up as
-    the benchmark's (`onnx_export.onnx_session`); raises unless its output equals torch's to 1e-4."""
-    from .onnx_export import ONNX_FILE, onnx_session, require
+    the benchmark's (`hf_bertscratch.onnx.runtime.onnx_session`); raises unless its output equals torch's to 1e-4."""
+    from .onnx.common import ONNX_FILE, require
+    from .onnx.runtime import onnx_session
 
     onnx = require("onnx")
     helper, numpy_helper = onnx.helper, onnx.numpy_helper

@@ -53,7 +53,7 @@ FORWARDED: dict[str, str] = {
     "push": "hf_bertscratch.hub",
     "benchmark": "hf_bertscratch.benchmark",
     "train-tokenizer": "hf_bertscratch.tokenization",
-    "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
+    "evaluate-onnx": "hf_bertscratch.onnx.evaluation",
 }
 
 
@@ -420,7 +420,7 @@ def run_attention(args: AttentionArguments) -> None:
 
 
 def run_export(args: ExportArguments) -> None:
-    from .onnx_export import export_onnx
+    from .onnx.export import export_onnx
 
     output = export_onnx(
         args.model,

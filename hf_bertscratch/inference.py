@@ -6,7 +6,7 @@ and transformers would silently attach a random one), and the text must be usabl
 Each function takes a model folder / Hub id or an already built pipeline, so a notebook can reuse one pipeline.
 
 `backend="onnxruntime"` runs the same pipeline on a folder written by `bertscratch export` (see
-`hf_bertscratch.onnx_export`): tokenization and post-processing are the pipeline's either way, only the forward
+`hf_bertscratch.onnx`): tokenization and post-processing are the pipeline's either way, only the forward
 pass changes.
 
 Fill-mask decodes the vocabulary at the mask tokens only (`BertScratchFillMaskPipeline`), where the model can be
@@ -84,7 +84,8 @@ def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tenso
 def takes_masked_positions(model: PreTrainedModel) -> bool:
     """Whether `model` can decode given positions only: an export with the `masked_positions` input, or a PyTorch
     model whose forward takes `masked_positions` (BertScratchForMaskedLM)."""
-    from .onnx_export import MASKED_POSITIONS, BertScratchOnnxRuntimeModel
+    from .onnx.common import MASKED_POSITIONS
+    from .onnx.runtime import BertScratchOnnxRuntimeModel
 
     if isinstance(model, BertScratchOnnxRuntimeModel):
         return MASKED_POSITIONS in model.input_names
@@ -204,7 +205,7 @@ def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
 
 def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int | None) -> Pipeline:
     """The pipeline for `task` over the exported folder `model`, run by ONNX Runtime on the CPU."""
-    from .onnx_export import BertScratchOnnxRuntimeModel
+    from .onnx.runtime import BertScratchOnnxRuntimeModel
 
     if device not in (None, "cpu", -1):
         raise ValueError(

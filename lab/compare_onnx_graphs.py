@@ -40,15 +40,9 @@ from hf_bertscratch.benchmark import (
     time_interleaved,
 )
 from hf_bertscratch.configuration_bertscratch import PRESETS
-from hf_bertscratch.onnx_export import (
-    INPUT_NAMES,
-    ONNX_FILE,
-    export_graph,
-    onnx_session,
-    operator_counts,
-    require,
-    run_session,
-)
+from hf_bertscratch.onnx.common import INPUT_NAMES, ONNX_FILE, require
+from hf_bertscratch.onnx.export import export_graph, operator_counts
+from hf_bertscratch.onnx.runtime import onnx_session, run_session
 from hf_bertscratch.run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)

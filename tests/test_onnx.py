@@ -18,8 +18,10 @@ import pytest
 import torch
 
 import hf_bertscratch
-from hf_bertscratch import cli, inference, onnx_export
-from hf_bertscratch.onnx_export import (
+from hf_bertscratch import cli, inference
+from hf_bertscratch.onnx import common, quantize, runtime
+from hf_bertscratch.onnx import export as onnx_export
+from hf_bertscratch.onnx.common import (
     ATOL,
     INPUT_NAMES,
     INT8_AGREEMENT,
@@ -27,11 +29,9 @@ from hf_bertscratch.onnx_export import (
     MASKED_POSITIONS,
     ONNX_TASKS,
     example_batch,
-    export_graph,
-    onnx_session,
-    operator_counts,
-    run_session,
 )
+from hf_bertscratch.onnx.export import export_graph, operator_counts
+from hf_bertscratch.onnx.runtime import onnx_session, run_session
 
 from conftest import tiny_config_kwargs
 
@@ -214,14 +214,14 @@ def test_export_bad_task(model_dirs, tmp_path: Path) -> None:
 
 
 def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    real_import = onnx_export.importlib.import_module
+    real_import = common.importlib.import_module
 
     def without_onnxruntime(name: str, *args: object) -> object:
         if name == "onnxruntime":
             raise ModuleNotFoundError("No module named 'onnxruntime'", name="onnxruntime")
         return real_import(name, *args)
 
-    monkeypatch.setattr(onnx_export.importlib, "import_module", without_onnxruntime)
+    monkeypatch.setattr(common.importlib, "import_module", without_onnxruntime)
     with pytest.raises(ImportError, match=r"needs the 'onnxruntime' package.*hf-bertscratch\[onnx\]"):
         onnx_session(tmp_path)
 
@@ -420,11 +420,11 @@ def test_int8_saturates_on_x86_without_a_vnni_dot_product() -> None:
     """An AVX2-only x86 CPU (flags as a 2-core AMD EPYC's) saturates; with a VNNI or AMX flag, or on Arm, it does
     not; an x86 CPU whose flags name none of them is taken to saturate."""
     avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n"
-    assert onnx_export.int8_saturates(avx2, "x86_64")
+    assert quantize.int8_saturates(avx2, "x86_64")
     for flag in ("avx512_vnni", "avx_vnni", "amx_int8"):
-        assert not onnx_export.int8_saturates(avx2.replace("avx2", f"avx2 {flag}"), "x86_64"), flag
-    assert not onnx_export.int8_saturates(avx2, "aarch64")
-    assert onnx_export.int8_saturates("", "AMD64")
+        assert not quantize.int8_saturates(avx2.replace("avx2", f"avx2 {flag}"), "x86_64"), flag
+    assert not quantize.int8_saturates(avx2, "aarch64")
+    assert quantize.int8_saturates("", "AMD64")
 
 
 @pytest.mark.parametrize("reduce_range", [True, False])
@@ -538,7 +538,7 @@ def test_cli_fill_mask_on_masked_positions_export(capsys, model_dirs, masked_exp
 
 def test_masked_positions_errors(model_dirs, cli_exports, masked_export, tmp_path: Path) -> None:
     ids = torch.tensor([[2, 7, 4, 3]])
-    dense = onnx_export.BertScratchOnnxRuntimeModel.from_folder(cli_exports["fill-mask"], "fill-mask")
+    dense = runtime.BertScratchOnnxRuntimeModel.from_folder(cli_exports["fill-mask"], "fill-mask")
     with pytest.raises(ValueError, match="has no masked_positions input: export it with --masked_positions"):
         dense(ids, masked_positions=torch.tensor([[2]]))
     with pytest.raises(ValueError, match="decodes given positions only: pass masked_positions"):

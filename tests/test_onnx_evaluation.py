@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import hf_bertscratch
-from hf_bertscratch import cli, onnx_evaluation
+from hf_bertscratch import cli
+from hf_bertscratch.onnx import evaluation as onnx_evaluation
 from hf_bertscratch.tasks import CONLL2003_LABELS
 
 from conftest import CORPUS, tiny_config_kwargs

@@ -4,7 +4,7 @@ int8 export, on the task's evaluation split (and its test split, where the task 
     python scripts/evaluate_onnx.py --model runs/sst2 --task sst2 --data_dir ../shared/data --output_dir eval/sst2
     bertscratch evaluate-onnx --model runs/conll2003 --task conll2003 --data_dir ../shared/data --split test
 
-The model is exported twice with `hf_bertscratch.onnx_export.export_onnx` into `--output_dir` (`fp32/`, checked
+The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked
 against PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8
 tolerance, since its cost is what is measured here), then the three backends run the same batches. Everything
 between the data and the score is fine-tuning's own: the task and data flags are `finetuning.DataArguments`, the
@@ -50,17 +50,20 @@ from transformers import AutoConfig, EvalPrediction
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .arguments import ArgumentParser, parse_args_or_json
-from .data import sample_examples
-from .finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
-from .hardware import cpu_model, describe_hardware
-from .inference import check_task_head
-from .model_reference import check_model_reference
-from .onnx_export import INPUT_NAMES, ONNX_TASKS, BertScratchOnnxRuntimeModel, export_onnx, int8_saturates
-from .run_folder import write_text_atomically
-from .task_shapes import FeatureSettings, build_shape
-from .tasks import TaskSpec
-from .token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
+from ..arguments import ArgumentParser, parse_args_or_json
+from ..data import sample_examples
+from ..finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
+from ..hardware import cpu_model, describe_hardware
+from ..inference import check_task_head
+from ..model_reference import check_model_reference
+from ..run_folder import write_text_atomically
+from ..task_shapes import FeatureSettings, build_shape
+from ..tasks import TaskSpec
+from ..token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
+from .common import INPUT_NAMES, ONNX_TASKS
+from .export import export_onnx
+from .quantize import int8_saturates
+from .runtime import BertScratchOnnxRuntimeModel
 
 logger = logging.getLogger(__name__)
 
