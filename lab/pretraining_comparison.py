@@ -335,7 +335,7 @@ def run_recipe(args: ComparisonArguments, name: str, objective: str | None) -> N
     folder = Path(args.runs_dir) / name
     share_first_stage(Path(args.runs_dir), name)
     print(f"== {name}: {' '.join(f'{k}={v}' for k, v in environment.items())}", flush=True)
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "reproduce_results.sh"), str(folder)],
+    done = subprocess.run(["bash", str(ROOT / "lab" / "reproduce_results.sh"), str(folder)],
                           env={**os.environ, **environment}, check=False)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"Recipe {name!r} failed (exit {done.returncode}); its logs are in {folder}.")
