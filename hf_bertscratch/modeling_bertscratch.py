@@ -65,6 +65,29 @@ AUTO_CLASS_TO_MODEL: dict[str, str] = {
 }
 
 
+def _read_on_host(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
+    """Read named 0-dim integer or bool tensors on the host in one sync (one `tolist`), as Python ints.
+
+    On a GPU every read of a tensor value waits for all the work queued before it: a forward gathers what it must
+    know about its batch (`BertScratchModel.plan_batch`) and reads it here once, instead of one wait per question.
+    """
+    if not scalars:
+        return {}
+    device = next(iter(scalars.values())).device
+    values = torch.stack([scalar.to(device=device, dtype=torch.long) for scalar in scalars.values()]).tolist()
+    return dict(zip(scalars, values))
+
+
+def _true_first(flags: torch.Tensor, count: int) -> torch.Tensor:
+    """(M,) bool flags with `count` True (known on the host) -> (M,) positions: those of the True flags, then those
+    of the False ones, each ascending. What `nonzero` gives for both lists, without its host sync (its output size
+    depends on the values); a counting partition, linear where a stable sort would not be."""
+    positions = torch.arange(flags.numel(), device=flags.device)
+    true_so_far = flags.cumsum(0)  # (M,) True flags up to and including each position
+    target = torch.where(flags, true_so_far - 1, positions - true_so_far + count)  # a permutation of 0..M-1
+    return torch.empty_like(positions).scatter_(0, target, positions)
+
+
 @dataclass
 class BertScratchPadding:
     """Where the real tokens of a padded (B, T) batch are, for running dense layers on (N, H) instead of (B, T, H).
@@ -82,19 +105,27 @@ class BertScratchPadding:
     pad_indices: torch.Tensor
 
     @classmethod
-    def from_mask(cls, attention_mask: torch.Tensor) -> BertScratchPadding:
+    def from_mask(cls, attention_mask: torch.Tensor, extent: tuple[int, int] | None = None) -> BertScratchPadding:
         """Build from a (B, T) 0/1 mask whose rows may be padded anywhere (left, right or in between).
 
-        One host sync (the number of real tokens and the last real column); the positions come from a stable sort
-        of the trimmed mask, real tokens first, so neither list needs a `nonzero` sync of its own.
+        `extent` is (number of real tokens, last column holding one), the values of `extent_scalars` already read
+        on the host (`BertScratchModel.plan_batch` reads them with the forward's other values); without it they
+        are read here, one host sync. The positions come from `_true_first`, so neither list needs a sync of its own.
         """
         keep = attention_mask.to(torch.bool)
-        columns = torch.arange(1, keep.shape[1] + 1, device=keep.device)
-        num_real, last_column = torch.stack([keep.sum(), (keep.any(dim=0) * columns).max()]).tolist()
+        if extent is None:
+            extent = tuple(_read_on_host(cls.extent_scalars(keep)).values())
+        num_real, last_column = extent
         seq_len = max(last_column, 1)
-        flat = keep[:, :seq_len].reshape(-1)
-        order = torch.argsort(flat.to(torch.uint8), descending=True, stable=True)  # real, then pad; each ascending
+        order = _true_first(keep[:, :seq_len].reshape(-1), num_real)  # real, then pad; each ascending
         return cls(indices=order[:num_real], batch_size=keep.shape[0], seq_len=seq_len, pad_indices=order[num_real:])
+
+    @staticmethod
+    def extent_scalars(keep: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The two values of a (B, T) bool mask the description needs on the host, as 0-dim device tensors: the
+        number of real tokens and the last column (1-based, 0 for none) that holds one."""
+        columns = torch.arange(1, keep.shape[1] + 1, device=keep.device)
+        return {"real_tokens": keep.sum(), "last_column": (keep.any(dim=0) * columns).max()}
 
     @property
     def has_padding(self) -> bool:
@@ -145,10 +176,11 @@ class BertScratchPadding:
         out_len = max(seq_len or self.seq_len, self.seq_len)
         if out_len == self.seq_len:
             return out_len, self.indices, self.pad_indices
-        # Re-address into the longer grid: the trimmed tail columns are pad too.
+        # Re-address into the longer grid: the trimmed tail columns are pad too. The number of real tokens is known on
+        # the host, so the pad positions come from `_true_first` without a sync (a `nonzero` would be one).
         indices = self.indices // self.seq_len * out_len + self.indices % self.seq_len
-        is_pad = torch.ones(self.batch_size * out_len, dtype=torch.bool, device=indices.device)
-        return out_len, indices, is_pad.index_fill_(0, indices, False).nonzero().squeeze(-1)
+        is_real = torch.zeros(self.batch_size * out_len, dtype=torch.bool, device=indices.device)
+        return out_len, indices, _true_first(is_real.index_fill_(0, indices, True), indices.numel())[indices.numel() :]
 
     def runs(self, seq_len: int | None = None) -> tuple[list[tuple[int, int, int]], torch.Tensor]:
         """Runs of consecutive real tokens in the (B * out_len) grid, and that grid's pad positions.
@@ -169,6 +201,29 @@ class BertScratchPadding:
         grid_starts = indices.index_select(0, real_starts)
         runs = torch.stack([grid_starts, real_starts, lengths], dim=1).tolist()  # and one to read them
         return [tuple(run) for run in runs], pad_indices
+
+
+@dataclass
+class BertScratchBatchPlan:
+    """How a forward runs its batch, decided from the batch's values read on the host in one sync
+    (`BertScratchModel.plan_batch`): a head that needs the answers too plans once and passes the plan down.
+
+    Attributes:
+        batch_size, seq_len: B and T of the inputs.
+        padding: the real tokens to run unpadded, or None to run the padded (B, T) batch.
+        attention_mask: the (B, T) key mask the attention applies (trimmed to T' when unpadded), or None where it
+            masks nothing (all ones) or none was given.
+        documents: (B or 1, T) document ids of a padding-free batch (trimmed to T' when unpadded), or None for one
+            document per row.
+        num_labelled: the number of labels that are not -100, when asked for (sparse MLM decoding) and readable.
+    """
+
+    batch_size: int
+    seq_len: int
+    padding: BertScratchPadding | None
+    attention_mask: torch.Tensor | None
+    documents: torch.Tensor | None
+    num_labelled: int | None = None
 
 
 class BertScratchEmbeddings(nn.Module):
@@ -367,7 +422,7 @@ class BertScratchLMHead(nn.Module):
     """MLM head: dense + GELU + LayerNorm transform, then a decoder to the vocabulary tied to the word embeddings."""
 
     # (rows, words) per GEMM of inference decoding, None for one GEMM per run of rows; see `decode_into`. The default
-    # is measured (`python scripts/profile_decode.py`): a 1 MiB fp32 output tile was faster on an idle 2-core AMD
+    # is measured (`python -m lab.profile_decode`): a 1 MiB fp32 output tile was faster on an idle 2-core AMD
     # EPYC at 1 and 2 threads, one GEMM per run when other processes kept the cores busy. Set it per model.
     decode_tile: tuple[int, int] | None = (256, 1024)
 
@@ -547,11 +602,10 @@ def _check_inputs(
     config: BertScratchConfig,
     input_ids: torch.Tensor | None,
     attention_mask: torch.Tensor | None,
-    token_type_ids: torch.Tensor | None,
-    position_ids: torch.Tensor | None,
     inputs_embeds: torch.Tensor | None,
 ) -> tuple[int, int]:
-    """Validate model inputs where they enter and return (B, T); each error names the bad value and the limit."""
+    """Validate the inputs' shapes where they enter and return (B, T); each error names the bad value and the limit.
+    (Their values are checked by `_input_ranges`, read with the forward's other values in `plan_batch`.)"""
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
     if input_ids is not None and input_ids.dim() != 2:
@@ -564,25 +618,49 @@ def _check_inputs(
         )
     if attention_mask is not None and tuple(attention_mask.shape) != shape:
         raise ValueError(f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}.")
-    if not torch.compiler.is_compiling():
-        _check_ranges(
-            ("input_ids", input_ids, config.vocab_size, "vocab_size"),
-            ("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size"),
-            ("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings"),
-        )
     return shape
 
 
-def _check_ranges(*checks: tuple[str, torch.Tensor | None, int, str]) -> None:
-    """Every id tensor within [0, limit); one host sync for all of them (their min and max, read together)."""
-    checks = tuple(check for check in checks if check[1] is not None and check[1].numel() > 0)
-    if not checks:
-        return
-    bounds = torch.stack([bound.long() for _, ids, _, _ in checks for bound in torch.aminmax(ids)]).tolist()
-    for (name, _, limit, limit_name), low, high in zip(checks, bounds[0::2], bounds[1::2]):
+# (name, ids, limit, the config field of the limit): an id tensor, or None, whose values must lie in [0, limit).
+_RangeCheck = tuple[str, torch.Tensor | None, int, str]
+
+
+def _input_ranges(
+    config: BertScratchConfig,
+    input_ids: torch.Tensor | None,
+    token_type_ids: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+) -> tuple[_RangeCheck, ...]:
+    """The range checks of a forward's id inputs: an out-of-range id would index past an embedding table, which on
+    a GPU is a device-side assert that names nothing and leaves the process unusable."""
+    return (
+        ("input_ids", input_ids, config.vocab_size, "vocab_size"),
+        ("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size"),
+        ("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings"),
+    )
+
+
+def _range_scalars(checks: tuple[_RangeCheck, ...]) -> dict[str, torch.Tensor]:
+    """The min and max of each id tensor given (and not empty), as 0-dim device tensors for `_read_on_host`."""
+    scalars: dict[str, torch.Tensor] = {}
+    for name, ids, _, _ in checks:
+        if ids is not None and ids.numel() > 0:
+            scalars[f"{name} min"], scalars[f"{name} max"] = torch.aminmax(ids)
+    return scalars
+
+
+def _raise_if_out_of_range(checks: tuple[_RangeCheck, ...], values: dict[str, int]) -> None:
+    """Raise for the first id tensor whose min or max (read by `_read_on_host`) lies outside [0, limit)."""
+    for name, _, limit, limit_name in checks:
+        low, high = values.get(f"{name} min", 0), values.get(f"{name} max", 0)
         if low < 0 or high >= limit:
             bad = low if low < 0 else high
             raise ValueError(f"{name} contains {bad}, outside [0, {limit - 1}] ({limit_name}={limit}).")
+
+
+def _check_ranges(*checks: _RangeCheck) -> None:
+    """Every id tensor within [0, limit); one host sync for all of them (their min and max, read together)."""
+    _raise_if_out_of_range(checks, _read_on_host(_range_scalars(checks)))
 
 
 # Keyword arguments a forward accepts beyond its named ones: transformers' (`TransformersKwargs`: output flags,
@@ -636,54 +714,107 @@ class BertScratchModel(BertScratchPreTrainedModel):
         token_type_ids: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
-        unpad: BertScratchPadding | None | str = "auto",
+        plan: BertScratchBatchPlan | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> BaseModelOutputWithPooling:
-        """`unpad`: how the batch runs, as `padding_for` describes it: "auto" computes it here, a head that needs
-        it too computes it once and passes it, None runs the padded batch."""
+        """`plan`: how the batch runs, from `plan_batch` (which checks the inputs and reads what it needs of their
+        values in one host sync); a head that needs the plan too makes it once and passes it, else it is made here."""
         _check_kwargs(self, kwargs)
-        batch_size, seq_len = _check_inputs(
-            self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
-        )
-        if unpad == "auto":
-            unpad = self.padding_for(attention_mask, **kwargs)
-        elif unpad is not None and not isinstance(unpad, BertScratchPadding):
-            raise TypeError(f"unpad must be 'auto', None or a BertScratchPadding from padding_for; got {unpad!r}.")
-        padding = unpad
+        if plan is None:
+            plan = self.plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, **kwargs)
+        elif not isinstance(plan, BertScratchBatchPlan):
+            raise TypeError(f"plan must be a BertScratchBatchPlan from plan_batch, or None; got {plan!r}.")
+        padding = plan.padding
         if padding is None:
             hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, H)
         else:
             real_inputs = padding.unpad_inputs(input_ids, token_type_ids, position_ids, inputs_embeds)  # (1, N)
             hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
-            attention_mask = attention_mask[:, : padding.seq_len]
-        documents = document_ids(position_ids, kwargs, seq_len)  # (B, T) or None: padding-free rows
-        if padding is None:  # an unpadded batch has padding by construction: its mask is needed
-            attention_mask, documents = _masks_that_mask(attention_mask, documents)
-        elif documents is not None:
-            documents = documents[:, : padding.seq_len]
         output_attentions = _requested(kwargs, "output_attentions", self.config)
-        grid = (batch_size, seq_len if padding is None else padding.seq_len)  # what the attention runs on
-        mask = _attention_mask_for(self.config, attention_mask, documents, grid, hidden_states, output_attentions)
+        grid = (plan.batch_size, plan.seq_len if padding is None else padding.seq_len)  # what the attention runs on
+        mask = _attention_mask_for(
+            self.config, plan.attention_mask, plan.documents, grid, hidden_states, output_attentions
+        )
         hidden_states = self.encoder(hidden_states, mask, padding, output_attentions)
         if padding is not None:
-            hidden_states = padding.pad(hidden_states, seq_len)  # (B, T, H), zeros at pad positions
+            hidden_states = padding.pad(hidden_states, plan.seq_len)  # (B, T, H), zeros at pad positions
         pooled = self.pooler(hidden_states) if self.pooler is not None else None
         return BaseModelOutputWithPooling(last_hidden_state=hidden_states, pooler_output=pooled)
 
-    def padding_for(self, attention_mask: torch.Tensor | None, **kwargs: object) -> BertScratchPadding | None:
-        """How a batch with this mask runs: unpadded (the returned `BertScratchPadding`) only when it saves work and
-        every requested output can still be given per position; None runs the padded batch. `kwargs` are the
-        forward's (its output flags count)."""
-        if (
-            attention_mask is None
-            or not self.config.unpad_inputs
-            or _requested(kwargs, "output_attentions", self.config)
+    def plan_batch(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs: object,
+    ) -> BertScratchBatchPlan:
+        """Check the inputs and decide how the batch runs, reading all that needs of their values in ONE host sync
+        (on a GPU each read waits for the work queued before it): the ids' min and max (`_input_ranges`), the number
+        of real tokens and the last real column (whether to unpad, whether the mask masks anything), whether each
+        row is one document, and the number of `labels` that are not -100 (given only to be counted, for sparse MLM
+        decoding). `kwargs` are the forward's: its output flags and padding-free keywords count.
+
+        Where values cannot be read (`_values_readable`: compiling, tracing, meta tensors) nothing is: the ranges go
+        unchecked, the batch runs padded and every mask is applied as given, which is correct, only slower.
+        """
+        batch_size, seq_len = _check_inputs(self.config, input_ids, attention_mask, inputs_embeds)
+        documents = document_ids(position_ids, kwargs, seq_len)  # (B or 1, T) or None: padding-free rows
+        plan = BertScratchBatchPlan(batch_size, seq_len, None, attention_mask, documents)
+        given = (input_ids, attention_mask, token_type_ids, position_ids, documents, labels)
+        if not all(_values_readable(tensor) for tensor in given if tensor is not None):
+            return plan
+        checks = _input_ranges(self.config, input_ids, token_type_ids, position_ids)
+        keep = None if attention_mask is None else attention_mask.to(torch.bool)
+        unpad = keep is not None and self._may_unpad(kwargs)
+        values = _read_on_host(_plan_scalars(checks, keep, unpad, documents, labels))  # the forward's one host sync
+        _raise_if_out_of_range(checks, values)
+        plan.num_labelled = values.get("labelled")
+        if unpad and values["real_tokens"] < batch_size * max(values["last_column"], 1):  # pad within T': unpad
+            padding = BertScratchPadding.from_mask(keep, (values["real_tokens"], values["last_column"]))
+            plan.padding, plan.attention_mask = padding, attention_mask[:, : padding.seq_len]
+            plan.documents = None if documents is None else documents[:, : padding.seq_len]
+            return plan
+        # Run padded. A mask that masks nothing is dropped: with no mask at all SDPA may run its flash kernel, which an
+        # `attn_mask` rules out; transformers' `create_bidirectional_mask` drops an all-ones mask for the same reason,
+        # so outputs are those of transformers' BERT either way.
+        if keep is not None and values["real_tokens"] == keep.numel():
+            plan.attention_mask = None
+        if values.get("one_document_per_row"):
+            plan.documents = None
+        return plan
+
+    def _may_unpad(self, kwargs: dict[str, object]) -> bool:
+        """Whether a padded batch may run unpadded: when the config asks for it and every requested output can still
+        be given per position (attentions and hidden states of every layer are per padded position)."""
+        return bool(self.config.unpad_inputs) and not (
+            _requested(kwargs, "output_attentions", self.config)
             or _requested(kwargs, "output_hidden_states", self.config)
-            or torch.compiler.is_compiling()
-        ):
-            return None
-        padding = BertScratchPadding.from_mask(attention_mask)
-        return padding if padding.has_padding else None
+        )
+
+
+def _plan_scalars(
+    checks: tuple[_RangeCheck, ...],
+    keep: torch.Tensor | None,
+    unpad: bool,
+    documents: torch.Tensor | None,
+    labels: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
+    """What `plan_batch` reads on the host, as 0-dim device tensors: the ids' min and max, the number of real tokens
+    of the (B, T) bool mask `keep` (and its last real column when the batch may run unpadded), whether each row of
+    `documents` is one document, and the number of `labels` that are not -100."""
+    scalars = _range_scalars(checks)
+    if unpad:
+        scalars.update(BertScratchPadding.extent_scalars(keep))
+    elif keep is not None:
+        scalars["real_tokens"] = keep.sum()
+    if documents is not None:
+        scalars["one_document_per_row"] = (documents == documents[..., :1]).all()
+    if labels is not None:
+        scalars["labelled"] = (labels != -100).sum()
+    return scalars
 
 
 def document_ids(position_ids: torch.Tensor | None, kwargs: dict[str, object], seq_len: int) -> torch.Tensor | None:
@@ -721,33 +852,6 @@ def _additive_mask(
         same = (documents[:, :, None] == documents[:, None, :])[:, None]  # (B, 1, T, T)
         keep = same if keep is None else keep & same
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
-
-
-def _masks_that_mask(
-    attention_mask: torch.Tensor | None, documents: torch.Tensor | None
-) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """The (B, T) key mask and the (B, T) document ids of a batch, each replaced by None where it masks nothing: a
-    mask of all ones, one document per row (ordinary position ids). With no mask at all SDPA may run its flash kernel,
-    which an `attn_mask` rules out; transformers' `create_bidirectional_mask` drops an all-ones mask for the same
-    reason, so outputs are those of transformers' BERT either way.
-
-    One host sync for both, once per forward. Where values cannot be read (`_values_readable`) both are kept as
-    they are: the mask is then always applied, which is correct, only slower.
-    """
-    checks: dict[str, torch.Tensor] = {}
-    if attention_mask is not None:
-        checks["keys"] = attention_mask.all()  # no key is padding
-    if documents is not None:
-        checks["documents"] = (documents == documents[..., :1]).all()  # each row is one document
-    tensors = [tensor for tensor in (attention_mask, documents) if tensor is not None]
-    if not checks or not all(_values_readable(tensor) for tensor in tensors):
-        return attention_mask, documents
-    device = tensors[0].device
-    masks_nothing = dict(zip(checks, torch.stack([check.to(device) for check in checks.values()]).tolist()))
-    return (
-        None if masks_nothing.get("keys") else attention_mask,
-        None if masks_nothing.get("documents") else documents,
-    )
 
 
 def _values_readable(tensor: torch.Tensor) -> bool:
@@ -873,23 +977,51 @@ class _BertScratchMLMMixin:
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.cls.decoder = new_embeddings
 
+    def _plan_batch(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        kwargs: dict[str, object],
+    ) -> BertScratchBatchPlan:
+        """The encoder's `plan_batch`, which also counts the labels when they are decoded sparsely: the encoder and
+        the decoder share its one host sync."""
+        sparse = labels is not None and self.config.sparse_prediction and self.training
+        return self.bert.plan_batch(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels=labels if sparse else None,
+            **kwargs,
+        )
+
     def _mlm_logits_and_loss(
         self,
         sequence_output: torch.Tensor,
         labels: torch.Tensor | None,
+        plan: BertScratchBatchPlan,
         num_items_in_batch: object = None,
-        padding: BertScratchPadding | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
 
-        With `padding` (the encoder ran unpadded), the vocabulary is decoded at the N real positions only: the
+        When the encoder ran unpadded (`plan.padding`), the vocabulary is decoded at the N real positions only: the
         decoder is most of a small BERT's compute, and logits at pad positions are 0 like the hidden states there.
+        Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`).
         """
         if labels is None or not (self.config.sparse_prediction and self.training):
-            logits = self._decode(sequence_output, padding)
+            logits = self._decode(sequence_output, plan.padding)
             return logits, None if labels is None else _masked_lm_loss(logits, labels, num_items_in_batch)
         labels = labels.reshape(-1)
-        selected = (labels != -100).nonzero().squeeze(-1)  # (num_labelled,)
+        labelled = labels != -100
+        if plan.num_labelled is None:  # not read (compiling, tracing): `nonzero`, whose size depends on the values
+            selected = labelled.nonzero().squeeze(-1)  # (num_labelled,)
+        else:  # counted by the plan's one host sync: no sync of its own
+            selected = _true_first(labelled, plan.num_labelled)[: plan.num_labelled]
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
         logits = self.cls(hidden)  # (num_labelled, V)
         labels = labels.index_select(0, selected)
@@ -968,18 +1100,18 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         **kwargs: Unpack[TransformersKwargs],
     ) -> BertScratchForPreTrainingOutput:
         """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not."""
-        padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
+        plan = self._plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, kwargs)
         outputs = self.bert(
             input_ids,
             attention_mask=attention_mask,
             token_type_ids=token_type_ids,
             position_ids=position_ids,
             inputs_embeds=inputs_embeds,
-            unpad=padding,
+            plan=plan,
             return_dict=True,
             **kwargs,
         )
-        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, padding=padding)
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, plan)
         nsp_logits = self.nsp(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
@@ -1021,14 +1153,14 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         the vocabulary at these positions of each row only; the logits are then (B, K, V) (inference: no labels)."""
         if masked_positions is not None and labels is not None:
             raise ValueError("Pass labels or masked_positions, not both: masked_positions is for inference.")
-        padding = self.bert.padding_for(attention_mask, **kwargs)  # once: the encoder and the decoder share it
+        plan = self._plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, kwargs)
         outputs = self.bert(
             input_ids,
             attention_mask=attention_mask,
             token_type_ids=token_type_ids,
             position_ids=position_ids,
             inputs_embeds=inputs_embeds,
-            unpad=padding,
+            plan=plan,
             return_dict=True,
             **kwargs,
         )
@@ -1036,7 +1168,7 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
             logits, loss = self._logits_at(outputs.last_hidden_state, masked_positions), None
         else:
             logits, loss = self._mlm_logits_and_loss(
-                outputs.last_hidden_state, labels, kwargs.get("num_items_in_batch"), padding
+                outputs.last_hidden_state, labels, plan, kwargs.get("num_items_in_batch")
             )
         return MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions

@@ -1,6 +1,7 @@
 """Parity of every BertScratch head with transformers' BERT (weights copied through hf_bertscratch.convert), and the
 model's own contracts: eager == sdpa, attentions and hidden states, gradient checkpointing, fully padded rows,
-sparse MLM decoding, `num_items_in_batch`, problem types, and clear errors on bad input.
+sparse MLM decoding, `num_items_in_batch`, problem types, clear errors on bad input, and the host reads
+(syncs on a GPU) of a training step, counted.
 
 Reference outputs come from transformers' `BertFor*` with the same weights, in fp32 on a padded batch of sentence
 pairs (token_type_ids 0 and 1). With `unpad_inputs` on, BertScratch leaves zeros at pad positions, so per-token
@@ -9,6 +10,7 @@ outputs are compared at real tokens only; with it off they are compared everywhe
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -379,6 +381,23 @@ def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Call
         tiny_model(**inputs)
 
 
+@pytest.mark.parametrize("head", ["BertScratchForMaskedLM", "BertScratchForPreTraining"])
+def test_mlm_heads_in_training_check_the_ids_in_their_one_read(head: str) -> None:
+    """The MLM heads plan the batch themselves (`plan_batch` with the labels to count): their one host read still
+    checks every id tensor, with the same errors as the bare encoder's."""
+    model = getattr(hf_bertscratch, head)(BertScratchConfig(**tiny_config_kwargs(VOCAB))).train()
+    batch = _training_batch("right-padded")
+    for name, value, message in [
+        ("input_ids", VOCAB, rf"input_ids contains {VOCAB}, outside \[0, {VOCAB - 1}\] \(vocab_size={VOCAB}\)"),
+        ("token_type_ids", 2, r"token_type_ids contains 2, outside \[0, 1\] \(type_vocab_size=2\)"),
+        ("position_ids", -1, r"position_ids contains -1, outside \[0, 63\] \(max_position_embeddings=64\)"),
+    ]:
+        bad = dict(batch, position_ids=torch.arange(SEQ).expand(BATCH, -1).clone())
+        bad[name] = bad[name].index_fill(1, torch.tensor([4]), value)
+        with pytest.raises(ValueError, match=message):
+            model(**bad)
+
+
 @pytest.mark.parametrize("head", HEADS)
 def test_unknown_keyword_is_refused_by_name(head: str) -> None:
     """transformers' BERT drops `atention_mask=` silently and attends to the padding; every head here refuses it."""
@@ -390,26 +409,6 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
     inputs["attention_mask"] = inputs.pop("atention_mask")
     with torch.no_grad():  # transformers' own keyword arguments pass
         ours(**inputs, output_hidden_states=False, num_items_in_batch=None, return_dict=True)
-
-
-def test_a_padded_mlm_forward_syncs_with_the_host_four_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The input range check and the padding description read one value list each, the decoder's runs two
-    (their number, then their bounds); nothing else in the forward waits for a tensor value."""
-    _, ours = _pair("BertForMaskedLM")
-    inputs = _inputs()
-    syncs: list[str] = []
-
-    def counted(name: str, original: Callable) -> Callable:
-        return lambda *args, **kwargs: syncs.append(name) or original(*args, **kwargs)
-
-    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero"):
-        monkeypatch.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
-    monkeypatch.setattr(torch, "nonzero", counted("torch.nonzero", torch.nonzero))
-    with torch.no_grad():
-        logits = ours(**inputs).logits
-    monkeypatch.undo()
-    assert syncs == ["tolist", "tolist", "nonzero", "tolist"], syncs
-    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, into the buffer
 
 
 @pytest.mark.parametrize(
@@ -552,6 +551,181 @@ def test_fully_padded_row_stays_finite_under_autocast(attn: str, dtype: torch.dt
     assert torch.isfinite(logits).all()
 
 
+# ------------------------------------------------------------------------------------------------ host reads
+
+# Every way a forward can read a tensor's value on the host, which on a GPU waits for all the work queued before it
+# (a host-device synchronisation): Tensor methods, then torch functions. Boolean indexing is counted by
+# `_count_host_reads` itself (it runs `nonzero` in C++, out of reach of these patches).
+HOST_READ_METHODS = (
+    "item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy", "nonzero", "argwhere",
+    "masked_select", "unique", "unique_consecutive", "repeat_interleave",
+)  # fmt: skip
+HOST_READ_FUNCTIONS = ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "repeat_interleave")
+
+# The host reads of one training step (forward and backward) of the MLM heads, as (read, function that reads), with
+# why each must stay. One: `BertScratchModel.plan_batch` gathers every value the step needs on the host and reads them
+# in one `tolist` (`_read_on_host`): the ids' min and max (the range check must raise a ValueError naming the bad id,
+# where the embedding lookup would fail with a CUDA device-side assert), the number of real tokens and the last real
+# column (the sizes N and T' of the unpadded batch, and whether the mask masks anything at all: SDPA's flash kernel
+# needs no mask), whether each row is one document, and the number of labels (the size of the sparse MLM decoding).
+# Every position list is then computed with sizes known on the host (`_true_first`), with no `nonzero`.
+TRAINING_STEP_HOST_READS = [("tolist", "_read_on_host")]
+
+
+def _count_host_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """From here on (until monkeypatch undoes it), record every host read of a tensor value as (read, the function
+    that made it). Boolean masks used as an index or in an assignment count as `nonzero`."""
+    reads: list[tuple[str, str]] = []
+
+    def counted(name: str, original: Callable) -> Callable:
+        def read(*args: object, **kwargs: object) -> object:
+            reads.append((name, sys._getframe(1).f_code.co_name))
+            return original(*args, **kwargs)
+
+        return read
+
+    def by_mask(name: str, original: Callable) -> Callable:
+        def index(self: torch.Tensor, key: object, *value: object) -> object:
+            keys = key if isinstance(key, tuple) else (key,)
+            if any(isinstance(k, torch.Tensor) and k.dtype == torch.bool for k in keys):
+                reads.append((f"{name} with a bool mask", sys._getframe(1).f_code.co_name))
+            return original(self, key, *value)
+
+        return index
+
+    for name in HOST_READ_METHODS:
+        monkeypatch.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
+    for name in HOST_READ_FUNCTIONS:
+        monkeypatch.setattr(torch, name, counted(f"torch.{name}", getattr(torch, name)))
+    for name in ("__getitem__", "__setitem__"):
+        monkeypatch.setattr(torch.Tensor, name, by_mask(name, getattr(torch.Tensor, name)))
+    return reads
+
+
+def _training_batch(kind: str) -> dict[str, torch.Tensor]:
+    """A masked-LM training batch as the pretraining collator makes it: ids, mask, token types, labels at about a
+    third of the real tokens (-100 elsewhere and at padding). `kind`: how its rows are padded."""
+    lengths, left = {
+        "right-padded": ([SEQ, 6, 3], False),
+        "trimmed": ([7, 6, 3], False),  # the last columns are pad in every row: unpadded on a trimmed grid
+        "left-padded": ([SEQ, 6, 3], True),
+        "full": ([SEQ] * BATCH, False),  # no padding at all: runs padded, with no mask
+    }[kind]
+    columns = torch.arange(SEQ)[None, :]
+    real = torch.tensor(lengths)[:, None]
+    mask = (columns >= SEQ - real) if left else (columns < real)
+    generator = torch.Generator().manual_seed(2)
+    input_ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=generator).masked_fill(~mask, 0)
+    labelled = (torch.rand(BATCH, SEQ, generator=generator) < 0.35) & mask
+    labelled |= mask & (mask.cumsum(dim=1) == 2)  # every row has a label: its second real token
+    return {
+        "input_ids": input_ids,
+        "attention_mask": mask.long(),
+        "token_type_ids": (columns >= SEQ // 2).long() * mask,
+        "labels": input_ids.masked_fill(~labelled, -100),
+    }
+
+
+TRAINING_BATCHES = ["right-padded", "trimmed", "left-padded", "full"]
+
+
+@pytest.mark.parametrize("kind", TRAINING_BATCHES)
+@pytest.mark.parametrize("head", ["BertScratchForMaskedLM", "BertScratchForPreTraining"])
+def test_a_training_step_reads_the_host_once(monkeypatch: pytest.MonkeyPatch, head: str, kind: str) -> None:
+    """One forward and backward of an MLM head in training (dropout on, unpadded, sparse decoding, Trainer's
+    `num_items_in_batch` on the device) reads tensor values on the host exactly as `TRAINING_STEP_HOST_READS` says:
+    a read added anywhere in the step fails this test."""
+    model = getattr(hf_bertscratch, head)(BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.1))
+    model.train()
+    assert model.config.unpad_inputs and model.config.sparse_prediction
+    batch = _training_batch(kind)
+    if head == "BertScratchForPreTraining":
+        batch["next_sentence_label"] = torch.tensor([0, 1, 1])
+    num_items = (batch["labels"] != -100).sum()  # as Trainer passes it: a tensor, already on the device
+    reads = _count_host_reads(monkeypatch)
+    output = model(**batch, num_items_in_batch=num_items) if "MaskedLM" in head else model(**batch)
+    output.loss.backward()
+    monkeypatch.undo()
+    assert reads == TRAINING_STEP_HOST_READS, reads
+    assert output.loss.isfinite()
+
+
+@pytest.mark.parametrize("kind", TRAINING_BATCHES)
+def test_sparse_decoding_without_nonzero_keeps_the_labels_row_major_order(kind: str) -> None:
+    """Sparse decoding (positions from `_true_first`, not `nonzero`) gives the dense logits at the labelled positions
+    in row-major order, as `labels[labels != -100]` (ELECTRA's generator samples rely on it), and the dense loss."""
+    config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = hf_bertscratch.BertScratchForMaskedLM(config).train()  # without dropout: sparse and dense comparable
+    batch = _training_batch(kind)
+    sparse = model(**batch)
+    model.config.sparse_prediction = False
+    dense = model(**batch)
+    labelled = batch["labels"] != -100
+    torch.testing.assert_close(sparse.logits, dense.logits[labelled], atol=ATOL, rtol=ATOL)
+    torch.testing.assert_close(sparse.loss, dense.loss, atol=ATOL, rtol=ATOL)
+
+
+def test_true_first_lists_what_nonzero_lists() -> None:
+    """`_true_first` (positions of the True flags, then of the False ones, from a count known on the host) agrees
+    with `nonzero` on both lists, including the empty and the full cases."""
+    from hf_bertscratch.modeling_bertscratch import _true_first
+
+    generator = torch.Generator().manual_seed(3)
+    cases = [torch.rand(50, generator=generator) < p for p in (0.0, 0.15, 0.5, 1.0)] + [torch.zeros(0, dtype=bool)]
+    for flags in cases:
+        count = int(flags.sum())
+        order = _true_first(flags, count)
+        assert order[:count].tolist() == flags.nonzero().squeeze(-1).tolist()
+        assert order[count:].tolist() == (~flags).nonzero().squeeze(-1).tolist()
+
+
+def test_a_padded_mlm_inference_forward_reads_the_host_three_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inference on CPU adds the tiled decoder's runs to the plan's one read: their number, then their bounds (a
+    list of GEMMs the host launches). That decoder runs on CPU only, where a read waits for nothing."""
+    _, ours = _pair("BertForMaskedLM")
+    inputs = _inputs()
+    reads = _count_host_reads(monkeypatch)
+    with torch.no_grad():
+        logits = ours(**inputs).logits
+    monkeypatch.undo()
+    assert reads == [("tolist", "_read_on_host"), ("nonzero", "runs"), ("tolist", "runs")], reads
+    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, into the buffer
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", TRAINING_BATCHES)
+def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """On CUDA, one forward and backward of the masked LM under `torch.cuda.set_sync_debug_mode("error")` (any
+    synchronising call raises, C++ ones such as the backward's included) syncs only in `_read_on_host`, once."""
+    from hf_bertscratch import modeling_bertscratch as modeling
+
+    config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.1, attn_implementation="sdpa")
+    model = hf_bertscratch.BertScratchForMaskedLM(config).cuda().train()
+    batch = {name: tensor.cuda() for name, tensor in _training_batch(kind).items()}
+    num_items = (batch["labels"] != -100).sum()
+    model(**batch, num_items_in_batch=num_items).loss.backward()  # warm-up: lazy CUDA and cuBLAS initialisation
+    torch.cuda.synchronize()
+    allowed: list[int] = []
+    read_on_host = modeling._read_on_host
+
+    def the_one_allowed_sync(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
+        allowed.append(len(scalars))
+        torch.cuda.set_sync_debug_mode("default")
+        try:
+            return read_on_host(scalars)
+        finally:
+            torch.cuda.set_sync_debug_mode("error")
+
+    monkeypatch.setattr(modeling, "_read_on_host", the_one_allowed_sync)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        model(**batch, num_items_in_batch=num_items).loss.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert len(allowed) == 1, allowed
+
+
 # ------------------------------------------------------------------------------------------ attention masks
 
 
@@ -598,31 +772,35 @@ def test_sdpa_gets_no_mask_when_nothing_is_masked(monkeypatch: pytest.MonkeyPatc
 
 
 def test_all_ones_check_reads_the_mask_once_per_forward(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Whether the mask masks anything is read once per forward, whatever the number of layers."""
+    """Whether the mask masks anything is read once per forward, whatever the number of layers, and in the same
+    read as the input range check."""
     _, ours = _pair("BertModel", "sdpa", unpad=False, num_hidden_layers=4)
     inputs = _inputs()
     inputs["attention_mask"] = torch.ones_like(inputs["attention_mask"])
-    reads: list[str] = []
-    tolist = torch.Tensor.tolist
-    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: reads.append("tolist") or tolist(self))
+    reads = _count_host_reads(monkeypatch)
     with torch.no_grad():
         ours(**inputs)
-    assert reads == ["tolist", "tolist"], reads  # the input range check, then the mask
+    assert reads == [("tolist", "_read_on_host")], reads
 
 
 def test_masks_are_kept_where_their_values_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """While compiling or tracing (and on the meta device) an all-ones mask is applied as given instead of read: a
-    branch on its values would break the graph or bake one batch's answer into it."""
-    from hf_bertscratch.modeling_bertscratch import _masks_that_mask
-
-    mask, documents = torch.ones(BATCH, SEQ, dtype=torch.long), torch.zeros(BATCH, SEQ, dtype=torch.long)
-    assert _masks_that_mask(mask, documents) == (None, None)
-    on_meta = mask.to("meta"), documents.to("meta")
-    kept = _masks_that_mask(*on_meta)
-    assert kept[0] is on_meta[0] and kept[1] is on_meta[1]
+    branch on its values would break the graph or bake one batch's answer into it. Nothing else is read either."""
+    _, ours = _pair("BertModel", "sdpa")
+    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+    restarting = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2]).expand(BATCH, -1)  # three documents per row
+    ordinary = torch.arange(SEQ).expand(BATCH, -1)  # one document per row
+    ids = torch.ones(BATCH, SEQ, dtype=torch.long)
+    plan = ours.plan_batch(ids, mask, position_ids=ordinary)
+    assert (plan.padding, plan.attention_mask, plan.documents) == (None, None, None)
+    assert ours.plan_batch(ids, mask, position_ids=restarting).documents is not None
+    on_meta = ours.plan_batch(ids.to("meta"), mask.to("meta"), position_ids=ordinary.to("meta"))
+    assert on_meta.padding is None and on_meta.attention_mask.is_meta and on_meta.documents is not None
+    reads = _count_host_reads(monkeypatch)
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    kept = _masks_that_mask(mask, documents)
-    assert kept[0] is mask and kept[1] is documents
+    compiling = ours.plan_batch(ids, _inputs()["attention_mask"], position_ids=ordinary)
+    assert compiling.padding is None and compiling.attention_mask is not None and compiling.documents is not None
+    assert reads == []
 
 
 @pytest.mark.slow  # torch compiles flex attention and its block mask, on CPU too: tens of seconds
