@@ -138,7 +138,7 @@ def _assert_png(path: Path) -> None:
 # ------------------------------------------------------------------------------------------ the benchmark's record
 def test_benchmark_record_says_how_it_was_made(tiny_run: tuple, record: dict) -> None:
     argv, _, before, after = tiny_run
-    assert record["command"] == "python scripts/benchmark.py " + shlex.join(argv)
+    assert record["command"] == "python scripts/benchmark.py " + shlex.join(benchmark.portable_paths(argv))
     assert record["commit"] == benchmark.git_commit()
     if benchmark.REPOSITORY == ROOT and (ROOT / ".git").exists():  # run from the checkout: its HEAD
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -587,7 +587,7 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
             printed = benchmark.profile_decode_main(argv)
             record = json.loads(paths[count].read_text(encoding="utf-8"))
             assert record["milliseconds"] == printed and record["arguments"]["num_threads"] == count
-            assert record["command"] == "python -m lab.profile_decode " + shlex.join(argv)
+            assert record["command"] == "python -m lab.profile_decode " + shlex.join(benchmark.portable_paths(argv))
     finally:
         torch.set_num_threads(threads)
     records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
