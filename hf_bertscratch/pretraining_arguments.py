@@ -263,7 +263,7 @@ class PretrainingArguments(GuardedTrainingArguments):
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
-        gpus = 0 if self.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        gpus = visible_gpus(self.use_cpu)
         chosen = device_defaults(gpus, gpus > 0 and torch.cuda.is_bf16_supported(), available_cores(), self.precision)
         if not (self.bf16 or self.fp16):
             self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
@@ -498,6 +498,11 @@ def task_text_datasets(data_args: DataArguments) -> list[str]:
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
+def visible_gpus(use_cpu: bool) -> int:
+    """The CUDA devices a run trains on: none when told to use the CPU or when torch sees none."""
+    return 0 if use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+
+
 def device_defaults(gpus: int, bf16_supported: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
     """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
     CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU with bf16 autocast where the GPU has it,
@@ -517,7 +522,7 @@ def available_cores() -> int:
 
 def describe_device_choice(training_args: PretrainingArguments, processes: int) -> str:
     """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
-    gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+    gpus = visible_gpus(training_args.use_cpu)
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
@@ -533,7 +538,7 @@ def resolve_num_processes(training_args: PretrainingArguments) -> int:
         return 1
     value = str(training_args.num_processes).strip().lower()
     if value == "auto":
-        gpus = 0 if training_args.use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+        gpus = visible_gpus(training_args.use_cpu)
         return device_defaults(gpus, False, available_cores())["processes"]
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
