@@ -163,12 +163,7 @@ class BenchmarkArguments:
         _check_choices("workloads", self.workloads, WORKLOADS)
         _check_choices("variants", self.variants, VARIANTS)
         _check_choices("precisions", self.precisions, PRECISIONS)
-        for seq_len in self.seq_lens:
-            if not 8 <= seq_len <= 512:
-                raise ValueError(f"--seq_lens values must be in [8, 512] (BERT's positions), got {seq_len}.")
-        for padding in self.paddings:
-            if not 0.0 <= padding <= 0.5:
-                raise ValueError(f"--paddings values must be in [0, 0.5], got {padding}.")
+        check_case_grid(self.seq_lens, self.paddings)
         for name in ("batch_size", "repeats"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
@@ -176,6 +171,16 @@ class BenchmarkArguments:
             raise ValueError(f"--mask_probability must be in (0, 1], got {self.mask_probability}.")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}.")
+
+
+def check_case_grid(seq_lens: list[int], paddings: list[float]) -> None:
+    """Reject a sequence length outside [8, 512] (BERT's positions) or a padding fraction outside [0, 0.5]."""
+    for seq_len in seq_lens:
+        if not 8 <= seq_len <= 512:
+            raise ValueError(f"--seq_lens values must be in [8, 512] (BERT's positions), got {seq_len}.")
+    for padding in paddings:
+        if not 0.0 <= padding <= 0.5:
+            raise ValueError(f"--paddings values must be in [0, 0.5], got {padding}.")
 
 
 def _check_choices(name: str, values: list[str], allowed: tuple[str, ...] | list[str]) -> None:

@@ -44,6 +44,7 @@ from hf_bertscratch.benchmark import (
     autocast,
     build_config,
     build_models,
+    check_case_grid,
     loss_difference,
     make_batch,
     make_step,
@@ -116,12 +117,7 @@ class GpuCheckArguments:
         bad = [preset for preset in self.presets if preset not in PRESETS]
         if bad or not self.presets:
             raise ValueError(f"--presets got {bad or 'nothing'}; expected some of {sorted(PRESETS)}.")
-        for seq_len in self.seq_lens:
-            if not 8 <= seq_len <= 512:
-                raise ValueError(f"--seq_lens values must be in [8, 512] (BERT's positions), got {seq_len}.")
-        for padding in self.paddings:
-            if not 0.0 <= padding <= 0.5:
-                raise ValueError(f"--paddings values must be in [0, 0.5], got {padding}.")
+        check_case_grid(self.seq_lens, self.paddings)
         for name in ("repeats", "batch_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
