@@ -232,10 +232,10 @@ def record(command: Command, outcome: Outcome) -> dict[str, object]:
 
 
 class Pages:
-    """The page folders of this test session, the data directory beside them, and the folder where the `PROVIDED`
+    """The page folders of this pytest run, the data directory beside them, and the folder where the `PROVIDED`
     commands run.
 
-    Each page runs down its commands once per session, on demand: a command's test runs the page's commands up to
+    Each page runs down its commands once per pytest run, on demand: a command's test runs the page's commands up to
     it that have not run yet and reads its own outcome from the page's state file. State and folders live on disk
     under file locks, so pytest-xdist workers share them: whichever worker reaches a command first runs it, and a
     worker given a command that already ran reads its outcome instead of running the page again.
@@ -345,8 +345,8 @@ def command_params() -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
-    """The session's pages: under pytest-xdist in the folder all workers share (the session's, above each
-    worker's own), else in this session's temporary folder."""
+    """The pages of this pytest run: under pytest-xdist in the folder all workers share (the run's base temporary
+    folder, above each worker's own), else in the run's temporary folder."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return Pages(tmp_path_factory.getbasetemp().parent / "documented", COMMANDS)
     return Pages(tmp_path_factory.mktemp("documented"), COMMANDS)

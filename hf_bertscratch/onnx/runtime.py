@@ -1,5 +1,5 @@
 """An exported folder run by ONNX Runtime: its session (`onnx_session`, `run_session`), the check of an export
-against PyTorch (`check_export`), and `BertScratchOnnxRuntimeModel`, the session as a `PreTrainedModel` whose forward
+against PyTorch (`check_export`), and `BertScratchOnnxRuntimeModel`, an `InferenceSession` as a `PreTrainedModel` whose forward
 returns the PyTorch head's `ModelOutput`, so that transformers pipelines run on it unchanged."""
 
 from __future__ import annotations
