@@ -280,6 +280,16 @@ def render_table(rows: list[dict], length: str, unmeasured: tuple[str, ...] | li
     return "\n".join(lines) + "\n"
 
 
+def recorded_rows(record: Path) -> list[dict]:
+    """The rows of a sweep record written before (none if there is no such file), so that a resumed sweep skips them."""
+    if not record.exists():
+        return []
+    try:
+        return list(json.loads(record.read_text(encoding="utf-8"))["rows"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise SystemExit(f"--record {record} is not a sweep record (a JSON object with 'rows'): {error}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the sweep (see the module docstring)."""
     parser = argparse.ArgumentParser(
@@ -346,9 +356,13 @@ def main(argv: list[str] | None = None) -> None:
         for fraction in args.budget_fractions or [None]
         for name in args.only or list(CANDIDATES)
     ]
+    rows = recorded_rows(Path(args.record)) if args.record else []
+    done = {(row["name"], row["seed"], row.get("budget_fraction")) for row in rows}
+    if done:
+        logger.info("%s already records %d run(s); they are not run again", args.record, len(done))
+    tasks = [task for task in tasks if (task[0], task[1], task[3]) not in done]
     for _, _, folder, _ in tasks:
         folder.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
     lock = threading.Lock()
 
     def run(task: tuple[str, int, Path, float | None]) -> None:

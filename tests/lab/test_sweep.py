@@ -131,6 +131,26 @@ def test_budget_screen_lays_each_candidates_own_schedule_over_a_fraction_of_the_
     assert "--budget_fractions must be positive fractions of the reference budget, got 0" in capsys.readouterr().err
 
 
+def test_a_resumed_sweep_keeps_its_recorded_rows_and_runs_only_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict] = []
+    monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
+    monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
+    record = tmp_path / "record.json"
+    first = ["--runs_dir", str(tmp_path / "a"), "--budget_fractions", "1", "--only", "default", "--record", str(record)]
+    sweep.main(first)
+    assert len(calls) == 1
+    calls.clear()  # a new machine: the run folders are gone, the committed record is not
+    sweep.main(["--runs_dir", str(tmp_path / "b"), *first[2:-3], "default", "mask-40", "--record", str(record)])
+    assert [Path(call["command"][call["command"].index("--output_dir") + 1]).name for call in calls] == ["mask-40@1"]
+    rows = json.loads(record.read_text())["rows"]
+    assert [(row["name"], row["budget_fraction"]) for row in rows] == [("default", 1.0), ("mask-40", 1.0)]
+    record.write_text("[]")
+    with pytest.raises(SystemExit, match="is not a sweep record"):
+        sweep.main(first)
+
+
 def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
