@@ -6,7 +6,8 @@ length, N = number of real (non-pad) tokens in the batch, H = hidden size, nh = 
 
 Two things differ from transformers' BERT, both invisible at real (non-pad) positions:
 - `config.unpad_inputs`: with padding in `attention_mask`, the dense layers run on the N real tokens only, and
-  attention is computed on the trimmed (B, T', ...) batch, T' the longest real row; outputs at pad positions are 0.
+  attention is computed on the trimmed (B, T', ...) batch, T' the longest real row (under FlashAttention, varlen on
+  the N tokens themselves); outputs at pad positions are 0.
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
   labelled positions, which is most of a small BERT's training compute.
 
@@ -43,6 +44,7 @@ from transformers.modeling_outputs import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, is_tracing
+from transformers.utils.generic import is_flash_attention_requested
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 if TYPE_CHECKING:
@@ -204,6 +206,54 @@ class BertScratchPadding:
 
 
 @dataclass
+class BertScratchVarlen:
+    """The sequences of an unpadded (N, H) batch, as FlashAttention's varlen kernels take them: the attention runs on
+    the N real tokens as one row, each token attending within its own sequence (a row of the padded batch, or one
+    document of a padding-free row), with no pad and unpad around each layer.
+
+    Attributes:
+        cu_seq_lens: (S + 1,) int32 offsets of the S sequences in the N tokens: 0, len_1, len_1 + len_2, ..., N.
+        max_length: the longest sequence, known on the host (read in the batch's one sync).
+    """
+
+    cu_seq_lens: torch.Tensor
+    max_length: int
+
+    @staticmethod
+    def length_scalars(
+        keep: torch.Tensor, documents: torch.Tensor | None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(B, T) bool mask of the real tokens and (B or 1, T) document ids (or None) -> the (B * T,) real-token
+        count of every (row, document), in the order the unpadded tokens come in, and the two values of it the
+        host needs, as 0-dim device tensors: the number of sequences and the longest. Fixed shapes: no sync."""
+        batch_size, seq_len = keep.shape
+        if documents is None:
+            slots = torch.zeros_like(keep, dtype=torch.long)
+        else:  # renumbered from 0 in each row, so that any ids that change at a new document will do
+            documents = documents.expand(batch_size, -1)
+            changes = documents[:, 1:] != documents[:, :-1]
+            slots = F.pad(changes.long().cumsum(dim=1), (1, 0))  # (B, T), < T
+        counts = torch.zeros_like(slots).scatter_add_(1, slots, keep.long()).reshape(-1)  # (B * T,)
+        return counts, {"sequences": (counts > 0).sum(), "longest_sequence": counts.max()}
+
+    @classmethod
+    def from_counts(cls, counts: torch.Tensor, sequences: int, max_length: int) -> BertScratchVarlen:
+        """Build from `length_scalars`' counts and its two values read on the host."""
+        lengths = counts.index_select(0, _true_first(counts > 0, sequences)[:sequences])
+        cu_seq_lens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
+        return cls(cu_seq_lens=cu_seq_lens, max_length=max_length)
+
+    def kwargs(self) -> dict[str, torch.Tensor | int]:
+        """The keywords transformers' `flash_attention_forward` takes for a varlen call."""
+        return {
+            "cu_seq_lens_q": self.cu_seq_lens,
+            "cu_seq_lens_k": self.cu_seq_lens,
+            "max_length_q": self.max_length,
+            "max_length_k": self.max_length,
+        }
+
+
+@dataclass
 class BertScratchBatchPlan:
     """How a forward runs its batch, decided from the batch's values read on the host in one sync
     (`BertScratchModel.plan_batch`): a head that needs the answers too plans once and passes the plan down.
@@ -216,6 +266,8 @@ class BertScratchBatchPlan:
         documents: (B or 1, T) document ids of a padding-free batch (trimmed to T' when unpadded), or None for one
             document per row.
         num_labelled: the number of labels that are not -100, when asked for (sparse MLM decoding) and readable.
+        varlen: under FlashAttention, the sequences of the unpadded batch (`padding` is then set, even where nothing
+            is padded, for a padding-free batch), or None.
     """
 
     batch_size: int
@@ -224,6 +276,7 @@ class BertScratchBatchPlan:
     attention_mask: torch.Tensor | None
     documents: torch.Tensor | None
     num_labelled: int | None = None
+    varlen: BertScratchVarlen | None = None
 
 
 class BertScratchEmbeddings(nn.Module):
@@ -321,19 +374,28 @@ class BertScratchAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(B, T, H), or (N, H) when `padding` is given -> same shape, plus (B, nh, T, T) probs if asked for (what
         `capture_outputs` records as `attentions`). `attention_mask` is what `_attention_mask_for` built for this
-        attention implementation: additive (B, 1, 1 or T, T), flex attention's `BlockMask`, or None."""
+        attention implementation: additive (B, 1, 1 or T, T), flex attention's `BlockMask`, FlashAttention's
+        `BertScratchVarlen` (the N tokens run as one row of sequences: no pad and unpad here) or (B, T) key mask,
+        or None."""
         qkv = self.qkv(hidden_states)  # (B, T, 3H) or (N, 3H)
-        if padding is not None:
+        varlen = attention_mask if isinstance(attention_mask, BertScratchVarlen) else None
+        if varlen is not None:
+            qkv = qkv.unsqueeze(0)  # (1, N, 3H)
+        elif padding is not None:
             qkv = padding.pad(qkv)  # (B, T', 3H)
         batch_size, seq_len, _ = qkv.shape
         qkv = qkv.view(batch_size, seq_len, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)
         query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
 
         implementation = _attention_implementation(self.config, output_attentions)
-        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        mask = attention_mask
-        if isinstance(mask, torch.Tensor):  # additive, built in float32, whose minimum is -inf in fp16: clamp it
+        mask, sequences = attention_mask, {}
+        if varlen is not None:
+            mask, sequences = None, varlen.kwargs()
+        elif isinstance(mask, torch.Tensor) and mask.dim() == 4:  # additive, built in float32: clamp for fp16
             mask = mask.clamp(min=torch.finfo(query.dtype).min).to(query.dtype)
+            if is_flash_attention_requested(requested_attention_implementation=implementation):
+                implementation = "sdpa"  # a padding-free batch kept padded for per-layer outputs (see plan_batch)
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         context, probs = attention_interface(
             self,
             query,
@@ -342,9 +404,12 @@ class BertScratchAttention(nn.Module):
             mask,
             dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
             scaling=self.scaling,
+            **sequences,
         )
-        context = context.reshape(batch_size, seq_len, -1)  # (B, T, H)
-        if padding is not None:
+        context = context.reshape(batch_size, seq_len, -1)  # (B, T, H) or (1, N, H)
+        if varlen is not None:
+            context = context.squeeze(0)  # (N, H)
+        elif padding is not None:
             context = padding.unpad(context)  # (N, H)
         output = self.layer_norm(hidden_states + self.dropout(self.dense(context)))
         return output, probs
@@ -512,10 +577,12 @@ class BertScratchPreTrainedModel(PreTrainedModel):
     config: BertScratchConfig
     base_model_prefix = "bert"
     supports_gradient_checkpointing = True
-    # Attention dispatches through transformers' ALL_ATTENTION_FUNCTIONS: sdpa and flex attention (with the BlockMask
-    # of `_attention_mask_for`) are tested against eager. FlashAttention-2 is not declared: transformers' flash
-    # attention function takes the (B, T) key mask or `cu_seq_lens`, not the masks built here, and nothing tests it.
+    # Attention dispatches through transformers' ALL_ATTENTION_FUNCTIONS: sdpa, flex attention (with the BlockMask
+    # of `_attention_mask_for`) and FlashAttention (varlen over the unpadded tokens, `BertScratchVarlen`) are tested
+    # against eager; FlashAttention through transformers' own `flash_attention_forward` with a CPU stand-in for the
+    # kernel, and on a GPU where flash-attn is installed.
     _supports_sdpa = True
+    _supports_flash_attn = True
     _supports_flex_attn = True
     _supports_attention_backend = True
     _no_split_modules = ["BertScratchEmbeddings", "BertScratchLayer"]
@@ -732,7 +799,7 @@ class BertScratchModel(BertScratchPreTrainedModel):
             hidden_states = self.embeddings(*real_inputs).squeeze(0)  # (N, H)
         output_attentions = _requested(kwargs, "output_attentions", self.config)
         grid = (plan.batch_size, plan.seq_len if padding is None else padding.seq_len)  # what the attention runs on
-        mask = _attention_mask_for(
+        mask = plan.varlen or _attention_mask_for(
             self.config, plan.attention_mask, plan.documents, grid, hidden_states, output_attentions
         )
         hidden_states = self.encoder(hidden_states, mask, padding, output_attentions)
@@ -768,14 +835,28 @@ class BertScratchModel(BertScratchPreTrainedModel):
             return plan
         checks = _input_ranges(self.config, input_ids, token_type_ids, position_ids)
         keep = None if attention_mask is None else attention_mask.to(torch.bool)
-        unpad = keep is not None and self._may_unpad(kwargs)
-        values = _read_on_host(_plan_scalars(checks, keep, unpad, documents, labels))  # the forward's one host sync
+        may_unpad = self._may_unpad(kwargs)
+        # FlashAttention runs padded and padding-free batches as one row of sequences (varlen) over the real tokens
+        varlen = may_unpad and is_flash_attention_requested(self.config) and (keep, documents) != (None, None)
+        if varlen and keep is None:
+            keep = torch.ones(batch_size, seq_len, dtype=torch.bool, device=documents.device)
+        unpad = keep is not None and may_unpad
+        scalars = _plan_scalars(checks, keep, unpad, documents, labels)
+        if varlen:
+            counts, lengths = BertScratchVarlen.length_scalars(keep, documents)
+            scalars.update(lengths)
+        values = _read_on_host(scalars)  # the forward's one host sync
         _raise_if_out_of_range(checks, values)
         plan.num_labelled = values.get("labelled")
-        if unpad and values["real_tokens"] < batch_size * max(values["last_column"], 1):  # pad within T': unpad
+        padded = unpad and values["real_tokens"] < batch_size * max(values["last_column"], 1)  # pad within T'
+        packed = documents is not None and not values.get("one_document_per_row")
+        if padded or (varlen and packed):  # unpad
             padding = BertScratchPadding.from_mask(keep, (values["real_tokens"], values["last_column"]))
-            plan.padding, plan.attention_mask = padding, attention_mask[:, : padding.seq_len]
+            plan.padding = padding
+            plan.attention_mask = None if attention_mask is None else attention_mask[:, : padding.seq_len]
             plan.documents = None if documents is None else documents[:, : padding.seq_len]
+            if varlen:
+                plan.varlen = BertScratchVarlen.from_counts(counts, values["sequences"], values["longest_sequence"])
             return plan
         # Run padded. A mask that masks nothing is dropped: with no mask at all SDPA may run its flash kernel, which an
         # `attn_mask` rules out; transformers' `create_bidirectional_mask` drops an all-ones mask for the same reason,
@@ -885,12 +966,17 @@ def _attention_mask_for(
 
     Returns:
         None when neither masks anything; for flex attention, the `BlockMask` transformers'
-        `create_bidirectional_mask` builds (blocks with no attended key are skipped); otherwise the additive
-        (B, 1, 1 or T, T) mask of `_additive_mask`.
+        `create_bidirectional_mask` builds (blocks with no attended key are skipped); for FlashAttention on a padded
+        batch of one document per row, the (B, T) key mask (transformers' flash function unpads it); otherwise the
+        additive (B, 1, 1 or T, T) mask of `_additive_mask` (FlashAttention then runs as SDPA: a padding-free batch
+        runs varlen, `BertScratchVarlen`, except where per-layer outputs keep it padded).
     """
     if attention_mask is None and documents is None:
         return None
-    if _attention_implementation(config, output_attentions) != "flex_attention":
+    implementation = _attention_implementation(config, output_attentions)
+    if is_flash_attention_requested(requested_attention_implementation=implementation) and documents is None:
+        return attention_mask
+    if implementation != "flex_attention":
         return _additive_mask(attention_mask, hidden_states.dtype, documents)
     batch_size, seq_len = grid
     shape_of_grid = torch.empty(batch_size, seq_len, 0, device=hidden_states.device)  # read for B, T and device

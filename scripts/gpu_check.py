@@ -10,8 +10,8 @@ What it measures, in one process:
    `benchmark.time_interleaved`), the ratio ours/contender per repetition (median, min, max), each contender's peak
    memory (`torch.cuda.max_memory_allocated`, measured with no other contender on the device) and its MFU.
 
-The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa, and with
-flash_attention_2 when `flash_attn` is importable. MFU is the model FLOPs of the useful work (`step_flops`: the same
+The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa, and both with
+flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is the model FLOPs of the useful work (`step_flops`: the same
 estimate for every contender, so they compare as their tokens/s do) over the step time and the device's dense bf16
 peak (`BF16_PEAK_TFLOPS`, by device name). What a device cannot give (peak memory, MFU, parity on the CPU; flash
 attention without `flash_attn`) is null in the record, with the reason under "skipped".
@@ -23,6 +23,7 @@ attention without `flash_attn`) is null in the record, with the reason under "sk
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import importlib.util
 import json
@@ -223,24 +224,27 @@ def device_parity(preset: str, device: torch.device, seq_len: int, seed: int) ->
 
 
 def build_contenders(preset: str, args: GpuCheckArguments, device: torch.device) -> tuple[dict, dict[str, str]]:
-    """Ours and transformers' BertForMaskedLM (sdpa, and flash_attention_2 where it can run), with the same weights,
+    """Ours and transformers' BertForMaskedLM (sdpa, and both with flash_attention_2 where it can run), same weights,
     on the CPU; and the reason for each contender left out."""
     ours, reference = build_models(preset, args.dropout, args.seed)
     ours.set_attn_implementation("sdpa")
     contenders: dict[str, nn.Module] = {OURS: ours, "transformers_sdpa": reference}
     skipped: dict[str, str] = {}
-    flash = "transformers_flash_attention_2"
-    if device.type != "cuda":
-        skipped[flash] = "flash_attention_2 needs a CUDA device"
-    elif importlib.util.find_spec("flash_attn") is None:
-        skipped[flash] = "flash_attn is not importable"
-    else:
-        try:
-            contenders[flash] = bertscratch_to_bert(ours)
-            contenders[flash].set_attn_implementation("flash_attention_2")
-        except (ImportError, ValueError, RuntimeError) as error:
-            contenders.pop(flash, None)
-            skipped[flash] = f"transformers refused flash_attention_2: {error}"
+    for flash, make in (
+        ("bertscratch_flash_attention_2", lambda: copy.deepcopy(ours)),  # its own config: the implementation differs
+        ("transformers_flash_attention_2", lambda: bertscratch_to_bert(ours)),
+    ):
+        if device.type != "cuda":
+            skipped[flash] = "flash_attention_2 needs a CUDA device"
+        elif importlib.util.find_spec("flash_attn") is None:
+            skipped[flash] = "flash_attn is not importable"
+        else:
+            try:
+                contenders[flash] = make()
+                contenders[flash].set_attn_implementation("flash_attention_2")
+            except (ImportError, ValueError, RuntimeError) as error:
+                contenders.pop(flash, None)
+                skipped[flash] = f"transformers refused flash_attention_2: {error}"
     return contenders, skipped
 
 

@@ -79,7 +79,13 @@ def test_cpu_quick_record_measures_every_case_and_names_what_it_skips(cpu_record
     padded = cases[2]
     assert padded["useful_tokens"] < padded["batch_size"] * padded["seq_len"]
     assert cpu_record["parity"] is None
-    assert set(cpu_record["skipped"]) == {"parity", "peak_memory_mib", "mfu", "transformers_flash_attention_2"}
+    assert set(cpu_record["skipped"]) == {
+        "parity",
+        "peak_memory_mib",
+        "mfu",
+        "bertscratch_flash_attention_2",
+        "transformers_flash_attention_2",
+    }
     assert all(reason for reason in cpu_record["skipped"].values())
 
 
