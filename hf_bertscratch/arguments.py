@@ -37,6 +37,7 @@ COMMON_TRAINER_FLAGS = frozenset(
         "seed",
         "bf16",
         "fp16",
+        "tf32",
         "eval_strategy",
         "eval_steps",
         "save_strategy",

@@ -67,7 +67,10 @@ def _positional(help: str) -> Any:
 def _dtype_field() -> Any:
     return field(
         default="float32",
-        metadata={"help": "The model's type while it runs: float32, or on a GPU bfloat16/float16 (faster)."},
+        metadata={
+            "help": "The model's type while it runs: float32, or on a GPU bfloat16/float16 (faster) or tf32 (float32 "
+            "weights, TensorFloat-32 matrix products)."
+        },
     )
 
 
@@ -91,7 +94,7 @@ class ModelTextArguments(CommandArguments):
     device: str | None = field(
         default=None, metadata={"help": "Device to run on: cpu, cuda, cuda:1, ...; None: the pipeline's choice."}
     )
-    dtype: Literal["float32", "bfloat16", "float16"] = _dtype_field()
+    dtype: Literal["float32", "tf32", "bfloat16", "float16"] = _dtype_field()
 
 
 @dataclass(kw_only=True)
@@ -155,7 +158,7 @@ class AnswerArguments(CommandArguments):
         metadata={"help": "Tokenizer folder or Hub id; None: the tokenizer saved with the model."},
     )
     device: str | None = field(default=None, metadata={"help": "Device to run on: cpu, cuda, ...; None: cpu."})
-    dtype: Literal["float32", "bfloat16", "float16"] = _dtype_field()
+    dtype: Literal["float32", "tf32", "bfloat16", "float16"] = _dtype_field()
     max_answer_length: int = field(default=30, metadata={"help": "Longest answer considered, in tokens."})
     max_seq_length: int | None = field(
         default=None,

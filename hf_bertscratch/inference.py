@@ -33,7 +33,7 @@ from transformers import (
     TokenClassificationPipeline,
     pipeline,
 )
-from transformers.utils import ModelOutput
+from transformers.utils import ModelOutput, enable_tf32
 
 from .model_reference import check_model_reference
 from .similarity import POOLINGS
@@ -54,8 +54,9 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
 # Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
 FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
-# Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU).
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU); tf32:
+# float32 weights whose matrix products run as TensorFloat-32 on a CUDA GPU that has it (Ampere and later).
+DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def check_task_head(model: str, task: str) -> None:
@@ -195,11 +196,19 @@ def load_pipeline(
 
 
 def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
-    """The torch dtype named `dtype` (one of `DTYPES`); half precision only for the pytorch backend."""
+    """The torch dtype named `dtype` (one of `DTYPES`); half precision and TF32 only for the pytorch backend.
+
+    "tf32" switches this process's float32 matrix products to TensorFloat-32 with transformers' `enable_tf32`, as
+    `TrainingArguments(tf32=True)` does for training, and needs a GPU.
+    """
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r} is not supported: expected one of {tuple(DTYPES)}.")
     if backend != "pytorch" and dtype != "float32":
         raise ValueError(f"dtype={dtype!r}: the {backend} backend runs the exported float32 (or int8) graph.")
+    if dtype == "tf32":
+        if not torch.cuda.is_available():
+            raise ValueError("dtype='tf32' is a CUDA GPU's matrix-product mode and torch sees no CUDA device here.")
+        enable_tf32(True)
     return DTYPES[dtype]
 
 

@@ -62,6 +62,19 @@ def test_a_pipeline_runs_in_bfloat16_when_asked_and_gives_the_float32_answer(mod
     assert scores[1] == {label: pytest.approx(score, abs=1e-2) for label, score in scores[0].items()}
 
 
+def test_tf32_switches_matrix_products_as_trainer_does_and_needs_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    switched: list[bool] = []
+    monkeypatch.setattr(inference, "enable_tf32", switched.append)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="dtype='tf32' is a CUDA GPU's matrix-product mode"):
+        inference.inference_dtype("tf32")
+    assert switched == []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert inference.inference_dtype("tf32") == torch.float32 and switched == [True]
+    with pytest.raises(ValueError, match="the onnxruntime backend runs the exported float32"):
+        inference.inference_dtype("tf32", backend="onnxruntime")
+
+
 MASKED_TEXTS = ["the [MASK] sat on the mat .", "[MASK] is the capital of [MASK] ."]
 
 
