@@ -32,7 +32,7 @@ from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .electra import GENERATOR_FOLDER
-from .modeling_bertscratch import _auto_map
+from .modeling_bertscratch import family_auto_map
 from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ def _copy_model(source: Path, target: Path) -> None:
 def _complete_auto_map(config_file: Path) -> None:
     """Make config.json's `auto_map` name the config and every head, keeping every other field as written."""
     config: dict[str, Any] = json.loads(config_file.read_text(encoding="utf-8"))
-    expected = _auto_map()
+    expected = family_auto_map()
     if config.get("auto_map") != expected:
         logger.info("Completing auto_map in %s so every Auto class can load the model with remote code.", config_file)
         config["auto_map"] = expected

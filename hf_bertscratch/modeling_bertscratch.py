@@ -18,6 +18,7 @@ it for `trust_remote_code=True` loading.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -630,34 +631,17 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         """
         # FSDP2 swaps the model's class for a subclass defined in torch; the code to ship is this file's class.
         model_class = next(c for c in type(self).__mro__ if c.__module__ == __name__)
-        auto_class = _auto_class_of(model_class)
-        # Registering for any Auto class is what makes transformers copy the code; it also names this class under
-        # that Auto class in `auto_map`, which is right for the family's heads only.
-        model_class.register_for_auto_class(auto_class or "AutoModel")
-        wrapped = type(self) is not model_class
-        if wrapped:  # transformers would copy the wrapper's torch module instead: copy this file below
-            type(self)._auto_class = None
-        self.config.auto_map = _auto_map()
+        if kwargs.get("is_main_process", True):  # before the weights, so a push from save_pretrained takes it along
+            os.makedirs(save_directory, exist_ok=True)
+            custom_object_save(model_class, save_directory)  # this file and the configuration file it imports
+        self.config.auto_map = family_auto_map()
         super().save_pretrained(save_directory, *args, **kwargs)
-        if wrapped and kwargs.get("is_main_process", True):
-            custom_object_save(model_class, save_directory)
-        if auto_class is None and kwargs.get("is_main_process", True):
-            # A head no Auto class loads (the ELECTRA discriminator, reached through its `architectures` name):
-            # write the family's auto_map back, so that AutoModel still loads the bare encoder from this folder.
-            self.config.auto_map = _auto_map()
-            self.config.save_pretrained(save_directory)
 
 
-def _auto_class_of(model_class: type) -> str | None:
-    """The Auto class that loads `model_class` (a key of `AUTO_CLASS_TO_MODEL`), None for a head without one."""
-    for auto_class, name in AUTO_CLASS_TO_MODEL.items():
-        if name == model_class.__name__:
-            return auto_class
-    return None
-
-
-def _auto_map() -> dict[str, str]:
-    """`auto_map` entries for the config and every head, as written into a saved `config.json`."""
+def family_auto_map() -> dict[str, str]:
+    """`auto_map` entries for the config and every head, as written into a saved `config.json`: any Auto class of
+    the family loads any saved head's folder with `trust_remote_code=True` (a head no Auto class names, the ELECTRA
+    discriminator, through its `architectures` entry)."""
     modeling = __name__.rsplit(".", 1)[-1]
     config_module = BertScratchConfig.__module__.rsplit(".", 1)[-1]
     entries = {"AutoConfig": f"{config_module}.BertScratchConfig"}

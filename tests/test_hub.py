@@ -117,7 +117,7 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
     ]
     assert (folder / "model.safetensors").read_bytes() == (mlm_dir / "model.safetensors").read_bytes()
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    assert config["auto_map"] == modeling_bertscratch._auto_map()
+    assert config["auto_map"] == modeling_bertscratch.family_auto_map()
     assert set(config["auto_map"]) == {"AutoConfig", *modeling_bertscratch.AUTO_CLASS_TO_MODEL}
     card = ModelCard.load(folder / "README.md")
     assert 'repo_id = "alice/tiny-mlm"' in card.text
@@ -136,7 +136,7 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     (bare / "config.json").write_text(json.dumps(config), encoding="utf-8")
     folder = hub.prepare_upload_folder(bare, tmp_path / "up", repo_id="alice/bare")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    assert config["auto_map"] == modeling_bertscratch._auto_map()
+    assert config["auto_map"] == modeling_bertscratch.family_auto_map()
     for module in hub.CODE_MODULES:
         assert (folder / Path(module.__file__).name).read_bytes() == Path(module.__file__).read_bytes()
     card = ModelCard.load(folder / "README.md")
@@ -271,7 +271,7 @@ def test_electra_upload_carries_a_loadable_generator(
     }
     assert files["generator/model.safetensors"] == (electra_dir / GENERATOR_FOLDER / "model.safetensors").read_bytes()
     assert files["model.safetensors"] == (electra_dir / "model.safetensors").read_bytes()  # the discriminator
-    assert json.loads(files["generator/config.json"])["auto_map"] == modeling_bertscratch._auto_map()
+    assert json.loads(files["generator/config.json"])["auto_map"] == modeling_bertscratch.family_auto_map()
     # An upload replaces the whole generator/ (and the weights), so no file of an earlier run's stays beside them.
     for stale in ("generator/model.safetensors", "generator/old-shard.safetensors", "generator/vocab.txt"):
         assert any(fnmatch.fnmatch(stale, pattern) for pattern in upload["delete_patterns"]), stale

@@ -138,3 +138,19 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         assert remote[key].keys() == tensors.keys(), key
         for name, tensor in tensors.items():
             assert torch.equal(remote[key][name], tensor), f"{key}.{name}"
+
+
+def test_saving_changes_no_class_state_and_ships_the_code(tmp_path: Path) -> None:
+    """save_pretrained copies the code and writes the family's auto_map without registering any class: nothing a
+    save does is visible on the classes afterwards (no `_auto_class` set at save time)."""
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(64))
+    for head in ("BertScratchForMaskedLM", "BertScratchForReplacedTokenDetection", "BertScratchModel"):
+        model = getattr(hf_bertscratch, head)(config)
+        model.save_pretrained(tmp_path / head)
+        saved = json.loads((tmp_path / head / "config.json").read_text())
+        assert saved["auto_map"] == hf_bertscratch.modeling_bertscratch.family_auto_map()
+        assert {"modeling_bertscratch.py", "configuration_bertscratch.py"} <= {
+            p.name for p in (tmp_path / head).iterdir()
+        }
+    classes = [hf_bertscratch.BertScratchConfig, *(getattr(hf_bertscratch, name) for name in hf_bertscratch.__all__)]
+    assert [cls for cls in classes if getattr(cls, "_auto_class", None) is not None] == []

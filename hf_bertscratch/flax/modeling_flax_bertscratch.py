@@ -32,7 +32,7 @@ from transformers.utils import cached_file
 
 from .. import configuration_bertscratch, modeling_bertscratch
 from ..configuration_bertscratch import BertScratchConfig
-from ..modeling_bertscratch import _auto_map, sinusoidal_table
+from ..modeling_bertscratch import family_auto_map, sinusoidal_table
 from ..run_folder import publish_folder
 
 logger = logging.getLogger(__name__)
@@ -358,7 +358,7 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
                 shutil.copyfile(module.__file__, staging / Path(module.__file__).name)
             config = copy.deepcopy(self.config)
             config.architectures = [self.torch_class_name]
-            config.auto_map = _auto_map()
+            config.auto_map = family_auto_map()
             config.save_pretrained(staging)
             publish_folder(staging, folder, last=("config.json",))
         except BaseException:
