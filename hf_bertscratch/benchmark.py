@@ -47,30 +47,26 @@ import itertools
 import json
 import logging
 import multiprocessing
-import os
 import resource
-import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, is_dataclass
-from datetime import datetime, timezone
-from importlib import metadata
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 from transformers import BertForMaskedLM, HfArgumentParser
 
+from . import fast_decode
 from .arguments import parse_args_or_json
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
-from .hardware import cpu_model
 from .inference import takes_masked_positions
 from .modeling_bertscratch import BertScratchForMaskedLM
+from .records import RunStart, environment_line, run_record
 from .run_folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
@@ -235,7 +231,7 @@ def build_models(preset: str, dropout: float, seed: int) -> tuple[BertScratchFor
     ours = BertScratchForMaskedLM(build_config(preset, dropout))
     reference = bertscratch_to_bert(ours)
     reference.set_attn_implementation("sdpa")
-    return ours, reference
+    return fast_decode.enable(ours), reference  # as `bertscratch pretrain` evaluates: tiles into a reused buffer
 
 
 def make_batch(
@@ -616,114 +612,8 @@ def format_int8_row(result: CaseResult) -> str:
     )
 
 
-def environment_line() -> str:
-    """Where the numbers come from: torch (and onnxruntime) version, threads, CPU model and load average."""
-    load = ", ".join(f"{x:.1f}" for x in _load_average())
-    versions = f"torch {torch.__version__}"
-    with contextlib.suppress(ImportError):
-        import onnxruntime
-
-        versions += f", onnxruntime {onnxruntime.__version__}"
-    return f"{versions}, {torch.get_num_threads()} threads, {cpu_model()}, load average at the end {load}"
-
-
-def _load_average() -> tuple[float, ...]:
-    try:
-        return os.getloadavg()
-    except OSError:
-        return ()
-
-
-def _load_average_list() -> list[float]:
-    """The 1-, 5- and 15-minute load averages to two decimals (empty where the system has none)."""
-    return [round(value, 2) for value in _load_average()]
-
-
 # The command a record names: the script, whichever entry point (`bertscratch benchmark`, a test) ran the arguments.
 PROGRAM = "python scripts/benchmark.py"
-DECODE_PROGRAM = "python -m lab.profile_decode"
-# The checkout holding this package when it runs from a source tree (an editable install).
-REPOSITORY = Path(__file__).resolve().parents[1]
-# Distributions whose versions a record names; onnxruntime is added when it is a contender.
-RECORD_PACKAGES = ("torch", "transformers", "hf-bertscratch")
-
-
-def git_commit(folder: str | Path = REPOSITORY) -> str | None:
-    """The short hash of HEAD of the git checkout whose top folder is `folder`, with "-dirty" when tracked files
-    differ from it (untracked ones do not count); None when `folder` is not the top of a checkout (an installed
-    package inside some other repository's folder included) or git is missing."""
-    folder = Path(folder).resolve()
-    try:
-        top, head = _git(folder, "rev-parse", "--show-toplevel", "--short", "HEAD").splitlines()
-        changes = _git(folder, "status", "--porcelain", "--untracked-files=no")
-    except (OSError, ValueError, subprocess.CalledProcessError):
-        return None
-    if Path(top).resolve() != folder:
-        return None
-    return f"{head}-dirty" if changes.strip() else head
-
-
-def _git(folder: Path, *arguments: str) -> str:
-    return subprocess.run(["git", *arguments], cwd=folder, capture_output=True, text=True, check=True).stdout
-
-
-def package_versions(onnxruntime: bool) -> dict[str, str | None]:
-    """The installed version of each of `RECORD_PACKAGES` (and onnxruntime when timed); None where not installed."""
-    versions: dict[str, str | None] = {}
-    for package in (*RECORD_PACKAGES, "onnxruntime") if onnxruntime else RECORD_PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return versions
-
-
-@dataclass(frozen=True)
-class RunStart:
-    """What a record takes before the timing starts: the code's commit, the UTC date-time and the load average."""
-
-    commit: str | None
-    date: str
-    load_average: list[float]
-
-    @classmethod
-    def now(cls) -> RunStart:
-        date = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return cls(git_commit(), date, _load_average_list())
-
-
-def run_record(program: str, argv: list[str], arguments: object, start: RunStart, onnxruntime: bool) -> dict:
-    """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
-    cores, threads, load average at the start and the end, and the parsed arguments (a dataclass or a mapping)."""
-    return {
-        "command": f"{program} {shlex.join(portable_paths(argv))}".strip(),
-        "commit": start.commit,
-        "date": start.date,
-        "versions": package_versions(onnxruntime),
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "load_average": {"start": start.load_average, "end": _load_average_list()},
-        "arguments": {
-            name: portable_paths([value])[0] if isinstance(value, str) else value
-            for name, value in (asdict(arguments) if is_dataclass(arguments) else dict(arguments)).items()
-        },
-        "environment": environment_line(),
-    }
-
-
-def portable_paths(values: list[str]) -> list[str]:
-    """`values` with each absolute path under the parent of the current folder written relative to the current folder
-    (the repository, for the lab's records): a record names `runs/x` or `../shared/data`, not the machine that made it.
-    """
-    here = Path.cwd()
-    portable = []
-    for value in values:
-        path = Path(value)
-        if path.is_absolute() and path.is_relative_to(here.parent):
-            value = os.path.relpath(path, here)
-        portable.append(value)
-    return portable
 
 
 def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[CaseResult], start: RunStart) -> dict:
@@ -762,112 +652,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-
-
-@dataclass
-class DecodeProfileArguments:
-    """`lab/profile_decode.py`: the MLM head's inference decoding alone (what `decode_tile`'s default was measured
-    with), one GEMM per run vs cache-sized tiles, into fresh memory vs the reused buffer."""
-
-    num_threads: int = field(default=2, metadata={"help": "torch intra-op threads."})
-    hidden_size: int = field(default=256, metadata={"help": "H of the model (mini: 256)."})
-    vocab_size: int = field(default=30522, metadata={"help": "V (BERT's WordPiece: 30522)."})
-    rows: int = field(default=4096, metadata={"help": "Rows decoded (B x T: 32 x 128)."})
-    tile: list[int] = field(default_factory=lambda: [256, 1024], metadata={"help": "The tiled variant's rows words."})
-    repeats: int = field(default=6, metadata={"help": "Timed repetitions after one warm-up."})
-    onnxruntime: bool = field(
-        default=False,
-        metadata={
-            "help": "Also time ONNX Runtime's CPU Gemm on the same decode (one Gemm node with the head's weight and "
-            "bias, the same threads, spinning off; needs [onnx]): the matrix product alone, PyTorch's MKL against "
-            "ONNX Runtime's MLAS."
-        },
-    )
-    output_json: str | None = field(
-        default=None,
-        metadata={
-            "help": "Also write the record here (e.g. results/decoder/NAME.json): how the run was made (command, "
-            "commit, date, versions, CPU, load) and each variant's median milliseconds."
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if len(self.tile) != 2 or min(self.tile) < 1:
-            raise ValueError(f"tile must be two positive sizes (rows words), got {self.tile}.")
-
-
-def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
-    """Median milliseconds of `BertScratchLMHead.decode_into` per variant, timed interleaved (`time_interleaved`)."""
-    from .modeling_bertscratch import BertScratchLMHead
-
-    torch.set_num_threads(args.num_threads)
-    torch.manual_seed(0)
-    config = BertScratchConfig(
-        hidden_size=args.hidden_size, vocab_size=args.vocab_size, num_attention_heads=1, intermediate_size=4
-    )
-    head = BertScratchLMHead(config).eval()
-    hidden, reused = torch.randn(args.rows, args.hidden_size), torch.empty(args.rows, args.vocab_size)
-
-    def variant(tile: tuple[int, int] | None, reuse: bool) -> Callable[[], None]:
-        def step() -> None:
-            head.decode_tile = tile
-            out = reused if reuse else torch.empty(args.rows, args.vocab_size)
-            head.decode_into(hidden, out, [(0, 0, args.rows)])
-
-        return step
-
-    steps = {
-        f"{'tiles ' + 'x'.join(map(str, tile)) if tile else 'one GEMM'}, {'reused' if reuse else 'fresh'} output": (
-            variant(tile, reuse)
-        )
-        for tile in (tuple(args.tile), None)
-        for reuse in (False, True)
-    }
-    with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
-        if args.onnxruntime:
-            steps["onnxruntime Gemm"] = _onnxruntime_decode(head, hidden, Path(folder), args.num_threads)
-        seconds = time_interleaved(steps, args.repeats, warmup=1)
-    return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
-
-
-def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
-    """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime InferenceSession set up as
-    the benchmark's (`hf_bertscratch.onnx.runtime.onnx_session`); raises unless its output equals torch's to 1e-4."""
-    from .onnx.common import ONNX_FILE, require
-    from .onnx.runtime import onnx_session
-
-    onnx = require("onnx")
-    helper, numpy_helper = onnx.helper, onnx.numpy_helper
-    weight, bias = head.decoder.weight.detach(), head.decoder.bias.detach()  # (V, H), (V,)
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["hidden", "weight", "bias"], ["logits"], transB=1)],
-        "decode",
-        [helper.make_tensor_value_info("hidden", onnx.TensorProto.FLOAT, ["rows", weight.shape[1]])],
-        [helper.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, ["rows", weight.shape[0]])],
-        [numpy_helper.from_array(weight.numpy(), "weight"), numpy_helper.from_array(bias.numpy(), "bias")],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), folder / ONNX_FILE)
-    inference_session = onnx_session(folder, num_threads=num_threads, spinning=False)
-    feeds = {"hidden": hidden.numpy()}
-    difference = float(abs(inference_session.run(None, feeds)[0] - torch.addmm(bias, hidden, weight.T).numpy()).max())
-    if difference > 1e-4:
-        raise RuntimeError(f"ONNX Runtime's Gemm differs from torch's decode by {difference:.1e} (> 1e-4).")
-    return lambda: inference_session.run(None, feeds)
-
-
-def profile_decode_main(argv: list[str] | None = None) -> dict[str, float]:
-    """Time the decoding variants, print them, and with --output_json write the record; returns the milliseconds."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser(DecodeProfileArguments, description=DecodeProfileArguments.__doc__)
-    (args,) = parse_args_or_json(parser, argv)
-    start = RunStart.now()
-    print(
-        f"decode {args.rows} x {args.hidden_size} -> {args.vocab_size}, {args.num_threads} threads, median of {args.repeats}:"
-    )
-    milliseconds = profile_decode(args)
-    for name, value in milliseconds.items():
-        print(f"  {name:32s} {value:8.1f} ms")
-    if args.output_json:
-        record = {**run_record(DECODE_PROGRAM, argv, args, start, args.onnxruntime), "milliseconds": milliseconds}
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
-    return milliseconds

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -487,11 +485,6 @@ class BertScratchPooler(nn.Module):
 class BertScratchLMHead(nn.Module):
     """MLM head: dense + GELU + LayerNorm transform, then a decoder to the vocabulary tied to the word embeddings."""
 
-    # (rows, words) per GEMM of inference decoding, None for one GEMM per run of rows; see `decode_into`. The default
-    # is measured (`python -m lab.profile_decode`): a 1 MiB fp32 output tile was faster on an idle 2-core AMD
-    # EPYC at 1 and 2 threads, one GEMM per run when other processes kept the cores busy. Set it per model.
-    decode_tile: tuple[int, int] | None = (256, 1024)
-
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
@@ -506,36 +499,6 @@ class BertScratchLMHead(nn.Module):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""
         return self.decoder(self.transform(hidden_states))
-
-    def decode_into(self, hidden: torch.Tensor, out: torch.Tensor, runs: list[tuple[int, int, int]]) -> torch.Tensor:
-        """Decode transformed (N, H) rows into rows of `out` (R, V); no autograd (writes with out=).
-
-        For each run (out_start, hidden_start, length), rows [hidden_start, hidden_start + length) of `hidden` are
-        decoded into rows [out_start, out_start + length) of `out`; other rows of `out` are not touched, so unpadded
-        rows go straight to their padded position with no scatter. Each run is one GEMM with the bias (`addmm`), or,
-        with `decode_tile` = (rows, words), one GEMM per tile, so that each output tile stays in cache while its bias
-        and product are written. Which is faster depends on the CPU and its load (README, "Speed"), so the tiles are
-        a per-model setting (`model.cls.decode_tile = None` turns them off).
-        """
-        weight, bias = self.decoder.weight, self.decoder.bias
-        row_tile, vocab_tile = self.decode_tile or (out.shape[0], weight.shape[0])
-        if not (row_tile > 0 and vocab_tile > 0):
-            raise ValueError(f"decode_tile must be two positive sizes (rows, words) or None, got {self.decode_tile}.")
-        row_tiles = [
-            (out_start + offset, hidden_start + offset, min(row_tile, length - offset))
-            for out_start, hidden_start, length in runs
-            for offset in range(0, length, row_tile)
-        ]
-        for v0 in range(0, weight.shape[0], vocab_tile):
-            w, b = weight[v0 : v0 + vocab_tile].t(), bias[v0 : v0 + vocab_tile]
-            for out_start, hidden_start, rows in row_tiles:
-                torch.addmm(
-                    b,
-                    hidden[hidden_start : hidden_start + rows],
-                    w,
-                    out=out[out_start : out_start + rows, v0 : v0 + vocab_tile],
-                )
-        return out
 
 
 class BertScratchDiscriminatorHead(nn.Module):
@@ -1004,42 +967,14 @@ class BertScratchForReplacedTokenDetectionOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-# The inference logits buffer of each MLM model (BertScratchForMaskedLM and ForPreTraining decode into it). The
-# (B*T, V) logits are by far the largest tensor of inference (500 MB at 32 x 128 tokens and BERT's vocabulary), and
-# the allocator hands such sizes straight back to the OS when freed, so every forward into fresh memory page-faults
-# and zeroes all of it again. A model reuses its last buffer once nothing outside refers to its memory any more (the
-# previous outputs, and every view of them, were dropped); while they are alive it decodes into new memory, so
-# logits a caller keeps are never overwritten. Weak keys: the buffer is not model state (not saved, copied or
-# pickled with the model) and goes away with the model.
-_LOGITS_BUFFERS: weakref.WeakKeyDictionary[nn.Module, torch.Tensor] = weakref.WeakKeyDictionary()
-_LOGITS_BUFFERS_LOCK = threading.Lock()
-_storage_use_count = getattr(torch._C, "_storage_Use_Count", None)  # private torch API: without it, never reuse
-
-
-def _logits_buffer(owner: nn.Module, rows: int, columns: int, like: torch.Tensor) -> torch.Tensor:
-    """An uninitialised (rows, columns) tensor of `like`'s dtype and device: `owner`'s last buffer when no tensor
-    outside uses its memory any more and it is large enough, new memory (kept for next time) otherwise."""
-    with _LOGITS_BUFFERS_LOCK:
-        buffer = _LOGITS_BUFFERS.pop(owner, None)
-    if not (
-        buffer is not None
-        and _storage_use_count is not None
-        and buffer.numel() >= rows * columns
-        and (buffer.dtype, buffer.device) == (like.dtype, like.device)
-        and (torch.is_inference_mode_enabled() or not buffer.is_inference())  # inference tensors: written there only
-        and _storage_use_count(buffer.untyped_storage()._cdata) <= 2  # this tensor and the storage object just made
-    ):
-        buffer = like.new_empty(rows * columns)
-    logits = buffer[: rows * columns].view(rows, columns)  # in use from here on: another thread cannot take it
-    with _LOGITS_BUFFERS_LOCK:
-        _LOGITS_BUFFERS[owner] = buffer
-    return logits
-
-
 class _BertScratchMLMMixin:
     """MLM decoding shared by the MaskedLM and PreTraining heads (both own `self.bert` and `self.cls`)."""
 
     _tied_weights_keys = {"cls.decoder.weight": "bert.embeddings.word_embeddings.weight"}
+    # Inference decoding of the (B, T, V) logits by another callable (head, sequence_output, padding) -> logits, or
+    # None where it does not apply: `hf_bertscratch.fast_decode.enable` sets one (tiles into a reused CPU buffer).
+    logits_decoder: Callable[[BertScratchLMHead, torch.Tensor, BertScratchPadding | None], torch.Tensor | None] | None
+    logits_decoder = None
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.cls.decoder
@@ -1112,39 +1047,15 @@ class _BertScratchMLMMixin:
         return self.cls(sequence_output.gather(1, index))  # (B, K, V)
 
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
-        """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere).
-
-        Without autograd on CPU (evaluation, pipelines) the vocabulary is decoded straight into the returned tensor,
-        the model's reused logits buffer (`_logits_buffer`), tile by tile (`decode_into`); otherwise
-        as one differentiable GEMM.
-        """
-        if not self._decodes_into_buffer(sequence_output):
-            if padding is None:
-                return self.cls(sequence_output)
-            return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
-        batch_size, seq_len, hidden_size = sequence_output.shape
-        logits = _logits_buffer(self, batch_size * seq_len, self.cls.decoder.weight.shape[0], sequence_output)
+        """(B, T, H) -> (B, T, V) logits; only at real positions when `padding` is given (0 elsewhere). The model's
+        `logits_decoder`, when set (`hf_bertscratch.fast_decode.enable`), decodes where it applies."""
+        if self.logits_decoder is not None:
+            logits = self.logits_decoder(self.cls, sequence_output, padding)
+            if logits is not None:
+                return logits
         if padding is None:
-            hidden = self.cls.transform(sequence_output.reshape(-1, hidden_size))
-            self.cls.decode_into(hidden, logits, [(0, 0, batch_size * seq_len)])
-        else:
-            runs, pad_indices = padding.runs(seq_len)
-            self.cls.decode_into(self.cls.transform(padding.unpad(sequence_output)), logits, runs)
-            logits.index_fill_(0, pad_indices, 0)
-        return logits.view(batch_size, seq_len, -1)
-
-    def _decodes_into_buffer(self, sequence_output: torch.Tensor) -> bool:
-        """Decoding into the buffer needs CPU, no autograd (it writes with out=), no tracing, and no autocast
-        (which does not cast out= calls)."""
-        weight = self.cls.decoder.weight
-        return (
-            sequence_output.device.type == "cpu"
-            and not (torch.is_grad_enabled() and (sequence_output.requires_grad or weight.requires_grad))
-            and not torch.compiler.is_compiling()
-            and not torch.is_autocast_enabled("cpu")
-            and sequence_output.dtype == weight.dtype
-            and self.cls.decoder.bias is not None
-        )
+            return self.cls(sequence_output)
+        return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
 
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):

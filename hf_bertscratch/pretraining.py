@@ -41,6 +41,7 @@ from transformers import (
     set_seed,
 )
 
+from . import fast_decode
 from .baselines import unigram_answer
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
@@ -112,7 +113,7 @@ def build_model(
             model_args.discriminator_weight,
             mlm_start=bool(model_args.mlm_start_fraction),
         )
-    return model
+    return fast_decode.enable(model)  # evaluation decodes every position: tiles into a reused buffer on CPU
 
 
 def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:

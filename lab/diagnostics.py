@@ -101,7 +101,7 @@ def packed_blocks(tok, train_file: str, seq: int, cache_dir: str) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run the loop (see the module docstring and `--help`); returns the probes, one per 100 steps."""
-    from hf_bertscratch.benchmark import RunStart, run_record
+    from hf_bertscratch.records import RunStart, run_record
     from hf_bertscratch.run_folder import write_text_atomically
 
     argv = list(sys.argv[1:] if argv is None else argv)

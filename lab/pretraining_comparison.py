@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
-from hf_bertscratch.benchmark import RunStart, package_versions
+from hf_bertscratch.records import RunStart, package_versions
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .results import (

@@ -1,6 +1,135 @@
-"""Time the MLM head's inference decoding alone (tiles vs one GEMM, fresh vs reused output); see `--help`."""
+"""Time the MLM head's inference decoding alone: one GEMM per run vs cache-sized tiles, fresh vs reused output,
+and optionally ONNX Runtime's Gemm on the same product (see `--help`). Records land in results/decoder/."""
 
-from hf_bertscratch.benchmark import profile_decode_main
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import HfArgumentParser
+
+from hf_bertscratch.arguments import parse_args_or_json
+from hf_bertscratch.benchmark import time_interleaved
+from hf_bertscratch.configuration_bertscratch import BertScratchConfig
+from hf_bertscratch.fast_decode import decode_into
+from hf_bertscratch.modeling_bertscratch import BertScratchLMHead
+from hf_bertscratch.onnx.common import ONNX_FILE, require
+from hf_bertscratch.onnx.runtime import onnx_session
+from hf_bertscratch.records import RunStart, run_record
+from hf_bertscratch.run_folder import write_text_atomically
+
+PROGRAM = "python -m lab.profile_decode"
+
+
+@dataclass
+class DecodeProfileArguments:
+    """`python -m lab.profile_decode`: the MLM head's inference decoding alone (what `fast_decode.DEFAULT_TILE` was
+    measured with), one GEMM per run vs cache-sized tiles, into fresh memory vs a reused buffer."""
+
+    num_threads: int = field(default=2, metadata={"help": "torch intra-op threads."})
+    hidden_size: int = field(default=256, metadata={"help": "H of the model (mini: 256)."})
+    vocab_size: int = field(default=30522, metadata={"help": "V (BERT's WordPiece: 30522)."})
+    rows: int = field(default=4096, metadata={"help": "Rows decoded (B x T: 32 x 128)."})
+    tile: list[int] = field(default_factory=lambda: [256, 1024], metadata={"help": "The tiled variant's rows words."})
+    repeats: int = field(default=6, metadata={"help": "Timed repetitions after one warm-up."})
+    onnxruntime: bool = field(
+        default=False,
+        metadata={
+            "help": "Also time ONNX Runtime's CPU Gemm on the same decode (one Gemm node with the head's weight and "
+            "bias, the same threads, spinning off; needs [onnx]): the matrix product alone, PyTorch's MKL against "
+            "ONNX Runtime's MLAS."
+        },
+    )
+    output_json: str | None = field(
+        default=None,
+        metadata={
+            "help": "Also write the record here (e.g. results/decoder/NAME.json): how the run was made (command, "
+            "commit, date, versions, CPU, load) and each variant's median milliseconds."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if len(self.tile) != 2 or min(self.tile) < 1:
+            raise ValueError(f"tile must be two positive sizes (rows words), got {self.tile}.")
+
+
+def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
+    """Median milliseconds of `fast_decode.decode_into` per variant, timed interleaved (`time_interleaved`)."""
+    torch.set_num_threads(args.num_threads)
+    torch.manual_seed(0)
+    config = BertScratchConfig(
+        hidden_size=args.hidden_size, vocab_size=args.vocab_size, num_attention_heads=1, intermediate_size=4
+    )
+    head = BertScratchLMHead(config).eval()
+    hidden, reused = torch.randn(args.rows, args.hidden_size), torch.empty(args.rows, args.vocab_size)
+
+    def variant(tile: tuple[int, int] | None, reuse: bool) -> Callable[[], None]:
+        def step() -> None:
+            out = reused if reuse else torch.empty(args.rows, args.vocab_size)
+            decode_into(head, hidden, out, [(0, 0, args.rows)], tile)
+
+        return step
+
+    steps = {
+        f"{'tiles ' + 'x'.join(map(str, tile)) if tile else 'one GEMM'}, {'reused' if reuse else 'fresh'} output": (
+            variant(tile, reuse)
+        )
+        for tile in (tuple(args.tile), None)
+        for reuse in (False, True)
+    }
+    with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
+        if args.onnxruntime:
+            steps["onnxruntime Gemm"] = _onnxruntime_decode(head, hidden, Path(folder), args.num_threads)
+        seconds = time_interleaved(steps, args.repeats, warmup=1)
+    return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
+
+
+def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
+    """One ONNX Gemm node computing `hidden @ decoder.weight.T + bias` in an ONNX Runtime InferenceSession set up as
+    the benchmark's (`hf_bertscratch.onnx.runtime.onnx_session`); raises unless its output equals torch's to 1e-4."""
+    onnx = require("onnx")
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    weight, bias = head.decoder.weight.detach(), head.decoder.bias.detach()  # (V, H), (V,)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["hidden", "weight", "bias"], ["logits"], transB=1)],
+        "decode",
+        [helper.make_tensor_value_info("hidden", onnx.TensorProto.FLOAT, ["rows", weight.shape[1]])],
+        [helper.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, ["rows", weight.shape[0]])],
+        [numpy_helper.from_array(weight.numpy(), "weight"), numpy_helper.from_array(bias.numpy(), "bias")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), folder / ONNX_FILE)
+    inference_session = onnx_session(folder, num_threads=num_threads, spinning=False)
+    feeds = {"hidden": hidden.numpy()}
+    difference = float(abs(inference_session.run(None, feeds)[0] - torch.addmm(bias, hidden, weight.T).numpy()).max())
+    if difference > 1e-4:
+        raise RuntimeError(f"ONNX Runtime's Gemm differs from torch's decode by {difference:.1e} (> 1e-4).")
+    return lambda: inference_session.run(None, feeds)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Time the decoding variants, print them, and with --output_json write the record; returns the milliseconds."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = HfArgumentParser(DecodeProfileArguments, description=DecodeProfileArguments.__doc__)
+    (args,) = parse_args_or_json(parser, argv)
+    start = RunStart.now()
+    print(
+        f"decode {args.rows} x {args.hidden_size} -> {args.vocab_size}, {args.num_threads} threads, median of {args.repeats}:"
+    )
+    milliseconds = profile_decode(args)
+    for name, value in milliseconds.items():
+        print(f"  {name:32s} {value:8.1f} ms")
+    if args.output_json:
+        record = {**run_record(PROGRAM, argv, args, start, args.onnxruntime), "milliseconds": milliseconds}
+        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
+    return milliseconds
+
 
 if __name__ == "__main__":
-    profile_decode_main()
+    main()

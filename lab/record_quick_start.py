@@ -1,5 +1,5 @@
 """Run README's quick start and keep its record: `bertscratch pretrain --output_dir DIR [--seed S]`, timed end to end,
-with its peak memory, then the command, commit, date, versions, CPU and load (`hf_bertscratch.benchmark.run_record`)
+with its peak memory, then the command, commit, date, versions, CPU and load (`hf_bertscratch.records.run_record`)
 and the run's own `all_results.json` written to `results/quick-start/seed-S.json`; `python -m lab.make_report`
 renders README's quick-start table from those records.
 
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from hf_bertscratch.benchmark import RunStart, run_record
+from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,7 +45,7 @@ from typing import Any
 
 import torch
 
-from hf_bertscratch.benchmark import RunStart, run_record
+from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .diagnostics import neighbour_weight

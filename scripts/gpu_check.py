@@ -41,7 +41,6 @@ from transformers import HfArgumentParser
 
 from hf_bertscratch.arguments import parse_args_or_json
 from hf_bertscratch.benchmark import (
-    RunStart,
     autocast,
     build_config,
     build_models,
@@ -49,7 +48,6 @@ from hf_bertscratch.benchmark import (
     loss_difference,
     make_batch,
     make_step,
-    run_record,
     summarize,
     time_interleaved,
 )
@@ -57,6 +55,7 @@ from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.convert import bertscratch_to_bert
 from hf_bertscratch.hardware import cpu_model
 from hf_bertscratch.modeling_bertscratch import BertScratchForMaskedLM
+from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 PROGRAM = "bash scripts/gpu_check.sh"

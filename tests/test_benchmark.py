@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_bertscratch import benchmark
+from hf_bertscratch import benchmark, records
 
 TINIEST = ["--presets", "tiny", "--seq_lens", "16", "--batch_size", "4", "--repeats", "1", "--warmup", "0"]
 
@@ -228,31 +228,6 @@ def test_help_explains_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert "padding" in capsys.readouterr().out
 
 
-def test_profile_decode_times_each_variant_of_the_heads_decoding() -> None:
-    from hf_bertscratch.benchmark import DecodeProfileArguments, profile_decode
-
-    args = DecodeProfileArguments(num_threads=1, hidden_size=16, vocab_size=300, rows=64, tile=[16, 64], repeats=2)
-    milliseconds = profile_decode(args)
-    assert sorted(milliseconds) == sorted(
-        f"{tile}, {memory} output" for tile in ("tiles 16x64", "one GEMM") for memory in ("fresh", "reused")
-    )
-    assert all(value > 0 for value in milliseconds.values())
-    with pytest.raises(ValueError, match=r"tile must be two positive sizes \(rows words\), got \[16\]"):
-        DecodeProfileArguments(tile=[16])
-
-
-def test_profile_decode_times_onnxruntimes_gemm_on_the_same_decode() -> None:
-    """The ORT contender is checked against torch's decode before it is timed (it raises beyond 1e-4)."""
-    pytest.importorskip("onnxruntime")
-    from hf_bertscratch.benchmark import DecodeProfileArguments, profile_decode
-
-    args = DecodeProfileArguments(
-        num_threads=1, hidden_size=16, vocab_size=300, rows=64, tile=[16, 64], repeats=2, onnxruntime=True
-    )
-    milliseconds = profile_decode(args)
-    assert len(milliseconds) == 5 and milliseconds["onnxruntime Gemm"] > 0
-
-
 def test_compiled_inference_is_timed_with_inductors_freezing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled variant compiles inference as one deploys it (freezing on) and training without freezing;
     compilation happens inside the timed calls' warm-up, so the setting must hold while they run."""
@@ -283,4 +258,4 @@ def test_records_name_paths_relative_to_where_the_command_ran(tmp_path, monkeypa
     repository.mkdir()
     monkeypatch.chdir(repository)
     given = [str(repository / "runs" / "x"), str(tmp_path / "shared" / "data"), "--seq_len", "128", "relative/path"]
-    assert benchmark.portable_paths(given) == ["runs/x", "../shared/data", "--seq_len", "128", "relative/path"]
+    assert records.portable_paths(given) == ["runs/x", "../shared/data", "--seq_len", "128", "relative/path"]

@@ -30,7 +30,7 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch import pretraining, pretraining_arguments
+from hf_bertscratch import fast_decode, pretraining, pretraining_arguments
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
@@ -454,6 +454,7 @@ def test_new_preset_models_start_with_sinusoidal_positions(
     )
     model = pretraining.build_model(model_args, pretraining.DataArguments(max_seq_length=32), tokenizer)
     assert model.config.sinusoidal_position_std == expected
+    assert isinstance(model.logits_decoder, fast_decode.TiledLogitsDecoder)  # evaluation decodes in tiles
     positions = model.bert.embeddings.position_embeddings.weight
     assert positions.std().item() == pytest.approx(expected or 0.02, rel=0.1)
     assert (positions[0, 1::2] > 0).all() == (expected is not None)  # cos(0) = 1: every odd column starts positive

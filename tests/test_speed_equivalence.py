@@ -14,7 +14,6 @@ import transformers
 from torch import nn
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, convert
-from hf_bertscratch import modeling_bertscratch as modeling
 from hf_bertscratch.modeling_bertscratch import BertScratchPadding
 from tests.conftest import tiny_config_kwargs
 
@@ -113,84 +112,6 @@ def test_inference_without_padding_matches_reference() -> None:
         ours_logits, reference_logits = ours(input_ids).logits, reference(input_ids).logits
     assert ours_logits.shape == reference_logits.shape == (1, 12, VOCAB)
     torch.testing.assert_close(ours_logits, reference_logits, atol=ATOL, rtol=1e-4)
-
-
-@pytest.mark.parametrize("tiles", [None, (5, 40)])
-def test_inference_decoding_into_the_padded_logits_matches_reference(
-    monkeypatch: pytest.MonkeyPatch, tiles: tuple[int, int] | None
-) -> None:
-    """Without autograd, the vocabulary is decoded straight into the padded logits, one GEMM per run of real rows.
-
-    (5, 40): with `decode_tile` set, 5-row tiles split the runs of real tokens, and 40-word vocabulary tiles leave a
-    ragged last tile (99 words), so every edge of the tiling is crossed.
-    """
-    ours, reference = _models()
-    ours.cls.decode_tile = tiles
-    calls = []
-    decode_into = ours.cls.decode_into
-    monkeypatch.setattr(ours.cls, "decode_into", lambda *args: calls.append(args[2]) or decode_into(*args))
-    batch = _batch()
-    ours.eval(), reference.eval()
-    for inputs in (
-        {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},  # padded
-        {"input_ids": batch["input_ids"][:1]},
-    ):  # no padding: dense decoding, into the buffer too
-        with torch.inference_mode():
-            ours_logits, reference_logits = ours(**inputs).logits, reference(**inputs).logits
-        differentiable = ours(**inputs).logits  # autograd on: the differentiable path
-        real = inputs.get("attention_mask", torch.ones_like(inputs["input_ids"])).bool()
-        torch.testing.assert_close(ours_logits[real], reference_logits[real], atol=ATOL, rtol=1e-4)
-        torch.testing.assert_close(ours_logits, differentiable.detach(), atol=ATOL, rtol=1e-4)
-        assert bool((ours_logits[~real] == 0).all())
-    # The padded batch has runs of 12 + 7 (a full row then a right-padded one merge: 19), 3, and a left-padded 5.
-    assert calls == [[(0, 0, 19), (24, 19, 3), (43, 22, 5)], [(0, 0, 12)]]
-
-
-def test_a_bad_decode_tile_is_named() -> None:
-    ours, _ = _models()
-    ours.eval().cls.decode_tile = (0, 40)
-    with torch.no_grad(), pytest.raises(ValueError, match=r"decode_tile must be two positive sizes .* got \(0, 40\)"):
-        ours(_batch()["input_ids"])
-
-
-def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_dropped() -> None:
-    """The decode writes into the model's last logits buffer when no tensor uses it any more, never into logits (or a
-    view of them) that a caller still holds, and each result still equals BERT's logits."""
-    import copy
-    import pickle
-
-    ours, reference = _models()
-    ours.eval(), reference.eval()
-    batch = _batch()
-    inputs = [
-        {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
-        {"input_ids": batch["input_ids"].flip(0), "attention_mask": batch["attention_mask"].flip(0)},
-    ]
-    with torch.no_grad():
-        expected = [reference(**x).logits * x["attention_mask"][..., None] for x in inputs]  # ours: 0 at pads
-    with torch.inference_mode():  # a buffer made in inference mode is an inference tensor: not written outside it
-        torch.testing.assert_close(ours(**inputs[1]).logits, expected[1], atol=ATOL, rtol=1e-4)
-    with torch.no_grad():
-        held = ours(**inputs[0]).logits
-        second = ours(**inputs[1]).logits  # the first logits are held: new memory
-        assert second.data_ptr() != held.data_ptr()
-        torch.testing.assert_close(held, expected[0], atol=ATOL, rtol=1e-4)  # not overwritten
-        address = second.data_ptr()
-        del second, held
-        third = ours(**inputs[0]).logits  # the last logits were dropped: their memory is reused
-        assert third.data_ptr() == address
-        torch.testing.assert_close(third, expected[0], atol=ATOL, rtol=1e-4)
-        row = third[1]  # only a view of the logits is kept: still in use
-        del third
-        fourth = ours(**inputs[1]).logits
-        assert fourth.data_ptr() != address
-        torch.testing.assert_close(row, expected[0][1], atol=ATOL, rtol=1e-4)
-        torch.testing.assert_close(fourth, expected[1], atol=ATOL, rtol=1e-4)
-        del fourth, row
-    # The buffer is not model state: not in the state dict, not copied or pickled with the model.
-    assert set(ours.state_dict()) == set(copy.deepcopy(ours).state_dict())
-    assert modeling._LOGITS_BUFFERS.get(ours) is not None and modeling._LOGITS_BUFFERS.get(copy.deepcopy(ours)) is None
-    assert not any(isinstance(value, torch.Tensor) for value in vars(pickle.loads(pickle.dumps(ours))).values())
 
 
 def test_padding_runs_address_every_real_token_once() -> None:

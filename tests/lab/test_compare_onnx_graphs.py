@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import benchmark
+from hf_bertscratch import records
 from lab import reports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_record_of_two_graphs_renders_as_their_ratio_to_ours(tmp_path: Path) -> 
     record = json.loads(path.read_text())
     assert record["command"] == "python -m lab.compare_onnx_graphs " + " ".join(
         f"'{a}'" if " " in a else a
-        for a in benchmark.portable_paths(argv)  # paths as the record writes them
+        for a in records.portable_paths(argv)  # paths as the record writes them
     )
     assert list(record["graphs"]) == [script.OURS, "ours, optimize=False"]  # ours first, always timed
     ours, plain = record["graphs"].values()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_bertscratch import benchmark
+from hf_bertscratch import records
 from lab import pretraining_comparison as comparison
 from lab import task_runs
 from lab.results import REFERENCES
@@ -109,7 +109,7 @@ def test_the_table_gives_each_recipes_runs_and_the_better_objective(tmp_path: Pa
                                                                 "STS-B Spearman", "RTE acc.")]  # fmt: skip
         assert rows[name]["glue_average"] == pytest.approx(statistics.fmean(glue))
     assert comparison.best_objective(record["rows"]) == "electra"
-    assert record["commit"] == benchmark.git_commit() and record["versions"]["torch"] == torch.__version__
+    assert record["commit"] == records.git_commit() and record["versions"]["torch"] == torch.__version__
     assert f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}." in (
         comparison.render_comparison(record)
     )
@@ -156,8 +156,8 @@ def test_every_record_of_a_run_names_the_commit_it_started_at(tmp_path: Path, mo
     the commit and date taken when the run started, not a "-dirty" one."""
     _write_recipe(tmp_path, "mlm", "BertScratchForMaskedLM", _scores(0.50), 40_000_000)
     _write_recipe(tmp_path, "electra", "BertScratchForReplacedTokenDetection", _scores(0.60), 30_000_000)
-    starts = iter([benchmark.RunStart("abc1234", "2026-01-01T00:00:00+00:00", [0.0, 0.0, 0.0])])
-    monkeypatch.setattr(comparison.RunStart, "now", lambda: next(starts, benchmark.RunStart("abc1234-dirty", "x", [])))
+    starts = iter([records.RunStart("abc1234", "2026-01-01T00:00:00+00:00", [0.0, 0.0, 0.0])])
+    monkeypatch.setattr(comparison.RunStart, "now", lambda: next(starts, records.RunStart("abc1234-dirty", "x", [])))
     monkeypatch.setattr(comparison, "run_recipe", lambda *args: None)
     record_path = tmp_path / "record.json"
     comparison.main(["--runs_dir", str(tmp_path), "--recipes", "mlm", "electra", "--record", str(record_path)])

@@ -20,7 +20,8 @@ from matplotlib.image import imread
 import hf_bertscratch
 from hf_bertscratch import benchmark
 from hf_bertscratch.hardware import cpu_model
-from lab import pretraining_comparison, reports, results
+from hf_bertscratch.records import REPOSITORY, git_commit, portable_paths
+from lab import pretraining_comparison, profile_decode, reports, results
 
 ROOT = Path(__file__).resolve().parents[2]
 # The tiniest real benchmark run with two paddings, the training step and inference (no memory probe, one thread).
@@ -138,9 +139,9 @@ def _assert_png(path: Path) -> None:
 # ------------------------------------------------------------------------------------------ the benchmark's record
 def test_benchmark_record_says_how_it_was_made(tiny_run: tuple, record: dict) -> None:
     argv, _, before, after = tiny_run
-    assert record["command"] == "python scripts/benchmark.py " + shlex.join(benchmark.portable_paths(argv))
-    assert record["commit"] == benchmark.git_commit()
-    if benchmark.REPOSITORY == ROOT and (ROOT / ".git").exists():  # run from the checkout: its HEAD
+    assert record["command"] == "python scripts/benchmark.py " + shlex.join(portable_paths(argv))
+    assert record["commit"] == git_commit()
+    if REPOSITORY == ROOT and (ROOT / ".git").exists():  # run from the checkout: its HEAD
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
         assert record["commit"].removesuffix("-dirty") == head.stdout.strip()
     assert before <= datetime.fromisoformat(record["date"]) <= after
@@ -161,7 +162,7 @@ def test_benchmark_record_says_how_it_was_made(tiny_run: tuple, record: dict) ->
 def test_git_commit_is_heads_short_hash_marked_dirty_by_tracked_changes(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("needs git")
-    assert benchmark.git_commit(tmp_path) is None  # not a checkout
+    assert git_commit(tmp_path) is None  # not a checkout
 
     def git(*arguments: str) -> str:
         command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
@@ -172,13 +173,13 @@ def test_git_commit_is_heads_short_hash_marked_dirty_by_tracked_changes(tmp_path
     git("add", "code.py")
     git("commit", "-q", "-m", "first")
     head = git("rev-parse", "--short", "HEAD")
-    assert benchmark.git_commit(tmp_path) == head
+    assert git_commit(tmp_path) == head
     (tmp_path / "new.txt").write_text("untracked\n")
-    assert benchmark.git_commit(tmp_path) == head  # an untracked file changes no tracked code
+    assert git_commit(tmp_path) == head  # an untracked file changes no tracked code
     (tmp_path / "code.py").write_text("x = 2\n")
-    assert benchmark.git_commit(tmp_path) == f"{head}-dirty"
+    assert git_commit(tmp_path) == f"{head}-dirty"
     (tmp_path / "inner").mkdir()
-    assert benchmark.git_commit(tmp_path / "inner") is None  # only the checkout's top folder is the code's
+    assert git_commit(tmp_path / "inner") is None  # only the checkout's top folder is the code's
 
 
 # ------------------------------------------------------------------------------------------ the speed table
@@ -584,10 +585,10 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
             paths[count] = tmp_path / f"threads-{count}.json"
             argv = ["--num_threads", str(count), "--hidden_size", "16", "--vocab_size", "300", "--rows", "64",
                     "--tile", "16", "64", "--repeats", "2", "--output_json", str(paths[count])]  # fmt: skip
-            printed = benchmark.profile_decode_main(argv)
+            printed = profile_decode.main(argv)
             record = json.loads(paths[count].read_text(encoding="utf-8"))
             assert record["milliseconds"] == printed and record["arguments"]["num_threads"] == count
-            assert record["command"] == "python -m lab.profile_decode " + shlex.join(benchmark.portable_paths(argv))
+            assert record["command"] == "python -m lab.profile_decode " + shlex.join(portable_paths(argv))
     finally:
         torch.set_num_threads(threads)
     records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
