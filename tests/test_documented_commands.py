@@ -52,7 +52,8 @@ REPO = Path(__file__).resolve().parents[1]
 REPO_FOLDERS = ("scripts", "lab")
 
 # The README and the documentation pages whose commands run (mkdocs.yml's nav; the pages left out hold records of
-# long runs: flax.md's JAX run, speed.md's benchmarks, results.md's reproduction, design.md's Hub conversion).
+# long runs: flax.md's JAX run, speed.md's benchmarks, results.md's reproduction, lab.md's sweeps, design.md's Hub
+# conversion).
 PAGES = (
     "README.md",
     "docs/index.md",
@@ -183,12 +184,6 @@ SKIPS: tuple[Entry, ...] = (
         r"\bfinetune_tasks\b",
         "the task-table sweep (dozens of runs) on runs/results/pretrain-long, which the results reproduction script "
         "(reproduce_results.sh) makes first",
-    ),
-    Entry(
-        r"",
-        "a record of past sweeps at earlier commits, which make_report writes from results/sweeps/",
-        page="docs/pretraining.md",
-        region="sweeps",
     ),
     Entry(r"\bcompare_onnx_graphs\b", "a benchmark that builds and times nine ONNX graphs (minutes a run)"),
 )

@@ -63,10 +63,8 @@ SPEED_PAGE = PAGE.replace(
     "<!-- speed-more:start -->\nold\n<!-- speed-more:end -->\n\n<!-- decoder-profile:start -->\nold\n"
     "<!-- decoder-profile:end -->\n\nbefore",
 )
-PRETRAINING_PAGE = (
-    "# Pretraining\n\n<!-- quick-start:start -->\nold\n<!-- quick-start:end -->\n\n"
-    "<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
-)
+PRETRAINING_PAGE = "# Pretraining\n\n<!-- quick-start:start -->\nold\n<!-- quick-start:end -->\n"
+LAB_PAGE = "# How the defaults were chosen\n\n<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
 RESULTS_PAGE = (
     "# Results\n\n<!-- quick-start-tasks:start -->\nold\n<!-- quick-start-tasks:end -->\n\n"
     "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n"
@@ -119,6 +117,7 @@ def _repository(tmp_path: Path, records: list[Path]) -> Path:
     (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
     (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
+    (tmp_path / reports.SWEEP_PAGE).write_text(LAB_PAGE, encoding="utf-8")
     (tmp_path / reports.POSITION_PAGE).write_text(DESIGN_PAGE, encoding="utf-8")
     (tmp_path / reports.QUICK_START_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "fine-tuning.md").write_text(FINE_TUNING_PAGE, encoding="utf-8")
