@@ -28,8 +28,8 @@ from hf_bertscratch.finetuning import (
     load_model,
     main,
 )
-from hf_bertscratch.task_shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
+from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
@@ -644,7 +644,7 @@ def write_squad(path: Path, seed: int, articles: int, paragraphs: int, two_answe
 
 def test_question_answering_end_to_end(tmp_path: Path, model_dir: Path) -> None:
     from hf_bertscratch.metrics import load_metric
-    from hf_bertscratch.question_answering import answer_question
+    from hf_bertscratch.tasks.question_answering import answer_question
 
     train = write_squad(tmp_path / "train.json", 0, articles=2, paragraphs=4)
     dev = write_squad(tmp_path / "dev.json", 1, articles=1, paragraphs=3, two_answers=True)

@@ -1,5 +1,5 @@
-"""Tests for hf_bertscratch.token_classification: CoNLL reading, piece labels, tag checks, logits back to tags, and
-entity tagging through the pipeline."""
+"""Tests for hf_bertscratch.tasks.token_classification: CoNLL reading, piece labels, tag checks, logits back to tags,
+and entity tagging through the pipeline."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from transformers import BertTokenizer, BertTokenizerLegacy
 
 import hf_bertscratch
 from hf_bertscratch.data import DATA_DIR_ENV, read_conll
-from hf_bertscratch.token_classification import (
+from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
     align_labels_with_pieces,
     check_tags,

@@ -21,8 +21,8 @@ import datasets
 import numpy as np
 from transformers import Pipeline, PreTrainedTokenizerBase
 
-from .inference import as_pipeline
-from .tasks import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
+from ..inference import as_pipeline
+from . import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
 
 # The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
