@@ -29,7 +29,7 @@ from hf_bertscratch.finetuning import (
     main,
 )
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
-from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
+from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
@@ -120,7 +120,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
     task = check_data_arguments(DataArguments(task="imdb"))
     text = "paris is the capital of france . the cat sat on the mat . i love it !"
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
-    tokenize = make_tokenize_function(
+    tokenize = make_text_tokenize_function(
         tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
     )
     out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
@@ -132,7 +132,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
 
 def test_pair_tokenization_uses_both_columns(tokenizer: BertTokenizer) -> None:
     task = check_data_arguments(DataArguments(train_file="x.csv", text_column="a", text_pair_column="b"))
-    tokenize = make_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
+    tokenize = make_text_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
     out = tokenize({"a": ["the cat"], "b": ["the dog"], "label": [0]})
     assert out["input_ids"][0] == tokenizer("the cat", "the dog")["input_ids"]
     assert 1 in out["token_type_ids"][0]

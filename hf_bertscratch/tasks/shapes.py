@@ -97,7 +97,7 @@ def truncate_ids(ids: list[int], budget: int, strategy: str, head_tokens: int = 
     raise ValueError(f"Unknown truncation strategy {strategy!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
 
 
-def make_tokenize_function(
+def make_text_tokenize_function(
     tokenizer: PreTrainedTokenizerBase,
     task: TaskSpec,
     label_map: dict | None,
@@ -192,7 +192,7 @@ class ClassificationShape:
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Tokenised examples with labels and lengths (the same for training and evaluation)."""
         s = self.settings
-        tokenize = make_tokenize_function(
+        tokenize = make_text_tokenize_function(
             self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
         )
         return split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
@@ -294,9 +294,9 @@ class TokenClassificationShape:
         return class_config(self.names)
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
-        from .token_classification import make_tokenize_function as make_tagging_function
+        from .token_classification import make_word_tokenize_function
 
-        tokenize = make_tagging_function(
+        tokenize = make_word_tokenize_function(
             self.tokenizer,
             self.task.columns["tokens"],
             self.task.columns["tags"],
@@ -594,6 +594,6 @@ __all__ = [
     "TokenClassificationShape",
     "build_shape",
     "label_mapping",
-    "make_tokenize_function",
+    "make_text_tokenize_function",
     "truncate_ids",
 ]
