@@ -323,7 +323,7 @@ def run_classify(args: ClassifyArguments) -> None:
 
 
 def run_tag(args: TagArguments) -> None:
-    from .token_classification import tag_entities
+    from .tasks.token_classification import tag_entities
 
     entities = tag_entities(
         args.model,
@@ -345,7 +345,7 @@ def run_tag(args: TagArguments) -> None:
 
 
 def run_answer(args: AnswerArguments) -> None:
-    from .question_answering import answer_question
+    from .tasks.question_answering import answer_question
 
     result = answer_question(
         args.model,

@@ -3,7 +3,7 @@
 Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
 own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
 question-answering) with the columns named by flags. One setup serves every shape; what differs per shape (features,
-head, metric, predictions) lives in `hf_bertscratch.task_shapes`. The run ends by writing the best model,
+head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`. The run ends by writing the best model,
 `all_results.json`, `predictions.csv`, a picture fit for the shape, `loss_curve.png` and a model card.
 
     python scripts/finetune.py --model_name_or_path RUN --task conll2003 --data_dir ../shared/data --output_dir OUT
@@ -48,7 +48,6 @@ from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
-from .task_shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
 from .tasks import (
     SHAPE_COLUMNS,
     SHAPES,
@@ -59,6 +58,7 @@ from .tasks import (
     finetune_defaults,
     resolve_task,
 )
+from .tasks.shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
 
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
-    from .question_answering import is_squad_json, load_squad_json
+    from .tasks.question_answering import is_squad_json, load_squad_json
 
     files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
     files = {split: path for split, path in files.items() if path}

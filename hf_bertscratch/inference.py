@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 # Task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor reads the bare
 # encoder, which every checkpoint of the family holds. Every task but question-answering is a transformers pipeline;
-# transformers 5 has none for question answering, which `hf_bertscratch.question_answering.answer_question` serves.
+# transformers 5 has none for question answering: `hf_bertscratch.tasks.question_answering.answer_question` serves it.
 TASK_HEADS: dict[str, tuple[str, ...]] = {
     "fill-mask": ("ForMaskedLM", "ForPreTraining"),
     "text-classification": ("ForSequenceClassification",),
@@ -167,7 +167,7 @@ def load_pipeline(
         pipelines = sorted(set(TASK_HEADS) - {"question-answering"})
         raise ValueError(
             f"No pipeline for task {task!r}: expected one of {pipelines} (question answering: "
-            "hf_bertscratch.question_answering.answer_question)."
+            "hf_bertscratch.tasks.question_answering.answer_question)."
         )
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")

@@ -28,8 +28,8 @@ from hf_bertscratch.finetuning import (
     load_model,
     main,
 )
-from hf_bertscratch.task_shapes import ClassificationShape, FeatureSettings, make_tokenize_function, truncate_ids
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
+from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
 
@@ -120,7 +120,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
     task = check_data_arguments(DataArguments(task="imdb"))
     text = "paris is the capital of france . the cat sat on the mat . i love it !"
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
-    tokenize = make_tokenize_function(
+    tokenize = make_text_tokenize_function(
         tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
     )
     out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
@@ -132,7 +132,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
 
 def test_pair_tokenization_uses_both_columns(tokenizer: BertTokenizer) -> None:
     task = check_data_arguments(DataArguments(train_file="x.csv", text_column="a", text_pair_column="b"))
-    tokenize = make_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
+    tokenize = make_text_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
     out = tokenize({"a": ["the cat"], "b": ["the dog"], "label": [0]})
     assert out["input_ids"][0] == tokenizer("the cat", "the dog")["input_ids"]
     assert 1 in out["token_type_ids"][0]
@@ -644,7 +644,7 @@ def write_squad(path: Path, seed: int, articles: int, paragraphs: int, two_answe
 
 def test_question_answering_end_to_end(tmp_path: Path, model_dir: Path) -> None:
     from hf_bertscratch.metrics import load_metric
-    from hf_bertscratch.question_answering import answer_question
+    from hf_bertscratch.tasks.question_answering import answer_question
 
     train = write_squad(tmp_path / "train.json", 0, articles=2, paragraphs=4)
     dev = write_squad(tmp_path / "dev.json", 1, articles=1, paragraphs=3, two_answers=True)

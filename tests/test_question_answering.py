@@ -13,9 +13,9 @@ from datasets import Dataset
 from transformers import BertTokenizerFast, PreTrainedTokenizerBase
 from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
-import hf_bertscratch.question_answering as qa
+import hf_bertscratch.tasks.question_answering as qa
 from hf_bertscratch import BertScratchForMaskedLM, BertScratchForQuestionAnswering
-from hf_bertscratch.question_answering import (
+from hf_bertscratch.tasks.question_answering import (
     SQUAD_FEATURES,
     answer_question,
     check_answers,

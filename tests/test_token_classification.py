@@ -1,5 +1,5 @@
-"""Tests for hf_bertscratch.token_classification: CoNLL reading, piece labels, tag checks, logits back to tags, and
-entity tagging through the pipeline."""
+"""Tests for hf_bertscratch.tasks.token_classification: CoNLL reading, piece labels, tag checks, logits back to tags,
+and entity tagging through the pipeline."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from transformers import BertTokenizer, BertTokenizerLegacy
 
 import hf_bertscratch
 from hf_bertscratch.data import DATA_DIR_ENV, read_conll
-from hf_bertscratch.token_classification import (
+from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
     align_labels_with_pieces,
     check_tags,
     label_names_from,
     logits_to_word_tags,
-    make_tokenize_function,
+    make_word_tokenize_function,
     tag_entities,
 )
 
@@ -143,7 +143,7 @@ def test_align_labels_with_pieces() -> None:
 @pytest.mark.parametrize("tags", [["B-LOC", "B-MISC", "O"], [5, 7, 0]], ids=["strings", "classlabel-ids"])
 def test_tokenize_labels_only_the_first_piece(piece_tokenizer: BertTokenizer, tags: list) -> None:
     dataset = _sentences([(["Paris", "catdogs", "."], tags)])
-    tokenize = make_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, max_seq_length=16)
+    tokenize = make_word_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, max_seq_length=16)
     row = dataset.map(tokenize, batched=True, remove_columns=dataset.column_names)[0]
     pieces = piece_tokenizer.convert_ids_to_tokens(row["input_ids"])
     assert pieces == ["[CLS]", "paris", "cat", "##dog", "##s", ".", "[SEP]"]
@@ -152,7 +152,7 @@ def test_tokenize_labels_only_the_first_piece(piece_tokenizer: BertTokenizer, ta
 
 
 def test_tokenize_truncates_at_max_seq_length(piece_tokenizer: BertTokenizer) -> None:
-    tokenize = make_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, max_seq_length=4)
+    tokenize = make_word_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, max_seq_length=4)
     encoded = tokenize({"tokens": [["Paris", "catdogs", "."]], "ner_tags": [["B-LOC", "B-MISC", "O"]]})
     assert piece_tokenizer.convert_ids_to_tokens(encoded["input_ids"][0]) == ["[CLS]", "paris", "cat", "[SEP]"]
     assert encoded["labels"] == [[-100, LABEL_TO_ID["B-LOC"], LABEL_TO_ID["B-MISC"], -100]]
@@ -161,8 +161,10 @@ def test_tokenize_truncates_at_max_seq_length(piece_tokenizer: BertTokenizer) ->
 
 def test_tokenize_errors(vocab_file: Path, piece_tokenizer: BertTokenizer) -> None:
     with pytest.raises(ValueError, match="slow tokenizer"):
-        make_tokenize_function(BertTokenizerLegacy(vocab_file=str(vocab_file)), "tokens", "ner_tags", LABEL_TO_ID, 16)
-    tokenize = make_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, 16)
+        make_word_tokenize_function(
+            BertTokenizerLegacy(vocab_file=str(vocab_file)), "tokens", "ner_tags", LABEL_TO_ID, 16
+        )
+    tokenize = make_word_tokenize_function(piece_tokenizer, "tokens", "ner_tags", LABEL_TO_ID, 16)
     with pytest.raises(ValueError, match="Tag 'B-FOO' is not in the label list"):
         tokenize({"tokens": [["Paris"]], "ner_tags": [["B-FOO"]]})
 

@@ -57,9 +57,9 @@ from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference
 from ..run_folder import write_text_atomically
-from ..task_shapes import FeatureSettings, build_shape
 from ..tasks import TaskSpec
-from ..token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
+from ..tasks.shapes import FeatureSettings, build_shape
+from ..tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 from .common import INPUT_NAMES, ONNX_TASKS
 from .export import export_onnx
 from .quantize import int8_saturates

@@ -2,8 +2,9 @@
 
 One implementation of each step, shared by training, evaluation and inference (the run_ner.py triple):
 
-- preprocess: (`hf_bertscratch.data.read_conll` ->) `label_names_from` -> `check_tags` -> `make_tokenize_function` (via
-  `align_labels_with_pieces`): sentences of words and tags become input_ids and piece labels.
+- preprocess: (`hf_bertscratch.data.read_conll` ->) `label_names_from` -> `check_tags` ->
+  `make_word_tokenize_function` (via `align_labels_with_pieces`): sentences of words and tags become input_ids and
+  piece labels.
 - postprocess: `logits_to_word_tags` turns (N, T, C) logits back into one tag per scored word, the lists of tag
   strings the seqeval metric takes.
 - inference: `tag_entities` runs transformers' "token-classification" pipeline on raw text.
@@ -21,8 +22,8 @@ import datasets
 import numpy as np
 from transformers import Pipeline, PreTrainedTokenizerBase
 
-from .inference import as_pipeline
-from .tasks import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
+from ..inference import as_pipeline
+from . import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
 
 # The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
@@ -130,7 +131,7 @@ def _tag_ids(tags: list, label_to_id: dict) -> list[int]:
         raise ValueError(f"Tag {error.args[0]!r} is not in the label list {list(label_to_id)}.") from None
 
 
-def make_tokenize_function(
+def make_word_tokenize_function(
     tokenizer: PreTrainedTokenizerBase,
     tokens_column: str,
     tags_column: str,
@@ -267,6 +268,6 @@ __all__ = [
     "check_tags",
     "label_names_from",
     "logits_to_word_tags",
-    "make_tokenize_function",
+    "make_word_tokenize_function",
     "tag_entities",
 ]

@@ -37,8 +37,8 @@ from transformers import (
 )
 from transformers.trainer_utils import PredictionOutput
 
-from .metrics import ClassificationMetrics, RegressionMetrics, load_metric
-from .tasks import TaskSpec
+from ..metrics import ClassificationMetrics, RegressionMetrics, load_metric
+from . import TaskSpec
 
 TRUNCATION_STRATEGIES = ("head", "tail", "head+tail")
 
@@ -97,7 +97,7 @@ def truncate_ids(ids: list[int], budget: int, strategy: str, head_tokens: int = 
     raise ValueError(f"Unknown truncation strategy {strategy!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
 
 
-def make_tokenize_function(
+def make_text_tokenize_function(
     tokenizer: PreTrainedTokenizerBase,
     task: TaskSpec,
     label_map: dict | None,
@@ -192,7 +192,7 @@ class ClassificationShape:
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Tokenised examples with labels and lengths (the same for training and evaluation)."""
         s = self.settings
-        tokenize = make_tokenize_function(
+        tokenize = make_text_tokenize_function(
             self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
         )
         return split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
@@ -211,7 +211,7 @@ class ClassificationShape:
         self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
     ) -> None:
         """predictions.csv (index, text, [text_pair], label, prediction, p_<class>...) and the confusion matrix."""
-        from .plotting import plot_confusion_matrix
+        from ..plotting import plot_confusion_matrix
 
         logits = _logits(prediction)
         labels = np.asarray(prediction.label_ids)
@@ -254,7 +254,7 @@ class RegressionShape(ClassificationShape):
         self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
     ) -> None:
         """predictions.csv (index, text, [text_pair], label, prediction) and the predicted-vs-gold scatter."""
-        from .plotting import plot_regression
+        from ..plotting import plot_regression
 
         scores = np.asarray(_logits(prediction), dtype=np.float64).reshape(-1)
         labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
@@ -294,9 +294,9 @@ class TokenClassificationShape:
         return class_config(self.names)
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
-        from .token_classification import make_tokenize_function as make_tagging_function
+        from .token_classification import make_word_tokenize_function
 
-        tokenize = make_tagging_function(
+        tokenize = make_word_tokenize_function(
             self.tokenizer,
             self.task.columns["tokens"],
             self.task.columns["tags"],
@@ -329,7 +329,7 @@ class TokenClassificationShape:
         self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
     ) -> None:
         """predictions.csv (index, tokens, tags, predicted tags; space-joined) and the per-type F1 bars."""
-        from .plotting import plot_per_type_f1
+        from ..plotting import plot_per_type_f1
 
         predictions, references = self._word_tags(prediction)
         tokens = raw[self.task.columns["tokens"]]
@@ -464,7 +464,7 @@ class EmbeddingShape:
         objective: str = "auto",
         pooling: str = "mean",
     ) -> None:
-        from .embedding import EMBEDDING_OBJECTIVES
+        from ..embedding import EMBEDDING_OBJECTIVES
 
         if objective not in EMBEDDING_OBJECTIVES:
             raise ValueError(f"Unknown --embedding_objective {objective!r}; expected one of {EMBEDDING_OBJECTIVES}.")
@@ -540,7 +540,7 @@ class EmbeddingShape:
         return split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
 
     def collator(self):
-        from .embedding import PairCollator
+        from ..embedding import PairCollator
 
         return PairCollator(self.tokenizer)
 
@@ -552,8 +552,8 @@ class EmbeddingShape:
     ) -> None:
         """predictions.csv (index, text, text_pair, label, cosine), the cosine-vs-label scatter, and the
         sentence-transformers files that make the folder a `SentenceTransformer`."""
-        from .embedding import write_sentence_transformers_files
-        from .plotting import plot_regression
+        from ..embedding import write_sentence_transformers_files
+        from ..plotting import plot_regression
 
         cosines = np.asarray(_logits(prediction), dtype=np.float64).reshape(-1)
         labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
@@ -594,6 +594,6 @@ __all__ = [
     "TokenClassificationShape",
     "build_shape",
     "label_mapping",
-    "make_tokenize_function",
+    "make_text_tokenize_function",
     "truncate_ids",
 ]

@@ -1,5 +1,13 @@
-"""The fine-tuning task table: every task BERT is fine-tuned for, each declaring its shape, data, columns, labels
-and metric.
+"""Fine-tuning tasks by shape: the task table (this module) and what each shape does with its examples.
+
+| module | what it holds |
+| --- | --- |
+| `hf_bertscratch.tasks` | the task table: every task BERT is fine-tuned for, its shape, data, columns and metric |
+| `hf_bertscratch.tasks.shapes` | a class per shape: its head, features, collator, metric, predictions (`build_shape`) |
+| `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back; `tag_entities` |
+| `hf_bertscratch.tasks.question_answering` | SQuAD json, question/context windows and answers back; `answer_question` |
+
+The table imports none of the modules beside it, so each of them imports the table without a cycle.
 
 A task's *shape* says which head it trains and how its examples become features and its predictions a score:
 
