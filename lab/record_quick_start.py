@@ -3,15 +3,20 @@ with its peak memory, then the command, commit, date, versions, CPU and load (`h
 and the run's own `all_results.json` written to `results/quick-start/seed-S.json`; `python -m lab.make_report`
 renders README's quick-start table from those records.
 
-    python -m lab.record_quick_start [--seed 42] [--output_dir runs/bert-tiny-wikitext2]
+    python -m lab.record_quick_start [--seed 42] [--output_dir runs/bert-tiny-wikitext2] [--one_core]
 
-Run it on a machine with nothing else running: the budget is wall-clock time, so a shared CPU trains fewer tokens.
+`--one_core` runs it as on a machine with one core (`OMP_NUM_THREADS=1 bertscratch pretrain ... --num_processes 1`).
+The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc` or `intel-xeon`) also keeps the
+model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
+is wall-clock time, so a shared CPU trains fewer tokens.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -23,6 +28,20 @@ from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = "python -m lab.record_quick_start"
+FILL_MASK_TEXT = "the capital of france is [MASK] ."
+
+
+def cpu_slug(cpu: str) -> str:
+    """A record's file-name prefix for a CPU model: "amd-epyc", "intel-xeon", else the model's first two words."""
+    words = re.sub(r"\([^)]*\)", "", cpu).lower().replace("processor", "").split()
+    return "-".join(words[:2]) or "cpu"
+
+
+def top_answers(model_dir: str | Path, text: str = FILL_MASK_TEXT, top_k: int = 5) -> list[str]:
+    """The model's `top_k` tokens for the [MASK] of `text`, best first."""
+    from hf_bertscratch.inference import fill_mask
+
+    return [candidate["token_str"] for candidate in fill_mask(str(model_dir), text, top_k=top_k)[0]]
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -30,12 +49,19 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--seed", type=int, default=42, help="Pretraining seed (the quick start's default is 42).")
     parser.add_argument("--output_dir", default="runs/bert-tiny-wikitext2", help="The quick start's output folder.")
     parser.add_argument("--records_dir", default=str(ROOT / "results" / "quick-start"), help="Where the record goes.")
+    parser.add_argument(
+        "--one_core", action="store_true", help="Train as on one core: OMP_NUM_THREADS=1 and --num_processes 1."
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     start = RunStart.now()
     command = ["bertscratch", "pretrain", "--output_dir", args.output_dir, "--seed", str(args.seed)]
+    env = None
+    if args.one_core:
+        command += ["--num_processes", "1"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
     began = time.perf_counter()
-    subprocess.run(command, check=True)
+    subprocess.run(command, check=True, env=env)
     seconds = time.perf_counter() - began
     # the largest resident set among the finished children (the launcher and its training processes), KiB on Linux
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -43,14 +69,17 @@ def main(argv: list[str] | None = None) -> Path:
     state = json.loads((Path(args.output_dir) / "trainer_state.json").read_text(encoding="utf-8"))
     record = {
         **run_record(PROGRAM, argv, vars(args), start, onnxruntime=False),
-        "quick_start_command": " ".join(command),
+        "quick_start_command": ("OMP_NUM_THREADS=1 " if args.one_core else "") + " ".join(command),
+        "one_core": args.one_core,
         "seed": args.seed,
         "end_to_end_seconds": round(seconds, 1),
         "peak_memory_mib": round(peak_mib),
         "steps": state["global_step"],
         "results": results,
+        "fill_mask": {"text": FILL_MASK_TEXT, "top": top_answers(args.output_dir)},
     }
-    path = Path(args.records_dir) / f"seed-{args.seed}.json"
+    name = f"{cpu_slug(record['cpu'])}{'-one-core' if args.one_core else ''}-seed-{args.seed}.json"
+    path = Path(args.records_dir) / name
     write_text_atomically(path, json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
     return path

@@ -421,30 +421,42 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
 
 
 def render_quick_start_table(records: dict[str, dict]) -> str:
-    """README's quick-start table from `lab/record_quick_start.py` records (file name -> record): per seed the held-out
-    masked-token accuracy and perplexity, training tokens, steps, end-to-end time and peak memory, then where each
-    ran."""
+    """README's quick-start table from `lab/record_quick_start.py` records (file name -> record): per CPU, process
+    count and seed the held-out masked-token accuracy and perplexity, training tokens and tokens/s, steps, end-to-end
+    time, peak memory and the fill-mask demo's top answers; then where each ran."""
     if not records:
         return f"No record in `{QUICK_START_RECORDS}/` yet: `python -m lab.record_quick_start` writes one.\n"
+    ordered = sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1].get("one_core", False), item[1]["seed"]))
+    texts = {r["fill_mask"]["text"] for _, r in ordered if "fill_mask" in r}
+    demo = f'top 5 for "{texts.pop()}"' if len(texts) == 1 else "fill-mask demo"
     lines = [
-        "| seed | masked-token accuracy | perplexity | training tokens | steps | end to end | peak memory |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| CPU | run | seed | masked-token accuracy | perplexity | training tokens | tokens/s | steps | end to end | "
+        f"peak memory | {demo} |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for record in sorted(records.values(), key=lambda r: r["seed"]):
+    for _, record in ordered:
         results = record["results"]
         minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
+        run = "one core, 1 process" if record.get("one_core") else f"{results.get('world_size', 1)} processes"
+        answers = ", ".join(record["fill_mask"]["top"]) if "fill_mask" in record else "-"
         lines.append(
-            f"| {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | {results['eval_perplexity']:.1f} | "
-            f"{results['train_tokens'] / 1e6:.1f}M | {record['steps']:,} | {minutes} min {seconds:02d} s | "
-            f"{record['peak_memory_mib'] / 1024:.1f} GB |"
+            f"| {_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
+            f"{results['eval_perplexity']:.1f} | {results['train_tokens'] / 1e6:.1f}M | "
+            f"{results['train_tokens_per_second']:,.0f} | {record['steps']:,} | {minutes} min {seconds:02d} s | "
+            f"{record['peak_memory_mib'] / 1024:.1f} GB | {answers} |"
         )
     ran = "; ".join(
-        f"seed {r['seed']}: {r['cpu']}, {r['date'][:10]}, commit {r['commit'] or 'unknown'}, load average (1 min) "
+        f"`{file}`: {r['date'][:10]}, commit {r['commit'] or 'unknown'}, load average (1 min) "
         f"{r['load_average']['start'][0]:.1f} at the start"
-        for r in sorted(records.values(), key=lambda r: r["seed"])
+        for file, r in ordered
     )
-    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S` ({ran}); records in "
+    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S [--one_core]` ({ran}); records in "
                        f"`{QUICK_START_RECORDS}/`."]) + "\n"  # fmt: skip
+
+
+def _cpu_name(cpu: str) -> str:
+    """ "Intel(R) Xeon(R) Processor" -> "Intel Xeon"; other names as they are."""
+    return re.sub(r"\s*\(R\)|\s*Processor$", "", cpu).strip()
 
 
 def render_decoder_table(records: dict[str, dict]) -> str:
@@ -696,7 +708,8 @@ class Headline:
     """The figures README's opening paragraph and the documentation home page state, each read from a record.
 
     Attributes:
-        quick_start: the quick-start record (`QUICK_START_RECORDS`; seed 42 where there is one), or None.
+        quick_start: the quick-start record (`QUICK_START_RECORDS`; the newest of seed 42 on all cores where there is
+            one), or None.
         training: padding -> each speed record's median ratio of our MLM training step over transformers' BERT.
         memory: padding -> (ours, transformers') peak training MiB, the median over the records.
         encoder: padding -> each speed record's median ratio of our encoder over ONNX Runtime's fp32 graph.
@@ -715,7 +728,8 @@ class Headline:
 
 def headline(root: Path, records: list[SpeedRecord]) -> Headline:
     """The headline figures from the records under `root` and the speed `records`."""
-    quick_starts = sorted(read_records(root, QUICK_START_RECORDS).values(), key=lambda r: (r["seed"] != 42, r["seed"]))
+    newest_first = sorted(read_records(root, QUICK_START_RECORDS).values(), key=lambda r: r["date"], reverse=True)
+    quick_starts = sorted(newest_first, key=lambda r: (r["seed"] != 42, bool(r.get("one_core"))))  # newest seed 42
     training: dict[float, list[float]] = {}
     encoder: dict[float, list[float]] = {}
     memory: dict[float, list[tuple[float, float]]] = {}

@@ -16,14 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lab import record_quick_start as script
 
-    results = {"eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000}
-    ran = []
+    results = {
+        "eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000, "train_tokens_per_second": 9567.4,
+        "world_size": 1,
+    }  # fmt: skip
+    ran, envs = [], []
     real_run = subprocess.run
 
     def fake_run(command, **kwargs):
         if command[0] == "git":  # the record's commit
             return real_run(command, **kwargs)
         ran.append(command)
+        envs.append(kwargs.get("env"))
         out = Path(command[command.index("--output_dir") + 1])
         out.mkdir(parents=True)
         (out / "all_results.json").write_text(json.dumps(results))
@@ -31,12 +35,25 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(script.subprocess, "run", fake_run)
-    path = script.main(["--seed", "7", "--output_dir", str(tmp_path / "run"), "--records_dir", str(tmp_path / "r")])
-    assert ran == [["bertscratch", "pretrain", "--output_dir", str(tmp_path / "run"), "--seed", "7"]]
+    monkeypatch.setattr(script, "top_answers", lambda model_dir: ["paris", "the", "london", "rome", "it"])
+    monkeypatch.setattr("hf_bertscratch.records.cpu_model", lambda: "AMD EPYC 7B13")
+    argv = ["--seed", "7", "--output_dir", str(tmp_path / "run"), "--records_dir", str(tmp_path / "r"), "--one_core"]
+    path = script.main(argv)
+    command = ["bertscratch", "pretrain", "--output_dir", str(tmp_path / "run"), "--seed", "7", "--num_processes", "1"]
+    assert ran == [command] and envs[0]["OMP_NUM_THREADS"] == "1"
     record = json.loads(path.read_text())
-    assert path.name == "seed-7.json" and record["seed"] == 7 and record["results"] == results
+    assert path.name == "amd-epyc-one-core-seed-7.json" and record["seed"] == 7 and record["results"] == results
     assert record["steps"] == 3599 and record["end_to_end_seconds"] >= 0 and record["peak_memory_mib"] > 0
     assert record["command"].startswith("python -m lab.record_quick_start --seed 7")
-    assert record["quick_start_command"] == " ".join(ran[0])
+    assert record["quick_start_command"] == "OMP_NUM_THREADS=1 " + " ".join(command)
+    assert record["fill_mask"] == {"text": script.FILL_MASK_TEXT, "top": ["paris", "the", "london", "rome", "it"]}
     table = reports.render_quick_start_table({path.name: record})
-    assert "| 7 | **33.9%** | 54.1 | 14.7M | 3,599 |" in table
+    assert "| AMD EPYC 7B13 | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
+    assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
+
+
+def test_record_file_names_name_the_cpu() -> None:
+    from lab import record_quick_start as script
+
+    assert script.cpu_slug("AMD EPYC 7B13") == "amd-epyc"
+    assert script.cpu_slug("Intel(R) Xeon(R) Processor") == "intel-xeon"

@@ -432,22 +432,30 @@ def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
 
 
 def test_quick_start_table_gives_each_seeds_record() -> None:
-    def record(seed: int, accuracy: float, seconds: float) -> dict:
+    def record(seed: int, accuracy: float, seconds: float, one_core: bool = False) -> dict:
         return {
             "seed": seed, "cpu": "Some CPU", "date": "2026-11-25T22:00:00+00:00", "commit": "abc1234",
             "load_average": {"start": [0.25, 0.1, 0.1], "end": [1.5, 1.0, 0.5]}, "end_to_end_seconds": seconds,
-            "peak_memory_mib": 1228.8, "steps": 3599,
-            "results": {"eval_accuracy": accuracy, "eval_perplexity": 54.12, "train_tokens": 14_745_600},
+            "peak_memory_mib": 1228.8, "steps": 3599, "one_core": one_core,
+            "results": {"eval_accuracy": accuracy, "eval_perplexity": 54.12, "train_tokens": 14_745_600,
+                        "train_tokens_per_second": 16095.2, "world_size": 1 if one_core else 2},
         }  # fmt: skip
 
     table = reports.render_quick_start_table(
-        {"seed-42.json": record(42, 0.3391, 536.4), "seed-0.json": record(0, 0.2, 60)}
+        {
+            "some-cpu-seed-42.json": record(42, 0.3391, 536.4),
+            "some-cpu-seed-0.json": record(0, 0.2, 60),
+            "some-cpu-one-core-seed-42.json": record(42, 0.25, 600, one_core=True),
+        }
     )
-    header, rows = _table(table)
-    assert header[:3] == ["seed", "masked-token accuracy", "perplexity"]
-    assert rows[("0", "**20.0%**")] == ["54.1", "14.7M", "3,599", "1 min 00 s", "1.2 GB"]  # by seed
-    assert rows[("42", "**33.9%**")] == ["54.1", "14.7M", "3,599", "8 min 56 s", "1.2 GB"]
-    assert "seed 42: Some CPU, 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
+    lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| Some CPU")]
+    assert [(cells[1], cells[2], cells[3]) for cells in lines] == [
+        ("2 processes", "0", "**20.0%**"),  # by CPU, processes, then seed
+        ("2 processes", "42", "**33.9%**"),
+        ("one core, 1 process", "42", "**25.0%**"),
+    ]
+    assert lines[1][4:10] == ["54.1", "14.7M", "16,095", "3,599", "8 min 56 s", "1.2 GB"]
+    assert "`some-cpu-seed-42.json`: 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
     assert reports.render_quick_start_table({}).startswith("No record in `results/quick-start/` yet")
 
 
@@ -477,10 +485,20 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     (root / "results" / "quick-start").mkdir(parents=True)
     quick_start = {
         "seed": 42,
+        "date": "2026-11-27T07:00:00+00:00",
         "end_to_end_seconds": 541.4,
         "results": {"eval_accuracy": 0.3488, "eval_perplexity": 50.94},
     }
-    (root / "results" / "quick-start" / "seed-42.json").write_text(json.dumps(quick_start))
+    (root / "results" / "quick-start" / "a-seed-42.json").write_text(json.dumps(quick_start))
+    # the headline states the newest seed-42 run on all cores: not an older one, not a one-core run
+    older = {
+        **quick_start,
+        "date": "2026-11-25T07:00:00+00:00",
+        "results": {"eval_accuracy": 0.1, "eval_perplexity": 9},
+    }
+    one_core = {**quick_start, "date": "2026-11-28T07:00:00+00:00", "one_core": True, "results": older["results"]}
+    (root / "results" / "quick-start" / "b-seed-42.json").write_text(json.dumps(older))
+    (root / "results" / "quick-start" / "a-one-core-seed-42.json").write_text(json.dumps(one_core))
     task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     for row in task_table["rows"]:  # ahead of random weights on every task but MRPC and RTE, whatever the record says
         behind = row["task"] in ("mrpc", "rte")
