@@ -21,6 +21,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
+from .hardware import cpu_has_amx_bf16
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -264,7 +265,7 @@ class PretrainingArguments(GuardedTrainingArguments):
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
         gpus = visible_gpus(self.use_cpu)
-        chosen = device_defaults(gpus, gpus > 0 and torch.cuda.is_bf16_supported(), available_cores(), self.precision)
+        chosen = device_defaults(gpus, fast_bf16(gpus), available_cores(), self.precision)
         if not (self.bf16 or self.fp16):
             self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
         if self.dataloader_num_workers is None:
@@ -284,7 +285,8 @@ class PretrainingArguments(GuardedTrainingArguments):
     precision: str = field(
         default="auto",
         metadata={
-            "help": "auto (bf16 autocast on a GPU that supports it, fp32 elsewhere), fp32, bf16 or fp16. --bf16 or "
+            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with AMX, fp32 elsewhere), fp32, bf16 "
+            "or fp16. --bf16 or "
             "--fp16, if given, decide."
         },
     )
@@ -503,11 +505,17 @@ def visible_gpus(use_cpu: bool) -> int:
     return 0 if use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
 
 
-def device_defaults(gpus: int, bf16_supported: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
+def fast_bf16(gpus: int) -> bool:
+    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
+    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
+
+
+def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
     """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
-    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU with bf16 autocast where the GPU has it,
-    and up to 4 loading workers each; on a CPU, 2 processes when there are 2 cores, fp32, loading in the process."""
-    bf16 = precision == "bf16" or (precision == "auto" and gpus > 0 and bf16_supported)
+    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
+    2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
+    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
+    bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
     return {
         "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
         "bf16": bf16,
@@ -525,6 +533,8 @@ def describe_device_choice(training_args: PretrainingArguments, processes: int) 
     gpus = visible_gpus(training_args.use_cpu)
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
+    if training_args.bf16 and not gpus and training_args.precision == "auto":
+        precision += " (the CPU has AMX; --precision fp32 for fp32)"
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
     return (
         f"Training on {where}: {processes} process(es), {precision}, "
