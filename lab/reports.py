@@ -426,7 +426,9 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
     time, peak memory and the fill-mask demo's top answers; then where each ran."""
     if not records:
         return f"No record in `{QUICK_START_RECORDS}/` yet: `python -m lab.record_quick_start` writes one.\n"
-    ordered = sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1].get("one_core", False), item[1]["seed"]))
+    ordered = sorted(
+        records.items(), key=lambda item: (item[1]["cpu"], item[1].get("one_core", False), item[1]["seed"])
+    )
     texts = {r["fill_mask"]["text"] for _, r in ordered if "fill_mask" in r}
     demo = f'top 5 for "{texts.pop()}"' if len(texts) == 1 else "fill-mask demo"
     lines = [
@@ -822,7 +824,8 @@ def render_headline(figures: Headline) -> str:
     if figures.quick_start:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         parts.append(
-            f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core CPU, "
+            f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core "
+            f"{_cpu_name(figures.quick_start['cpu'])}, "
             f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
         )
     if figures.training:
@@ -895,7 +898,7 @@ def render_headline_table(figures: Headline) -> str:
     if figures.quick_start:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         lines.append(
-            f"| the quick start, end to end on a 2-core CPU | {took}, masked-token accuracy {accuracy}, perplexity "
+            f"| the quick start, end to end on a 2-core {_cpu_name(figures.quick_start['cpu'])} | {took}, masked-token accuracy {accuracy}, perplexity "
             f"{perplexity} | [Pretraining](pretraining.md#the-quick-start) |"
         )
     if figures.training:
