@@ -69,7 +69,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--lr_scheduler_type", "linear", "--warmup_steps", "0.5"],
         "one-cycle (triangle): warm-up to the middle of the budget, then linear decay",
     ),
-    "mask-40": (["--mlm_probability", "0.40"], "masking rate 40% (Wettig et al. 2022)"),
+    "mask-30": (["--mlm_probability", "0.30"], "masking rate 30% (ModernBERT; the default before 40%)"),
     "lr-1e-3": (["--learning_rate", "1e-3"], "peak learning rate 1e-3"),
     "vocab-4k": (["--tokenizer_vocab_size", "4096"], "4,096-token WordPiece"),
     "batch-64": (["--per_device_train_batch_size", "32"], "effective batch 64"),

@@ -142,10 +142,10 @@ def test_a_resumed_sweep_keeps_its_recorded_rows_and_runs_only_the_rest(
     sweep.main(first)
     assert len(calls) == 1
     calls.clear()  # a new machine: the run folders are gone, the committed record is not
-    sweep.main(["--runs_dir", str(tmp_path / "b"), *first[2:-3], "default", "mask-40", "--record", str(record)])
-    assert [Path(call["command"][call["command"].index("--output_dir") + 1]).name for call in calls] == ["mask-40@1"]
+    sweep.main(["--runs_dir", str(tmp_path / "b"), *first[2:-3], "default", "mask-30", "--record", str(record)])
+    assert [Path(call["command"][call["command"].index("--output_dir") + 1]).name for call in calls] == ["mask-30@1"]
     rows = json.loads(record.read_text())["rows"]
-    assert [(row["name"], row["budget_fraction"]) for row in rows] == [("default", 1.0), ("mask-40", 1.0)]
+    assert [(row["name"], row["budget_fraction"]) for row in rows] == [("default", 1.0), ("mask-30", 1.0)]
     record.write_text("[]")
     with pytest.raises(SystemExit, match="is not a sweep record"):
         sweep.main(first)
