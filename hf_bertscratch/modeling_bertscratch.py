@@ -516,24 +516,6 @@ class BertScratchDiscriminatorHead(nn.Module):
         return self.prediction(self.act(self.dense(hidden_states))).squeeze(-1)
 
 
-def _masked_lm_loss(
-    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None
-) -> torch.Tensor:
-    """Cross-entropy over positions whose label is not -100.
-
-    Averages over the labelled positions of this batch, or over `num_items_in_batch` (Trainer's count of labelled
-    positions across all micro-batches of a gradient-accumulation step) when given, so that the accumulated gradient
-    equals that of one large batch.
-    """
-    logits, labels = logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1)
-    if num_items_in_batch is None:
-        return F.cross_entropy(logits, labels, ignore_index=-100)
-    loss = F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum")
-    if isinstance(num_items_in_batch, torch.Tensor):
-        num_items_in_batch = num_items_in_batch.to(loss.device)
-    return loss / num_items_in_batch
-
-
 class BertScratchPreTrainedModel(PreTrainedModel):
     """Weight init, attention-backend flags and `save_pretrained` with a complete `auto_map` for remote code."""
 
@@ -1020,7 +1002,7 @@ class _BertScratchMLMMixin:
         """
         if labels is None or not (self.config.sparse_prediction and self.training):
             logits = self._decode(sequence_output, plan.padding)
-            return logits, None if labels is None else _masked_lm_loss(logits, labels, num_items_in_batch)
+            return logits, None if labels is None else self._mlm_loss(logits, labels, num_items_in_batch)
         labels = labels.reshape(-1)
         labelled = labels != -100
         if plan.num_labelled is None:  # not read (compiling, tracing): `nonzero`, whose size depends on the values
@@ -1030,7 +1012,13 @@ class _BertScratchMLMMixin:
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
         logits = self.cls(hidden)  # (num_labelled, V)
         labels = labels.index_select(0, selected)
-        return logits, _masked_lm_loss(logits, labels, num_items_in_batch)
+        return logits, self._mlm_loss(logits, labels, num_items_in_batch)
+
+    def _mlm_loss(self, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: object) -> torch.Tensor:
+        """transformers' masked-LM loss (`self.loss_function`): cross-entropy over the positions whose label is not
+        -100, averaged over them, or over `num_items_in_batch` (Trainer's count of labelled positions across the
+        micro-batches of a gradient-accumulation step) when given, so that the accumulated gradient is one batch's."""
+        return self.loss_function(logits, labels, vocab_size=logits.shape[-1], num_items_in_batch=num_items_in_batch)
 
     def _logits_at(self, sequence_output: torch.Tensor, masked_positions: torch.Tensor) -> torch.Tensor:
         """(B, T, H) and (B, K) positions -> (B, K, V) logits decoded at those positions only (fill-mask reads the
@@ -1066,6 +1054,7 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         self.bert = BertScratchModel(config)
         self.cls = BertScratchLMHead(config)
         self.nsp = nn.Linear(config.hidden_size, 2)
+        self.loss_type = "ForMaskedLM"  # its `loss_function` (transformers has none for the NSP part)
         self.post_init()
 
     @can_return_tuple
@@ -1254,27 +1243,6 @@ def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
     return nn.Dropout(rate)
 
 
-def _sequence_classification_loss(
-    config: BertScratchConfig, logits: torch.Tensor, labels: torch.Tensor
-) -> torch.Tensor:
-    """MSE, cross-entropy or BCE by `config.problem_type`, inferred as transformers does when unset."""
-    num_labels = config.num_labels
-    if config.problem_type is None:
-        if num_labels == 1:
-            config.problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int):
-            config.problem_type = "single_label_classification"
-        else:
-            config.problem_type = "multi_label_classification"
-    if config.problem_type == "regression":
-        if num_labels == 1:
-            return F.mse_loss(logits.squeeze().float(), labels.squeeze().float())
-        return F.mse_loss(logits.float(), labels.float())
-    if config.problem_type == "single_label_classification":
-        return F.cross_entropy(logits.reshape(-1, num_labels).float(), labels.reshape(-1))
-    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-
-
 def mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
     """(B, T, H) states, (B, T) 0/1 mask -> (B, H): the mean over each row's real tokens ([CLS] and [SEP] included),
     over all T when there is no mask. What sentence-transformers' mean pooling computes."""
@@ -1346,7 +1314,8 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         else:
             pooled = outputs.pooler_output  # (B, H)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = None if labels is None else _sequence_classification_loss(self.config, logits, labels)
+        # transformers' loss by `config.problem_type` (MSE, cross-entropy or BCE; inferred from the labels when unset)
+        loss = None if labels is None else self.loss_function(labels, logits, self.config)
         return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -1387,7 +1356,7 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, self.num_labels).float(), labels.reshape(-1), ignore_index=-100)
+            loss = self.loss_function(logits, labels, self.config)  # cross-entropy, -100 ignored
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -1431,15 +1400,8 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
                 f"Question answering needs config.num_labels == 2 (a start and an end logit per token), got {logits.shape[-1]}."
             )
         start_logits, end_logits = (t.squeeze(-1).contiguous() for t in logits.split(1, dim=-1))
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            ignored = start_logits.shape[1]
-            start = start_positions.reshape(-1).clamp(0, ignored)
-            end = end_positions.reshape(-1).clamp(0, ignored)
-            loss = (
-                F.cross_entropy(start_logits.float(), start, ignore_index=ignored)
-                + F.cross_entropy(end_logits.float(), end, ignore_index=ignored)
-            ) / 2
+        # the mean of the start and end cross-entropies; positions outside the sequence are ignored
+        loss = self.loss_function(start_logits.float(), end_logits.float(), start_positions, end_positions)
         return QuestionAnsweringModelOutput(
             loss=loss,
             start_logits=start_logits,

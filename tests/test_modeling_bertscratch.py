@@ -679,17 +679,26 @@ def test_true_first_lists_what_nonzero_lists() -> None:
         assert order[count:].tolist() == (~flags).nonzero().squeeze(-1).tolist()
 
 
-def test_a_padded_mlm_inference_forward_reads_the_host_three_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inference on CPU adds the tiled decoder's runs to the plan's one read: their number, then their bounds (a
-    list of GEMMs the host launches). That decoder runs on CPU only, where a read waits for nothing."""
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_decode"])
+def test_a_padded_mlm_inference_forward_reads_the_host_once_and_twice_more_with_fast_decoding(
+    monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    """A padded MLM inference forward reads the plan once; `fast_decode` adds its tiled decoder's runs: their number,
+    then their bounds (a list of GEMMs the host launches). That decoder runs on CPU only, where a read waits for
+    nothing."""
+    from hf_bertscratch import fast_decode
+
     _, ours = _pair("BertForMaskedLM")
+    if fast:
+        fast_decode.enable(ours)
     inputs = _inputs()
     reads = _count_host_reads(monkeypatch)
     with torch.no_grad():
         logits = ours(**inputs).logits
     monkeypatch.undo()
-    assert reads == [("tolist", "_read_on_host"), ("nonzero", "runs"), ("tolist", "runs")], reads
-    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded, into the buffer
+    expected = [("tolist", "_read_on_host"), *([("nonzero", "runs"), ("tolist", "runs")] if fast else [])]
+    assert reads == expected, reads
+    assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded
 
 
 @pytest.mark.cuda

@@ -511,7 +511,10 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     figures = reports.headline(root, [first, second])
     text = reports.render_headline(figures).replace("\n", " ")
     train = statistics.median([first.data["results"][0]["ratio_median"], 9.0])
-    assert "in **9 min 01 s** end to end on a 2-core Intel Xeon, to **34.9%** masked-token accuracy (perplexity 50.9)" in text
+    assert (
+        "in **9 min 01 s** end to end on a 2-core Intel Xeon, to **34.9%** masked-token accuracy (perplexity 50.9)"
+        in text
+    )
     assert f"runs **{train:.2f}x** as fast as transformers' `BertForMaskedLM`" in text
     assert "with 1,050 MiB of peak memory against 2,100" in text  # the median of the runs
     # the encoder's range over the runs, fp32 ORT only (int8's 0.55-0.60 is not what it claims)
