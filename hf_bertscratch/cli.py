@@ -279,20 +279,20 @@ class PlotArguments(CommandArguments):
 # ------------------------------------------------------------------------------------------- inspection commands
 
 EMBEDDING_FORMATS = (".npy", ".json")
+# The flags that say how a command loads its model, passed on as the load keyword arguments of `inference.load_pipeline`
+# (and of `answer_question`); a command passes those of them its arguments have.
+LOAD_FLAGS = ("tokenizer", "device", "dtype", "backend")
+
+
+def load_kwargs(args: CommandArguments) -> dict[str, Any]:
+    """The load keyword arguments (tokenizer, device, dtype and backend) that the command's flags give."""
+    return {name: getattr(args, name) for name in LOAD_FLAGS if hasattr(args, name)}
 
 
 def run_fill_mask(args: FillMaskArguments) -> None:
     from .inference import fill_mask
 
-    results = fill_mask(
-        args.model,
-        args.text,
-        args.top_k,
-        tokenizer=args.tokenizer,
-        device=args.device,
-        backend=args.backend,
-        dtype=args.dtype,
-    )
+    results = fill_mask(args.model, args.text, args.top_k, **load_kwargs(args))
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -306,15 +306,7 @@ def run_fill_mask(args: FillMaskArguments) -> None:
 def run_classify(args: ClassifyArguments) -> None:
     from .inference import classify
 
-    results = classify(
-        args.model,
-        args.text,
-        args.text_pair,
-        tokenizer=args.tokenizer,
-        device=args.device,
-        backend=args.backend,
-        dtype=args.dtype,
-    )
+    results = classify(args.model, args.text, args.text_pair, **load_kwargs(args))
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -325,15 +317,7 @@ def run_classify(args: ClassifyArguments) -> None:
 def run_tag(args: TagArguments) -> None:
     from .tasks.token_classification import tag_entities
 
-    entities = tag_entities(
-        args.model,
-        args.text,
-        tokenizer=args.tokenizer,
-        aggregation_strategy=args.aggregation_strategy,
-        device=args.device,
-        backend=args.backend,
-        dtype=args.dtype,
-    )
+    entities = tag_entities(args.model, args.text, aggregation_strategy=args.aggregation_strategy, **load_kwargs(args))
     if args.json:
         print(json.dumps(entities, indent=2, default=float))
         return
@@ -351,12 +335,10 @@ def run_answer(args: AnswerArguments) -> None:
         args.model,
         args.question,
         args.context,
-        tokenizer=args.tokenizer,
-        device=args.device,
-        dtype=args.dtype,
         max_seq_length=args.max_seq_length,
         doc_stride=args.doc_stride,
         max_answer_length=args.max_answer_length,
+        **load_kwargs(args),
     )
     if args.json:
         print(json.dumps(result, indent=2, default=float))
@@ -370,15 +352,7 @@ def run_embed(args: EmbedArguments) -> None:
     output = Path(args.output) if args.output else None
     if output is not None and output.suffix not in EMBEDDING_FORMATS:
         raise ValueError(f"--output {args.output!r} must end in one of {EMBEDDING_FORMATS}.")
-    vector = embed(
-        args.model,
-        args.text,
-        args.pooling,
-        tokenizer=args.tokenizer,
-        device=args.device,
-        backend=args.backend,
-        dtype=args.dtype,
-    )
+    vector = embed(args.model, args.text, args.pooling, **load_kwargs(args))
     if output is None:
         print(json.dumps(vector.tolist()))
         return
@@ -389,16 +363,7 @@ def run_embed(args: EmbedArguments) -> None:
 def run_similarity(args: SimilarityArguments) -> None:
     from .inference import similarity
 
-    score = similarity(
-        args.model,
-        args.text,
-        args.text_pair,
-        args.pooling,
-        tokenizer=args.tokenizer,
-        device=args.device,
-        backend=args.backend,
-        dtype=args.dtype,
-    )
+    score = similarity(args.model, args.text, args.text_pair, args.pooling, **load_kwargs(args))
     print(f"{score:.4f}")
 
 
@@ -415,9 +380,7 @@ def run_attention(args: AttentionArguments) -> None:
     from .inference import load_pipeline
     from .plotting import plot_attention
 
-    encoder = load_pipeline(
-        "feature-extraction", args.model, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype
-    )
+    encoder = load_pipeline("feature-extraction", args.model, **load_kwargs(args))
     path = plot_attention(encoder.model, encoder.tokenizer, args.text, args.output, args.layer, args.head)
     print(f"Wrote {path}")
 

@@ -3,8 +3,12 @@
 Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
 own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
 question-answering) with the columns named by flags. One setup serves every shape; what differs per shape (features,
-head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`. The run ends by writing the best model,
-`all_results.json`, `predictions.csv`, a picture fit for the shape, `loss_curve.png` and a model card.
+head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`, and the arguments with their checks in
+`hf_bertscratch.finetuning_arguments`. `main()` reads as its stages:
+
+    parse and check -> data (splits, tokenizer, task shape) -> model (and features, a probed head) -> Trainer.train
+    -> evaluate (the best model on eval, test once, no-learning baselines) -> report (all_results.json,
+    predictions.csv, a picture fit for the shape, loss_curve.png, the model card)
 
     python scripts/finetune.py --model_name_or_path RUN --task conll2003 --data_dir ../shared/data --output_dir OUT
 """
@@ -17,7 +21,6 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,299 +40,30 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .arguments import ArgumentParser, parse_args_or_json
 from .baselines import task_baselines
-from .configuration_bertscratch import CLASSIFIER_POOLINGS
-from .data import check_max_samples, load_raw_datasets, sample_examples
+from .data import load_raw_datasets, sample_examples
 from .embedding import EmbeddingTrainer
+from .finetuning_arguments import (
+    AUTO,
+    DataArguments,
+    FinetuneTrainingArguments,
+    ModelArguments,
+    check_data_arguments,
+    parse_args,
+    resolve_paths,
+)
 from .hardware import describe_hardware
-from .hub import check_training_push, push_training_output
+from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
-from .model_reference import check_model_reference
-from .run_folder import GuardedTrainingArguments, check_output_dir, finish_run, resolve_checkpoint
-from .tasks import (
-    SHAPE_COLUMNS,
-    SHAPES,
-    TASKS,
-    FinetuneDefaults,
-    TaskOverrides,
-    TaskSpec,
-    finetune_defaults,
-    resolve_task,
-)
-from .tasks.shapes import TRUNCATION_STRATEGIES, FeatureSettings, build_shape
+from .run_folder import finish_run
+from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults
+from .tasks.shapes import FeatureSettings, build_shape
 
 logger = logging.getLogger(__name__)
 
-AUTO = "auto"  # a setting chosen for the task (and model) at hand
-AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
-SEGMENT_STARTS = ("keep", "first")
-HEAD_INITS = ("random", "probe")
 
-
-# ---------------------------------------------------------------------------------------------------- arguments
-@dataclass
-class ModelArguments:
-    """Which checkpoint to fine-tune and how to load it."""
-
-    _argument_group_name = "model"  # its flags' heading in --help
-
-    model_name_or_path: str = field(
-        metadata={"help": "A pretrained checkpoint: a folder written by pretrain.py/save_pretrained, or a Hub id."}
-    )
-    tokenizer_name: str | None = field(
-        default=None, metadata={"help": "Tokenizer folder or Hub id, if not the one saved with the model."}
-    )
-    init_from_scratch: bool = field(
-        default=False,
-        metadata={
-            "help": "Use only the checkpoint's config and tokenizer and start from random weights: the "
-            "same-architecture baseline with no pretraining."
-        },
-    )
-    dropout: float = field(
-        default=0.1,
-        metadata={
-            "help": "Hidden and attention dropout while fine-tuning (BERT's 0.1; pretraining here runs without "
-            "dropout, and the checkpoint's config records that). -1 keeps the checkpoint's values."
-        },
-    )
-    classifier_pooling: str = field(
-        default=AUTO,
-        metadata={
-            "help": "What a classification or regression head reads: cls (BERT's pooled [CLS]), mean (the mean of "
-            "the last hidden states) or auto (the task shape's default, tasks.SHAPE_DEFAULTS).",
-            "choices": [AUTO, *CLASSIFIER_POOLINGS],
-        },
-    )
-    head_init: str = field(
-        default=AUTO,
-        metadata={
-            "help": "How a new classification or regression head starts: random, or probe (fitted to the frozen "
-            "pretrained features of the training examples first, LP-FT: Kumar et al. 2022); auto: the task's "
-            "default (tasks.SHAPE_DEFAULTS).",
-            "choices": [AUTO, *HEAD_INITS],
-        },
-    )
-    segment_embeddings: str = field(
-        default="keep",
-        metadata={
-            "help": "Where the second text's segment (token type 1) embedding starts: keep (the checkpoint's) or "
-            "first (a copy of type 0's). Masked-LM pretraining never trains type 1; `bertscratch pretrain` saves "
-            "such a model with type 1 copied from type 0 already, so first matters for other checkpoints only.",
-            "choices": list(SEGMENT_STARTS),
-        },
-    )
-    cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
-
-
-@dataclass
-class DataArguments:
-    """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
-
-    _argument_group_name = "data"  # its flags' heading in --help
-
-    task: str | None = field(
-        default=None, metadata={"help": f"A task from the table: {', '.join(TASKS)}. Or give a dataset below."}
-    )
-    task_type: str | None = field(
-        default=None,
-        metadata={
-            "help": "The shape of your own data's task (default: classification, or the --task's shape).",
-            "choices": list(SHAPES),
-        },
-    )
-    dataset_name: str | None = field(default=None, metadata={"help": "A Hub dataset id (instead of --task)."})
-    dataset_config_name: str | None = field(default=None, metadata={"help": "The Hub dataset's configuration."})
-    train_file: str | None = field(
-        default=None,
-        metadata={"help": "A csv/tsv/json/jsonl/parquet training file (question answering: also SQuAD's nested json)."},
-    )
-    validation_file: str | None = field(default=None, metadata={"help": "An evaluation file, same formats."})
-    test_file: str | None = field(
-        default=None, metadata={"help": "A test file, scored once with the chosen model at the end (optional)."}
-    )
-    data_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "Folder with local copies of the table's datasets (imdb/, sst2/, glue/, conll2003/ as in "
-            "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise."
-        },
-    )
-    train_split: str | None = field(default=None, metadata={"help": "Split to train on (default: the task's/train)."})
-    eval_split: str | None = field(
-        default=None, metadata={"help": "Split to evaluate on (default: the task's, else validation, else test)."}
-    )
-    test_split: str | None = field(
-        default=None, metadata={"help": "Split scored once at the end with the chosen model (default: the task's)."}
-    )
-    text_column: str | None = field(default=None, metadata={"help": "Classification/regression: the text column."})
-    text_pair_column: str | None = field(
-        default=None, metadata={"help": "Classification/regression: the second text of a sentence pair."}
-    )
-    label_column: str | None = field(
-        default=None, metadata={"help": "Classification: class ids or names; regression: numbers (default: label)."}
-    )
-    tokens_column: str | None = field(
-        default=None, metadata={"help": "Token classification: a column of word lists (default: tokens)."}
-    )
-    tags_column: str | None = field(
-        default=None, metadata={"help": "Token classification: one tag per word, e.g. IOB2 (default: ner_tags)."}
-    )
-    question_column: str | None = field(default=None, metadata={"help": "Question answering (default: question)."})
-    context_column: str | None = field(default=None, metadata={"help": "Question answering (default: context)."})
-    answers_column: str | None = field(
-        default=None,
-        metadata={"help": 'Question answering: {"text": [...], "answer_start": [...]} per row (default: answers).'},
-    )
-    id_column: str | None = field(default=None, metadata={"help": "Question answering: example ids (default: id)."})
-    class_names: str | None = field(
-        default=None,
-        metadata={
-            "help": "Comma-separated class (or tag) names in id order. Integer labels must lie in [0, #names); string "
-            "labels must be among the names. Default: the task's names, else the sorted labels of the train split."
-        },
-    )
-    embedding_objective: str = field(
-        default="auto",
-        metadata={
-            "help": "Embedding tasks: cosine (pairs with similarity scores), in-batch (matching pairs, in-batch "
-            "negatives), simcse (single texts, each against itself under dropout) or auto (cosine for scores, "
-            "in-batch for 0/1 labels or unlabelled pairs).",
-            "choices": ["auto", "cosine", "in-batch", "simcse"],
-        },
-    )
-    max_seq_length: int | None = field(
-        default=None,
-        metadata={
-            "help": "Tokens per example after truncation, incl. [CLS]/[SEP] (default: the task's; 128, question "
-            "answering 384, IMDB 256, CoLA and SST-2 64)."
-        },
-    )
-    truncation: str = field(
-        default="head",
-        metadata={
-            "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
-            "or head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019).",
-            "choices": list(TRUNCATION_STRATEGIES),
-        },
-    )
-    head_tokens: int = field(
-        default=128,
-        metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
-    )
-    doc_stride: int = field(
-        default=128,
-        metadata={"help": "Question answering: tokens shared by consecutive windows of a long context."},
-    )
-    max_answer_length: int = field(default=30, metadata={"help": "Question answering: longest answer, in tokens."})
-    n_best_size: int = field(
-        default=20, metadata={"help": "Question answering: start and end candidates searched per window."}
-    )
-    max_train_samples: int | None = field(
-        default=None,
-        metadata={"help": "Train on this many training examples, drawn at random with --seed (default: all)."},
-    )
-    max_eval_samples: int | None = field(
-        default=None,
-        metadata={
-            "help": "Evaluate on this many evaluation examples, and as many test examples, drawn at random with --seed "
-            "(default: all)."
-        },
-    )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
-
-
-@dataclass
-class FinetuneTrainingArguments(GuardedTrainingArguments):
-    """`TrainingArguments` with defaults for fine-tuning (per-epoch eval, the best checkpoint kept by the task's main
-    metric, length grouping) and the output-folder guard (`hf_bertscratch.run_folder`)."""
-
-    _argument_group_name = "training"  # its flags' heading in --help
-
-    eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
-    save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
-    load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})
-    metric_for_best_model: str | None = field(
-        default=AUTO_METRIC,
-        metadata={
-            "help": f"Metric that picks the best checkpoint; {AUTO_METRIC!r}: the task's main metric (accuracy, "
-            "Matthews for CoLA, F1 for MRPC, Spearman for STS-B, entity F1 for NER, F1 for QA)."
-        },
-    )
-    save_total_limit: int | None = field(
-        default=2, metadata={"help": "Checkpoints kept (the best one is always kept)."}
-    )
-    train_sampling_strategy: str = field(
-        default="group_by_length",
-        metadata={
-            "help": "Training sampler: group_by_length (default: batches of similar length, less padding), random, "
-            "sequential, batch_rebalance.",
-            "choices": ["random", "sequential", "group_by_length", "batch_rebalance"],
-        },
-    )
-    learning_rate: float | None = field(
-        default=None,
-        metadata={"help": "Peak AdamW learning rate (default: the task shape's, by model size; tasks.SHAPE_DEFAULTS)."},
-    )
-    num_train_epochs: float | None = field(
-        default=None, metadata={"help": "Passes over the training set (default: the task shape's)."}
-    )
-    per_device_train_batch_size: int = field(default=32, metadata={"help": "Training examples per step and device."})
-    per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation examples per step and device."})
-    warmup_steps: float = field(
-        default=0.1,
-        metadata={"help": "Linear warm-up: a fraction in [0, 1) of the training steps, or a number of steps."},
-    )
-    logging_steps: float = field(
-        default=0.02, metadata={"help": "Log the loss every this many steps, or this fraction of the steps if < 1."}
-    )
-
-
-# ------------------------------------------------------------------------------------------------ resolve & check
-def task_overrides(args: DataArguments) -> TaskOverrides:
-    """The command line's task settings: the named task, the shape, splits, columns and class names."""
-    columns = {
-        role: getattr(args, f"{role}_column")
-        for role in {r for roles in SHAPE_COLUMNS.values() for r in roles}
-        if getattr(args, f"{role}_column", None)
-    }
-    names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
-    return TaskOverrides(
-        task=args.task,
-        task_type=args.task_type,
-        train_split=args.train_split,
-        eval_split=args.eval_split,
-        test_split=args.test_split,
-        columns=columns,
-        label_names=names,
-    )
-
-
-def check_data_arguments(args: DataArguments) -> TaskSpec:
-    """Every check of the data arguments that needs no data; returns the resolved task."""
-    if args.task is None and not (args.dataset_name or args.train_file):
-        raise ValueError("Give --task, --dataset_name or --train_file.")
-    if args.truncation not in TRUNCATION_STRATEGIES:
-        raise ValueError(f"Unknown --truncation {args.truncation!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
-    check_max_samples(args)
-    task = resolve_task(task_overrides(args))
-    if args.max_seq_length is None:
-        args.max_seq_length = finetune_defaults(task, args.task).max_seq_length
-    if args.max_seq_length < 3:
-        raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
-    if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
-        raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
-    if task.shape == "question-answering":
-        if not 0 < args.doc_stride < args.max_seq_length:
-            raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
-        for name in ("max_answer_length", "n_best_size"):
-            if getattr(args, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}.")
-    return task
-
-
+# ---------------------------------------------------------------------------------------------------------- data
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
     from .tasks.question_answering import is_squad_json, load_squad_json
@@ -387,6 +121,52 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     return chosen
 
 
+def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:
+    """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
+    test splits to --max_eval_samples, at random with `seed`."""
+    raw = load_task_datasets(args, task, cache_dir)
+    raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
+    for role in ("eval", "test"):
+        if role in raw:
+            raw[role] = sample_examples(raw[role], args.max_eval_samples, seed)
+    return raw
+
+
+def build_task_shape(
+    task: TaskSpec,
+    raw: datasets.DatasetDict,
+    tokenizer: PreTrainedTokenizerBase,
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: FinetuneTrainingArguments,
+    defaults: FinetuneDefaults,
+):
+    """The task's shape (`tasks.shapes.build_shape`) with the feature settings of the flags, its labels read from
+    `raw` (and checked); an embedding task's with its objective and pooling."""
+    settings = FeatureSettings(
+        **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
+    )
+    options = {}
+    if task.shape == "embedding":
+        options = {"objective": data_args.embedding_objective, "pooling": resolve_pooling(model_args, defaults)}
+        training_args.remove_unused_columns = False  # the second text's features are no argument of forward
+    shape = build_shape(task, settings, tokenizer, **options)
+    shape.prepare_labels(raw)
+    return shape
+
+
+def make_features(
+    shape, raw: datasets.DatasetDict, data_args: DataArguments, training_args: FinetuneTrainingArguments
+) -> dict[str, datasets.Dataset]:
+    """Examples -> features, split by split (the shape's preprocessing); their lengths feed the length-grouped
+    sampler."""
+    with training_args.main_process_first(desc="tokenisation"):
+        return {
+            role: shape.features(split, training=role == "train", num_proc=data_args.preprocessing_num_workers)
+            for role, split in raw.items()
+        }
+
+
 # --------------------------------------------------------------------------------------------------------- model
 def _task_head(config) -> str | None:
     """The fine-tuned head a checkpoint's config names (e.g. "BertScratchForSequenceClassification"), or None for a
@@ -402,23 +182,6 @@ def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> b
     wanted = {k: v for k, v in updates.items() if k in ("num_labels", "id2label", "problem_type")}
     current = {"num_labels": config.num_labels, "id2label": config.id2label, "problem_type": config.problem_type}
     return all(current[k] == v for k, v in wanted.items())
-
-
-def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
-    """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
-    the training set before fine-tuning (`initialisation.probe_head`)."""
-    head_init = defaults.head_init if args.head_init == AUTO else args.head_init
-    if head_init != "probe" or shape.task.shape not in ("classification", "regression"):
-        return
-    columns = [c for c in train.column_names if c not in ("length",)]
-    loader = torch.utils.data.DataLoader(train.select_columns(columns), batch_size=64, collate_fn=shape.collator())
-    score = probe_head(model, loader, regression=shape.task.shape == "regression")
-    logger.info(
-        "Head fitted to the frozen encoder's features of %d training examples (LP-FT): training %s %.3f.",
-        len(train),
-        "R^2" if shape.task.shape == "regression" else "accuracy",
-        score,
-    )
 
 
 @contextmanager
@@ -453,8 +216,6 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
     if shape.task.shape in ("classification", "regression"):
         updates["classifier_pooling"] = resolve_pooling(args, defaults)
     if args.dropout != -1:
-        if not 0.0 <= args.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1) or -1 (the checkpoint's), got {args.dropout}.")
         updates.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     if args.init_from_scratch:
         config.update(updates)
@@ -499,6 +260,57 @@ def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+def choose_training_defaults(training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config) -> None:
+    """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
+    model's width), and log what was chosen."""
+    chosen = []
+    if training_args.learning_rate is None:
+        training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
+        chosen.append(f"learning_rate {training_args.learning_rate:g} (hidden size {config.hidden_size})")
+    if training_args.num_train_epochs is None:
+        training_args.num_train_epochs = defaults.epochs
+        chosen.append(f"num_train_epochs {defaults.epochs:g}")
+    if chosen:
+        logger.info("Task defaults: %s.", ", ".join(chosen))
+
+
+def load_task_model(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: FinetuneTrainingArguments,
+    shape,
+    defaults: FinetuneDefaults,
+) -> PreTrainedModel:
+    """The model to fine-tune (`load_model`), with the learning rate and epochs the flags left unset chosen for its
+    width (`choose_training_defaults`); refuses a --max_seq_length beyond its position embeddings."""
+    model = load_model(model_args, shape, defaults)
+    choose_training_defaults(training_args, defaults, model.config)
+    max_positions = getattr(model.config, "max_position_embeddings", None)
+    if max_positions is not None and data_args.max_seq_length > max_positions:
+        raise ValueError(
+            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings {max_positions}."
+        )
+    return model
+
+
+def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
+    """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
+    the training set before fine-tuning (`initialisation.probe_head`)."""
+    head_init = defaults.head_init if args.head_init == AUTO else args.head_init
+    if head_init != "probe" or shape.task.shape not in ("classification", "regression"):
+        return
+    columns = [c for c in train.column_names if c not in ("length",)]
+    loader = torch.utils.data.DataLoader(train.select_columns(columns), batch_size=64, collate_fn=shape.collator())
+    score = probe_head(model, loader, regression=shape.task.shape == "regression")
+    logger.info(
+        "Head fitted to the frozen encoder's features of %d training examples (LP-FT): training %s %.3f.",
+        len(train),
+        "R^2" if shape.task.shape == "regression" else "accuracy",
+        score,
+    )
+
+
+# ------------------------------------------------------------------------------------------------------ training
 class OrderedEvalTrainer(Trainer):
     """`Trainer` that evaluates in dataset order, and keeps the predictions of its evaluations while training.
 
@@ -535,6 +347,134 @@ class OrderedEvalTrainer(Trainer):
 
 class OrderedEmbeddingTrainer(OrderedEvalTrainer, EmbeddingTrainer):
     """The bi-encoder's `Trainer` (`hf_bertscratch.embedding`), evaluating in dataset order."""
+
+
+class GradientNormCallback(TrainerCallback):
+    """Logs the gradient norms of the task head and of the encoder beside the loss (`grad_norm_head`,
+    `grad_norm_encoder`: their mean over the optimizer steps since the last log, after clipping). A head whose
+    gradients dwarf the encoder's, or an encoder whose gradients vanish, is how a fine-tune that learns nothing
+    shows itself (Mosbach et al. 2021)."""
+
+    PARTS = ("head", "encoder")
+
+    def __init__(self) -> None:
+        self.sums: dict[str, torch.Tensor | float] = dict.fromkeys(self.PARTS, 0.0)
+        self.steps = 0
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        prefix = getattr(model, "base_model_prefix", "")
+        bare = getattr(model, "base_model", None) is model  # an embedding model is all encoder
+        grads: dict[str, list[torch.Tensor]] = {part: [] for part in self.PARTS}
+        for name, parameter in model.named_parameters():
+            if parameter.grad is not None:
+                part = "encoder" if bare or (prefix and name.startswith(prefix)) else "head"
+                grads[part].append(parameter.grad.detach())
+        for part, found in grads.items():  # summed where the gradients live: read back only when logged
+            if found:
+                self.sums[part] = self.sums[part] + torch.linalg.vector_norm(
+                    torch.stack([torch.linalg.vector_norm(g, dtype=torch.float32) for g in found])
+                )
+        self.steps += 1
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if self.steps and logs is not None and "loss" in logs and state.log_history:
+            norms = {f"grad_norm_{part}": float(total) / self.steps for part, total in self.sums.items()}
+            state.log_history[-1].update(norms)
+            self.sums, self.steps = dict.fromkeys(self.PARTS, 0.0), 0
+
+
+def build_trainer(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    shape,
+    raw: datasets.DatasetDict,
+    features: dict[str, datasets.Dataset],
+    training_args: FinetuneTrainingArguments,
+) -> OrderedEvalTrainer:
+    """The run's `Trainer`: per-epoch (or per-step) evaluation with the shape's metric, the best checkpoint kept by
+    the task's main metric, the gradient norms logged; an embedding task's trains its bi-encoder objective."""
+    embedding = {}
+    if shape.task.shape == "embedding":
+        embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
+    return (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
+        **embedding,
+        model=model,
+        args=training_args,
+        train_dataset=features["train"],
+        eval_dataset=features["eval"],
+        processing_class=tokenizer,
+        data_collator=shape.collator(),
+        compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
+        callbacks=[GradientNormCallback()],
+    )
+
+
+# ------------------------------------------------------------------------------------------------------- results
+def evaluate_best_model(
+    trainer: OrderedEvalTrainer, shape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
+) -> tuple[PredictionOutput, dict]:
+    """The best model's eval predictions and the eval (and test) metrics. The evaluation comes from training when it
+    was made there; else one pass now gives both the metrics and the per-example predictions. The test split, when
+    the task has one, is scored once."""
+    prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
+    metrics = dict(prediction.metrics)
+    if "test" in features:
+        trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
+        metrics.update(trainer.predict(features["test"], metric_key_prefix="test").metrics)
+    return prediction, metrics
+
+
+def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
+    """What the task scores with no learning (`baselines.task_baselines`), for the run's results."""
+    if "labels" not in features["train"].column_names or prediction.label_ids is None:
+        return {}
+    train_labels = features["train"]["labels"]
+    if len(train_labels) != len(raw["train"]):  # features filtered (in-batch negatives' matching pairs)
+        return {}
+    dev_labels = np.asarray(prediction.label_ids).reshape(-1).tolist()
+    return task_baselines(task, raw["train"], raw["eval"], train_labels, dev_labels)
+
+
+def pooling_and_objective(config, shape) -> dict:
+    """What a run's results record of its head: a classifier's pooling, an embedding's pooling and objective."""
+    if getattr(shape, "objective", None):
+        return {"pooling": shape.pooling, "embedding_objective": shape.objective}
+    pooling = getattr(config, "classifier_pooling", None)
+    return {"classifier_pooling": pooling} if shape.task.shape in ("classification", "regression") else {}
+
+
+def describe_run(
+    model: PreTrainedModel,
+    trainer: Trainer,
+    shape,
+    raw: datasets.DatasetDict,
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    wall_time_seconds: float,
+) -> dict:
+    """What all_results.json records of a run beside its scores: the task, the model, the data, the settings chosen
+    and the machine."""
+    task, args = shape.task, trainer.args
+    return {
+        "task": data_args.task,
+        "task_type": task.shape,
+        "main_metric": task.main_metric,
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "global_step": trainer.state.global_step,
+        "train_samples": len(raw["train"]),
+        "eval_samples": len(raw["eval"]),
+        **({"test_samples": len(raw["test"])} if "test" in raw else {}),
+        "wall_time_seconds": wall_time_seconds,
+        "machine": describe_hardware(),
+        "seed": args.seed,
+        "learning_rate": args.learning_rate,
+        "max_seq_length": data_args.max_seq_length,
+        "truncation": data_args.truncation,
+        "init_from_scratch": model_args.init_from_scratch,
+        "model_name_or_path": model_args.model_name_or_path,
+        "num_train_epochs": args.num_train_epochs,
+        **pooling_and_objective(model.config, shape),
+    }
 
 
 # ------------------------------------------------------------------------------------------------------- outputs
@@ -620,80 +560,6 @@ def _write_card(
     )
 
 
-# ---------------------------------------------------------------------------------------------------------- main
-def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, FinetuneTrainingArguments]:
-    """Parse the three dataclasses from argv, or from a single .json file argument."""
-    parser = ArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
-    return parse_args_or_json(parser, argv)
-
-
-def choose_training_defaults(training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config) -> None:
-    """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
-    model's width), and log what was chosen."""
-    chosen = []
-    if training_args.learning_rate is None:
-        training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
-        chosen.append(f"learning_rate {training_args.learning_rate:g} (hidden size {config.hidden_size})")
-    if training_args.num_train_epochs is None:
-        training_args.num_train_epochs = defaults.epochs
-        chosen.append(f"num_train_epochs {defaults.epochs:g}")
-    if chosen:
-        logger.info("Task defaults: %s.", ", ".join(chosen))
-
-
-class GradientNormCallback(TrainerCallback):
-    """Logs the gradient norms of the task head and of the encoder beside the loss (`grad_norm_head`,
-    `grad_norm_encoder`: their mean over the optimizer steps since the last log, after clipping). A head whose
-    gradients dwarf the encoder's, or an encoder whose gradients vanish, is how a fine-tune that learns nothing
-    shows itself (Mosbach et al. 2021)."""
-
-    PARTS = ("head", "encoder")
-
-    def __init__(self) -> None:
-        self.sums: dict[str, torch.Tensor | float] = dict.fromkeys(self.PARTS, 0.0)
-        self.steps = 0
-
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
-        prefix = getattr(model, "base_model_prefix", "")
-        bare = getattr(model, "base_model", None) is model  # an embedding model is all encoder
-        grads: dict[str, list[torch.Tensor]] = {part: [] for part in self.PARTS}
-        for name, parameter in model.named_parameters():
-            if parameter.grad is not None:
-                part = "encoder" if bare or (prefix and name.startswith(prefix)) else "head"
-                grads[part].append(parameter.grad.detach())
-        for part, found in grads.items():  # summed where the gradients live: read back only when logged
-            if found:
-                self.sums[part] = self.sums[part] + torch.linalg.vector_norm(
-                    torch.stack([torch.linalg.vector_norm(g, dtype=torch.float32) for g in found])
-                )
-        self.steps += 1
-
-    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
-        if self.steps and logs is not None and "loss" in logs and state.log_history:
-            norms = {f"grad_norm_{part}": float(total) / self.steps for part, total in self.sums.items()}
-            state.log_history[-1].update(norms)
-            self.sums, self.steps = dict.fromkeys(self.PARTS, 0.0), 0
-
-
-def pooling_and_objective(config, shape) -> dict:
-    """What a run's results record of its head: a classifier's pooling, an embedding's pooling and objective."""
-    if getattr(shape, "objective", None):
-        return {"pooling": shape.pooling, "embedding_objective": shape.objective}
-    pooling = getattr(config, "classifier_pooling", None)
-    return {"classifier_pooling": pooling} if shape.task.shape in ("classification", "regression") else {}
-
-
-def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
-    """What the task scores with no learning (`baselines.task_baselines`), for the run's results."""
-    if "labels" not in features["train"].column_names or prediction.label_ids is None:
-        return {}
-    train_labels = features["train"]["labels"]
-    if len(train_labels) != len(raw["train"]):  # features filtered (in-batch negatives' matching pairs)
-        return {}
-    dev_labels = np.asarray(prediction.label_ids).reshape(-1).tolist()
-    return task_baselines(task, raw["train"], raw["eval"], train_labels, dev_labels)
-
-
 def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:
     """Log the main metric beside its no-learning baselines, and say so when the model answers one thing."""
     metric = task.main_metric
@@ -722,109 +588,41 @@ def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) 
         )
 
 
-def choose_best_metric(training_args: FinetuneTrainingArguments, task: TaskSpec) -> None:
-    """Resolve --metric_for_best_model "auto" to the task's main metric (every main metric is higher-is-better)."""
-    if training_args.metric_for_best_model == AUTO_METRIC:
-        training_args.metric_for_best_model = task.main_metric
-        training_args.greater_is_better = True
-
-
+# ---------------------------------------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     """Fine-tune and evaluate a model on one task; see the module docstring and `--help`."""
+    # 1. Parse: every flag is checked as it is parsed; then what the flags point to, before anything loads.
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
-
-    # 1. Resolve and check everything that can be wrong before any training starts.
-    model_args.model_name_or_path = check_model_reference(model_args.model_name_or_path)
-    check_output_dir(training_args)
-    check_training_push(training_args)
-    checkpoint = resolve_checkpoint(training_args)
-    task = check_data_arguments(data_args)
-    choose_best_metric(training_args, task)
-    raw = load_task_datasets(data_args, task, model_args.cache_dir)
-    raw["train"] = sample_examples(raw["train"], data_args.max_train_samples, training_args.seed)
-    for role in ("eval", "test"):
-        if role in raw:
-            raw[role] = sample_examples(raw[role], data_args.max_eval_samples, training_args.seed)
-    tokenizer = load_task_tokenizer(model_args)
-    settings = FeatureSettings(
-        **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
-    )
+    checkpoint = resolve_paths(model_args, training_args)
+    task = check_data_arguments(data_args)  # the task the flags name, from the table
     defaults = finetune_defaults(task, data_args.task)
-    options = {}
-    if task.shape == "embedding":
-        options = {"objective": data_args.embedding_objective, "pooling": resolve_pooling(model_args, defaults)}
-        training_args.remove_unused_columns = False  # the second text's features are no argument of forward
-    shape = build_shape(task, settings, tokenizer, **options)
-    shape.prepare_labels(raw)
-    model = load_model(model_args, shape, defaults)
-    choose_training_defaults(training_args, defaults, model.config)
-    max_positions = getattr(model.config, "max_position_embeddings", None)
-    if max_positions is not None and data_args.max_seq_length > max_positions:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings {max_positions}."
-        )
 
-    # 2. Examples -> features (the shape's preprocessing); lengths feed the length-grouped sampler.
-    with training_args.main_process_first(desc="tokenisation"):
-        features = {
-            role: shape.features(split, training=role == "train", num_proc=data_args.preprocessing_num_workers)
-            for role, split in raw.items()
-        }
+    # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
+    raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
+    tokenizer = load_task_tokenizer(model_args)
+    shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args, defaults)
 
+    # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
+    model = load_task_model(model_args, data_args, training_args, shape, defaults)
+    features = make_features(shape, raw, data_args, training_args)
     if checkpoint is None:
         fit_head(model, model_args, defaults, shape, features["train"])
 
-    # 3. Train with per-epoch (or per-step) evaluation and best-checkpoint selection on the task's main metric.
-    embedding = {}
-    if task.shape == "embedding":
-        embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
-    trainer = (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
-        **embedding,
-        model=model,
-        args=training_args,
-        train_dataset=features["train"],
-        eval_dataset=features["eval"],
-        processing_class=tokenizer,
-        data_collator=shape.collator(),
-        compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
-        callbacks=[GradientNormCallback()],
-    )
+    # 4. Trainer and training, with the best checkpoint kept by the task's main metric.
+    trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)
     output_dir = Path(training_args.output_dir)
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
-    # 4. The best model's evaluation (from training when it was made there; else one pass now gives both the metrics
-    # and the per-example predictions), the test split scored once, and every report written
-    # (run_folder.finish_run: all_results.json and the model card last).
-    prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
-    results = {**train_result.metrics, **prediction.metrics}
-    if "test" in features:
-        trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
-        results.update(trainer.predict(features["test"], metric_key_prefix="test").metrics)
-    results.update(run_baselines(task, raw, features, prediction))
-    results.update(
-        task=data_args.task,
-        task_type=task.shape,
-        main_metric=task.main_metric,
-        num_parameters=sum(p.numel() for p in model.parameters()),
-        global_step=trainer.state.global_step,
-        train_samples=len(raw["train"]),
-        eval_samples=len(raw["eval"]),
-        **({"test_samples": len(raw["test"])} if "test" in raw else {}),
-        wall_time_seconds=time.perf_counter() - start,
-        machine=describe_hardware(),
-        seed=training_args.seed,
-        learning_rate=training_args.learning_rate,
-        max_seq_length=data_args.max_seq_length,
-        truncation=data_args.truncation,
-        init_from_scratch=model_args.init_from_scratch,
-        model_name_or_path=model_args.model_name_or_path,
-        num_train_epochs=training_args.num_train_epochs,
-        **pooling_and_objective(model.config, shape),
-    )
+    # 5. Evaluate: the best model on eval, the test split once, and what no learning scores.
+    prediction, scores = evaluate_best_model(trainer, shape, raw, features)
+    results = {**train_result.metrics, **scores, **run_baselines(task, raw, features, prediction)}
+    results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
+
+    # 6. Report: every file written (run_folder.finish_run: all_results.json and the model card last), then pushed.
     finish_run(
         trainer,
         lambda folder: write_reports(

@@ -1,5 +1,5 @@
 """Compare pretraining recipes (masked-LM, ELECTRA, masked-LM + the tasks' own text, the mini shape) at equal CPU
-time, by their fine-tuned scores on the task table (see hf_bertscratch/pretraining_comparison.py and --help)."""
+time, by their fine-tuned scores on the task table (see lab/pretraining_comparison.py and --help)."""
 
 from lab.pretraining_comparison import main
 

@@ -35,8 +35,10 @@ from transformers import AutoModel, AutoTokenizer
 import hf_bertscratch  # noqa: F401  (registers the model type)
 from hf_bertscratch.baselines import constant_answer, score_baseline, word_overlaps
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.finetuning import DataArguments, load_task_datasets
+from hf_bertscratch.finetuning import load_task_datasets
+from hf_bertscratch.finetuning_arguments import DataArguments
 from hf_bertscratch.hardware import describe_hardware
+from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.similarity import pair_cosines
 from hf_bertscratch.tasks import TASKS, TaskOverrides, TaskSpec, resolve_task
@@ -257,20 +259,15 @@ def git_commit() -> str:
         return "unknown"
 
 
-PATH_FLAGS = ("--model", "--data_dir", "--runs_dir", "--output_json")
-
-
 def recorded_command(given: list[str]) -> str:
-    """The command as a record keeps it: without `--model_note` (kept in the record itself), and with absolute paths
-    written relative to the repository, so that no record names the machine that made it."""
+    """The command as a record keeps it: without `--model_note` (kept in the record itself), and with its paths as
+    every record writes them (`records.portable_paths`: relative to the repository, where `python -m lab...` runs),
+    so that no record names the machine that made it."""
     given = list(given)
     if "--model_note" in given:
         at = given.index("--model_note")
         del given[at : at + 2]
-    for at, flag in enumerate(given[:-1]):
-        if flag in PATH_FLAGS and os.path.isabs(given[at + 1]):
-            given[at + 1] = os.path.relpath(given[at + 1], ROOT)
-    return "python -m lab.diagnose_pairs " + shlex.join(given)
+    return "python -m lab.diagnose_pairs " + shlex.join(portable_paths(given))
 
 
 def print_summary(record: dict, metric: str) -> None:

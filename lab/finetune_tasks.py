@@ -1,5 +1,5 @@
 """Fine-tune a pretrained checkpoint and the same model from scratch on the task table (see
-hf_bertscratch/task_runs.py and --help)."""
+lab/task_runs.py and --help)."""
 
 from lab.task_runs import main
 

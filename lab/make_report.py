@@ -1,5 +1,5 @@
 """Render the speed tables and the charts from the records under results/; see `python -m lab.make_report --help`
-and hf_bertscratch/reports.py."""
+and lab/reports.py."""
 
 from lab.reports import main
 

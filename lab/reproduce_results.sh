@@ -141,7 +141,7 @@ if [[ $TASK_TEXT_MINUTES != 0 ]]; then
     PRETRAINED=$RUNS/pretrain-tasks
 fi
 
-# 2-3. Fine-tuning on the task table (hf_bertscratch/task_runs.py): the pretrained weights and the same architecture
+# 2-3. Fine-tuning on the task table (lab/task_runs.py): the pretrained weights and the same architecture
 # from random weights, PROCS runs at a time; per task and init the learning rate is chosen on dev with the first seed,
 # then the other seeds run at it.
 python -m lab.finetune_tasks --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \

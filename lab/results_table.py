@@ -1,4 +1,4 @@
-"""Write the fine-tuning results table from a reproduce_results.sh folder (see hf_bertscratch/results.py)."""
+"""Write the fine-tuning results table from a reproduce_results.sh folder (see lab/results.py)."""
 
 from lab.results import main
 

@@ -20,14 +20,8 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch.finetuning import (
-    DataArguments,
-    ModelArguments,
-    OrderedEvalTrainer,
-    check_data_arguments,
-    load_model,
-    main,
-)
+from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
+from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
@@ -254,15 +248,14 @@ def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> Non
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from hf_bertscratch.finetuning import FinetuneTrainingArguments, choose_training_defaults
+    from hf_bertscratch.finetuning import choose_training_defaults
+    from hf_bertscratch.finetuning_arguments import FinetuneTrainingArguments
     from hf_bertscratch.tasks import SHAPE_DEFAULTS, TASK_DEFAULTS, finetune_defaults
 
     squad = DataArguments(task="squad")
     assert check_data_arguments(squad).shape == "question-answering" and squad.max_seq_length == 384
-    assert DataArguments(task="sst2").max_seq_length is None
-    sst2 = DataArguments(task="sst2")
-    check_data_arguments(sst2)
-    assert sst2.max_seq_length == TASK_DEFAULTS["sst2"].max_seq_length
+    assert DataArguments(task="sst2").max_seq_length == TASK_DEFAULTS["sst2"].max_seq_length  # resolved when made
+    assert DataArguments(task="sst2", max_seq_length=32).max_seq_length == 32
     stsb = check_data_arguments(DataArguments(task="stsb"))
     defaults = finetune_defaults(stsb, "stsb")
     assert defaults == replace(SHAPE_DEFAULTS["regression"], classifier_pooling="segments", head_init="probe")
@@ -395,8 +388,6 @@ def test_push_to_hub_uploads_the_finished_classifier(
 
 def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None:
     """A checkpoint pretrained without dropout fine-tunes with BERT's 0.1 unless told to keep its own."""
-    from hf_bertscratch.finetuning import ModelArguments
-
     no_dropout = tmp_path / "no-dropout"
     model = AutoModelForMaskedLM.from_pretrained(model_dir)
     model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0

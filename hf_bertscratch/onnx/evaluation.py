@@ -4,16 +4,15 @@ int8 export, on the task's evaluation split (and its test split, where the task 
     python scripts/evaluate_onnx.py --model runs/sst2 --task sst2 --data_dir ../shared/data --output_dir eval/sst2
     bertscratch evaluate-onnx --model runs/conll2003 --task conll2003 --data_dir ../shared/data --split test
 
-The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked
-against PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8
-tolerance, since its cost is what is measured here), then the three backends run the same batches. Everything
-between the data and the score is fine-tuning's own: the task and data flags are `finetuning.DataArguments`, the
-splits come from `load_task_datasets`, the features from the task shape's `features(split, training=False)`, the
-batches from its collator (in dataset order), and the metrics from its `compute_metrics(raw, features)` fed with an
-`EvalPrediction` of the backend's outputs and the features' labels. The PyTorch row is therefore the score
-fine-tuning reports for the same features (pass the `--max_seq_length` and `--truncation` it was fine-tuned with:
-they are checked against the run's all_results.json). `--max_eval_samples` draws that many examples from each split
-scored, with `--seed`.
+The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked against
+PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8 tolerance,
+since its cost is what is measured here), then the three backends run the same batches. Everything between the data and
+the score is fine-tuning's own: the task and data flags are `finetuning_arguments.DataArguments`, the splits come from
+`load_task_datasets`, the features from the task shape's `features(split, training=False)`, the batches from its
+collator (in dataset order), and the metrics from its `compute_metrics(raw, features)` fed with an `EvalPrediction` of
+the backend's outputs and the features' labels. The PyTorch row is therefore the score fine-tuning reports for the same
+features (pass the `--max_seq_length` and `--truncation` it was fine-tuned with: they are checked against the run's
+all_results.json). `--max_eval_samples` draws that many examples from each split scored, with `--seed`.
 
 Every shape runs: classification and regression (text-classification export), token classification, and question
 answering (start/end logits turned into answers by the shape's post-processing). All three backends run on the CPU.
@@ -52,7 +51,8 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import sample_examples
-from ..finetuning import DataArguments, ModelArguments, check_data_arguments, load_task_datasets, load_task_tokenizer
+from ..finetuning import load_task_datasets, load_task_tokenizer
+from ..finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
 from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import BertScratchConfig, finetuning
+from hf_bertscratch import BertScratchConfig, finetuning_arguments
 from hf_bertscratch.tasks import TASKS
 from lab import results, task_runs
 
@@ -473,7 +473,7 @@ def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> 
     folder = sweep.runs_dir / task_runs.run_name("imdb", "scratch", 2e-4, 43)
     command = sweep.command("imdb", "scratch", 2e-4, 43, folder)
     assert command[:2] == [sys.executable, str(ROOT / "scripts" / "finetune.py")]
-    model, data, training = finetuning.parse_args(command[2:])  # finetune.py's own parser takes it
+    model, data, training = finetuning_arguments.parse_args(command[2:])  # finetune.py's own parser takes it
     recipe = task_runs.RECIPES["imdb"]
     assert (model.model_name_or_path, model.init_from_scratch) == (sweep.args.pretrained, True)
     assert (data.task, data.data_dir, data.max_seq_length) == ("imdb", "/data", recipe.max_seq_length)
@@ -484,11 +484,11 @@ def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> 
 
     command = sweep.command("cola", "pretrained", 1e-3, 42, folder)
     assert "--init_from_scratch" not in command and "--truncation" not in command
-    model, data, training = finetuning.parse_args(command[2:])
+    model, data, training = finetuning_arguments.parse_args(command[2:])
     assert (model.init_from_scratch, data.task, training.learning_rate) == (False, "cola", 1e-3)
 
     (folder / "checkpoint-30").mkdir(parents=True)  # interrupted: continue from its last checkpoint
-    _, _, training = finetuning.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
+    _, _, training = finetuning_arguments.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
     assert training.resume_from_checkpoint == "last"
 
 
@@ -497,8 +497,8 @@ def test_every_recipe_passes_finetunes_argument_checks(tmp_path: Path, smoke: bo
     sweep = _sweep(tmp_path, smoke=smoke)
     for task, recipe in task_runs.RECIPES.items():
         command = sweep.command(task, "scratch", recipe.learning_rates[0], recipe.seeds[0], tmp_path / task)
-        _, data, training = finetuning.parse_args(command[2:])
-        assert finetuning.check_data_arguments(data) == TASKS[task]
+        _, data, training = finetuning_arguments.parse_args(command[2:])
+        assert finetuning_arguments.check_data_arguments(data) == TASKS[task]
         if smoke:  # a few steps on a few examples, still comparing two rates over two seeds
             assert training.num_train_epochs <= recipe.epochs and data.max_seq_length <= recipe.max_seq_length
             assert data.max_train_samples is not None and data.max_eval_samples is not None
