@@ -48,7 +48,6 @@ from .finetuning_arguments import (
     DataArguments,
     FinetuneTrainingArguments,
     ModelArguments,
-    check_data_arguments,
     parse_args,
     resolve_paths,
 )
@@ -596,7 +595,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     checkpoint = resolve_paths(model_args, training_args)
-    task = check_data_arguments(data_args)  # the task the flags name, from the table
+    task = data_args.task_spec  # the task the flags name, from the table
     defaults = finetune_defaults(task, data_args.task)
 
     # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.

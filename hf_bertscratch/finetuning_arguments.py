@@ -201,7 +201,9 @@ class DataArguments:
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
     def __post_init__(self) -> None:
-        check_data_arguments(self)  # a bad flag fails as it is parsed; max_seq_length gets the task's default
+        # A bad flag fails as it is parsed; max_seq_length gets the task's default. The task the flags name, from the
+        # table, is kept (not a field: neither a flag nor part of the arguments' dict).
+        self.task_spec: TaskSpec = check_data_arguments(self)
 
 
 @dataclass
@@ -315,5 +317,5 @@ def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, F
     resolve --metric_for_best_model "auto" to the task's main metric."""
     parser = ArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
     model_args, data_args, training_args = parse_args_or_json(parser, argv)
-    choose_best_metric(training_args, check_data_arguments(data_args))
+    choose_best_metric(training_args, data_args.task_spec)
     return model_args, data_args, training_args

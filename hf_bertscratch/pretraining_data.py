@@ -44,13 +44,13 @@ def load_task_text_splits(
     prediction), an empty text ends each example, so each example is a document of its own. `--max_eval_samples N`
     keeps each of the k tasks' first N/k held-out texts (`_first_texts`), so every task is scored, not the first
     task alone."""
-    from .finetuning import DataArguments as TaskDataArguments
-    from .finetuning import check_data_arguments, load_task_datasets
+    from .finetuning import load_task_datasets
+    from .finetuning_arguments import DataArguments as TaskDataArguments
 
     texts: dict[str, list[str]] = {"train": [], "eval": []}
     for name in data_args.task_text:
         task_args = TaskDataArguments(task=name, data_dir=data_args.data_dir)
-        task = check_data_arguments(task_args)
+        task = task_args.task_spec
         raw = load_task_datasets(task_args, task)
         train, held_out = (task_texts(task, raw[role], documents) for role in texts)
         if data_args.max_eval_samples is not None:

@@ -52,7 +52,7 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import sample_examples
 from ..finetuning import load_task_datasets, load_task_tokenizer
-from ..finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
+from ..finetuning_arguments import DataArguments, ModelArguments
 from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference
@@ -142,7 +142,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[OnnxEvaluationArguments, 
 
 def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> TaskSpec:
     """Every check that needs neither data nor export; returns the resolved task."""
-    task = check_data_arguments(data_args)
+    task = data_args.task_spec
     if args.split is not None and args.split not in SPLITS:
         raise ValueError(f"--split {args.split!r} is not one of {list(SPLITS)} (or leave it out for every split).")
     if args.batch_size < 1:
