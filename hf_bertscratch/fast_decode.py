@@ -28,6 +28,12 @@ DEFAULT_TILE: tuple[int, int] = (256, 1024)  # (rows, words) per GEMM
 _storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
+def check_tile(tile: tuple[int, int] | None) -> None:
+    """Raise unless `tile` is None or two positive sizes (rows, words)."""
+    if tile is not None and not (len(tile) == 2 and tile[0] > 0 and tile[1] > 0):
+        raise ValueError(f"tile must be two positive sizes (rows, words) or None, got {tile}.")
+
+
 def decode_into(
     head: BertScratchLMHead,
     hidden: torch.Tensor,
@@ -42,10 +48,9 @@ def decode_into(
     rows go straight to their padded position with no scatter. Each run is one GEMM with the bias (`addmm`), or,
     with `tile` = (rows, words), one GEMM per tile.
     """
+    check_tile(tile)
     weight, bias = head.decoder.weight, head.decoder.bias
     row_tile, vocab_tile = tile or (out.shape[0], weight.shape[0])
-    if not (row_tile > 0 and vocab_tile > 0):
-        raise ValueError(f"tile must be two positive sizes (rows, words) or None, got {tile}.")
     row_tiles = [
         (out_start + offset, hidden_start + offset, min(row_tile, length - offset))
         for out_start, hidden_start, length in runs
@@ -69,16 +74,12 @@ class TiledLogitsDecoder:
     then decodes as usual. The buffer is not model state: a copy of the decoder starts without one."""
 
     def __init__(self, tile: tuple[int, int] | None = DEFAULT_TILE) -> None:
-        if tile is not None and not (len(tile) == 2 and tile[0] > 0 and tile[1] > 0):
-            raise ValueError(f"tile must be two positive sizes (rows, words) or None, got {tile}.")
+        check_tile(tile)
         self.tile = tile
         self._buffer: torch.Tensor | None = None
         self._lock = threading.Lock()
 
-    def __deepcopy__(self, memo: dict) -> TiledLogitsDecoder:
-        return type(self)(self.tile)
-
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict:  # a copy or a pickle takes the tile, not the buffer or the lock
         return {"tile": self.tile}
 
     def __setstate__(self, state: dict) -> None:
