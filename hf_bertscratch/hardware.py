@@ -9,24 +9,24 @@ from pathlib import Path
 import torch
 
 
-def cpu_model() -> str:
-    """The CPU's model name (what `lscpu | grep 'Model name'` shows), or the architecture where it is not known."""
+def _cpuinfo_value(key: str) -> str | None:
+    """The value of the first `key` line of /proc/cpuinfo (the first CPU's), None where there is no such line."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
+            if line.startswith(key):
                 return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name (what `lscpu | grep 'Model name'` shows), or the architecture where it is not known."""
+    return _cpuinfo_value("model name") or platform.processor() or platform.machine()
 
 
 def cpu_flags() -> set[str]:
     """The CPU's feature flags (/proc/cpuinfo's `flags`), empty where they are not known."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
+    return set((_cpuinfo_value("flags") or "").split())
 
 
 def cpu_has_amx_bf16() -> bool:
