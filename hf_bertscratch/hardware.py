@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from pathlib import Path
 
 import torch
@@ -22,6 +23,11 @@ def _cpuinfo_value(key: str) -> str | None:
 def cpu_model() -> str:
     """The CPU's model name (what `lscpu | grep 'Model name'` shows), or the architecture where it is not known."""
     return _cpuinfo_value("model name") or platform.processor() or platform.machine()
+
+
+def short_cpu_name(cpu: str) -> str:
+    """ "Intel(R) Xeon(R) Processor" -> "Intel Xeon": a CPU model name without trademark marks and "Processor"."""
+    return re.sub(r"\s*\(R\)|\s*Processor$", "", cpu).strip()
 
 
 def cpu_flags() -> set[str]:

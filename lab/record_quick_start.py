@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from hf_bertscratch.hardware import short_cpu_name
 from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
@@ -33,8 +33,7 @@ FILL_MASK_TEXT = "the capital of france is [MASK] ."
 
 def cpu_slug(cpu: str) -> str:
     """A record's file-name prefix for a CPU model: "amd-epyc", "intel-xeon", else the model's first two words."""
-    words = re.sub(r"\([^)]*\)", "", cpu).lower().replace("processor", "").split()
-    return "-".join(words[:2]) or "cpu"
+    return "-".join(short_cpu_name(cpu).lower().split()[:2]) or "cpu"
 
 
 def top_answers(model_dir: str | Path, text: str = FILL_MASK_TEXT, top_k: int = 5) -> list[str]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.hardware import short_cpu_name
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .results import readme_block, replace_block
@@ -442,7 +443,7 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
         run = "one core, 1 process" if record.get("one_core") else f"{results.get('world_size', 1)} processes"
         answers = ", ".join(record["fill_mask"]["top"]) if "fill_mask" in record else "-"
         lines.append(
-            f"| {_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
+            f"| {short_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
             f"{results['eval_perplexity']:.1f} | {results['train_tokens'] / 1e6:.1f}M | "
             f"{results['train_tokens_per_second']:,.0f} | {record['steps']:,} | {minutes} min {seconds:02d} s | "
             f"{record['peak_memory_mib'] / 1024:.1f} GB | {answers} |"
@@ -454,11 +455,6 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
     )
     return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S [--one_core]` ({ran}); records in "
                        f"`{QUICK_START_RECORDS}/`."]) + "\n"  # fmt: skip
-
-
-def _cpu_name(cpu: str) -> str:
-    """ "Intel(R) Xeon(R) Processor" -> "Intel Xeon"; other names as they are."""
-    return re.sub(r"\s*\(R\)|\s*Processor$", "", cpu).strip()
 
 
 def render_decoder_table(records: dict[str, dict]) -> str:
@@ -825,7 +821,7 @@ def render_headline(figures: Headline) -> str:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         parts.append(
             f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core "
-            f"{_cpu_name(figures.quick_start['cpu'])}, "
+            f"{short_cpu_name(figures.quick_start['cpu'])}, "
             f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
         )
     if figures.training:
@@ -898,7 +894,7 @@ def render_headline_table(figures: Headline) -> str:
     if figures.quick_start:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         lines.append(
-            f"| the quick start, end to end on a 2-core {_cpu_name(figures.quick_start['cpu'])} | {took}, masked-token accuracy {accuracy}, perplexity "
+            f"| the quick start, end to end on a 2-core {short_cpu_name(figures.quick_start['cpu'])} | {took}, masked-token accuracy {accuracy}, perplexity "
             f"{perplexity} | [Pretraining](pretraining.md#the-quick-start) |"
         )
     if figures.training:
