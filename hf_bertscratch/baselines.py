@@ -1,10 +1,12 @@
 """What a task scores with no learning at all, so that a fine-tuned model's number can be read against it.
 
-Three answers that need no training of the model:
+Four answers that need no training of the model:
 
 - the **constant answer**: the commonest class of the train split for every example (for a score: the same number
   for every pair, which ranks nothing: correlation 0);
 - **word overlap**: the Jaccard similarity of a pair's two lower-cased word sets (`word_overlap`);
+- the **bag of words**: TF-IDF features of a single text's words, and of its words and word pairs, with a logistic
+  regression fitted on the train split (`bag_of_words`): the classical text classifier a fine-tuned model must beat;
 - the **zero-shot cosine**: the cosine of the two texts' mean-pooled last hidden states of the pretrained model,
   no fine-tuning (`hf_bertscratch.similarity.pair_cosines`).
 
@@ -111,9 +113,42 @@ def score_baseline(
     return ClassificationMetrics(2, pairs=True).compute(predictions.tolist(), list(map(int, eval_labels)))
 
 
+# The bag-of-words classifier: sublinear term frequencies, words seen in at least two train texts, L2-regularised
+# logistic regression with C=4 (scikit-learn). On a busy 2-core AMD EPYC it scores SST-2 dev 82.2 (words) / 82.0 (words
+# and word pairs) in 20 s each, and IMDB test 88.8 / 90.4 in 37 s / 95 s.
+BAG_OF_WORDS = {"sublinear_tf": True, "min_df": 2}
+BAG_OF_WORDS_C = 4.0
+# n-gram range -> the results key of its baseline
+BAG_OF_WORDS_NGRAMS = {(1, 1): "baseline_bag_of_words", (1, 2): "baseline_bag_of_word_pairs"}
+
+
+def bag_of_words(
+    train_texts: Sequence[str],
+    train_labels: Sequence[int],
+    eval_texts: Sequence[str],
+    eval_labels: Sequence[int],
+    num_labels: int,
+    ngram_range: tuple[int, int] = (1, 1),
+) -> dict[str, float]:
+    """The metrics on the eval texts of TF-IDF + logistic regression fitted on the train texts (`BAG_OF_WORDS`):
+    single texts of `num_labels` classes, words (`ngram_range` (1, 1)) or words and word pairs ((1, 2))."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizer = TfidfVectorizer(ngram_range=ngram_range, **BAG_OF_WORDS)
+    features = vectorizer.fit_transform([text or "" for text in train_texts])
+    classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
+    classifier.fit(features, np.asarray(train_labels, dtype=np.int64))
+    predictions = classifier.predict(vectorizer.transform([text or "" for text in eval_texts]))
+    return ClassificationMetrics(num_labels, pairs=True).compute(
+        [int(p) for p in predictions], list(map(int, eval_labels))
+    )
+
+
 def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
-    """The no-learning scores of a run's task on its eval split, for its main metric: `baseline_constant` and, for a
-    pair task with scores or two classes, `baseline_word_overlap`. {} for shapes without them (NER, QA).
+    """The no-learning scores of a run's task on its eval split, for its main metric: `baseline_constant`; for a
+    pair task with scores or two classes, `baseline_word_overlap`; for a single-text classification task,
+    `baseline_bag_of_words` and `baseline_bag_of_word_pairs` (`bag_of_words`). {} for shapes without them (NER, QA).
 
     Args:
         task: the run's `TaskSpec`.
@@ -137,10 +172,15 @@ def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev
             num_labels,
         )
         out["baseline_word_overlap"] = overlap.get(metric)
+    if task.shape == "classification" and not second and len(set(train_labels)) > 1:
+        for ngrams, key in BAG_OF_WORDS_NGRAMS.items():
+            out[key] = bag_of_words(train[first], train_labels, dev[first], dev_labels, num_labels, ngrams).get(metric)
     return {name: value for name, value in out.items() if value is not None}
 
 
 __all__ = [
+    "BAG_OF_WORDS_NGRAMS",
+    "bag_of_words",
     "task_baselines",
     "constant_answer",
     "fit_threshold",

@@ -26,8 +26,12 @@ PRESETS: dict[str, dict[str, int]] = {
     for name, (layers, hidden) in _SIZES.items()
 }
 
-# What the sequence classification head reads: the pooled [CLS] (BERT) or the mean of the last hidden states.
-CLASSIFIER_POOLINGS = ("cls", "mean", "segments")
+# What the sequence classification head reads: the pooled [CLS] (BERT), the mean, the maximum or both of the last
+# hidden states, or each text of a pair by its own mean.
+CLASSIFIER_POOLINGS = ("cls", "mean", "max", "mean-max", "segments")
+# How the sequence classification head cuts a single text longer than it was fine-tuned on: keep its start, its end,
+# or its start and end (Sun et al. 2019).
+LONG_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
@@ -59,10 +63,19 @@ class BertScratchConfig(PretrainedConfig):
         classifier_dropout: Dropout before classification heads; `hidden_dropout_prob` when None.
         classifier_pooling: What the sequence classification and regression head reads: "cls" (BERT's pooler,
             tanh(dense(h_[CLS])), exactly as transformers' BERT) or "mean" (the mean of the last hidden states over
-            the real tokens, no pooler; ModernBERT's and Cramming's choice) or "segments" (for sentence pairs: the
+            the real tokens, no pooler; ModernBERT's and Cramming's choice), "max" (their elementwise maximum over
+            the real tokens), "mean-max" (both, concatenated: 2H, as ULMFiT's concat pooling) or "segments" (for sentence pairs: the
             mean of each text's tokens, u and v, read as [u, v, |u - v|, u * v], as Sentence-BERT's classifier; no
             pooler). Masked-LM pretraining never trains the pooler, while the mean of a text's last hidden states
             already ranks sentence similarity before any fine-tuning (docs/fine-tuning.md).
+        long_text_max_length: The sequence classification head's input length (tokens, [CLS] and [SEP] included):
+            a longer input is cut to it by `long_text_truncation` before the encoder reads it, so a pipeline handed a
+            whole review gets what fine-tuning measured. None (the default): inputs are read as given, up to
+            `max_position_embeddings`.
+        long_text_truncation: How a single text longer than `long_text_max_length` is cut: "head" keeps its first
+            tokens, "tail" its last, "head+tail" its first `long_text_head_tokens` and its last (Sun et al. 2019);
+            [CLS] and the final [SEP] stay. Fine-tuning cuts its features the same way (`--truncation`).
+        long_text_head_tokens: The text tokens "head+tail" keeps from the start.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.
@@ -93,6 +106,9 @@ class BertScratchConfig(PretrainedConfig):
     eos_token_id: int | list[int] | None = None
     classifier_dropout: float | int | None = None
     classifier_pooling: str = "cls"
+    long_text_max_length: int | None = None
+    long_text_truncation: str = "head"
+    long_text_head_tokens: int = 128
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True
@@ -147,5 +163,28 @@ class BertScratchConfig(PretrainedConfig):
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"BertScratchConfig.{name} must be in [0, 1), got {value}.")
 
+    def validate_long_text(self) -> None:
+        """Reject a long-text setting the sequence head cannot apply, naming the bad value (run by `@strict`)."""
+        if self.long_text_truncation not in LONG_TEXT_TRUNCATIONS:
+            raise ValueError(
+                f"BertScratchConfig.long_text_truncation must be one of {LONG_TEXT_TRUNCATIONS}, got "
+                f"{self.long_text_truncation!r}."
+            )
+        length = self.long_text_max_length
+        if length is not None and not 3 <= length <= self.max_position_embeddings:
+            raise ValueError(
+                f"BertScratchConfig.long_text_max_length must be None or in [3, max_position_embeddings "
+                f"{self.max_position_embeddings}], got {length}."
+            )
+        if (
+            length is not None
+            and self.long_text_truncation == "head+tail"
+            and not 0 <= self.long_text_head_tokens <= length - 2
+        ):
+            raise ValueError(
+                f"BertScratchConfig.long_text_head_tokens must be in [0, long_text_max_length - 2 = {length - 2}], got "
+                f"{self.long_text_head_tokens}."
+            )
 
-__all__ = ["CLASSIFIER_POOLINGS", "BertScratchConfig", "PRESETS"]
+
+__all__ = ["CLASSIFIER_POOLINGS", "LONG_TEXT_TRUNCATIONS", "BertScratchConfig", "PRESETS"]

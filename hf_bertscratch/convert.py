@@ -73,7 +73,14 @@ _FUSED = re.compile(r"(.*)encoder\.layers\.(\d+)\.attention\.qkv\.(weight|bias)"
 # Config fields of transformers' BertConfig that an encoder-only model does not use.
 _BERT_ONLY_FIELDS = ("is_decoder", "add_cross_attention", "use_cache", "position_embedding_type")
 # Config fields of BertScratch that only choose how it computes or starts (transformers' BERT has no such switches).
-_SCRATCH_ONLY_FIELDS = ("sparse_prediction", "unpad_inputs", "sinusoidal_position_std")
+_SCRATCH_ONLY_FIELDS = (
+    "sparse_prediction",
+    "unpad_inputs",
+    "sinusoidal_position_std",
+    "long_text_max_length",
+    "long_text_truncation",
+    "long_text_head_tokens",
+)
 # Config fields of transformers' ElectraConfig beyond BERT's: the embedding width and the sequence-summary head.
 _ELECTRA_ONLY_FIELDS = (
     "embedding_size",

@@ -201,6 +201,25 @@ def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
     return defaults.classifier_pooling if args.classifier_pooling == AUTO else args.classifier_pooling
 
 
+def long_text_settings(shape, max_positions: int) -> dict:
+    """The config fields that make a single-text sequence head cut a longer input at inference as its features were
+    cut here (`BertScratchConfig.long_text_*`), at most `max_positions` tokens; {} for sentence pairs, which the
+    tokenizer cuts longest-first."""
+    if shape.task.columns.get("text_pair"):
+        return {}
+    settings = shape.settings
+    return {
+        "long_text_max_length": min(settings.max_seq_length, max_positions),
+        "long_text_truncation": settings.truncation,
+        "long_text_head_tokens": settings.head_tokens,
+    }
+
+
+def resolve_head_init(args: ModelArguments, defaults: FinetuneDefaults) -> str:
+    """--head_init, or the task's default for "auto"."""
+    return defaults.head_init if args.head_init == AUTO else args.head_init
+
+
 def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
@@ -214,6 +233,7 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
     updates = shape.config_updates()
     if shape.task.shape in ("classification", "regression"):
         updates["classifier_pooling"] = resolve_pooling(args, defaults)
+        updates.update(long_text_settings(shape, config.max_position_embeddings))
     if args.dropout != -1:
         updates.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     if args.init_from_scratch:
@@ -295,7 +315,7 @@ def load_task_model(
 def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
     """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
     the training set before fine-tuning (`initialisation.probe_head`)."""
-    head_init = defaults.head_init if args.head_init == AUTO else args.head_init
+    head_init = resolve_head_init(args, defaults)
     if head_init != "probe" or shape.task.shape not in ("classification", "regression"):
         return
     columns = [c for c in train.column_names if c not in ("length",)]
@@ -469,7 +489,9 @@ def describe_run(
         "learning_rate": args.learning_rate,
         "max_seq_length": data_args.max_seq_length,
         "truncation": data_args.truncation,
+        **({"long_texts": shape.long_texts} if getattr(shape, "long_texts", None) else {}),
         "init_from_scratch": model_args.init_from_scratch,
+        "head_init": resolve_head_init(model_args, finetune_defaults(task, data_args.task)),
         "model_name_or_path": model_args.model_name_or_path,
         "num_train_epochs": args.num_train_epochs,
         **pooling_and_objective(model.config, shape),
@@ -559,15 +581,22 @@ def _write_card(
     )
 
 
+# results key of a no-learning baseline -> how the log names it
+BASELINE_LABELS = {
+    "baseline_constant": "constant answer",
+    "baseline_word_overlap": "word overlap",
+    "baseline_bag_of_words": "bag of words",
+    "baseline_bag_of_word_pairs": "bag of words and word pairs",
+}
+
+
 def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:
-    """Log the main metric beside its no-learning baselines, and say so when the model answers one thing."""
+    """Log the main metric beside its no-learning baselines; warn when a baseline beats the model, and when the model
+    answers one thing."""
     metric = task.main_metric
     value = results.get(f"eval_{metric}", math.nan)
-    beside = [
-        f"{label} {results[key]:.4f}"
-        for key, label in (("baseline_constant", "constant answer"), ("baseline_word_overlap", "word overlap"))
-        if key in results
-    ]
+    baselines = {label: results[key] for key, label in BASELINE_LABELS.items() if results.get(key) is not None}
+    beside = [f"{label} {score:.4f}" for label, score in baselines.items()]
     logger.info(
         "eval_%s %.4f (%d eval examples)%s",
         metric,
@@ -575,6 +604,12 @@ def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) 
         eval_examples,
         f"; with no learning: {', '.join(beside)}" if beside else "",
     )
+    best = max(baselines, key=baselines.get, default=None)
+    if best is not None and baselines[best] > value:
+        logger.warning(
+            "The model's eval_%s %.4f is below the %s's %.4f, which needs no pretraining.",
+            metric, value, best, baselines[best],
+        )  # fmt: skip
     if results.get("eval_top_class_share") == 1.0:
         logger.warning(
             "The model gives every eval example the same class: its eval_%s is the constant answer's, it has learnt "
@@ -601,6 +636,7 @@ def main(argv: list[str] | None = None) -> None:
     # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     tokenizer = load_task_tokenizer(model_args)
+    tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args, defaults)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.

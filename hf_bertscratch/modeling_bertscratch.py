@@ -1268,14 +1268,64 @@ def segment_pool(
     return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
 
 
+def max_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """(B, T, H) states, (B, T) 0/1 mask -> (B, H): the elementwise maximum over each row's real tokens."""
+    if attention_mask is None:
+        return hidden_states.amax(dim=1)
+    real = attention_mask[:, : hidden_states.shape[1], None].bool()  # (B, T, 1)
+    return hidden_states.masked_fill(~real, torch.finfo(hidden_states.dtype).min).amax(dim=1)
+
+
+def long_text_positions(
+    attention_mask: torch.Tensor | None, batch: int, length: int, max_length: int, head_tokens: int
+) -> torch.Tensor:
+    """(B, max_length) positions to keep of (B, length) rows longer than `max_length`: [CLS] and the first
+    `head_tokens` text tokens, then the last tokens up to the row's final [SEP] (its last real token). A row that fits
+    keeps its first `max_length` positions. With `head_tokens` = max_length - 2 that is the head of the text, with 0
+    its tail: the cut `tasks.shapes.truncate_ids` makes of the token ids."""
+    device = attention_mask.device if attention_mask is not None else None
+    kept = torch.arange(max_length, device=device).expand(batch, max_length)  # (B, L)
+    if attention_mask is None:
+        real = torch.full((batch, 1), length, device=device)
+    else:
+        real = attention_mask.sum(dim=1, keepdim=True)  # (B, 1): real tokens, [CLS] and [SEP] included
+    tail = real - max_length + kept  # the row's last max_length - 1 - head_tokens positions end at real - 1
+    return torch.where((kept <= head_tokens) | (real <= max_length), kept, tail)
+
+
+def cut_long_texts(config: BertScratchConfig, inputs: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
+    """`inputs` (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds; (B, T) or (B, T, H)) cut to
+    `config.long_text_max_length` tokens by `config.long_text_truncation` when T is longer; unchanged otherwise, and
+    while compiled or exported (ONNX Runtime's model cuts on the host, `onnx.runtime`)."""
+    max_length = config.long_text_max_length
+    reference = inputs["input_ids"] if inputs["input_ids"] is not None else inputs["inputs_embeds"]
+    if max_length is None or reference is None or torch.compiler.is_compiling():  # an exported graph reads as given
+        return inputs
+    if reference.shape[1] <= max_length:
+        return inputs
+    head = {"head": max_length - 2, "tail": 0, "head+tail": config.long_text_head_tokens}[config.long_text_truncation]
+    batch, length = reference.shape[:2]
+    kept = long_text_positions(inputs["attention_mask"], batch, length, max_length, head)  # (B, L)
+    cut = {}
+    for name, value in inputs.items():
+        if value is None or name == "position_ids":
+            cut[name] = None  # positions restart at 0 in the kept tokens
+        elif value.dim() == 3:
+            cut[name] = value.gather(1, kept.unsqueeze(-1).expand(-1, -1, value.shape[-1]))
+        else:
+            cut[name] = value.expand(batch, -1).gather(1, kept)
+    return cut
+
+
 # classifier_pooling -> the width of what the classifier reads, in hidden sizes
-_POOLED_WIDTH = {"cls": 1, "mean": 1, "segments": 4}
+_POOLED_WIDTH = {"cls": 1, "mean": 1, "max": 1, "mean-max": 2, "segments": 4}
 
 
 class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
     """Classifier or regressor: single-label, multi-label or regression by `problem_type`, reading the pooled [CLS]
-    (`config.classifier_pooling="cls"`, BERT's head), the mean of the last hidden states ("mean", no pooler), or
-    each text of a pair by its own mean ("segments": `segment_pool`, no pooler)."""
+    (`config.classifier_pooling="cls"`, BERT's head), the mean, the maximum or both ("mean-max") of the last hidden
+    states (no pooler), or each text of a pair by its own mean ("segments": `segment_pool`, no pooler). An input
+    longer than `config.long_text_max_length` is cut as fine-tuning cut it (`cut_long_texts`)."""
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
@@ -1285,6 +1335,25 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         width = _POOLED_WIDTH[config.classifier_pooling] * config.hidden_size
         self.classifier = nn.Linear(width, config.num_labels)
         self.post_init()
+
+    def pool(
+        self,
+        outputs: BaseModelOutputWithPooling,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """What the classifier reads, by `config.classifier_pooling`: (B, H), (B, 2H) for mean-max, (B, 4H) for
+        segments."""
+        states, pooling = outputs.last_hidden_state, self.config.classifier_pooling
+        if pooling == "mean":
+            return mean_pool(states, attention_mask)
+        if pooling == "max":
+            return max_pool(states, attention_mask)
+        if pooling == "mean-max":
+            return torch.cat([mean_pool(states, attention_mask), max_pool(states, attention_mask)], dim=-1)
+        if pooling == "segments":
+            return segment_pool(states, attention_mask, token_type_ids)
+        return outputs.pooler_output
 
     @can_return_tuple
     def forward(
@@ -1298,21 +1367,18 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput:
         """`labels`: (B,) class ids, (B, num_labels) multi-hot floats, or (B,) floats for regression."""
-        outputs = self.bert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            return_dict=True,
-            **kwargs,
+        inputs = cut_long_texts(
+            self.config,
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": token_type_ids,
+                "position_ids": position_ids,
+                "inputs_embeds": inputs_embeds,
+            },
         )
-        if self.config.classifier_pooling == "mean":
-            pooled = mean_pool(outputs.last_hidden_state, attention_mask)  # (B, H)
-        elif self.config.classifier_pooling == "segments":
-            pooled = segment_pool(outputs.last_hidden_state, attention_mask, token_type_ids)  # (B, 4H)
-        else:
-            pooled = outputs.pooler_output  # (B, H)
+        outputs = self.bert(**inputs, return_dict=True, **kwargs)
+        pooled = self.pool(outputs, inputs["attention_mask"], inputs["token_type_ids"])
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         # transformers' loss by `config.problem_type` (MSE, cross-entropy or BCE; inferred from the labels when unset)
         loss = None if labels is None else self.loss_function(labels, logits, self.config)
@@ -1469,6 +1535,7 @@ __all__ = [
     "BertScratchForQuestionAnswering",
     "BertScratchForMultipleChoice",
     "document_ids",
+    "max_pool",
     "mean_pool",
     "segment_pool",
 ]

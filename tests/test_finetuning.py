@@ -12,11 +12,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import (
+    AutoConfig,
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
     BertTokenizer,
+    pipeline,
 )
 
 import hf_bertscratch
@@ -309,6 +311,39 @@ def test_finetune_end_to_end(
     train_labels = [r["label"] for r in csv.DictReader(data_files[0].open())]
     commonest = max(["0", "1"], key=lambda c: (train_labels.count(c), c == "0"))  # ties go to the first class
     assert results["baseline_constant"] == pytest.approx(sum(d["label"] == commonest for d in dev) / len(dev))
+    # The bags of words: scikit-learn's TF-IDF + logistic regression fitted on the train texts, scored on dev.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    train = list(csv.DictReader(data_files[0].open()))
+    for ngrams, key in (((1, 1), "baseline_bag_of_words"), ((1, 2), "baseline_bag_of_word_pairs")):
+        vectorizer = TfidfVectorizer(ngram_range=ngrams, sublinear_tf=True, min_df=2)
+        fitted = LogisticRegression(C=4.0, max_iter=1000).fit(
+            vectorizer.fit_transform([r["text"] for r in train]), [int(r["label"]) for r in train]
+        )
+        predicted = fitted.predict(vectorizer.transform([d["text"] for d in dev]))
+        assert results[key] == pytest.approx(np.mean(predicted == np.array([int(d["label"]) for d in dev])))
+    # How many texts were longer than max_seq_length, and the cut the saved classifier applies at inference.
+    assert set(results["long_texts"]) == {"train", "validation"}
+    config = AutoConfig.from_pretrained(output)
+    assert (config.long_text_max_length, config.long_text_truncation, config.long_text_head_tokens) == (
+        results["max_seq_length"],
+        "head+tail",
+        6,
+    )
+    assert AutoTokenizer.from_pretrained(output).model_max_length == results["max_seq_length"]
+    # A pipeline handed a text longer than the model's positions (64) classifies it as cut in fine-tuning.
+    long_text = " ".join(POSITIVE * 40)
+    classify = pipeline("text-classification", model=str(output))
+    reloaded = AutoModelForSequenceClassification.from_pretrained(output).eval()
+    pieces = classify.tokenizer(long_text, add_special_tokens=False)["input_ids"]
+    assert len(pieces) > reloaded.config.max_position_embeddings
+    cut = [classify.tokenizer.cls_token_id, *truncate_ids(pieces, 22, "head+tail", 6), classify.tokenizer.sep_token_id]
+    with torch.no_grad():
+        expected = torch.softmax(reloaded(input_ids=torch.tensor([cut])).logits, -1)[0]
+    answer = classify(long_text)[0]
+    assert answer["score"] == pytest.approx(float(expected.max()), abs=1e-5)
+    assert answer["label"] == reloaded.config.id2label[int(expected.argmax())]
     assert all(abs(float(r["p_0"]) + float(r["p_1"]) - 1) < 1e-4 for r in rows)
     assert results["global_step"] == 12 and results["truncation"] == "head+tail"
     for name in ("confusion_matrix.png", "loss_curve.png", "model.safetensors", "config.json"):

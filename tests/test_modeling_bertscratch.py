@@ -336,6 +336,61 @@ def test_segments_head_reads_each_text_of_the_pair_by_its_mean(unpad: bool) -> N
     _compare(got, expected, None, "logits")
 
 
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("pooling", ["max", "mean-max"])
+def test_max_and_mean_max_heads_read_the_real_tokens(pooling: str, unpad: bool) -> None:
+    """classifier_pooling="max": the elementwise maximum of transformers' BERT's last states over each row's real
+    tokens; "mean-max": the mean and the maximum side by side (2H)."""
+    reference, ours = _pair("BertForSequenceClassification", unpad=unpad)
+    config = BertScratchConfig.from_dict({**ours.config.to_dict(), "classifier_pooling": pooling})
+    torch.manual_seed(0)
+    head = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
+    assert head.classifier.in_features == (2 if pooling == "mean-max" else 1) * config.hidden_size
+    head.bert.load_state_dict(ours.bert.state_dict(), strict=False)
+    inputs = _inputs()
+    mask = inputs["attention_mask"][..., None].float()  # (B, T, 1)
+    with torch.no_grad():
+        hidden = reference.bert(**inputs).last_hidden_state  # (B, T, H)
+        largest = torch.stack([h[m[:, 0].bool()].max(0).values for h, m in zip(hidden, mask)])  # (B, H)
+        mean = (hidden * mask).sum(1) / mask.sum(1)
+        expected = head.classifier(largest if pooling == "max" else torch.cat([mean, largest], dim=-1))
+        got = head(**inputs).logits
+    _compare(got, expected, None, "logits")
+
+
+@pytest.mark.parametrize("strategy", ["head", "tail", "head+tail"])
+def test_a_long_text_is_cut_by_the_head_as_its_features_were(strategy: str) -> None:
+    """With `long_text_max_length` set, a classifier handed rows longer than it (a padded batch, as a pipeline or a
+    user gives whole reviews) scores each as the features `truncate_ids` cut to that length: [CLS], the kept text
+    tokens, [SEP]. Rows that fit are read whole."""
+    from hf_bertscratch.tasks.shapes import truncate_ids
+
+    config = BertScratchConfig(
+        **tiny_config_kwargs(100),
+        long_text_max_length=12,
+        long_text_truncation=strategy,
+        long_text_head_tokens=4,
+        classifier_pooling="mean",
+    )
+    torch.manual_seed(0)
+    model = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
+    generator = torch.Generator().manual_seed(1)
+    texts = [torch.randint(5, config.vocab_size, (n,), generator=generator).tolist() for n in (30, 7, 10, 19)]
+    rows = [[2] + text + [3] for text in texts]  # [CLS]=2, [SEP]=3
+    width = max(map(len, rows))
+    input_ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
+    attention_mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
+    with torch.no_grad():
+        got = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        for i, text in enumerate(texts):
+            cut = torch.tensor([[2] + truncate_ids(text, 10, strategy, head_tokens=4) + [3]])
+            torch.testing.assert_close(got[i : i + 1], model(input_ids=cut).logits, atol=1e-5, rtol=1e-5)
+        model.config.long_text_max_length = None  # read whole: the long row scores otherwise
+        whole = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    assert (whole[0] - got[0]).abs().max() > 1e-4
+    torch.testing.assert_close(whole[1], got[1], atol=1e-5, rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------------------------------- bad input
 
 

@@ -60,7 +60,10 @@ def save_heads(tokenizer, tmp_path_factory: pytest.TempPathFactory, initializer_
     for task, model_class in HEADS.items():
         dirs[task] = tmp_path_factory.mktemp(task)
         # Three labels for the classifier; the QA head needs the default two (start, end).
+        # The classifier cuts texts longer than 12 tokens as a fine-tuned folder does (head+tail).
         labels = {"id2label": {0: "neg", 1: "pos", 2: "mixed"}} if task == "text-classification" else {}
+        if task == "text-classification":
+            labels.update(long_text_max_length=12, long_text_truncation="head+tail", long_text_head_tokens=4)
         model_class(hf_bertscratch.BertScratchConfig(**kwargs, **labels)).save_pretrained(dirs[task])
         tokenizer.save_pretrained(dirs[task])
     return dirs
@@ -96,8 +99,9 @@ def test_export_matches_pytorch_on_padded_batches(task: str, model_dirs, onnx_di
     """Every output equals the PyTorch model's default (unpadded) path and its dense path at real positions, and the
     last hidden state is zero at pad positions as the default path returns it; per-sequence outputs equal the
     default path on every row, a fully padded one included."""
-    model = HEADS[task].from_pretrained(model_dirs[task]).eval()
-    dense = HEADS[task].from_pretrained(model_dirs[task], unpad_inputs=False).eval()
+    whole = {"long_text_max_length": None} if task == "text-classification" else {}  # the graph reads all tokens
+    model = HEADS[task].from_pretrained(model_dirs[task], **whole).eval()
+    dense = HEADS[task].from_pretrained(model_dirs[task], unpad_inputs=False, **whole).eval()
     inference_session = onnx_session(onnx_dirs[task])
     for batch_size, seq_len in SHAPES:
         batch = padded_batch(model.config, batch_size, seq_len)
@@ -118,6 +122,20 @@ def test_export_matches_pytorch_on_padded_batches(task: str, model_dirs, onnx_di
             )
             if name == "last_hidden_state":
                 assert not actual[~real].any()
+
+
+def test_onnx_runtime_classifier_cuts_a_long_text_as_pytorch_does(model_dirs, onnx_dirs) -> None:
+    """The graph reads every token; the ONNX Runtime model cuts a row longer than the folder's
+    `long_text_max_length` on the host first, so a long review gets the PyTorch head's answer."""
+    from hf_bertscratch.onnx.runtime import BertScratchOnnxRuntimeModel
+
+    model = HEADS["text-classification"].from_pretrained(model_dirs["text-classification"]).eval()
+    runtime = BertScratchOnnxRuntimeModel.from_folder(onnx_dirs["text-classification"], "text-classification")
+    batch = example_batch(model.config, 3, 30, seed=3)
+    batch["token_type_ids"].zero_()  # single texts
+    with torch.no_grad():
+        expected = model(**batch).logits
+    np.testing.assert_allclose(runtime(**batch).logits.numpy(), expected.numpy(), rtol=0, atol=ATOL)
 
 
 def test_export_keeps_attention_layout_with_biases(tmp_path: Path) -> None:

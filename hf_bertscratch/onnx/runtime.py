@@ -13,6 +13,7 @@ from transformers import AutoConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from ..configuration_bertscratch import BertScratchConfig
+from ..modeling_bertscratch import cut_long_texts
 from .common import MASKED_POSITIONS, ONNX_FILE, ONNX_TASKS, check_task, example_batch, require
 
 logger = logging.getLogger(__name__)
@@ -139,12 +140,10 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
                 f"This export has no {MASKED_POSITIONS} input: export it with --masked_positions (fill-mask) to "
                 "decode given positions only."
             )
-        inputs = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            MASKED_POSITIONS: masked_positions,
-        }
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        if self.task == "text-classification":  # a long text cut as the PyTorch head cuts it (graphs never cut)
+            inputs = cut_long_texts(self.config, {**inputs, "position_ids": None, "inputs_embeds": None})
+        inputs[MASKED_POSITIONS] = masked_positions
         outputs = run_session(
             self.inference_session, {name: value for name, value in inputs.items() if value is not None}
         )

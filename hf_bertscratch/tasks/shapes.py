@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ from ..metrics import ClassificationMetrics, RegressionMetrics, load_metric
 from . import TaskSpec
 
 TRUNCATION_STRATEGIES = ("head", "tail", "head+tail")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ def make_text_tokenize_function(
     """A batched `datasets.map` function: texts -> input_ids, token_type_ids, attention_mask, labels, length.
 
     Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
-    review). Pairs use the tokenizer's own longest-first truncation, which is what GLUE pair tasks use. Labels are
+    review); their uncut length ([CLS] and [SEP] included) comes as `text_length`. Pairs use the tokenizer's own
+    longest-first truncation, which is what GLUE pair tasks use. Labels are
     class ids through `label_map`, or floats for regression (`label_map` None).
     """
     text, pair, label = task.columns["text"], task.columns.get("text_pair"), task.columns["label"]
@@ -128,6 +132,7 @@ def make_text_tokenize_function(
                 "input_ids": input_ids,
                 "token_type_ids": [[0] * len(ids) for ids in input_ids],
                 "attention_mask": [[1] * len(ids) for ids in input_ids],
+                "text_length": [len(ids) + 2 for ids in pieces],
             }
         values = batch[label]
         encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
@@ -178,6 +183,7 @@ class ClassificationShape:
         self.task, self.settings, self.tokenizer = task, settings, tokenizer
         self.names: list[str] = []
         self.label_map: dict | None = None
+        self.long_texts: dict[str, int] = {}  # split -> its texts longer than max_seq_length (cut by the truncation)
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read and check the label set of every split."""
@@ -190,12 +196,23 @@ class ClassificationShape:
         return {**class_config(self.names), "problem_type": "single_label_classification"}
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
-        """Tokenised examples with labels and lengths (the same for training and evaluation)."""
+        """Tokenised examples with labels and lengths (the same for training and evaluation); how many single texts
+        were longer than max_seq_length is kept in `long_texts` and logged."""
         s = self.settings
         tokenize = make_text_tokenize_function(
             self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
         )
-        return split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
+        features = split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
+        if "text_length" not in features.column_names:
+            return features
+        name = str(split.split or ("train" if training else "eval"))
+        self.long_texts[name] = int(np.sum(np.asarray(features["text_length"]) > s.max_seq_length))
+        logger.info(
+            "%s of the %s %s texts are longer than %s tokens: read cut to them (--truncation %s%s).",
+            f"{self.long_texts[name]:,}", f"{len(features):,}", name, s.max_seq_length, s.truncation,
+            f", {s.head_tokens} from the start" if s.truncation == "head+tail" else "",
+        )  # fmt: skip
+        return features.remove_columns("text_length")
 
     def collator(self):
         return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=8)
