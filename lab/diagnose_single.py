@@ -1,0 +1,309 @@
+"""Why fine-tuning on a single-text classification task (IMDB, SST-2, CoLA) does or does not beat a bag of words: one
+record per model and task.
+
+For a pretrained folder and a single-text task it measures, on the task's eval split (IMDB: test; GLUE: dev):
+
+1. the no-learning baselines: the constant answer and TF-IDF + logistic regression on words, and on words and word
+   pairs (`hf_bertscratch.baselines.bag_of_words`), fitted on the train split;
+2. frozen-feature probes: logistic regression on the pretrained encoder's last states pooled four ways ([CLS] state,
+   mean, max, mean and max), at the task's length and truncation, on `--probe_samples` train and eval examples;
+3. fine-tuning curves, one run per variant and seed (`bertscratch finetune` with the variant's flags, in
+   `RUNS_DIR/<variant>-seed<seed>`): the eval metric per epoch, the gradient norms, the run's own baselines and how
+   many texts were longer than the length read.
+
+A finished run (its all_results.json) is read, not run again, and the record is written after each run, so the
+command continues where it stopped, also from its committed record alone (`--output_json` of an earlier run):
+
+    python -m lab.diagnose_single --model runs/D --task imdb --data_dir ../shared/data --runs_dir runs/diag-imdb \\
+        --variants defaults mean-max --seeds 42 --output_json results/single-diagnosis/imdb.json
+
+`--extra` passes further flags to every run (e.g. `--max_train_samples 5000 --max_eval_samples 5000` to screen on a
+subset; the record keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+import hf_bertscratch  # noqa: F401  (registers the model type)
+from hf_bertscratch.baselines import BAG_OF_WORDS_NGRAMS, bag_of_words, constant_answer
+from hf_bertscratch.data import resolve_data_dir
+from hf_bertscratch.finetuning import load_task_datasets
+from hf_bertscratch.finetuning_arguments import DataArguments
+from hf_bertscratch.hardware import describe_hardware
+from hf_bertscratch.modeling_bertscratch import max_pool, mean_pool
+from hf_bertscratch.records import portable_paths
+from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.tasks import TASKS, TaskSpec, finetune_defaults
+from hf_bertscratch.tasks.shapes import truncate_ids
+from lab.diagnose_pairs import curve, git_commit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Variant name -> the finetune flags that make it: each changes one or two things from the task's defaults.
+VARIANTS: dict[str, list[str]] = {
+    "defaults": [],
+    "cls": ["--classifier_pooling", "cls"],
+    "mean": ["--classifier_pooling", "mean"],
+    "max": ["--classifier_pooling", "max"],
+    "mean-max": ["--classifier_pooling", "mean-max"],
+    "cls-probe": ["--classifier_pooling", "cls", "--head_init", "probe"],
+    "mean-max-probe": ["--classifier_pooling", "mean-max", "--head_init", "probe"],
+    "mean-max-random": ["--classifier_pooling", "mean-max", "--head_init", "random"],
+    "head-256": ["--max_seq_length", "256", "--truncation", "head"],
+    "head-512": ["--max_seq_length", "512", "--truncation", "head"],
+    "head+tail-512": ["--max_seq_length", "512", "--truncation", "head+tail", "--head_tokens", "128"],
+    "mean-max-head+tail-512": ["--classifier_pooling", "mean-max", "--max_seq_length", "512", "--truncation",
+                               "head+tail", "--head_tokens", "128"],
+    "lr1e-4": ["--learning_rate", "1e-4"],
+    "lr5e-4": ["--learning_rate", "5e-4"],
+    "lr1e-3": ["--learning_rate", "1e-3"],
+    "epochs-2": ["--num_train_epochs", "2"],
+    "epochs-5": ["--num_train_epochs", "5"],
+    "scratch": ["--init_from_scratch", "true"],
+}  # fmt: skip
+
+POOLINGS = ("cls", "mean", "max", "mean-max")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="The pretrained folder.")
+    p.add_argument("--task", required=True, help=f"A single-text classification task: {single_text_tasks()}.")
+    p.add_argument("--data_dir", default=None, help="Local copies of the datasets (default $BERTSCRATCH_DATA_DIR).")
+    p.add_argument("--runs_dir", default=None, help="Where the fine-tuning runs go (needed with --variants).")
+    p.add_argument("--variants", nargs="*", default=[], help=f"Fine-tuning variants to run, of {list(VARIANTS)}.")
+    p.add_argument("--seeds", nargs="+", type=int, default=[42], help="Fine-tuning seeds of every variant.")
+    p.add_argument("--processes", type=int, default=1, help="Fine-tuning runs at once (one thread each when > 1).")
+    p.add_argument("--probe_samples", type=int, default=5000, help="Train and eval examples of the frozen probes.")
+    p.add_argument("--no_probe", action="store_true", help="Skip the baselines and probes (kept from the record).")
+    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="Further flags for every finetune run.")
+    p.add_argument("--output_json", default=None, help="Where the record goes (written atomically).")
+    p.add_argument("--model_note", default=None, help="How the model was made, for the record's table.")
+    args = p.parse_args(argv)
+    if args.task not in single_text_tasks():
+        raise SystemExit(f"--task {args.task!r} is not a single-text classification task of the table; expected one "
+                         f"of {single_text_tasks()}.")  # fmt: skip
+    unknown = sorted(set(args.variants) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"Unknown variant(s) {unknown}; expected some of {list(VARIANTS)}.")
+    if args.variants and not args.runs_dir:
+        raise SystemExit("--variants needs --runs_dir, where the fine-tuning runs go.")
+    return args
+
+
+def single_text_tasks() -> list[str]:
+    return [name for name, t in TASKS.items() if t.shape == "classification" and not t.columns.get("text_pair")]
+
+
+# ------------------------------------------------------------------------------------------------ no learning
+def load_texts(task: TaskSpec, name: str, data_dir: str | None) -> dict[str, dict[str, list]]:
+    """The train and eval splits' texts and class ids."""
+    raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
+    ids = {label: i for i, label in enumerate(task.label_names or ())}
+    return {
+        role: {
+            "texts": [text or "" for text in raw[role][task.columns["text"]]],
+            "labels": [ids.get(label, label) for label in raw[role][task.columns["label"]]],
+        }
+        for role in ("train", "eval")
+    }
+
+
+def baselines(task: TaskSpec, splits: dict[str, dict[str, list]]) -> dict:
+    """The constant answer and the bags of words, each with every classification metric."""
+    train, dev = splits["train"], splits["eval"]
+    num_labels = len(task.label_names)
+    out = {"constant": constant_answer(train["labels"], dev["labels"], num_labels)}
+    for ngrams, key in BAG_OF_WORDS_NGRAMS.items():
+        out[key.removeprefix("baseline_")] = bag_of_words(
+            train["texts"], train["labels"], dev["texts"], dev["labels"], num_labels, ngrams
+        )
+    return out
+
+
+def pooled_features(
+    model, tokenizer, texts: list[str], max_length: int, truncation: str, head_tokens: int
+) -> dict[str, np.ndarray]:
+    """The frozen encoder's last states of `texts` (cut as fine-tuning cuts them), pooled each of `POOLINGS` way:
+    pooling -> (N, H) or (N, 2H)."""
+    pieces = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    rows = [
+        [tokenizer.cls_token_id] + truncate_ids(ids, max_length - 2, truncation, head_tokens) + [tokenizer.sep_token_id]
+        for ids in pieces
+    ]
+    order = np.argsort([len(r) for r in rows])  # batches of similar length
+    out: dict[str, list] = {p: [None] * len(rows) for p in POOLINGS}
+    for start in range(0, len(rows), 64):
+        batch = [rows[i] for i in order[start : start + 64]]
+        width = max(map(len, batch))
+        ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in batch])
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in batch])
+        with torch.no_grad():
+            states = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        mean, largest = mean_pool(states, mask), max_pool(states, mask)
+        pooled = {"cls": states[:, 0], "mean": mean, "max": largest, "mean-max": torch.cat([mean, largest], -1)}
+        for pooling, values in pooled.items():
+            for j, i in enumerate(order[start : start + 64]):
+                out[pooling][i] = values[j].numpy()
+    return {pooling: np.stack(values) for pooling, values in out.items()}
+
+
+def frozen_probes(model_dir: str, task: TaskSpec, name: str, splits: dict, samples: int) -> dict:
+    """Logistic regression on the frozen pooled features of `samples` train examples, scored on `samples` eval
+    examples (both drawn with seed 0), at the task's default length and truncation."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from hf_bertscratch.metrics import ClassificationMetrics
+
+    defaults = finetune_defaults(task, name)
+    model, tokenizer = AutoModel.from_pretrained(model_dir).eval(), AutoTokenizer.from_pretrained(model_dir)
+    rng = np.random.default_rng(0)
+    chosen = {role: rng.permutation(len(s["texts"]))[:samples] for role, s in splits.items()}
+    features = {
+        role: pooled_features(
+            model, tokenizer, [splits[role]["texts"][i] for i in index], defaults.max_seq_length, "head", 128
+        )
+        for role, index in chosen.items()
+    }
+    labels = {role: [splits[role]["labels"][i] for i in index] for role, index in chosen.items()}
+    out = {"samples": samples, "max_seq_length": defaults.max_seq_length, "truncation": "head"}
+    for pooling in POOLINGS:
+        scaler = StandardScaler().fit(features["train"][pooling])
+        classifier = LogisticRegression(max_iter=2000).fit(
+            scaler.transform(features["train"][pooling]), labels["train"]
+        )
+        predictions = classifier.predict(scaler.transform(features["eval"][pooling]))
+        out[pooling] = ClassificationMetrics(len(task.label_names), pairs=True).compute(
+            [int(p) for p in predictions], labels["eval"]
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ fine-tuning
+def run_folder(runs_dir: Path, variant: str, seed: int) -> Path:
+    return runs_dir / f"{variant}-seed{seed}"
+
+
+def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[str]:
+    folder = run_folder(Path(args.runs_dir), variant, seed)
+    command = ["bertscratch", "finetune", "--model_name_or_path", args.model, "--task", args.task,
+               "--output_dir", str(folder), "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none",
+               "--disable_tqdm", "true", *VARIANTS[variant], *args.extra]  # fmt: skip
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    if any(folder.glob("checkpoint-*")):
+        command += ["--resume_from_checkpoint", "last"]
+    return command
+
+
+def run_one(args: argparse.Namespace, variant: str, seed: int) -> None:
+    folder = run_folder(Path(args.runs_dir), variant, seed)
+    if (folder / "all_results.json").is_file():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+    if args.processes > 1:
+        env["OMP_NUM_THREADS"] = "1"
+    with (folder.parent / f"{folder.name}.log").open("w") as log:
+        print(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}", flush=True)
+        subprocess.run(finetune_command(args, variant, seed), env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+
+def run_summary(folder: Path, metric: str) -> dict:
+    """`diagnose_pairs.curve` of a finished run, with its own baselines and length settings."""
+    results = json.loads((folder / "all_results.json").read_text())
+    keep = ("baseline_", "max_seq_length", "truncation", "classifier_pooling", "long_texts", "train_samples",
+            "eval_samples", "num_train_epochs", "head_init")  # fmt: skip
+    return {**curve(folder, metric), **{k: v for k, v in results.items() if k.startswith(keep)}}
+
+
+# --------------------------------------------------------------------------------------------------------- main
+def recorded_command(given: list[str]) -> str:
+    """The command as the record keeps it: without `--model_note`, with portable paths (`records.portable_paths`)."""
+    given = list(given)
+    if "--model_note" in given:
+        at = given.index("--model_note")
+        del given[at : at + 2]
+    return "python -m lab.diagnose_single " + shlex.join(portable_paths(given))
+
+
+def print_summary(record: dict, metric: str) -> None:
+    print(f"\n{record['task']} {metric} x 100 (model {record['model']})")
+    for name, scores in record.get("no_learning", {}).items():
+        print(f"  {name:32s} {100 * scores[metric]:6.1f}")
+    for pooling in POOLINGS:
+        if pooling in record.get("frozen_probes", {}):
+            print(f"  frozen probe, {pooling:18s} {100 * record['frozen_probes'][pooling][metric]:6.1f}")
+    for variant, runs in record["fine_tuning"].items():
+        finals = [100 * r["final"] for r in runs.values() if r.get("final") is not None]
+        if finals:
+            print(f"  fine-tuned: {variant:20s} {np.mean(finals):6.1f} +/- {np.std(finals):.1f} ({len(finals)} seeds)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    args.data_dir = str(resolve_data_dir(args.data_dir) or "") or None
+    task = TASKS[args.task]
+    metric = task.main_metric
+    old = (
+        json.loads(Path(args.output_json).read_text()) if args.output_json and Path(args.output_json).is_file() else {}
+    )
+    same_model = old.get("model") == args.model
+    command = recorded_command(list(argv if argv is not None else sys.argv[1:]))
+    earlier = old.get("commands", []) if same_model else []
+    record = {
+        "commands": earlier + ([command] if command not in earlier else []),
+        "model": args.model,
+        "task": args.task,
+        "metric": metric,
+        "machine": describe_hardware(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "commit": git_commit(),
+        "model_note": args.model_note or old.get("model_note"),
+    }
+    for part in ("no_learning", "frozen_probes"):
+        if same_model and part in old:
+            record[part] = old[part]
+    record["fine_tuning"] = old.get("fine_tuning", {}) if same_model else {}
+
+    def save() -> None:
+        if args.output_json:
+            write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
+
+    if not args.no_probe and not ("no_learning" in record and "frozen_probes" in record):
+        splits = load_texts(task, args.task, args.data_dir)
+        record["no_learning"] = baselines(task, splits)
+        save()
+        record["frozen_probes"] = frozen_probes(args.model, task, args.task, splits, args.probe_samples)
+        save()
+    jobs = [(v, s) for v in args.variants for s in args.seeds]
+    with ThreadPoolExecutor(max_workers=max(1, args.processes)) as pool:
+        futures = {job: pool.submit(run_one, args, *job) for job in jobs}
+        for (variant, seed), future in futures.items():
+            future.result()
+            record["fine_tuning"].setdefault(variant, {})[str(seed)] = {
+                "flags": VARIANTS[variant] + args.extra,
+                **run_summary(run_folder(Path(args.runs_dir), variant, seed), metric),
+            }
+            save()  # each finished run is kept at once
+    save()
+    print_summary(record, metric)
+
+
+if __name__ == "__main__":
+    main()
