@@ -279,10 +279,12 @@ def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-def choose_training_defaults(training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config) -> None:
+def choose_training_defaults(
+    training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config, chosen_before: list[str] = ()
+) -> None:
     """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
-    model's width), and log what was chosen."""
-    chosen = []
+    model's width), and log what was chosen, after the other settings chosen for the task (`chosen_before`)."""
+    chosen = list(chosen_before)
     if training_args.learning_rate is None:
         training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
         chosen.append(f"learning_rate {training_args.learning_rate:g} (hidden size {config.hidden_size})")
@@ -303,7 +305,13 @@ def load_task_model(
     """The model to fine-tune (`load_model`), with the learning rate and epochs the flags left unset chosen for its
     width (`choose_training_defaults`); refuses a --max_seq_length beyond its position embeddings."""
     model = load_model(model_args, shape, defaults)
-    choose_training_defaults(training_args, defaults, model.config)
+    chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation
+    if shape.task.shape in ("classification", "regression"):
+        for name, value in (("classifier_pooling", resolve_pooling(model_args, defaults)),
+                            ("head_init", resolve_head_init(model_args, defaults))):  # fmt: skip
+            if getattr(model_args, name) == AUTO:
+                chosen.append(f"{name} {value}")
+    choose_training_defaults(training_args, defaults, model.config, chosen)
     max_positions = getattr(model.config, "max_position_embeddings", None)
     if max_positions is not None and data_args.max_seq_length > max_positions:
         raise ValueError(

@@ -168,11 +168,12 @@ class DataArguments:
         },
     )
     truncation: str = field(
-        default="head",
+        default=AUTO,
         metadata={
             "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
-            "or head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019).",
-            "choices": list(TRUNCATION_STRATEGIES),
+            "head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019), or auto (the "
+            "task's: head+tail for IMDB, else head). The saved classifier cuts longer inputs the same way.",
+            "choices": [AUTO, *TRUNCATION_STRATEGIES],
         },
     )
     head_tokens: int = field(
@@ -276,12 +277,18 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     `max_seq_length` with the task's default when unset; returns the resolved task."""
     if args.task is None and not (args.dataset_name or args.train_file):
         raise ValueError("Give --task, --dataset_name or --train_file.")
-    if args.truncation not in TRUNCATION_STRATEGIES:
-        raise ValueError(f"Unknown --truncation {args.truncation!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
+    if args.truncation not in (AUTO, *TRUNCATION_STRATEGIES):
+        raise ValueError(f"Unknown --truncation {args.truncation!r}; expected one of {[AUTO, *TRUNCATION_STRATEGIES]}.")
     check_max_samples(args)
     task = resolve_task(task_overrides(args))
+    defaults = finetune_defaults(task, args.task)
+    args.chosen_defaults = []  # what the task's defaults filled in, for the run's log
     if args.max_seq_length is None:
-        args.max_seq_length = finetune_defaults(task, args.task).max_seq_length
+        args.max_seq_length = defaults.max_seq_length
+        args.chosen_defaults.append(f"max_seq_length {args.max_seq_length}")
+    if args.truncation == AUTO:
+        args.truncation = defaults.truncation
+        args.chosen_defaults.append(f"truncation {args.truncation}")
     if args.max_seq_length < 3:
         raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:

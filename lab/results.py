@@ -220,8 +220,27 @@ def _how(runs: dict[str, tuple[float | None, list[dict]]]) -> str:
     )
 
 
+# A run's no-learning baseline (all_results.json key) -> its name in the task table; the baselines score the task's
+# main metric on the same eval split (hf_bertscratch.baselines).
+BASELINES = {
+    "baseline_constant": "constant answer",
+    "baseline_word_overlap": "word overlap",
+    "baseline_bag_of_words": "bag of words",
+    "baseline_bag_of_word_pairs": "bag of words and word pairs",
+}
+
+
+def _baselines(runs: dict[str, tuple[float | None, list[dict]]], key: str) -> dict[str, float]:
+    """The no-learning scores (x 100) its runs recorded for a row's metric, when it is the task's main metric."""
+    first = next((found[0] for _, found in runs.values() if found), None)
+    if first is None or key != f"eval_{first.get('main_metric')}":
+        return {}
+    return {name: 100 * float(first[field]) for field, name in BASELINES.items() if first.get(field) is not None}
+
+
 def task_rows(runs_dir: Path) -> list[dict]:
-    """Every row of the task table as data: label, the per-seed values of pretrained and scratch, how."""
+    """Every row of the task table as data: label, the per-seed values of pretrained and scratch, the no-learning
+    baselines, how."""
     rows = []
     for task, key, label in ROWS:
         runs = {init: _runs(runs_dir, task, init) for init in ("pretrained", "scratch")}
@@ -232,11 +251,17 @@ def task_rows(runs_dir: Path) -> list[dict]:
                 "label": label,
                 "pretrained": _percent(runs["pretrained"][1], key),
                 "scratch": _percent(runs["scratch"][1], key),
+                "baselines": _baselines(runs, key),
                 "learning_rates": {init: rate for init, (rate, _) in runs.items()},
                 "how": _how(runs),
             }
         )
     return rows
+
+
+def baseline_cell(baselines: dict[str, float]) -> str:
+    """ "constant answer 50.0, bag of words 88.8": a row's no-learning scores, "" for none recorded."""
+    return ", ".join(f"{name} {value:.1f}" for name, value in baselines.items())
 
 
 def task_table_record(runs_dir: str | Path, command: str = "") -> dict:
@@ -261,23 +286,31 @@ def render_task_table(record: dict) -> str:
     """The markdown task table of a `task_table_record`: each task's metric from the pretrained model and from
     random weights (mean ± sd over seeds, at the learning rate chosen on dev for each), their difference, the GLUE
     average, and the published scores for scale."""
+    rows = record["rows"]
+    with_baselines = any(row.get("baselines") for row in rows)  # records made before runs recorded them have none
+    baseline_header = " with no learning |" if with_baselines else ""
     lines = [
         f"Pretraining: {record['pretraining']}.",
         "",
-        "| task, metric (split) | pretrained here | no pretraining | difference | how (lr pretrained/scratch) |",
-        "| --- | ---: | ---: | ---: | --- |",
+        f"| task, metric (split) | pretrained here | no pretraining | difference |{baseline_header} how (lr "
+        "pretrained/scratch) |",
+        "| --- | ---: | ---: | ---: |" + (" --- |" if with_baselines else "") + " --- |",
     ]
-    rows = record["rows"]
     for row in rows:
         pretrained, scratch = row["pretrained"], row["scratch"]
+        baselines = f" {baseline_cell(row.get('baselines', {}))} |" if with_baselines else ""
         lines.append(
-            f"| {row['label']} | **{mean_cell(pretrained)}** | {mean_cell(scratch)} | {_difference(pretrained, scratch)} | "
-            f"{row['how']} |"
+            f"| {row['label']} | **{mean_cell(pretrained)}** | {mean_cell(scratch)} | {_difference(pretrained, scratch)} |"
+            f"{baselines} {row['how']} |"
         )
     average = {init: glue_average(rows, init) for init in ("pretrained", "scratch")}
     cells = [f"{value:.1f}" if value is not None else "incomplete" for value in average.values()]
     difference = f"{average['pretrained'] - average['scratch']:+.1f}" if None not in average.values() else ""
-    lines.append(f"| GLUE average of the five dev tasks above | **{cells[0]}** | {cells[1]} | {difference} | |")
+    lines.append(
+        f"| GLUE average of the five dev tasks above | **{cells[0]}** | {cells[1]} | {difference} |"
+        + (" |" if with_baselines else "")
+        + " |"
+    )
     lines += [
         "",
         "| published (GLUE: test server; CoNLL-2003, IMDB: test) | Google BERT-Tiny (2/128) | Google BERT-Mini "

@@ -258,6 +258,13 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert check_data_arguments(squad).shape == "question-answering" and squad.max_seq_length == 384
     assert DataArguments(task="sst2").max_seq_length == TASK_DEFAULTS["sst2"].max_seq_length  # resolved when made
     assert DataArguments(task="sst2", max_seq_length=32).max_seq_length == 32
+    sst2 = DataArguments(task="sst2", truncation="tail")
+    assert sst2.chosen_defaults == [f"max_seq_length {TASK_DEFAULTS['sst2'].max_seq_length}"]  # logged with the rest
+    imdb = DataArguments(task="imdb")
+    assert (imdb.max_seq_length, imdb.truncation) == (
+        TASK_DEFAULTS["imdb"].max_seq_length,
+        TASK_DEFAULTS["imdb"].truncation,
+    )
     stsb = check_data_arguments(DataArguments(task="stsb"))
     defaults = finetune_defaults(stsb, "stsb")
     assert defaults == replace(SHAPE_DEFAULTS["regression"], classifier_pooling="segments", head_init="probe")

@@ -147,6 +147,7 @@ class FinetuneDefaults:
         head_init: how a new classification or regression head starts ("random", or "probe": fitted to the
             frozen pretrained features first).
         max_seq_length: tokens per example (per window for question answering).
+        truncation: how a single text longer than `max_seq_length` is cut ("head", "tail", "head+tail").
     """
 
     learning_rate: float
@@ -155,6 +156,7 @@ class FinetuneDefaults:
     classifier_pooling: str = "cls"
     head_init: str = "random"
     max_seq_length: int = 128
+    truncation: str = "head"
 
     def learning_rate_for(self, hidden_size: int) -> float:
         """The default rate for a model of this width."""

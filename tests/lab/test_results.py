@@ -165,9 +165,17 @@ def _chosen_runs(runs: Path, task: str, init: str) -> list[dict]:
 
 
 def _check_row(cells: list[str], chosen: dict[str, list[dict]], key: str) -> None:
-    """A table row against the chosen runs' own numbers: mean ± sd per init, their difference, the rates."""
+    """A table row against the chosen runs' own numbers: mean ± sd per init, their difference, the no-learning
+    baselines the runs recorded for the task's main metric, the rates."""
     values = {init: [100 * run[key] for run in runs] for init, runs in chosen.items()}
-    pretrained, scratch, difference, how = cells
+    pretrained, scratch, difference, baselines, how = cells
+    first = chosen["pretrained"][0]
+    if key == f"eval_{first['main_metric']}":
+        assert baselines.startswith(f"constant answer {100 * first['baseline_constant']:.1f}")
+        if "baseline_bag_of_words" in first:
+            assert f"bag of words {100 * first['baseline_bag_of_words']:.1f}" in baselines
+    else:
+        assert baselines == ""
     assert (pretrained, scratch) == (_expected_cell(values["pretrained"]), _expected_cell(values["scratch"]))
     assert difference == f"{statistics.fmean(values['pretrained']) - statistics.fmean(values['scratch']):+.1f}"
     rates = "/".join(f"{chosen[init][0]['learning_rate']:g}" for init in task_runs.INITS)
