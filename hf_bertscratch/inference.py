@@ -276,7 +276,10 @@ def classify(
             raise ValueError(f"{name} is empty: expected something to classify.")
     classifier = as_pipeline("text-classification", model, **load_kwargs)
     inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
-    results = classifier(inputs, top_k=None, **truncation_kwargs(classifier.model))
+    # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (head+tail for IMDB); the
+    # tokenizer's cut would keep the head alone.
+    cuts_itself = text_pair is None and getattr(classifier.model.config, "long_text_max_length", None)
+    results = classifier(inputs, top_k=None, **({} if cuts_itself else truncation_kwargs(classifier.model)))
     results = results[0] if results and isinstance(results[0], list) else results
     if classifier.model.config.num_labels == 1:  # a regressor: one score, whatever its label was named
         return [{"label": "score", "score": results[0]["score"]}]

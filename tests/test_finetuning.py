@@ -22,6 +22,7 @@ from transformers import (
 )
 
 import hf_bertscratch
+from hf_bertscratch import inference
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
 from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
@@ -348,9 +349,9 @@ def test_finetune_end_to_end(
     cut = [classify.tokenizer.cls_token_id, *truncate_ids(pieces, 22, "head+tail", 6), classify.tokenizer.sep_token_id]
     with torch.no_grad():
         expected = torch.softmax(reloaded(input_ids=torch.tensor([cut])).logits, -1)[0]
-    answer = classify(long_text)[0]
-    assert answer["score"] == pytest.approx(float(expected.max()), abs=1e-5)
-    assert answer["label"] == reloaded.config.id2label[int(expected.argmax())]
+    for answer in (classify(long_text)[0], inference.classify(str(output), long_text)[0]):  # bertscratch classify
+        assert answer["score"] == pytest.approx(float(expected.max()), abs=1e-5)
+        assert answer["label"] == reloaded.config.id2label[int(expected.argmax())]
     assert all(abs(float(r["p_0"]) + float(r["p_1"]) - 1) < 1e-4 for r in rows)
     assert results["global_step"] == 12 and results["truncation"] == "head+tail"
     for name in ("confusion_matrix.png", "loss_curve.png", "model.safetensors", "config.json"):
