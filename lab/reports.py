@@ -79,6 +79,8 @@ INT8_BLOCK = ("<!-- int8-table:start -->\n", "<!-- int8-table:end -->")
 # The headline figures: README's opening paragraph and the documentation home page's table.
 PAIRS_RECORDS = "results/pairs"  # `bash lab/record_pairs.sh`: README's pairs table and headline
 PAIRS_DIAGNOSIS_RECORDS = "results/pairs-diagnosis"  # the diagnosis behind the defaults
+SINGLE_DIAGNOSIS_RECORDS = "results/single-diagnosis"  # `bash lab/record_single.sh`: IMDB and SST-2
+SINGLE_DIAGNOSIS_BLOCK = ("<!-- single-diagnosis:start -->\n", "<!-- single-diagnosis:end -->")
 PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
 PAIRS_DIAGNOSIS_BLOCK = ("<!-- pairs-diagnosis:start -->\n", "<!-- pairs-diagnosis:end -->")
 PAIRS_HEADLINE_RECORD = "stsb.json"  # the record the headline's similarity sentence reads
@@ -645,6 +647,51 @@ def render_pairs_block(records: dict[str, dict]) -> str:
     return "\n".join(render_pairs_table(record) for record in records.values())
 
 
+# A single-text diagnosis record's no-learning entries -> how its table names them.
+SINGLE_BASELINES = {
+    "constant": "constant answer",
+    "bag_of_words": "bag of words (TF-IDF + logistic regression)",
+    "bag_of_word_pairs": "bag of words and word pairs",
+}
+
+
+def render_single_table(record: dict) -> str:
+    """One `lab/diagnose_single.py` record as a table: the no-learning scores, the frozen probes per pooling and
+    each fine-tuning variant (its flags, mean ± sd over seeds, the eval metric per epoch)."""
+    metric = record["metric"]
+    lines = [f"**{record['task']}** ({metric} x 100):", "", "| what | how | score | per epoch |",
+             "| --- | --- | ---: | --- |"]  # fmt: skip
+    for key, name in SINGLE_BASELINES.items():
+        if key in record.get("no_learning", {}):
+            lines.append(
+                f"| {name} | no learning, full train split | {100 * record['no_learning'][key][metric]:.1f} | |"
+            )
+    probes = record.get("frozen_probes", {})
+    for pooling in ("cls", "mean", "max", "mean-max"):
+        if pooling in probes:
+            how = f"{probes['samples']:,} train / eval examples, max_seq_length {probes['max_seq_length']}"
+            lines.append(
+                f"| frozen features, {pooling}, logistic regression | {how} | {100 * probes[pooling][metric]:.1f} | |"
+            )
+    for variant, runs in record.get("fine_tuning", {}).items():
+        first = next(iter(runs.values()))
+        flags = " ".join(first.get("flags", [])) or "(the task's defaults)"
+        curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
+        lines.append(f"| fine-tuned: `{variant}` | `{flags}` | {_variant_mean(record, variant, metric)} | {curves} |")
+    note = record.get("model_note") or record["model"]
+    commands = "; then ".join(f"`{c}`" for c in record.get("commands", []))
+    lines += ["", f"Model: {note}. Made by {commands} ({record.get('machine', '?')}, {record.get('date', '?')}, commit "
+              f"{record.get('commit', '?')}).", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_single_block(records: dict[str, dict]) -> str:
+    """Every single-text diagnosis record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return f"No record yet: `bash lab/record_single.sh` writes them to `{SINGLE_DIAGNOSIS_RECORDS}/`.\n"
+    return "\n".join(render_single_table(record) for record in records.values())
+
+
 # The summary's columns after the no-learning ones: (record file suffix, variant, heading). The task's own record is
 # TASK.json (the pretrained model itself); TASK-from-stsb*.json start from a folder fine-tuned on STS-B.
 PAIRS_SUMMARY_COLUMNS = (
@@ -1056,6 +1103,8 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     blocks.append(("docs/results.md", PAIRS_BLOCK, render_pairs_block(pair_records)))
     diagnosis = render_pairs_block(read_records(root, PAIRS_DIAGNOSIS_RECORDS))
     blocks.append(("docs/fine-tuning.md", PAIRS_DIAGNOSIS_BLOCK, diagnosis))
+    single = render_single_block(read_records(root, SINGLE_DIAGNOSIS_RECORDS))
+    blocks.append(("docs/fine-tuning.md", SINGLE_DIAGNOSIS_BLOCK, single))
     figures = headline(root, records)
     blocks.append(("README.md", HEADLINE_BLOCK, render_headline(figures)))
     blocks.append((HEADLINE_TABLE_PAGE, HEADLINE_TABLE_BLOCK, render_headline_table(figures)))
