@@ -118,8 +118,8 @@ def score_baseline(
 # and word pairs) in 20 s each, and IMDB test 88.8 / 90.4 in 37 s / 95 s.
 BAG_OF_WORDS = {"sublinear_tf": True, "min_df": 2}
 BAG_OF_WORDS_C = 4.0
-# n-gram range -> the results key of its baseline
-BAG_OF_WORDS_NGRAMS = {(1, 1): "baseline_bag_of_words", (1, 2): "baseline_bag_of_word_pairs"}
+# n-gram range -> the name of its baseline
+BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
 
 
 def bag_of_words(
@@ -145,14 +145,16 @@ def bag_of_words(
     )
 
 
-def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
-    """The no-learning scores of a run's task on its eval split, for its main metric: `baseline_constant`; for a
-    pair task with scores or two classes, `baseline_word_overlap`; for a single-text classification task,
-    `baseline_bag_of_words` and `baseline_bag_of_word_pairs` (`bag_of_words`). {} for shapes without them (NER, QA).
+def no_learning_scores(
+    task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence
+) -> dict[str, dict[str, float]]:
+    """Every metric of each no-learning answer to a task on its eval split: "constant"; for a pair task with scores or
+    two classes, "word_overlap"; for a single-text classification task, "bag_of_words" and "bag_of_word_pairs"
+    (`bag_of_words`). {} for shapes without them (NER, QA).
 
     Args:
         task: the run's `TaskSpec`.
-        train / dev: the raw splits (their text columns are read for word overlap).
+        train / dev: the raw splits (their text columns are read for word overlap and the bags of words).
         train_labels / dev_labels: the labels as the run scores them (class ids, or numbers).
     """
     if task.shape not in ("classification", "regression", "embedding") or len(dev_labels) == 0:
@@ -160,27 +162,34 @@ def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev
     num_labels = len(task.label_names) if task.label_names else None
     if task.shape == "classification" and num_labels is None:
         num_labels = int(max(max(train_labels), max(dev_labels))) + 1
-    metric = task.main_metric
-    out = {"baseline_constant": constant_answer(train_labels, dev_labels, num_labels).get(metric)}
+    out = {"constant": constant_answer(train_labels, dev_labels, num_labels)}
     first, second = task.columns.get("text"), task.columns.get("text_pair")
     if second and num_labels in (None, 2):
-        overlap = score_baseline(
+        out["word_overlap"] = score_baseline(
             word_overlaps(train[first], train[second]),
             train_labels,
             word_overlaps(dev[first], dev[second]),
             dev_labels,
             num_labels,
         )
-        out["baseline_word_overlap"] = overlap.get(metric)
     if task.shape == "classification" and not second and len(set(train_labels)) > 1:
-        for ngrams, key in BAG_OF_WORDS_NGRAMS.items():
-            out[key] = bag_of_words(train[first], train_labels, dev[first], dev_labels, num_labels, ngrams).get(metric)
+        for ngrams, name in BAG_OF_WORDS_NGRAMS.items():
+            out[name] = bag_of_words(train[first], train_labels, dev[first], dev_labels, num_labels, ngrams)
+    return out
+
+
+def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
+    """`no_learning_scores` of the task's main metric, as a run's results record them: `baseline_constant`,
+    `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those that apply)."""
+    scores = no_learning_scores(task, train, dev, train_labels, dev_labels)
+    out = {f"baseline_{name}": metrics.get(task.main_metric) for name, metrics in scores.items()}
     return {name: value for name, value in out.items() if value is not None}
 
 
 __all__ = [
     "BAG_OF_WORDS_NGRAMS",
     "bag_of_words",
+    "no_learning_scores",
     "task_baselines",
     "constant_answer",
     "fit_threshold",

@@ -39,7 +39,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 import hf_bertscratch  # noqa: F401  (registers the model type)
-from hf_bertscratch.baselines import BAG_OF_WORDS_NGRAMS, bag_of_words, constant_answer
+from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.data import resolve_data_dir
 from hf_bertscratch.finetuning import load_task_datasets
 from hf_bertscratch.finetuning_arguments import DataArguments
@@ -68,6 +68,10 @@ VARIANTS: dict[str, list[str]] = {
     "head+tail-512": ["--max_seq_length", "512", "--truncation", "head+tail", "--head_tokens", "128"],
     "mean-max-head+tail-512": ["--classifier_pooling", "mean-max", "--max_seq_length", "512", "--truncation",
                                "head+tail", "--head_tokens", "128"],
+    "cls-lr1e-3": ["--classifier_pooling", "cls", "--learning_rate", "1e-3"],
+    "mean-max-lr1e-3": ["--classifier_pooling", "mean-max", "--learning_rate", "1e-3"],
+    "mean-max-lr1e-3-head+tail-512": ["--classifier_pooling", "mean-max", "--learning_rate", "1e-3",
+                                      "--max_seq_length", "512", "--truncation", "head+tail", "--head_tokens", "128"],
     "lr1e-4": ["--learning_rate", "1e-4"],
     "lr5e-4": ["--learning_rate", "5e-4"],
     "lr1e-3": ["--learning_rate", "1e-3"],
@@ -124,15 +128,10 @@ def load_texts(task: TaskSpec, name: str, data_dir: str | None) -> dict[str, dic
 
 
 def baselines(task: TaskSpec, splits: dict[str, dict[str, list]]) -> dict:
-    """The constant answer and the bags of words, each with every classification metric."""
-    train, dev = splits["train"], splits["eval"]
-    num_labels = len(task.label_names)
-    out = {"constant": constant_answer(train["labels"], dev["labels"], num_labels)}
-    for ngrams, key in BAG_OF_WORDS_NGRAMS.items():
-        out[key.removeprefix("baseline_")] = bag_of_words(
-            train["texts"], train["labels"], dev["texts"], dev["labels"], num_labels, ngrams
-        )
-    return out
+    """The constant answer and the bags of words (`baselines.no_learning_scores`), each with every metric."""
+    column = task.columns["text"]
+    train, dev = ({column: split["texts"]} for split in (splits["train"], splits["eval"]))
+    return no_learning_scores(task, train, dev, splits["train"]["labels"], splits["eval"]["labels"])
 
 
 def pooled_features(

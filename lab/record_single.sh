@@ -48,10 +48,11 @@ SST2_SCREEN="--max_train_samples 20000"
 
 # Cheapest first: SST-2's short sentences, then IMDB's long reviews, each from the quick start's model.
 # shellcheck disable=SC2086
-diagnose sst2 "$RUNS/quick-start" sst2-screen "$note" "$SST2_SCREEN" cls mean-max mean-max-probe scratch mean
+diagnose sst2 "$RUNS/quick-start" sst2-screen "$note" "$SST2_SCREEN" cls mean-max mean-max-lr1e-3 scratch \
+    mean-max-probe mean
 # shellcheck disable=SC2086
-diagnose imdb "$RUNS/quick-start" imdb-screen "$note" "$IMDB_SCREEN" cls mean-max scratch mean-max-head+tail-512 \
-    head+tail-512 mean-max-probe
+diagnose imdb "$RUNS/quick-start" imdb-screen "$note" "$IMDB_SCREEN" cls mean-max scratch mean-max-lr1e-3 \
+    mean-max-lr1e-3-head+tail-512 mean-max-probe
 
 pretrain "$RUNS/task-text" --model_name_or_path "$RUNS/quick-start" --task_text imdb sst2 --data_dir "$DATA_DIR" \
     --max_steps 1500 --max_train_minutes 0 --max_eval_samples 2000

@@ -6,8 +6,9 @@
   `docs/images/speed.png`;
 - `results/task_table.json` (`python -m lab.results_table ... --record`): README's task table (between
   `<!-- task-table:start -->` and `<!-- task-table:end -->`), drawn as `docs/images/task_table.png`;
-- `results/pretraining_comparison.json` (`python -m lab.compare_pretraining ... --record`): README's comparison of
-  pretraining recipes (between `<!-- pretraining-comparison:start -->` and `<!-- pretraining-comparison:end -->`).
+- `results/pretraining_comparison.json` (`python -m lab.compare_pretraining ... --record`): the comparison of
+  pretraining recipes in docs/results.md (between `<!-- pretraining-comparison:start -->` and
+  `<!-- pretraining-comparison:end -->`).
 - `results/quick-start-tasks.json` (`QUICK_START=1 bash lab/reproduce_results.sh`, then `results_table.py ... --record`):
   the task table of README's quick start's own model, in docs/results.md (`<!-- quick-start-tasks:start -->`).
 
@@ -47,6 +48,8 @@ MORE_SPEED_BLOCK = ("<!-- speed-more:start -->\n", "<!-- speed-more:end -->")
 MORE_SPEED_PAGE = "docs/speed.md"
 SPEED_CHART = "docs/images/speed.png"
 TASK_TABLE_RECORD = "results/task_table.json"
+TASK_BASELINES_RECORD = "results/task_baselines.json"
+COMPARISON_PAGE = "docs/results.md"  # the pretraining recipes compared at equal time  # `python -m lab.task_baselines`: the no-learning column
 TASK_TABLE_CHART = "docs/images/task_table.png"
 # The task table of README's quick start's own model (WikiText-2, 8.5 minutes) against random weights.
 QUICK_START_TASKS_RECORD = "results/quick-start-tasks.json"
@@ -100,7 +103,7 @@ HEADLINE_TASKS = (
     ("rte", "eval_accuracy", "RTE"),
 )
 # The pages holding the int8 accuracy block.
-INT8_PAGES = ("README.md", "docs/onnx.md")
+INT8_PAGES = ("docs/onnx.md",)
 # The pages holding the speed block (paths under the repository) and how each links the speed chart.
 SPEED_PAGES = {"README.md": SPEED_CHART, "docs/speed.md": "images/speed.png"}
 # The pages that show the short form (`render_speed_summary`), and where each links for every table.
@@ -1072,18 +1075,21 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
         )
         for page, chart in SPEED_PAGES.items()
     ]
+    no_learning_path = root / TASK_BASELINES_RECORD
+    no_learning = json.loads(no_learning_path.read_text("utf-8")) if no_learning_path.is_file() else None
     task_table = root / TASK_TABLE_RECORD
     if task_table.is_file():
-        blocks.append(("README.md", TASK_TABLE_BLOCK, render_task_table(json.loads(task_table.read_text("utf-8")))))
+        table = render_task_table(json.loads(task_table.read_text("utf-8")), no_learning)
+        blocks.append(("README.md", TASK_TABLE_BLOCK, table))
     comparison = _render_record(
         root / COMPARISON_RECORD,
         render_comparison,
         f"`python -m lab.compare_pretraining --record {COMPARISON_RECORD}`",
     )
-    blocks.append(("README.md", COMPARISON_BLOCK, comparison))
+    blocks.append((COMPARISON_PAGE, COMPARISON_BLOCK, comparison))
     quick_start_tasks = _render_record(
         root / QUICK_START_TASKS_RECORD,
-        render_task_table,
+        lambda record: render_task_table(record, no_learning),
         f"`{QUICK_START_TASKS_COMMAND}`, then `python -m lab.results_table runs/quick-start-tasks --record "
         f"{QUICK_START_TASKS_RECORD} --command '{QUICK_START_TASKS_COMMAND}'`",
     )

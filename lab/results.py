@@ -282,12 +282,27 @@ def task_table_record(runs_dir: str | Path, command: str = "") -> dict:
     }
 
 
-def render_task_table(record: dict) -> str:
+def row_baselines(row: dict, no_learning: dict | None) -> dict[str, float]:
+    """A row's no-learning scores (x 100): those its runs recorded, else those of `no_learning` (a
+    `lab.task_baselines` record) for the row's task and metric."""
+    if row.get("baselines"):
+        return row["baselines"]
+    metric = row["key"].removeprefix("eval_")
+    scores = (no_learning or {}).get("tasks", {}).get(row["task"], {}) if row["key"].startswith("eval_") else {}
+    return {
+        BASELINES[f"baseline_{name}"]: 100 * metrics[metric]
+        for name, metrics in scores.items()
+        if metrics.get(metric) is not None and f"baseline_{name}" in BASELINES
+    }
+
+
+def render_task_table(record: dict, no_learning: dict | None = None) -> str:
     """The markdown task table of a `task_table_record`: each task's metric from the pretrained model and from
-    random weights (mean ± sd over seeds, at the learning rate chosen on dev for each), their difference, the GLUE
-    average, and the published scores for scale."""
-    rows = record["rows"]
-    with_baselines = any(row.get("baselines") for row in rows)  # records made before runs recorded them have none
+    random weights (mean ± sd over seeds, at the learning rate chosen on dev for each), their difference, what no
+    learning scores (recorded by the runs, else from `no_learning`, a `lab.task_baselines` record), the GLUE average,
+    and the published scores for scale."""
+    rows = [{**row, "baselines": row_baselines(row, no_learning)} for row in record["rows"]]
+    with_baselines = any(row["baselines"] for row in rows)
     baseline_header = " with no learning |" if with_baselines else ""
     lines = [
         f"Pretraining: {record['pretraining']}.",
@@ -320,6 +335,8 @@ def render_task_table(record: dict) -> str:
     for label, tiny, mini, other, name in REFERENCES:
         show = [f"{value:.1f}" if value is not None else "" for value in (tiny, mini)]
         lines.append(f"| {label} | {show[0]} | {show[1]} | {f'{other:.1f} ({name})' if other else ''} |")
+    if with_baselines and any(not row.get("baselines") for row in record["rows"]) and no_learning:
+        lines += ["", f"No learning: `{no_learning['command']}` ({no_learning.get('date', '?')})."]
     if record.get("command"):
         machines = "; ".join(record.get("machines", [])) or "?"
         minutes = record.get("fine_tune_wall_seconds", 0) / 60

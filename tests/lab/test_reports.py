@@ -48,11 +48,9 @@ TINY_RUN = [
     "1",
 ]
 PAGE = "# title\n\nbefore\n\n## Speed\n\n<!-- speed-table:start -->\nold\n<!-- speed-table:end -->\n\nafter\n"
-# README also holds the task table and the pretraining comparison, rendered from their records.
+# README also holds the task table, the quick start's table, the pairs table and the headline, rendered from records.
 README_PAGE = (
     "# title\n\n<!-- task-table:start -->\nold\n<!-- task-table:end -->\n\n"
-    "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n\n"
-    "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n\n"
     "<!-- quick-start:start -->\nold\n<!-- quick-start:end -->\n\n"
     "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n\n"
     "<!-- headline:start -->\nold\n<!-- headline:end -->\n\n" + PAGE.split("\n\n", 1)[1]
@@ -67,9 +65,13 @@ PRETRAINING_PAGE = "# Pretraining\n\n<!-- quick-start:start -->\nold\n<!-- quick
 LAB_PAGE = "# How the defaults were chosen\n\n<!-- sweeps:start -->\nold\n<!-- sweeps:end -->\n"
 RESULTS_PAGE = (
     "# Results\n\n<!-- quick-start-tasks:start -->\nold\n<!-- quick-start-tasks:end -->\n\n"
-    "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n"
+    "<!-- pairs:start -->\nold\n<!-- pairs:end -->\n\n"
+    "<!-- pretraining-comparison:start -->\nold\n<!-- pretraining-comparison:end -->\n"
 )
-FINE_TUNING_PAGE = "# Fine-tuning\n\n<!-- pairs-diagnosis:start -->\nold\n<!-- pairs-diagnosis:end -->\n"
+FINE_TUNING_PAGE = (
+    "# Fine-tuning\n\n<!-- pairs-diagnosis:start -->\nold\n<!-- pairs-diagnosis:end -->\n\n"
+    "<!-- single-diagnosis:start -->\nold\n<!-- single-diagnosis:end -->\n"
+)
 DESIGN_PAGE = "# Design\n\n<!-- position-init:start -->\nold\n<!-- position-init:end -->\n"
 HOME_PAGE = "# home\n\n<!-- headline-table:start -->\nold\n<!-- headline-table:end -->\n"
 ONNX_PAGE = (
@@ -300,15 +302,18 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         reports.main(["--root", str(root), "--check"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    for block in ("speed-table", "task-table", "pretraining-comparison", "int8-table", "quick-start", "headline"):
+    for block in ("speed-table", "task-table", "quick-start", "headline"):
         assert f"README.md: the <!-- {block}:start --> block differs from what the records give" in err
+    for page, block in (("docs/results.md", "pretraining-comparison"), ("docs/onnx.md", "int8-table")):
+        assert f"{page}: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
     records = reports.read_speed_records(root / "results" / "speed", root)
     readme = (root / "README.md").read_text(encoding="utf-8")
     task_table = json.loads((root / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     assert reports.readme_block(readme, results.README_BLOCK) == results.render_task_table(task_table)
-    no_comparison = reports.readme_block(readme, pretraining_comparison.README_BLOCK)
+    results_page = (root / reports.COMPARISON_PAGE).read_text(encoding="utf-8")
+    no_comparison = reports.readme_block(results_page, pretraining_comparison.README_BLOCK)
     assert no_comparison.startswith("No record yet: `python -m lab.compare_pretraining --record results/")
     for page, chart in reports.SPEED_PAGES.items():
         text = (root / page).read_text(encoding="utf-8")

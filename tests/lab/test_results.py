@@ -464,7 +464,22 @@ def test_record_renders_the_same_table_and_fills_the_readme_block(tmp_path: Path
 def test_readme_task_table_is_rendered_from_the_committed_record() -> None:
     """README's task table is what `lab/results_table.py --from_record results/task_table.json` prints."""
     record = json.loads((ROOT / "results" / "task_table.json").read_text(encoding="utf-8"))
-    assert results.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == results.render_task_table(record)
+    no_learning = json.loads((ROOT / "results" / "task_baselines.json").read_text(encoding="utf-8"))
+    table = results.render_task_table(record, no_learning)
+    assert results.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == table
+    rows = _task_table(table)
+    assert rows["IMDB accuracy (test)"][3].startswith("constant answer 50.0, bag of words 88.8")  # no learning
+    assert rows["MRPC F1 (dev)"][3].startswith("constant answer 81.2, word overlap 81.6")
+
+
+def test_task_table_rows_take_no_learning_from_their_runs_else_from_the_baselines_record() -> None:
+    row = {"task": "sst2", "key": "eval_accuracy", "baselines": {}}
+    no_learning = {"tasks": {"sst2": {"constant": {"accuracy": 0.5}, "bag_of_words": {"accuracy": 0.8}}}}
+    assert results.row_baselines(row, no_learning) == {"constant answer": 50.0, "bag of words": 80.0}
+    assert results.row_baselines({**row, "baselines": {"constant answer": 51.0}}, no_learning) == {
+        "constant answer": 51.0
+    }
+    assert results.row_baselines({**row, "key": "test_overall_f1"}, no_learning) == {}
 
 
 # ------------------------------------------------------------------------------------------ the sweep's commands

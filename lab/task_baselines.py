@@ -1,0 +1,62 @@
+"""What each task of the task table scores with no learning, on the split the table reports: the constant answer,
+word overlap for sentence pairs, and the bags of words for single texts (`hf_bertscratch.baselines.
+no_learning_scores`, every metric). The task tables show them beside the fine-tuned scores (`lab.results`).
+
+    python -m lab.task_baselines --data_dir ../shared/data --record results/task_baselines.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from datetime import datetime, timezone
+
+from hf_bertscratch.baselines import no_learning_scores
+from hf_bertscratch.data import resolve_data_dir
+from hf_bertscratch.finetuning import load_task_datasets
+from hf_bertscratch.finetuning_arguments import DataArguments
+from hf_bertscratch.hardware import describe_hardware
+from hf_bertscratch.records import portable_paths
+from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.tasks import TASKS
+
+TASK_TABLE_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "imdb")  # the table's rows with a no-learning answer
+
+
+def task_scores(name: str, data_dir: str | None) -> dict[str, dict[str, float]]:
+    """`no_learning_scores` of the table's task `name` on its eval split, labels as fine-tuning reads them."""
+    task = TASKS[name]
+    raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
+    ids = {label: i for i, label in enumerate(task.label_names or ())}  # class names (RTE's files) -> ids
+    labels = {role: [ids.get(v, v) for v in raw[role][task.columns["label"]]] for role in ("train", "eval")}
+    return no_learning_scores(task, raw["train"], raw["eval"], labels["train"], labels["eval"])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data_dir", default=None, help="Local copies of the datasets (default $BERTSCRATCH_DATA_DIR)."
+    )
+    parser.add_argument("--tasks", nargs="+", default=list(TASK_TABLE_TASKS), choices=list(TASK_TABLE_TASKS))
+    parser.add_argument("--record", default=None, help="Where the record goes (json, written atomically).")
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    data_dir = str(resolve_data_dir(args.data_dir) or "") or None
+    record = {
+        "command": "python -m lab.task_baselines " + shlex.join(portable_paths(given)),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "machine": describe_hardware(),
+        "tasks": {},
+    }
+    for name in args.tasks:
+        record["tasks"][name] = task_scores(name, data_dir)
+        print(name, {k: round(100 * v[TASKS[name].main_metric], 1) for k, v in record["tasks"][name].items()})
+    if args.record:
+        write_text_atomically(args.record, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+if __name__ == "__main__":
+    main()
