@@ -109,7 +109,10 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
         missing = [c for c in needed if c not in split.column_names and c not in optional]
         if missing:
-            raise ValueError(f"Column(s) {missing} not in the {role} split; it has {split.column_names}.")
+            flags = ", ".join(f"--{name}_column" for name, column in task.columns.items() if column in missing)
+            raise ValueError(
+                f"Column(s) {missing} not in the {role} split; it has {split.column_names}: name yours with {flags}."
+            )
         if len(split) == 0:
             raise ValueError(f"The {role} split is empty.")
     if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:

@@ -191,6 +191,12 @@ def test_bad_data_raises_before_training(
     assert not any(output.glob("checkpoint-*")) and not (output / "all_results.json").exists()
 
 
+def test_a_missing_column_names_the_flag_that_picks_it(tmp_path: Path, model_dir: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", [("the cat", 0), ("the dog", 1)], ("text", "stars"))
+    with pytest.raises(ValueError, match=r"Column\(s\) \['label'\].*'stars'\]: name yours with --label_column\.$"):
+        main(base_argv(model_dir, train, train, tmp_path / "out"))
+
+
 def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> None:
     train = write_csv(tmp_path / "train.csv", [("the cat", "neg"), ("the dog", "pos")])
     dev = write_csv(tmp_path / "dev.csv", [("the cat", "neutral")])
