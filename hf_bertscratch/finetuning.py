@@ -189,14 +189,23 @@ def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> b
 @contextmanager
 def quiet_loading_report() -> Iterator[None]:
     """Hold back transformers' LOAD REPORT table (warnings of `transformers.modeling_utils`) while a pretrained
-    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped."""
+    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped.
+
+    A filter rather than the logger's level: transformers checks a model's tensor-parallel plan only while that
+    logger's level is WARNING or above, and logs every layer of a model without one ("The following layers were not
+    sharded: ...", a thousand characters)."""
     reporter = logging.getLogger("transformers.modeling_utils")
-    level = reporter.level
-    reporter.setLevel(logging.ERROR)
+    below_errors = _BelowErrors()
+    reporter.addFilter(below_errors)
     try:
         yield
     finally:
-        reporter.setLevel(level)
+        reporter.removeFilter(below_errors)
+
+
+class _BelowErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
 
 
 def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import random
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
+from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
 from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
@@ -195,6 +196,21 @@ def test_a_missing_column_names_the_flag_that_picks_it(tmp_path: Path, model_dir
     train = write_csv(tmp_path / "train.csv", [("the cat", 0), ("the dog", 1)], ("text", "stars"))
     with pytest.raises(ValueError, match=r"Column\(s\) \['label'\].*'stars'\]: name yours with --label_column\.$"):
         main(base_argv(model_dir, train, train, tmp_path / "out"))
+
+
+def test_a_new_head_is_loaded_without_the_load_report_or_a_layer_list(model_dir: Path) -> None:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    library = logging.getLogger("transformers")
+    library.addHandler(handler)
+    try:
+        with quiet_loading_report():
+            AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2)
+    finally:
+        library.removeHandler(handler)
+    assert not [record.getMessage()[:80] for record in records if record.levelno >= logging.WARNING]
+    assert logging.getLogger("transformers.modeling_utils").filters == []
 
 
 def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> None:

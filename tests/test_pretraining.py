@@ -1133,6 +1133,29 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
 
 
+def test_a_budgeted_runs_progress_total_is_set_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tqdm.auto import tqdm
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from hf_bertscratch import budget as budget_module
+
+    now = [0.0]
+    monkeypatch.setattr(budget_module, "_clock", lambda: now[0])
+    budget = budget_module.TrainingBudget(1.0)
+    callback = types.SimpleNamespace(training_bar=tqdm(total=pretraining_arguments.BUDGET_STEP_CAP, disable=True))
+    budget.progress_callbacks = [callback]
+    args, state, control = TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl()
+    budget.on_train_begin(args, state, control)
+    totals = []
+    for step in range(1, 60):
+        now[0] += 0.5 if step < 30 else 1.0  # the machine slows down: the total stays as first measured
+        state.global_step = step
+        budget.on_step_end(args, state, control)
+        totals.append(callback.training_bar.total)
+    assert totals[: budget_module.RATE_STEPS] == [None] * budget_module.RATE_STEPS
+    assert set(totals[budget_module.RATE_STEPS :]) == {120}  # 60 s at 2 steps/s
+
+
 def test_a_cpu_with_amx_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: True)
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
