@@ -634,7 +634,7 @@ def main(argv: list[str] | None = None) -> None:
     results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
 
     # 6. Report: every file written (run_folder.finish_run: all_results.json and the model card last), then pushed.
-    finish_run(
+    kept = finish_run(
         trainer,
         lambda folder: write_reports(
             folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
@@ -644,6 +644,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)
+        print(kept)  # the intermediate checkpoints removed: a finished fine-tune resumes from none
 
 
 if __name__ == "__main__":

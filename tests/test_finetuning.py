@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, c
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
-from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
+from conftest import record_hub, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -352,18 +353,36 @@ def test_max_eval_samples_caps_the_test_split_too(
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
-    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     full, cut = tmp_path / "full", tmp_path / "cut"
     main(base_argv(model_dir, *data_files, full))
+    last_line = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(
+        rf"{re.escape(str(full))} keeps the final model; removed 2 intermediate checkpoint\(s\) \(\d+ MB\), kept for "
+        "resuming an interrupted run only.",
+        last_line,
+    )
+    assert not list(full.glob("checkpoint-*"))  # a finished fine-tune resumes from none
     finished = (full / "all_results.json").read_text()
     with pytest.raises(ValueError, match=r"already holds a finished run \(model.safetensors, all_results.json"):
         main(base_argv(model_dir, *data_files, full))
     assert (full / "all_results.json").read_text() == finished  # refused before anything was written
 
-    # An interruption after the first epoch's checkpoint: only checkpoint-6 is left.
-    main(base_argv(model_dir, *data_files, cut))
-    cut_back_to_checkpoint(cut, "checkpoint-6")
+    # Killed during the second epoch: checkpoint-6 (the first epoch's) and nothing that looks finished.
+    real_step, steps = OrderedEvalTrainer.training_step, {"n": 0}
+
+    def dying_step(self, *args, **kwargs):
+        steps["n"] += 1
+        if steps["n"] == 8:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrderedEvalTrainer, "training_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        main(base_argv(model_dir, *data_files, cut))
+    monkeypatch.setattr(OrderedEvalTrainer, "training_step", real_step)
+    assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
     main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
     state = json.loads((cut / "trainer_state.json").read_text())
     assert state["global_step"] == 12

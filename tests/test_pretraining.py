@@ -211,6 +211,9 @@ def test_resume_matches_uninterrupted_run(
     assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
+    seen_at = {
+        "checkpoint-3": json.loads((cut / "checkpoint-3" / "trainer_state.json").read_text())
+    }  # pruned at the end
 
     main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "true"))
     full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
@@ -218,8 +221,8 @@ def test_resume_matches_uninterrupted_run(
     for name in full:
         torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
     # tokens: those of the steps this process ran, and over the whole run as many as the uninterrupted one's
-    seen_at = {path.parent.name: json.loads(path.read_text())["num_input_tokens_seen"]
-               for path in (cut / "checkpoint-3" / "trainer_state.json", cut / "trainer_state.json")}  # fmt: skip
+    seen_at = {name: state["num_input_tokens_seen"]
+               for name, state in {**seen_at, "cut": json.loads((cut / "trainer_state.json").read_text())}.items()}  # fmt: skip
     assert 0 < seen_at["checkpoint-3"] < seen_at["cut"] == json.loads((tmp_path / "full" / "trainer_state.json")
                                                                       .read_text())["num_input_tokens_seen"]  # fmt: skip
     assert _results(cut)["train_tokens"] == seen_at["cut"] - seen_at["checkpoint-3"]
@@ -764,7 +767,7 @@ def test_time_budget_lays_the_schedule_over_the_budget(
 
 
 def test_time_budget_resumes_with_the_time_already_spent(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     """With a clock that advances one second per reading, each step costs exactly one second of the budget: a
     30-second budget is 30 steps, and a run interrupted after checkpoint-10 trains steps 11-30 when resumed."""
@@ -776,6 +779,16 @@ def test_time_budget_resumes_with_the_time_already_spent(
     full = tmp_path / "full"
     main(pretrain_args(text_file, tokenizer_dir, config_dir, full, *budget))
     assert json.loads((full / "trainer_state.json").read_text())["global_step"] == 30
+    # A finished run keeps its last checkpoint only (a larger budget continues from it), and says so last.
+    assert [path.name for path in full.glob("checkpoint-*")] == ["checkpoint-30"]
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith(
+            f"{full} keeps the final model and checkpoint-30, which `--resume_from_checkpoint last` continues with a "
+            "larger --max_train_minutes or --max_steps; removed 2 intermediate checkpoint(s) ("
+        )
+    )
 
     steps = {"n": 0}
     real_step = pretraining.Trainer.training_step
