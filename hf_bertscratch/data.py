@@ -21,11 +21,10 @@ from typing import TextIO
 
 import datasets
 
-from hf_bertscratch_cli.model_reference import hub_unreachable
+from hf_bertscratch_cli.model_reference import DATA_DIR_ENV, check_hub_dataset
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"
 
 # File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
 _BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
@@ -389,21 +388,10 @@ def load_raw_datasets(
 
 
 def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir: Path | None) -> None:
-    """Fail at once, naming where a local copy would go, when the Hub cannot be reached (rather than after
-    huggingface_hub's half minute of retries ending in "Couldn't reach ... on the Hub")."""
-    unreachable = hub_unreachable()
-    if not unreachable:
-        return
+    """Fail at once when the Hub cannot be reached, naming the local copy's folder (`check_hub_dataset`)."""
     name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
-    where = f"in {str(local_dir)!r}" if local_dir else f"(neither --data_dir nor ${DATA_DIR_ENV} is set)"
     spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
-    if spec is None:
-        fix = "name local files with --train_file/--validation_file, or load it with the network up"
-    else:
-        fix = f"pass --data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding {spec.folder}/ (as ../shared/data does)"
-    raise FileNotFoundError(
-        f"Dataset {name} has no local copy {where} and the Hub cannot be reached ({unreachable}): {fix}."
-    )
+    check_hub_dataset(f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None)
 
 
 def sample_examples(

@@ -21,7 +21,7 @@ HELP_PAGES = Path(__file__).parent / "help"
 # Every command, in the order `bertscratch --help` lists them, with its one-line help.
 COMMANDS: dict[str, str] = {
     "pretrain": "Pretrain a BERT by masked language modelling (= scripts/pretrain.py).",
-    "pretrain-flax": 'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").',
+    "pretrain-flax": "Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs the [flax] extra).",
     "finetune": "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
     "convert": "Convert a checkpoint between transformers' BERT and BertScratch.",
     "push": "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py).",
@@ -45,13 +45,21 @@ MODEL_FIRST = ("fill-mask", "classify", "tag", "answer", "embed", "similarity", 
 MODEL_FLAG = "--model_name_or_path"
 
 
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`), None where they do not give it."""
+    for index, arg in enumerate(args):
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+        if arg == flag and index + 1 < len(args):
+            return args[index + 1]
+    return None
+
+
 def model_argument(command: str, args: list[str]) -> str | None:
     """The model folder or Hub id that `command`'s arguments name, or None where they name none."""
-    for index, arg in enumerate(args):
-        if arg.startswith(f"{MODEL_FLAG}="):
-            return arg.split("=", 1)[1]
-        if arg == MODEL_FLAG and index + 1 < len(args):
-            return args[index + 1]
+    model = flag_value(args, MODEL_FLAG)
+    if model is not None:
+        return model
     if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):
         return args[0]
     return None

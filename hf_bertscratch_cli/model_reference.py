@@ -16,6 +16,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
+DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"  # the data directory of local dataset copies, when --data_dir is not given
 HUB_PROBE_TIMEOUT = 3.0  # seconds one connection to the Hub may take before it counts as unreachable
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
@@ -77,6 +78,30 @@ def check_model_reference(model: str | Path) -> str:
     return model
 
 
+def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None) -> None:
+    """Fail at once, in one line naming where a local copy would go, when data that has no local copy would come from
+    the Hub and the Hub cannot be reached (rather than after half a minute of retries ending in "Couldn't reach ...").
+
+    Args:
+        what: how the message names the data ("Dataset glue/sst2", "Task 'sst2''s dataset").
+        data_dir: the data directory searched, None when neither --data_dir nor $BERTSCRATCH_DATA_DIR is set.
+        local_folder: the folder a local copy has in a data directory ("sst2"); "" when unknown here; None when the
+            data has no local copy at all (only local files can stand in).
+    """
+    unreachable = hub_unreachable()
+    if not unreachable:
+        return
+    where = f"in {data_dir!r}" if data_dir else f"(neither --data_dir nor ${DATA_DIR_ENV} is set)"
+    files = "name local files with --train_file/--validation_file"
+    if local_folder is None:
+        fix = f"{files}, or load it with the network up"
+    else:
+        holding = f"{local_folder}/" if local_folder else "its local copy"
+        fix = f"pass --data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding {holding} (as ../shared/data does)"
+        fix += "" if local_folder else f", or {files}"
+    raise FileNotFoundError(f"{what} has no local copy {where} and the Hub cannot be reached ({unreachable}): {fix}.")
+
+
 def _in_hub_cache(model: str) -> bool:
     """Whether the Hub cache holds `model`'s config.json (it then loads offline)."""
     from huggingface_hub import try_to_load_from_cache
@@ -87,4 +112,11 @@ def _in_hub_cache(model: str) -> bool:
         return False
 
 
-__all__ = ["HUB_PROBE_TIMEOUT", "check_model_reference", "hub_offline", "hub_unreachable"]
+__all__ = [
+    "DATA_DIR_ENV",
+    "HUB_PROBE_TIMEOUT",
+    "check_hub_dataset",
+    "check_model_reference",
+    "hub_offline",
+    "hub_unreachable",
+]

@@ -600,6 +600,7 @@ def closed_port_hub(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     [
         ["classify", "runs/no-such-model", "hello"],
         ["finetune", "--model_name_or_path", "someone/no-such-model", "--task", "sst2", "--output_dir", "out"],
+        ["finetune", "--model_name_or_path", ".", "--task", "sst2", "--output_dir", "out"],
     ],
 )
 def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
@@ -613,6 +614,8 @@ def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
         "assert 'torch' not in sys.modules\nsys.exit(code)\n"
     )
     env = closed_port_hub(monkeypatch)
+    env.pop("BERTSCRATCH_DATA_DIR", None)
+    (tmp_path / "config.json").write_text("{}")  # "." is a model folder
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False, cwd=tmp_path, env=env
@@ -620,6 +623,13 @@ def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
     assert time.monotonic() - started < 5
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.splitlines()
+    if argv[2] == ".":  # a model folder, and a table task with no data directory
+        assert line.startswith(
+            "bertscratch finetune: error: FileNotFoundError: Task 'sst2''s dataset has no local copy (neither "
+            "--data_dir nor $BERTSCRATCH_DATA_DIR is set) and the Hub cannot be reached (127.0.0.1 cannot be reached"
+        )
+        assert "pass --data_dir DIR or set $BERTSCRATCH_DATA_DIR=DIR" in line
+        return
     model = argv[1] if argv[0] == "classify" else argv[2]
     assert line.startswith(
         f"bertscratch {argv[0]}: error: FileNotFoundError: Model {model!r} is neither a local folder"

@@ -10,8 +10,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from hf_bertscratch import data as hf_data
 from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, resolve_data_dir
+from hf_bertscratch_cli import model_reference
 
 
 def _fake_data_dir(root: Path) -> Path:
@@ -111,7 +111,7 @@ def test_a_table_dataset_without_its_local_copy_names_data_dir_when_the_hub_is_u
     the local copy goes."""
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(hf_data, "hub_unreachable", lambda: "huggingface.co cannot be reached: no network")
+    monkeypatch.setattr(model_reference, "hub_unreachable", lambda: "huggingface.co cannot be reached: no network")
     monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: pytest.fail("asked the Hub"))
     started = time.monotonic()
     with pytest.raises(FileNotFoundError) as error:
