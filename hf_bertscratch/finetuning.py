@@ -127,6 +127,7 @@ def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, s
     """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
     test splits to --max_eval_samples, at random with `seed`."""
     raw = load_task_datasets(args, task, cache_dir)
+    args.split_sizes = {role: len(split) for role, split in raw.items()}  # before the draw: what a card's subset is of
     raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
     for role in ("eval", "test"):
         if role in raw:
@@ -550,7 +551,8 @@ def _write_card(
             "base_model": None if model_args.init_from_scratch else model_args.model_name_or_path,
             "datasets": [dataset_id] if dataset_id else [],
             "dataset_description": f"{data_args.task or dataset_id or data_args.train_file}, "
-            f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}",
+            f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}"
+            + _subsets(data_args, results, args.seed),
             "num_parameters": results.get("num_parameters"),
             "hyperparameters": {
                 "learning_rate": args.learning_rate,
@@ -569,6 +571,17 @@ def _write_card(
             "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )
+
+
+def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
+    """ "; trained on 4,000 of the 67,349 training examples ..." for each split a run drew a subset of, else ""."""
+    sizes = getattr(data_args, "split_sizes", {})
+    drawn = [
+        f"{verb} {results[f'{role}_samples']:,} of the {sizes[role]:,} {name} examples"
+        for role, verb, name in (("train", "trained on", "training"), ("eval", "evaluated on", "evaluation"))
+        if role in sizes and results.get(f"{role}_samples", sizes[role]) < sizes[role]
+    ]
+    return f"; {', '.join(drawn)} (drawn at random with seed {seed})" if drawn else ""
 
 
 def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:

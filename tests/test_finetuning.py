@@ -347,9 +347,12 @@ def test_max_eval_samples_caps_the_test_split_too(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
 ) -> None:
     output = tmp_path / "run"
-    main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), "--max_eval_samples", "4"])
+    subsets = ["--max_eval_samples", "4", "--max_train_samples", "40"]
+    main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), *subsets])
     results = json.loads((output / "all_results.json").read_text())
     assert (results["eval_samples"], results["test_samples"]) == (4, 4) and "test_accuracy" in results
+    card = " ".join((output / "README.md").read_text(encoding="utf-8").split())
+    assert "trained on 40 of the 48 training examples, evaluated on 4 of the 10 evaluation examples" in card
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
