@@ -522,7 +522,9 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         "loaded = [name for name in ('torch', 'transformers', 'hf_bertscratch') if name in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
+    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+    assert time.monotonic() - started < 2  # a whole Python start included
     assert done.returncode == 0, done.stderr
     if argv == ["finetun"]:
         assert done.stderr == (
