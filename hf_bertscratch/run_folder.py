@@ -44,6 +44,13 @@ class GuardedTrainingArguments(TrainingArguments):
     dataloader_pin_memory: bool = field(
         default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
     )
+    keep_checkpoints: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep every checkpoint-N of a finished run. By default a finished run keeps its final model and "
+            "only the checkpoint a later run can continue from (pretraining's last)."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -176,9 +183,9 @@ def finish_run(
     `trainer_state.json` are saved into the hidden `output_dir/.staging` folder, `write_reports(staging)` adds the
     run's own files there on the main process (all_results.json, plots, the model card), and everything is moved into
     `output_dir` with all_results.json and the model card last. So an output folder holding them is complete, and a
-    run that fails on the way leaves nothing that looks finished. Then the intermediate checkpoints go
-    (`prune_checkpoints`: all of them, or all but the last with `keep_last_checkpoint`); returns the sentence that
-    says what the folder keeps, on the main process (None on the others)."""
+    run that fails on the way leaves nothing that looks finished. Then the intermediate checkpoints go, unless
+    --keep_checkpoints (`prune_checkpoints`: all of them, or all but the last with `keep_last_checkpoint`); returns
+    the sentence that says what the folder keeps, on the main process (None on the others)."""
     staging = Path(trainer.args.output_dir) / STAGING
     if trainer.is_world_process_zero():
         shutil.rmtree(staging, ignore_errors=True)  # what a run that failed here before left behind
@@ -189,6 +196,8 @@ def finish_run(
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
     publish_folder(staging, trainer.args.output_dir, last=_WRITTEN_LAST)
+    if getattr(trainer.args, "keep_checkpoints", False):
+        return f"{trainer.args.output_dir} keeps the final model and every checkpoint (--keep_checkpoints)."
     return prune_checkpoints(trainer.args.output_dir, keep_last_checkpoint)
 
 
