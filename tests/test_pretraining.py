@@ -483,6 +483,10 @@ def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: 
 def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--help"])
+    short = capsys.readouterr().out
+    assert "--max_train_minutes" in short and "--mlm_probability" not in short  # a first run's flags
+    with pytest.raises(SystemExit):
+        parse_args(["--help_all"])
     assert "--mlm_probability" in capsys.readouterr().out
     with pytest.raises(ValueError, match="objective"):
         pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
