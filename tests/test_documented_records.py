@@ -4,6 +4,7 @@ not there cannot be checked by anyone."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -65,3 +66,30 @@ def test_the_pages_name_records() -> None:
     """The check above reads what it should: the README names the quick start's records."""
     names = {path for _, path in named_records(REPO / "README.md")}
     assert {"amd-epyc-seed-42.json", "results/task_table.json"} <= names
+
+
+def _install_commands(page: Path) -> list[str]:
+    """The commands of `page`'s first shell block under "## Install", continuation lines joined."""
+    text = page.read_text(encoding="utf-8")
+    block = text.split("## Install", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def _minutes_and_seconds(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_two_commands_set_everything_up_and_give_recorded_times(page: str) -> None:
+    """One command installs the package and runs the quick start, the other installs the tests' extra and runs the
+    suite as CI does; the quick start's time is its record's."""
+    quick_start, tests = _install_commands(REPO / page)
+    record = json.loads((REPO / "results/quick-start/amd-epyc-seed-42.json").read_text(encoding="utf-8"))
+    assert 'pip install "torch==2.13.0" -e . ' in quick_start
+    assert "&& bertscratch pretrain --output_dir runs/bert-tiny-wikitext2" in quick_start
+    assert quick_start.endswith(f"# the quick start: {_minutes_and_seconds(record['end_to_end_seconds'])}")
+    assert 'pip install "torch==2.13.0" -e ".[dev]"' in tests and "&& python -m pytest -n 2 " in tests
+    assert tests.endswith("# the tests: 515 s")  # .ci/run's suite on an idle 2-core machine
+    dev = (REPO / "pyproject.toml").read_text(encoding="utf-8").split("\ndev = [", 1)[1].split("]", 1)[0]
+    assert '"pytest>=' in dev and '"pytest-xdist>=' in dev  # what -n 2 needs
