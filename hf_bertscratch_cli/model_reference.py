@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import socket
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -26,22 +27,41 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
 
 
-@functools.cache
 def hub_unreachable() -> str | None:
     """Why the Hub cannot be reached now (one phrase, e.g. "huggingface.co cannot be reached: Name or service not
     known"), or None when it answers, behind a proxy or in offline mode (the libraries decide then).
 
-    One TCP connection to the Hub's endpoint (`HF_ENDPOINT`), within `HUB_PROBE_TIMEOUT`, once per process: what lets
-    a missing folder or dataset fail at once instead of after huggingface_hub's half minute of retries.
+    One TCP connection to the Hub's endpoint (`HF_ENDPOINT`), within `HUB_PROBE_TIMEOUT`, once per process and
+    endpoint: what lets a missing folder or dataset fail at once instead of after huggingface_hub's half minute of
+    retries.
     """
     if hub_offline() or any(os.environ.get(name) for name in PROXY_VARIABLES):
         return None
-    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host = url.hostname or "huggingface.co"
-    try:
-        socket.create_connection((host, url.port or (443 if url.scheme == "https" else 80)), HUB_PROBE_TIMEOUT).close()
-    except OSError as error:
-        return f"{host} cannot be reached: {error.strerror or error}"
+    return probe_hub(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+
+
+@functools.cache
+def probe_hub(endpoint: str) -> str | None:
+    """Why `endpoint` cannot be reached (its name lookup and a TCP connection, within `HUB_PROBE_TIMEOUT`), or None."""
+    url = urlparse(endpoint)
+    host = url.hostname or endpoint
+    address = (host, url.port or (443 if url.scheme == "https" else 80))
+    failures: list[OSError] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection(address, HUB_PROBE_TIMEOUT).close()
+        except OSError as error:
+            failures.append(error)
+
+    # In a thread: the connection's timeout does not bound the name lookup, which can hang on a machine offline.
+    probe = threading.Thread(target=connect, daemon=True)
+    probe.start()
+    probe.join(HUB_PROBE_TIMEOUT)
+    if probe.is_alive():
+        return f"{host} did not answer within {HUB_PROBE_TIMEOUT:g} s"
+    if failures:
+        return f"{host} cannot be reached: {failures[0].strerror or failures[0]}"
     return None
 
 

@@ -597,6 +597,24 @@ def closed_port_hub(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return dict(os.environ)
 
 
+def test_a_hub_that_does_not_answer_counts_as_unreachable_within_the_probes_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name lookup or a connection that hangs (a machine behind a silent firewall) costs the probe's 3 s, once."""
+    from hf_bertscratch_cli import model_reference
+
+    closed_port_hub(monkeypatch)
+    monkeypatch.setattr(model_reference.socket, "create_connection", lambda *args, **kwargs: time.sleep(30))
+    model_reference.probe_hub.cache_clear()
+    started = time.monotonic()
+    try:
+        assert model_reference.hub_unreachable() == "127.0.0.1 did not answer within 3 s"
+        assert model_reference.hub_unreachable() == "127.0.0.1 did not answer within 3 s"  # asked once per process
+    finally:
+        model_reference.probe_hub.cache_clear()
+    assert time.monotonic() - started < model_reference.HUB_PROBE_TIMEOUT + 1
+
+
 @pytest.mark.parametrize(
     "argv",
     [
