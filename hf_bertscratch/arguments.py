@@ -1,9 +1,10 @@
 """Command-line arguments as every entry point of the package reads them: flags, or one `.json` file of them.
 
 `ArgumentParser` is transformers' `HfArgumentParser` as a command-line tool should behave: a bad value ends the
-command with one line that names it (and the closest valid name), no usage dump; `--help` lists the command's own
-flags, grouped, with the dozen transformers `TrainingArguments` flags people use, and `--help_all` every one of
-transformers' flags too. `parse_args_or_json` is the one place that decides between flags and a `.json` file, so
+command with one line that names it (and the closest valid name), no usage dump; a shortened flag is refused (with
+"did you mean") rather than taken for the flag it starts; `--help` lists the command's own flags, grouped, with the
+dozen transformers `TrainingArguments` flags people use (or only the flags a first run needs, where the command names
+them), and `--help_all` every flag, transformers' too. `parse_args_or_json` is the one place that decides between flags and a `.json` file, so
 every command (`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the benchmark, ...) accepts the same two
 forms and names a missing file the same way.
 """
@@ -53,10 +54,23 @@ COMMON_TRAINER_FLAGS = frozenset(
     }
 )
 HELP_ALL = "--help_all"
+HELP_WIDTH = 100  # columns of every help page, whatever the terminal: the stored pages (help_page) are this wide
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends "(default: X)" only where the help does not already say its default and X is not None."""
+    """Appends "(default: X)" only where the help does not already say its default and X is not None; names each
+    flag once (not its `--dashed-alias`), in pages `HELP_WIDTH` columns wide."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs["width"] = HELP_WIDTH
+        super().__init__(prog, **kwargs)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or action.dest == "help":
+            return super()._format_action_invocation(action)
+        if action.nargs == 0:
+            return action.option_strings[0]
+        return f"{action.option_strings[0]} {self._format_args(action, self._get_default_metavar_for_optional(action))}"
 
     def _get_help_string(self, action: argparse.Action) -> str:
         if action.default is None or "default" in (action.help or ""):
@@ -78,18 +92,24 @@ class _HelpAllAction(argparse.Action):
 
 
 class ArgumentParser(HfArgumentParser):
-    """`HfArgumentParser` with one-line errors, "did you mean" suggestions and help grouped for people.
+    """`HfArgumentParser` with one-line errors, "did you mean" suggestions, no abbreviated flags and help grouped for
+    people.
 
     Each argument dataclass that sets `_argument_group_name` is its own group in `--help`. transformers'
     `TrainingArguments` flags that the command's dataclass does not redefine, beyond `COMMON_TRAINER_FLAGS`, are left
-    out of `--help` and the usage line, and listed by `--help_all`.
+    out of `--help` and the usage line, and listed by `--help_all`. `first_run` (flag names without dashes), where
+    given, is all that `--help` lists: what a first run needs; every other flag waits for `--help_all`.
     """
 
-    def __init__(self, dataclass_types: Any = None, **kwargs: Any) -> None:
+    def __init__(self, dataclass_types: Any = None, first_run: Iterable[str] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # `--learning_rat` is a typo to name, not --learning_rate
         super().__init__(dataclass_types, **kwargs)
         self.hidden_help: dict[argparse.Action, str | None] = {}
         inherited = _inherited_trainer_fields(self.dataclass_types)
+        if first_run is not None:
+            self._hide_all_but(set(first_run))
+            inherited = set()  # hidden already, each in its own group
         if inherited:
             group = self.add_argument_group(
                 "more of transformers' TrainingArguments", f"All of them pass through to the Trainer ({HELP_ALL})."
@@ -104,6 +124,22 @@ class ArgumentParser(HfArgumentParser):
             self.add_argument(
                 HELP_ALL, action=_HelpAllAction, help="Show every flag, transformers' TrainingArguments too, and exit."
             )
+
+    def _hide_all_but(self, shown: set[str]) -> None:
+        """Leave out of `--help` every flag whose name is not in `shown` (`--help_all` lists them, in their groups),
+        and shorten the usage line to the required flags."""
+        unknown = shown - {action.dest for action in self._actions}
+        if unknown:
+            raise ValueError(f"first_run names flags the command does not take: {sorted(unknown)}")
+        for action in self._actions:
+            if action.option_strings and action.dest not in shown and action.dest != "help":
+                self.hidden_help[action], action.help = action.help, argparse.SUPPRESS
+        required = [f"{action.option_strings[0]} {action.dest.upper()}" for action in self._actions if action.required]
+        self.usage = " ".join(["%(prog)s", *required, "[FLAG VALUE ...]  (or: %(prog)s ARGUMENTS.json)"])
+        self.add_argument(
+            HELP_ALL, action=_HelpAllAction, help="Show every flag, transformers' TrainingArguments too, and exit."
+        )
+        self.epilog = f"{len(self.hidden_help)} more flags: {HELP_ALL}."
 
     def error(self, message: str) -> NoReturn:
         """Print one line, the bad value and what was expected (argparse's message) with the closest valid name."""
@@ -151,7 +187,8 @@ def parse_args_or_json(
     while argv and not argv[0].startswith("-") and len(leading) < len(positional):
         leading.append(argv.pop(0))
     flags = [item for name, value in zip(positional, leading) for item in (f"--{name}", value)]
-    *outputs, remaining = parser.parse_args_into_dataclasses(args=[*flags, *argv], return_remaining_strings=True)
+    # An unknown flag is named before the dataclasses are made, whose own checks would otherwise speak first.
+    _, remaining = parser.parse_known_args(args=[*flags, *argv])
     if remaining:
         parser.error(f"unrecognized arguments: {' '.join(remaining)}")
-    return tuple(outputs)
+    return tuple(parser.parse_args_into_dataclasses(args=[*flags, *argv]))

@@ -60,6 +60,9 @@ def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float],
     return factor
 
 
+RATE_STEPS = 20  # steps whose rate sets a budgeted run's expected total in its progress bar
+
+
 class TrainingBudget(TrainerCallback, ExportableState):
     """Stops training once `minutes` of training time are spent; `fraction` drives the budget schedule.
 
@@ -76,6 +79,7 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self._first_step: int | None = None
         self._first_spent = 0.0
         self.progress_callbacks: list[ProgressCallback] = []  # whose bars show the expected steps (see attach)
+        self._total_set = False
 
     def attach(self, trainer: Trainer) -> None:
         """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar."""
@@ -114,6 +118,7 @@ class TrainingBudget(TrainerCallback, ExportableState):
         """Restart the clock; the progress bar shows no total (not the step cap) until the step rate is measured."""
         self._restart_clock()
         self._set_progress_total(None)
+        self._first_step, self._total_set = None, False
 
     on_evaluate = _restart_clock  # evaluation and saving happen between on_step_end and the next step
     on_save = _restart_clock
@@ -131,16 +136,20 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self._update_progress_bar(state, kwargs)
 
     def _update_progress_bar(self, state: TrainerState, kwargs: dict[str, Any]) -> None:
-        """Show the expected number of steps at the measured step rate instead of the step cap."""
+        """Show the expected number of steps at the step rate of the first `RATE_STEPS` steps instead of the step
+        cap, set once (a total that moved at every step would read as noise)."""
+        if self._total_set:
+            return
         if self._first_step is None:
             self._first_step, self._first_spent = state.global_step, self.spent_seconds
             return
         steps, seconds = state.global_step - self._first_step, self.spent_seconds - self._first_spent
-        if steps < 5 or seconds <= 0:
+        if steps < RATE_STEPS or seconds <= 0:
             return
         self._set_progress_total(
             state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
         )
+        self._total_set = True
 
     def _set_progress_total(self, total: int | None) -> None:
         for callback in self.progress_callbacks:

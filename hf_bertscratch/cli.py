@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hf_bertscratch_cli.commands import DEBUG_ENV, PROG, parse
+from hf_bertscratch_cli.commands import DEBUG_ENV, HELP_PAGES, PROG, parse
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
@@ -55,6 +55,25 @@ FORWARDED: dict[str, str] = {
     "train-tokenizer": "hf_bertscratch.tokenization",
     "evaluate-onnx": "hf_bertscratch.onnx.evaluation",
 }
+# Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
+STORED_HELP: dict[str, str] = {
+    "pretrain": "hf_bertscratch.pretraining_arguments",
+    "finetune": "hf_bertscratch.finetuning_arguments",
+}
+
+
+def help_page(command: str) -> str:
+    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it)."""
+    parser = importlib.import_module(STORED_HELP[command]).build_parser()
+    parser.prog = f"{PROG} {command}"
+    return parser.format_help()
+
+
+def write_help_pages() -> None:
+    """Write each STORED_HELP command's `--help` page into HELP_PAGES (run after changing its flags or their help)."""
+    HELP_PAGES.mkdir(exist_ok=True)
+    for command in STORED_HELP:
+        (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------ inspection arguments

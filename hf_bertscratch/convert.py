@@ -6,6 +6,9 @@ query, key and value separate). Every other tensor is copied as is, so converted
 ELECTRA's encoder is BERT's, names included, under `electra.` instead of `bert.`; a discriminator converts when its
 `embedding_size` equals its `hidden_size` (BertScratch has no `embeddings_project`).
 
+An embedding folder (`finetune --task_type embedding`, or any sentence-transformers folder) stays one: its
+`modules.json`, `sentence_bert_config.json` and module folders such as `1_Pooling/` are carried over.
+
 Command line (the direction follows the source's `model_type`, the head its `architectures`):
 
     python scripts/convert_checkpoint.py SOURCE OUTPUT_DIR [--overwrite_output_dir]
@@ -13,8 +16,10 @@ Command line (the direction follows the source's `model_type`, the head its `arc
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,6 +306,29 @@ def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Pat
     with staged_folder(output_dir) as staging:
         model.save_pretrained(staging)
         _copy_tokenizer(source, staging)
+        _copy_sentence_transformers_files(source, staging)
+
+
+# The files that make a folder a sentence-transformers model, beside the modules' own folders that modules.json names.
+SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
+
+
+def _copy_sentence_transformers_files(source: str | Path, destination: Path) -> None:
+    """Keep an embedding folder one: its sentence-transformers files and module folders (1_Pooling/, ...) go along,
+    so sentence-transformers and embedding servers read the converted encoder with the pooling it was trained with,
+    not their own default. The first module, the transformer at the folder's root, is the converted model."""
+    source = Path(source)
+    if not (source / "modules.json").is_file():
+        return
+    for name in SENTENCE_TRANSFORMERS_FILES:
+        if (source / name).is_file():
+            shutil.copy2(source / name, destination / name)
+    modules = json.loads((source / "modules.json").read_text(encoding="utf-8"))
+    for module in modules:
+        folder = module.get("path", "")
+        if folder and (source / folder).is_dir():
+            shutil.copytree(source / folder, destination / folder, dirs_exist_ok=True)
+    logger.info("Kept the sentence-transformers files of %s: %s", source, ", ".join(m["type"] for m in modules))
 
 
 def _copy_tokenizer(source: str | Path, destination: Path) -> None:

@@ -21,9 +21,10 @@ from typing import TextIO
 
 import datasets
 
+from hf_bertscratch_cli.model_reference import DATA_DIR_ENV, check_hub_dataset
+
 logger = logging.getLogger(__name__)
 
-DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"
 
 # File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
 _BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
@@ -382,7 +383,15 @@ def load_raw_datasets(
         logger.info(
             "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir
         )
+    _check_hub_for(dataset_name, dataset_config_name, local_dir)
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
+
+
+def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir: Path | None) -> None:
+    """Fail at once when the Hub cannot be reached, naming the local copy's folder (`check_hub_dataset`)."""
+    name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
+    spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
+    check_hub_dataset(f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None)
 
 
 def sample_examples(

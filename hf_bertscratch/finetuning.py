@@ -109,7 +109,10 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
         missing = [c for c in needed if c not in split.column_names and c not in optional]
         if missing:
-            raise ValueError(f"Column(s) {missing} not in the {role} split; it has {split.column_names}.")
+            flags = ", ".join(f"--{name}_column" for name, column in task.columns.items() if column in missing)
+            raise ValueError(
+                f"Column(s) {missing} not in the {role} split; it has {split.column_names}: name yours with {flags}."
+            )
         if len(split) == 0:
             raise ValueError(f"The {role} split is empty.")
     if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
@@ -124,6 +127,7 @@ def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, s
     """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
     test splits to --max_eval_samples, at random with `seed`."""
     raw = load_task_datasets(args, task, cache_dir)
+    args.split_sizes = {role: len(split) for role, split in raw.items()}  # before the draw: what a card's subset is of
     raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
     for role in ("eval", "test"):
         if role in raw:
@@ -186,14 +190,23 @@ def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> b
 @contextmanager
 def quiet_loading_report() -> Iterator[None]:
     """Hold back transformers' LOAD REPORT table (warnings of `transformers.modeling_utils`) while a pretrained
-    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped."""
+    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped.
+
+    A filter rather than the logger's level: transformers checks a model's tensor-parallel plan only while that
+    logger's level is WARNING or above, and logs every layer of a model without one ("The following layers were not
+    sharded: ...", a thousand characters)."""
     reporter = logging.getLogger("transformers.modeling_utils")
-    level = reporter.level
-    reporter.setLevel(logging.ERROR)
+    below_errors = _BelowErrors()
+    reporter.addFilter(below_errors)
     try:
         yield
     finally:
-        reporter.setLevel(level)
+        reporter.removeFilter(below_errors)
+
+
+class _BelowErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
 
 
 def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
@@ -568,7 +581,8 @@ def _write_card(
             "base_model": None if model_args.init_from_scratch else model_args.model_name_or_path,
             "datasets": [dataset_id] if dataset_id else [],
             "dataset_description": f"{data_args.task or dataset_id or data_args.train_file}, "
-            f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}",
+            f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}"
+            + _subsets(data_args, results, args.seed),
             "num_parameters": results.get("num_parameters"),
             "hyperparameters": {
                 "learning_rate": args.learning_rate,
@@ -587,6 +601,17 @@ def _write_card(
             "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )
+
+
+def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
+    """ "; trained on 4,000 of the 67,349 training examples ..." for each split a run drew a subset of, else ""."""
+    sizes = getattr(data_args, "split_sizes", {})
+    drawn = [
+        f"{verb} {results[f'{role}_samples']:,} of the {sizes[role]:,} {name} examples"
+        for role, verb, name in (("train", "trained on", "training"), ("eval", "evaluated on", "evaluation"))
+        if role in sizes and results.get(f"{role}_samples", sizes[role]) < sizes[role]
+    ]
+    return f"; {', '.join(drawn)} (drawn at random with seed {seed})" if drawn else ""
 
 
 # results key of a no-learning baseline -> how the log names it
@@ -666,7 +691,7 @@ def main(argv: list[str] | None = None) -> None:
     results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
 
     # 6. Report: every file written (run_folder.finish_run: all_results.json and the model card last), then pushed.
-    finish_run(
+    kept = finish_run(
         trainer,
         lambda folder: write_reports(
             folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
@@ -676,6 +701,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)
+        print(kept)  # the intermediate checkpoints removed: a finished fine-tune resumes from none
 
 
 if __name__ == "__main__":

@@ -319,10 +319,31 @@ def resolve_paths(model_args: ModelArguments, training_args: FinetuneTrainingArg
     return resolve_checkpoint(training_args)
 
 
+# What `--help` lists: the flags a first run needs (every other flag: --help_all).
+FIRST_RUN_FLAGS = (
+    *("model_name_or_path", "init_from_scratch"),
+    *("task", "task_type", "data_dir", "train_file", "validation_file", "test_file", "class_names"),
+    *("text_column", "text_pair_column", "label_column", "tokens_column", "tags_column"),
+    *("question_column", "context_column", "answers_column"),
+    *("max_seq_length", "max_train_samples", "max_eval_samples"),
+    *("output_dir", "overwrite_output_dir", "resume_from_checkpoint", "num_train_epochs", "max_steps"),
+    *("learning_rate", "per_device_train_batch_size", "seed", "report_to", "push_to_hub", "hub_model_id"),
+)
+
+
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch finetune`: its three dataclasses, `--help` listing FIRST_RUN_FLAGS."""
+    return ArgumentParser(
+        (ModelArguments, DataArguments, FinetuneTrainingArguments),
+        first_run=FIRST_RUN_FLAGS,
+        description="Fine-tune a checkpoint on a task of the table (--task) or on your own data (--train_file).",
+    )
+
+
 def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, FinetuneTrainingArguments]:
     """Parse the three dataclasses from argv, or from a single .json file argument (each checked as it is made), and
     resolve --metric_for_best_model "auto" to the task's main metric."""
-    parser = ArgumentParser((ModelArguments, DataArguments, FinetuneTrainingArguments))
+    parser = build_parser()
     model_args, data_args, training_args = parse_args_or_json(parser, argv)
     choose_best_metric(training_args, data_args.task_spec)
     return model_args, data_args, training_args

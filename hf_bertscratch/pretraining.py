@@ -451,9 +451,10 @@ def _checkpoint_state(checkpoint: str | None) -> dict:
 
 def save_outputs(
     trainer: Trainer, metrics: dict[str, float], model_args: ModelArguments, data_args: DataArguments
-) -> None:
+) -> str | None:
     """Write the model, tokenizer, trainer_state.json, all_results.json, loss curve and model card, through the
-    finished-run protocol fine-tuning shares (`run_folder.finish_run`: staged, moved in with the card last)."""
+    finished-run protocol fine-tuning shares (`run_folder.finish_run`: staged, moved in with the card last), keeping
+    the last checkpoint only (a larger budget continues from it); returns the sentence that says so (main process)."""
     from .cards import write_model_card
     from .plotting import plot_training_curves
 
@@ -467,7 +468,7 @@ def save_outputs(
         kind = "discriminator" if model_args.objective == "electra" else "pretrained"
         write_model_card(staging, kind, _card_info(trainer, metrics, model_args, data_args))
 
-    finish_run(trainer, write_reports)
+    return finish_run(trainer, write_reports, keep_last_checkpoint=True)
 
 
 def _output_model(trainer: Trainer) -> PreTrainedModel:
@@ -601,7 +602,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)
     metrics = train_and_evaluate(trainer, data_args, checkpoint)
-    save_outputs(trainer, metrics, model_args, data_args)
+    kept = save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
         print("\n".join(summarise_run(metrics, training_args, model_args, trainer.processing_class)))
@@ -610,6 +611,7 @@ def main(argv: list[str] | None = None) -> None:
             fill_mask_dir = fill_mask_dir / GENERATOR_FOLDER  # the discriminator does not fill masks
         show_fill_mask(fill_mask_dir)
         push_training_output(training_args)
+        print(kept)
 
 
 __all__ = [

@@ -328,12 +328,29 @@ class PretrainingArguments(GuardedTrainingArguments):
     logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
-    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    parser = ArgumentParser(
+# What `--help` lists: the flags a first run needs (every other flag: --help_all).
+FIRST_RUN_FLAGS = (
+    *("model_size", "model_name_or_path", "objective"),
+    *("train_file", "validation_file", "dataset_name", "dataset_config_name", "data_dir", "text_column", "streaming"),
+    *("max_seq_length", "max_train_samples"),
+    *("output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_train_minutes", "max_steps"),
+    *("num_train_epochs", "learning_rate", "per_device_train_batch_size", "num_processes", "seed", "report_to"),
+    *("push_to_hub", "hub_model_id"),
+)
+
+
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch pretrain`: its three dataclasses, `--help` listing FIRST_RUN_FLAGS."""
+    return ArgumentParser(
         (ModelArguments, DataArguments, PretrainingArguments),
+        first_run=FIRST_RUN_FLAGS,
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
+    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
+    parser = build_parser()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
         # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
         # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.

@@ -44,6 +44,13 @@ class GuardedTrainingArguments(TrainingArguments):
     dataloader_pin_memory: bool = field(
         default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
     )
+    keep_checkpoints: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep every checkpoint-N of a finished run. By default a finished run keeps its final model and "
+            "only the checkpoint a later run can continue from (pretraining's last)."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -169,22 +176,59 @@ def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[s
     staging.rmdir()
 
 
-def finish_run(trainer: Trainer, write_reports: Callable[[Path], None]) -> None:
+def finish_run(
+    trainer: Trainer, write_reports: Callable[[Path], None], keep_last_checkpoint: bool = False
+) -> str | None:
     """How pretraining and fine-tuning end a run: the trained model (tokenizer, config, remote code) and
     `trainer_state.json` are saved into the hidden `output_dir/.staging` folder, `write_reports(staging)` adds the
     run's own files there on the main process (all_results.json, plots, the model card), and everything is moved into
     `output_dir` with all_results.json and the model card last. So an output folder holding them is complete, and a
-    run that fails on the way leaves nothing that looks finished."""
+    run that fails on the way leaves nothing that looks finished. Then the intermediate checkpoints go, unless
+    --keep_checkpoints (`prune_checkpoints`: all of them, or all but the last with `keep_last_checkpoint`); returns
+    the sentence that says what the folder keeps, on the main process (None on the others)."""
     staging = Path(trainer.args.output_dir) / STAGING
     if trainer.is_world_process_zero():
         shutil.rmtree(staging, ignore_errors=True)  # what a run that failed here before left behind
     trainer.accelerator.wait_for_everyone()
     trainer.save_model(str(staging))  # collective under FSDP/DeepSpeed: every rank calls it
     if not trainer.is_world_process_zero():
-        return
+        return None
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
     publish_folder(staging, trainer.args.output_dir, last=_WRITTEN_LAST)
+    if getattr(trainer.args, "keep_checkpoints", False):
+        return f"{trainer.args.output_dir} keeps the final model and every checkpoint (--keep_checkpoints)."
+    return prune_checkpoints(trainer.args.output_dir, keep_last_checkpoint)
+
+
+def prune_checkpoints(output_dir: str | Path, keep_last: bool) -> str:
+    """Remove a finished run's `checkpoint-N` folders: all of them, or all but the last with `keep_last` (what
+    `--resume_from_checkpoint last` continues from, where a finished run can go on: pretraining with a larger budget).
+    Intermediate checkpoints serve an interrupted run only; the finished folder holds the final model.
+
+    Returns:
+        One sentence for the run's last lines: what the folder keeps and what was removed.
+    """
+    output_dir = Path(output_dir)
+    checkpoints = sorted(
+        (path for path in output_dir.glob("checkpoint-*") if path.name.split("-")[-1].isdigit()),
+        key=lambda path: int(path.name.split("-")[-1]),
+    )
+    kept = checkpoints[-1:] if keep_last else []
+    removed = [path for path in checkpoints if path not in kept]
+    size = sum(file.stat().st_size for path in removed for file in path.rglob("*") if file.is_file())
+    for path in removed:
+        shutil.rmtree(path)
+    sentence = f"{output_dir} keeps the final model"
+    if kept:
+        sentence += (
+            f" and {kept[0].name}, which `--resume_from_checkpoint last` continues with a larger --max_train_minutes "
+            "or --max_steps"
+        )
+    if removed:
+        sentence += f"; removed {len(removed)} intermediate checkpoint(s) ({size / 1e6:.0f} MB), kept for resuming "
+        sentence += "an interrupted run only"
+    return sentence + "."
 
 
 __all__ = [
@@ -194,6 +238,7 @@ __all__ = [
     "check_output_dir",
     "finish_run",
     "grant_usual_permissions",
+    "prune_checkpoints",
     "publish_folder",
     "resolve_checkpoint",
     "staged_folder",

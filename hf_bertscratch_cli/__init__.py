@@ -8,12 +8,36 @@ which imports torch and transformers (several seconds).
 
 from __future__ import annotations
 
-from .commands import COMMANDS, DEBUG_ENV, PROG, did_you_mean, parse, version
+import os
+import sys
+
+from .commands import COMMANDS, DEBUG_ENV, PROG, did_you_mean, flag_value, model_argument, parse, version
+from .model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+
+# finetune flags that name data other than the task's own local copy or Hub dataset.
+OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
+
+
+def check_sources(command: str, args: list[str]) -> None:
+    """What the arguments point to that can fail before torch loads, checked in a second: the model (a folder, or a
+    Hub id with the Hub reachable), and finetune's --task without a data directory when the Hub cannot be reached."""
+    model = model_argument(command, args)
+    if model is not None:
+        check_model_reference(model)
+    task = flag_value(args, "--task") if command == "finetune" else None
+    if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
+        check_hub_dataset(f"Task {task!r}'s dataset", None, "")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
+    if not (debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")):
+        try:
+            check_sources(command, args)  # a missing folder or an unreachable Hub: one line, before torch loads
+        except OSError as error:
+            print(f"{PROG} {command}: error: {type(error).__name__}: {error}", file=sys.stderr)
+            raise SystemExit(1) from None
     from hf_bertscratch.cli import run_command  # torch and transformers load here, for a command that needs them
 
     run_command(command, args, debug=debug)

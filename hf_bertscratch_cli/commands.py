@@ -8,16 +8,20 @@ import difflib
 import sys
 from collections.abc import Iterable
 from importlib import metadata
+from pathlib import Path
 from typing import NoReturn
 
 PROG = "bertscratch"
 DISTRIBUTION = "hf-bertscratch"
 DEBUG_ENV = "BERTSCRATCH_DEBUG"
+# `COMMAND --help` pages kept as text, answered without importing torch (`hf_bertscratch.cli.write_help_pages`
+# writes them from the commands' parsers; a test checks they match).
+HELP_PAGES = Path(__file__).parent / "help"
 
 # Every command, in the order `bertscratch --help` lists them, with its one-line help.
 COMMANDS: dict[str, str] = {
     "pretrain": "Pretrain a BERT by masked language modelling (= scripts/pretrain.py).",
-    "pretrain-flax": 'Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs "hf-bertscratch[flax]").',
+    "pretrain-flax": "Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs the [flax] extra).",
     "finetune": "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
     "convert": "Convert a checkpoint between transformers' BERT and BertScratch.",
     "push": "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py).",
@@ -34,6 +38,31 @@ COMMANDS: dict[str, str] = {
     "export": "Export a model to ONNX (+ config and tokenizer) for ONNX Runtime and Optimum.",
     "plot": "Draw a training run's loss and evaluation curves.",
 }
+
+# Commands whose first argument, when it is not a flag, is a model folder or Hub id; any command's
+# --model_name_or_path is one too. The front door checks it before torch loads (`model_argument`).
+MODEL_FIRST = ("fill-mask", "classify", "tag", "answer", "embed", "similarity", "attention", "export", "convert")
+MODEL_FLAG = "--model_name_or_path"
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`), None where they do not give it."""
+    for index, arg in enumerate(args):
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+        if arg == flag and index + 1 < len(args):
+            return args[index + 1]
+    return None
+
+
+def model_argument(command: str, args: list[str]) -> str | None:
+    """The model folder or Hub id that `command`'s arguments name, or None where they name none."""
+    model = flag_value(args, MODEL_FLAG)
+    if model is not None:
+        return model
+    if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):
+        return args[0]
+    return None
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
@@ -77,12 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None = None) -> tuple[str, list[str], bool]:
-    """(COMMAND, its arguments, --debug) from the command line; `--help`, `--version`, no arguments and a mistyped
-    command end here (exit 0 or 2)."""
+    """(COMMAND, its arguments, --debug) from the command line; `--help`, `--version`, no arguments, a mistyped
+    command and `COMMAND --help` of a command with a stored page end here (exit 0 or 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     if not argv:
         parser.print_help(sys.stderr)
         raise SystemExit(2)
     args = parser.parse_args(argv)
+    page = HELP_PAGES / f"{args.command}.txt"
+    if args.args in (["--help"], ["-h"]) and page.is_file():
+        sys.stdout.write(page.read_text(encoding="utf-8"))
+        raise SystemExit(0)
     return args.command, args.args, args.debug

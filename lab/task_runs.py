@@ -117,8 +117,9 @@ def _smoke(recipe: TaskRecipe) -> TaskRecipe:
     flags = tuple(
         "16" if before == "--head_tokens" else flag for before, flag in zip(("", *recipe.flags), recipe.flags)
     )
+    # every checkpoint kept: the smoke test resumes a run cut back to its first
     return TaskRecipe(1, 32, recipe.seeds[:2], rates, (*flags, "--max_train_samples", "48",
-                                                       "--max_eval_samples", "24"))  # fmt: skip
+                                                       "--max_eval_samples", "24", "--keep_checkpoints", "true"))  # fmt: skip
 
 
 def task_recipe(task: str, smoke: bool = False) -> TaskRecipe:

@@ -70,7 +70,7 @@ def test_bf16_autocast_case_runs() -> None:
 
 
 def test_onnxruntime_contender_runs_with_parity() -> None:
-    pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install 'hf-bertscratch[onnx]')")
+    pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install -e '.[onnx]')")
     pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript")
     args = benchmark.parse_args(
         [

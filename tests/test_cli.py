@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -509,7 +511,9 @@ def test_top_level_help_lists_every_command(capsys) -> None:
         assert f"\n  {command} " in out
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["finetun"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["--version"], ["finetun"], ["finetune", "--help"], ["pretrain", "--help"]]
+)
 def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transformers(argv: list[str]) -> None:
     """The console script answers these from the standard library alone (well under a second)."""
     code = (
@@ -518,7 +522,9 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         "loaded = [name for name in ('torch', 'transformers', 'hf_bertscratch') if name in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
+    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+    assert time.monotonic() - started < 2  # a whole Python start included
     assert done.returncode == 0, done.stderr
     if argv == ["finetun"]:
         assert done.stderr == (
@@ -526,6 +532,17 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         )
     if argv == ["--version"]:
         assert done.stdout == f"bertscratch {hf_bertscratch.__version__}\n"
+    if argv[1:] == ["--help"]:
+        assert done.stdout.startswith(f"usage: bertscratch {argv[0]} ")
+
+
+@pytest.mark.parametrize("command", sorted(cli.STORED_HELP))
+def test_stored_help_pages_are_the_parsers_and_fit_200_lines(command: str) -> None:
+    """`COMMAND --help` prints a stored page (no torch import); it must be what the parser says. After changing a
+    flag: python -c "from hf_bertscratch.cli import write_help_pages; write_help_pages()"."""
+    stored = (hf_bertscratch_cli.commands.HELP_PAGES / f"{command}.txt").read_text(encoding="utf-8")
+    assert stored == cli.help_page(command)
+    assert len(stored.splitlines()) <= 200 and max(map(len, stored.splitlines())) <= 140
 
 
 def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
@@ -543,10 +560,16 @@ def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
     )
 
 
+def test_an_abbreviated_flag_is_refused_with_the_flag_it_starts(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["finetune", "--learning_rat", "1e-4", "--model_name_or_path", "m"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "unrecognized arguments: --learning_rat 1e-4; did you mean '--learning_rate'?" in line
+
+
 @pytest.mark.parametrize("command", ["pretrain", "finetune"])
-def test_training_help_lists_the_commands_own_flags_first_and_the_rest_of_transformers_behind_help_all(
-    capsys, command: str
-) -> None:
+def test_training_help_lists_what_a_first_run_needs_and_the_rest_behind_help_all(capsys, command: str) -> None:
     with pytest.raises(SystemExit):
         cli.main([command, "--help"])
     short = capsys.readouterr().out
@@ -554,14 +577,84 @@ def test_training_help_lists_the_commands_own_flags_first_and_the_rest_of_transf
         cli.main([command, "--help_all"])
     full = capsys.readouterr().out
     headings = [line for line in short.splitlines() if line.endswith(":") and not line.startswith(" ")]
-    assert headings == ["options:", "model:", "data:", "training:", "more of transformers' TrainingArguments:"]
+    assert headings == ["options:", "model:", "data:", "training:"]
     assert "--max_train_minutes" in short or command == "finetune"
-    assert (
-        "--learning_rate" in short and "--label_smoothing_factor" not in short
-    )  # transformers' rarer flags: --help_all only
-    assert "--label_smoothing_factor" in full and len(full.splitlines()) > 2 * len(short.splitlines())
+    assert "--data_dir" in short and "--learning_rate" in short and "--output_dir" in short
+    assert "--label_smoothing_factor" not in short and "--weight_decay" not in short  # --help_all only
+    assert "--label_smoothing_factor" in full and "--weight_decay" in full
+    assert len(full.splitlines()) > 2 * len(short.splitlines()) and "more flags: --help_all." in short
+    assert "--model-name-or-path" not in short  # each flag named once
     flat = " ".join(short.split())
     assert "(default: None)" not in flat and not re.search(r"\(default[^)]*\)\.? \(default", flat)  # said once
+
+
+def closed_port_hub(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment of a machine whose Hub cannot be reached: HF_ENDPOINT on a port nothing listens on."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    return dict(os.environ)
+
+
+def test_a_hub_that_does_not_answer_counts_as_unreachable_within_the_probes_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name lookup or a connection that hangs (a machine behind a silent firewall) costs the probe's 3 s, once."""
+    from hf_bertscratch_cli import model_reference
+
+    closed_port_hub(monkeypatch)
+    monkeypatch.setattr(model_reference.socket, "create_connection", lambda *args, **kwargs: time.sleep(30))
+    model_reference.probe_hub.cache_clear()
+    started = time.monotonic()
+    try:
+        assert model_reference.hub_unreachable() == "127.0.0.1 did not answer within 3 s"
+        assert model_reference.hub_unreachable() == "127.0.0.1 did not answer within 3 s"  # asked once per process
+    finally:
+        model_reference.probe_hub.cache_clear()
+    assert time.monotonic() - started < model_reference.HUB_PROBE_TIMEOUT + 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["classify", "runs/no-such-model", "hello"],
+        ["finetune", "--model_name_or_path", "someone/no-such-model", "--task", "sst2", "--output_dir", "out"],
+        ["finetune", "--model_name_or_path", ".", "--task", "sst2", "--output_dir", "out"],
+    ],
+)
+def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+) -> None:
+    """With the Hub unreachable, a model reference that is no folder fails before torch loads (no half minute of
+    retries), naming the reference and both places it was looked for."""
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "assert 'torch' not in sys.modules\nsys.exit(code)\n"
+    )
+    env = closed_port_hub(monkeypatch)
+    env.pop("BERTSCRATCH_DATA_DIR", None)
+    (tmp_path / "config.json").write_text("{}")  # "." is a model folder
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False, cwd=tmp_path, env=env
+    )
+    assert time.monotonic() - started < 5
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.splitlines()
+    if argv[2] == ".":  # a model folder, and a table task with no data directory
+        assert line.startswith(
+            "bertscratch finetune: error: FileNotFoundError: Task 'sst2''s dataset has no local copy (neither "
+            "--data_dir nor $BERTSCRATCH_DATA_DIR is set) and the Hub cannot be reached (127.0.0.1 cannot be reached"
+        )
+        assert "pass --data_dir DIR or set $BERTSCRATCH_DATA_DIR=DIR" in line
+        return
+    model = argv[1] if argv[0] == "classify" else argv[2]
+    assert line.startswith(
+        f"bertscratch {argv[0]}: error: FileNotFoundError: Model {model!r} is neither a local folder"
+    )
+    assert "nor reachable on the Hub (127.0.0.1 cannot be reached" in line
 
 
 def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import (
@@ -95,6 +96,34 @@ def test_cli_converts_bert_and_back(
     assert restored.keys() == original.keys()
     for name, tensor in original.items():
         assert torch.equal(restored[name], tensor), name
+
+
+def test_an_embedding_folder_converts_to_an_embedding_folder(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    """BertScratch's embedding folder converted to transformers' BERT keeps its sentence-transformers files, so
+    SentenceTransformer on the converted folder pools as trained (CLS here, not its mean default) and gives the same
+    vectors; and back."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    source = tmp_path / "embedding"
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    hf_bertscratch.BertScratchModel(config).save_pretrained(source)
+    tokenizer.save_pretrained(source)
+    write_sentence_transformers_files(source, "cls", 32, config.hidden_size)
+
+    bert, back = tmp_path / "bert", tmp_path / "back"
+    convert.convert_checkpoint(source, bert)
+    convert.convert_checkpoint(bert, back)
+    texts = [" ".join(pair) for pair in SENTENCES]
+    vectors = {}
+    for folder in (source, bert, back):
+        for file in ("modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+            assert (folder / file).is_file(), (folder.name, file)
+        encoder = sentence_transformers.SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+        vectors[folder.name] = encoder.encode(texts, convert_to_numpy=True)
+    assert AutoModel.from_pretrained(tmp_path / "bert").config.model_type == "bert"
+    np.testing.assert_allclose(vectors["bert"], vectors["embedding"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(vectors["back"], vectors["embedding"], rtol=0, atol=1e-5)
 
 
 def test_state_dict_round_trip_is_exact(tokenizer: BertTokenizer) -> None:

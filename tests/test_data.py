@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from pathlib import Path
 
 import datasets
 import pytest
 
 from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, resolve_data_dir
+from hf_bertscratch_cli import model_reference
 
 
 def _fake_data_dir(root: Path) -> Path:
@@ -100,6 +102,28 @@ def test_errors_name_the_bad_value(tmp_path: Path) -> None:
         load_raw_datasets(train_file=str(tmp_path / "a.txt"), validation_file=str(tmp_path / "b.csv"))
     with pytest.raises(ValueError, match="No data given"):
         load_raw_datasets()
+
+
+def test_a_table_dataset_without_its_local_copy_names_data_dir_when_the_hub_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No half minute of Hub retries ending in "Couldn't reach 'glue' on the Hub": one line, at once, that says where
+    the local copy goes."""
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(model_reference, "hub_unreachable", lambda: "huggingface.co cannot be reached: no network")
+    monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: pytest.fail("asked the Hub"))
+    started = time.monotonic()
+    with pytest.raises(FileNotFoundError) as error:
+        load_raw_datasets("glue", "sst2")
+    assert time.monotonic() - started < 5
+    message = str(error.value)
+    assert "\n" not in message and "Dataset glue/sst2 has no local copy" in message
+    assert f"--data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding sst2/" in message
+    with pytest.raises(FileNotFoundError, match=f"in '{tmp_path}' and the Hub cannot be reached"):
+        load_raw_datasets("glue", "sst2", data_dir=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="--train_file/--validation_file"):
+        load_raw_datasets("squad")
 
 
 def test_resolve_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +25,12 @@ from transformers import (
 
 import hf_bertscratch
 from hf_bertscratch import inference
-from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
+from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
 from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
-from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs
+from conftest import record_hub, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -192,6 +194,27 @@ def test_bad_data_raises_before_training(
     with pytest.raises(ValueError, match=message):
         main(base_argv(model_dir, data_files[0], dev, output) + extra)
     assert not any(output.glob("checkpoint-*")) and not (output / "all_results.json").exists()
+
+
+def test_a_missing_column_names_the_flag_that_picks_it(tmp_path: Path, model_dir: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", [("the cat", 0), ("the dog", 1)], ("text", "stars"))
+    with pytest.raises(ValueError, match=r"Column\(s\) \['label'\].*'stars'\]: name yours with --label_column\.$"):
+        main(base_argv(model_dir, train, train, tmp_path / "out"))
+
+
+def test_a_new_head_is_loaded_without_the_load_report_or_a_layer_list(model_dir: Path) -> None:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    library = logging.getLogger("transformers")
+    library.addHandler(handler)
+    try:
+        with quiet_loading_report():
+            AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2)
+    finally:
+        library.removeHandler(handler)
+    assert not [record.getMessage()[:80] for record in records if record.levelno >= logging.WARNING]
+    assert logging.getLogger("transformers.modeling_utils").filters == []
 
 
 def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> None:
@@ -367,24 +390,45 @@ def test_max_eval_samples_caps_the_test_split_too(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
 ) -> None:
     output = tmp_path / "run"
-    main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), "--max_eval_samples", "4"])
+    subsets = ["--max_eval_samples", "4", "--max_train_samples", "40"]
+    main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), *subsets])
     results = json.loads((output / "all_results.json").read_text())
     assert (results["eval_samples"], results["test_samples"]) == (4, 4) and "test_accuracy" in results
+    card = " ".join((output / "README.md").read_text(encoding="utf-8").split())
+    assert "trained on 40 of the 48 training examples, evaluated on 4 of the 10 evaluation examples" in card
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
-    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     full, cut = tmp_path / "full", tmp_path / "cut"
     main(base_argv(model_dir, *data_files, full))
+    last_line = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(
+        rf"{re.escape(str(full))} keeps the final model; removed 2 intermediate checkpoint\(s\) \(\d+ MB\), kept for "
+        "resuming an interrupted run only.",
+        last_line,
+    )
+    assert not list(full.glob("checkpoint-*"))  # a finished fine-tune resumes from none
     finished = (full / "all_results.json").read_text()
     with pytest.raises(ValueError, match=r"already holds a finished run \(model.safetensors, all_results.json"):
         main(base_argv(model_dir, *data_files, full))
     assert (full / "all_results.json").read_text() == finished  # refused before anything was written
 
-    # An interruption after the first epoch's checkpoint: only checkpoint-6 is left.
-    main(base_argv(model_dir, *data_files, cut))
-    cut_back_to_checkpoint(cut, "checkpoint-6")
+    # Killed during the second epoch: checkpoint-6 (the first epoch's) and nothing that looks finished.
+    real_step, steps = OrderedEvalTrainer.training_step, {"n": 0}
+
+    def dying_step(self, *args, **kwargs):
+        steps["n"] += 1
+        if steps["n"] == 8:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrderedEvalTrainer, "training_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        main(base_argv(model_dir, *data_files, cut))
+    monkeypatch.setattr(OrderedEvalTrainer, "training_step", real_step)
+    assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
     main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
     state = json.loads((cut / "trainer_state.json").read_text())
     assert state["global_step"] == 12

@@ -16,9 +16,9 @@ import hf_bertscratch
 
 from conftest import tiny_config_kwargs
 
-pytest.importorskip("jax", reason='needs the [flax] extra: pip install "hf-bertscratch[flax]"')
-pytest.importorskip("flax", reason='needs the [flax] extra: pip install "hf-bertscratch[flax]"')
-pytest.importorskip("optax", reason='needs the [flax] extra: pip install "hf-bertscratch[flax]"')
+pytest.importorskip("jax", reason='needs the [flax] extra: pip install -e ".[flax]"')
+pytest.importorskip("flax", reason='needs the [flax] extra: pip install -e ".[flax]"')
+pytest.importorskip("optax", reason='needs the [flax] extra: pip install -e ".[flax]"')
 
 from flax import nnx  # noqa: E402
 

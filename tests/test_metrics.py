@@ -6,6 +6,8 @@ sequence-labelling scores, and the official SQuAD v1.1 script (`reference_squad_
 
 from __future__ import annotations
 
+import logging
+
 import evaluate
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from transformers import EvalPrediction
 
+from hf_bertscratch import metrics as hf_metrics
 from hf_bertscratch.metrics import (
     ClassificationMetrics,
     RegressionMetrics,
@@ -75,10 +78,12 @@ def test_classification_metrics_from_logits() -> None:
     assert out["top_class_share"] == pytest.approx(max(PREDS.count(c) for c in set(PREDS)) / len(PREDS))
 
 
-def test_falls_back_to_packaged_copy_when_hub_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def counted_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every `evaluate.load` path from now on, with the Hub's "accuracy" missing, and no metric loaded yet."""
     monkeypatch.delenv("HF_HUB_OFFLINE")
     real_load = evaluate.load
-    calls = []
+    calls: list[str] = []
 
     def fake_load(path: str, *args, **kwargs):
         calls.append(path)
@@ -87,9 +92,32 @@ def test_falls_back_to_packaged_copy_when_hub_unreachable(monkeypatch: pytest.Mo
         return real_load(path, *args, **kwargs)
 
     monkeypatch.setattr(evaluate, "load", fake_load)
+    hf_metrics.load_metric.cache_clear()
+    hf_metrics._say_packaged.cache_clear()
+    yield calls
+    hf_metrics.load_metric.cache_clear()
+
+
+def test_falls_back_to_packaged_copy_when_the_hub_lacks_the_metric(
+    monkeypatch: pytest.MonkeyPatch, counted_loads: list[str]
+) -> None:
+    monkeypatch.setattr(hf_metrics, "hub_unreachable", lambda: None)  # the Hub answers, without the script
     metric = load_metric("accuracy")
-    assert calls == ["accuracy", str(local_metric_path("accuracy"))]
+    assert counted_loads == ["accuracy", str(local_metric_path("accuracy"))]
     assert metric.compute(predictions=[1, 0], references=[1, 1])["accuracy"] == 0.5
+    assert load_metric("accuracy") is metric and len(counted_loads) == 2  # resolved once per run
+
+
+def test_an_unreachable_hub_is_asked_nothing_and_said_once(
+    monkeypatch: pytest.MonkeyPatch, counted_loads: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(hf_metrics, "hub_unreachable", lambda: "huggingface.co cannot be reached: no network")
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.metrics"):
+        ClassificationMetrics(num_labels=2, pairs=True)
+        ClassificationMetrics(num_labels=2, pairs=True)  # e.g. the baselines at the end of a run
+    assert counted_loads == [str(local_metric_path(name)) for name in ("accuracy", "f1", "matthews_correlation")]
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert message == "Metrics: the copies packaged with hf_bertscratch (huggingface.co cannot be reached: no network)."
 
 
 # float32 values, so that the metrics' Value("float") features pass them through unchanged.

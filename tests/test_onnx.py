@@ -35,8 +35,8 @@ from hf_bertscratch.onnx.runtime import onnx_session, run_session
 
 from conftest import tiny_config_kwargs
 
-pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install 'hf-bertscratch[onnx]')")
-pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install 'hf-bertscratch[onnx]')")
+pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install -e '.[onnx]')")
+pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install -e '.[onnx]')")
 
 HEADS = {
     "feature-extraction": hf_bertscratch.BertScratchModel,

@@ -20,8 +20,8 @@ from hf_bertscratch.tasks import CONLL2003_LABELS
 from conftest import CORPUS, tiny_config_kwargs
 from test_onnx import int8_matmul_weights
 
-pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install 'hf-bertscratch[onnx]')")
-pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install 'hf-bertscratch[onnx]')")
+pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install -e '.[onnx]')")
+pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install -e '.[onnx]')")
 
 BACKENDS = ["pytorch", "onnx fp32", "onnx int8"]
 # Sentences of the conftest vocabulary with a CoNLL-2003 tag per word.

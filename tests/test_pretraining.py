@@ -211,6 +211,9 @@ def test_resume_matches_uninterrupted_run(
     assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
+    seen_at = {
+        "checkpoint-3": json.loads((cut / "checkpoint-3" / "trainer_state.json").read_text())
+    }  # pruned at the end
 
     main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "true"))
     full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
@@ -218,8 +221,8 @@ def test_resume_matches_uninterrupted_run(
     for name in full:
         torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
     # tokens: those of the steps this process ran, and over the whole run as many as the uninterrupted one's
-    seen_at = {path.parent.name: json.loads(path.read_text())["num_input_tokens_seen"]
-               for path in (cut / "checkpoint-3" / "trainer_state.json", cut / "trainer_state.json")}  # fmt: skip
+    seen_at = {name: state["num_input_tokens_seen"]
+               for name, state in {**seen_at, "cut": json.loads((cut / "trainer_state.json").read_text())}.items()}  # fmt: skip
     assert 0 < seen_at["checkpoint-3"] < seen_at["cut"] == json.loads((tmp_path / "full" / "trainer_state.json")
                                                                       .read_text())["num_input_tokens_seen"]  # fmt: skip
     assert _results(cut)["train_tokens"] == seen_at["cut"] - seen_at["checkpoint-3"]
@@ -480,6 +483,10 @@ def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: 
 def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--help"])
+    short = capsys.readouterr().out
+    assert "--max_train_minutes" in short and "--mlm_probability" not in short  # a first run's flags
+    with pytest.raises(SystemExit):
+        parse_args(["--help_all"])
     assert "--mlm_probability" in capsys.readouterr().out
     with pytest.raises(ValueError, match="objective"):
         pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
@@ -764,7 +771,7 @@ def test_time_budget_lays_the_schedule_over_the_budget(
 
 
 def test_time_budget_resumes_with_the_time_already_spent(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     """With a clock that advances one second per reading, each step costs exactly one second of the budget: a
     30-second budget is 30 steps, and a run interrupted after checkpoint-10 trains steps 11-30 when resumed."""
@@ -776,6 +783,16 @@ def test_time_budget_resumes_with_the_time_already_spent(
     full = tmp_path / "full"
     main(pretrain_args(text_file, tokenizer_dir, config_dir, full, *budget))
     assert json.loads((full / "trainer_state.json").read_text())["global_step"] == 30
+    # A finished run keeps its last checkpoint only (a larger budget continues from it), and says so last.
+    assert [path.name for path in full.glob("checkpoint-*")] == ["checkpoint-30"]
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith(
+            f"{full} keeps the final model and checkpoint-30, which `--resume_from_checkpoint last` continues with a "
+            "larger --max_train_minutes or --max_steps; removed 2 intermediate checkpoint(s) ("
+        )
+    )
 
     steps = {"n": 0}
     real_step = pretraining.Trainer.training_step
@@ -1131,6 +1148,29 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     budget.progress_callbacks = [callback]
     budget.on_train_begin(TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl())
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
+
+
+def test_a_budgeted_runs_progress_total_is_set_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tqdm.auto import tqdm
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from hf_bertscratch import budget as budget_module
+
+    now = [0.0]
+    monkeypatch.setattr(budget_module, "_clock", lambda: now[0])
+    budget = budget_module.TrainingBudget(1.0)
+    callback = types.SimpleNamespace(training_bar=tqdm(total=pretraining_arguments.BUDGET_STEP_CAP, disable=True))
+    budget.progress_callbacks = [callback]
+    args, state, control = TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl()
+    budget.on_train_begin(args, state, control)
+    totals = []
+    for step in range(1, 60):
+        now[0] += 0.5 if step < 30 else 1.0  # the machine slows down: the total stays as first measured
+        state.global_step = step
+        budget.on_step_end(args, state, control)
+        totals.append(callback.training_bar.total)
+    assert totals[: budget_module.RATE_STEPS] == [None] * budget_module.RATE_STEPS
+    assert set(totals[budget_module.RATE_STEPS :]) == {120}  # 60 s at 2 steps/s
 
 
 def test_a_cpu_with_amx_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

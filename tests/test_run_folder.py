@@ -89,3 +89,21 @@ def test_publishing_replaces_a_subfolder_an_earlier_run_left(tmp_path: Path) -> 
     publish_folder(staging, output_dir)
     assert sorted(p.name for p in (output_dir / "1_Pooling").iterdir()) == ["config.json"]
     assert (output_dir / "1_Pooling" / "config.json").read_text() == "new" and not staging.exists()
+
+
+@pytest.mark.parametrize("keep_last, kept", [(False, []), (True, ["checkpoint-20"])])
+def test_a_finished_run_keeps_only_the_checkpoint_a_later_run_continues_from(
+    tmp_path: Path, keep_last: bool, kept: list[str]
+) -> None:
+    for step in (5, 10, 20):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "optimizer.pt").write_bytes(b"x" * 1_000_000)
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    sentence = run_folder.prune_checkpoints(tmp_path, keep_last)
+    assert sorted(path.name for path in tmp_path.glob("checkpoint-*")) == kept
+    assert (tmp_path / "model.safetensors").is_file()
+    removed = 3 - len(kept)
+    assert sentence.startswith(f"{tmp_path} keeps the final model")
+    assert sentence.endswith(f"removed {removed} intermediate checkpoint(s) ({removed} MB), kept for resuming an "
+                             "interrupted run only.")  # fmt: skip
+    assert ("checkpoint-20, which `--resume_from_checkpoint last` continues" in sentence) == keep_last

@@ -1,6 +1,6 @@
 """BertScratch in Flax NNX (JAX): the same model family, reading and writing the same `model.safetensors` folders.
 
-    pip install "hf-bertscratch[flax]"
+    pip install -e ".[flax]"   (from a clone)
 
     from hf_bertscratch.flax import FlaxBertScratchForMaskedLM
     model = FlaxBertScratchForMaskedLM.from_pretrained("path/to/bertscratch-folder")
@@ -19,7 +19,7 @@ try:
 except ImportError as error:
     raise ModuleNotFoundError(
         f"hf_bertscratch.flax needs jax, flax and optax ({error.name or error} is missing); install them with "
-        '`pip install "hf-bertscratch[flax]"`.',
+        '`pip install -e ".[flax]"` from a clone.',
         name=error.name,
     ) from error
 

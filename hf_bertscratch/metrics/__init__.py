@@ -4,14 +4,15 @@
 metric modules `hf_bertscratch/metrics/<name>/<name>.py`, each importing its class from the module that computes it:
 accuracy, f1 and matthews_correlation with scikit-learn (`sklearn_metrics.py`), pearsonr and spearmanr with SciPy
 (`scipy_metrics.py`), seqeval (`sequence_labelling.py`) and squad (`squad_metrics.py`) implemented here. It loads them
-with `evaluate.load(<local path>)` whenever the Hub is off (`HF_HUB_OFFLINE=1`) or cannot be reached. The returned
+with `evaluate.load(<local path>)` whenever the Hub is off (`HF_HUB_OFFLINE=1`) or cannot be reached (asked once per
+process, `hub_unreachable`), and says so in one line per reason; each metric is loaded once per process. The returned
 objects are ordinary `evaluate.EvaluationModule`s, with the Hub modules' names, inputs and output keys.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import evaluate
 import numpy as np
 
 from hf_bertscratch.metrics.sequence_labelling import entity_spans
+from hf_bertscratch_cli.model_reference import hub_offline, hub_unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -41,27 +43,29 @@ def local_metric_path(name: str) -> Path:
     return METRICS_DIR / name
 
 
-def hub_offline() -> bool:
-    """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import): what the metrics and
-    the model-name check (`hf_bertscratch.model_reference.check_model_reference`) go by."""
-    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
-
-
+@functools.cache
 def load_metric(name: str) -> evaluate.EvaluationModule:
-    """`evaluate.load(name)` from the Hub, or the packaged copy when offline or the Hub is unreachable.
+    """`evaluate.load(name)` from the Hub, or the packaged copy when offline or the Hub is unreachable; once per name
+    and process (a run's later loads of a metric are the same module).
 
     Args:
         name: a metric name: one of `LOCAL_METRICS` for the offline fallback, or any Hub metric when online.
     """
-    if name in LOCAL_METRICS and hub_offline():
-        return evaluate.load(str(local_metric_path(name)))
-    try:
+    if name not in LOCAL_METRICS:
         return evaluate.load(name)
-    except (OSError, ConnectionError) as error:  # FileNotFoundError when the Hub cannot be reached
-        if name not in LOCAL_METRICS:
-            raise
-        logger.info("Hub metric %r unavailable (%s); using the packaged copy.", name, error)
-        return evaluate.load(str(local_metric_path(name)))
+    why = "HF_HUB_OFFLINE is set" if hub_offline() else hub_unreachable()
+    if why is None:
+        try:
+            return evaluate.load(name)
+        except (OSError, ConnectionError) as error:  # FileNotFoundError when the Hub has no such script
+            why = f"the Hub's {name!r}: {type(error).__name__}"
+    _say_packaged(why)
+    return evaluate.load(str(local_metric_path(name)))
+
+
+@functools.cache
+def _say_packaged(why: str) -> None:
+    logger.info("Metrics: the copies packaged with hf_bertscratch (%s).", why)
 
 
 def classification_metric_names(pairs: bool = False) -> list[str]:

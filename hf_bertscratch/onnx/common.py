@@ -98,7 +98,7 @@ def require(package: str) -> object:
     except ModuleNotFoundError as error:
         raise ImportError(
             f"The ONNX path needs the {package!r} package, which is not installed: "
-            "pip install 'hf-bertscratch[onnx]' (or pip install onnx onnxruntime onnxscript)."
+            "pip install -e '.[onnx]' from a clone (or pip install onnx onnxruntime onnxscript)."
         ) from error
 
 

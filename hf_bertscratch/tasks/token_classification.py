@@ -45,7 +45,9 @@ def label_names_from(dataset: datasets.Dataset | datasets.DatasetDict, tags_colu
             raise ValueError(f"No train split to read the labels from; the splits are {list(dataset)}.")
         dataset = dataset["train"]
     if tags_column not in dataset.column_names:
-        raise ValueError(f"Column {tags_column!r} not in the dataset; it has {dataset.column_names}.")
+        raise ValueError(
+            f"Column {tags_column!r} not in the dataset; it has {dataset.column_names}: name yours with --tags_column."
+        )
     feature = getattr(dataset.features[tags_column], "feature", None)  # the element type of a list column
     if isinstance(feature, datasets.ClassLabel):
         return list(feature.names)
@@ -72,7 +74,11 @@ def check_tags(
     many tags, each a name in `label_names` or an id into it."""
     missing = [column for column in (tokens_column, tags_column) if column not in dataset.column_names]
     if missing:
-        raise ValueError(f"Column(s) {missing} not in the {split_name} split; it has {dataset.column_names}.")
+        named = {"--tokens_column": tokens_column, "--tags_column": tags_column}
+        flags = " and ".join(flag for flag, column in named.items() if column in missing)
+        raise ValueError(
+            f"Column(s) {missing} not in the {split_name} split; it has {dataset.column_names}: name yours with {flags}."
+        )
     names = set(label_names)
     for row, (words, tags) in enumerate(zip(dataset[tokens_column], dataset[tags_column])):
         where = f"Row {row} of the {split_name} split"

@@ -21,7 +21,7 @@ def _script():
 
 
 def test_record_of_two_graphs_renders_as_their_ratio_to_ours(tmp_path: Path) -> None:
-    pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install 'hf-bertscratch[onnx]')")
+    pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install -e '.[onnx]')")
     pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript")
     script = _script()
     path = tmp_path / "results" / "onnx-graphs" / "encode-0.3.json"

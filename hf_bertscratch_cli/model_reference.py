@@ -1,0 +1,142 @@
+"""Where a model comes from: a local folder or a Hub id, told apart before anything loads, with the standard library
+alone (so the `bertscratch` front door checks a command's model before torch loads).
+
+A mistyped local path would otherwise be tried as a Hub id, retried over the network for half a minute and reported as
+a connection error; `check_model_reference` names the missing folder at once, and says when the Hub is offline or
+cannot be reached (and the model is not in the Hub cache). `hub_offline` and `hub_unreachable` are what the metrics
+and the datasets go by too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import socket
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"  # the data directory of local dataset copies, when --data_dir is not given
+HUB_PROBE_TIMEOUT = 3.0  # seconds one connection to the Hub may take before it counts as unreachable
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def hub_offline() -> bool:
+    """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import)."""
+    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hub cannot be reached now (one phrase, e.g. "huggingface.co cannot be reached: Name or service not
+    known"), or None when it answers, behind a proxy or in offline mode (the libraries decide then).
+
+    One TCP connection to the Hub's endpoint (`HF_ENDPOINT`), within `HUB_PROBE_TIMEOUT`, once per process and
+    endpoint: what lets a missing folder or dataset fail at once instead of after huggingface_hub's half minute of
+    retries.
+    """
+    if hub_offline() or any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    return probe_hub(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+
+
+@functools.cache
+def probe_hub(endpoint: str) -> str | None:
+    """Why `endpoint` cannot be reached (its name lookup and a TCP connection, within `HUB_PROBE_TIMEOUT`), or None."""
+    url = urlparse(endpoint)
+    host = url.hostname or endpoint
+    address = (host, url.port or (443 if url.scheme == "https" else 80))
+    failures: list[OSError] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection(address, HUB_PROBE_TIMEOUT).close()
+        except OSError as error:
+            failures.append(error)
+
+    # In a thread: the connection's timeout does not bound the name lookup, which can hang on a machine offline.
+    probe = threading.Thread(target=connect, daemon=True)
+    probe.start()
+    probe.join(HUB_PROBE_TIMEOUT)
+    if probe.is_alive():
+        return f"{host} did not answer within {HUB_PROBE_TIMEOUT:g} s"
+    if failures:
+        return f"{host} cannot be reached: {failures[0].strerror or failures[0]}"
+    return None
+
+
+# A Hub id is "name" or "namespace/name" made of these characters; anything else can only be a local path.
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+
+def check_model_reference(model: str | Path) -> str:
+    """Fail early, in one line, when `model` is neither an existing local folder nor shaped like a Hub id."""
+    model = str(model)
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise NotADirectoryError(f"Model {model!r} is a file: expected a model folder (with config.json).")
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"Model folder {model!r} has no config.json: is it a saved model folder?")
+        return str(path)
+    if model.startswith((".", "/", "~")) or not _HUB_ID.match(model):
+        raise FileNotFoundError(f"Model {model!r} does not exist: expected a model folder or a Hub id (user/name).")
+    namespace = model.split("/")[0] if "/" in model else None
+    if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
+        raise FileNotFoundError(f"Model folder {model!r} does not exist (there is a local folder {namespace!r}).")
+    if hub_offline() and not _in_hub_cache(model):
+        raise FileNotFoundError(
+            f"Model {model!r} is not a local folder, and the Hub is offline (HF_HUB_OFFLINE is set): expected a model "
+            "folder here, or unset HF_HUB_OFFLINE to download it."
+        )
+    unreachable = hub_unreachable()
+    if unreachable and not _in_hub_cache(model):
+        raise FileNotFoundError(
+            f"Model {model!r} is neither a local folder (no {str(path)!r} here) nor reachable on the Hub "
+            f"({unreachable}): expected a model folder, or a Hub id with the network up."
+        )
+    return model
+
+
+def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None) -> None:
+    """Fail at once, in one line naming where a local copy would go, when data that has no local copy would come from
+    the Hub and the Hub cannot be reached (rather than after half a minute of retries ending in "Couldn't reach ...").
+
+    Args:
+        what: how the message names the data ("Dataset glue/sst2", "Task 'sst2''s dataset").
+        data_dir: the data directory searched, None when neither --data_dir nor $BERTSCRATCH_DATA_DIR is set.
+        local_folder: the folder a local copy has in a data directory ("sst2"); "" when unknown here; None when the
+            data has no local copy at all (only local files can stand in).
+    """
+    unreachable = hub_unreachable()
+    if not unreachable:
+        return
+    where = f"in {data_dir!r}" if data_dir else f"(neither --data_dir nor ${DATA_DIR_ENV} is set)"
+    files = "name local files with --train_file/--validation_file"
+    if local_folder is None:
+        fix = f"{files}, or load it with the network up"
+    else:
+        holding = f"{local_folder}/" if local_folder else "its local copy"
+        fix = f"pass --data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding {holding} (as ../shared/data does)"
+        fix += "" if local_folder else f", or {files}"
+    raise FileNotFoundError(f"{what} has no local copy {where} and the Hub cannot be reached ({unreachable}): {fix}.")
+
+
+def _in_hub_cache(model: str) -> bool:
+    """Whether the Hub cache holds `model`'s config.json (it then loads offline)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except ValueError:  # not a valid repository id
+        return False
+
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "HUB_PROBE_TIMEOUT",
+    "check_hub_dataset",
+    "check_model_reference",
+    "hub_offline",
+    "hub_unreachable",
+]
