@@ -800,12 +800,15 @@ def headline(root: Path, records: list[SpeedRecord]) -> Headline:
                 for padding, pair in cells.items():
                     memory.setdefault(padding, []).append(pair)
     task_table = root / TASK_TABLE_RECORD
+    table = json.loads(task_table.read_text("utf-8")) if task_table.is_file() else None
+    if table is not None and (root / TASK_BASELINES_RECORD).is_file():
+        table["no_learning"] = json.loads((root / TASK_BASELINES_RECORD).read_text("utf-8"))
     return Headline(
         quick_starts[0] if quick_starts else None,
         training,
         {p: (statistics.median(o for o, _ in v), statistics.median(t for _, t in v)) for p, v in memory.items()},
         encoder,
-        json.loads(task_table.read_text("utf-8")) if task_table.is_file() else None,
+        table,
         {workload: "; ".join(sorted(shown)) for workload, shown in settings.items()},
         read_records(root, PAIRS_RECORDS).get(PAIRS_HEADLINE_RECORD),
     )
@@ -909,9 +912,31 @@ def render_headline(figures: Headline) -> str:
         if None not in averages:
             sentence += f", and the five GLUE dev tasks average {averages[0]:.1f} against {averages[1]:.1f}"
         parts.append(sentence + " ([the task table](#results)).")
+        parts += _bag_of_words_sentence(figures.task_table.get("no_learning"))
     if figures.pairs:
         parts.append(_pairs_sentence(figures.pairs))
     return _wrap(" ".join(parts)) + "\n"
+
+
+# The single-text tasks whose bag of words the headline states: (task, its name, metric).
+BAG_OF_WORDS_HEADLINE = (("sst2", "SST-2", "accuracy"), ("imdb", "IMDB", "accuracy"))
+
+
+def _bag_of_words_sentence(no_learning: dict | None) -> list[str]:
+    """The headline's bag-of-words sentence from a `lab.task_baselines` record: the best bag of words of each task."""
+    shown = []
+    for task, name, metric in BAG_OF_WORDS_HEADLINE:
+        scores = (no_learning or {}).get("tasks", {}).get(task, {})
+        bags = {key: scores[key][metric] for key in ("bag_of_words", "bag_of_word_pairs") if key in scores}
+        if bags:
+            best = max(bags, key=bags.get)
+            shown.append(
+                f"{name} {100 * bags[best]:.1f}" + (" (words and word pairs)" if best != "bag_of_words" else "")
+            )
+    if not shown:
+        return []
+    return [f"A bag of words with no pretraining (TF-IDF and logistic regression on the train split) scores "
+            f"{_and_list(shown)} on the same splits."]  # fmt: skip
 
 
 def _pairs_sentence(record: dict) -> str:
