@@ -662,12 +662,13 @@ def render_single_table(record: dict) -> str:
     """One `lab/diagnose_single.py` record as a table: the no-learning scores, the frozen probes per pooling and
     each fine-tuning variant (its flags, mean ± sd over seeds, the eval metric per epoch)."""
     metric = record["metric"]
-    lines = [f"**{record['task']}** ({metric} x 100):", "", "| what | how | score | per epoch |",
-             "| --- | --- | ---: | --- |"]  # fmt: skip
+    lines = [f"**{record['task']}** ({metric} x 100):", "",
+             "| what | how | score | per epoch | bag of words on the run's examples (words / and word pairs) |",
+             "| --- | --- | ---: | --- | ---: |"]  # fmt: skip
     for key, name in SINGLE_BASELINES.items():
         if key in record.get("no_learning", {}):
             lines.append(
-                f"| {name} | no learning, full train split | {100 * record['no_learning'][key][metric]:.1f} | |"
+                f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} | |"
             )
     probes = record.get("frozen_probes", {})
     for pooling in ("cls", "mean", "max", "mean-max"):
@@ -680,7 +681,12 @@ def render_single_table(record: dict) -> str:
         first = next(iter(runs.values()))
         flags = " ".join(first.get("flags", [])) or "(the task's defaults)"
         curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
-        lines.append(f"| fine-tuned: `{variant}` | `{flags}` | {_variant_mean(record, variant, metric)} | {curves} |")
+        bags = " / ".join(
+            f"{100 * first[k]:.1f}" for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs") if k in first
+        )
+        lines.append(
+            f"| fine-tuned: `{variant}` | `{flags}` | {_variant_mean(record, variant, metric)} | {curves} | {bags} |"
+        )
     note = record.get("model_note") or record["model"]
     commands = "; then ".join(f"`{c}`" for c in record.get("commands", []))
     lines += ["", f"Model: {note}. Made by {commands} ({record.get('machine', '?')}, {record.get('date', '?')}, commit "
