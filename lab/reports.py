@@ -668,14 +668,15 @@ def render_single_table(record: dict) -> str:
     for key, name in SINGLE_BASELINES.items():
         if key in record.get("no_learning", {}):
             lines.append(
-                f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} | |"
+                f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} "
+                "| | |"
             )
     probes = record.get("frozen_probes", {})
     for pooling in ("cls", "mean", "max", "mean-max"):
         if pooling in probes:
             how = f"{probes['samples']:,} train / eval examples, max_seq_length {probes['max_seq_length']}"
             lines.append(
-                f"| frozen features, {pooling}, logistic regression | {how} | {100 * probes[pooling][metric]:.1f} | |"
+                f"| frozen features, {pooling}, logistic regression | {how} | {100 * probes[pooling][metric]:.1f} | | |"
             )
     for variant, runs in record.get("fine_tuning", {}).items():
         first = next(iter(runs.values()))
