@@ -21,8 +21,9 @@ from transformers import (
 
 import hf_bertscratch
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
-from hf_bertscratch.finetuning_arguments import DataArguments, ModelArguments, check_data_arguments
+from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
+from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
 from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
 
 from conftest import cut_back_to_checkpoint, record_hub, tiny_config_kwargs

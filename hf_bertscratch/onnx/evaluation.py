@@ -7,7 +7,7 @@ int8 export, on the task's evaluation split (and its test split, where the task 
 The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked against
 PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8 tolerance,
 since its cost is what is measured here), then the three backends run the same batches. Everything between the data and
-the score is fine-tuning's own: the task and data flags are `finetuning_arguments.DataArguments`, the splits come from
+the score is fine-tuning's own: the task and data flags are `tasks.data.DataArguments`, the splits come from its
 `load_task_datasets`, the features from the task shape's `features(split, training=False)`, the batches from its
 collator (in dataset order), and the metrics from its `compute_metrics(raw, features)` fed with an `EvalPrediction` of
 the backend's outputs and the features' labels. The PyTorch row is therefore the score fine-tuning reports for the same
@@ -51,13 +51,12 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import sample_examples
-from ..finetuning import load_task_datasets, load_task_tokenizer
-from ..finetuning_arguments import DataArguments, ModelArguments
 from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference
 from ..run_folder import write_text_atomically
 from ..tasks import TaskSpec
+from ..tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
 from ..tasks.shapes import FeatureSettings, build_shape
 from ..tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 from .common import INPUT_NAMES, ONNX_TASKS
@@ -411,7 +410,7 @@ def load_split_features(
     for role in roles:
         raw[role] = sample_examples(raw[role], data_args.max_eval_samples, args.seed)
     settings = FeatureSettings(**{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__})
-    shape = build_shape(task, settings, load_task_tokenizer(ModelArguments(model_name_or_path=model)))
+    shape = build_shape(task, settings, load_task_tokenizer(model))
     shape.prepare_labels(raw)  # every split's labels, the training split's included, as fine-tuning reads them
     check_model(model, task, shape, data_args)
     features = {

@@ -19,6 +19,7 @@ import pytest
 
 from hf_bertscratch import BertScratchConfig, finetuning_arguments
 from hf_bertscratch.tasks import TASKS
+from hf_bertscratch.tasks.data import check_data_arguments
 from lab import results, task_runs
 
 from conftest import cut_back_to_checkpoint, tiny_config_kwargs
@@ -498,7 +499,7 @@ def test_every_recipe_passes_finetunes_argument_checks(tmp_path: Path, smoke: bo
     for task, recipe in task_runs.RECIPES.items():
         command = sweep.command(task, "scratch", recipe.learning_rates[0], recipe.seeds[0], tmp_path / task)
         _, data, training = finetuning_arguments.parse_args(command[2:])
-        assert finetuning_arguments.check_data_arguments(data) == TASKS[task]
+        assert check_data_arguments(data) == TASKS[task]
         if smoke:  # a few steps on a few examples, still comparing two rates over two seeds
             assert training.num_train_epochs <= recipe.epochs and data.max_seq_length <= recipe.max_seq_length
             assert data.max_train_samples is not None and data.max_eval_samples is not None
