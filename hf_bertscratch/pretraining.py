@@ -51,6 +51,7 @@ from .electra import (
     replaced_token_metrics,
     replaced_token_reductions,
 )
+from .hardware import available_cores, describe_device_choice, resolve_num_processes
 from .hub import push_training_output
 from .initialisation import start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
@@ -61,11 +62,8 @@ from .pretraining_arguments import (
     DataArguments,
     ModelArguments,
     PretrainingArguments,
-    available_cores,
     check_resumed_pair,
-    describe_device_choice,
     parse_args,
-    resolve_num_processes,
     task_text_datasets,
     validate_args,
 )

@@ -1,17 +1,14 @@
 """The arguments of `bertscratch pretrain` (`hf_bertscratch.pretraining`): what the model, the data and the training
 are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), their checks (`validate_args`), and what the run
-defaults to on the machine it runs on (`device_defaults`: processes, precision, loading workers).
+defaults to on the machine it runs on (`hardware.device_defaults`: processes, precision, loading workers).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import torch
 from safetensors import safe_open
 
 from .arguments import ArgumentParser, parse_args_or_json
@@ -21,7 +18,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
-from .hardware import cpu_has_amx_bf16
+from .hardware import available_cores, device_defaults, fast_bf16, use_cpu_process_group, visible_gpus
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -32,6 +29,7 @@ from .tasks import TASKS
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("mlm", "mlm_nsp", "electra")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
 PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
@@ -334,10 +332,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
         (ModelArguments, DataArguments, PretrainingArguments),
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
     )
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
-        # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
-        # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.
-        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
+    use_cpu_process_group()
     return parse_args_or_json(parser, argv)
 
 
@@ -496,61 +491,3 @@ def check_task_text(data_args: DataArguments) -> None:
 def task_text_datasets(data_args: DataArguments) -> list[str]:
     """The Hub dataset ids of the `--task_text` tasks, each once, in order (the model card's `datasets`)."""
     return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
-
-
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def visible_gpus(use_cpu: bool) -> int:
-    """The CUDA devices a run trains on: none when told to use the CPU or when torch sees none."""
-    return 0 if use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
-
-
-def fast_bf16(gpus: int) -> bool:
-    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
-    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
-
-
-def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
-    """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
-    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
-    2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
-    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
-    bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
-    return {
-        "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
-        "bf16": bf16,
-        "fp16": precision == "fp16",
-        "dataloader_num_workers": min(4, max(0, cores // gpus - 1)) if gpus > 0 else 0,
-    }
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def describe_device_choice(training_args: PretrainingArguments, processes: int) -> str:
-    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
-    gpus = visible_gpus(training_args.use_cpu)
-    where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
-    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
-    if training_args.bf16 and not gpus and training_args.precision == "auto":
-        precision += " (the CPU has AMX; --precision fp32 for fp32)"
-    pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
-    return (
-        f"Training on {where}: {processes} process(es), {precision}, "
-        f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
-    )
-
-
-def resolve_num_processes(training_args: PretrainingArguments) -> int:
-    """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
-    if "WORLD_SIZE" in os.environ:
-        return 1
-    value = str(training_args.num_processes).strip().lower()
-    if value == "auto":
-        gpus = visible_gpus(training_args.use_cpu)
-        return device_defaults(gpus, False, available_cores())["processes"]
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
-    return int(value)

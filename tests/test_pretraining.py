@@ -30,7 +30,7 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch import fast_decode, pretraining, pretraining_arguments
+from hf_bertscratch import fast_decode, hardware, pretraining, pretraining_arguments
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
@@ -1134,7 +1134,7 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
 
 
 def test_a_cpu_with_amx_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: True)
+    monkeypatch.setattr(hardware, "cpu_has_amx_bf16", lambda: True)
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert args.bf16 and not args.fp16
     assert "bf16 autocast (the CPU has AMX; --precision fp32 for fp32)" in pretraining.describe_device_choice(args, 2)
@@ -1168,17 +1168,17 @@ def test_amx_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None
 def test_device_defaults_give_a_gpu_machine_one_process_per_gpu_bf16_and_loading_workers(
     gpus: int, bf16_supported: bool, cores: int, precision: str, expected: dict
 ) -> None:
-    assert pretraining_arguments.device_defaults(gpus, bf16_supported, cores, precision) == expected
+    assert hardware.device_defaults(gpus, bf16_supported, cores, precision) == expected
 
 
 def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: False)  # an AVX2 CPU, as the AMD EPYC
+    monkeypatch.setattr(hardware, "cpu_has_amx_bf16", lambda: False)  # an AVX2 CPU, as the AMD EPYC
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert (args.bf16, args.fp16, args.dataloader_num_workers, args.dataloader_pin_memory) == (False, False, 0, False)
     assert pretraining.describe_device_choice(args, 2) == (
-        f"Training on the CPU ({pretraining_arguments.available_cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
+        f"Training on the CPU ({hardware.available_cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
     )
     _, _, given = pretraining.parse_args(["--output_dir", "D", "--dataloader_num_workers", "3", "--precision", "fp32"])
     assert given.dataloader_num_workers == 3
