@@ -65,7 +65,6 @@ from .pretraining_arguments import (
     check_resumed_pair,
     parse_args,
     task_text_datasets,
-    validate_args,
 )
 from .pretraining_data import (
     MaskingEpochCallback,
@@ -584,7 +583,6 @@ def main(argv: list[str] | None = None) -> None:
     """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     model_args, data_args, training_args = parse_args(argv)
-    validate_args(model_args, data_args, training_args)
     processes = resolve_num_processes(training_args)
     if "WORLD_SIZE" not in os.environ:
         print(describe_device_choice(training_args, processes))
@@ -621,7 +619,6 @@ __all__ = [
     "parse_args",
     "preprocess_electra_logits_for_metrics",
     "preprocess_logits_for_metrics",
-    "validate_args",
 ]
 
 

@@ -1,6 +1,8 @@
 """The arguments of `bertscratch pretrain` (`hf_bertscratch.pretraining`): what the model, the data and the training
-are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), their checks (`validate_args`), and what the run
-defaults to on the machine it runs on (`hardware.device_defaults`: processes, precision, loading workers).
+are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), each checked and completed as it is made (so a bad
+value fails as the command line is parsed), and what one needs of another, checked by `parse_args`
+(`check_objective_fits_data`). What the run defaults to on the machine it runs on (processes, precision, loading
+workers) is `hardware.device_defaults`.
 """
 
 from __future__ import annotations
@@ -131,6 +133,9 @@ class ModelArguments:
         },
     )
 
+    def __post_init__(self) -> None:
+        check_model_arguments(self)  # a bad flag fails as it is parsed
+
 
 @dataclass
 class DataArguments:
@@ -252,6 +257,9 @@ class DataArguments:
     )
     shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Streaming: size of the shuffle buffer."})
 
+    def __post_init__(self) -> None:
+        check_data_arguments(self)  # a bad flag fails as it is parsed
+
 
 @dataclass
 class PretrainingArguments(GuardedTrainingArguments):
@@ -270,6 +278,7 @@ class PretrainingArguments(GuardedTrainingArguments):
         if self.dataloader_num_workers is None:
             self.dataloader_num_workers = chosen["dataloader_num_workers"]
         super().__post_init__()
+        check_training_arguments(self)
 
     num_processes: str = field(
         default="auto",
@@ -333,11 +342,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
         description="Pretrain a BertScratch model on raw text (masked language modelling, optionally with NSP).",
     )
     use_cpu_process_group()
-    return parse_args_or_json(parser, argv)
+    model_args, data_args, training_args = parse_args_or_json(parser, argv)
+    check_objective_fits_data(model_args, data_args, training_args)
+    return model_args, data_args, training_args
 
 
-def validate_args(model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments) -> None:
-    """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
+def check_model_arguments(model_args: ModelArguments) -> None:
+    """Every check of the model arguments (`ModelArguments` runs them when made), naming the bad value and what was
+    expected; `mlm_start_fraction` gets the objective's default."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
     if model_args.mlm_start_fraction is None:
@@ -363,6 +375,11 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(
             f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
         )
+
+
+def check_data_arguments(data_args: DataArguments) -> None:
+    """Every check of the data arguments that needs no other arguments (`DataArguments` runs them when made); the
+    text defaults to WikiText-2 (or the `--task_text` tasks' own), `short_seq_length` to a quarter block."""
     check_task_text(data_args)
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
@@ -384,38 +401,21 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
             f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
             f"{data_args.random_replace_prob}."
         )
-    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
-        raise ValueError(
-            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
-        )
     if data_args.max_seq_length < 8:
         raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
-    if data_args.short_seq_fraction is None:
-        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
-        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
-    if not 0.0 <= data_args.short_seq_fraction < 1.0:
-        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
     if data_args.short_seq_length is None:
         data_args.short_seq_length = max(1, data_args.max_seq_length // 4)
-    if data_args.short_seq_fraction > 0:
-        if (
-            not 0 < data_args.short_seq_length <= data_args.max_seq_length
-            or data_args.max_seq_length % data_args.short_seq_length
-        ):
-            raise ValueError(
-                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
-                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
-            )
-        if model_args.objective not in PACKED_OBJECTIVES:
-            raise ValueError(
-                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
-                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
-            )
     check_max_samples(data_args)
     if not 0 < data_args.validation_split_percentage < 100:
         raise ValueError(
             f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}."
         )
+
+
+def check_training_arguments(training_args: PretrainingArguments) -> None:
+    """The time budget and what it decides (`PretrainingArguments` runs this when made): the default budget when
+    nothing else ends the run, 0 for none, and the step count the Trainer needs; the output folder and the Hub
+    repository checked before anything is written."""
     if (
         training_args.max_train_minutes is None
         and training_args.max_steps <= 0
@@ -432,16 +432,47 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         budget_lr_lambda(str(training_args.lr_scheduler_type.value), training_args.warmup_steps)  # validates both
         if training_args.max_steps <= 0:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
-    if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError(
-            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
-            "to count epochs by."
-        )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
         training_args.ddp_find_unused_parameters = False
+
+
+def check_objective_fits_data(
+    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments
+) -> None:
+    """What one dataclass's flags need of another's (`parse_args` runs this): whole-word masking and the short-block
+    start work on packed blocks, whose objectives also give `short_seq_fraction` its default, and a streamed
+    dataset needs a step count or a budget."""
+    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
+        raise ValueError(
+            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
+        )
+    if data_args.short_seq_fraction is None:
+        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
+        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
+    if not 0.0 <= data_args.short_seq_fraction < 1.0:
+        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
+    if data_args.short_seq_fraction > 0:
+        if (
+            not 0 < data_args.short_seq_length <= data_args.max_seq_length
+            or data_args.max_seq_length % data_args.short_seq_length
+        ):
+            raise ValueError(
+                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
+                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
+            )
+        if model_args.objective not in PACKED_OBJECTIVES:
+            raise ValueError(
+                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
+                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
+            )
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(
+            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
+            "to count epochs by."
+        )
 
 
 def check_resumed_pair(checkpoint: str | None, model_args: ModelArguments) -> None:
