@@ -55,7 +55,7 @@ from .initialisation import probe_head, reinitialise_head, start_segments_as_fir
 from .run_folder import finish_run
 from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
-from .tasks.shapes import FeatureSettings, build_shape
+from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def build_task_shape(
     data_args: DataArguments,
     training_args: FinetuneTrainingArguments,
     defaults: FinetuneDefaults,
-):
+) -> TaskShape:
     """The task's shape (`tasks.shapes.build_shape`) with the feature settings of the flags, its labels read from
     `raw` (and checked); an embedding task's with its objective and pooling."""
     settings = FeatureSettings(
@@ -85,7 +85,7 @@ def build_task_shape(
 
 
 def make_features(
-    shape, raw: datasets.DatasetDict, data_args: DataArguments, training_args: FinetuneTrainingArguments
+    shape: TaskShape, raw: datasets.DatasetDict, data_args: DataArguments, training_args: FinetuneTrainingArguments
 ) -> dict[str, datasets.Dataset]:
     """Examples -> features, split by split (the shape's preprocessing); their lengths feed the length-grouped
     sampler."""
@@ -131,7 +131,7 @@ def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
     return defaults.classifier_pooling if args.classifier_pooling == AUTO else args.classifier_pooling
 
 
-def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
+def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
 
@@ -199,7 +199,7 @@ def load_task_model(
     model_args: ModelArguments,
     data_args: DataArguments,
     training_args: FinetuneTrainingArguments,
-    shape,
+    shape: TaskShape,
     defaults: FinetuneDefaults,
 ) -> PreTrainedModel:
     """The model to fine-tune (`load_model`), with the learning rate and epochs the flags left unset chosen for its
@@ -214,7 +214,7 @@ def load_task_model(
     return model
 
 
-def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
+def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape: TaskShape, train) -> None:
     """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
     the training set before fine-tuning (`initialisation.probe_head`)."""
     head_init = defaults.head_init if args.head_init == AUTO else args.head_init
@@ -307,7 +307,7 @@ class GradientNormCallback(TrainerCallback):
 def build_trainer(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    shape,
+    shape: TaskShape,
     raw: datasets.DatasetDict,
     features: dict[str, datasets.Dataset],
     training_args: FinetuneTrainingArguments,
@@ -315,7 +315,7 @@ def build_trainer(
     """The run's `Trainer`: per-epoch (or per-step) evaluation with the shape's metric, the best checkpoint kept by
     the task's main metric, the gradient norms logged; an embedding task's trains its bi-encoder objective."""
     embedding = {}
-    if shape.task.shape == "embedding":
+    if isinstance(shape, EmbeddingShape):
         embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
     return (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
         **embedding,
@@ -332,7 +332,7 @@ def build_trainer(
 
 # ------------------------------------------------------------------------------------------------------- results
 def evaluate_best_model(
-    trainer: OrderedEvalTrainer, shape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
+    trainer: OrderedEvalTrainer, shape: TaskShape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
 ) -> tuple[PredictionOutput, dict]:
     """The best model's eval predictions and the eval (and test) metrics. The evaluation comes from training when it
     was made there; else one pass now gives both the metrics and the per-example predictions. The test split, when
@@ -402,7 +402,7 @@ def describe_run(
 def write_reports(
     folder: Path,
     trainer: Trainer,
-    shape,
+    shape: TaskShape,
     raw_eval: datasets.Dataset,
     eval_features: datasets.Dataset,
     prediction: PredictionOutput,
@@ -439,7 +439,7 @@ def _write_card(
     folder: Path,
     run_name: str,
     trainer: Trainer,
-    shape,
+    shape: TaskShape,
     results: dict,
     model_args: ModelArguments,
     data_args: DataArguments,

@@ -57,7 +57,7 @@ from ..model_reference import check_model_reference
 from ..run_folder import write_text_atomically
 from ..tasks import TaskSpec
 from ..tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
-from ..tasks.shapes import FeatureSettings, build_shape
+from ..tasks.shapes import FeatureSettings, TaskShape, build_shape
 from ..tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 from .common import INPUT_NAMES, ONNX_TASKS
 from .export import export_onnx
@@ -158,7 +158,7 @@ def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> 
     return task
 
 
-def check_model(model: str, task: TaskSpec, shape: object, data_args: DataArguments) -> None:
+def check_model(model: str, task: TaskSpec, shape: TaskShape, data_args: DataArguments) -> None:
     """The model must have the shape's head with the shape's number of outputs and cover the feature length; a
     fine-tuning run whose all_results.json records other feature settings than the flags' gets a warning."""
     check_task_head(model, SHAPE_EVALUATIONS[task.shape].onnx_task)
@@ -200,7 +200,7 @@ def export_backends(model: str, folder: Path, onnx_task: str, overwrite: bool) -
     return exports
 
 
-def load_backends(model: str, shape: object, onnx_task: str, exports: dict[str, Path]) -> dict[str, nn.Module]:
+def load_backends(model: str, shape: TaskShape, onnx_task: str, exports: dict[str, Path]) -> dict[str, nn.Module]:
     """Backend -> a model whose forward takes the three BERT inputs and returns the task's `ModelOutput`: the
     PyTorch head (fp32, eval mode, CPU) first, then each export run by ONNX Runtime with torch's thread count."""
     backends: dict[str, nn.Module] = {PYTORCH: shape.auto_class.from_pretrained(model, dtype=torch.float32).eval()}
@@ -287,7 +287,7 @@ def evaluate_split(
     split_name: str,
     raw: datasets.Dataset,
     features: datasets.Dataset,
-    shape: object,
+    shape: TaskShape,
     backends: dict[str, nn.Module],
     batch_size: int,
 ) -> SplitResult:
@@ -397,7 +397,7 @@ def results_record(
 # ---------------------------------------------------------------------------------------------------------- main
 def load_split_features(
     args: OnnxEvaluationArguments, data_args: DataArguments, task: TaskSpec, model: str
-) -> tuple[object, dict[str, datasets.Dataset], dict[str, datasets.Dataset]]:
+) -> tuple[TaskShape, dict[str, datasets.Dataset], dict[str, datasets.Dataset]]:
     """The task shape (labels read from the data, the model checked against it), and the raw examples and
     fine-tuning's evaluation features of every split scored, each keyed by role ("eval", "test")."""
     raw = load_task_datasets(data_args, task)
