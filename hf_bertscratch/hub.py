@@ -1,6 +1,6 @@
 """Share a trained BertScratch model on the Hugging Face Hub so that anyone can load it with transformers alone.
 
-    python scripts/push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] [--dry_run DIR]
+    bertscratch push MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] [--dry_run DIR]
 
 Stages: (1) validate the model folder, the repo id and the token, before anything is written or uploaded;
 (2) assemble the upload folder: weights (safetensors), `config.json` with a complete `auto_map`, the configuration and
@@ -354,7 +354,7 @@ def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point of `scripts/push_to_hub.py` and `bertscratch push_to_hub`."""
+    """Command-line entry point of `bertscratch push`."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args = parse_args(argv)
     result = push_to_hub(

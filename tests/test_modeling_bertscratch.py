@@ -439,7 +439,7 @@ def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
 
 def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
     transformers.BertForMaskedLM(_bert_config()).save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="model_type 'bert', expected 'bertscratch'.*convert_checkpoint.py"):
+    with pytest.raises(ValueError, match="model_type 'bert', expected 'bertscratch'.*bertscratch convert"):
         hf_bertscratch.BertScratchForMaskedLM.from_pretrained(tmp_path)
 
 

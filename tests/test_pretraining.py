@@ -822,7 +822,7 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
 def test_push_to_hub_uploads_the_finished_folder_once(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--push_to_hub uploads the finished output folder once, at the end, as scripts/push_to_hub.py would: the
+    """--push_to_hub uploads the finished output folder once, at the end, as `bertscratch push` would: the
     project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes."""
     from hf_bertscratch import hub
 
@@ -848,7 +848,7 @@ def test_push_to_hub_uploads_the_finished_folder_once(
     upload = calls[-1][1]
     assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/run", "v1", "End of training")
     calls.clear()
-    expected = hub.push_to_hub(out, "alice/run", revision="v1", dry_run=tmp_path / "dry")  # scripts/push_to_hub.py
+    expected = hub.push_to_hub(out, "alice/run", revision="v1", dry_run=tmp_path / "dry")  # bertscratch push
     assert calls == []
     assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
     assert upload["files"]["model.safetensors"] == (out / "model.safetensors").read_bytes()

@@ -2,7 +2,6 @@
 `AutoModelForMaskedLM` (torch) and `FlaxBertScratchForMaskedLM` both load.
 
     bertscratch pretrain-flax --output_dir runs/flax --train_file train.txt --max_steps 200
-    python scripts/pretrain_flax.py ... (the same)
 
 Stages, as `hf_bertscratch.pretraining`:
 

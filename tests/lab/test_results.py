@@ -1,6 +1,6 @@
 """The task table: `lab/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
-files' formats, the table `lab.results` builds from run folders, and the fine-tuning commands of
-`lab.task_runs`."""
+files' formats, the table `lab.results_table` builds from run folders, and the fine-tuning commands of
+`lab.finetune_tasks`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import pytest
 from hf_bertscratch import BertScratchConfig, finetuning_arguments
 from hf_bertscratch.tasks import TASKS
 from hf_bertscratch.tasks.data import check_data_arguments
-from lab import results, task_runs
+from lab import finetune_tasks as task_runs
+from lab import results_table as results
 
 from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
