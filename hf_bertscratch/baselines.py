@@ -172,7 +172,7 @@ def no_learning_scores(
             dev_labels,
             num_labels,
         )
-    if task.shape == "classification" and not second and len(set(train_labels)) > 1:
+    if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
         for ngrams, name in BAG_OF_WORDS_NGRAMS.items():
             out[name] = bag_of_words(train[first], train_labels, dev[first], dev_labels, num_labels, ngrams)
     return out

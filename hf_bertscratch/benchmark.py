@@ -33,7 +33,7 @@ same function; ours runs its fast path (sparse prediction, unpadding) in that ch
 
 `--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
 load average at the start and the end, and every figure; `python -m lab.make_report` renders the records under
-`results/speed/` into the README's and the docs' speed tables (`lab.reports`).
+`results/speed/` into the README's and the docs' speed tables (`lab.make_report`).
 
 Usage:
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --repeats 5 \

@@ -1,7 +1,7 @@
 """The `bertscratch` console command: one entry point for training, inspecting and sharing models.
 
     bertscratch pretrain ARGS            same arguments as scripts/pretrain.py   (hf_bertscratch.pretraining.main)
-    bertscratch pretrain-flax ARGS       same arguments as scripts/pretrain_flax.py (hf_bertscratch.flax.pretraining.main)
+    bertscratch pretrain-flax ARGS       (hf_bertscratch.flax.pretraining.main)
     bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
     bertscratch fill-mask MODEL "paris is the [MASK] of france ."   [--backend onnxruntime]
     bertscratch classify MODEL "a text" [--text_pair "a second text"]

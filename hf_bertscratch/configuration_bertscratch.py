@@ -124,7 +124,7 @@ class BertScratchConfig(PretrainedConfig):
         if model_type != cls.model_type:
             raise ValueError(
                 f"This checkpoint has model_type {model_type!r}, expected {cls.model_type!r}. Convert a transformers "
-                "BERT checkpoint first: python scripts/convert_checkpoint.py SOURCE OUTPUT_DIR."
+                "BERT checkpoint first: bertscratch convert SOURCE OUTPUT_DIR."
             )
         return super().from_dict(config_dict, **kwargs)
 

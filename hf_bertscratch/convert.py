@@ -11,7 +11,7 @@ An embedding folder (`finetune --task_type embedding`, or any sentence-transform
 
 Command line (the direction follows the source's `model_type`, the head its `architectures`):
 
-    python scripts/convert_checkpoint.py SOURCE OUTPUT_DIR [--overwrite_output_dir]
+    bertscratch convert SOURCE OUTPUT_DIR [--overwrite_output_dir]
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point of `scripts/convert_checkpoint.py` and `bertscratch convert`."""
+    """Command-line entry point of `bertscratch convert`."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args = parse_args(argv)
     model = convert_checkpoint(args.source, args.output_dir, overwrite=args.overwrite_output_dir)

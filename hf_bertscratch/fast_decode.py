@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from .modeling_bertscratch import BertScratchLMHead, BertScratchPadding
+    from .batching_bertscratch import BertScratchPadding
+    from .modeling_bertscratch import BertScratchLMHead
 
 DEFAULT_TILE: tuple[int, int] = (256, 1024)  # (rows, words) per GEMM
 # Private torch API (the number of tensors using a storage): without it the buffer is never reused, only tiled.

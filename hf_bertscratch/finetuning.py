@@ -19,7 +19,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,6 @@ import numpy as np
 import torch
 from transformers import (
     AutoConfig,
-    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
@@ -41,11 +40,9 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from .baselines import task_baselines
-from .data import load_raw_datasets, sample_examples
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
     AUTO,
-    DataArguments,
     FinetuneTrainingArguments,
     ModelArguments,
     parse_args,
@@ -57,84 +54,13 @@ from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run
 from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults
-from .tasks.shapes import FeatureSettings, build_shape
+from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
+from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 
 logger = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------------------------- data
-def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
-    """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
-    from .tasks.question_answering import is_squad_json, load_squad_json
-
-    files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
-    files = {split: path for split, path in files.items() if path}
-    if not files or not all(is_squad_json(path) for path in files.values()):
-        return None
-    return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
-
-
-def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
-    """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
-    presence, columns and emptiness before any training."""
-    raw = _read_question_answering_files(args) if task.shape == "question-answering" else None
-    if raw is None:
-        raw = load_raw_datasets(
-            dataset_name=args.dataset_name or task.dataset_name or None,
-            dataset_config_name=args.dataset_config_name or task.dataset_config_name,
-            train_file=args.train_file,
-            validation_file=args.validation_file,
-            test_file=args.test_file,
-            data_dir=args.data_dir,
-            cache_dir=cache_dir,
-        )
-    eval_split = task.eval_split or next((s for s in ("validation", "test") if s in raw), "")
-    if not eval_split:
-        raise ValueError(
-            f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
-            "or name one of its splits with --eval_split."
-        )
-    roles = {"train": task.train_split, "eval": eval_split}
-    test_split = task.test_split or ("test" if args.test_file else None)
-    if test_split and (test_split in raw or args.test_split):  # a table task's test split is scored when present
-        roles["test"] = test_split
-    for role, split in roles.items():
-        if split not in raw:
-            raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
-    chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
-    needed = [c for c in task.columns.values() if c]
-    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
-        needed.remove(task.columns["id"])  # ids are made up when the data has none
-    for role, split in chosen.items():
-        optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
-        missing = [c for c in needed if c not in split.column_names and c not in optional]
-        if missing:
-            flags = ", ".join(f"--{name}_column" for name, column in task.columns.items() if column in missing)
-            raise ValueError(
-                f"Column(s) {missing} not in the {role} split; it has {split.column_names}: name yours with {flags}."
-            )
-        if len(split) == 0:
-            raise ValueError(f"The {role} split is empty.")
-    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
-        chosen = datasets.DatasetDict(
-            {role: split.add_column(task.columns["id"], [f"{role}-{i}" for i in range(len(split))])
-             for role, split in chosen.items()}
-        )  # fmt: skip
-    return chosen
-
-
-def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:
-    """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
-    test splits to --max_eval_samples, at random with `seed`."""
-    raw = load_task_datasets(args, task, cache_dir)
-    args.split_sizes = {role: len(split) for role, split in raw.items()}  # before the draw: what a card's subset is of
-    raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
-    for role in ("eval", "test"):
-        if role in raw:
-            raw[role] = sample_examples(raw[role], args.max_eval_samples, seed)
-    return raw
-
-
 def build_task_shape(
     task: TaskSpec,
     raw: datasets.DatasetDict,
@@ -143,7 +69,7 @@ def build_task_shape(
     data_args: DataArguments,
     training_args: FinetuneTrainingArguments,
     defaults: FinetuneDefaults,
-):
+) -> TaskShape:
     """The task's shape (`tasks.shapes.build_shape`) with the feature settings of the flags, its labels read from
     `raw` (and checked); an embedding task's with its objective and pooling."""
     settings = FeatureSettings(
@@ -159,7 +85,7 @@ def build_task_shape(
 
 
 def make_features(
-    shape, raw: datasets.DatasetDict, data_args: DataArguments, training_args: FinetuneTrainingArguments
+    shape: TaskShape, raw: datasets.DatasetDict, data_args: DataArguments, training_args: FinetuneTrainingArguments
 ) -> dict[str, datasets.Dataset]:
     """Examples -> features, split by split (the shape's preprocessing); their lengths feed the length-grouped
     sampler."""
@@ -233,7 +159,7 @@ def resolve_head_init(args: ModelArguments, defaults: FinetuneDefaults) -> str:
     return defaults.head_init if args.head_init == AUTO else args.head_init
 
 
-def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
+def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
 
@@ -284,16 +210,8 @@ def load_model(args: ModelArguments, shape, defaults: FinetuneDefaults | None = 
     return model
 
 
-def load_task_tokenizer(args: ModelArguments) -> PreTrainedTokenizerBase:
-    """The tokenizer saved with the model (or `--tokenizer_name`); it must have [CLS] and [SEP]."""
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer_name or args.model_name_or_path, cache_dir=args.cache_dir)
-    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
-        raise ValueError(f"Tokenizer {args.tokenizer_name or args.model_name_or_path!r} lacks a [CLS] or [SEP] token.")
-    return tokenizer
-
-
 def choose_training_defaults(
-    training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config, chosen_before: list[str] = ()
+    training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config, chosen_before: Sequence[str] = ()
 ) -> None:
     """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
     model's width), and log what was chosen, after the other settings chosen for the task (`chosen_before`)."""
@@ -312,7 +230,7 @@ def load_task_model(
     model_args: ModelArguments,
     data_args: DataArguments,
     training_args: FinetuneTrainingArguments,
-    shape,
+    shape: TaskShape,
     defaults: FinetuneDefaults,
 ) -> PreTrainedModel:
     """The model to fine-tune (`load_model`), with the learning rate and epochs the flags left unset chosen for its
@@ -333,7 +251,7 @@ def load_task_model(
     return model
 
 
-def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape, train) -> None:
+def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape: TaskShape, train) -> None:
     """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
     the training set before fine-tuning (`initialisation.probe_head`)."""
     head_init = resolve_head_init(args, defaults)
@@ -426,7 +344,7 @@ class GradientNormCallback(TrainerCallback):
 def build_trainer(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    shape,
+    shape: TaskShape,
     raw: datasets.DatasetDict,
     features: dict[str, datasets.Dataset],
     training_args: FinetuneTrainingArguments,
@@ -434,7 +352,7 @@ def build_trainer(
     """The run's `Trainer`: per-epoch (or per-step) evaluation with the shape's metric, the best checkpoint kept by
     the task's main metric, the gradient norms logged; an embedding task's trains its bi-encoder objective."""
     embedding = {}
-    if shape.task.shape == "embedding":
+    if isinstance(shape, EmbeddingShape):
         embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
     return (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
         **embedding,
@@ -451,7 +369,7 @@ def build_trainer(
 
 # ------------------------------------------------------------------------------------------------------- results
 def evaluate_best_model(
-    trainer: OrderedEvalTrainer, shape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
+    trainer: OrderedEvalTrainer, shape: TaskShape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
 ) -> tuple[PredictionOutput, dict]:
     """The best model's eval predictions and the eval (and test) metrics. The evaluation comes from training when it
     was made there; else one pass now gives both the metrics and the per-example predictions. The test split, when
@@ -523,7 +441,7 @@ def describe_run(
 def write_reports(
     folder: Path,
     trainer: Trainer,
-    shape,
+    shape: TaskShape,
     raw_eval: datasets.Dataset,
     eval_features: datasets.Dataset,
     prediction: PredictionOutput,
@@ -560,7 +478,7 @@ def _write_card(
     folder: Path,
     run_name: str,
     trainer: Trainer,
-    shape,
+    shape: TaskShape,
     results: dict,
     model_args: ModelArguments,
     data_args: DataArguments,
@@ -668,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
-    tokenizer = load_task_tokenizer(model_args)
+    tokenizer = load_task_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path, model_args.cache_dir)
     tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args, defaults)
 

@@ -1,4 +1,5 @@
-"""What a run ran on, described once for model cards, the results table and the benchmark."""
+"""What a run runs on: the device a training run chooses and how many processes it launches (`device_defaults`,
+`resolve_num_processes`), and what it ran on, described once for model cards, the results table and the benchmark."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import platform
 import re
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 
@@ -47,3 +49,78 @@ def describe_hardware() -> str:
         return f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
     threads = torch.get_num_threads()
     return f"CPU ({cpu_model()}), {threads} thread{'s' if threads != 1 else ''} ({os.cpu_count()} cores visible)"
+
+
+class LaunchArguments(Protocol):
+    """The training arguments the device choice reads and completes (`PretrainingArguments`)."""
+
+    use_cpu: bool
+    bf16: bool
+    fp16: bool
+    precision: str
+    num_processes: str
+    dataloader_num_workers: int
+    dataloader_pin_memory: bool
+
+
+def use_cpu_process_group() -> None:
+    """Under torchrun or accelerate launch without GPUs, make TrainingArguments build the CPU (gloo) process group:
+    it builds it only when told to use the CPU, and otherwise trains each process alone. Must run before the
+    arguments are parsed."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
+
+
+def visible_gpus(use_cpu: bool) -> int:
+    """The CUDA devices a run trains on: none when told to use the CPU or when torch sees none."""
+    return 0 if use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
+
+
+def fast_bf16(gpus: int) -> bool:
+    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
+    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
+
+
+def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
+    """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
+    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
+    2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
+    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
+    bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
+    return {
+        "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
+        "bf16": bf16,
+        "fp16": precision == "fp16",
+        "dataloader_num_workers": min(4, max(0, cores // gpus - 1)) if gpus > 0 else 0,
+    }
+
+
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def describe_device_choice(training_args: LaunchArguments, processes: int) -> str:
+    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
+    gpus = visible_gpus(training_args.use_cpu)
+    where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
+    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
+    if training_args.bf16 and not gpus and training_args.precision == "auto":
+        precision += " (the CPU has AMX; --precision fp32 for fp32)"
+    pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
+    return (
+        f"Training on {where}: {processes} process(es), {precision}, "
+        f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
+    )
+
+
+def resolve_num_processes(training_args: LaunchArguments) -> int:
+    """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
+    if "WORLD_SIZE" in os.environ:
+        return 1
+    value = str(training_args.num_processes).strip().lower()
+    if value == "auto":
+        gpus = visible_gpus(training_args.use_cpu)
+        return device_defaults(gpus, False, available_cores())["processes"]
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
+    return int(value)

@@ -1,6 +1,6 @@
 """Share a trained BertScratch model on the Hugging Face Hub so that anyone can load it with transformers alone.
 
-    python scripts/push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] [--dry_run DIR]
+    bertscratch push MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] [--dry_run DIR]
 
 Stages: (1) validate the model folder, the repo id and the token, before anything is written or uploaded;
 (2) assemble the upload folder: weights (safetensors), `config.json` with a complete `auto_map`, the configuration and
@@ -27,12 +27,11 @@ from huggingface_hub import CommitInfo, HfApi, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import TrainingArguments
 
-from . import configuration_bertscratch, modeling_bertscratch
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .electra import GENERATOR_FOLDER
-from .modeling_bertscratch import family_auto_map
+from .modeling_bertscratch import code_files, family_auto_map
 from .run_folder import staged_folder
 
 logger = logging.getLogger(__name__)
@@ -45,6 +44,7 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "model.safetensors.index.json": "index of sharded weights",
     "configuration_bertscratch.py": "remote code: configuration",
     "modeling_bertscratch.py": "remote code: model",
+    "batching_bertscratch.py": "remote code: how the model runs a batch",
     "tokenizer.json": "tokenizer",
     "tokenizer_config.json": "tokenizer",
     "special_tokens_map.json": "tokenizer",
@@ -59,8 +59,6 @@ MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fi
 # What an upload replaces, deleted in its commit unless uploaded again: weight shards of an earlier upload (top level
 # or subfolder) and a model subfolder, so a repository never keeps the generator of an earlier run.
 STALE_PATTERNS = ("*.safetensors", "*model.safetensors.index.json", *(f"{name}/*" for name in MODEL_SUBFOLDERS))
-# The code `trust_remote_code` imports; taken from this package when a folder lacks it.
-CODE_MODULES = (configuration_bertscratch, modeling_bertscratch)
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 DEFAULT_COMMIT_MESSAGE = "Upload BertScratch model with hf_bertscratch"
 # USER/NAME or ORG/NAME: an explicit namespace, so a push never lands somewhere the user did not name.
@@ -323,8 +321,7 @@ def _copy_model(source: Path, target: Path) -> None:
         if path.is_file() and any(fnmatch.fnmatch(path.name, pattern) for pattern in UPLOAD_PATTERNS):
             shutil.copy2(path, target / path.name)
     _complete_auto_map(target / "config.json")
-    for module in CODE_MODULES:
-        code_file = Path(module.__file__)
+    for code_file in map(Path, code_files()):  # the code `trust_remote_code` imports
         if not (target / code_file.name).exists():
             logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
             shutil.copy2(code_file, target / code_file.name)
@@ -357,7 +354,7 @@ def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point of `scripts/push_to_hub.py` and `bertscratch push_to_hub`."""
+    """Command-line entry point of `bertscratch push`."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args = parse_args(argv)
     result = push_to_hub(

@@ -1,5 +1,5 @@
 """Pictures of what the model does: training curves, confusion matrices and attention maps; and grouped bars with
-error bars, which `lab.reports` draws the committed records with.
+error bars, which `lab.make_report` draws the committed records with.
 
 Every function draws on a bare `matplotlib.figure.Figure` (rendered by Agg), never through `pyplot`, so calling them
 from a notebook neither changes the notebook's backend nor leaks open figures; they return the path of the image

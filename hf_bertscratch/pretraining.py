@@ -51,6 +51,7 @@ from .electra import (
     replaced_token_metrics,
     replaced_token_reductions,
 )
+from .hardware import available_cores, describe_device_choice, resolve_num_processes
 from .hub import push_training_output
 from .initialisation import start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
@@ -61,13 +62,9 @@ from .pretraining_arguments import (
     DataArguments,
     ModelArguments,
     PretrainingArguments,
-    available_cores,
     check_resumed_pair,
-    describe_device_choice,
     parse_args,
-    resolve_num_processes,
     task_text_datasets,
-    validate_args,
 )
 from .pretraining_data import (
     MaskingEpochCallback,
@@ -587,7 +584,6 @@ def main(argv: list[str] | None = None) -> None:
     """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     model_args, data_args, training_args = parse_args(argv)
-    validate_args(model_args, data_args, training_args)
     processes = resolve_num_processes(training_args)
     if "WORLD_SIZE" not in os.environ:
         print(describe_device_choice(training_args, processes))
@@ -625,7 +621,6 @@ __all__ = [
     "parse_args",
     "preprocess_electra_logits_for_metrics",
     "preprocess_logits_for_metrics",
-    "validate_args",
 ]
 
 

@@ -1,17 +1,16 @@
 """The arguments of `bertscratch pretrain` (`hf_bertscratch.pretraining`): what the model, the data and the training
-are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), their checks (`validate_args`), and what the run
-defaults to on the machine it runs on (`device_defaults`: processes, precision, loading workers).
+are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), each checked and completed as it is made (so a bad
+value fails as the command line is parsed), and what one needs of another, checked by `parse_args`
+(`check_objective_fits_data`). What the run defaults to on the machine it runs on (processes, precision, loading
+workers) is `hardware.device_defaults`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import torch
 from safetensors import safe_open
 
 from .arguments import ArgumentParser, parse_args_or_json
@@ -21,7 +20,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
-from .hardware import cpu_has_amx_bf16
+from .hardware import available_cores, device_defaults, fast_bf16, use_cpu_process_group, visible_gpus
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -32,6 +31,7 @@ from .tasks import TASKS
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("mlm", "mlm_nsp", "electra")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
 PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
@@ -132,6 +132,9 @@ class ModelArguments:
             "to neighbouring tokens within hundreds of steps instead of staying on the MLM unigram plateau."
         },
     )
+
+    def __post_init__(self) -> None:
+        check_model_arguments(self)  # a bad flag fails as it is parsed
 
 
 @dataclass
@@ -254,6 +257,9 @@ class DataArguments:
     )
     shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Streaming: size of the shuffle buffer."})
 
+    def __post_init__(self) -> None:
+        check_data_arguments(self)  # a bad flag fails as it is parsed
+
 
 @dataclass
 class PretrainingArguments(GuardedTrainingArguments):
@@ -272,6 +278,7 @@ class PretrainingArguments(GuardedTrainingArguments):
         if self.dataloader_num_workers is None:
             self.dataloader_num_workers = chosen["dataloader_num_workers"]
         super().__post_init__()
+        check_training_arguments(self)
 
     num_processes: str = field(
         default="auto",
@@ -351,15 +358,15 @@ def build_parser() -> ArgumentParser:
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
     parser = build_parser()
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
-        # torchrun/accelerate launch without GPUs: TrainingArguments only builds the CPU (gloo) process group
-        # when told to use the CPU, and otherwise trains each process alone. Must be set before parsing.
-        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
-    return parse_args_or_json(parser, argv)
+    use_cpu_process_group()
+    model_args, data_args, training_args = parse_args_or_json(parser, argv)
+    check_objective_fits_data(model_args, data_args, training_args)
+    return model_args, data_args, training_args
 
 
-def validate_args(model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments) -> None:
-    """Reject bad arguments before anything is loaded or written, naming the bad value and what was expected."""
+def check_model_arguments(model_args: ModelArguments) -> None:
+    """Every check of the model arguments (`ModelArguments` runs them when made), naming the bad value and what was
+    expected; `mlm_start_fraction` gets the objective's default."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
     if model_args.mlm_start_fraction is None:
@@ -385,6 +392,11 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         raise ValueError(
             f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
         )
+
+
+def check_data_arguments(data_args: DataArguments) -> None:
+    """Every check of the data arguments that needs no other arguments (`DataArguments` runs them when made); the
+    text defaults to WikiText-2 (or the `--task_text` tasks' own), `short_seq_length` to a quarter block."""
     check_task_text(data_args)
     if not data_args.dataset_name and not data_args.train_file:
         data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
@@ -406,38 +418,21 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
             f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
             f"{data_args.random_replace_prob}."
         )
-    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
-        raise ValueError(
-            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
-        )
     if data_args.max_seq_length < 8:
         raise ValueError(f"max_seq_length must be at least 8, got {data_args.max_seq_length}.")
-    if data_args.short_seq_fraction is None:
-        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
-        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
-    if not 0.0 <= data_args.short_seq_fraction < 1.0:
-        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
     if data_args.short_seq_length is None:
         data_args.short_seq_length = max(1, data_args.max_seq_length // 4)
-    if data_args.short_seq_fraction > 0:
-        if (
-            not 0 < data_args.short_seq_length <= data_args.max_seq_length
-            or data_args.max_seq_length % data_args.short_seq_length
-        ):
-            raise ValueError(
-                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
-                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
-            )
-        if model_args.objective not in PACKED_OBJECTIVES:
-            raise ValueError(
-                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
-                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
-            )
     check_max_samples(data_args)
     if not 0 < data_args.validation_split_percentage < 100:
         raise ValueError(
             f"validation_split_percentage must be in (0, 100), got {data_args.validation_split_percentage}."
         )
+
+
+def check_training_arguments(training_args: PretrainingArguments) -> None:
+    """The time budget and what it decides (`PretrainingArguments` runs this when made): the default budget when
+    nothing else ends the run, 0 for none, and the step count the Trainer needs; the output folder and the Hub
+    repository checked before anything is written."""
     if (
         training_args.max_train_minutes is None
         and training_args.max_steps <= 0
@@ -454,16 +449,47 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, training
         budget_lr_lambda(str(training_args.lr_scheduler_type.value), training_args.warmup_steps)  # validates both
         if training_args.max_steps <= 0:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
-    if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError(
-            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
-            "to count epochs by."
-        )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:
         # Every parameter gets a gradient in both objectives; DDP's unused-parameter search is wasted work.
         training_args.ddp_find_unused_parameters = False
+
+
+def check_objective_fits_data(
+    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments
+) -> None:
+    """What one dataclass's flags need of another's (`parse_args` runs this): whole-word masking and the short-block
+    start work on packed blocks, whose objectives also give `short_seq_fraction` its default, and a streamed
+    dataset needs a step count or a budget."""
+    if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
+        raise ValueError(
+            f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
+        )
+    if data_args.short_seq_fraction is None:
+        usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0
+        data_args.short_seq_fraction = SHORT_SEQ_FRACTION if usual else 0.0
+    if not 0.0 <= data_args.short_seq_fraction < 1.0:
+        raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
+    if data_args.short_seq_fraction > 0:
+        if (
+            not 0 < data_args.short_seq_length <= data_args.max_seq_length
+            or data_args.max_seq_length % data_args.short_seq_length
+        ):
+            raise ValueError(
+                f"short_seq_length must divide max_seq_length={data_args.max_seq_length}, got "
+                f"{data_args.short_seq_length} (or turn the short start off with --short_seq_fraction 0)."
+            )
+        if model_args.objective not in PACKED_OBJECTIVES:
+            raise ValueError(
+                "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
+                f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
+            )
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(
+            "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "
+            "to count epochs by."
+        )
 
 
 def check_resumed_pair(checkpoint: str | None, model_args: ModelArguments) -> None:
@@ -513,61 +539,3 @@ def check_task_text(data_args: DataArguments) -> None:
 def task_text_datasets(data_args: DataArguments) -> list[str]:
     """The Hub dataset ids of the `--task_text` tasks, each once, in order (the model card's `datasets`)."""
     return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
-
-
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def visible_gpus(use_cpu: bool) -> int:
-    """The CUDA devices a run trains on: none when told to use the CPU or when torch sees none."""
-    return 0 if use_cpu or not torch.cuda.is_available() else torch.cuda.device_count()
-
-
-def fast_bf16(gpus: int) -> bool:
-    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
-    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
-
-
-def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
-    """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
-    CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
-    2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
-    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
-    bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
-    return {
-        "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
-        "bf16": bf16,
-        "fp16": precision == "fp16",
-        "dataloader_num_workers": min(4, max(0, cores // gpus - 1)) if gpus > 0 else 0,
-    }
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def describe_device_choice(training_args: PretrainingArguments, processes: int) -> str:
-    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
-    gpus = visible_gpus(training_args.use_cpu)
-    where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
-    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
-    if training_args.bf16 and not gpus and training_args.precision == "auto":
-        precision += " (the CPU has AMX; --precision fp32 for fp32)"
-    pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
-    return (
-        f"Training on {where}: {processes} process(es), {precision}, "
-        f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
-    )
-
-
-def resolve_num_processes(training_args: PretrainingArguments) -> int:
-    """How many processes this command should launch: 1 when already launched (torchrun/accelerate) or asked."""
-    if "WORLD_SIZE" in os.environ:
-        return 1
-    value = str(training_args.num_processes).strip().lower()
-    if value == "auto":
-        gpus = visible_gpus(training_args.use_cpu)
-        return device_defaults(gpus, False, available_cores())["processes"]
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"num_processes must be a positive integer or 'auto', got {training_args.num_processes!r}.")
-    return int(value)

@@ -40,12 +40,12 @@ def load_task_text_splits(
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """`--task_text`: the texts of the tasks' train splits to train on, and of their eval splits for the held-out
     MLM loss, without labels (`tasks.task_texts`), as one-column datasets, task after task; the splits are loaded and
-    checked as fine-tuning loads them (`finetuning.load_task_datasets`). With `documents` (next-sentence
+    checked as fine-tuning loads them (`tasks.data.load_task_datasets`). With `documents` (next-sentence
     prediction), an empty text ends each example, so each example is a document of its own. `--max_eval_samples N`
     keeps each of the k tasks' first N/k held-out texts (`_first_texts`), so every task is scored, not the first
     task alone."""
-    from .finetuning import load_task_datasets
-    from .finetuning_arguments import DataArguments as TaskDataArguments
+    from .tasks.data import DataArguments as TaskDataArguments
+    from .tasks.data import load_task_datasets
 
     texts: dict[str, list[str]] = {"train": [], "eval": []}
     for name in data_args.task_text:

@@ -21,12 +21,12 @@ HELP_PAGES = Path(__file__).parent / "help"
 # Every command, in the order `bertscratch --help` lists them, with its one-line help.
 COMMANDS: dict[str, str] = {
     "pretrain": "Pretrain a BERT by masked language modelling (= scripts/pretrain.py).",
-    "pretrain-flax": "Pretrain a masked LM in JAX (= scripts/pretrain_flax.py; needs the [flax] extra).",
+    "pretrain-flax": "Pretrain a masked LM in JAX (needs the [flax] extra).",
     "finetune": "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
     "convert": "Convert a checkpoint between transformers' BERT and BertScratch.",
-    "push": "Upload a trained model folder to the Hugging Face Hub (= scripts/push_to_hub.py).",
+    "push": "Upload a trained model folder to the Hugging Face Hub.",
     "benchmark": "Time BertScratch against transformers' BERT and ONNX Runtime (= scripts/benchmark.py).",
-    "train-tokenizer": "Train a WordPiece tokenizer (= scripts/train_tokenizer.py).",
+    "train-tokenizer": "Train a WordPiece tokenizer.",
     "evaluate-onnx": "Score a fine-tuned model under PyTorch, ONNX fp32 and ONNX int8 on its task.",
     "fill-mask": "Predict the tokens hidden behind each [MASK] of a text.",
     "classify": "Classify a text or a sentence pair with a fine-tuned classifier or regressor.",

@@ -35,13 +35,12 @@ from transformers import AutoModel, AutoTokenizer
 import hf_bertscratch  # noqa: F401  (registers the model type)
 from hf_bertscratch.baselines import constant_answer, score_baseline, word_overlaps
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.finetuning import load_task_datasets
-from hf_bertscratch.finetuning_arguments import DataArguments
 from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.similarity import pair_cosines
 from hf_bertscratch.tasks import TASKS, TaskOverrides, TaskSpec, resolve_task
+from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 
 ROOT = Path(__file__).resolve().parents[1]
 

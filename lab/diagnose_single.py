@@ -41,13 +41,12 @@ from transformers import AutoModel, AutoTokenizer
 import hf_bertscratch  # noqa: F401  (registers the model type)
 from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.finetuning import load_task_datasets
-from hf_bertscratch.finetuning_arguments import DataArguments
 from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.modeling_bertscratch import max_pool, mean_pool
 from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS, TaskSpec, finetune_defaults
+from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch.tasks.shapes import truncate_ids
 from lab.diagnose_pairs import curve, git_commit
 

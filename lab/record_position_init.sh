@@ -14,7 +14,7 @@ WORK=${WORK:-runs/position-init}
 STOP=${STOP:-1000}
 TRAIN=$DATA_DIR/imdb/train.csv.gz
 if [[ ! -f $WORK/tokenizer/tokenizer.json ]]; then
-    python scripts/train_tokenizer.py --train_file "$TRAIN" --text_column text --vocab_size 8192 \
+    bertscratch train-tokenizer --train_file "$TRAIN" --text_column text --vocab_size 8192 \
         --output_dir "$WORK/tokenizer"
 fi
 mkdir -p results/position-init

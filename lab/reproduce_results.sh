@@ -53,7 +53,7 @@ TASK_TEXT_MINUTES=${TASK_TEXT_MINUTES:-0}  # a last stage on the tasks' unlabell
 # Whose text: the fine-tuned tasks' (TASKS, default all: task_runs.RECIPES, in its order) but IMDB's, whose train
 # reviews are stage 1's text already.
 if [[ $TASK_TEXT_MINUTES != 0 && -z ${TASKS:-} && -z ${TASK_TEXT+set} ]]; then
-    ALL_TASKS=$(python -c 'from lab.task_runs import RECIPES; print(*RECIPES)')
+    ALL_TASKS=$(python -c 'from lab.finetune_tasks import RECIPES; print(*RECIPES)')
 fi
 TASK_TEXT=${TASK_TEXT-$(for task in ${TASKS:-${ALL_TASKS:-}}; do [[ $task == imdb ]] || echo -n "$task "; done)}
 if [[ -z ${TASK_TEXT// /} ]]; then TASK_TEXT_MINUTES=0; fi  # no task text to continue on (TASKS=imdb)
@@ -141,7 +141,7 @@ if [[ $TASK_TEXT_MINUTES != 0 ]]; then
     PRETRAINED=$RUNS/pretrain-tasks
 fi
 
-# 2-3. Fine-tuning on the task table (lab/task_runs.py): the pretrained weights and the same architecture
+# 2-3. Fine-tuning on the task table (lab/finetune_tasks.py): the pretrained weights and the same architecture
 # from random weights, PROCS runs at a time; per task and init the learning rate is chosen on dev with the first seed,
 # then the other seeds run at it.
 python -m lab.finetune_tasks --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \

@@ -1,6 +1,6 @@
 """What each task of the task table scores with no learning, on the split the table reports: the constant answer,
 word overlap for sentence pairs, and the bags of words for single texts (`hf_bertscratch.baselines.
-no_learning_scores`, every metric). The task tables show them beside the fine-tuned scores (`lab.results`).
+no_learning_scores`, every metric). The task tables show them beside the fine-tuned scores (`lab.results_table`).
 
     python -m lab.task_baselines --data_dir ../shared/data --record results/task_baselines.json
 """
@@ -15,12 +15,11 @@ from datetime import datetime, timezone
 
 from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.finetuning import load_task_datasets
-from hf_bertscratch.finetuning_arguments import DataArguments
 from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS
+from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 
 TASK_TABLE_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "imdb")  # the table's rows with a no-learning answer
 

@@ -26,7 +26,8 @@ from hf_bertscratch import convert
 
 from conftest import tiny_config_kwargs
 
-REPO = Path(__file__).resolve().parents[1]
+# The `bertscratch` console command, as its entry point runs it.
+LAUNCHER = "import sys; from hf_bertscratch_cli import main; main(sys.argv[1:])"
 SENTENCES = (["paris is the capital of", "france ."], ["the cat sat on the mat with the dog .", "it ran fast ."])
 
 
@@ -189,10 +190,10 @@ def test_arguments(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert (args.source, args.output_dir, args.overwrite_output_dir) == ("a", "b", True)
 
 
-def test_script_runs(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+def test_command_runs(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "convert_checkpoint.py"), str(source), str(tmp_path / "out")],
+        [sys.executable, "-c", LAUNCHER, "convert", str(source), str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -88,7 +88,6 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
 SCRIPTS: dict[str, str] = {
     "scripts/pretrain.py": "pretrain",
     "scripts/finetune.py": "finetune",
-    "scripts/push_to_hub.py": "push",
     "scripts/evaluate_onnx.py": "evaluate-onnx",
 }
 # Flags that name a file of "your own data" (see `test_every_data_file_a_command_names_is_written`).
@@ -170,7 +169,7 @@ SKIPS: tuple[Entry, ...] = (
         instead="bertscratch finetune --model_name_or_path runs/bert-tiny-wikitext2 --task_type question-answering "
         "--train_file squad-train.json --validation_file squad-dev.json --output_dir runs/squad",
     ),
-    Entry(r"(push_to_hub\.py|bertscratch push) (?!.*--dry_run)", "uploads to the Hub: needs the network and a token"),
+    Entry(r"bertscratch push (?!.*--dry_run)", "uploads to the Hub: needs the network and a token"),
     Entry(r"^export HF_TOKEN=", "sets a credential (a placeholder token)"),
     Entry(
         r"^(torchrun|accelerate launch) .*\bARGS$",

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 import hf_bertscratch
 from hf_bertscratch import BertScratchConfig
-from hf_bertscratch.modeling_bertscratch import BertScratchVarlen
+from hf_bertscratch.batching_bertscratch import BertScratchVarlen
 from tests.conftest import tiny_config_kwargs
 from tests.test_modeling_bertscratch import (
     TRAINING_BATCHES,

@@ -297,7 +297,7 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
 def test_benchmark_prints_parity_and_the_step_times_it_measured(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`scripts/benchmark_flax.py` on the tiny preset, one timed step a side: a parity line per head with a tiny
+    """`python -m hf_bertscratch.flax.benchmark` on the tiny preset, one timed step a side: a parity line per head with a tiny
     difference (the same weights on both sides), and the torch and JAX step times it measured, each under its name."""
     from hf_bertscratch.flax import benchmark as flax_benchmark
 

@@ -107,6 +107,7 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
     assert [name for name, _ in hub.list_folder(folder)] == [
         "README.md",
         "all_results.json",
+        "batching_bertscratch.py",
         "config.json",
         "configuration_bertscratch.py",
         "loss_curve.png",
@@ -137,8 +138,14 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     folder = hub.prepare_upload_folder(bare, tmp_path / "up", repo_id="alice/bare")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert config["auto_map"] == modeling_bertscratch.family_auto_map()
-    for module in hub.CODE_MODULES:
-        assert (folder / Path(module.__file__).name).read_bytes() == Path(module.__file__).read_bytes()
+    code_files = [Path(name) for name in modeling_bertscratch.code_files()]
+    assert {path.name for path in code_files} == {
+        "modeling_bertscratch.py",
+        "batching_bertscratch.py",
+        "configuration_bertscratch.py",
+    }
+    for code_file in code_files:
+        assert (folder / code_file.name).read_bytes() == code_file.read_bytes()
     card = ModelCard.load(folder / "README.md")
     assert card.data.pipeline_tag == "fill-mask"
     assert 'repo_id = "alice/bare"' in card.text
@@ -262,6 +269,7 @@ def test_electra_upload_carries_a_loadable_generator(
     files: dict[str, bytes] = upload["files"]
     generator = {name.removeprefix(f"{GENERATOR_FOLDER}/") for name in files if name.startswith(f"{GENERATOR_FOLDER}/")}
     assert generator == {
+        "batching_bertscratch.py",
         "config.json",
         "configuration_bertscratch.py",
         "model.safetensors",

@@ -477,7 +477,19 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
         ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
-        ({"classifier_pooling": "max"}, r"classifier_pooling must be one of \('cls', 'mean', 'segments'\), got 'max'"),
+        (
+            {"classifier_pooling": "median"},
+            r"classifier_pooling must be one of \('cls', 'mean', 'max', 'mean-max', 'segments'\), got 'median'",
+        ),
+        ({"long_text_truncation": "middle"}, r"long_text_truncation must be one of .*, got 'middle'"),
+        (
+            {"long_text_max_length": 600},
+            r"long_text_max_length must be None or in \[3, max_position_embeddings 512\], got 600",
+        ),
+        (
+            {"long_text_max_length": 64, "long_text_truncation": "head+tail", "long_text_head_tokens": 63},
+            r"long_text_head_tokens must be in \[0, long_text_max_length - 2 = 62\], got 63",
+        ),
         # The field types are checked too (@strict reads the annotations, so the config module must not postpone them).
         ({"unpad_inputs": "yes"}, r"Field 'unpad_inputs' expected bool, got str \(value: 'yes'\)"),
         ({"hidden_size": 128.0}, r"Field 'hidden_size' expected int, got float"),
@@ -494,7 +506,7 @@ def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
 
 def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
     transformers.BertForMaskedLM(_bert_config()).save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="model_type 'bert', expected 'bertscratch'.*convert_checkpoint.py"):
+    with pytest.raises(ValueError, match="model_type 'bert', expected 'bertscratch'.*bertscratch convert"):
         hf_bertscratch.BertScratchForMaskedLM.from_pretrained(tmp_path)
 
 
@@ -623,7 +635,7 @@ HOST_READ_FUNCTIONS = ("nonzero", "argwhere", "masked_select", "unique", "unique
 # where the embedding lookup would fail with a CUDA device-side assert), the number of real tokens and the last real
 # column (the sizes N and T' of the unpadded batch, and whether the mask masks anything at all: SDPA's flash kernel
 # needs no mask), whether each row is one document, and the number of labels (the size of the sparse MLM decoding).
-# Every position list is then computed with sizes known on the host (`_true_first`), with no `nonzero`.
+# Every position list is then computed with sizes known on the host (`true_first`), with no `nonzero`.
 TRAINING_STEP_HOST_READS = [("tolist", "_read_on_host")]
 
 
@@ -707,7 +719,7 @@ def test_a_training_step_reads_the_host_once(monkeypatch: pytest.MonkeyPatch, he
 
 @pytest.mark.parametrize("kind", TRAINING_BATCHES)
 def test_sparse_decoding_without_nonzero_keeps_the_labels_row_major_order(kind: str) -> None:
-    """Sparse decoding (positions from `_true_first`, not `nonzero`) gives the dense logits at the labelled positions
+    """Sparse decoding (positions from `true_first`, not `nonzero`) gives the dense logits at the labelled positions
     in row-major order, as `labels[labels != -100]` (ELECTRA's generator samples rely on it), and the dense loss."""
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = hf_bertscratch.BertScratchForMaskedLM(config).train()  # without dropout: sparse and dense comparable
@@ -721,15 +733,15 @@ def test_sparse_decoding_without_nonzero_keeps_the_labels_row_major_order(kind: 
 
 
 def test_true_first_lists_what_nonzero_lists() -> None:
-    """`_true_first` (positions of the True flags, then of the False ones, from a count known on the host) agrees
+    """`true_first` (positions of the True flags, then of the False ones, from a count known on the host) agrees
     with `nonzero` on both lists, including the empty and the full cases."""
-    from hf_bertscratch.modeling_bertscratch import _true_first
+    from hf_bertscratch.batching_bertscratch import true_first
 
     generator = torch.Generator().manual_seed(3)
     cases = [torch.rand(50, generator=generator) < p for p in (0.0, 0.15, 0.5, 1.0)] + [torch.zeros(0, dtype=bool)]
     for flags in cases:
         count = int(flags.sum())
-        order = _true_first(flags, count)
+        order = true_first(flags, count)
         assert order[:count].tolist() == flags.nonzero().squeeze(-1).tolist()
         assert order[count:].tolist() == (~flags).nonzero().squeeze(-1).tolist()
 
@@ -761,7 +773,7 @@ def test_a_padded_mlm_inference_forward_reads_the_host_once_and_twice_more_with_
 def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     """On CUDA, one forward and backward of the masked LM under `torch.cuda.set_sync_debug_mode("error")` (any
     synchronising call raises, C++ ones such as the backward's included) syncs only in `_read_on_host`, once."""
-    from hf_bertscratch import modeling_bertscratch as modeling
+    from hf_bertscratch import batching_bertscratch as batching
 
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.1, attn_implementation="sdpa")
     model = hf_bertscratch.BertScratchForMaskedLM(config).cuda().train()
@@ -770,7 +782,7 @@ def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.Mo
     model(**batch, num_items_in_batch=num_items).loss.backward()  # warm-up: lazy CUDA and cuBLAS initialisation
     torch.cuda.synchronize()
     allowed: list[int] = []
-    read_on_host = modeling._read_on_host
+    read_on_host = batching._read_on_host
 
     def the_one_allowed_sync(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
         allowed.append(len(scalars))
@@ -780,7 +792,7 @@ def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.Mo
         finally:
             torch.cuda.set_sync_debug_mode("error")
 
-    monkeypatch.setattr(modeling, "_read_on_host", the_one_allowed_sync)
+    monkeypatch.setattr(batching, "_read_on_host", the_one_allowed_sync)
     torch.cuda.set_sync_debug_mode("error")
     try:
         model(**batch, num_items_in_batch=num_items).loss.backward()

@@ -30,7 +30,7 @@ from transformers import (
 )
 
 import hf_bertscratch
-from hf_bertscratch import fast_decode, pretraining, pretraining_arguments
+from hf_bertscratch import fast_decode, hardware, pretraining, pretraining_arguments
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
@@ -489,13 +489,9 @@ def test_help_and_parse_errors(capsys: pytest.CaptureFixture) -> None:
         parse_args(["--help_all"])
     assert "--mlm_probability" in capsys.readouterr().out
     with pytest.raises(ValueError, match="objective"):
-        pretraining.validate_args(*parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"]))
+        parse_args(["--train_file", "x.txt", "--objective", "clm", "--output_dir", "o"])
     with pytest.raises(ValueError, match="max_steps"):  # a budget, the default, ends a streamed run too; none does not
-        pretraining.validate_args(
-            *parse_args(
-                ["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o", "--max_train_minutes", "0"]
-            )
-        )
+        parse_args(["--train_file", "x.txt", "--streaming", "true", "--output_dir", "o", "--max_train_minutes", "0"])
 
 
 _DDP_HELPER = """
@@ -539,8 +535,6 @@ def test_readme_quick_start_is_the_defaults_and_the_shipped_config_spells_them_o
     assert argv[0] == "--output_dir" and len(argv) == 2
     config = Path(__file__).parents[1] / "scripts" / "configs" / "pretrain_wikitext2.json"
     from_file, from_readme = parse_args([str(config)]), parse_args(argv)
-    for parsed in (from_file, from_readme):
-        pretraining.validate_args(*parsed)
     assert from_file[:2] == from_readme[:2]  # model and data arguments
     ignore = {"logging_dir"}  # derived from the run's start time
     training = [{k: v for k, v in args.to_dict().items() if k not in ignore} for args in (from_file[2], from_readme[2])]
@@ -833,7 +827,6 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
     from hf_bertscratch.data import load_raw_datasets
 
     model_args, data_args, training_args = parse_args(["--output_dir", "unused"])
-    pretraining.validate_args(model_args, data_args, training_args)
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("wikitext", "wikitext-2-raw-v1")
     raw = load_raw_datasets(data_args.dataset_name, data_args.dataset_config_name, data_dir=None)
     assert {name: len(split) for name, split in raw.items()} == {"train": 36718, "validation": 3760, "test": 4358}
@@ -846,7 +839,7 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
 def test_push_to_hub_uploads_the_finished_folder_once(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--push_to_hub uploads the finished output folder once, at the end, as scripts/push_to_hub.py would: the
+    """--push_to_hub uploads the finished output folder once, at the end, as `bertscratch push` would: the
     project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes."""
     from hf_bertscratch import hub
 
@@ -872,7 +865,7 @@ def test_push_to_hub_uploads_the_finished_folder_once(
     upload = calls[-1][1]
     assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/run", "v1", "End of training")
     calls.clear()
-    expected = hub.push_to_hub(out, "alice/run", revision="v1", dry_run=tmp_path / "dry")  # scripts/push_to_hub.py
+    expected = hub.push_to_hub(out, "alice/run", revision="v1", dry_run=tmp_path / "dry")  # bertscratch push
     assert calls == []
     assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
     assert upload["files"]["model.safetensors"] == (out / "model.safetensors").read_bytes()
@@ -1049,7 +1042,6 @@ def test_bad_short_block_arguments_fail_before_training(
         main([*base, "--objective", "mlm_nsp", "--short_seq_fraction", "0.25"])
     assert not (tmp_path / "x").exists()
     model_args, data_args, training_args = parse_args(["--output_dir", "unused", "--objective", "mlm_nsp"])
-    pretraining.validate_args(model_args, data_args, training_args)
     assert data_args.short_seq_fraction == 0.0  # NSP keeps its sentence pairs whole by default
 
 
@@ -1061,7 +1053,6 @@ def test_max_train_samples_draws_whole_packed_blocks_at_random(
 
     def train_blocks(*extra: str) -> list[list[int]]:
         args = parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "unused", *extra))
-        pretraining.validate_args(*args)
         return pretraining.build_trainer(*args).train_dataset["input_ids"]
 
     every = train_blocks()
@@ -1071,9 +1062,7 @@ def test_max_train_samples_draws_whole_packed_blocks_at_random(
     assert drawn == train_blocks("--max_train_samples", "3")
     assert drawn != train_blocks("--max_train_samples", "3", "--seed", "1")
     with pytest.raises(ValueError, match="--max_train_samples must be a positive number of examples.*got 0"):
-        pretraining.validate_args(
-            *parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
-        )
+        parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, "--max_train_samples", "0"))
 
 
 @pytest.mark.parametrize("backend, expected", [("gloo", "cpu"), ("nccl", "accelerator"), ("NCCL", "accelerator")])
@@ -1174,7 +1163,7 @@ def test_a_budgeted_runs_progress_total_is_set_once(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_cpu_with_amx_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: True)
+    monkeypatch.setattr(hardware, "cpu_has_amx_bf16", lambda: True)
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert args.bf16 and not args.fp16
     assert "bf16 autocast (the CPU has AMX; --precision fp32 for fp32)" in pretraining.describe_device_choice(args, 2)
@@ -1208,17 +1197,17 @@ def test_amx_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None
 def test_device_defaults_give_a_gpu_machine_one_process_per_gpu_bf16_and_loading_workers(
     gpus: int, bf16_supported: bool, cores: int, precision: str, expected: dict
 ) -> None:
-    assert pretraining_arguments.device_defaults(gpus, bf16_supported, cores, precision) == expected
+    assert hardware.device_defaults(gpus, bf16_supported, cores, precision) == expected
 
 
 def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: False)  # an AVX2 CPU, as the AMD EPYC
+    monkeypatch.setattr(hardware, "cpu_has_amx_bf16", lambda: False)  # an AVX2 CPU, as the AMD EPYC
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert (args.bf16, args.fp16, args.dataloader_num_workers, args.dataloader_pin_memory) == (False, False, 0, False)
     assert pretraining.describe_device_choice(args, 2) == (
-        f"Training on the CPU ({pretraining_arguments.available_cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
+        f"Training on the CPU ({hardware.available_cores()} cores): 2 process(es), fp32, 0 loading worker(s) per process."
     )
     _, _, given = pretraining.parse_args(["--output_dir", "D", "--dataloader_num_workers", "3", "--precision", "fp32"])
     assert given.dataloader_num_workers == 3

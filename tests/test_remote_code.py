@@ -84,7 +84,12 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
     assert json.loads((tmp_path / "classifier-mean" / "config.json").read_text())["classifier_pooling"] == "mean"
 
     # The folder ships the code, and its auto_map names every head, not only the saved one.
-    for name in ("configuration_bertscratch.py", "modeling_bertscratch.py", "model.safetensors"):
+    for name in (
+        "configuration_bertscratch.py",
+        "modeling_bertscratch.py",
+        "batching_bertscratch.py",
+        "model.safetensors",
+    ):
         assert (tmp_path / "mlm" / name).is_file(), name
     auto_map = json.loads((tmp_path / "mlm" / "config.json").read_text())["auto_map"]
     assert set(auto_map) == {"AutoConfig", *hf_bertscratch.AUTO_CLASS_TO_MODEL}
@@ -149,7 +154,7 @@ def test_saving_changes_no_class_state_and_ships_the_code(tmp_path: Path) -> Non
         model.save_pretrained(tmp_path / head)
         saved = json.loads((tmp_path / head / "config.json").read_text())
         assert saved["auto_map"] == hf_bertscratch.modeling_bertscratch.family_auto_map()
-        assert {"modeling_bertscratch.py", "configuration_bertscratch.py"} <= {
+        assert {"modeling_bertscratch.py", "batching_bertscratch.py", "configuration_bertscratch.py"} <= {
             p.name for p in (tmp_path / head).iterdir()
         }
     classes = [hf_bertscratch.BertScratchConfig, *(getattr(hf_bertscratch, name) for name in hf_bertscratch.__all__)]

@@ -14,7 +14,7 @@ import transformers
 from torch import nn
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, convert
-from hf_bertscratch.modeling_bertscratch import BertScratchPadding
+from hf_bertscratch.batching_bertscratch import BertScratchPadding
 from tests.conftest import tiny_config_kwargs
 
 VOCAB = 99

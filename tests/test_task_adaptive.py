@@ -250,7 +250,6 @@ def test_several_tasks_give_their_texts_together_and_their_dataset_configs(tmp_p
     _write_cola(data_dir)
     argv = ["--task_text", "rte", "cola", "--data_dir", str(data_dir), "--output_dir", str(tmp_path / "o")]
     model_args, data_args, training_args = pretraining.parse_args([*argv, *PRETRAIN_ONE_PROCESS])
-    pretraining.validate_args(model_args, data_args, training_args)
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte, cola")
     assert pretraining.task_text_datasets(data_args) == ["glue"]
     train, validation = pretraining.load_text_splits(data_args, seed=0)
@@ -279,7 +278,6 @@ def test_max_eval_samples_holds_out_texts_of_every_task(
     argv = ["--task_text", "rte", "cola", "--data_dir", str(data_dir), "--output_dir", str(tmp_path / "o")]
     argv += ["--max_eval_samples", str(max_eval_samples)]
     model_args, data_args, training_args = pretraining.parse_args([*argv, *PRETRAIN_ONE_PROCESS])
-    pretraining.validate_args(model_args, data_args, training_args)
     _, validation = pretraining.load_text_splits(data_args, seed=0, documents=documents)
     assert list(validation["text"]) == expected
 
@@ -296,7 +294,6 @@ def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Pat
         *PRETRAIN_ONE_PROCESS,
     ]
     model_args, data_args, training_args = pretraining.parse_args(argv)
-    pretraining.validate_args(model_args, data_args, training_args)
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte")
     train, validation = pretraining.load_text_splits(data_args, seed=0)
     assert len(train) == 2 * len(RTE_TRAIN) and len(validation) == 2 * len(RTE_DEV)

@@ -1,6 +1,6 @@
 """JAX against torch on this machine: max abs difference per head, and the time of one MLM training step.
 
-    python scripts/benchmark_flax.py --model_size mini --batch_size 16 --seq_len 128 --threads 1
+    python -m hf_bertscratch.flax.benchmark --model_size mini --batch_size 16 --seq_len 128 --threads 1
 
 Both sides train the same weights on the same masked batch (random ids, 30% of positions labelled, no padding, as
 packed pretraining blocks): torch's step is forward, backward, gradient clipping and AdamW as the Trainer runs it;

@@ -30,9 +30,8 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 from transformers.utils import cached_file
 
-from .. import configuration_bertscratch, modeling_bertscratch
 from ..configuration_bertscratch import BertScratchConfig
-from ..modeling_bertscratch import family_auto_map, sinusoidal_table
+from ..modeling_bertscratch import code_files, family_auto_map, sinusoidal_table
 from ..run_folder import publish_folder
 
 logger = logging.getLogger(__name__)
@@ -354,8 +353,8 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
         staging.mkdir()
         try:
             save_file(self.torch_state_dict(), staging / "model.safetensors", metadata={"format": "pt"})
-            for module in (modeling_bertscratch, configuration_bertscratch):
-                shutil.copyfile(module.__file__, staging / Path(module.__file__).name)
+            for code_file in code_files():  # the code `trust_remote_code` imports
+                shutil.copyfile(code_file, staging / Path(code_file).name)
             config = copy.deepcopy(self.config)
             config.architectures = [self.torch_class_name]
             config.auto_map = family_auto_map()

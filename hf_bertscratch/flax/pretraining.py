@@ -2,7 +2,6 @@
 `AutoModelForMaskedLM` (torch) and `FlaxBertScratchForMaskedLM` both load.
 
     bertscratch pretrain-flax --output_dir runs/flax --train_file train.txt --max_steps 200
-    python scripts/pretrain_flax.py ... (the same)
 
 Stages, as `hf_bertscratch.pretraining`:
 
@@ -35,9 +34,8 @@ from flax import nnx
 from transformers import PreTrainedTokenizerBase
 
 from ..arguments import ArgumentParser, parse_args_or_json
-from ..data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from ..pretraining import check_model_fits, new_model_config
-from ..pretraining_arguments import DataArguments, ModelArguments, check_task_text
+from ..pretraining_arguments import DataArguments, ModelArguments
 from ..pretraining_data import (
     SeededMaskingCollator,
     build_tokenizer,
@@ -108,10 +106,6 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, args: Fl
             raise ValueError(f"{name} must be a positive integer, got {getattr(args, name)}.")
     if not 0 <= args.warmup_steps:
         raise ValueError(f"warmup_steps must be >= 0 (steps, or a fraction below 1), got {args.warmup_steps}.")
-    check_task_text(data_args)  # --task_text: the task's train text, recorded as the run's dataset
-    if not data_args.dataset_name and not data_args.train_file:
-        data_args.dataset_name, data_args.dataset_config_name = DEFAULT_PRETRAINING_DATASET
-    check_max_samples(data_args)
     check_output_dir(args)
 
 

@@ -7,7 +7,7 @@ int8 export, on the task's evaluation split (and its test split, where the task 
 The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked against
 PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8 tolerance,
 since its cost is what is measured here), then the three backends run the same batches. Everything between the data and
-the score is fine-tuning's own: the task and data flags are `finetuning_arguments.DataArguments`, the splits come from
+the score is fine-tuning's own: the task and data flags are `tasks.data.DataArguments`, the splits come from its
 `load_task_datasets`, the features from the task shape's `features(split, training=False)`, the batches from its
 collator (in dataset order), and the metrics from its `compute_metrics(raw, features)` fed with an `EvalPrediction` of
 the backend's outputs and the features' labels. The PyTorch row is therefore the score fine-tuning reports for the same
@@ -51,14 +51,13 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from ..arguments import ArgumentParser, parse_args_or_json
 from ..data import sample_examples
-from ..finetuning import load_task_datasets, load_task_tokenizer
-from ..finetuning_arguments import DataArguments, ModelArguments
 from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference
 from ..run_folder import write_text_atomically
 from ..tasks import TaskSpec
-from ..tasks.shapes import FeatureSettings, build_shape
+from ..tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
+from ..tasks.shapes import FeatureSettings, TaskShape, build_shape
 from ..tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 from .common import INPUT_NAMES, ONNX_TASKS
 from .export import export_onnx
@@ -159,7 +158,7 @@ def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> 
     return task
 
 
-def check_model(model: str, task: TaskSpec, shape: object, data_args: DataArguments) -> None:
+def check_model(model: str, task: TaskSpec, shape: TaskShape, data_args: DataArguments) -> None:
     """The model must have the shape's head with the shape's number of outputs and cover the feature length; a
     fine-tuning run whose all_results.json records other feature settings than the flags' gets a warning."""
     check_task_head(model, SHAPE_EVALUATIONS[task.shape].onnx_task)
@@ -201,7 +200,7 @@ def export_backends(model: str, folder: Path, onnx_task: str, overwrite: bool) -
     return exports
 
 
-def load_backends(model: str, shape: object, onnx_task: str, exports: dict[str, Path]) -> dict[str, nn.Module]:
+def load_backends(model: str, shape: TaskShape, onnx_task: str, exports: dict[str, Path]) -> dict[str, nn.Module]:
     """Backend -> a model whose forward takes the three BERT inputs and returns the task's `ModelOutput`: the
     PyTorch head (fp32, eval mode, CPU) first, then each export run by ONNX Runtime with torch's thread count."""
     backends: dict[str, nn.Module] = {PYTORCH: shape.auto_class.from_pretrained(model, dtype=torch.float32).eval()}
@@ -288,7 +287,7 @@ def evaluate_split(
     split_name: str,
     raw: datasets.Dataset,
     features: datasets.Dataset,
-    shape: object,
+    shape: TaskShape,
     backends: dict[str, nn.Module],
     batch_size: int,
 ) -> SplitResult:
@@ -398,7 +397,7 @@ def results_record(
 # ---------------------------------------------------------------------------------------------------------- main
 def load_split_features(
     args: OnnxEvaluationArguments, data_args: DataArguments, task: TaskSpec, model: str
-) -> tuple[object, dict[str, datasets.Dataset], dict[str, datasets.Dataset]]:
+) -> tuple[TaskShape, dict[str, datasets.Dataset], dict[str, datasets.Dataset]]:
     """The task shape (labels read from the data, the model checked against it), and the raw examples and
     fine-tuning's evaluation features of every split scored, each keyed by role ("eval", "test")."""
     raw = load_task_datasets(data_args, task)
@@ -411,7 +410,7 @@ def load_split_features(
     for role in roles:
         raw[role] = sample_examples(raw[role], data_args.max_eval_samples, args.seed)
     settings = FeatureSettings(**{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__})
-    shape = build_shape(task, settings, load_task_tokenizer(ModelArguments(model_name_or_path=model)))
+    shape = build_shape(task, settings, load_task_tokenizer(model))
     shape.prepare_labels(raw)  # every split's labels, the training split's included, as fine-tuning reads them
     check_model(model, task, shape, data_args)
     features = {

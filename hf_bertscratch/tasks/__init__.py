@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from hf_bertscratch_cli.commands import did_you_mean
+from ..arguments import did_you_mean
 
 SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
 

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import datasets
 import numpy as np
@@ -56,6 +57,41 @@ class FeatureSettings:
     doc_stride: int = 128
     max_answer_length: int = 30
     n_best_size: int = 20
+
+
+class TaskShape(Protocol):
+    """What fine-tuning, the ONNX evaluation and the model card ask of a task shape (the five classes below,
+    `SHAPE_CLASSES`): the head (`auto_class`, `config_updates`), features from examples, the collator, the metric on
+    the examples and the predictions a person reads. `names` are the classes, tags or outputs, once
+    `prepare_labels` has read them."""
+
+    @property
+    def task(self) -> TaskSpec: ...
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def auto_class(self) -> Any: ...  # the transformers Auto class of the head
+
+    @property
+    def picture(self) -> str | None: ...  # the file `write_predictions` draws, if any
+
+    def prepare_labels(self, raw: datasets.DatasetDict) -> None: ...
+
+    def config_updates(self) -> dict: ...
+
+    def features(self, split: datasets.Dataset, training: bool, **map_kwargs: Any) -> datasets.Dataset: ...
+
+    def collator(self) -> Any: ...
+
+    def compute_metrics(
+        self, raw: datasets.Dataset, features: datasets.Dataset
+    ) -> Callable[[EvalPrediction], dict]: ...
+
+    def write_predictions(
+        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+    ) -> None: ...
 
 
 def _logits(prediction: EvalPrediction | PredictionOutput) -> np.ndarray:
@@ -585,7 +621,7 @@ class EmbeddingShape:
         write_sentence_transformers_files(folder, self.pooling, self.settings.max_seq_length, dimension)
 
 
-SHAPE_CLASSES: dict[str, type] = {
+SHAPE_CLASSES: dict[str, Callable[..., TaskShape]] = {
     "classification": ClassificationShape,
     "regression": RegressionShape,
     "token-classification": TokenClassificationShape,
@@ -594,7 +630,9 @@ SHAPE_CLASSES: dict[str, type] = {
 }
 
 
-def build_shape(task: TaskSpec, settings: FeatureSettings, tokenizer: PreTrainedTokenizerBase, **options: object):
+def build_shape(
+    task: TaskSpec, settings: FeatureSettings, tokenizer: PreTrainedTokenizerBase, **options: object
+) -> TaskShape:
     """The shape object that pre- and post-processes `task`'s examples (`options`: the embedding shape's objective
     and pooling)."""
     return SHAPE_CLASSES[task.shape](task, settings, tokenizer, **options)
@@ -608,6 +646,7 @@ __all__ = [
     "FeatureSettings",
     "QuestionAnsweringShape",
     "RegressionShape",
+    "TaskShape",
     "TokenClassificationShape",
     "build_shape",
     "label_mapping",

@@ -1,5 +1,5 @@
 """`lab/compare_onnx_graphs.py`: every graph is checked against PyTorch and timed, and `--output_json` writes a
-record that `lab.reports` renders into docs/onnx.md's table."""
+record that `lab.make_report` renders into docs/onnx.md's table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_bertscratch import records
-from lab import reports
+from lab import make_report as reports
 
 ROOT = Path(__file__).resolve().parents[2]
 

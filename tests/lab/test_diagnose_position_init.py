@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import reports
+from lab import make_report as reports
 
 from conftest import CORPUS
 

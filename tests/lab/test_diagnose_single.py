@@ -10,7 +10,7 @@ import torch
 import hf_bertscratch
 from hf_bertscratch.tasks.shapes import truncate_ids
 from lab import diagnose_single
-from lab.reports import render_single_table
+from lab.make_report import render_single_table
 
 from conftest import tiny_config_kwargs
 

@@ -1,4 +1,4 @@
-"""The equal-time comparison of pretraining recipes (`lab.pretraining_comparison`): each recipe's
+"""The equal-time comparison of pretraining recipes (`lab.compare_pretraining`): each recipe's
 settings for reproduce_results.sh, the table built from run folders, the choice of the mini shape's objective, and
 a smoke run of three recipes end to end (ELECTRA, and masked-LM continued on the tasks' own text without and with
 next-sentence prediction)."""
@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from hf_bertscratch import records
-from lab import pretraining_comparison as comparison
-from lab import task_runs
-from lab.results import REFERENCES
+from lab import compare_pretraining as comparison
+from lab import finetune_tasks as task_runs
+from lab.results_table import REFERENCES
 
 from test_results import _fake_data_dir, _write_run
 

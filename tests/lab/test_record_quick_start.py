@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import reports
+from lab import make_report as reports
 
 ROOT = Path(__file__).resolve().parents[2]
 

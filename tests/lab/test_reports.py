@@ -1,5 +1,5 @@
 """Records and what is rendered from them: the benchmark's `--output_json` record, the speed tables and charts of
-`lab.reports`, `lab/make_report.py --check`, and the committed pages against the committed records."""
+`lab.make_report`, `lab/make_report.py --check`, and the committed pages against the committed records."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ import hf_bertscratch
 from hf_bertscratch import benchmark
 from hf_bertscratch.hardware import cpu_model
 from hf_bertscratch.records import REPOSITORY, git_commit, portable_paths
-from lab import pretraining_comparison, profile_decode, reports, results
+from lab import compare_pretraining as pretraining_comparison
+from lab import make_report as reports
+from lab import profile_decode
+from lab import results_table as results
 
 ROOT = Path(__file__).resolve().parents[2]
 # The tiniest real benchmark run with two paddings, the training step and inference (no memory probe, one thread).

@@ -1,6 +1,6 @@
 """The task table: `lab/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
-files' formats, the table `lab.results` builds from run folders, and the fine-tuning commands of
-`lab.task_runs`."""
+files' formats, the table `lab.results_table` builds from run folders, and the fine-tuning commands of
+`lab.finetune_tasks`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ import pytest
 
 from hf_bertscratch import BertScratchConfig, finetuning_arguments
 from hf_bertscratch.tasks import TASKS
-from lab import results, task_runs
+from hf_bertscratch.tasks.data import check_data_arguments
+from lab import finetune_tasks as task_runs
+from lab import results_table as results
 
 from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
@@ -521,7 +523,7 @@ def test_every_recipe_passes_finetunes_argument_checks(tmp_path: Path, smoke: bo
     for task, recipe in task_runs.RECIPES.items():
         command = sweep.command(task, "scratch", recipe.learning_rates[0], recipe.seeds[0], tmp_path / task)
         _, data, training = finetuning_arguments.parse_args(command[2:])
-        assert finetuning_arguments.check_data_arguments(data) == TASKS[task]
+        assert check_data_arguments(data) == TASKS[task]
         if smoke:  # a few steps on a few examples, still comparing two rates over two seeds
             assert training.num_train_epochs <= recipe.epochs and data.max_seq_length <= recipe.max_seq_length
             assert data.max_train_samples is not None and data.max_eval_samples is not None

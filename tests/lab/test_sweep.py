@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import sweep
+from lab import sweep_pretraining as sweep
 
 
 def test_plateau_exit_is_the_first_logged_loss_below_the_threshold() -> None:

@@ -1,0 +1,276 @@
+"""A task's data: the flags that name the task and its data (`DataArguments`, checked as they are made), its splits
+loaded and checked (`load_task_datasets`, `load_task_data`) and the tokenizer it is read with (`load_task_tokenizer`).
+
+Fine-tuning (`hf_bertscratch.finetuning`), task-adaptive pretraining (`pretraining --task_text`) and the ONNX
+evaluation (`bertscratch evaluate-onnx`) read a task's data through this module, so each loads the same splits with the
+same checks and none of them depends on another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import datasets
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from ..data import check_max_samples, load_raw_datasets, sample_examples
+from . import SHAPE_COLUMNS, SHAPES, TASKS, TaskOverrides, TaskSpec, finetune_defaults, resolve_task
+from .shapes import TRUNCATION_STRATEGIES
+
+AUTO = "auto"  # a setting chosen for the task at hand
+
+
+@dataclass
+class DataArguments:
+    """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
+
+    _argument_group_name = "data"  # its flags' heading in --help
+
+    task: str | None = field(
+        default=None, metadata={"help": f"A task from the table: {', '.join(TASKS)}. Or give a dataset below."}
+    )
+    task_type: str | None = field(
+        default=None,
+        metadata={
+            "help": "The shape of your own data's task (default: classification, or the --task's shape).",
+            "choices": list(SHAPES),
+        },
+    )
+    dataset_name: str | None = field(default=None, metadata={"help": "A Hub dataset id (instead of --task)."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "The Hub dataset's configuration."})
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "A csv/tsv/json/jsonl/parquet training file (question answering: also SQuAD's nested json)."},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "An evaluation file, same formats."})
+    test_file: str | None = field(
+        default=None, metadata={"help": "A test file, scored once with the chosen model at the end (optional)."}
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Folder with local copies of the table's datasets (imdb/, sst2/, glue/, conll2003/ as in "
+            "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise."
+        },
+    )
+    train_split: str | None = field(default=None, metadata={"help": "Split to train on (default: the task's/train)."})
+    eval_split: str | None = field(
+        default=None, metadata={"help": "Split to evaluate on (default: the task's, else validation, else test)."}
+    )
+    test_split: str | None = field(
+        default=None, metadata={"help": "Split scored once at the end with the chosen model (default: the task's)."}
+    )
+    text_column: str | None = field(default=None, metadata={"help": "Classification/regression: the text column."})
+    text_pair_column: str | None = field(
+        default=None, metadata={"help": "Classification/regression: the second text of a sentence pair."}
+    )
+    label_column: str | None = field(
+        default=None, metadata={"help": "Classification: class ids or names; regression: numbers (default: label)."}
+    )
+    tokens_column: str | None = field(
+        default=None, metadata={"help": "Token classification: a column of word lists (default: tokens)."}
+    )
+    tags_column: str | None = field(
+        default=None, metadata={"help": "Token classification: one tag per word, e.g. IOB2 (default: ner_tags)."}
+    )
+    question_column: str | None = field(default=None, metadata={"help": "Question answering (default: question)."})
+    context_column: str | None = field(default=None, metadata={"help": "Question answering (default: context)."})
+    answers_column: str | None = field(
+        default=None,
+        metadata={"help": 'Question answering: {"text": [...], "answer_start": [...]} per row (default: answers).'},
+    )
+    id_column: str | None = field(default=None, metadata={"help": "Question answering: example ids (default: id)."})
+    class_names: str | None = field(
+        default=None,
+        metadata={
+            "help": "Comma-separated class (or tag) names in id order. Integer labels must lie in [0, #names); string "
+            "labels must be among the names. Default: the task's names, else the sorted labels of the train split."
+        },
+    )
+    embedding_objective: str = field(
+        default="auto",
+        metadata={
+            "help": "Embedding tasks: cosine (pairs with similarity scores), in-batch (matching pairs, in-batch "
+            "negatives), simcse (single texts, each against itself under dropout) or auto (cosine for scores, "
+            "in-batch for 0/1 labels or unlabelled pairs).",
+            "choices": ["auto", "cosine", "in-batch", "simcse"],
+        },
+    )
+    max_seq_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Tokens per example after truncation, incl. [CLS]/[SEP] (default: the task's; 128, question "
+            "answering 384, IMDB 256, CoLA and SST-2 64)."
+        },
+    )
+    truncation: str = field(
+        default=AUTO,
+        metadata={
+            "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
+            "head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019), or auto (the "
+            "task's: head+tail for IMDB, else head). The saved classifier cuts longer inputs the same way.",
+            "choices": [AUTO, *TRUNCATION_STRATEGIES],
+        },
+    )
+    head_tokens: int = field(
+        default=128,
+        metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
+    )
+    doc_stride: int = field(
+        default=128,
+        metadata={"help": "Question answering: tokens shared by consecutive windows of a long context."},
+    )
+    max_answer_length: int = field(default=30, metadata={"help": "Question answering: longest answer, in tokens."})
+    n_best_size: int = field(
+        default=20, metadata={"help": "Question answering: start and end candidates searched per window."}
+    )
+    max_train_samples: int | None = field(
+        default=None,
+        metadata={"help": "Train on this many training examples, drawn at random with --seed (default: all)."},
+    )
+    max_eval_samples: int | None = field(
+        default=None,
+        metadata={
+            "help": "Evaluate on this many evaluation examples, and as many test examples, drawn at random with --seed "
+            "(default: all)."
+        },
+    )
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
+
+    def __post_init__(self) -> None:
+        # A bad flag fails as it is parsed; max_seq_length gets the task's default. The task the flags name, from the
+        # table, is kept (not a field: neither a flag nor part of the arguments' dict), with what the task's defaults
+        # filled in (for the run's log) and, once loaded, each split's size before a subset is drawn (for the card).
+        self.chosen_defaults: list[str] = []
+        self.split_sizes: dict[str, int] = {}
+        self.task_spec: TaskSpec = check_data_arguments(self)
+
+
+def task_overrides(args: DataArguments) -> TaskOverrides:
+    """The command line's task settings: the named task, the shape, splits, columns and class names."""
+    columns = {
+        role: getattr(args, f"{role}_column")
+        for role in {r for roles in SHAPE_COLUMNS.values() for r in roles}
+        if getattr(args, f"{role}_column", None)
+    }
+    names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
+    return TaskOverrides(
+        task=args.task,
+        task_type=args.task_type,
+        train_split=args.train_split,
+        eval_split=args.eval_split,
+        test_split=args.test_split,
+        columns=columns,
+        label_names=names,
+    )
+
+
+def check_data_arguments(args: DataArguments) -> TaskSpec:
+    """Every check of the data arguments that needs no data (`DataArguments` runs them when made), filling
+    `max_seq_length` with the task's default when unset; returns the resolved task."""
+    if args.task is None and not (args.dataset_name or args.train_file):
+        raise ValueError("Give --task, --dataset_name or --train_file.")
+    if args.truncation not in (AUTO, *TRUNCATION_STRATEGIES):
+        raise ValueError(f"Unknown --truncation {args.truncation!r}; expected one of {[AUTO, *TRUNCATION_STRATEGIES]}.")
+    check_max_samples(args)
+    task = resolve_task(task_overrides(args))
+    defaults = finetune_defaults(task, args.task)
+    args.chosen_defaults.clear()  # what the task's defaults fill in, for the run's log
+    if args.max_seq_length is None:
+        args.max_seq_length = defaults.max_seq_length
+        args.chosen_defaults.append(f"max_seq_length {args.max_seq_length}")
+    if args.truncation == AUTO:
+        args.truncation = defaults.truncation
+        args.chosen_defaults.append(f"truncation {args.truncation}")
+    if args.max_seq_length < 3:
+        raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
+    if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
+        raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
+    if task.shape == "question-answering":
+        if not 0 < args.doc_stride < args.max_seq_length:
+            raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
+        for name in ("max_answer_length", "n_best_size"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}.")
+    return task
+
+
+def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
+    """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
+    from .question_answering import is_squad_json, load_squad_json
+
+    files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
+    files = {split: path for split, path in files.items() if path}
+    if not files or not all(is_squad_json(path) for path in files.values()):
+        return None
+    return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
+
+
+def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
+    """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
+    presence, columns and emptiness before any training."""
+    raw = _read_question_answering_files(args) if task.shape == "question-answering" else None
+    if raw is None:
+        raw = load_raw_datasets(
+            dataset_name=args.dataset_name or task.dataset_name or None,
+            dataset_config_name=args.dataset_config_name or task.dataset_config_name,
+            train_file=args.train_file,
+            validation_file=args.validation_file,
+            test_file=args.test_file,
+            data_dir=args.data_dir,
+            cache_dir=cache_dir,
+        )
+    eval_split = task.eval_split or next((s for s in ("validation", "test") if s in raw), "")
+    if not eval_split:
+        raise ValueError(
+            f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
+            "or name one of its splits with --eval_split."
+        )
+    roles = {"train": task.train_split, "eval": eval_split}
+    test_split = task.test_split or ("test" if args.test_file else None)
+    if test_split and (test_split in raw or args.test_split):  # a table task's test split is scored when present
+        roles["test"] = test_split
+    for role, split in roles.items():
+        if split not in raw:
+            raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
+    chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    needed = [c for c in task.columns.values() if c]
+    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
+        needed.remove(task.columns["id"])  # ids are made up when the data has none
+    for role, split in chosen.items():
+        optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
+        missing = [c for c in needed if c not in split.column_names and c not in optional]
+        if missing:
+            flags = ", ".join(f"--{name}_column" for name, column in task.columns.items() if column in missing)
+            raise ValueError(
+                f"Column(s) {missing} not in the {role} split; it has {split.column_names}: name yours with {flags}."
+            )
+        if len(split) == 0:
+            raise ValueError(f"The {role} split is empty.")
+    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
+        chosen = datasets.DatasetDict(
+            {role: split.add_column(task.columns["id"], [f"{role}-{i}" for i in range(len(split))])
+             for role, split in chosen.items()}
+        )  # fmt: skip
+    return chosen
+
+
+def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:
+    """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
+    test splits to --max_eval_samples, at random with `seed`."""
+    raw = load_task_datasets(args, task, cache_dir)
+    args.split_sizes = {role: len(split) for role, split in raw.items()}  # before the draw: what a card's subset is of
+    raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
+    for role in ("eval", "test"):
+        if role in raw:
+            raw[role] = sample_examples(raw[role], args.max_eval_samples, seed)
+    return raw
+
+
+def load_task_tokenizer(name_or_path: str, cache_dir: str | None = None) -> PreTrainedTokenizerBase:
+    """The tokenizer of a model folder or Hub id (the one saved with the model, or `--tokenizer_name`); it must have
+    [CLS] and [SEP]."""
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, cache_dir=cache_dir)
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
+        raise ValueError(f"Tokenizer {name_or_path!r} lacks a [CLS] or [SEP] token.")
+    return tokenizer
