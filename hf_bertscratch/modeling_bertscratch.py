@@ -11,8 +11,8 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
   labelled positions, which is most of a small BERT's training compute.
 
-This file imports torch, public transformers API and its own configuration only, so that `save_pretrained` can ship
-it for `trust_remote_code=True` loading.
+This file imports torch, public transformers API, its own configuration and `cpu_matmul` (the GEMM path of CPU
+inference) only, so that `save_pretrained` can ship it for `trust_remote_code=True` loading.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 from .configuration_bertscratch import BertScratchConfig
+from .cpu_matmul import BertScratchLinear
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
 # `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
@@ -359,8 +360,8 @@ class BertScratchAttention(nn.Module):
         self.num_heads = config.num_attention_heads
         self.head_size = config.hidden_size // config.num_attention_heads
         self.scaling = self.head_size**-0.5
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.qkv = BertScratchLinear(config.hidden_size, 3 * config.hidden_size)
+        self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -419,9 +420,9 @@ class BertScratchMLP(nn.Module):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
-        self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc_in = BertScratchLinear(config.hidden_size, config.intermediate_size)
         self.act = ACT2FN[config.hidden_act]
-        self.fc_out = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.fc_out = BertScratchLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -487,10 +488,10 @@ class BertScratchLMHead(nn.Module):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.act = ACT2FN[config.hidden_act]
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.decoder = BertScratchLinear(config.hidden_size, config.vocab_size)
 
     def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., H): dense, GELU, LayerNorm; what the decoder reads."""
