@@ -551,7 +551,7 @@ def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
     if args.num_threads is not None:
         torch.set_num_threads(args.num_threads)
     cpu_matmul.set_path(args.gemm_path)
-    logger.info("%s", cpu_matmul.choice().describe())
+    cpu_matmul.choice()  # chosen (and logged) before any timing
     grid = itertools.product(args.presets, args.seq_lens, args.paddings, args.variants, args.precisions)
     return [result for point in grid for result in run_case(args, Case(*point))]
 
