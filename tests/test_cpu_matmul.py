@@ -143,3 +143,15 @@ def test_the_probe_times_each_path() -> None:
     rates = cpu_matmul.probe((64, 32, 48), rounds=2)
     assert {"fp32 default", "fp32 onednn"} <= set(rates) and min(rates.values()) > 0
     assert ("bf16 onednn" in rates) == cpu_matmul.native_bf16()
+
+
+def test_without_onednn_the_default_path_runs(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
+    """A torch built without oneDNN (or with it disabled) keeps torch's default path, asked for or not."""
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    for requested in ("auto", "onednn"):
+        cpu_matmul.set_path(requested)
+        assert (cpu_matmul.choice().fp32, cpu_matmul.choice().bf16) == ("default", "default")
+    layer = _linear()
+    with torch.no_grad():
+        layer(torch.randn(2, 48))
+    assert layer._packed is None
