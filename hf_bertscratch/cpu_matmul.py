@@ -202,7 +202,7 @@ def probe(shape: tuple[int, int, int] = PROBE_SHAPE, rounds: int = PROBE_ROUNDS)
                 run()
                 times[name].append(time.perf_counter() - start)
     flops = 2 * rows * inner * columns
-    return {name: round(flops / statistics.median(seconds) / 1e9, 1) for name, seconds in times.items()}
+    return {name: float(f"{flops / statistics.median(seconds) / 1e9:.3g}") for name, seconds in times.items()}
 
 
 def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
