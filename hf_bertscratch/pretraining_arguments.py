@@ -21,7 +21,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
-from .hardware import cpu_has_amx_bf16
+from .hardware import cpu_has_native_bf16
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -286,7 +286,7 @@ class PretrainingArguments(GuardedTrainingArguments):
     precision: str = field(
         default="auto",
         metadata={
-            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with AMX, fp32 elsewhere), fp32, bf16 "
+            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with native bf16, AMX or AVX512_BF16; fp32 elsewhere), fp32, bf16 "
             "or fp16. --bf16 or "
             "--fp16, if given, decide."
         },
@@ -507,15 +507,15 @@ def visible_gpus(use_cpu: bool) -> int:
 
 
 def fast_bf16(gpus: int) -> bool:
-    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
-    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
+    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with native bf16."""
+    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_native_bf16()
 
 
 def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
     """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
     CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
     2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
-    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
+    (`bf16_fast`: a GPU that supports it, a CPU with native bf16), fp32 elsewhere."""
     bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
     return {
         "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
@@ -535,7 +535,7 @@ def describe_device_choice(training_args: PretrainingArguments, processes: int) 
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
     if training_args.bf16 and not gpus and training_args.precision == "auto":
-        precision += " (the CPU has AMX; --precision fp32 for fp32)"
+        precision += " (the CPU has native bf16; --precision fp32 for fp32)"
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
     return (
         f"Training on {where}: {processes} process(es), {precision}, "

@@ -1133,22 +1133,25 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
 
 
-def test_a_cpu_with_amx_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: True)
+def test_a_cpu_with_native_bf16_trains_in_bf16_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pretraining_arguments, "cpu_has_native_bf16", lambda: True)
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert args.bf16 and not args.fp16
-    assert "bf16 autocast (the CPU has AMX; --precision fp32 for fp32)" in pretraining.describe_device_choice(args, 2)
+    chosen = pretraining.describe_device_choice(args, 2)
+    assert "bf16 autocast (the CPU has native bf16; --precision fp32 for fp32)" in chosen
     _, _, fp32 = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true", "--precision", "fp32"])
     assert not fp32.bf16
 
 
-def test_amx_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     from hf_bertscratch import hardware
 
     monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "amx_bf16", "amx_tile"})
-    assert hardware.cpu_has_amx_bf16()
+    assert hardware.cpu_has_native_bf16()
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "avx512f", "avx512_bf16"})
+    assert hardware.cpu_has_native_bf16()
     monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "avx512f"})
-    assert not hardware.cpu_has_amx_bf16()
+    assert not hardware.cpu_has_native_bf16()
 
 
 @pytest.mark.parametrize(
@@ -1174,7 +1177,7 @@ def test_device_defaults_give_a_gpu_machine_one_process_per_gpu_bf16_and_loading
 def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pretraining_arguments, "cpu_has_amx_bf16", lambda: False)  # an AVX2 CPU, as the AMD EPYC
+    monkeypatch.setattr(pretraining_arguments, "cpu_has_native_bf16", lambda: False)  # an AVX2 CPU
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
     assert (args.bf16, args.fp16, args.dataloader_num_workers, args.dataloader_pin_memory) == (False, False, 0, False)
     assert pretraining.describe_device_choice(args, 2) == (
