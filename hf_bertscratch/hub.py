@@ -27,7 +27,7 @@ from huggingface_hub import CommitInfo, HfApi, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import TrainingArguments
 
-from . import configuration_bertscratch, modeling_bertscratch
+from . import configuration_bertscratch, cpu_matmul, modeling_bertscratch
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
@@ -45,6 +45,7 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "model.safetensors.index.json": "index of sharded weights",
     "configuration_bertscratch.py": "remote code: configuration",
     "modeling_bertscratch.py": "remote code: model",
+    "cpu_matmul.py": "remote code: the model's CPU GEMM path",
     "tokenizer.json": "tokenizer",
     "tokenizer_config.json": "tokenizer",
     "special_tokens_map.json": "tokenizer",
@@ -60,7 +61,7 @@ MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fi
 # or subfolder) and a model subfolder, so a repository never keeps the generator of an earlier run.
 STALE_PATTERNS = ("*.safetensors", "*model.safetensors.index.json", *(f"{name}/*" for name in MODEL_SUBFOLDERS))
 # The code `trust_remote_code` imports; taken from this package when a folder lacks it.
-CODE_MODULES = (configuration_bertscratch, modeling_bertscratch)
+CODE_MODULES = (configuration_bertscratch, modeling_bertscratch, cpu_matmul)
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 DEFAULT_COMMIT_MESSAGE = "Upload BertScratch model with hf_bertscratch"
 # USER/NAME or ORG/NAME: an explicit namespace, so a push never lands somewhere the user did not name.

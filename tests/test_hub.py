@@ -109,6 +109,7 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
         "all_results.json",
         "config.json",
         "configuration_bertscratch.py",
+        "cpu_matmul.py",
         "loss_curve.png",
         "model.safetensors",
         "modeling_bertscratch.py",
@@ -264,6 +265,7 @@ def test_electra_upload_carries_a_loadable_generator(
     assert generator == {
         "config.json",
         "configuration_bertscratch.py",
+        "cpu_matmul.py",
         "model.safetensors",
         "modeling_bertscratch.py",
         "tokenizer.json",
