@@ -1141,6 +1141,9 @@ def test_a_cpu_with_native_bf16_trains_in_bf16_and_says_why(monkeypatch: pytest.
     assert "bf16 autocast (the CPU has native bf16; --precision fp32 for fp32)" in chosen
     _, _, fp32 = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true", "--precision", "fp32"])
     assert not fp32.bf16
+    if not torch.cuda.is_available():  # the quick start names no device: bf16 on the CPU without --use_cpu
+        _, _, unnamed = pretraining.parse_args(["--output_dir", "D"])
+        assert unnamed.bf16 and unnamed.use_cpu
 
 
 def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
