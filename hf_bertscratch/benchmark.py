@@ -31,9 +31,14 @@ of each model's training step is measured in a separate subprocess (its `ru_maxr
 allocations hide the other's. The loss of both models on the same batch, before any step, shows they compute the
 same function; ours runs its fast path (sparse prediction, unpadding) in that check.
 
+Ours runs its Linear layers on the CPU GEMM path this machine chose (`hf_bertscratch.cpu_matmul`: oneDNN with
+prepacked weights where that was faster, torch's default elsewhere; `--gemm_path` forces one), transformers' BERT on
+torch's default. After the cases, each GEMM path is timed alone (`gemm_rates`) on the encoder's feed-forward product
+and on a square one 8H wide (2,048 at mini), the most these paths reach on this CPU (the ceiling the record shows).
+
 `--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
-load average at the start and the end, and every figure; `python -m lab.make_report` renders the records under
-`results/speed/` into the README's and the docs' speed tables (`lab.make_report`).
+load average at the start and the end, the GEMM path and its GFLOP/s, and every figure; `python -m lab.make_report`
+renders the records under `results/speed/` into the README's and the docs' speed tables.
 
 Usage:
     python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --repeats 5 \
@@ -60,7 +65,7 @@ import torch
 from torch import nn
 from transformers import BertForMaskedLM, HfArgumentParser
 
-from . import fast_decode
+from . import cpu_matmul, fast_decode
 from .arguments import parse_args_or_json
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .convert import bertscratch_config_to_bert, bertscratch_to_bert
@@ -143,6 +148,13 @@ class BenchmarkArguments:
         default=True, metadata={"help": "Measure the peak training memory of each model in a subprocess."}
     )
     num_threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
+    gemm_path: str = field(
+        default="auto",
+        metadata={
+            "help": "Our CPU GEMM path (`hf_bertscratch.cpu_matmul`): 'auto' (this machine's measured choice), "
+            "'default' (torch's) or 'onednn' (prepacked weights)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed for the weights and the batches."})
     output_json: str | None = field(
         default=None,
@@ -159,6 +171,7 @@ class BenchmarkArguments:
         _check_choices("workloads", self.workloads, WORKLOADS)
         _check_choices("variants", self.variants, VARIANTS)
         _check_choices("precisions", self.precisions, PRECISIONS)
+        _check_choices("gemm_path", [self.gemm_path], ("auto", *cpu_matmul.PATHS))
         check_case_grid(self.seq_lens, self.paddings)
         for name in ("batch_size", "repeats"):
             if getattr(self, name) < 1:
@@ -537,6 +550,8 @@ def run_benchmark(args: BenchmarkArguments) -> list[CaseResult]:
     """Every case of the grid in `args`, in order preset, T, padding, variant, precision."""
     if args.num_threads is not None:
         torch.set_num_threads(args.num_threads)
+    cpu_matmul.set_path(args.gemm_path)
+    cpu_matmul.choice()  # chosen (and logged) before any timing
     grid = itertools.product(args.presets, args.seq_lens, args.paddings, args.variants, args.precisions)
     return [result for point in grid for result in run_case(args, Case(*point))]
 
@@ -620,7 +635,22 @@ def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[Ca
     """What `--output_json` writes: how the run was made (`run_record`) and every case's figures (`results`, one
     `CaseResult` each)."""
     onnxruntime = args.onnxruntime or args.onnxruntime_int8
-    return {**run_record(PROGRAM, argv, args, start, onnxruntime), "results": [asdict(result) for result in results]}
+    head = run_record(PROGRAM, argv, args, start, onnxruntime)
+    return {**head, "gemm_rates": gemm_rates(args), "results": [asdict(result) for result in results]}
+
+
+def gemm_rates(args: BenchmarkArguments) -> list[dict]:
+    """GFLOP/s of each GEMM path (`cpu_matmul.probe`: fp32 and, on a CPU with native bf16, bf16; torch's default and
+    oneDNN prepacked) on the first preset's feed-forward product (the last padding's useful tokens x H x 4H) and on a
+    square product 8H wide, the most they reach here; each a median over interleaved rounds."""
+    hidden = PRESETS[args.presets[0]]["hidden_size"]
+    batch = make_batch(args.batch_size, args.seq_lens[0], args.paddings[-1], args.mask_probability, args.seed)
+    tokens = int(batch["attention_mask"].sum())
+    rates = []
+    for name, shape in {"encoder": (tokens, hidden, 4 * hidden), "ceiling": (8 * hidden,) * 3}.items():
+        rates.append({"shape": name, "mnk": list(shape), "gflops": cpu_matmul.probe(shape, rounds=5)})
+        logger.info("GEMM GFLOP/s, %s %s: %s", name, shape, rates[-1]["gflops"])
+    return rates
 
 
 def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: dict) -> None:

@@ -518,7 +518,22 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def show_gemm_path() -> None:
+    """Print, once per process and on stderr, which CPU GEMM path the model's inference chose (`cpu_matmul`), when it
+    is first chosen, whatever the command's own logging shows."""
+    from . import cpu_matmul
+
+    gemm_logger = logging.getLogger(cpu_matmul.__name__)
+    if not gemm_logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
+        gemm_logger.addHandler(handler)
+    gemm_logger.setLevel(logging.INFO)
+    gemm_logger.propagate = False
+
+
 def _run(command: str, argv: list[str]) -> None:
+    show_gemm_path()
     if command in FORWARDED:
         run_forwarded(command, argv)
         return

@@ -1,38 +1,119 @@
-"""Opt-in fast decoding of the MLM vocabulary for CPU inference: tiles, straight into a reused logits buffer.
+"""Fast decoding of the MLM vocabulary for CPU inference, chosen for the CPU at hand: the model's own decoding, one
+GEMM per run of rows straight into a reused logits buffer, or cache-sized tiles into it.
 
 An MLM head's inference forward returns (B, T, V) logits (500 MB at mini, B=32, T=128): a fresh tensor of that size
 is page-faulted and zeroed on every call, one GEMM writes the bias over it, then the product over it again. With
-`enable(model)`, the model decodes instead (without autograd, on CPU) into its last logits buffer once nothing
-outside uses that memory any more, tile by tile, so that each output tile stays in cache while its bias and product
-are written, real rows straight to their padded position, pad rows zeroed. Logits are the same as the model's own
-decoding (tested); evaluation in `bertscratch pretrain` and the inference workload of `bertscratch benchmark` use it.
+`enable(model)`, the model can decode instead (without autograd, on CPU) into its last logits buffer once nothing
+outside uses that memory any more, real rows straight to their padded position, pad rows zeroed, in one GEMM per run
+of rows or tile by tile so that each output tile stays in cache while its bias and product are written. Logits are
+the same as the model's own decoding (tested); evaluation in `bertscratch pretrain` and the inference workload of
+`bertscratch benchmark` use it.
 
-Which tile is fastest depends on the CPU and its load: the default was measured with `python -m lab.profile_decode`
-(a 1 MiB fp32 output tile was faster on an idle 2-core AMD EPYC at 1 and 2 threads, one GEMM per run of rows when
-other processes kept the cores busy); `enable(model, tile=None)` decodes each run of rows with one GEMM.
+Which of these is fastest depends on the CPU, its GEMM path (`cpu_matmul`: the model's own decoding may run on
+oneDNN, which cannot write into a given buffer) and its load: a 1 MiB fp32 output tile was fastest on an idle 2-core
+Intel Xeon, and 3-4x slower than no tiling on a 2-core AMD EPYC. So `enable(model)` (tile "auto") times the three on
+the model's own head at its first decoding (`choose_decoding`) and caches the choice per machine and threads with
+`cpu_matmul`'s; `enable(model, tile=(rows, words))` or `tile=None` (one GEMM per run) fixes it instead.
 """
 
 from __future__ import annotations
 
+import logging
+import statistics
 import threading
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import nn
+
+from . import cpu_matmul
 
 if TYPE_CHECKING:
     from .batching_bertscratch import BertScratchPadding
     from .modeling_bertscratch import BertScratchLMHead
 
-DEFAULT_TILE: tuple[int, int] = (256, 1024)  # (rows, words) per GEMM
+logger = logging.getLogger(__name__)
+
+Tile = tuple[int, int] | None | Literal["auto", "model"]
+DEFAULT_TILE: tuple[int, int] = (256, 1024)  # the tiled candidate: (rows, words) per GEMM, a 1 MiB fp32 output tile
+PROBE_ROWS = 512  # rows decoded by each candidate when `choose_decoding` times them
+PROBE_ROUNDS = 3
 # Private torch API (the number of tensors using a storage): without it the buffer is never reused, only tiled.
 _storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
-def check_tile(tile: tuple[int, int] | None) -> None:
-    """Raise unless `tile` is None or two positive sizes (rows, words)."""
-    if tile is not None and not (len(tile) == 2 and tile[0] > 0 and tile[1] > 0):
-        raise ValueError(f"tile must be two positive sizes (rows, words) or None, got {tile}.")
+def check_tile(tile: Tile, choices: tuple[str, ...] = ()) -> None:
+    """Raise unless `tile` is None, two positive sizes (rows, words) or one of `choices` ("auto", "model")."""
+    if isinstance(tile, str) and tile in choices:
+        return
+    if tile is not None and not (not isinstance(tile, str) and len(tile) == 2 and tile[0] > 0 and tile[1] > 0):
+        expected = "two positive sizes (rows, words) or None" + "".join(f", {choice!r}" for choice in choices)
+        raise ValueError(f"tile must be {expected}, got {tile}.")
+
+
+def _tile_name(tile: tuple[int, int] | None | str) -> str:
+    return tile if isinstance(tile, str) else "one GEMM" if tile is None else f"{tile[0]}x{tile[1]}"
+
+
+def choose_decoding(head: BertScratchLMHead) -> tuple[int, int] | None | str:
+    """The fastest of the model's own decoding ("model"), one GEMM per run into a reused buffer (None) and
+    `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path: from `cpu_matmul`'s cache, or timed now on
+    `PROBE_ROWS` rows in interleaved rounds (`time_candidates`) and cached."""
+    hidden_size, vocab_size = head.decoder.in_features, head.decoder.out_features
+    key = f"{hidden_size}x{vocab_size} {head.decoder.weight.dtype} gemm {cpu_matmul.choice().fp32}"
+    cached = (cpu_matmul.read_cache("fast_decode") or {}).get(key)
+    if cached is not None:
+        return _tile_from_json(cached["choice"])
+    seconds = time_candidates(head)
+    chosen = min(seconds, key=lambda tile: seconds[tile])
+    logger.info(
+        "MLM inference decoding: %s (ms per %d rows: %s)",
+        _tile_name(chosen),
+        PROBE_ROWS,
+        ", ".join(f"{_tile_name(tile)} {time * 1e3:.1f}" for tile, time in seconds.items()),
+    )
+    entry = {"choice": list(chosen) if isinstance(chosen, tuple) else chosen}
+    cpu_matmul.write_cache("fast_decode", {**(cpu_matmul.read_cache("fast_decode") or {}), key: entry})
+    return chosen
+
+
+def _tile_from_json(value: object) -> tuple[int, int] | None | str:
+    if isinstance(value, list):
+        return int(value[0]), int(value[1])
+    return value if value is None or isinstance(value, str) else None
+
+
+def time_candidates(head: BertScratchLMHead) -> dict[tuple[int, int] | None | str, float]:
+    """Median seconds of each decoding candidate on `PROBE_ROWS` random rows of `head`'s width, interleaved."""
+    weight = head.decoder.weight
+    hidden = torch.randn(PROBE_ROWS, weight.shape[1], dtype=weight.dtype)
+    runs = [(0, 0, PROBE_ROWS)]
+    buffers: dict[object, torch.Tensor] = {}
+
+    def into_buffer(tile: tuple[int, int] | None) -> Callable[[], object]:
+        def decode() -> object:
+            out = buffers.setdefault(tile, weight.new_empty(PROBE_ROWS, weight.shape[0]))
+            return decode_into(head, hidden, out, runs, tile)
+
+        return decode
+
+    candidates = {
+        "model": lambda: head.decoder(hidden),
+        None: into_buffer(None),
+        DEFAULT_TILE: into_buffer(DEFAULT_TILE),
+    }
+    times: dict[tuple[int, int] | None | str, list[float]] = {tile: [] for tile in candidates}
+    with torch.no_grad():
+        for decode in candidates.values():
+            decode()
+        for _ in range(PROBE_ROUNDS):
+            for tile, decode in candidates.items():
+                start = time.perf_counter()
+                decode()
+                times[tile].append(time.perf_counter() - start)
+    return {tile: statistics.median(values) for tile, values in times.items()}
 
 
 def decode_into(
@@ -72,10 +153,11 @@ def decode_into(
 class TiledLogitsDecoder:
     """A model's `logits_decoder` (set by `enable`): decodes (B, T, H) into (B, T, V) logits in `tile`s, into the
     reused buffer, where it can (CPU, no autograd, no tracing, no autocast); returns None elsewhere, and the model
-    then decodes as usual. The buffer is not model state: a copy of the decoder starts without one."""
+    then decodes as usual. `tile` "auto" is resolved by `choose_decoding` at the first decoding; "model" leaves every
+    decoding to the model. The buffer is not model state: a copy of the decoder starts without one."""
 
-    def __init__(self, tile: tuple[int, int] | None = DEFAULT_TILE) -> None:
-        check_tile(tile)
+    def __init__(self, tile: Tile = "auto") -> None:
+        check_tile(tile, ("auto", "model"))
         self.tile = tile
         self._buffer: torch.Tensor | None = None
         self._lock = threading.Lock()
@@ -93,14 +175,19 @@ class TiledLogitsDecoder:
         decoding into the buffer does not apply."""
         if not self.applies(head, sequence_output):
             return None
+        if self.tile == "auto":
+            self.tile = choose_decoding(head)
+        tile = self.tile
+        if isinstance(tile, str):  # "model": the head's own decoding
+            return None
         batch_size, seq_len, hidden_size = sequence_output.shape
         logits = self.logits_buffer(batch_size * seq_len, head.decoder.weight.shape[0], sequence_output)
         if padding is None:
             hidden = head.transform(sequence_output.reshape(-1, hidden_size))
-            decode_into(head, hidden, logits, [(0, 0, batch_size * seq_len)], self.tile)
+            decode_into(head, hidden, logits, [(0, 0, batch_size * seq_len)], tile)
         else:
             runs, pad_indices = padding.runs(seq_len)
-            decode_into(head, head.transform(padding.unpad(sequence_output)), logits, runs, self.tile)
+            decode_into(head, head.transform(padding.unpad(sequence_output)), logits, runs, tile)
             logits.index_fill_(0, pad_indices, 0)
         return logits.view(batch_size, seq_len, -1)
 
@@ -140,9 +227,10 @@ class TiledLogitsDecoder:
         return logits
 
 
-def enable(model: nn.Module, tile: tuple[int, int] | None = DEFAULT_TILE) -> nn.Module:
+def enable(model: nn.Module, tile: Tile = "auto") -> nn.Module:
     """Make an MLM model (`BertScratchForMaskedLM`, `BertScratchForPreTraining`) decode its inference logits with a
-    `TiledLogitsDecoder` of `tile`; returns the model. A model without an MLM decoder is returned unchanged."""
+    `TiledLogitsDecoder` of `tile` ("auto": the fastest for this CPU, `choose_decoding`); returns the model. A model
+    without an MLM decoder is returned unchanged."""
     if hasattr(model, "logits_decoder"):
         model.logits_decoder = TiledLogitsDecoder(tile)
     return model

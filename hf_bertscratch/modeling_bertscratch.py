@@ -12,8 +12,9 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
   labelled positions, which is most of a small BERT's training compute.
 
 How a forward runs its batch (input checks, the one host read, padding, varlen and masks) is
-`batching_bertscratch.py`. This file imports torch, public transformers API, its own configuration and that file only,
-so that `save_pretrained` can ship them for `trust_remote_code=True` loading.
+`batching_bertscratch.py`, and the GEMM path of CPU inference `cpu_matmul.py`. This file imports torch, public
+transformers API, its own configuration and those two files only, so that `save_pretrained` can ship them for
+`trust_remote_code=True` loading.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from .batching_bertscratch import (
     true_first,
 )
 from .configuration_bertscratch import BertScratchConfig
+from .cpu_matmul import BertScratchLinear
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
 # `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
@@ -160,8 +162,8 @@ class BertScratchAttention(nn.Module):
         self.num_heads = config.num_attention_heads
         self.head_size = config.hidden_size // config.num_attention_heads
         self.scaling = self.head_size**-0.5
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.qkv = BertScratchLinear(config.hidden_size, 3 * config.hidden_size)
+        self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -220,9 +222,9 @@ class BertScratchMLP(nn.Module):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
-        self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc_in = BertScratchLinear(config.hidden_size, config.intermediate_size)
         self.act = ACT2FN[config.hidden_act]
-        self.fc_out = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.fc_out = BertScratchLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -288,10 +290,10 @@ class BertScratchLMHead(nn.Module):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.act = ACT2FN[config.hidden_act]
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.decoder = BertScratchLinear(config.hidden_size, config.vocab_size)
 
     def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., H): dense, GELU, LayerNorm; what the decoder reads."""
@@ -386,7 +388,8 @@ class BertScratchPreTrainedModel(PreTrainedModel):
 
 def code_files() -> list[str]:
     """The files `save_pretrained` ships for `trust_remote_code=True` loading, as transformers' `custom_object_save`
-    finds them: this one and those it imports relatively (the configuration and `batching_bertscratch.py`)."""
+    finds them: this one and those it imports relatively (the configuration, `batching_bertscratch.py` and
+    `cpu_matmul.py`)."""
     return [__file__, *get_relative_import_files(__file__)]
 
 

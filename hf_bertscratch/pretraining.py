@@ -110,7 +110,7 @@ def build_model(
             model_args.discriminator_weight,
             mlm_start=bool(model_args.mlm_start_fraction),
         )
-    return fast_decode.enable(model)  # evaluation decodes every position: tiles into a reused buffer on CPU
+    return fast_decode.enable(model)  # evaluation decodes every position: the fastest decoding for this CPU
 
 
 def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:

@@ -275,6 +275,8 @@ class PretrainingArguments(GuardedTrainingArguments):
         chosen = device_defaults(gpus, fast_bf16(gpus), available_cores(), self.precision)
         if not (self.bf16 or self.fp16):
             self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
+            # bf16 chosen for a CPU with no GPU in sight: say so, as TrainingArguments wants for bf16 off a GPU
+            self.use_cpu = self.use_cpu or (self.bf16 and gpus == 0)
         if self.dataloader_num_workers is None:
             self.dataloader_num_workers = chosen["dataloader_num_workers"]
         super().__post_init__()

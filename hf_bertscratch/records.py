@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from . import cpu_matmul
 from .hardware import cpu_model
 
 
@@ -92,7 +93,8 @@ class RunStart:
 
 def run_record(program: str, argv: list[str], arguments: object, start: RunStart, onnxruntime: bool) -> dict:
     """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
-    cores, threads, load average at the start and the end, and the parsed arguments (a dataclass or a mapping)."""
+    cores, threads, the CPU GEMM path (`cpu_matmul.choice`), load average at the start and the end, and the parsed
+    arguments (a dataclass or a mapping)."""
     return {
         "command": f"{program} {shlex.join(portable_paths(argv))}".strip(),
         "commit": start.commit,
@@ -101,6 +103,7 @@ def run_record(program: str, argv: list[str], arguments: object, start: RunStart
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
+        "gemm_path": asdict(cpu_matmul.choice()),
         "load_average": {"start": start.load_average, "end": _load_average_list()},
         "arguments": {
             name: portable_paths([value])[0] if isinstance(value, str) else value

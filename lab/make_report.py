@@ -311,7 +311,21 @@ def _footer(record: SpeedRecord) -> str:
             found.append(f"{what} at most {max(values):.1e}")
     if found:
         lines.append(f"Same weights, same function: {'; '.join(found)}.")
+    lines += _gemm_lines(data)
     return " ".join(lines)
+
+
+def _gemm_lines(data: dict) -> list[str]:
+    """The CPU GEMM path ours ran on and each path's GFLOP/s, for records that name them."""
+    lines = []
+    path = data.get("gemm_path")
+    if path:
+        lines.append(f"Our CPU GEMM path: fp32 {path['fp32']}, bf16 {path['bf16']} ({path['reason']}).")
+    for rate in data.get("gemm_rates", []):
+        shape = " x ".join(f"{size:,}" for size in rate["mnk"])
+        figures = ", ".join(f"{name} {value:,.0f}" for name, value in rate["gflops"].items())
+        lines.append(f"GFLOP/s, {rate['shape']} GEMM (M x K x N = {shape}): {figures}.")
+    return lines
 
 
 def render_speed_table(record: SpeedRecord) -> str:

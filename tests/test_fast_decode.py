@@ -1,5 +1,5 @@
-"""Opt-in fast decoding (`hf_bertscratch.fast_decode`): tiles straight into a reused logits buffer give BERT's
-logits, and never overwrite logits a caller still holds."""
+"""Fast decoding (`hf_bertscratch.fast_decode`): tiles straight into a reused logits buffer give BERT's logits, never
+overwrite logits a caller still holds, and the decoding of each machine is the fastest one it timed, cached."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_droppe
     import pickle
 
     ours, reference = _models()
-    fast_decode.enable(ours)
+    fast_decode.enable(ours, tile=None)  # into the buffer, whatever this machine's choice
     ours.eval(), reference.eval()
     batch = _batch()
     inputs = [
@@ -95,3 +95,50 @@ def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_droppe
     assert set(ours.state_dict()) == set(copy.deepcopy(ours).state_dict())
     assert ours.logits_decoder._buffer is not None and copy.deepcopy(ours).logits_decoder._buffer is None
     assert not any(isinstance(value, torch.Tensor) for value in vars(pickle.loads(pickle.dumps(ours))).values())
+
+
+def test_the_decoding_is_chosen_by_timing_once_and_cached(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
+) -> None:
+    """`enable(model)` times the candidates at the first decoding, takes the fastest, caches it per machine, and a
+    later model on the same machine reads the cache instead of timing again; "model" leaves decoding to the model."""
+    from hf_bertscratch import cpu_matmul
+
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cpu_matmul.json")
+    timings = []
+
+    def fake_times(head: object) -> dict:
+        timings.append(head)
+        return {"model": 3.0, None: 1.0, fast_decode.DEFAULT_TILE: 2.0}
+
+    monkeypatch.setattr(fast_decode, "time_candidates", fake_times)
+    ours, reference = _models()
+    inputs = {key: value for key, value in _batch().items() if key != "labels"}
+    ours.eval()
+    fast_decode.enable(ours)
+    with torch.inference_mode():
+        ours(**inputs)
+    assert ours.logits_decoder.tile is None and len(timings) == 1
+    fast_decode.enable(ours)
+    with torch.inference_mode():
+        ours(**inputs)
+    assert ours.logits_decoder.tile is None and len(timings) == 1  # from the cache
+
+    monkeypatch.setattr(fast_decode, "time_candidates", lambda head: {"model": 1.0, None: 2.0})
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "other-machine.json")
+    fast_decode.enable(ours)
+    calls = []
+    monkeypatch.setattr(fast_decode, "decode_into", lambda *args: calls.append(args))
+    with torch.inference_mode():
+        logits = ours(**inputs).logits
+    assert ours.logits_decoder.tile == "model" and not calls  # the model's own decoding
+    with torch.inference_mode():
+        expected = reference(**inputs).logits
+    real = inputs["attention_mask"].bool()
+    torch.testing.assert_close(logits[real], expected[real], atol=ATOL, rtol=1e-4)
+
+
+def test_timing_the_candidates_names_each() -> None:
+    ours, _ = _models()
+    seconds = fast_decode.time_candidates(ours.cls)
+    assert set(seconds) == {"model", None, fast_decode.DEFAULT_TILE} and min(seconds.values()) > 0

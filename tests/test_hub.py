@@ -110,6 +110,7 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
         "batching_bertscratch.py",
         "config.json",
         "configuration_bertscratch.py",
+        "cpu_matmul.py",
         "loss_curve.png",
         "model.safetensors",
         "modeling_bertscratch.py",
@@ -142,6 +143,7 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     assert {path.name for path in code_files} == {
         "modeling_bertscratch.py",
         "batching_bertscratch.py",
+        "cpu_matmul.py",
         "configuration_bertscratch.py",
     }
     for code_file in code_files:
@@ -272,6 +274,7 @@ def test_electra_upload_carries_a_loadable_generator(
         "batching_bertscratch.py",
         "config.json",
         "configuration_bertscratch.py",
+        "cpu_matmul.py",
         "model.safetensors",
         "modeling_bertscratch.py",
         "tokenizer.json",

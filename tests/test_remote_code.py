@@ -88,6 +88,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         "configuration_bertscratch.py",
         "modeling_bertscratch.py",
         "batching_bertscratch.py",
+        "cpu_matmul.py",
         "model.safetensors",
     ):
         assert (tmp_path / "mlm" / name).is_file(), name
@@ -154,8 +155,11 @@ def test_saving_changes_no_class_state_and_ships_the_code(tmp_path: Path) -> Non
         model.save_pretrained(tmp_path / head)
         saved = json.loads((tmp_path / head / "config.json").read_text())
         assert saved["auto_map"] == hf_bertscratch.modeling_bertscratch.family_auto_map()
-        assert {"modeling_bertscratch.py", "batching_bertscratch.py", "configuration_bertscratch.py"} <= {
-            p.name for p in (tmp_path / head).iterdir()
-        }
+        assert {
+            "modeling_bertscratch.py",
+            "batching_bertscratch.py",
+            "cpu_matmul.py",
+            "configuration_bertscratch.py",
+        } <= {p.name for p in (tmp_path / head).iterdir()}
     classes = [hf_bertscratch.BertScratchConfig, *(getattr(hf_bertscratch, name) for name in hf_bertscratch.__all__)]
     assert [cls for cls in classes if getattr(cls, "_auto_class", None) is not None] == []

@@ -48,6 +48,7 @@ from torch import nn
 from transformers import AutoConfig, PreTrainedModel
 
 from .. import configuration_bertscratch
+from ..cpu_matmul import BertScratchLinear
 from ..modeling_bertscratch import BertScratchAttention, BertScratchEncoder, BertScratchModel
 from ..run_folder import staged_folder
 from .common import (
@@ -261,7 +262,11 @@ class _RowwiseLayerNorm(nn.LayerNorm):
 
 
 # Module type -> its row-wise form, for the modules outside the encoder (`onnx_runtime_layout`).
-_ROWWISE: dict[type[nn.Module], type[nn.Module]] = {nn.Linear: _RowwiseLinear, nn.LayerNorm: _RowwiseLayerNorm}
+_ROWWISE: dict[type[nn.Module], type[nn.Module]] = {
+    nn.Linear: _RowwiseLinear,
+    BertScratchLinear: _RowwiseLinear,  # the MLM head's, an nn.Linear with a CPU inference path of its own
+    nn.LayerNorm: _RowwiseLayerNorm,
+}
 
 
 @contextmanager

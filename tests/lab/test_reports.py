@@ -155,6 +155,9 @@ def test_benchmark_record_says_how_it_was_made(tiny_run: tuple, record: dict) ->
         "hf-bertscratch": hf_bertscratch.__version__,
     }  # onnxruntime did not run: not named
     assert (record["cpu"], record["threads"]) == (cpu_model(), 1)
+    assert record["gemm_path"]["fp32"] in ("default", "onednn")  # ours' CPU GEMM path, and each path's GFLOP/s
+    assert [rate["shape"] for rate in record["gemm_rates"]] == ["encoder", "ceiling"]
+    assert all(value > 0 for rate in record["gemm_rates"] for value in rate["gflops"].values())
     for when in ("start", "end"):
         assert len(record["load_average"][when]) == 3 and all(value >= 0 for value in record["load_average"][when])
     # The keys the record had before stay (the CLI test and older readers use them).

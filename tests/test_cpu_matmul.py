@@ -1,0 +1,157 @@
+"""The CPU GEMM path (`hf_bertscratch.cpu_matmul`): oneDNN on prepacked weights gives `F.linear`'s numbers, runs only
+where autograd is not needed, follows weight changes, is never saved or copied, and is chosen once per machine."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, cpu_matmul
+from tests.conftest import tiny_config_kwargs
+
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
+
+
+@pytest.fixture
+def path() -> Iterator[None]:
+    """Restore the process's GEMM path after a test forces one."""
+    yield
+    cpu_matmul.set_path(None)
+
+
+def _linear(bias: bool = True) -> cpu_matmul.BertScratchLinear:
+    torch.manual_seed(0)
+    return cpu_matmul.BertScratchLinear(48, 40, bias=bias)
+
+
+@needs_onednn
+@pytest.mark.parametrize("bias", [True, False])
+def test_onednn_gives_the_default_paths_numbers(path: None, bias: bool) -> None:
+    cpu_matmul.set_path("onednn")
+    layer = _linear(bias)
+    for shape in ((7, 48), (3, 5, 48), (1, 48)):
+        x = torch.randn(shape)
+        with torch.inference_mode():
+            fast = layer(x)
+        assert layer._packed is not None  # it ran on the packed weight
+        torch.testing.assert_close(fast, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+
+
+@needs_onednn
+def test_autograd_and_the_default_path_use_f_linear(path: None) -> None:
+    layer, x = _linear(), torch.randn(6, 48)
+    cpu_matmul.set_path("onednn")
+    layer(x).sum().backward()  # autograd on: F.linear, with gradients
+    assert layer._packed is None and layer.weight.grad is not None
+    cpu_matmul.set_path("default")
+    with torch.no_grad():
+        layer(x)
+    assert layer._packed is None
+
+
+@needs_onednn
+def test_the_packed_weight_follows_weight_changes_and_is_not_state(path: None) -> None:
+    cpu_matmul.set_path("onednn")
+    layer, x = _linear(), torch.randn(6, 48)
+    with torch.no_grad():
+        layer(x)
+        layer.weight.mul_(2.0)  # in place: a new version of the same memory
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        layer.to(torch.float64).to(torch.float32)  # new memory
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    assert set(layer.state_dict()) == set(nn.Linear(48, 40).state_dict())
+    for clone in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer))):
+        assert clone._packed is None
+        with torch.no_grad():
+            torch.testing.assert_close(clone(x), layer(x))
+
+
+@needs_onednn
+def test_bf16_autocast_multiplies_in_bf16_as_autocast_would(path: None) -> None:
+    cpu_matmul.set_path("onednn")
+    layer, x = _linear(), torch.randn(6, 48)
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        fast = layer(x)
+        expected = F.linear(x, layer.weight, layer.bias)
+    assert fast.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(fast.float(), expected.float(), atol=2e-2, rtol=2e-2)
+
+
+@needs_onednn
+def test_a_model_on_onednn_gives_the_default_paths_logits(path: None) -> None:
+    """The model's fp32 inference on oneDNN stays within 1e-4 of torch's default path (and of before this path)."""
+    torch.manual_seed(0)
+    model = BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(99))).eval()
+    input_ids = torch.randint(5, 99, (3, 11))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 7:] = 0
+    logits = {}
+    for gemm in ("default", "onednn"):
+        cpu_matmul.set_path(gemm)
+        with torch.inference_mode():
+            logits[gemm] = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    torch.testing.assert_close(logits["onednn"], logits["default"], atol=1e-4, rtol=1e-4)
+
+
+def test_the_switch_turns_the_path_off_and_names_bad_values(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
+    monkeypatch.setenv(cpu_matmul.ENV, "off")
+    cpu_matmul.set_path(None)
+    assert (cpu_matmul.choice().fp32, cpu_matmul.choice().bf16) == ("default", "default")
+    assert "BERTSCRATCH_CPU_MATMUL=off" in cpu_matmul.choice().describe()
+    with pytest.raises(ValueError, match="got 'fast'"):
+        cpu_matmul.set_path("fast")
+    monkeypatch.setenv(cpu_matmul.ENV, "fast")
+    cpu_matmul.set_path(None)
+    with pytest.raises(ValueError, match="BERTSCRATCH_CPU_MATMUL must be one of .* got 'fast'"):
+        cpu_matmul.choice()
+
+
+def test_onednn_is_chosen_only_where_it_pays() -> None:
+    rates = {"fp32 default": 50.0, "fp32 onednn": 100.0, "bf16 default": 90.0, "bf16 onednn": 95.0}
+    assert (cpu_matmul.decide(rates, True).fp32, cpu_matmul.decide(rates, True).bf16) == ("onednn", "default")
+    rates["bf16 onednn"] = 150.0
+    assert cpu_matmul.decide(rates, True).bf16 == "onednn"
+    assert cpu_matmul.decide(rates, False).bf16 == "default"  # no native bf16: today's path
+    slower = {"fp32 default": 100.0, "fp32 onednn": 105.0}  # within MIN_SPEEDUP: not worth a second weight copy
+    assert cpu_matmul.decide(slower, False).fp32 == "default"
+    assert cpu_matmul.decide({}, False).fp32 == "default"
+
+
+def test_the_probe_runs_once_per_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, path: None) -> None:
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cache" / "cpu_matmul.json")
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+    probes = []
+    monkeypatch.setattr(cpu_matmul, "probe", lambda: probes.append(1) or {"fp32 default": 1.0, "fp32 onednn": 2.0})
+    monkeypatch.delenv(cpu_matmul.ENV, raising=False)
+    for _ in range(2):
+        cpu_matmul.set_path(None)  # a new process, as far as the choice goes
+        assert cpu_matmul.choice().fp32 == "onednn"
+    assert len(probes) == 1 and "cached" in cpu_matmul.choice().reason
+    torch.set_num_threads(torch.get_num_threads())  # same key; another thread count would be another entry
+    assert cpu_matmul.read_cache("gemm_path")["gflops"] == {"fp32 default": 1.0, "fp32 onednn": 2.0}
+
+
+@needs_onednn
+def test_the_probe_times_each_path() -> None:
+    rates = cpu_matmul.probe((256, 128, 256), rounds=2)
+    assert {"fp32 default", "fp32 onednn"} <= set(rates) and min(rates.values()) > 0
+    assert ("bf16 onednn" in rates) == cpu_matmul.native_bf16()
+
+
+def test_without_onednn_the_default_path_runs(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
+    """A torch built without oneDNN (or with it disabled) keeps torch's default path, asked for or not."""
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    for requested in ("auto", "onednn"):
+        cpu_matmul.set_path(requested)
+        assert (cpu_matmul.choice().fp32, cpu_matmul.choice().bf16) == ("default", "default")
+    layer = _linear()
+    with torch.no_grad():
+        layer(torch.randn(2, 48))
+    assert layer._packed is None
