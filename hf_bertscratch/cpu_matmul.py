@@ -219,6 +219,12 @@ class BertScratchLinear(nn.Linear):
 
     _packed: tuple[tuple, torch.Tensor, torch.Tensor | None] | None = None
 
+    def train(self, mode: bool = True) -> "BertScratchLinear":
+        """`nn.Module.train`, dropping the packed weight: an optimizer may have changed the weight in place without
+        bumping its version counter (the fused AdamW step Trainer uses does not), so each evaluation packs it anew."""
+        self._packed = None
+        return super().train(mode)
+
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         """(..., in_features) -> (..., out_features)."""
         dtype = self._fast_dtype(input)

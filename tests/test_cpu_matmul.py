@@ -74,6 +74,23 @@ def test_the_packed_weight_follows_weight_changes_and_is_not_state(path: None) -
 
 
 @needs_onednn
+def test_an_optimizer_step_between_evaluations_is_seen(path: None) -> None:
+    """Trainer's fused AdamW changes the weight in place without bumping its version counter; evaluating after the
+    next training step (train(), step, eval()) still reads the new weight."""
+    cpu_matmul.set_path("onednn")
+    layer, x = _linear(), torch.randn(6, 48)
+    optimizer = torch.optim.AdamW(layer.parameters(), lr=0.1, fused=True)
+    for _ in range(2):
+        layer.eval()
+        with torch.no_grad():
+            torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        layer.train()
+        layer(x).square().sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+@needs_onednn
 def test_bf16_autocast_multiplies_in_bf16_as_autocast_would(path: None) -> None:
     cpu_matmul.set_path("onednn")
     layer, x = _linear(), torch.randn(6, 48)
