@@ -276,7 +276,7 @@ def classify(
             raise ValueError(f"{name} is empty: expected something to classify.")
     classifier = as_pipeline("text-classification", model, **load_kwargs)
     inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
-    # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (head+tail for IMDB); the
+    # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (say head+tail); the
     # tokenizer's cut would keep the head alone.
     cuts_itself = text_pair is None and getattr(classifier.model.config, "long_text_max_length", None)
     results = classifier(inputs, top_k=None, **({} if cuts_itself else truncation_kwargs(classifier.model)))

@@ -174,10 +174,14 @@ SHAPE_DEFAULTS: dict[str, FinetuneDefaults] = {
     "question-answering": FinetuneDefaults(3e-4, 3e-5, 2, max_seq_length=384),
     "embedding": FinetuneDefaults(3e-4, 3e-5, 5, classifier_pooling="mean"),
 }
+# Sentiment (SST-2, IMDB): the head reads the mean and the maximum of the last states, and a small model trains at
+# 1e-3. From the quick start's model (one seed each, results/single-diagnosis/): IMDB on 5,000 reviews 81.0 against
+# 72.9 for [CLS] at 2e-4 (the former default); SST-2 on 20,000 sentences 78.7 against 76.7.
+SENTIMENT_HEAD = {"classifier_pooling": "mean-max"}
 TASK_DEFAULTS: dict[str, FinetuneDefaults] = {
     "cola": replace(SHAPE_DEFAULTS["classification"], max_seq_length=64),
-    "sst2": FinetuneDefaults(2e-4, 2e-5, 3, max_seq_length=64),
-    "imdb": FinetuneDefaults(2e-4, 2e-5, 3, max_seq_length=256),
+    "sst2": FinetuneDefaults(1e-3, 2e-5, 3, max_seq_length=64, **SENTIMENT_HEAD),
+    "imdb": FinetuneDefaults(1e-3, 2e-5, 3, max_seq_length=256, **SENTIMENT_HEAD),
 }
 
 

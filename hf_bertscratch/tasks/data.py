@@ -108,7 +108,8 @@ class DataArguments:
         metadata={
             "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
             "head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019), or auto (the "
-            "task's: head+tail for IMDB, else head). The saved classifier cuts longer inputs the same way.",
+            "task's, tasks.TASK_DEFAULTS; head for every task of the table). The saved classifier cuts longer inputs "
+            "the same way.",
             "choices": [AUTO, *TRUNCATION_STRATEGIES],
         },
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from hf_bertscratch import BertScratchConfig, finetuning_arguments
-from hf_bertscratch.tasks import TASKS
+from hf_bertscratch.tasks import TASK_DEFAULTS, TASKS
 from hf_bertscratch.tasks.data import check_data_arguments
 from lab import finetune_tasks as task_runs
 from lab import results_table as results
@@ -502,7 +502,7 @@ def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> 
     recipe = task_runs.RECIPES["imdb"]
     assert (model.model_name_or_path, model.init_from_scratch) == (sweep.args.pretrained, True)
     assert (data.task, data.data_dir, data.max_seq_length) == ("imdb", "/data", recipe.max_seq_length)
-    assert (data.truncation, data.head_tokens) == ("head+tail", 64)  # the recipe's flags
+    assert data.truncation == TASK_DEFAULTS["imdb"].truncation  # no flag of its own: the task's default
     assert (training.seed, training.learning_rate, training.num_train_epochs) == (43, 2e-4, recipe.epochs)
     assert (training.per_device_train_batch_size, training.weight_decay) == (16, 0.01)
     assert Path(training.output_dir) == folder and training.resume_from_checkpoint is None
