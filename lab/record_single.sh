@@ -56,9 +56,8 @@ diagnose imdb "$RUNS/quick-start" imdb-screen "$note" "$IMDB_SCREEN" cls mean-ma
 
 pretrain "$RUNS/task-text" --model_name_or_path "$RUNS/quick-start" --task_text imdb sst2 --data_dir "$DATA_DIR" \
     --max_steps 1500 --max_train_minutes 0 --max_eval_samples 2000
-tapt_note="$note, continued for 1,500 steps on the IMDB and SST-2 train texts ($(masked_accuracy "$RUNS/task-text")% masked-token accuracy on them)"
+tapt_note="$note, continued for 1,500 steps on the IMDB and SST-2 train texts (\`bertscratch pretrain --model_name_or_path D --task_text imdb sst2 --max_steps 1500 --max_train_minutes 0\`: $(masked_accuracy "$RUNS/task-text")% masked-token accuracy on their held-out texts)"
 # shellcheck disable=SC2086
-diagnose sst2 "$RUNS/task-text" sst2-screen-task-text "$tapt_note" "$SST2_SCREEN" cls mean-max mean-max-probe
+diagnose sst2 "$RUNS/task-text" sst2-screen-task-text "$tapt_note" "$SST2_SCREEN" cls mean-max mean-max-lr1e-3
 # shellcheck disable=SC2086
-diagnose imdb "$RUNS/task-text" imdb-screen-task-text "$tapt_note" "$IMDB_SCREEN" cls mean-max \
-    mean-max-head+tail-512
+diagnose imdb "$RUNS/task-text" imdb-screen-task-text "$tapt_note" "$IMDB_SCREEN" mean-max-lr1e-3 cls mean-max
