@@ -518,6 +518,19 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+class CurrentStderrHandler(logging.StreamHandler):
+    """A `StreamHandler` writing to whatever `sys.stderr` is when a record is emitted, not to the stream it was made
+    with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one)."""
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def show_gemm_path() -> None:
     """Print, once per process and on stderr, which CPU GEMM path the model's inference chose (`cpu_matmul`), when it
     is first chosen, whatever the command's own logging shows."""
@@ -525,7 +538,7 @@ def show_gemm_path() -> None:
 
     gemm_logger = logging.getLogger(cpu_matmul.__name__)
     if not gemm_logger.handlers:
-        handler = logging.StreamHandler()
+        handler = CurrentStderrHandler()
         handler.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
         gemm_logger.addHandler(handler)
     gemm_logger.setLevel(logging.INFO)

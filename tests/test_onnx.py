@@ -138,6 +138,18 @@ def test_onnx_runtime_classifier_cuts_a_long_text_as_pytorch_does(model_dirs, on
     np.testing.assert_allclose(runtime(**batch).logits.numpy(), expected.numpy(), rtol=0, atol=ATOL)
 
 
+@pytest.mark.parametrize("pooling", ["max", "mean-max"])
+def test_int8_export_of_a_max_pooling_classifier(pooling: str, tokenizer, tmp_path: Path) -> None:
+    """ONNX Runtime's symbolic shape inference cannot follow the max-pooling head's reduction; the int8 export still
+    runs (without it) and passes its check against PyTorch (`check_quantized_export`)."""
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), classifier_pooling=pooling)
+    hf_bertscratch.BertScratchForSequenceClassification(config).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    onnx_export.export_onnx(tmp_path / "model", tmp_path / "int8", quantize="dynamic")
+    assert (tmp_path / "int8" / "model.onnx").is_file()
+
+
 def test_export_keeps_attention_layout_with_biases(tmp_path: Path) -> None:
     """The fused QKV weight and bias feed ONNX Runtime's Attention in its (q, k, v) x heads layout: with every bias
     drawn (the saved test models have zero biases, which the exporter drops) the outputs still equal PyTorch's."""
@@ -240,7 +252,7 @@ def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         return real_import(name, *args)
 
     monkeypatch.setattr(common.importlib, "import_module", without_onnxruntime)
-    with pytest.raises(ImportError, match=r"needs the 'onnxruntime' package.*hf-bertscratch\[onnx\]"):
+    with pytest.raises(ImportError, match=r"needs the 'onnxruntime' package.*pip install -e '\.\[onnx\]'"):
         onnx_session(tmp_path)
 
 
