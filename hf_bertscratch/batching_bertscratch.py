@@ -498,3 +498,44 @@ def attention_mask_for(
     shape_of_grid = torch.empty(batch_size, seq_len, 0, device=hidden_states.device)  # read for B, T and device
     same_document = None if documents is None else packed_sequence_mask_function(documents.expand(batch_size, -1))
     return create_bidirectional_mask(config, shape_of_grid, attention_mask, and_mask_function=same_document)
+
+
+def long_text_positions(
+    attention_mask: torch.Tensor | None, batch: int, length: int, max_length: int, head_tokens: int
+) -> torch.Tensor:
+    """(B, max_length) positions to keep of (B, length) rows longer than `max_length`: [CLS] and the first
+    `head_tokens` text tokens, then the last tokens up to the row's final [SEP] (its last real token). A row that fits
+    keeps its first `max_length` positions. With `head_tokens` = max_length - 2 that is the head of the text, with 0
+    its tail: the cut `tasks.shapes.truncate_ids` makes of the token ids."""
+    device = attention_mask.device if attention_mask is not None else None
+    kept = torch.arange(max_length, device=device).expand(batch, max_length)  # (B, L)
+    if attention_mask is None:
+        real = torch.full((batch, 1), length, device=device)
+    else:
+        real = attention_mask.sum(dim=1, keepdim=True)  # (B, 1): real tokens, [CLS] and [SEP] included
+    tail = real - max_length + kept  # the row's last max_length - 1 - head_tokens positions end at real - 1
+    return torch.where((kept <= head_tokens) | (real <= max_length), kept, tail)
+
+
+def cut_long_texts(config: BertScratchConfig, inputs: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
+    """`inputs` (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds; (B, T) or (B, T, H)) cut to
+    `config.long_text_max_length` tokens by `config.long_text_truncation` when T is longer; unchanged otherwise, and
+    while compiled or exported (ONNX Runtime's model cuts on the host, `onnx.runtime`)."""
+    max_length = config.long_text_max_length
+    reference = inputs["input_ids"] if inputs["input_ids"] is not None else inputs["inputs_embeds"]
+    if max_length is None or reference is None or torch.compiler.is_compiling():  # an exported graph reads as given
+        return inputs
+    if reference.shape[1] <= max_length:
+        return inputs
+    head = {"head": max_length - 2, "tail": 0, "head+tail": config.long_text_head_tokens}[config.long_text_truncation]
+    batch, length = reference.shape[:2]
+    kept = long_text_positions(inputs["attention_mask"], batch, length, max_length, head)  # (B, L)
+    cut: dict[str, torch.Tensor | None] = {}
+    for name, value in inputs.items():
+        if value is None or name == "position_ids":
+            cut[name] = None  # positions restart at 0 in the kept tokens
+        elif value.dim() == 3:
+            cut[name] = value.gather(1, kept.unsqueeze(-1).expand(-1, -1, value.shape[-1]))
+        else:
+            cut[name] = value.expand(batch, -1).gather(1, kept)
+    return cut

@@ -522,7 +522,7 @@ class CurrentStderrHandler(logging.StreamHandler):
     """A `StreamHandler` writing to whatever `sys.stderr` is when a record is emitted, not to the stream it was made
     with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):  # noqa: D102
         return sys.stderr
 

@@ -12,8 +12,8 @@ import torch
 from transformers import AutoConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
+from ..batching_bertscratch import cut_long_texts
 from ..configuration_bertscratch import BertScratchConfig
-from ..modeling_bertscratch import cut_long_texts
 from .common import MASKED_POSITIONS, ONNX_FILE, ONNX_TASKS, check_task, example_batch, require
 
 logger = logging.getLogger(__name__)
