@@ -118,6 +118,13 @@ def score_baseline(
 # and word pairs) in 20 s each, and IMDB test 88.8 / 90.4 in 37 s / 95 s.
 BAG_OF_WORDS = {"sublinear_tf": True, "min_df": 2}
 BAG_OF_WORDS_C = 4.0
+# A no-learning answer -> how logs and tables name it (a run's results record it as `baseline_<answer>`).
+BASELINE_NAMES = {
+    "constant": "constant answer",
+    "word_overlap": "word overlap",
+    "bag_of_words": "bag of words",
+    "bag_of_word_pairs": "bag of words and word pairs",
+}
 # n-gram range -> the name of its baseline
 BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
 
@@ -188,6 +195,7 @@ def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev
 
 __all__ = [
     "BAG_OF_WORDS_NGRAMS",
+    "BASELINE_NAMES",
     "bag_of_words",
     "no_learning_scores",
     "task_baselines",

@@ -39,7 +39,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .baselines import task_baselines
+from .baselines import BASELINE_NAMES, task_baselines
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
     AUTO,
@@ -533,12 +533,7 @@ def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
 
 
 # results key of a no-learning baseline -> how the log names it
-BASELINE_LABELS = {
-    "baseline_constant": "constant answer",
-    "baseline_word_overlap": "word overlap",
-    "baseline_bag_of_words": "bag of words",
-    "baseline_bag_of_word_pairs": "bag of words and word pairs",
-}
+BASELINE_LABELS = {f"baseline_{answer}": name for answer, name in BASELINE_NAMES.items()}
 
 
 def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:

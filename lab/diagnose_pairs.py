@@ -258,7 +258,7 @@ def git_commit() -> str:
         return "unknown"
 
 
-def recorded_command(given: list[str]) -> str:
+def recorded_command(given: list[str], program: str = "python -m lab.diagnose_pairs") -> str:
     """The command as a record keeps it: without `--model_note` (kept in the record itself), and with its paths as
     every record writes them (`records.portable_paths`: relative to the repository, where `python -m lab...` runs),
     so that no record names the machine that made it."""
@@ -266,7 +266,7 @@ def recorded_command(given: list[str]) -> str:
     if "--model_note" in given:
         at = given.index("--model_note")
         del given[at : at + 2]
-    return "python -m lab.diagnose_pairs " + shlex.join(portable_paths(given))
+    return f"{program} " + shlex.join(portable_paths(given))
 
 
 def print_summary(record: dict, metric: str) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -43,12 +42,11 @@ from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.data import resolve_data_dir
 from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.modeling_bertscratch import max_pool, mean_pool
-from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS, TaskSpec, finetune_defaults
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch.tasks.shapes import truncate_ids
-from lab.diagnose_pairs import curve, git_commit
+from lab.diagnose_pairs import curve, git_commit, recorded_command, run_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,10 +191,6 @@ def frozen_probes(model_dir: str, task: TaskSpec, name: str, splits: dict, sampl
 
 
 # ------------------------------------------------------------------------------------------------ fine-tuning
-def run_folder(runs_dir: Path, variant: str, seed: int) -> Path:
-    return runs_dir / f"{variant}-seed{seed}"
-
-
 def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[str]:
     folder = run_folder(Path(args.runs_dir), variant, seed)
     command = ["bertscratch", "finetune", "--model_name_or_path", args.model, "--task", args.task,
@@ -231,15 +225,6 @@ def run_summary(folder: Path, metric: str) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------------- main
-def recorded_command(given: list[str]) -> str:
-    """The command as the record keeps it: without `--model_note`, with portable paths (`records.portable_paths`)."""
-    given = list(given)
-    if "--model_note" in given:
-        at = given.index("--model_note")
-        del given[at : at + 2]
-    return "python -m lab.diagnose_single " + shlex.join(portable_paths(given))
-
-
 def print_summary(record: dict, metric: str) -> None:
     print(f"\n{record['task']} {metric} x 100 (model {record['model']})")
     for name, scores in record.get("no_learning", {}).items():
@@ -262,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
         json.loads(Path(args.output_json).read_text()) if args.output_json and Path(args.output_json).is_file() else {}
     )
     same_model = old.get("model") == args.model
-    command = recorded_command(list(argv if argv is not None else sys.argv[1:]))
+    command = recorded_command(list(argv if argv is not None else sys.argv[1:]), "python -m lab.diagnose_single")
     earlier = old.get("commands", []) if same_model else []
     record = {
         "commands": earlier + ([command] if command not in earlier else []),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
+from hf_bertscratch.baselines import BASELINE_NAMES
 from hf_bertscratch.run_folder import write_text_atomically
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
@@ -222,12 +223,7 @@ def _how(runs: dict[str, tuple[float | None, list[dict]]]) -> str:
 
 # A run's no-learning baseline (all_results.json key) -> its name in the task table; the baselines score the task's
 # main metric on the same eval split (hf_bertscratch.baselines).
-BASELINES = {
-    "baseline_constant": "constant answer",
-    "baseline_word_overlap": "word overlap",
-    "baseline_bag_of_words": "bag of words",
-    "baseline_bag_of_word_pairs": "bag of words and word pairs",
-}
+BASELINES = {f"baseline_{answer}": name for answer, name in BASELINE_NAMES.items()}
 
 
 def _baselines(runs: dict[str, tuple[float | None, list[dict]]], key: str) -> dict[str, float]:
