@@ -52,7 +52,7 @@ diagnose sst2 "$RUNS/quick-start" sst2-screen "$note" "$SST2_SCREEN" cls mean-ma
     mean-max-probe mean
 # shellcheck disable=SC2086
 diagnose imdb "$RUNS/quick-start" imdb-screen "$note" "$IMDB_SCREEN" cls mean-max scratch mean-max-lr1e-3 \
-    mean-max-lr1e-3-head+tail-512 mean-max-probe
+    mean-max-lr1e-3-head+tail-512
 
 pretrain "$RUNS/task-text" --model_name_or_path "$RUNS/quick-start" --task_text imdb sst2 --data_dir "$DATA_DIR" \
     --max_steps 1500 --max_train_minutes 0 --max_eval_samples 2000
@@ -60,4 +60,5 @@ tapt_note="$note, continued for 1,500 steps on the IMDB and SST-2 train texts (\
 # shellcheck disable=SC2086
 diagnose sst2 "$RUNS/task-text" sst2-screen-task-text "$tapt_note" "$SST2_SCREEN" cls mean-max mean-max-lr1e-3
 # shellcheck disable=SC2086
-diagnose imdb "$RUNS/task-text" imdb-screen-task-text "$tapt_note" "$IMDB_SCREEN" mean-max-lr1e-3 cls mean-max
+diagnose imdb "$RUNS/task-text" imdb-screen-task-text "$tapt_note" "$IMDB_SCREEN" mean-max-lr1e-3 \
+    mean-max-lr1e-3-head+tail-512
