@@ -24,6 +24,8 @@ from pathlib import Path
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
 from hf_bertscratch.tasks import TASKS
 
+from . import run_records
+
 INITS = ("pretrained", "scratch")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,7 +62,7 @@ RECIPES: dict[str, TaskRecipe] = {
     "conll2003": TaskRecipe(3, 128, (42, 43, 44), LEARNING_RATES),
     # SST-2 and IMDB at the rate their fine-tuning defaults give a small model (tasks.TASK_DEFAULTS).
     "sst2": TaskRecipe(3, 64, (42, 43, 44), (1e-3,)),
-    "imdb": TaskRecipe(3, 256, (42, 43), (1e-3,)),
+    "imdb": TaskRecipe(3, 256, (42, 43, 44), (1e-3,)),
 }
 
 
@@ -110,6 +112,11 @@ class FinetuneTasksArguments:
         default=False, metadata={"help": "Check the wiring in minutes: 2 seeds, 2 rates, a few steps, few examples."}
     )
     extra: list[str] = field(default_factory=list, metadata={"help": "Further flags for every finetune.py run."})
+    record_dir: str | None = field(
+        default=None,
+        metadata={"help": "Folder of the runs' durable records (lab.run_records): each finished run is recorded there, "
+                          "and a recorded run started from the same weights is restored instead of run again."},
+    )  # fmt: skip
 
 
 def _smoke(recipe: TaskRecipe) -> TaskRecipe:
@@ -140,6 +147,12 @@ class Sweep:
         self.args, self.log = args, log
         self.runs_dir = Path(args.runs_dir)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
+        # what each init's runs start from, checked before a recorded run is taken for one of this sweep's
+        self.sources = (
+            {init: run_records.fingerprint(args.pretrained, weights=init == "pretrained") for init in args.inits}
+            if args.record_dir
+            else {}
+        )
 
     def recipe(self, task: str) -> TaskRecipe:
         return task_recipe(task, self.args.smoke)
@@ -161,8 +174,14 @@ class Sweep:
         """One fine-tuning run (skipped when finished), its all_results.json."""
         folder = self.runs_dir / run_name(task, init, learning_rate, seed)
         done = read_results(folder)
+        if done is None and self.args.record_dir:
+            done = run_records.restore(self.args.record_dir, folder, self.sources[init])
+            if done is not None:
+                self.log(f"skip {folder} (recorded in {self.args.record_dir})")
+                return done
         if done is not None:
             self.log(f"skip {folder} (done)")
+            self.keep(folder, init)
             return done
         how = "resume" if any(folder.glob("checkpoint-*")) else "start"
         self.log(f"{time.strftime('%H:%M:%S', time.gmtime())} {how} {folder}")
@@ -174,7 +193,13 @@ class Sweep:
         if done.returncode != 0:
             raise RuntimeError(f"{folder} failed (exit {done.returncode}); see {folder}.log")
         self.log(f"{time.strftime('%H:%M:%S', time.gmtime())} done  {folder}")
+        self.keep(folder, init)
         return read_results(folder)
+
+    def keep(self, folder: Path, init: str) -> None:
+        """Record a finished run (with what it started from) in `record_dir`, when one is given."""
+        if self.args.record_dir and not (folder / run_records.RESTORED).is_file():
+            run_records.keep(folder, self.args.record_dir, self.sources[init])
 
     def run_all(self) -> None:
         """Every run, `processes` at a time: first each task and init's learning-rate candidates at the first seed,

@@ -21,6 +21,9 @@
 #      on its dev set with the first seed, then running the other seeds at it
 #   3. the same for the same architecture and tokenizer from random weights (no pretraining), side by side with 2
 #   4. write RUNS_DIR/results.md from the all_results.json files (lab/results_table.py)
+# Every finished stage and run is also recorded in RECORDS (default results/task-runs/<RUNS_DIR's name>; lab/run_records.py:
+# the few small files the table is made from, to be committed): on another machine, where RUNS_DIR is gone, a
+# fine-tuning run recorded there from the same pretrained weights is restored instead of run again.
 # TASKS="cola rte" limits stage 2-3 to some tasks; INITS=pretrained skips stage 3.
 # QUICK_START=1 makes stage 1 README's quick start itself (`bertscratch pretrain --seed SEED`: WikiText-2 with its defaults
 # and 8.5-minute budget; the other stage-1 knobs do not apply), to see what the quick start's own model buys on the task
@@ -32,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=${1:-runs/results}
+RECORDS=${RECORDS:-results/task-runs/$(basename "$RUNS")}
 DATA_DIR=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}
 PROCS=${PROCS:-2}                      # processes: pretraining data-parallel, fine-tunes at a time
 THREADS=${THREADS:-1}                  # torch threads per process
@@ -83,7 +87,9 @@ mkdir -p "$RUNS"
 
 done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_results.json exists; log to RUN_DIR.log
     local dir=$1; shift
-    if [[ -f "$dir/all_results.json" ]]; then echo "skip $dir (done)"; return; fi
+    if [[ -f "$dir/all_results.json" ]]; then
+        echo "skip $dir (done)"; python -m lab.run_records keep "$dir" "$RECORDS" > /dev/null; return
+    fi
     local how=start resume=()
     if compgen -G "$dir/checkpoint-*" > /dev/null; then  # interrupted: continue from its last checkpoint
         how=resume; resume=(--resume_from_checkpoint last)
@@ -93,6 +99,7 @@ done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_result
     echo "$(date -u +%H:%M:%S) $how $dir"
     "$@" "${resume[@]}" >> "$dir.log" 2>&1 || { echo "FAILED $dir, see $dir.log"; tail -20 "$dir.log"; exit 1; }
     echo "$(date -u +%H:%M:%S) done  $dir"
+    python -m lab.run_records keep "$dir" "$RECORDS"
 }
 
 length() {  # length MINUTES: the flags that end a stage: a time budget, or "Nsteps" (the smoke run) a step count
@@ -146,7 +153,7 @@ fi
 # then the other seeds run at it.
 python -m lab.finetune_tasks --runs_dir "$RUNS" --pretrained "$PRETRAINED" --data_dir "$DATA_DIR" \
     --processes "$PROCS" --threads "$THREADS" --batch_size "$FT_BATCH" ${TASKS:+--tasks $TASKS} --inits $INITS \
-    "${TASKS_EXTRA[@]}"
+    --record_dir "$RECORDS" "${TASKS_EXTRA[@]}"
 
 # 4. The table.
 python -m lab.results_table "$RUNS" --output "$RUNS/results.md"

@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from hf_bertscratch.tasks import TASK_DEFAULTS, TASKS
 from hf_bertscratch.tasks.data import check_data_arguments
 from lab import finetune_tasks as task_runs
 from lab import results_table as results
+from lab import run_records
 
 from conftest import cut_back_to_checkpoint, tiny_config_kwargs
 
@@ -104,6 +106,7 @@ def _run_script(runs: Path, data: Path, tasks: tuple[str, ...], **knobs: str) ->
         "OMP_NUM_THREADS": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # its `python` is ours
+        "RECORDS": str(runs.parent / "records"),  # the durable records, never the repository's results/
         **knobs,
     }
     return subprocess.run(
@@ -229,6 +232,12 @@ def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Pa
     assert resumed["eval_overall_f1"] == finished["eval_overall_f1"]  # the checkpoint's model, scored again
     assert Path(f"{cut}.log").read_text().count("INFO hf_bertscratch.finetuning: eval_overall_f1") == 2
     assert (runs / "results.md").read_text() == results.results_table(runs)
+    # every stage and run is recorded, and the records alone make the same table
+    records = tmp_path / "records"
+    assert sorted(path.name for path in records.iterdir()) == sorted(
+        path.name for path in runs.iterdir() if (path / "all_results.json").is_file()
+    )
+    assert results.results_table(records) == results.results_table(runs)
 
 
 @pytest.mark.slow
@@ -584,6 +593,50 @@ def test_sweep_runs_a_tasks_seeds_side_by_side_and_stops_at_a_failure(
     monkeypatch.setattr(task_runs.subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(command, 3))
     with pytest.raises(RuntimeError, match=r"rte-scratch-lr[0-9.e-]+-seed42 failed \(exit 3\); see .*\.log"):
         _sweep(tmp_path, tasks=["rte"], inits=["scratch"]).run_all()
+
+
+def test_a_recorded_run_is_restored_only_from_the_same_weights_and_a_finished_one_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine is replaced: its run folders are gone, the committed records are not. A second sweep restores the
+    runs recorded from the same pretrained weights (and tokenizer, for the from-scratch runs) without running them,
+    and runs again those recorded from other weights."""
+    ran: list[str] = []
+
+    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        folder = Path(command[command.index("--output_dir") + 1])
+        ran.append(folder.name)
+        folder.mkdir()
+        seed = int(command[command.index("--seed") + 1])
+        run = {"main_metric": "accuracy", "eval_accuracy": 0.8, "seed": seed, "task": "sst2"}
+        (folder / "all_results.json").write_text(json.dumps(run))
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": 7, "log_history": [{"loss": 1.0}]}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
+    records = tmp_path / "records"
+    pretrained = Path(_sweep(tmp_path).args.pretrained)
+    (pretrained / "model.safetensors").write_bytes(b"weights")
+    (pretrained / "tokenizer.json").write_text("{}")
+    sweep = _sweep(tmp_path, tasks=["sst2"], record_dir=str(records))
+    sweep.run_all()
+    assert len(ran) == 6
+    assert sorted(path.name for path in records.iterdir()) == sorted(ran)
+    kept = records / ran[0]
+    assert json.loads((kept / "trainer_state.json").read_text()) == {"global_step": 7}  # no log history
+    assert json.loads((kept / "all_results.json").read_text()) == json.loads(
+        (sweep.runs_dir / ran[0] / "all_results.json").read_text()
+    )
+
+    shutil.rmtree(sweep.runs_dir)  # a new machine
+    ran.clear()
+    (pretrained / "model.safetensors").write_bytes(b"other weights")  # pretrained again
+    again = _sweep(tmp_path, tasks=["sst2"], record_dir=str(records))
+    again.run_all()
+    assert sorted(ran) == sorted(name for name in (path.name for path in records.iterdir()) if "-pretrained-" in name)
+    restored = [path.parent.name for path in again.runs_dir.glob(f"*/{run_records.RESTORED}")]
+    assert sorted(restored) == sorted(path.name for path in records.iterdir() if "-scratch-" in path.name)
+    assert len(restored) == 3 and len(ran) == 3
 
 
 def test_sweep_rejects_unknown_tasks_and_a_pretrained_folder_without_config(tmp_path: Path) -> None:
