@@ -16,6 +16,10 @@ pipelines and a user's forward run), no compiling, exporting or tracing. Elsewhe
 and never saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs
 with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
 
+Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
+inductor's CPU graphs: the feed-forward's GELU (`linear_act`) and the residual add after each block's output
+projection (`linear_add`), so the (N, 4H) activation and the (N, H) sum are not read and written again.
+
 The switch, `BERTSCRATCH_CPU_MATMUL` (read when the path is first needed) or `set_path()`:
 - `auto` (default): the probe's choice;
 - `default` (or `off`): torch's default path everywhere, as before this module;
@@ -207,6 +211,40 @@ def probe(shape: tuple[int, int, int] = PROBE_SHAPE, rounds: int = PROBE_ROUNDS)
 
 def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
+# The activations oneDNN's linear runs as a post-op (config.hidden_act -> its GELU algorithm): exact (erf) GELU and
+# its tanh approximation, which transformers' "gelu_pytorch_tanh" computes with the same formula.
+FUSED_ACTIVATIONS = {"gelu": "none", "gelu_pytorch_tanh": "tanh"}
+
+
+def _fusable(module: nn.Module, input: torch.Tensor) -> torch.dtype | None:
+    """The dtype a fused oneDNN product of `module` on `input` runs in, or None: `module` is this file's layer itself
+    (not an adapter wrapping it, not a subclass), with no hooks a fused call would skip, on the oneDNN path."""
+    if type(module) is not BertScratchLinear or module._forward_hooks or module._forward_pre_hooks:
+        return None
+    if nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks:
+        return None
+    return module._fast_dtype(input)
+
+
+def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hidden_act: str) -> torch.Tensor:
+    """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there."""
+    dtype = _fusable(module, input) if isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS else None
+    if dtype is None:
+        return activation(module(input))
+    packed, bias = module._packed_weight(dtype, input.numel() // module.in_features)
+    return torch.ops.mkldnn._linear_pointwise(input.to(dtype), packed, bias, "gelu", [], FUSED_ACTIVATIONS[hidden_act])
+
+
+def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, dropout: nn.Dropout) -> torch.Tensor:
+    """`residual + dropout(module(input))`, with the add run inside oneDNN's product where it runs there (no dropout
+    active, the residual already in the product's dtype and shape)."""
+    dtype = None if dropout.training and dropout.p > 0 else _fusable(module, input)
+    if dtype is None or residual.dtype != dtype or residual.shape != (*input.shape[:-1], module.out_features):
+        return residual + dropout(module(input))
+    packed, bias = module._packed_weight(dtype, input.numel() // module.in_features)
+    return torch.ops.mkldnn._linear_pointwise.binary(input.to(dtype), residual.contiguous(), packed, bias, "add")
 
 
 def _is_traced() -> bool:

@@ -66,7 +66,7 @@ from .batching_bertscratch import (
     true_first,
 )
 from .configuration_bertscratch import BertScratchConfig
-from .cpu_matmul import BertScratchLinear
+from .cpu_matmul import BertScratchLinear, linear_act, linear_add
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
 # `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
@@ -214,7 +214,7 @@ class BertScratchAttention(nn.Module):
             context = context.squeeze(0)  # (N, H)
         elif padding is not None:
             context = padding.unpad(context)  # (N, H)
-        output = self.layer_norm(hidden_states + self.dropout(self.dense(context)))
+        output = self.layer_norm(linear_add(self.dense, context, hidden_states, self.dropout))
         return output, probs
 
 
@@ -225,13 +225,16 @@ class BertScratchMLP(nn.Module):
         super().__init__()
         self.fc_in = BertScratchLinear(config.hidden_size, config.intermediate_size)
         self.act = ACT2FN[config.hidden_act]
+        self.hidden_act = config.hidden_act
         self.fc_out = BertScratchLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """(..., H) -> (..., H); row-wise, so it runs the same on (B, T, H) and unpadded (N, H)."""
-        return self.layer_norm(hidden_states + self.dropout(self.fc_out(self.act(self.fc_in(hidden_states)))))
+        """(..., H) -> (..., H); row-wise, so it runs the same on (B, T, H) and unpadded (N, H). On the oneDNN path of
+        CPU inference the GELU and the residual add run inside the products (`cpu_matmul`)."""
+        inner = linear_act(self.fc_in, hidden_states, self.act, self.hidden_act)
+        return self.layer_norm(linear_add(self.fc_out, inner, hidden_states, self.dropout))
 
 
 class BertScratchLayer(GradientCheckpointingLayer):

@@ -117,6 +117,52 @@ def test_a_model_on_onednn_gives_the_default_paths_logits(path: None) -> None:
     torch.testing.assert_close(logits["onednn"], logits["default"], atol=1e-4, rtol=1e-4)
 
 
+@needs_onednn
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_pytorch_tanh"])
+def test_the_fused_gelu_and_residual_add_give_the_unfused_numbers(path: None, hidden_act: str) -> None:
+    """`linear_act` and `linear_add` on the oneDNN path (the GELU and the add run inside the product) give what the
+    layer, the activation and the add give one after another, on (N, H) and (B, T, H) inputs."""
+    from transformers.activations import ACT2FN
+
+    cpu_matmul.set_path("onednn")
+    layer, activation, dropout = _linear(), ACT2FN[hidden_act], nn.Dropout(0.1).eval()
+    unfused = []
+    layer.forward = lambda input: unfused.append(input)  # type: ignore[method-assign]  # a fused call skips it
+    for shape in ((7, 48), (3, 5, 48)):
+        x, residual = torch.randn(shape), torch.randn(*shape[:-1], 40)
+        expected_act = activation(F.linear(x, layer.weight, layer.bias))
+        expected_add = residual + F.linear(x, layer.weight, layer.bias)
+        with torch.inference_mode():
+            fused_act = cpu_matmul.linear_act(layer, x, activation, hidden_act)
+            fused_add = cpu_matmul.linear_add(layer, x, residual, dropout)
+        assert layer._packed is not None and not unfused  # the packed weight, without the layer's own forward
+        torch.testing.assert_close(fused_act, expected_act, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(fused_add, expected_add, atol=1e-5, rtol=1e-5)
+
+
+@needs_onednn
+def test_fusion_steps_aside_for_hooks_wrappers_dropout_and_other_activations(path: None) -> None:
+    """A forward hook on the layer still sees its output (the product is not fused past it), an active dropout still
+    drops, and an activation oneDNN does not run (ReLU) is applied after the product."""
+    cpu_matmul.set_path("onednn")
+    layer, x, residual = _linear(), torch.randn(6, 48), torch.randn(6, 40)
+    seen = []
+    handle = layer.register_forward_hook(lambda module, args, output: seen.append(output))
+    with torch.inference_mode():
+        cpu_matmul.linear_act(layer, x, nn.GELU(), "gelu")
+        cpu_matmul.linear_add(layer, x, residual, nn.Dropout(0.1).eval())
+    handle.remove()
+    assert len(seen) == 2
+    with torch.inference_mode():
+        relu = cpu_matmul.linear_act(layer, x, nn.ReLU(), "relu")
+        dropped = cpu_matmul.linear_add(layer, x, residual, nn.Dropout(0.5).train())
+    torch.testing.assert_close(relu, F.relu(F.linear(x, layer.weight, layer.bias)), atol=1e-5, rtol=1e-5)
+    product = F.linear(x, layer.weight, layer.bias)
+    zeros = (dropped - residual).abs() < 1e-6
+    assert zeros.float().mean() > 0.3  # about half the product's entries dropped, the rest scaled by 2
+    torch.testing.assert_close((dropped - residual)[~zeros], 2 * product[~zeros], atol=1e-5, rtol=1e-5)
+
+
 def test_the_switch_turns_the_path_off_and_names_bad_values(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
     monkeypatch.setenv(cpu_matmul.ENV, "off")
     cpu_matmul.set_path(None)
