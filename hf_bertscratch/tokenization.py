@@ -16,6 +16,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
 from .arguments import ArgumentParser, parse_args_or_json
+from .tasks import check_columns
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir
     )
     train = raw["train"]
-    if args.text_column not in train.column_names:
-        raise ValueError(
-            f"text_column={args.text_column!r} is not a column of the data; columns: {train.column_names}."
-        )
+    check_columns(train.column_names, {"text": args.text_column}, "train")
     tokenizer = train_wordpiece_tokenizer(train[args.text_column], args.vocab_size, args.output_dir, args.lowercase)
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 
