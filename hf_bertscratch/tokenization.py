@@ -15,6 +15,8 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
+from hf_bertscratch_cli.data_files import TEXT_COLUMN
+
 from .arguments import ArgumentParser, parse_args_or_json
 from .tasks import check_columns
 
@@ -112,7 +114,7 @@ class TrainTokenizerArguments:
     data_dir: str | None = field(
         default=None, metadata={"help": "Local copies of Hub datasets (default: $BERTSCRATCH_DATA_DIR)."}
     )
-    text_column: str = field(default="text", metadata={"help": "Column holding the text."})
+    text_column: str = field(default=TEXT_COLUMN, metadata={"help": "Column holding the text."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase and strip accents (BERT uncased)."})
 
 

@@ -46,13 +46,18 @@ MODEL_FLAG = "--model_name_or_path"
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
-    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`), None where they do not give it."""
+    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`, the flag also spelt with dashes as
+    transformers' parser takes it, `--flag-name`), the last one where it is given twice (as argparse keeps it); None
+    where they do not give it."""
+    spellings = {flag, "--" + flag[2:].replace("_", "-")}
+    value = None
     for index, arg in enumerate(args):
-        if arg.startswith(f"{flag}="):
-            return arg.split("=", 1)[1]
-        if arg == flag and index + 1 < len(args):
-            return args[index + 1]
-    return None
+        name, equals, given = arg.partition("=")
+        if equals and name in spellings:
+            value = given
+        elif arg in spellings and index + 1 < len(args):
+            value = args[index + 1]
+    return value
 
 
 def model_argument(command: str, args: list[str]) -> str | None:
