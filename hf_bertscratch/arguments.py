@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from hf_bertscratch_cli.commands import did_you_mean  # the launcher's, from the standard library alone
+from hf_bertscratch_base import did_you_mean
 
 # transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
 COMMON_TRAINER_FLAGS = frozenset(

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import datasets
 
-from hf_bertscratch_cli.data_files import FILE_BUILDERS, file_extension, open_text
-from hf_bertscratch_cli.model_reference import DATA_DIR_ENV, check_hub_dataset
+from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, open_text
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from hf_bertscratch_cli.data_files import TEXT_COLUMN
+from hf_bertscratch_base.data_files import TEXT_COLUMN
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda

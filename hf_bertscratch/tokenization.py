@@ -15,7 +15,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
-from hf_bertscratch_cli.data_files import TEXT_COLUMN
+from hf_bertscratch_base.data_files import TEXT_COLUMN
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .tasks import check_columns

@@ -1,10 +1,11 @@
 """The `bertscratch` console command's front door: the command list, `--help`, `--version` and a mistyped command
 answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command's model,
-dataset and data files checked before torch loads (`model_reference`, `data_files`), every command handed to
-`hf_bertscratch.cli`.
+dataset and data files checked before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table:
+`data_checks`), every command handed to `hf_bertscratch.cli`.
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
-which imports torch and transformers (several seconds).
+which imports torch and transformers (several seconds). It stands on `hf_bertscratch_base`, as the library does; the
+library imports it only in `hf_bertscratch.cli`, the commands it hands over to.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
-from .commands import COMMANDS, DEBUG_ENV, PROG, did_you_mean, flag_value, model_argument, parse, version
-from .data_files import check_data_files
-from .model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+
+from .commands import COMMANDS, DEBUG_ENV, PROG, flag_value, model_argument, parse, version
+from .data_checks import check_data_files
 
 # finetune flags that name data other than the task's own local copy or Hub dataset.
 OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")

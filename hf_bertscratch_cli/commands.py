@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
-from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
+
+from hf_bertscratch_base import did_you_mean
 
 PROG = "bertscratch"
 DISTRIBUTION = "hf-bertscratch"
@@ -68,12 +68,6 @@ def model_argument(command: str, args: list[str]) -> str | None:
     if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):
         return args[0]
     return None
-
-
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """ "; did you mean 'x'?" for the closest of `names` to `name`, or "" when none is close."""
-    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def version() -> str:

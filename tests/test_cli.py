@@ -602,7 +602,7 @@ def test_a_hub_that_does_not_answer_counts_as_unreachable_within_the_probes_time
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A name lookup or a connection that hangs (a machine behind a silent firewall) costs the probe's 3 s, once."""
-    from hf_bertscratch_cli import model_reference
+    from hf_bertscratch_base import model_reference
 
     closed_port_hub(monkeypatch)
     monkeypatch.setattr(model_reference.socket, "create_connection", lambda *args, **kwargs: time.sleep(30))

@@ -1,4 +1,4 @@
-"""Tests for hf_bertscratch_cli.data_files: a data file's columns read from its start with the standard library, as
+"""Tests for hf_bertscratch_base.data_files and hf_bertscratch_cli.data_checks: a data file's columns read from its start with the standard library, as
 `datasets` reads them, and the front door's column check, which fails with the library's own line (the launcher's
 timing and its torch-free import: tests/test_cli.py)."""
 
@@ -14,8 +14,9 @@ from hf_bertscratch.data import load_raw_datasets
 from hf_bertscratch.pretraining_arguments import DataArguments as TextDataArguments
 from hf_bertscratch.pretraining_data import load_text_splits
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+from hf_bertscratch_base.data_files import read_columns
 from hf_bertscratch_cli.commands import flag_value
-from hf_bertscratch_cli.data_files import check_data_files, read_columns
+from hf_bertscratch_cli.data_checks import check_data_files
 
 SQUAD_ROW = {"question": "Who?", "context": "Ann went.", "answers": {"text": ["Ann"], "answer_start": [0]}}
 

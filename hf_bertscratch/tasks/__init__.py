@@ -7,7 +7,7 @@
 | `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back; `tag_entities` |
 | `hf_bertscratch.tasks.question_answering` | SQuAD json, question/context windows and answers back; `answer_question` |
 
-The table itself (`TASKS`, `SHAPE_COLUMNS`, `resolve_task`, the column checks) is `hf_bertscratch_cli.task_table`'s,
+The table itself (`TASKS`, `SHAPE_COLUMNS`, `resolve_task`, the column checks) is `hf_bertscratch_base.task_table`'s,
 from the standard library alone, so the `bertscratch` front door knows a task's columns before torch loads; this
 module adds each shape's fine-tuning defaults and unlabelled texts. It imports none of the modules beside it, so each
 of them imports the table without a cycle.
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from hf_bertscratch_cli.task_table import (
+from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
     CONLL2003_LABELS,
     SHAPE_COLUMNS,

@@ -1,7 +1,7 @@
 """The task table, from the standard library alone: every task BERT is fine-tuned for (`TASKS`), each shape's column
 roles (`SHAPE_COLUMNS`), and the task a command line names (`resolve_task`).
 
-It lives in the launcher's package so that the `bertscratch` front door knows, before torch loads, which columns a
+It lives below the library (in `hf_bertscratch_base`) so that the `bertscratch` front door knows, before torch loads, which columns a
 task reads and which `--*_column` flag picks each (`required_columns`, `split_roles`); `hf_bertscratch.tasks` is its
 name inside the package, beside what each shape does with its examples.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from .commands import did_you_mean
+from . import did_you_mean
 
 SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
 
