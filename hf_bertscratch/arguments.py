@@ -12,7 +12,6 @@ forms and names a missing file the same way.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 from collections.abc import Iterable
@@ -21,13 +20,7 @@ from typing import Any, NoReturn
 
 from transformers import HfArgumentParser, TrainingArguments
 
-
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """ "; did you mean 'x'?" for the closest of `names` to `name`, or "" when none is close. (The `bertscratch`
-    launcher, `hf_bertscratch_cli`, keeps its own three lines of this: it answers before torch is imported.)"""
-    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
+from hf_bertscratch_base import did_you_mean
 
 # transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
 COMMON_TRAINER_FLAGS = frozenset(

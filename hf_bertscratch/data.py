@@ -11,32 +11,18 @@
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 import datasets
 
-from hf_bertscratch_cli.model_reference import DATA_DIR_ENV, check_hub_dataset
+from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, open_text
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset
 
 logger = logging.getLogger(__name__)
-
-
-# File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
-_BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
-    "txt": ("text", {}),
-    "text": ("text", {}),
-    "raw": ("text", {}),
-    "csv": ("csv", {}),
-    "tsv": ("csv", {"sep": "\t"}),
-    "json": ("json", {}),
-    "jsonl": ("json", {}),
-    "parquet": ("parquet", {}),
-}
 
 
 @dataclass(frozen=True)
@@ -252,15 +238,13 @@ def _builder_for(files: list[Path]) -> tuple[str, dict[str, str]]:
     """The datasets builder that reads `files`, all of which must share one format."""
     builders = []
     for path in files:
-        suffixes = [s.lstrip(".").lower() for s in path.suffixes]
-        if suffixes and suffixes[-1] == "gz":
-            suffixes = suffixes[:-1]
-        extension = suffixes[-1] if suffixes else ""
-        if extension not in _BUILDERS:
+        extension = file_extension(path)
+        if extension not in FILE_BUILDERS:
             raise ValueError(
-                f"Cannot read {str(path)!r}: extension {extension!r} is not one of {sorted(_BUILDERS)} (optionally .gz)."
+                f"Cannot read {str(path)!r}: extension {extension!r} is not one of {sorted(FILE_BUILDERS)} "
+                "(optionally .gz)."
             )
-        builders.append(_BUILDERS[extension])
+        builders.append(FILE_BUILDERS[extension])
     if any(b != builders[0] for b in builders):
         kinds = sorted({f"{name} {kwargs}" for name, kwargs in builders})
         raise ValueError(f"All data files must share one format, got {kinds} for {[str(f) for f in files]}.")
@@ -431,13 +415,6 @@ _DOCSTART = "-DOCSTART-"
 
 
 # ------------------------------------------------------------------------------------------------ reading CoNLL
-def _open_text(path: Path) -> TextIO:
-    """The file as text, decompressed when it ends in .gz."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
 def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, line_number: int) -> None:
     """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout."""
     where = f"{path}, line {line_number}"
@@ -458,7 +435,7 @@ def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], l
     words: list[str] = []
     tags: list[str] = []
     columns = 0  # set by the first token line; every token line must have as many
-    with _open_text(path) as lines:
+    with open_text(path) as lines:
         for line_number, line in enumerate(lines, start=1):
             fields = line.split()
             if not fields or fields[0] == _DOCSTART:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from safetensors import safe_open
 
+from hf_bertscratch_base.data_files import TEXT_COLUMN
+
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda
 from .configuration_bertscratch import PRESETS
@@ -178,7 +180,7 @@ class DataArguments:
             "--validation_file, --dataset_name, --dataset_config_name, --text_column or --streaming."
         },
     )
-    text_column: str = field(default="text", metadata={"help": "Column holding the raw text."})
+    text_column: str = field(default=TEXT_COLUMN, metadata={"help": "Column holding the raw text."})
     max_seq_length: int = field(
         default=128,
         metadata={"help": "Tokens per example, [CLS] and [SEP] included; texts are concatenated and packed."},
@@ -525,7 +527,7 @@ def check_task_text(data_args: DataArguments) -> None:
         raise ValueError(f"--task_text names a task twice: {' '.join(names)}; give each task once.")
     other_sources = ("train_file", "validation_file", "dataset_name", "dataset_config_name", "streaming")
     given = [f"--{flag}" for flag in other_sources if getattr(data_args, flag)]
-    if data_args.text_column != "text":  # the task table names the text columns
+    if data_args.text_column != TEXT_COLUMN:  # the task table names the text columns
         given.append("--text_column")
     if given:
         raise ValueError(

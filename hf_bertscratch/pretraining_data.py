@@ -26,7 +26,7 @@ from transformers import (
 from .data import load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
 from .pretraining_arguments import DataArguments, ModelArguments, PretrainingArguments
-from .tasks import task_texts
+from .tasks import check_columns, task_texts
 from .tokenization import load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,11 @@ def _first_texts(texts: list[str], count: int, documents: bool) -> list[str]:
     return kept
 
 
+def _column_names(split: datasets.Dataset | datasets.IterableDataset) -> list[str]:
+    """A split's columns; a streamed split's, when its files do not say them, from its first row."""
+    return split.column_names if split.column_names is not None else list(next(iter(split), {}))
+
+
 def load_text_splits(
     data_args: DataArguments, seed: int, documents: bool = False
 ) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
@@ -101,11 +106,10 @@ def load_text_splits(
     )
     if "train" not in raw:
         raise ValueError(f"The data has no train split; splits found: {sorted(raw)}.")
-    train = raw["train"]
-    columns = train.column_names if train.column_names is not None else list(next(iter(train)).keys())
-    if data_args.text_column not in columns:
-        raise ValueError(f"text_column={data_args.text_column!r} is not a column of the data; columns: {columns}.")
-    validation = raw.get("validation")
+    train, validation = raw["train"], raw.get("validation")
+    for name, data in (("train", train), ("validation", validation)):
+        if data is not None:
+            check_columns(_column_names(data), {"text": data_args.text_column}, name)
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
         train, validation = train.skip(held_out), train.take(held_out)

@@ -15,7 +15,10 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
+from hf_bertscratch_base.data_files import TEXT_COLUMN
+
 from .arguments import ArgumentParser, parse_args_or_json
+from .tasks import check_columns
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +114,7 @@ class TrainTokenizerArguments:
     data_dir: str | None = field(
         default=None, metadata={"help": "Local copies of Hub datasets (default: $BERTSCRATCH_DATA_DIR)."}
     )
-    text_column: str = field(default="text", metadata={"help": "Column holding the text."})
+    text_column: str = field(default=TEXT_COLUMN, metadata={"help": "Column holding the text."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase and strip accents (BERT uncased)."})
 
 
@@ -125,10 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir
     )
     train = raw["train"]
-    if args.text_column not in train.column_names:
-        raise ValueError(
-            f"text_column={args.text_column!r} is not a column of the data; columns: {train.column_names}."
-        )
+    check_columns(train.column_names, {"text": args.text_column}, "train")
     tokenizer = train_wordpiece_tokenizer(train[args.text_column], args.vocab_size, args.output_dir, args.lowercase)
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 

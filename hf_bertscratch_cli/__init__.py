@@ -1,9 +1,11 @@
 """The `bertscratch` console command's front door: the command list, `--help`, `--version` and a mistyped command
-answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), every command handed
-to `hf_bertscratch.cli`.
+answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command's model,
+dataset and data files checked before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table:
+`data_checks`), every command handed to `hf_bertscratch.cli`.
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
-which imports torch and transformers (several seconds).
+which imports torch and transformers (several seconds). It stands on `hf_bertscratch_base`, as the library does; the
+library imports it only in `hf_bertscratch.cli`, the commands it hands over to.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
-from .commands import COMMANDS, DEBUG_ENV, PROG, did_you_mean, flag_value, model_argument, parse, version
-from .model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+
+from .commands import COMMANDS, DEBUG_ENV, PROG, flag_value, model_argument, parse, version
+from .data_checks import check_data_files
 
 # finetune flags that name data other than the task's own local copy or Hub dataset.
 OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
@@ -20,13 +25,15 @@ OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
 
 def check_sources(command: str, args: list[str]) -> None:
     """What the arguments point to that can fail before torch loads, checked in a second: the model (a folder, or a
-    Hub id with the Hub reachable), and finetune's --task without a data directory when the Hub cannot be reached."""
+    Hub id with the Hub reachable), finetune's --task without a data directory when the Hub cannot be reached, and
+    the columns of the local data files a training command reads (`check_data_files`)."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
     task = flag_value(args, "--task") if command == "finetune" else None
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_hub_dataset(f"Task {task!r}'s dataset", None, "")
+    check_data_files(command, args)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,8 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     command, args, debug = parse(argv)
     if not (debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")):
         try:
-            check_sources(command, args)  # a missing folder or an unreachable Hub: one line, before torch loads
-        except OSError as error:
+            check_sources(command, args)  # a missing folder or column, an unreachable Hub: one line, before torch
+        except (OSError, ValueError) as error:
             print(f"{PROG} {command}: error: {type(error).__name__}: {error}", file=sys.stderr)
             raise SystemExit(1) from None
     from hf_bertscratch.cli import run_command  # torch and transformers load here, for a command that needs them

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
-from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
+
+from hf_bertscratch_base import did_you_mean
 
 PROG = "bertscratch"
 DISTRIBUTION = "hf-bertscratch"
@@ -46,13 +46,18 @@ MODEL_FLAG = "--model_name_or_path"
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
-    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`), None where they do not give it."""
+    """The value `args` give `flag` (`--flag VALUE` or `--flag=VALUE`, the flag also spelt with dashes as
+    transformers' parser takes it, `--flag-name`), the last one where it is given twice (as argparse keeps it); None
+    where they do not give it."""
+    spellings = {flag, "--" + flag[2:].replace("_", "-")}
+    value = None
     for index, arg in enumerate(args):
-        if arg.startswith(f"{flag}="):
-            return arg.split("=", 1)[1]
-        if arg == flag and index + 1 < len(args):
-            return args[index + 1]
-    return None
+        name, equals, given = arg.partition("=")
+        if equals and name in spellings:
+            value = given
+        elif arg in spellings and index + 1 < len(args):
+            value = args[index + 1]
+    return value
 
 
 def model_argument(command: str, args: list[str]) -> str | None:
@@ -63,12 +68,6 @@ def model_argument(command: str, args: list[str]) -> str | None:
     if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):
         return args[0]
     return None
-
-
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """ "; did you mean 'x'?" for the closest of `names` to `name`, or "" when none is close."""
-    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def version() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -601,7 +602,7 @@ def test_a_hub_that_does_not_answer_counts_as_unreachable_within_the_probes_time
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A name lookup or a connection that hangs (a machine behind a silent firewall) costs the probe's 3 s, once."""
-    from hf_bertscratch_cli import model_reference
+    from hf_bertscratch_base import model_reference
 
     closed_port_hub(monkeypatch)
     monkeypatch.setattr(model_reference.socket, "create_connection", lambda *args, **kwargs: time.sleep(30))
@@ -655,6 +656,38 @@ def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
         f"bertscratch {argv[0]}: error: FileNotFoundError: Model {model!r} is neither a local folder"
     )
     assert "nor reachable on the Hub (127.0.0.1 cannot be reached" in line
+
+
+@pytest.mark.parametrize("header", ["text,stars", "text,label"])
+def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, header: str
+) -> None:
+    """With the Hub unreachable, a training file that lacks a column the task reads fails within seconds, naming the
+    column, the file's columns and the flag that picks it; a file that has them passes the front door."""
+    call = "main(['finetune', *sys.argv[1:]])" if header == "text,stars" else "check_sources('finetune', sys.argv[1:])"
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        f"try:\n    hf_bertscratch_cli.{call}\nexcept SystemExit as exit:\n    code = exit.code\nelse:\n    code = 0\n"
+        "assert 'torch' not in sys.modules\nsys.exit(code)\n"
+    )
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "train.csv.gz").write_bytes(gzip.compress(f"{header}\nthe cat,0\n".encode()))
+    argv = ["--model_name_or_path", "model", "--train_file", "train.csv.gz", "--validation_file", "train.csv.gz"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--output_dir", "out"],
+        capture_output=True, text=True, check=False, cwd=tmp_path, env=closed_port_hub(monkeypatch),
+    )  # fmt: skip
+    assert time.monotonic() - started < 5
+    if header == "text,label":
+        assert (done.returncode, done.stderr) == (0, "")
+        return
+    assert done.returncode == 1
+    assert done.stderr == (
+        "bertscratch finetune: error: ValueError: Column(s) ['label'] not in the train split; it has ['text', "
+        "'stars']: name yours with --label_column.\n"
+    )
 
 
 def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:

@@ -11,7 +11,7 @@ import datasets
 import pytest
 
 from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, resolve_data_dir
-from hf_bertscratch_cli import model_reference
+from hf_bertscratch_base import model_reference
 
 
 def _fake_data_dir(root: Path) -> Path:

@@ -11,7 +11,7 @@ import torch
 import transformers
 
 import hf_bertscratch
-import hf_bertscratch_cli.model_reference
+import hf_bertscratch_base.model_reference
 from hf_bertscratch import inference
 from hf_bertscratch.model_reference import check_model_reference
 
@@ -184,7 +184,7 @@ def test_a_missing_folder_under_an_existing_one_is_not_taken_for_a_hub_id(
 
 def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(hf_bertscratch_cli.model_reference, "hub_unreachable", lambda: None)  # as if online
+    monkeypatch.setattr(hf_bertscratch_base.model_reference, "hub_unreachable", lambda: None)  # as if online
     assert check_model_reference("someone/bert-mini") == "someone/bert-mini"
     assert check_model_reference("bert-base-uncased") == "bert-base-uncased"
     assert check_model_reference(model_dirs["mlm"]) == str(model_dirs["mlm"])

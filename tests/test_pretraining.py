@@ -383,7 +383,8 @@ def test_bad_input_fails_before_training(
     elif case == "empty_file":
         train, error, match = _write(tmp_path / "empty.txt", ""), ValueError, "empty"
     elif case == "bad_column":
-        train, error, match = _write(tmp_path / "t.csv", "sentence\nhello\n"), ValueError, "text_column='text'"
+        train, error = _write(tmp_path / "t.csv", "sentence\nhello\n"), ValueError
+        match = r"Column\(s\) \['text'\] not in the train split; it has \['sentence'\]: name yours with --text_column\."
     elif case == "empty_after_filtering":
         train, error, match = _write(tmp_path / "blank.txt", "\n \n\n"), ValueError, "no example"
     elif case == "too_long":

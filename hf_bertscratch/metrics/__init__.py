@@ -20,7 +20,7 @@ import evaluate
 import numpy as np
 
 from hf_bertscratch.metrics.sequence_labelling import entity_spans
-from hf_bertscratch_cli.model_reference import hub_offline, hub_unreachable
+from hf_bertscratch_base.model_reference import hub_offline, hub_unreachable
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,10 @@
 | `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back; `tag_entities` |
 | `hf_bertscratch.tasks.question_answering` | SQuAD json, question/context windows and answers back; `answer_question` |
 
-The table imports none of the modules beside it, so each of them imports the table without a cycle.
+The table itself (`TASKS`, `SHAPE_COLUMNS`, `resolve_task`, the column checks) is `hf_bertscratch_base.task_table`'s,
+from the standard library alone, so the `bertscratch` front door knows a task's columns before torch loads; this
+module adds each shape's fine-tuning defaults and unlabelled texts. It imports none of the modules beside it, so each
+of them imports the table without a cycle.
 
 A task's *shape* says which head it trains and how its examples become features and its predictions a score:
 
@@ -27,112 +30,24 @@ what task-adaptive pretraining (`pretraining --task_text`) trains on.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
-from ..arguments import did_you_mean
-
-SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
-
-# Column roles each shape reads, with the column name a user's own data is assumed to have.
-SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
-    "classification": {"text": "text", "text_pair": None, "label": "label"},
-    "regression": {"text": "text", "text_pair": None, "label": "label"},
-    "token-classification": {"tokens": "tokens", "tags": "ner_tags"},
-    "question-answering": {"id": "id", "question": "question", "context": "context", "answers": "answers"},
-    "embedding": {"text": "text", "text_pair": None, "label": "label"},  # labels optional for training
-}
-
-# The metric that picks the best checkpoint and heads the results, per shape (a task may name another).
-SHAPE_MAIN_METRIC: dict[str, str] = {
-    "classification": "accuracy",
-    "regression": "spearmanr",
-    "token-classification": "overall_f1",
-    "question-answering": "f1",
-    "embedding": "spearmanr",
-}
-
-CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """One row of the task table.
-
-    Attributes:
-        shape: one of `SHAPES`.
-        dataset_name / dataset_config_name: the Hub dataset (also the key of its local copy under `--data_dir`).
-        train_split / eval_split: the split trained on and the split checkpoints are chosen on.
-        test_split: a split scored once, with the chosen model, at the end (CoNLL-2003's test set); None: none.
-        columns: column role -> column name (roles: `SHAPE_COLUMNS[shape]`).
-        label_names: class (or tag) names in label-id order; None for regression and question answering.
-        main_metric: the metric that picks the best checkpoint and heads the results table.
-        metric_label: how the results table names the main metric.
-    """
-
-    shape: str
-    dataset_name: str
-    dataset_config_name: str | None
-    train_split: str
-    eval_split: str
-    columns: dict[str, str | None]
-    label_names: tuple[str, ...] | None = None
-    test_split: str | None = None
-    main_metric: str = ""
-    metric_label: str = ""
-
-    def __post_init__(self) -> None:
-        if self.shape not in SHAPES:
-            raise ValueError(f"Unknown task shape {self.shape!r}; expected one of {SHAPES}.")
-        if not self.main_metric:
-            object.__setattr__(self, "main_metric", SHAPE_MAIN_METRIC[self.shape])
-        if not self.metric_label:
-            object.__setattr__(self, "metric_label", self.main_metric)
-
-
-def _pair(first: str, second: str) -> dict[str, str | None]:
-    return {"text": first, "text_pair": second, "label": "label"}
-
-
-def _single(text: str) -> dict[str, str | None]:
-    return {"text": text, "text_pair": None, "label": "label"}
-
-
-def _glue(config: str, columns: dict, labels: tuple[str, ...] | None, shape: str = "classification", **kw) -> TaskSpec:
-    return TaskSpec(shape, "glue", config, "train", kw.pop("eval_split", "validation"), columns, labels, **kw)
-
-
-TASKS: dict[str, TaskSpec] = {
-    # GLUE (Wang et al. 2019), with GLUE's metrics; the label ids are those of the Hub's `glue` dataset.
-    "cola": _glue(
-        "cola", _single("sentence"), ("unacceptable", "acceptable"), main_metric="matthews_correlation",
-        metric_label="Matthews corr.",
-    ),
-    "sst2": _glue("sst2", _single("sentence"), ("negative", "positive"), metric_label="accuracy"),
-    "mrpc": _glue(
-        "mrpc", _pair("sentence1", "sentence2"), ("not_equivalent", "equivalent"), main_metric="f1", metric_label="F1"
-    ),
-    "stsb": _glue("stsb", _pair("sentence1", "sentence2"), None, shape="regression", metric_label="Spearman"),
-    "rte": _glue("rte", _pair("sentence1", "sentence2"), ("entailment", "not_entailment")),
-    "wnli": _glue("wnli", _pair("sentence1", "sentence2"), ("not_entailment", "entailment")),
-    "mnli": _glue(
-        "mnli", _pair("premise", "hypothesis"), ("entailment", "neutral", "contradiction"),
-        eval_split="validation_matched",
-    ),
-    "qnli": _glue("qnli", _pair("question", "sentence"), ("entailment", "not_entailment")),
-    "qqp": _glue("qqp", _pair("question1", "question2"), ("not_duplicate", "duplicate")),
-    # Sentiment of long reviews (Maas et al. 2011): no validation split, so the test split is the one reported.
-    "imdb": TaskSpec("classification", "imdb", None, "train", "test", _single("text"), ("neg", "pos")),
-    # Named entities (Tjong Kim Sang & De Meulder 2003): checkpoints chosen on validation, test scored at the end.
-    "conll2003": TaskSpec(
-        "token-classification", "conll2003", None, "train", "validation", {"tokens": "tokens", "tags": "ner_tags"},
-        CONLL2003_LABELS, test_split="test", metric_label="entity F1",
-    ),
-    # Extractive question answering (Rajpurkar et al. 2016), SQuAD v1.1.
-    "squad": TaskSpec(
-        "question-answering", "squad", None, "train", "validation", dict(SHAPE_COLUMNS["question-answering"]),
-        metric_label="F1",
-    ),
-}  # fmt: skip
+from hf_bertscratch_base.task_table import (
+    COLUMN_ROLES,
+    CONLL2003_LABELS,
+    SHAPE_COLUMNS,
+    SHAPE_MAIN_METRIC,
+    SHAPES,
+    TASKS,
+    TaskOverrides,
+    TaskSpec,
+    check_columns,
+    column_flag,
+    embedding_task,
+    required_columns,
+    resolve_task,
+    split_roles,
+)
 
 
 @dataclass(frozen=True)
@@ -200,69 +115,6 @@ def finetune_defaults(task: TaskSpec, name: str | None = None) -> FinetuneDefaul
     return defaults
 
 
-@dataclass
-class TaskOverrides:
-    """What a user may say on the command line to change a table task or describe their own data."""
-
-    task: str | None = None
-    task_type: str | None = None
-    train_split: str | None = None
-    eval_split: str | None = None
-    test_split: str | None = None
-    columns: dict[str, str | None] = field(default_factory=dict)
-    label_names: list[str] | None = None
-
-
-def resolve_task(overrides: TaskOverrides) -> TaskSpec:
-    """The task to run: the table's `overrides.task` (if given) with every override applied, or a task of
-    `overrides.task_type` on the user's own data (default columns `SHAPE_COLUMNS`).
-
-    Raises:
-        ValueError: an unknown task or shape, a shape that contradicts the named task's, a column role the shape
-            does not read, or class names given for a regression or question-answering task.
-    """
-    if overrides.task is not None and overrides.task not in TASKS:
-        hint = did_you_mean(overrides.task, TASKS)
-        raise ValueError(f"Unknown --task {overrides.task!r}{hint} Expected one of {list(TASKS)} (or give a dataset).")
-    if overrides.task_type is not None and overrides.task_type not in SHAPES:
-        hint = did_you_mean(overrides.task_type, SHAPES)
-        raise ValueError(f"Unknown --task_type {overrides.task_type!r}{hint} Expected one of {list(SHAPES)}.")
-    spec = TASKS.get(overrides.task) if overrides.task else None
-    if spec is not None and overrides.task_type == "embedding" and spec.shape != "embedding":
-        spec = embedding_task(spec, overrides.task)
-    if spec is not None and overrides.task_type not in (None, spec.shape):
-        raise ValueError(
-            f"--task {overrides.task} is a {spec.shape} task, but --task_type {overrides.task_type} was given."
-        )
-    shape = spec.shape if spec else overrides.task_type or "classification"
-    roles = SHAPE_COLUMNS[shape]
-    unknown = sorted(set(overrides.columns) - set(roles))
-    if unknown:
-        raise ValueError(f"A {shape} task reads the columns {list(roles)}; {unknown} do not apply to it.")
-    if overrides.label_names and shape in ("regression", "question-answering", "embedding"):
-        raise ValueError(f"--class_names {overrides.label_names} given for a {shape} task, which has no classes.")
-    base = spec or TaskSpec(shape, "", None, "train", "", dict(roles))
-    return replace(
-        base,
-        train_split=overrides.train_split or base.train_split,
-        eval_split=overrides.eval_split or base.eval_split,
-        test_split=overrides.test_split or base.test_split,
-        columns={**base.columns, **overrides.columns},
-        label_names=tuple(overrides.label_names) if overrides.label_names else base.label_names,
-    )
-
-
-def embedding_task(spec: TaskSpec, name: str | None = None) -> TaskSpec:
-    """A pair task of the table (STS-B, MRPC, QQP, ...) as an embedding task: the same data and pair columns, a
-    bi-encoder scored by the cosine Spearman correlation of its vectors with the task's labels."""
-    if spec.shape not in ("classification", "regression") or not spec.columns.get("text_pair"):
-        raise ValueError(
-            f"--task {name or spec.dataset_config_name} has no sentence pairs ({spec.shape}): an embedding model "
-            "trains on pairs of texts; name a pair task (stsb, mrpc, qqp, ...) or your own pairs with --text_pair_column."
-        )
-    return replace(spec, shape="embedding", label_names=None, main_metric="spearmanr", metric_label="cosine Spearman")
-
-
 # A split as task_texts reads it: column name -> the column's values (a `datasets.Dataset`, or a dict of lists).
 Split = Mapping[str, Iterable]
 
@@ -324,6 +176,7 @@ def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[st
 
 
 __all__ = [
+    "COLUMN_ROLES",
     "CONLL2003_LABELS",
     "PAIR_HEAD",
     "SHAPE_DEFAULTS",
@@ -333,11 +186,16 @@ __all__ = [
     "finetune_defaults",
     "SHAPES",
     "SHAPE_COLUMNS",
+    "SHAPE_MAIN_METRIC",
     "SHAPE_TEXTS",
     "TASKS",
     "TaskOverrides",
     "TaskSpec",
+    "check_columns",
+    "column_flag",
     "embedding_task",
+    "required_columns",
     "resolve_task",
+    "split_roles",
     "task_texts",
 ]

@@ -14,7 +14,18 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..data import check_max_samples, load_raw_datasets, sample_examples
-from . import SHAPE_COLUMNS, SHAPES, TASKS, TaskOverrides, TaskSpec, finetune_defaults, resolve_task
+from . import (
+    COLUMN_ROLES,
+    SHAPES,
+    TASKS,
+    TaskOverrides,
+    TaskSpec,
+    check_columns,
+    finetune_defaults,
+    required_columns,
+    resolve_task,
+    split_roles,
+)
 from .shapes import TRUNCATION_STRATEGIES
 
 AUTO = "auto"  # a setting chosen for the task at hand
@@ -149,11 +160,7 @@ class DataArguments:
 
 def task_overrides(args: DataArguments) -> TaskOverrides:
     """The command line's task settings: the named task, the shape, splits, columns and class names."""
-    columns = {
-        role: getattr(args, f"{role}_column")
-        for role in {r for roles in SHAPE_COLUMNS.values() for r in roles}
-        if getattr(args, f"{role}_column", None)
-    }
+    columns = {role: getattr(args, f"{role}_column") for role in COLUMN_ROLES if getattr(args, f"{role}_column", None)}
     names = [n.strip() for n in args.class_names.split(",")] if args.class_names else None
     return TaskOverrides(
         task=args.task,
@@ -221,31 +228,18 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             data_dir=args.data_dir,
             cache_dir=cache_dir,
         )
-    eval_split = task.eval_split or next((s for s in ("validation", "test") if s in raw), "")
-    if not eval_split:
+    roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split))
+    if not roles["eval"]:
         raise ValueError(
             f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
             "or name one of its splits with --eval_split."
         )
-    roles = {"train": task.train_split, "eval": eval_split}
-    test_split = task.test_split or ("test" if args.test_file else None)
-    if test_split and (test_split in raw or args.test_split):  # a table task's test split is scored when present
-        roles["test"] = test_split
     for role, split in roles.items():
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
-    needed = [c for c in task.columns.values() if c]
-    if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:
-        needed.remove(task.columns["id"])  # ids are made up when the data has none
     for role, split in chosen.items():
-        optional = {task.columns["label"]} if task.shape == "embedding" and role == "train" else set()
-        missing = [c for c in needed if c not in split.column_names and c not in optional]
-        if missing:
-            flags = ", ".join(f"--{name}_column" for name, column in task.columns.items() if column in missing)
-            raise ValueError(
-                f"Column(s) {missing} not in the {role} split; it has {split.column_names}: name yours with {flags}."
-            )
+        check_columns(split.column_names, required_columns(task, role, chosen["train"].column_names), role)
         if len(split) == 0:
             raise ValueError(f"The {role} split is empty.")
     if task.shape == "question-answering" and task.columns["id"] not in chosen["train"].column_names:

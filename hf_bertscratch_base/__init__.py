@@ -1,0 +1,22 @@
+"""What both the `bertscratch` front door and the library know, written with the standard library alone: the task
+table and its column checks (`task_table`), a data file's format and header (`data_files`), where a model comes from
+(`model_reference`), and the "did you mean" of a mistyped name.
+
+It is a package of its own below both: importing `hf_bertscratch` registers the model with transformers' Auto classes,
+which imports torch and transformers (several seconds), and the front door (`hf_bertscratch_cli`) answers and checks
+a command's arguments before that; the library never imports the front door.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """ "; did you mean 'x'?" for the closest of `names` to `name`, or "" when none is close."""
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+__all__ = ["did_you_mean"]

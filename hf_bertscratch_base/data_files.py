@@ -1,0 +1,86 @@
+"""A data file's columns, known before anything loads, from the standard library alone: the formats a data file may
+have (`FILE_BUILDERS`, by which `hf_bertscratch.data` reads it) and the columns its header names (`read_columns`,
+None where they cannot be read cheaply: parquet, a glob, SQuAD's nested json, a file that is missing or not UTF-8),
+by which the `bertscratch` front door (`hf_bertscratch_cli.data_checks`) checks a command's files before torch loads.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import zlib
+from pathlib import Path
+from typing import TextIO
+
+# File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
+FILE_BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
+    "txt": ("text", {}),
+    "text": ("text", {}),
+    "raw": ("text", {}),
+    "csv": ("csv", {}),
+    "tsv": ("csv", {"sep": "\t"}),
+    "json": ("json", {}),
+    "jsonl": ("json", {}),
+    "parquet": ("parquet", {}),
+}
+TEXT_COLUMN = "text"  # the one column of a text file (a row per line), and the default --text_column of pretraining
+FIRST_ROW_LIMIT = 1 << 20  # characters of a JSON Lines file's first line read; a longer one is left to the library
+
+
+def file_extension(path: Path) -> str:
+    """The extension that says how `path` is read, after a ".gz" ("train.csv.gz" -> "csv"; "" when there is none)."""
+    suffixes = [suffix.lstrip(".").lower() for suffix in path.suffixes]
+    if suffixes and suffixes[-1] == "gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def open_text(path: Path, encoding: str = "utf-8") -> TextIO:
+    """The file as text, decompressed when it ends in .gz."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding=encoding)
+    return path.open(encoding=encoding)
+
+
+def read_columns(path: str | Path) -> list[str] | None:
+    """The columns `datasets` reads from a local data file, told from its start alone: a csv or tsv file's header row,
+    the keys of a JSON Lines file's first row, a text file's one column ("text"). None when its start does not say:
+    a glob, a missing or unreadable file, parquet, json that is not one object per line (a list, SQuAD's nested
+    layout)."""
+    path = Path(path).expanduser()
+    builder, kwargs = FILE_BUILDERS.get(file_extension(path), ("", {}))
+    if builder not in ("text", "csv", "json") or any(char in str(path) for char in "*?[") or not path.is_file():
+        return None
+    if builder == "text":
+        return [TEXT_COLUMN]
+    try:
+        with open_text(path, encoding="utf-8-sig") as lines:  # -sig: a byte-order mark is no part of the header
+            if builder == "csv":
+                return _csv_header(lines, kwargs.get("sep", ","))
+            return _json_keys(lines.readline(FIRST_ROW_LIMIT))
+    except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
+        return None
+
+
+def _csv_header(lines: TextIO, delimiter: str) -> list[str] | None:
+    """The first row that is not blank (pandas, by which `datasets` reads csv, skips blank lines), or None."""
+    for row in csv.reader(lines, delimiter=delimiter):
+        if any(cell.strip() for cell in row):
+            return row
+    return None
+
+
+def _json_keys(line: str) -> list[str] | None:
+    """The keys of the JSON object on `line`; None when it holds none, or holds SQuAD's nested document (a "data"
+    list, which question answering flattens into its own columns)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(row, dict) or isinstance(row.get("data"), list):
+        return None
+    return list(row)
+
+
+__all__ = ["FILE_BUILDERS", "TEXT_COLUMN", "file_extension", "open_text", "read_columns"]

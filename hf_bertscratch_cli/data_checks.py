@@ -1,0 +1,87 @@
+"""The front door's check that the local data files a command names have the columns it reads, before torch loads:
+their headers (`hf_bertscratch_base.data_files.read_columns`) against the task table's columns and the `--*_column`
+flags, failing with the library's own line (`task_table.check_columns`, which stays for users of the API). A file
+whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json, a file that is missing or not UTF-8) is
+left to the library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hf_bertscratch_base.data_files import TEXT_COLUMN, read_columns
+from hf_bertscratch_base.task_table import (
+    COLUMN_ROLES,
+    TaskOverrides,
+    check_columns,
+    column_flag,
+    required_columns,
+    resolve_task,
+    split_roles,
+)
+
+from .commands import flag_value
+
+
+def _given_files(args: list[str], splits: tuple[str, ...]) -> dict[str, str]:
+    """Split -> the file that `--{split}_file` names, for the splits the arguments give a file."""
+    files = {split: flag_value(args, f"--{split}_file") for split in splits}
+    return {split: path for split, path in files.items() if path}
+
+
+def check_task_files(args: list[str]) -> None:
+    """`finetune`: each file read as a split of the task (train, eval, test) has the columns the task reads there, by
+    the task table and the column flags (`required_columns`, as `hf_bertscratch.tasks.data` checks them)."""
+    files = _given_files(args, ("train", "validation", "test"))
+    if not files:
+        return
+    overrides = TaskOverrides(
+        task=flag_value(args, "--task"),
+        task_type=flag_value(args, "--task_type"),
+        train_split=flag_value(args, "--train_split"),
+        eval_split=flag_value(args, "--eval_split"),
+        test_split=flag_value(args, "--test_split"),
+        columns={role: name for role in COLUMN_ROLES if (name := flag_value(args, column_flag(role)))},
+    )
+    try:
+        task = resolve_task(overrides)
+    except ValueError:  # an unknown task, or flags that do not fit it: the command's own check names them
+        return
+    columns = {split: read_columns(path) for split, path in files.items()}
+    roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split))
+    for role, split in roles.items():
+        found = columns.get(split)
+        if found is not None:
+            check_columns(found, required_columns(task, role, columns.get(roles["train"])), role)
+
+
+def check_text_files(args: list[str]) -> None:
+    """`pretrain`, `pretrain-flax`, `train-tokenizer`: the train (and validation) file has the --text_column."""
+    files = _given_files(args, ("train", "validation"))
+    if "train" not in files or flag_value(args, "--task_text") is not None:  # the command refuses these itself
+        return
+    text_column = flag_value(args, column_flag("text"))
+    for split, path in files.items():
+        found = read_columns(path)
+        if found is not None:
+            check_columns(found, {"text": TEXT_COLUMN if text_column is None else text_column}, split)
+
+
+# Command -> the check of the data files its arguments name.
+DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
+    "finetune": check_task_files,
+    "pretrain": check_text_files,
+    "pretrain-flax": check_text_files,
+    "train-tokenizer": check_text_files,
+}
+
+
+def check_data_files(command: str, args: list[str]) -> None:
+    """Fail in one line (ValueError), naming the missing column, the columns the file has and the flag that picks
+    the column, when a local data file that `command`'s arguments name lacks a column the command reads."""
+    check = DATA_FILE_CHECKS.get(command)
+    if check is not None:
+        check(args)
+
+
+__all__ = ["DATA_FILE_CHECKS", "check_data_files", "check_task_files", "check_text_files"]

@@ -1,0 +1,73 @@
+"""The package's layers, read from the source: `hf_bertscratch_base` stands on the standard library alone, the front
+door (`hf_bertscratch_cli`) on it, and the library on it too, importing the front door only in `cli.py` (the commands
+it hands over); pretraining and the ONNX evaluation take task data from `tasks`, never from fine-tuning."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _statements(tree: ast.AST, module_level: bool) -> list[ast.AST]:
+    """Every node of `tree`; with `module_level`, only those that run when the module is imported (not inside a
+    function, where an import waits for the call)."""
+    nodes, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        if not (module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))):
+            todo.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _imports(path: Path, module_level: bool = False) -> set[str]:
+    """The absolute names a module imports (relative imports resolved against its package); with `module_level`,
+    those imported when the module itself is."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rsplit(".", 1)[0]
+    names = set()
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8")), module_level):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            names.add(module)
+    return names
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def test_the_base_package_imports_the_standard_library_alone() -> None:
+    """(A function may import huggingface_hub when called: the Hub cache lookup of `model_reference`.)"""
+    for path in _modules("hf_bertscratch_base"):
+        outside = {
+            name
+            for name in _imports(path, module_level=True)
+            if name.split(".")[0] not in sys.stdlib_module_names and not name.startswith("hf_bertscratch_base")
+        }
+        assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+
+
+def test_the_front_door_imports_no_library_and_the_library_no_front_door_but_in_cli() -> None:
+    for path in _modules("hf_bertscratch_cli"):  # main() hands a command over to hf_bertscratch.cli when called
+        heavy = {
+            name
+            for name in _imports(path, module_level=True)
+            if name.split(".")[0] in ("hf_bertscratch", "torch", "transformers")
+        }
+        assert not heavy, f"{path.relative_to(ROOT)} imports {sorted(heavy)}"
+    for path in _modules("hf_bertscratch"):
+        front_door = {name for name in _imports(path) if name.startswith("hf_bertscratch_cli")}
+        assert not front_door or path == ROOT / "hf_bertscratch" / "cli.py", f"{path.relative_to(ROOT)}: {front_door}"
+
+
+def test_pretraining_and_onnx_take_task_data_from_tasks_not_from_finetuning() -> None:
+    for path in [*_modules("hf_bertscratch/onnx"), *(ROOT / "hf_bertscratch").glob("pretraining*.py")]:
+        assert "hf_bertscratch.finetuning" not in _imports(path), f"{path.relative_to(ROOT)} imports finetuning"
