@@ -4,16 +4,21 @@
 command with one line that names it (and the closest valid name), no usage dump; a shortened flag is refused (with
 "did you mean") rather than taken for the flag it starts; `--help` lists the command's own flags, grouped, with the
 dozen transformers `TrainingArguments` flags people use (or only the flags a first run needs, where the command names
-them), and `--help_all` every flag, transformers' too. `parse_args_or_json` is the one place that decides between flags and a `.json` file, so
-every command (`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the benchmark, ...) accepts the same two
-forms and names a missing file the same way.
+them), and `--help_all` every flag, transformers' too; and it makes a command's dataclasses in order, handing each
+the ones made before it that its `__post_init__` takes, so that every dataclass checks and completes itself as it is
+made, even where a default or a check depends on another's flags. `parse_args_or_json` is the one place that decides
+between flags and a `.json` file, so every command (`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the
+benchmark, ...) accepts the same two forms and names a missing file the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import re
 import sys
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -99,6 +104,11 @@ class ArgumentParser(HfArgumentParser):
     `TrainingArguments` flags that the command's dataclass does not redefine, beyond `COMMON_TRAINER_FLAGS`, are left
     out of `--help` and the usage line, and listed by `--help_all`. `first_run` (flag names without dashes), where
     given, is all that `--help` lists: what a first run needs; every other flag waits for `--help_all`.
+
+    The dataclasses are made in order (`parse_dict`, from flags or a `.json` file alike). One whose defaults or checks
+    depend on another's flags takes that one, made before it, as an `InitVar` that its `__post_init__` names with the
+    dataclass's type (`data_args: InitVar = None` and `def __post_init__(self, data_args: DataArguments | None = None)`;
+    the `InitVar` bare, as Python 3.10's `get_type_hints` refuses a subscripted one under postponed annotations).
     """
 
     def __init__(self, dataclass_types: Any = None, first_run: Iterable[str] | None = None, **kwargs: Any) -> None:
@@ -141,6 +151,19 @@ class ArgumentParser(HfArgumentParser):
         )
         self.epilog = f"{len(self.hidden_help)} more flags: {HELP_ALL}."
 
+    def parse_dict(self, args: dict[str, Any], allow_extra_keys: bool = False) -> tuple[Any, ...]:
+        """The dataclasses made in order from `args` (field name -> value), each handed the ones made before it that
+        its `__post_init__` takes; a key no dataclass takes is an error, after the dataclasses' own checks (as in
+        `HfArgumentParser`, whose `parse_json_file` calls this)."""
+        made: list[Any] = []
+        for dtype in self.dataclass_types:
+            names = {f.name for f in dataclasses.fields(dtype) if f.init}
+            made.append(dtype(**{k: v for k, v in args.items() if k in names}, **_handed_over(dtype, made)))
+        taken = {f.name for dtype in self.dataclass_types for f in dataclasses.fields(dtype) if f.init}
+        if not allow_extra_keys and set(args) - taken:
+            raise ValueError(f"Some keys are not used by the HfArgumentParser: {sorted(set(args) - taken)}")
+        return tuple(made)
+
     def error(self, message: str) -> NoReturn:
         """Print one line, the bad value and what was expected (argparse's message) with the closest valid name."""
         self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)} (see {self.prog} --help)\n")
@@ -155,6 +178,18 @@ class ArgumentParser(HfArgumentParser):
             flags = [option for action in self._actions for option in action.option_strings]
             return did_you_mean(unknown.group(1).split("=")[0], flags)
         return ""
+
+
+def _handed_over(dtype: type, made: list[Any]) -> dict[str, Any]:
+    """What `dtype`'s `__post_init__` takes beyond `self` (its `InitVar`s): for each, the dataclass of `made` of the
+    type it names, or None where none was made."""
+    post_init = getattr(dtype, "__post_init__", None)
+    names = list(inspect.signature(post_init).parameters)[1:] if post_init else []
+    if not names:
+        return {}
+    hints = typing.get_type_hints(post_init)
+    kinds = {name: typing.get_args(hints[name]) or (hints[name],) for name in names}
+    return {name: next((earlier for earlier in made if isinstance(earlier, kinds[name])), None) for name in names}
 
 
 def _inherited_trainer_fields(dataclass_types: Iterable[type]) -> set[str]:
@@ -188,7 +223,7 @@ def parse_args_or_json(
         leading.append(argv.pop(0))
     flags = [item for name, value in zip(positional, leading) for item in (f"--{name}", value)]
     # An unknown flag is named before the dataclasses are made, whose own checks would otherwise speak first.
-    _, remaining = parser.parse_known_args(args=[*flags, *argv])
+    namespace, remaining = parser.parse_known_args(args=[*flags, *argv])
     if remaining:
         parser.error(f"unrecognized arguments: {' '.join(remaining)}")
-    return tuple(parser.parse_args_into_dataclasses(args=[*flags, *argv]))
+    return tuple(parser.parse_dict(vars(namespace)))

@@ -1,7 +1,8 @@
 """The arguments of `bertscratch finetune` (`hf_bertscratch.finetuning`): which checkpoint (`ModelArguments`), which
 task and data (`DataArguments`, from `hf_bertscratch.tasks.data`) and how to train (`FinetuneTrainingArguments`),
-each checked as it is made, so a bad value fails as the command line is parsed; `parse_args` reads them and resolves
-what one of them needs another for.
+each checked and completed as it is made, so a bad value fails as the command line is parsed. The parser makes them in
+that order and hands the training arguments the data arguments (`arguments.ArgumentParser`): the task they name gives
+`--metric_for_best_model auto` its metric.
 
 What the arguments point to outside themselves (the model folder, the output folder, the Hub repository, the checkpoint
 to resume) is checked by `resolve_paths`; what needs the data or the model is checked where those are loaded.
@@ -9,14 +10,13 @@ to resume) is checked by `resolve_paths`; what needs the data or the model is ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
-from .tasks import TaskSpec
 from .tasks.data import DataArguments
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
@@ -91,6 +91,12 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
 
     _argument_group_name = "training"  # its flags' heading in --help
 
+    def __post_init__(self, data_args: DataArguments | None = None) -> None:
+        if self.metric_for_best_model == AUTO_METRIC and data_args is not None:
+            # The task's main metric; every main metric is higher-is-better.
+            self.metric_for_best_model, self.greater_is_better = data_args.task_spec.main_metric, True
+        super().__post_init__()
+
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
     load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})
@@ -128,13 +134,9 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
     logging_steps: float = field(
         default=0.02, metadata={"help": "Log the loss every this many steps, or this fraction of the steps if < 1."}
     )
-
-
-def choose_best_metric(training_args: FinetuneTrainingArguments, task: TaskSpec) -> None:
-    """Resolve --metric_for_best_model "auto" to the task's main metric (every main metric is higher-is-better)."""
-    if training_args.metric_for_best_model == AUTO_METRIC:
-        training_args.metric_for_best_model = task.main_metric
-        training_args.greater_is_better = True
+    # Not a flag: the data arguments, made before these and handed over by the parser; the task they name gives
+    # --metric_for_best_model auto its metric (made without them, it stays auto).
+    data_args: InitVar = None
 
 
 def resolve_paths(model_args: ModelArguments, training_args: FinetuneTrainingArguments) -> str | None:
@@ -169,9 +171,7 @@ def build_parser() -> ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> tuple[ModelArguments, DataArguments, FinetuneTrainingArguments]:
-    """Parse the three dataclasses from argv, or from a single .json file argument (each checked as it is made), and
-    resolve --metric_for_best_model "auto" to the task's main metric."""
-    parser = build_parser()
-    model_args, data_args, training_args = parse_args_or_json(parser, argv)
-    choose_best_metric(training_args, data_args.task_spec)
+    """Parse the three dataclasses from argv, or from a single .json file argument (each checked and completed as it
+    is made: --metric_for_best_model "auto" is the task's main metric)."""
+    model_args, data_args, training_args = parse_args_or_json(build_parser(), argv)
     return model_args, data_args, training_args

@@ -1,14 +1,15 @@
 """The arguments of `bertscratch pretrain` (`hf_bertscratch.pretraining`): what the model, the data and the training
-are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), each checked and completed as it is made (so a bad
-value fails as the command line is parsed), and what one needs of another, checked by `parse_args`
-(`check_objective_fits_data`). What the run defaults to on the machine it runs on (processes, precision, loading
-workers) is `hardware.device_defaults`.
+are (`ModelArguments`, `DataArguments`, `PretrainingArguments`), each checked and completed as it is made, so a bad
+value fails as the command line is parsed. What one needs of another it is handed by the parser, which makes them in
+that order (`arguments.ArgumentParser`): the data arguments the model's objective, the training arguments the data
+arguments. What the run defaults to on the machine it runs on (processes, precision, loading workers) is
+`hardware.device_defaults`.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from safetensors import safe_open
@@ -258,9 +259,14 @@ class DataArguments:
         default=False, metadata={"help": "Stream the data (needs max_steps) instead of downloading and caching it all."}
     )
     shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Streaming: size of the shuffle buffer."})
+    # Not a flag: the model arguments, made first and handed over by the parser; their objective decides
+    # short_seq_fraction's default and whether the short start and whole-word masking apply (made without them:
+    # the default model's).
+    model_args: InitVar = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, model_args: ModelArguments | None = None) -> None:
         check_data_arguments(self)  # a bad flag fails as it is parsed
+        check_objective_fits_data(model_args if model_args is not None else ModelArguments(), self)
 
 
 @dataclass
@@ -270,7 +276,7 @@ class PretrainingArguments(GuardedTrainingArguments):
 
     _argument_group_name = "training"  # its flags' heading in --help
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, data_args: DataArguments | None = None) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
         gpus = visible_gpus(self.use_cpu)
@@ -283,6 +289,8 @@ class PretrainingArguments(GuardedTrainingArguments):
             self.dataloader_num_workers = chosen["dataloader_num_workers"]
         super().__post_init__()
         check_training_arguments(self)
+        if data_args is not None:
+            check_run_ends(data_args, self)
 
     num_processes: str = field(
         default="auto",
@@ -337,6 +345,9 @@ class PretrainingArguments(GuardedTrainingArguments):
         },
     )
     logging_steps: float = field(default=50, metadata={"help": "Log the training loss every N steps."})
+    # Not a flag: the data arguments, made before these and handed over by the parser (a streamed dataset needs a
+    # step count or a budget).
+    data_args: InitVar = None
 
 
 # What `--help` lists: the flags a first run needs (every other flag: --help_all).
@@ -360,11 +371,11 @@ def build_parser() -> ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, PretrainingArguments]:
-    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
+    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses (each
+    checked and completed as it is made)."""
     parser = build_parser()
     use_cpu_process_group()
     model_args, data_args, training_args = parse_args_or_json(parser, argv)
-    check_objective_fits_data(model_args, data_args, training_args)
     return model_args, data_args, training_args
 
 
@@ -460,12 +471,10 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
         training_args.ddp_find_unused_parameters = False
 
 
-def check_objective_fits_data(
-    model_args: ModelArguments, data_args: DataArguments, training_args: PretrainingArguments
-) -> None:
-    """What one dataclass's flags need of another's (`parse_args` runs this): whole-word masking and the short-block
-    start work on packed blocks, whose objectives also give `short_seq_fraction` its default, and a streamed
-    dataset needs a step count or a budget."""
+def check_objective_fits_data(model_args: ModelArguments, data_args: DataArguments) -> None:
+    """What the data arguments need of the model's objective (`DataArguments` runs this when made, handed the model
+    arguments): whole-word masking and the short-block start work on packed blocks, whose objectives also give
+    `short_seq_fraction` its default."""
     if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
         raise ValueError(
             f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
@@ -489,6 +498,11 @@ def check_objective_fits_data(
                 "The short-block start works with objective 'mlm' only (or 'electra', also on packed blocks: cutting "
                 f"would split NSP's sentence pairs), got objective {model_args.objective!r}; add --short_seq_fraction 0."
             )
+
+
+def check_run_ends(data_args: DataArguments, training_args: PretrainingArguments) -> None:
+    """What the training arguments need of the data arguments (`PretrainingArguments` runs this when made, handed the
+    data arguments): a streamed dataset needs a step count or a budget."""
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError(
             "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "

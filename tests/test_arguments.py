@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import json
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 import pytest
 
 from hf_bertscratch import convert, hub
+from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
 from hf_bertscratch.pretraining import parse_args as parse_pretraining_args
+
+
+@dataclass
+class _TaskArguments:
+    task: str = field(default="sst2", metadata={"help": "The task."})
+
+
+@dataclass
+class _TrainArguments:
+    metric: str = field(default="auto", metadata={"help": "The metric; auto: the task's."})
+    task_args: InitVar = None  # not a flag: handed over by the parser
+
+    def __post_init__(self, task_args: _TaskArguments | None = None) -> None:
+        if self.metric == "auto" and task_args is not None:
+            self.metric = f"{task_args.task}-metric"
 
 
 def test_a_json_file_gives_the_same_arguments_as_the_flags(tmp_path: Path) -> None:
@@ -37,3 +54,21 @@ def test_leading_arguments_fill_the_positional_fields(tmp_path: Path) -> None:
     assert (args.model_dir, args.repo_id) == ("MODEL", "user/name")
     args = hub.parse_args(["--model_dir", "MODEL", "--repo_id", "user/name"])
     assert args.model_dir == "MODEL"
+
+
+def test_each_dataclass_is_made_with_those_made_before_it(tmp_path: Path) -> None:
+    """A dataclass whose default depends on another's flags completes itself as it is made: the parser hands it the
+    dataclass made before it that its `__post_init__` names, from flags and from a .json file alike."""
+    parser = ArgumentParser((_TaskArguments, _TrainArguments))
+    assert "--task_args" not in parser.format_help()  # an InitVar is no flag
+    _, train = parse_args_or_json(parser, ["--task", "cola"])
+    assert train.metric == "cola-metric"
+    arguments = tmp_path / "args.json"
+    arguments.write_text(json.dumps({"task": "cola"}))
+    assert parse_args_or_json(parser, [str(arguments)])[1].metric == "cola-metric"
+    assert parse_args_or_json(parser, ["--metric", "f1"])[1].metric == "f1"  # a value given is kept
+    (alone,) = parse_args_or_json(ArgumentParser(_TrainArguments), [])
+    assert alone.metric == "auto"  # nothing of the type it names was made before it
+    arguments.write_text(json.dumps({"task": "cola", "nope": 1}))
+    with pytest.raises(ValueError, match=r"Some keys are not used by the HfArgumentParser: \['nope'\]"):
+        parse_args_or_json(parser, [str(arguments)])

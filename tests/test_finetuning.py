@@ -307,6 +307,24 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
+@pytest.mark.parametrize("task", ["sst2", "cola", "mrpc", "stsb", "conll2003", "squad"])
+def test_parsing_picks_the_tasks_main_metric_for_the_best_checkpoint(tmp_path: Path, task: str) -> None:
+    """--metric_for_best_model auto (the default) is the task's main metric once the flags are parsed (the parser hands
+    the training arguments the data arguments), from flags and from a .json file alike; a metric given is kept."""
+    from hf_bertscratch.finetuning_arguments import AUTO_METRIC, FinetuneTrainingArguments, parse_args
+
+    flags = {"model_name_or_path": "unused", "task": task, "output_dir": str(tmp_path / "out")}
+    arguments = tmp_path / "args.json"
+    arguments.write_text(json.dumps(flags))
+    given = [item for name, value in flags.items() for item in (f"--{name}", value)]
+    for argv in (given, [str(arguments)]):
+        _, _, training = parse_args(argv)
+        assert (training.metric_for_best_model, training.greater_is_better) == (TASKS[task].main_metric, True)
+    _, _, training = parse_args([*given, "--metric_for_best_model", "loss"])
+    assert (training.metric_for_best_model, training.greater_is_better) == ("loss", False)
+    assert FinetuneTrainingArguments(output_dir=str(tmp_path)).metric_for_best_model == AUTO_METRIC  # made alone
+
+
 def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
     pretrained = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
     scratch = load_model(ModelArguments(model_name_or_path=str(model_dir), init_from_scratch=True), classes("a", "b"))

@@ -1046,6 +1046,42 @@ def test_bad_short_block_arguments_fail_before_training(
     assert data_args.short_seq_fraction == 0.0  # NSP keeps its sentence pairs whole by default
 
 
+@pytest.mark.parametrize(
+    "objective, max_seq_length, expected",
+    [("mlm", 128, 0.25), ("electra", 128, 0.25), ("mlm_nsp", 128, 0.0), ("mlm", 30, 0.0)],
+)
+def test_parsing_fills_the_short_block_start_for_the_objective(
+    tmp_path: Path, objective: str, max_seq_length: int, expected: float
+) -> None:
+    """short_seq_fraction's default depends on the model's objective, a flag of another dataclass: parsing alone fills
+    it (the parser hands the data arguments the model arguments), from flags and from a .json file alike."""
+    flags = {"output_dir": "unused", "objective": objective, "max_seq_length": max_seq_length}
+    arguments = tmp_path / "args.json"
+    arguments.write_text(json.dumps(flags))
+    for argv in ([item for name, value in flags.items() for item in (f"--{name}", str(value))], [str(arguments)]):
+        model_args, data_args, _ = parse_args(argv)
+        assert (model_args.objective, data_args.short_seq_fraction) == (objective, expected)
+        assert data_args.short_seq_length == max_seq_length // 4
+    assert pretraining.DataArguments().short_seq_fraction == 0.25  # made alone: the default model's objective
+    nsp = pretraining.ModelArguments(objective="mlm_nsp")
+    assert pretraining.DataArguments(model_args=nsp).short_seq_fraction == 0.0  # made with them: theirs
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--short_seq_length", "5"], "short_seq_length must divide max_seq_length=128, got 5"),
+        (["--short_seq_fraction", "1"], "short_seq_fraction must be in \\[0, 1\\), got 1.0"),
+        (["--objective", "mlm_nsp", "--short_seq_fraction", "0.25"], "objective 'mlm' only .* got objective 'mlm_nsp'"),
+        (["--objective", "mlm_nsp", "--whole_word_mask", "true"], "whole_word_mask works with objectives .* 'mlm_nsp'"),
+        (["--streaming", "true", "--max_train_minutes", "0"], "--streaming needs --max_steps > 0"),
+    ],
+)
+def test_what_one_dataclass_needs_of_another_fails_as_it_is_parsed(flags: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_args(["--output_dir", "unused", *flags])
+
+
 def test_max_train_samples_draws_whole_packed_blocks_at_random(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
