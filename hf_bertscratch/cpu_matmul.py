@@ -218,32 +218,38 @@ def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | N
 FUSED_ACTIVATIONS = {"gelu": "none", "gelu_pytorch_tanh": "tanh"}
 
 
-def _fusable(module: nn.Module, input: torch.Tensor) -> torch.dtype | None:
-    """The dtype a fused oneDNN product of `module` on `input` runs in, or None: `module` is this file's layer itself
-    (not an adapter wrapping it, not a subclass), with no hooks a fused call would skip, on the oneDNN path."""
+def _fusable(module: nn.Module, input: torch.Tensor) -> tuple[BertScratchLinear, torch.dtype] | None:
+    """The layer and the dtype of a fused oneDNN product of `module` on `input`, or None: `module` is this file's
+    layer itself (not an adapter wrapping it, not a subclass), with no hooks a fused call would skip, on the oneDNN
+    path."""
     if type(module) is not BertScratchLinear or module._forward_hooks or module._forward_pre_hooks:
         return None
     if nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks:
         return None
-    return module._fast_dtype(input)
+    dtype = module._fast_dtype(input)
+    return None if dtype is None else (module, dtype)
 
 
 def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hidden_act: str) -> torch.Tensor:
     """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there."""
-    dtype = _fusable(module, input) if isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS else None
-    if dtype is None:
+    fused = _fusable(module, input) if isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS else None
+    if fused is None:
         return activation(module(input))
-    packed, bias = module._packed_weight(dtype, input.numel() // module.in_features)
+    layer, dtype = fused
+    packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
     return torch.ops.mkldnn._linear_pointwise(input.to(dtype), packed, bias, "gelu", [], FUSED_ACTIVATIONS[hidden_act])
 
 
 def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, dropout: nn.Dropout) -> torch.Tensor:
     """`residual + dropout(module(input))`, with the add run inside oneDNN's product where it runs there (no dropout
     active, the residual already in the product's dtype and shape)."""
-    dtype = None if dropout.training and dropout.p > 0 else _fusable(module, input)
-    if dtype is None or residual.dtype != dtype or residual.shape != (*input.shape[:-1], module.out_features):
+    fused = None if dropout.training and dropout.p > 0 else _fusable(module, input)
+    if fused is None:
         return residual + dropout(module(input))
-    packed, bias = module._packed_weight(dtype, input.numel() // module.in_features)
+    layer, dtype = fused
+    if residual.dtype != dtype or residual.shape != (*input.shape[:-1], layer.out_features):
+        return residual + dropout(module(input))
+    packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
     return torch.ops.mkldnn._linear_pointwise.binary(input.to(dtype), residual.contiguous(), packed, bias, "add")
 
 

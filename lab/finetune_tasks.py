@@ -62,7 +62,7 @@ RECIPES: dict[str, TaskRecipe] = {
     "conll2003": TaskRecipe(3, 128, (42, 43, 44), LEARNING_RATES),
     # SST-2 and IMDB at the rate their fine-tuning defaults give a small model (tasks.TASK_DEFAULTS).
     "sst2": TaskRecipe(3, 64, (42, 43, 44), (1e-3,)),
-    "imdb": TaskRecipe(3, 256, (42, 43, 44), (1e-3,)),
+    "imdb": TaskRecipe(3, 512, (42, 43, 44), (1e-3,)),
 }
 
 

@@ -120,7 +120,7 @@ PROVIDED: dict[str, tuple[str, ...]] = {
     "runs/imdb": (
         QUICK_START,
         "bertscratch finetune --model_name_or_path runs/bert-tiny-wikitext2 --task imdb --data_dir ../shared/data "
-        "--max_seq_length 512 --truncation head+tail --head_tokens 128 --output_dir runs/imdb",
+        "--output_dir runs/imdb",
     ),
 }
 # Page -> the folders of other pages it uses: the quick start of Getting started, and the fine-tuned models of the

@@ -286,10 +286,11 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     sst2 = DataArguments(task="sst2", truncation="tail")
     assert sst2.chosen_defaults == [f"max_seq_length {TASK_DEFAULTS['sst2'].max_seq_length}"]  # logged with the rest
     imdb = DataArguments(task="imdb")
-    assert (imdb.max_seq_length, imdb.truncation) == (
-        TASK_DEFAULTS["imdb"].max_seq_length,
-        TASK_DEFAULTS["imdb"].truncation,
-    )
+    assert (imdb.max_seq_length, imdb.truncation, imdb.head_tokens) == (512, "head+tail", 128)  # Sun et al.'s cut
+    assert imdb.chosen_defaults == ["max_seq_length 512", "truncation head+tail", "head_tokens 128"]
+    short = DataArguments(task="imdb", max_seq_length=64)  # a shorter length keeps a quarter of it from the start
+    assert (short.truncation, short.head_tokens) == ("head+tail", 16)
+    assert DataArguments(task="imdb", head_tokens=100).head_tokens == 100
     stsb = check_data_arguments(DataArguments(task="stsb"))
     defaults = finetune_defaults(stsb, "stsb")
     assert defaults == replace(SHAPE_DEFAULTS["regression"], classifier_pooling="segments", head_init="probe")

@@ -111,7 +111,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Tokens per example after truncation, incl. [CLS]/[SEP] (default: the task's; 128, question "
-            "answering 384, IMDB 256, CoLA and SST-2 64)."
+            "answering 384, IMDB 512, CoLA and SST-2 64)."
         },
     )
     truncation: str = field(
@@ -119,14 +119,17 @@ class DataArguments:
         metadata={
             "help": "How to cut single texts longer than max_seq_length: head (keep the start), tail (keep the end), "
             "head+tail (keep --head_tokens from the start and the rest from the end; Sun et al. 2019), or auto (the "
-            "task's, tasks.TASK_DEFAULTS; head for every task of the table). The saved classifier cuts longer inputs "
+            "task's, tasks.TASK_DEFAULTS: head+tail for IMDB, head for the rest of the table). The saved classifier cuts longer inputs "
             "the same way.",
             "choices": [AUTO, *TRUNCATION_STRATEGIES],
         },
     )
-    head_tokens: int = field(
-        default=128,
-        metadata={"help": "With --truncation head+tail: text tokens kept from the start (Sun et al.: 128)."},
+    head_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "With --truncation head+tail: text tokens kept from the start (default: a quarter of "
+            "max_seq_length, 128 of 512 as in Sun et al.)."
+        },
     )
     doc_stride: int = field(
         default=128,
@@ -192,6 +195,10 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
         args.chosen_defaults.append(f"truncation {args.truncation}")
     if args.max_seq_length < 3:
         raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
+    if args.head_tokens is None:
+        args.head_tokens = args.max_seq_length // 4
+        if args.truncation == "head+tail":
+            args.chosen_defaults.append(f"head_tokens {args.head_tokens}")
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
         raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
     if task.shape == "question-answering":
