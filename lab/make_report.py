@@ -672,9 +672,14 @@ SINGLE_BASELINES = {
 }
 
 
+# What a fine-tuning run of a single-text record ran with, flags or the defaults of its day: record key -> name.
+SINGLE_RUN_SETTINGS = {"learning_rate": "lr", "max_seq_length": "length"}
+
+
 def render_single_table(record: dict) -> str:
     """One `lab/diagnose_single.py` record as a table: the no-learning scores, the frozen probes per pooling and
-    each fine-tuning variant (its flags, mean ± sd over seeds, the eval metric per epoch)."""
+    each fine-tuning variant (its flags with the rate and length it ran at, mean ± sd over seeds, the eval metric
+    per epoch)."""
     metric = record["metric"]
     lines = [f"**{record['task']}** ({metric} x 100):", "",
              "| what | how | score | per epoch | bag of words on the run's examples (words / and word pairs) |",
@@ -695,12 +700,14 @@ def render_single_table(record: dict) -> str:
     for variant, runs in record.get("fine_tuning", {}).items():
         first = next(iter(runs.values()))
         flags = " ".join(first.get("flags", [])) or "(the task's defaults)"
+        ran = [f"{name} {first[key]:g}" for key, name in SINGLE_RUN_SETTINGS.items() if first.get(key) is not None]
+        flags = f"`{flags}`" + (f" ({', '.join(ran)})" if ran else "")
         curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
         bags = " / ".join(
             f"{100 * first[k]:.1f}" for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs") if k in first
         )
         lines.append(
-            f"| fine-tuned: `{variant}` | `{flags}` | {_variant_mean(record, variant, metric)} | {curves} | {bags} |"
+            f"| fine-tuned: `{variant}` | {flags} | {_variant_mean(record, variant, metric)} | {curves} | {bags} |"
         )
     note = record.get("model_note") or record["model"]
     commands = "; then ".join(f"`{c}`" for c in record.get("commands", []))

@@ -74,7 +74,7 @@ def test_the_record_renders_every_baseline_probe_and_run() -> None:
         "fine_tuning": {
             "mean-max": {
                 "42": {"flags": ["--classifier_pooling", "mean-max"], "final": 0.78, "dev": [0.7, 0.78],
-                       "baseline_bag_of_words": 0.803},
+                       "baseline_bag_of_words": 0.803, "learning_rate": 1e-3, "max_seq_length": 64},
                 "43": {"flags": ["--classifier_pooling", "mean-max"], "final": 0.76, "dev": [0.72, 0.76]},
             }
         },
@@ -87,7 +87,7 @@ def test_the_record_renders_every_baseline_probe_and_run() -> None:
         "| frozen features, mean, logistic regression | 100 train / eval examples, max_seq_length 64 | 60.0 |" in table
     )
     assert (
-        "| fine-tuned: `mean-max` | `--classifier_pooling mean-max` | 77.0 ± 1.4 | 70.0 78.0 / 72.0 76.0 | 80.3 |"
-        in table
+        "| fine-tuned: `mean-max` | `--classifier_pooling mean-max` (lr 0.001, length 64) | 77.0 ± 1.4 "
+        "| 70.0 78.0 / 72.0 76.0 | 80.3 |" in table  # the rate and length it ran at, flags or the defaults of its day
     )
     assert "Made by `python -m lab.diagnose_single --task sst2`" in table
