@@ -80,7 +80,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         if action.default is None or "default" in (action.help or ""):
             return action.help or ""
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or ""  # typeshed says `str | None`; this base class gives a str
 
 
 class _HelpAllAction(argparse.Action):
@@ -218,7 +218,7 @@ def parse_args_or_json(
         if not path.is_file():
             parser.error(f"arguments file {argv[0]!r} does not exist (expected flags, or one .json file of them)")
         return parser.parse_json_file(json_file=path.resolve())
-    leading = []
+    leading: list[str] = []
     while argv and not argv[0].startswith("-") and len(leading) < len(positional):
         leading.append(argv.pop(0))
     flags = [item for name, value in zip(positional, leading) for item in (f"--{name}", value)]

@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from .metrics import ClassificationMetrics, RegressionMetrics
 
 _WORD = re.compile(r"\w+")
+
+
+class _Split(Protocol):
+    """A raw split whose text columns are read by name (a `datasets.Dataset`)."""
+
+    def __getitem__(self, column: str, /) -> Sequence[str]: ...
 
 
 def word_set(text: str) -> set[str]:
@@ -153,7 +160,7 @@ def bag_of_words(
 
 
 def no_learning_scores(
-    task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence
+    task, train: _Split, dev: _Split, train_labels: Sequence, dev_labels: Sequence
 ) -> dict[str, dict[str, float]]:
     """Every metric of each no-learning answer to a task on its eval split: "constant"; for a pair task with scores or
     two classes, "word_overlap"; for a single-text classification task, "bag_of_words" and "bag_of_word_pairs"
@@ -185,7 +192,7 @@ def no_learning_scores(
     return out
 
 
-def task_baselines(task, train: object, dev: object, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
+def task_baselines(task, train: _Split, dev: _Split, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
     """`no_learning_scores` of the task's main metric, as a run's results record them: `baseline_constant`,
     `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those that apply)."""
     scores = no_learning_scores(task, train, dev, train_labels, dev_labels)

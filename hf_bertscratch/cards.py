@@ -246,7 +246,7 @@ class CardInfo:
     @classmethod
     def of(cls, info: "CardInfo | Mapping[str, Any]") -> "CardInfo":
         """`info` itself, or a `CardInfo` from a mapping of its fields; a bad or unknown key is a ValueError naming it."""
-        if isinstance(info, cls):
+        if isinstance(info, CardInfo):
             return info
         try:
             return cls(**info)
@@ -257,7 +257,7 @@ class CardInfo:
 def template_path(kind: str) -> Path:
     """The Jinja template of a card kind ("pretrained" or "classifier"), wherever the package is installed."""
     card_kind = _card_kind(kind)
-    path = Path(str(resources.files("hf_bertscratch").joinpath("model_cards", card_kind.template)))
+    path = Path(str(resources.files("hf_bertscratch") / "model_cards" / card_kind.template))
     if not path.is_file():
         raise FileNotFoundError(
             f"Model card template {card_kind.template!r} not found at {path}; reinstall the package."
@@ -462,6 +462,7 @@ def _origin(card_kind: CardKind, info: CardInfo) -> str:
 
 def _procedure(card_kind: CardKind, info: CardInfo) -> list[tuple[str, str]]:
     """The training-procedure table: (name, value) rows, leaving out what the run did not record."""
+    start: str | None
     if info.base_model:
         start = _base_model_link(info.base_model)
     else:

@@ -400,6 +400,7 @@ def run_attention(args: AttentionArguments) -> None:
     from .plotting import plot_attention
 
     encoder = load_pipeline("feature-extraction", args.model, **load_kwargs(args))
+    assert encoder.tokenizer is not None, "load_pipeline always hands the pipeline a tokenizer"
     path = plot_attention(encoder.model, encoder.tokenizer, args.text, args.output, args.layer, args.head)
     print(f"Wrote {path}")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.nn import functional as F
@@ -87,11 +88,16 @@ class EmbeddingTrainer(Trainer):
         label_range: (lowest, highest) training label, mapped to cosine targets 0 and 1 by the cosine objective.
     """
 
-    def __init__(self, *args, objective: str, pooling: str, label_range: tuple[float, float] | None, **kwargs):
+    def __init__(
+        self, *args: Any, objective: str, pooling: str, label_range: tuple[float, float] | None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.objective, self.pooling, self.label_range = objective, pooling, label_range
+        self.objective: str = objective
+        self.pooling: str = pooling
+        self.label_range: tuple[float, float] | None = label_range
 
     def _targets(self, labels: torch.Tensor) -> torch.Tensor:
+        assert self.label_range is not None, "the cosine objective, the one that needs targets, is given a label range"
         low, high = self.label_range
         return (labels - low) / (high - low) if high > low else torch.zeros_like(labels)
 

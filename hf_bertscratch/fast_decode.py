@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Tile = tuple[int, int] | None | Literal["auto", "model"]
+Decoding = tuple[int, int] | None | Literal["model"]  # a `Tile` once "auto" is chosen (`choose_decoding`)
 DEFAULT_TILE: tuple[int, int] = (256, 1024)  # the tiled candidate: (rows, words) per GEMM, a 1 MiB fp32 output tile
 PROBE_ROWS = 512  # rows decoded by each candidate when `choose_decoding` times them
 PROBE_ROUNDS = 3
@@ -57,7 +58,7 @@ def _tile_name(tile: tuple[int, int] | None | str) -> str:
     return tile if isinstance(tile, str) else "one GEMM" if tile is None else f"{tile[0]}x{tile[1]}"
 
 
-def choose_decoding(head: BertScratchLMHead) -> tuple[int, int] | None | str:
+def choose_decoding(head: BertScratchLMHead) -> Decoding:
     """The fastest of the model's own decoding ("model"), one GEMM per run into a reused buffer (None) and
     `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path: from `cpu_matmul`'s cache, or timed now on
     `PROBE_ROWS` rows in interleaved rounds (`time_candidates`) and cached."""
@@ -79,13 +80,13 @@ def choose_decoding(head: BertScratchLMHead) -> tuple[int, int] | None | str:
     return chosen
 
 
-def _tile_from_json(value: object) -> tuple[int, int] | None | str:
+def _tile_from_json(value: object) -> Decoding:
     if isinstance(value, list):
         return int(value[0]), int(value[1])
-    return value if value is None or isinstance(value, str) else None
+    return "model" if isinstance(value, str) else None  # the cache writes no other string
 
 
-def time_candidates(head: BertScratchLMHead) -> dict[tuple[int, int] | None | str, float]:
+def time_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
     """Median seconds of each decoding candidate on `PROBE_ROWS` random rows of `head`'s width, interleaved."""
     weight = head.decoder.weight
     hidden = torch.randn(PROBE_ROWS, weight.shape[1], dtype=weight.dtype)
@@ -99,12 +100,12 @@ def time_candidates(head: BertScratchLMHead) -> dict[tuple[int, int] | None | st
 
         return decode
 
-    candidates = {
+    candidates: dict[Decoding, Callable[[], object]] = {
         "model": lambda: head.decoder(hidden),
         None: into_buffer(None),
         DEFAULT_TILE: into_buffer(DEFAULT_TILE),
     }
-    times: dict[tuple[int, int] | None | str, list[float]] = {tile: [] for tile in candidates}
+    times: dict[Decoding, list[float]] = {tile: [] for tile in candidates}
     with torch.no_grad():
         for decode in candidates.values():
             decode()
@@ -166,7 +167,7 @@ class TiledLogitsDecoder:
         return {"tile": self.tile}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["tile"])
+        TiledLogitsDecoder.__init__(self, state["tile"])
 
     def __call__(
         self, head: BertScratchLMHead, sequence_output: torch.Tensor, padding: BertScratchPadding | None
@@ -232,5 +233,6 @@ def enable(model: nn.Module, tile: Tile = "auto") -> nn.Module:
     `TiledLogitsDecoder` of `tile` ("auto": the fastest for this CPU, `choose_decoding`); returns the model. A model
     without an MLM decoder is returned unchanged."""
     if hasattr(model, "logits_decoder"):
-        model.logits_decoder = TiledLogitsDecoder(tile)
+        # torch's stub of Module.__setattr__ admits only tensors and modules; any value is set at runtime.
+        model.logits_decoder = TiledLogitsDecoder(tile)  # type: ignore[assignment]
     return model

@@ -118,11 +118,12 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             "choices": ["random", "sequential", "group_by_length", "batch_rebalance"],
         },
     )
-    learning_rate: float | None = field(
+    # None until finetuning fills in the task shape's default: wider than TrainingArguments' float on purpose.
+    learning_rate: float | None = field(  # type: ignore[assignment]
         default=None,
         metadata={"help": "Peak AdamW learning rate (default: the task shape's, by model size; tasks.SHAPE_DEFAULTS)."},
     )
-    num_train_epochs: float | None = field(
+    num_train_epochs: float | None = field(  # type: ignore[assignment]
         default=None, metadata={"help": "Passes over the training set (default: the task shape's)."}
     )
     per_device_train_batch_size: int = field(default=32, metadata={"help": "Training examples per step and device."})

@@ -7,15 +7,20 @@ import contextlib
 import os
 import shlex
 import subprocess
-from dataclasses import asdict, dataclass, is_dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import cpu_matmul
 from .hardware import cpu_model
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def environment_line() -> str:
@@ -91,7 +96,13 @@ class RunStart:
         return cls(git_commit(), date, _load_average_list())
 
 
-def run_record(program: str, argv: list[str], arguments: object, start: RunStart, onnxruntime: bool) -> dict:
+def run_record(
+    program: str,
+    argv: list[str],
+    arguments: DataclassInstance | Mapping[str, Any],
+    start: RunStart,
+    onnxruntime: bool,
+) -> dict:
     """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
     cores, threads, the CPU GEMM path (`cpu_matmul.choice`), load average at the start and the end, and the parsed
     arguments (a dataclass or a mapping)."""
@@ -107,7 +118,7 @@ def run_record(program: str, argv: list[str], arguments: object, start: RunStart
         "load_average": {"start": start.load_average, "end": _load_average_list()},
         "arguments": {
             name: portable_paths([value])[0] if isinstance(value, str) else value
-            for name, value in (asdict(arguments) if is_dataclass(arguments) else dict(arguments)).items()
+            for name, value in (dict(arguments) if isinstance(arguments, Mapping) else asdict(arguments)).items()
         },
         "environment": environment_line(),
     }

@@ -91,7 +91,7 @@ def pair_cosines(
     seconds: Sequence[str],
     pooling: str = "mean",
     layers: Sequence[int] | None = None,
-    **encode_kwargs: object,
+    **encode_kwargs: int,  # encode's batch_size and max_length
 ) -> np.ndarray:
     """The cosine of each pair's two vectors, each text encoded alone: (N,), or (len(layers), N) with `layers`."""
     if len(firsts) != len(seconds):

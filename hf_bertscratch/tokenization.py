@@ -2,7 +2,8 @@
 
 `load_tokenizer` accepts the forms users have at hand (a saved tokenizer folder, a folder holding only `vocab.txt`,
 a `vocab.txt` file, or a Hub id); `train_wordpiece_tokenizer` trains BERT's uncased WordPiece with the `tokenizers`
-library and returns it as a `BertTokenizerFast`. `main()` is the `train_tokenizer` command.
+library and returns it as a `BertTokenizer` (in transformers v5 the `tokenizers`-backed class, which
+`BertTokenizerFast` names too). `main()` is the `train_tokenizer` command.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
 
@@ -34,15 +35,16 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
         ValueError: if the tokenizer has no mask token (masked language modelling needs one).
     """
     path = Path(name_or_path).expanduser()
+    tokenizer: PreTrainedTokenizerBase
     if path.is_file():
-        tokenizer = BertTokenizerFast(vocab=str(path))
+        tokenizer = BertTokenizer(vocab=str(path))
     elif path.is_dir() and not any((path / name).is_file() for name in _TOKENIZER_FILES):
         if not (path / "vocab.txt").is_file():
             raise FileNotFoundError(
                 f"Tokenizer folder {name_or_path!r} holds neither {' nor '.join(_TOKENIZER_FILES)} nor vocab.txt."
             )
         # AutoTokenizer cannot tell a bare vocab.txt folder's class; WordPiece vocab files are BERT's.
-        tokenizer = BertTokenizerFast.from_pretrained(str(path))
+        tokenizer = BertTokenizer.from_pretrained(str(path))
     else:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     check_mask_token(tokenizer, name_or_path)
@@ -64,7 +66,7 @@ def check_mask_token(tokenizer: PreTrainedTokenizerBase, name: str = "tokenizer"
 
 def train_wordpiece_tokenizer(
     texts: Iterable[str], vocab_size: int, output_dir: str | None = None, lowercase: bool = True
-) -> BertTokenizerFast:
+) -> BertTokenizer:
     """Train a BERT WordPiece tokenizer on `texts` (BERT normaliser and pre-tokeniser, "##" continuation prefix).
 
     The special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4, the other tokens the following ids in sorted
@@ -87,7 +89,7 @@ def train_wordpiece_tokenizer(
     if not learned:
         raise ValueError("Cannot train a tokenizer: the texts given contain no characters to learn from.")
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + learned)}
-    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=lowercase)
+    tokenizer = BertTokenizer(vocab=vocab, do_lower_case=lowercase)
     if output_dir is not None:
         tokenizer.save_pretrained(output_dir)
         logger.info("Saved a %d-token WordPiece tokenizer to %s", len(tokenizer), output_dir)

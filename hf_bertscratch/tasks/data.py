@@ -214,8 +214,8 @@ def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict 
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
     from .question_answering import is_squad_json, load_squad_json
 
-    files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
-    files = {split: path for split, path in files.items() if path}
+    named = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
+    files = {split: path for split, path in named.items() if path}
     if not files or not all(is_squad_json(path) for path in files.values()):
         return None
     return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})

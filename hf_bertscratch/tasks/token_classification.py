@@ -64,7 +64,7 @@ def _is_known(tag: object, label_names: Sequence[str], names: set[str]) -> bool:
     """Whether `tag` is one of the labels: a name, or an id into `label_names` (a ClassLabel column)."""
     if isinstance(tag, str):
         return tag in names
-    return isinstance(tag, (int, np.integer)) and not isinstance(tag, bool) and 0 <= tag < len(label_names)
+    return isinstance(tag, (int, np.integer)) and not isinstance(tag, bool) and bool(0 <= tag < len(label_names))
 
 
 def check_tags(
@@ -220,8 +220,10 @@ def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, 
     positions = getattr(getattr(tagger.model, "config", None), "max_position_embeddings", None)
     if positions is None:
         return {}
-    tagger.tokenizer.model_max_length = min(tagger.tokenizer.model_max_length, positions)
-    return {} if aggregation_strategy == "none" else {"stride": tagger.tokenizer.model_max_length // 4}
+    tokenizer = tagger.tokenizer
+    assert tokenizer is not None, "a token-classification pipeline is always built with its tokenizer"
+    tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
+    return {} if aggregation_strategy == "none" else {"stride": tokenizer.model_max_length // 4}
 
 
 def tag_entities(
