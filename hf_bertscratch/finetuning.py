@@ -52,7 +52,7 @@ from .hardware import describe_hardware
 from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
-from .run_folder import finish_run
+from .run_folder import finish_run, output_dir_of
 from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
@@ -375,10 +375,13 @@ def evaluate_best_model(
     was made there; else one pass now gives both the metrics and the per-example predictions. The test split, when
     the task has one, is scored once."""
     prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
+    assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
     metrics = dict(prediction.metrics)
     if "test" in features:
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
-        metrics.update(trainer.predict(features["test"], metric_key_prefix="test").metrics)
+        test = trainer.predict(features["test"], metric_key_prefix="test")
+        assert test.metrics is not None, "Trainer's evaluation loop always reports metrics"
+        metrics.update(test.metrics)
     return prediction, metrics
 
 
@@ -460,7 +463,9 @@ def write_reports(
         folder, raw_eval, eval_features, prediction, f"{name}: {task.metric_label} {main_value:.4f}"
     )
     plot_training_curves(folder)  # titled with the output_dir's name, not the staging folder's
-    _write_card(folder, Path(trainer.args.output_dir).resolve().name, trainer, shape, results, model_args, data_args)
+    _write_card(
+        folder, Path(output_dir_of(trainer.args)).resolve().name, trainer, shape, results, model_args, data_args
+    )
     (folder / "all_results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
 
 
@@ -550,7 +555,7 @@ def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) 
         eval_examples,
         f"; with no learning: {', '.join(beside)}" if beside else "",
     )
-    best = max(baselines, key=baselines.get, default=None)
+    best = max(baselines, key=lambda label: baselines[label], default=None)
     if best is not None and baselines[best] > value:
         logger.warning(
             "The model's eval_%s %.4f is below the %s's %.4f, which needs no pretraining.",
@@ -593,7 +598,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 4. Trainer and training, with the best checkpoint kept by the task's main metric.
     trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)
-    output_dir = Path(training_args.output_dir)
+    output_dir = Path(output_dir_of(training_args))
     (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)

@@ -200,7 +200,10 @@ def plot_confusion_matrix(
 
 
 def plot_regression(
-    labels: Sequence[float], predictions: Sequence[float], output_file: str | Path, title: str = ""
+    labels: Sequence[float] | np.ndarray,
+    predictions: Sequence[float] | np.ndarray,
+    output_file: str | Path,
+    title: str = "",
 ) -> Path:
     """Scatter predicted against gold scores (n,) with the y = x diagonal, titled with Pearson and Spearman."""
     from scipy.stats import pearsonr, spearmanr

@@ -60,9 +60,16 @@ class GuardedTrainingArguments(TrainingArguments):
         self.push_at_end, self.push_to_hub = self.push_to_hub, False
 
 
+def output_dir_of(args: TrainingArguments) -> str:
+    """`args.output_dir`, typed `str | None` by transformers though its `__post_init__` always sets it (to
+    "trainer_output" where none is given)."""
+    assert args.output_dir is not None, "TrainingArguments.__post_init__ sets output_dir"
+    return args.output_dir
+
+
 def check_output_dir(training_args: GuardedTrainingArguments, finished_files: Iterable[str] = FINISHED_FILES) -> None:
     """Refuse to overwrite a finished run (one of `finished_files` present) unless asked or resuming."""
-    output_dir = Path(training_args.output_dir)
+    output_dir = Path(output_dir_of(training_args))
     finished = [name for name in finished_files if (output_dir / name).exists()]
     if finished and not training_args.overwrite_output_dir and not training_args.resume_from_checkpoint:
         raise ValueError(
@@ -77,11 +84,10 @@ def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
     if resume is None or str(resume).lower() in ("false", ""):
         return None
     if str(resume).lower() in ("true", "last"):
-        last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
+        output_dir = output_dir_of(training_args)
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
         if last is None:
-            raise ValueError(
-                f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {training_args.output_dir!r}."
-            )
+            raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {output_dir!r}.")
         return last
     if not os.path.isdir(resume):
         raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
@@ -186,7 +192,8 @@ def finish_run(
     run that fails on the way leaves nothing that looks finished. Then the intermediate checkpoints go, unless
     --keep_checkpoints (`prune_checkpoints`: all of them, or all but the last with `keep_last_checkpoint`); returns
     the sentence that says what the folder keeps, on the main process (None on the others)."""
-    staging = Path(trainer.args.output_dir) / STAGING
+    output_dir = output_dir_of(trainer.args)
+    staging = Path(output_dir) / STAGING
     if trainer.is_world_process_zero():
         shutil.rmtree(staging, ignore_errors=True)  # what a run that failed here before left behind
     trainer.accelerator.wait_for_everyone()
@@ -195,10 +202,10 @@ def finish_run(
         return None
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
-    publish_folder(staging, trainer.args.output_dir, last=_WRITTEN_LAST)
+    publish_folder(staging, output_dir, last=_WRITTEN_LAST)
     if getattr(trainer.args, "keep_checkpoints", False):
-        return f"{trainer.args.output_dir} keeps the final model and every checkpoint (--keep_checkpoints)."
-    return prune_checkpoints(trainer.args.output_dir, keep_last_checkpoint)
+        return f"{output_dir} keeps the final model and every checkpoint (--keep_checkpoints)."
+    return prune_checkpoints(output_dir, keep_last_checkpoint)
 
 
 def prune_checkpoints(output_dir: str | Path, keep_last: bool) -> str:
@@ -238,6 +245,7 @@ __all__ = [
     "check_output_dir",
     "finish_run",
     "grant_usual_permissions",
+    "output_dir_of",
     "prune_checkpoints",
     "publish_folder",
     "resolve_checkpoint",

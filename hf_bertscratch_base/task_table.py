@@ -72,6 +72,14 @@ class TaskSpec:
         if not self.metric_label:
             object.__setattr__(self, "metric_label", self.main_metric)
 
+    def column(self, role: str) -> str:
+        """The column of `role`, one the shape always reads (every role but "text_pair", and an embedding task's
+        "label", is named); `columns[role]` for the roles that may be None."""
+        column = self.columns[role]
+        if column is None:
+            raise ValueError(f"A {self.shape} task reads a {role} column, but none is named: give {column_flag(role)}.")
+        return column
+
 
 def _pair(first: str, second: str) -> dict[str, str | None]:
     return {"text": first, "text_pair": second, "label": "label"}

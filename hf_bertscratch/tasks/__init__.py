@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
@@ -78,6 +79,13 @@ class FinetuneDefaults:
         return self.learning_rate if hidden_size <= SMALL_HIDDEN_SIZE else self.learning_rate_large
 
 
+class HeadDefaults(TypedDict, total=False):
+    """The `FinetuneDefaults` fields that say how a task's head reads the encoder and starts."""
+
+    classifier_pooling: str
+    head_init: str
+
+
 SMALL_HIDDEN_SIZE = 256  # up to Google's BERT-Mini (4L/H256): small models fine-tune best at 1e-4 to 1e-3
 
 # Per shape, chosen on the task table's dev sets (docs/fine-tuning.md, "Defaults"); TASK_DEFAULTS overrides a task.
@@ -92,7 +100,7 @@ SHAPE_DEFAULTS: dict[str, FinetuneDefaults] = {
 # Sentiment (SST-2, IMDB): the head reads the mean and the maximum of the last states, and a small model trains at
 # 1e-3. From the quick start's model (one seed each, results/single-diagnosis/): IMDB on 5,000 reviews 81.0 against
 # 72.9 for [CLS] at 2e-4 (the former default); SST-2 on 20,000 sentences 78.7 against 76.7.
-SENTIMENT_HEAD = {"classifier_pooling": "mean-max"}
+SENTIMENT_HEAD: HeadDefaults = {"classifier_pooling": "mean-max"}
 TASK_DEFAULTS: dict[str, FinetuneDefaults] = {
     "cola": replace(SHAPE_DEFAULTS["classification"], max_seq_length=64),
     "sst2": FinetuneDefaults(1e-3, 2e-5, 3, max_seq_length=64, **SENTIMENT_HEAD),
@@ -105,7 +113,7 @@ TASK_DEFAULTS: dict[str, FinetuneDefaults] = {
 # A sentence-pair task's head (classification or regression of two texts): each text read by its own mean, the head
 # fitted to the frozen features first. From random [CLS] heads, STS-B from the 9-minute model stayed at 11-16
 # Spearman while the model's own zero-shot cosine ranked it at 61 (docs/fine-tuning.md, "Sentence pairs").
-PAIR_HEAD = {"classifier_pooling": "segments", "head_init": "probe"}
+PAIR_HEAD: HeadDefaults = {"classifier_pooling": "segments", "head_init": "probe"}
 
 
 def finetune_defaults(task: TaskSpec, name: str | None = None) -> FinetuneDefaults:
@@ -121,23 +129,23 @@ def finetune_defaults(task: TaskSpec, name: str | None = None) -> FinetuneDefaul
 Split = Mapping[str, Iterable]
 
 
-def _sentence_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
+def _sentence_texts(task: TaskSpec, split: Split) -> list[list[str]]:
     """Classification and regression: each example's text, then a pair's second text as a text of its own."""
-    names = [name for name in (columns["text"], columns.get("text_pair")) if name]
+    names = [name for name in (task.columns["text"], task.columns.get("text_pair")) if name]
     return [[text for text in row if text and text.strip()] for row in zip(*(split[name] for name in names))]
 
 
-def _token_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
+def _token_texts(task: TaskSpec, split: Split) -> list[list[str]]:
     """Token classification: each sentence's words joined with spaces."""
-    return [[" ".join(tokens)] for tokens in split[columns["tokens"]] if tokens]
+    return [[" ".join(tokens)] for tokens in split[task.column("tokens")] if tokens]
 
 
-def _question_answering_texts(columns: dict[str, str | None], split: Split) -> list[list[str]]:
+def _question_answering_texts(task: TaskSpec, split: Split) -> list[list[str]]:
     """Question answering: each context once (the data repeats it for every question on it), where it first occurs,
     and every question after its context."""
     seen: set[str] = set()
     groups: list[list[str]] = []
-    for context, question in zip(split[columns["context"]], split[columns["question"]]):
+    for context, question in zip(split[task.column("context")], split[task.column("question")]):
         if context and context not in seen:
             seen.add(context)
             groups.append([context])
@@ -150,7 +158,7 @@ def _question_answering_texts(columns: dict[str, str | None], split: Split) -> l
 
 # shape -> the unlabelled texts of one split of a task of that shape, grouped by example (a pair's two texts, a
 # context and its questions).
-SHAPE_TEXTS: dict[str, Callable[[dict[str, str | None], Split], list[list[str]]]] = {
+SHAPE_TEXTS: dict[str, Callable[[TaskSpec, Split], list[list[str]]]] = {
     "classification": _sentence_texts,
     "regression": _sentence_texts,
     "embedding": _sentence_texts,
@@ -174,7 +182,7 @@ def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[st
             a NotNext segment comes from another example.
     """
     end = [""] if documents else []
-    return [text for group in SHAPE_TEXTS[task.shape](task.columns, split) if group for text in group + end]
+    return [text for group in SHAPE_TEXTS[task.shape](task, split) if group for text in group + end]
 
 
 __all__ = [
@@ -185,6 +193,7 @@ __all__ = [
     "SMALL_HIDDEN_SIZE",
     "TASK_DEFAULTS",
     "FinetuneDefaults",
+    "HeadDefaults",
     "finetune_defaults",
     "SHAPES",
     "SHAPE_COLUMNS",

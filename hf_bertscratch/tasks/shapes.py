@@ -151,7 +151,7 @@ def make_text_tokenize_function(
     longest-first truncation, which is what GLUE pair tasks use. Labels are
     class ids through `label_map`, or floats for regression (`label_map` None).
     """
-    text, pair, label = task.columns["text"], task.columns.get("text_pair"), task.columns["label"]
+    text, pair, label = task.column("text"), task.columns.get("text_pair"), task.column("label")
 
     def tokenize(batch: dict[str, list]) -> dict[str, list]:
         if pair:
@@ -224,7 +224,7 @@ class ClassificationShape:
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read and check the label set of every split."""
         names = list(self.task.label_names) if self.task.label_names else None
-        self.names, self.label_map = label_mapping(raw, self.task.columns["label"], names)
+        self.names, self.label_map = label_mapping(raw, self.task.column("label"), names)
 
     def config_updates(self) -> dict:
         """What the head's config must say: its classes, one per example (a regressor's folder handed to a
@@ -336,7 +336,7 @@ class TokenClassificationShape:
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         from .token_classification import check_tags, label_names_from
 
-        tokens, tags = self.task.columns["tokens"], self.task.columns["tags"]
+        tokens, tags = self.task.column("tokens"), self.task.column("tags")
         names = list(self.task.label_names) if self.task.label_names else label_names_from(raw["train"], tags)
         for role, split in raw.items():
             check_tags(split, tokens, tags, names, role)
@@ -351,8 +351,8 @@ class TokenClassificationShape:
 
         tokenize = make_word_tokenize_function(
             self.tokenizer,
-            self.task.columns["tokens"],
-            self.task.columns["tags"],
+            self.task.column("tokens"),
+            self.task.column("tags"),
             {name: i for i, name in enumerate(self.names)},
             self.settings.max_seq_length,
         )
@@ -410,11 +410,10 @@ class QuestionAnsweringShape:
         self.names: list[str] = []
 
     def _columns(self) -> dict[str, str]:
-        c = self.task.columns
         return {
-            "question_column": c["question"],
-            "context_column": c["context"],
-            "answers_column": c["answers"],
+            "question_column": self.task.column("question"),
+            "context_column": self.task.column("context"),
+            "answers_column": self.task.column("answers"),
         }
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
@@ -464,8 +463,8 @@ class QuestionAnsweringShape:
             end_logits,
             n_best_size=self.settings.n_best_size,
             max_answer_length=self.settings.max_answer_length,
-            id_column=self.task.columns["id"],
-            context_column=self.task.columns["context"],
+            id_column=self.task.column("id"),
+            context_column=self.task.column("context"),
         )
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
@@ -566,7 +565,7 @@ class EmbeddingShape:
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Each text tokenised alone ([CLS] text [SEP]); the second text's features under `pair_`; labels as floats.
         SimCSE trains on every distinct text of the split, each alone; in-batch negatives on matching pairs only."""
-        text, pair = self.task.columns["text"], self.task.columns.get("text_pair")
+        text, pair = self.task.column("text"), self.task.columns.get("text_pair")
         label = self.task.columns.get("label")
         label = label if label and label in split.column_names else None
         limit = self.settings.max_seq_length
