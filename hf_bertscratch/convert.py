@@ -246,7 +246,8 @@ def _convert_model(
         raise ValueError(f"Cannot convert {source_name}; supported: {sorted(classes)}.")
     target = _model_class(classes[source_name])(convert_config(model.config))
     target.load_state_dict(convert_state_dict(model.state_dict()), strict=True)
-    return target.to(next(model.parameters()).dtype).eval()
+    # PreTrainedModel.to is functools.wraps(nn.Module.to), which typeshed types as unbound: self comes first.
+    return target.to(next(model.parameters()).dtype).eval()  # type: ignore[arg-type]
 
 
 # model_type of a transformers checkpoint -> (its bare model's class, the classes that convert, the conversion).
@@ -282,6 +283,7 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
         raise ValueError(f"SOURCE and OUTPUT_DIR are the same folder ({output_dir}); write the conversion elsewhere.")
     config = AutoConfig.from_pretrained(str(source))
     architecture = (config.architectures or [None])[0]
+    convert: Callable[[PreTrainedModel], PreTrainedModel] | None
     if config.model_type in _FROM_TRANSFORMERS:
         bare, table, convert = _FROM_TRANSFORMERS[config.model_type]
         architecture = architecture or bare
@@ -296,6 +298,7 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
         )
     if architecture not in table:
         raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
+    assert convert is not None, "every architecture in the table has its conversion"
     model = convert(_model_class(architecture).from_pretrained(str(source)))
     _save_atomically(model, source, output_dir)
     logger.info("Converted %s (%s) into %s (%s)", source, architecture, output_dir, type(model).__name__)
@@ -383,6 +386,7 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry point of `bertscratch convert`."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args = parse_args(argv)
+    assert args.source is not None and args.output_dir is not None, "parse_args requires both folders"
     model = convert_checkpoint(args.source, args.output_dir, overwrite=args.overwrite_output_dir)
     print(f"Saved {type(model).__name__} ({model.config.model_type}) to {args.output_dir}")
 

@@ -115,11 +115,15 @@ _SQUAD_CITATION = """@inproceedings{rajpurkar2016squad,
 _GLUE_TSV: dict[str, object] = {"sep": "\t", "quoting": 3}  # 3 = csv.QUOTE_NONE
 
 
-def _glue_local(folder: str, columns: tuple[str, ...], **kwargs: object) -> LocalDataset:
+def _glue_local(
+    folder: str,
+    columns: tuple[str, ...],
+    builder_kwargs: dict[str, object] | None = None,
+    rename: dict[str, str] | None = None,
+) -> LocalDataset:
     """The local copy of one GLUE task: `glue/<folder>/{train,dev}.tsv`, as the Hub's train/validation splits."""
-    builder_kwargs = {**_GLUE_TSV, **kwargs.pop("builder_kwargs", {})}
     splits = {"train": "train.tsv", "validation": "dev.tsv"}
-    return LocalDataset(f"glue/{folder}", splits, columns, builder_kwargs, **kwargs)
+    return LocalDataset(f"glue/{folder}", splits, columns, {**_GLUE_TSV, **(builder_kwargs or {})}, rename or {})
 
 
 def _glue_known(config: str, title: str, local: LocalDataset) -> KnownDataset:
@@ -277,10 +281,10 @@ def _load_files(
     builder: str | None = None,
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
     all_files = [f for files in split_files.values() for f in files]
-    builder, kwargs = (builder, {}) if builder else _builder_for(all_files)
+    builder, found_kwargs = (builder, {}) if builder else _builder_for(all_files)
     if builder == "conll":
         return _load_conll(split_files, streaming)
-    kwargs = {**kwargs, **(builder_kwargs or {})}
+    kwargs: dict[str, object] = {**found_kwargs, **(builder_kwargs or {})}
     data_files = {split: [str(f) for f in files] for split, files in split_files.items()}
     logger.info("Loading %s files: %s", builder, data_files)
     return datasets.load_dataset(builder, data_files=data_files, streaming=streaming, cache_dir=cache_dir, **kwargs)
@@ -341,8 +345,8 @@ def load_raw_datasets(
         ValueError: if neither a dataset name nor any file is given, or a file is empty or of an unknown format.
         FileNotFoundError: if a file (or a local dataset's file) is missing.
     """
-    files = {"train": train_file, "validation": validation_file, "test": test_file}
-    files = {split: f for split, f in files.items() if f}
+    named = {"train": train_file, "validation": validation_file, "test": test_file}
+    files = {split: f for split, f in named.items() if f}
     if files:
         if dataset_name:
             logger.warning("Both dataset_name=%r and data files were given; using the files.", dataset_name)
@@ -354,7 +358,7 @@ def load_raw_datasets(
     local_dir = resolve_data_dir(data_dir)
     for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):
         spec = _find_local(root, dataset_name, dataset_config_name, table) if root else None
-        if spec is not None:
+        if root and spec is not None:
             folder = root / spec.folder
             name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
             logger.info("Using the local copy of %s in %s", name, folder)

@@ -47,6 +47,7 @@ def load_task_text_splits(
     from .tasks.data import DataArguments as TaskDataArguments
     from .tasks.data import load_task_datasets
 
+    assert data_args.task_text is not None, "read only where --task_text names tasks (load_text_splits)"
     texts: dict[str, list[str]] = {"train": [], "eval": []}
     for name in data_args.task_text:
         task_args = TaskDataArguments(task=name, data_dir=data_args.data_dir)
@@ -141,7 +142,7 @@ def build_tokenizer(
     for source in (checkpoint, model_args.model_name_or_path):
         if source:
             return load_tokenizer(source)
-    tokenizer = None
+    tokenizer: PreTrainedTokenizerBase | None = None
     if training_args.process_index == 0:
         logger.info("Training a %d-token WordPiece tokenizer on the training text", model_args.tokenizer_vocab_size)
         texts = (
@@ -154,6 +155,7 @@ def build_tokenizer(
         shared = [tokenizer]
         torch.distributed.broadcast_object_list(shared, src=0)
         tokenizer = shared[0]
+    assert tokenizer is not None, "the first process trains it, and the broadcast hands it to the others"
     return tokenizer
 
 
@@ -268,7 +270,7 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
     epoch: int = 0
     _batch_seed: int = field(default=0, init=False, repr=False)
 
-    def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+    def torch_call(self, examples: list[Any]) -> dict[str, Any]:  # the pipeline's examples: dicts of input_ids
         digest = hashlib.blake2b(digest_size=8)
         digest.update(f"{self.seed}/{self.epoch}".encode())
         for example in examples:
@@ -291,7 +293,7 @@ def masking_collators(
     tokenizer: PreTrainedTokenizerBase, data_args: DataArguments, seed: int
 ) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
     """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate."""
-    return tuple(
+    train, evaluation = (
         SeededMaskingCollator(
             tokenizer,
             mlm_probability=probability,
@@ -302,6 +304,7 @@ def masking_collators(
         )
         for probability in (data_args.mlm_probability, data_args.eval_mlm_probability)
     )
+    return train, evaluation
 
 
 class MaskingEpochCallback(TrainerCallback):

@@ -343,9 +343,10 @@ def _answer_positions(
 
 
 def _answer_tokens(
-    answers: Mapping[str, Sequence], offsets: Offsets, sequence_ids: list[int | None]
+    answers: Mapping[str, Sequence], offsets: Sequence[Sequence[int]], sequence_ids: list[int | None]
 ) -> tuple[int, int] | None:
-    """The first and last token of the first answer in this window, or None if it is not wholly inside it."""
+    """The first and last token of the first answer in this window, or None if it is not wholly inside it.
+    `offsets` are the tokenizer's own, a (start, end) pair for every token."""
     if not answers["answer_start"]:
         return None
     start_char = answers["answer_start"][0]
@@ -567,7 +568,8 @@ def _load_qa_model(
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
             tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else name))
     if device is not None:
-        qa_model = qa_model.to(device)
+        # PreTrainedModel.to is functools.wraps(nn.Module.to), which typeshed types as unbound: self comes first.
+        qa_model = qa_model.to(device)  # type: ignore[arg-type]
     return qa_model.eval(), tokenizer
 
 
@@ -575,7 +577,8 @@ def _qa_logits(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, features: dict[str, list]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits, each (F, T), of the features in one right-padded batch."""
-    inputs = {name: features[name] for name in ("input_ids", "token_type_ids", "attention_mask") if name in features}
+    names = ("input_ids", "token_type_ids", "attention_mask")
+    inputs: dict[str, list] = {name: features[name] for name in names if name in features}
     # Right padding keeps token t of each feature at index t, where its offset_mapping entry is.
     batch = tokenizer.pad(inputs, padding_side="right", return_tensors="pt").to(model.device)
     with torch.inference_mode():
