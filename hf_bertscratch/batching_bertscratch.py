@@ -9,7 +9,7 @@ modeling file's relative imports), so it imports torch, public transformers API 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -73,7 +73,8 @@ class BertScratchPadding:
         """
         keep = attention_mask.to(torch.bool)
         if extent is None:
-            extent = tuple(_read_on_host(cls.extent_scalars(keep)).values())
+            scalars = _read_on_host(cls.extent_scalars(keep))
+            extent = scalars["real_tokens"], scalars["last_column"]
         num_real, last_column = extent
         seq_len = max(last_column, 1)
         order = true_first(keep[:, :seq_len].reshape(-1), num_real)  # real, then pad; each ascending
@@ -108,16 +109,20 @@ class BertScratchPadding:
         ids default to each token's column, as in the padded batch; (1, T) position ids broadcast over the batch.
         """
         if position_ids is None:
-            device = (input_ids if input_ids is not None else inputs_embeds).device
-            position_ids = torch.arange(self.seq_len, device=device).unsqueeze(0)
+            given = input_ids if input_ids is not None else inputs_embeds
+            assert given is not None, "plan_batch requires input_ids or inputs_embeds"
+            position_ids = torch.arange(self.seq_len, device=given.device).unsqueeze(0)
 
-        def one_row(x: torch.Tensor | None) -> torch.Tensor | None:
-            if x is None:
-                return None
+        def one_row(x: torch.Tensor) -> torch.Tensor:
             x = x[:, : self.seq_len].expand(self.batch_size, -1, *x.shape[2:])
             return x.reshape(self.batch_size * self.seq_len, *x.shape[2:]).index_select(0, self.indices).unsqueeze(0)
 
-        return one_row(input_ids), one_row(token_type_ids), one_row(position_ids), one_row(inputs_embeds)
+        return (
+            None if input_ids is None else one_row(input_ids),
+            None if token_type_ids is None else one_row(token_type_ids),
+            one_row(position_ids),
+            None if inputs_embeds is None else one_row(inputs_embeds),
+        )
 
     def pad(self, x: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """(N, D) -> (B, seq_len or T', D), zeros at pad positions; differentiable.
@@ -248,7 +253,9 @@ def _check_inputs(
         raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
     if input_ids is not None and input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, seq_len); got shape {tuple(input_ids.shape)}.")
-    shape = tuple(input_ids.shape) if input_ids is not None else tuple(inputs_embeds.shape[:2])
+    given = input_ids if input_ids is not None else inputs_embeds
+    assert given is not None  # exactly one of them, checked above
+    shape = given.shape[0], given.shape[1]
     if shape[1] > config.max_position_embeddings:
         raise ValueError(
             f"Sequence length {shape[1]} exceeds max_position_embeddings={config.max_position_embeddings}; "
@@ -355,10 +362,12 @@ def plan_batch(
     # FlashAttention runs padded and padding-free batches as one row of sequences (varlen) over the real tokens
     varlen = may_unpad and is_flash_attention_requested(config) and (keep, documents) != (None, None)
     if varlen and keep is None:
+        assert documents is not None, "varlen runs on a mask or on documents"
         keep = torch.ones(batch_size, seq_len, dtype=torch.bool, device=documents.device)
     unpad = keep is not None and may_unpad
     scalars = _plan_scalars(checks, keep, unpad, documents, labels)
     if varlen:
+        assert keep is not None  # the mask, or made above
         counts, lengths = BertScratchVarlen.length_scalars(keep, documents)
         scalars.update(lengths)
     values = _read_on_host(scalars)  # the forward's one host sync
@@ -367,6 +376,7 @@ def plan_batch(
     padded = unpad and values["real_tokens"] < batch_size * max(values["last_column"], 1)  # pad within T'
     packed = documents is not None and not values.get("one_document_per_row")
     if padded or (varlen and packed):  # unpad
+        assert keep is not None  # both need a mask (unpad, varlen): given, or made above
         padding = BertScratchPadding.from_mask(keep, (values["real_tokens"], values["last_column"]))
         plan.padding = padding
         plan.attention_mask = None if attention_mask is None else attention_mask[:, : padding.seq_len]
@@ -403,7 +413,7 @@ def _plan_scalars(
     of the (B, T) bool mask `keep` (and its last real column when the batch may run unpadded), whether each row of
     `documents` is one document, and the number of `labels` that are not -100."""
     scalars = _range_scalars(checks)
-    if unpad:
+    if keep is not None and unpad:  # `unpad` needs a mask
         scalars.update(BertScratchPadding.extent_scalars(keep))
     elif keep is not None:
         scalars["real_tokens"] = keep.sum()
@@ -421,9 +431,10 @@ def document_ids(position_ids: torch.Tensor | None, kwargs: dict[str, object], s
     Read from `seq_idx`, else from `cu_seq_lens_q` (one row), else from `position_ids`: a new document starts wherever
     a position does not follow the one before it. Ordinary position ids (increasing) give one document per row.
     """
+    # The forward's TransformersKwargs, whose seq_idx and cu_seq_lens_q are tensors.
     if kwargs.get("seq_idx") is not None:
-        return kwargs["seq_idx"]
-    starts = kwargs.get("cu_seq_lens_q")
+        return cast(torch.Tensor, kwargs["seq_idx"])
+    starts = cast("torch.Tensor | None", kwargs.get("cu_seq_lens_q"))
     if starts is not None:
         positions = torch.arange(seq_len, device=starts.device)
         return torch.bucketize(positions, starts[1:-1].to(positions.dtype), right=True)[None]  # (1, T)
@@ -448,6 +459,7 @@ def _additive_mask(
     if documents is not None:
         same = (documents[:, :, None] == documents[:, None, :])[:, None]  # (B, 1, T, T)
         keep = same if keep is None else keep & same
+    assert keep is not None  # from the mask or the documents, one of which is given
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 

@@ -108,8 +108,9 @@ def replace_masked_tokens(
     return corrupted, replaced
 
 
-def _at_weight_zero(module: nn.Module) -> torch.Tensor:
-    """0 x the sum of `module`'s parameters: added to a loss, it gives each of them a (zero) gradient."""
+def _at_weight_zero(module: nn.Module) -> torch.Tensor | float:
+    """0 x the sum of `module`'s parameters: added to a loss, it gives each of them a (zero) gradient (0.0 for a
+    module without parameters)."""
     return 0.0 * sum(parameter.sum() for parameter in module.parameters())
 
 
@@ -192,7 +193,7 @@ class ElectraPretrainingModel(nn.Module):
         """`start_mlm`'s weights that are the discriminator's, by parameter name: its encoder's and, as the decoder,
         its word table."""
         encoder = self.discriminator.bert
-        tables = {f"bert.{name}": tensor for name, tensor in encoder.named_parameters()}
+        tables: dict[str, torch.Tensor] = {f"bert.{name}": tensor for name, tensor in encoder.named_parameters()}
         tables["cls.decoder.weight"] = encoder.embeddings.word_embeddings.weight
         return tables
 

@@ -32,7 +32,7 @@ from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .electra import GENERATOR_FOLDER
 from .modeling_bertscratch import code_files, family_auto_map
-from .run_folder import staged_folder
+from .run_folder import output_dir_of, staged_folder
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,9 @@ def check_training_push(training_args: TrainingArguments) -> None:
     resolve_token(training_args.hub_token)
 
 
-def push_training_output(training_args: TrainingArguments, output_dir: str | Path | None = None) -> CommitInfo | None:
+def push_training_output(
+    training_args: TrainingArguments, output_dir: str | Path | None = None
+) -> CommitInfo | Path | None:
     """Upload a finished run's output folder with `push_to_hub`, when `--push_to_hub` was given.
 
     Call it last, after the model, tokenizer, metrics, plots and card are written. It replaces
@@ -288,8 +290,9 @@ def push_training_output(training_args: TrainingArguments, output_dir: str | Pat
     if not wants_push(training_args):
         return None
     check_training_push(training_args)
+    assert training_args.hub_model_id is not None, "check_training_push requires --hub_model_id"
     return push_to_hub(
-        output_dir or training_args.output_dir,
+        output_dir or output_dir_of(training_args),
         repo_id=training_args.hub_model_id,
         private=bool(training_args.hub_private_repo),
         revision=training_args.hub_revision,
@@ -358,6 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry point of `bertscratch push`."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args = parse_args(argv)
+    assert args.model_dir is not None and args.repo_id is not None, "parse_args requires both"
     result = push_to_hub(
         args.model_dir,
         repo_id=args.repo_id,

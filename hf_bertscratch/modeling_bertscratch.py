@@ -23,7 +23,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -191,7 +191,8 @@ class BertScratchAttention(nn.Module):
         query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
 
         implementation = attention_implementation(self.config, output_attentions)
-        mask, sequences = attention_mask, {}
+        mask = attention_mask
+        sequences: dict[str, torch.Tensor | int] = {}
         if varlen is not None:
             mask, sequences = None, varlen.kwargs()
         elif isinstance(mask, torch.Tensor) and mask.dim() == 4:  # additive, built in float32: clamp for fp16
@@ -297,7 +298,8 @@ class BertScratchLMHead(nn.Module):
         self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.act = ACT2FN[config.hidden_act]
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = BertScratchLinear(config.hidden_size, config.vocab_size)
+        # an nn.Linear once resize_token_embeddings replaces it (set_output_embeddings)
+        self.decoder: nn.Linear = BertScratchLinear(config.hidden_size, config.vocab_size)
 
     def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., H): dense, GELU, LayerNorm; what the decoder reads."""
@@ -359,7 +361,9 @@ class BertScratchPreTrainedModel(PreTrainedModel):
                 init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding) and self._starts_sinusoidal(module):
             table = sinusoidal_table(module.num_embeddings, module.embedding_dim)
-            init.copy_(module.weight, table * (self.config.sinusoidal_position_std / table.std()))
+            position_std = self.config.sinusoidal_position_std
+            assert position_std is not None, "_starts_sinusoidal requires it"
+            init.copy_(module.weight, table * (position_std / table.std()))
         elif isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
@@ -375,7 +379,7 @@ class BertScratchPreTrainedModel(PreTrainedModel):
             embeddings, "position_embeddings", None
         )
 
-    def save_pretrained(self, save_directory: str, *args: object, **kwargs: object) -> None:
+    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
         """`PreTrainedModel.save_pretrained`, plus this package's code and an `auto_map` naming every head.
 
         The configuration and modeling files are copied next to the weights so that transformers alone can load the
@@ -425,11 +429,14 @@ class BertScratchModel(BertScratchPreTrainedModel):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
 
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
+    # transformers types the argument as any module; the word table is an nn.Embedding (resize_token_embeddings's too).
+    def set_input_embeddings(self, value: nn.Embedding) -> None:  # type: ignore[override]
         self.embeddings.word_embeddings = value
 
+    # transformers' TransformersKwargs lists position_ids, which its own models (BertModel too) take as a named
+    # argument, as every forward here does: mypy calls that an overlap, hence the ignores on these forwards.
     @capture_outputs
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -516,7 +523,14 @@ class BertScratchForReplacedTokenDetectionOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-class _BertScratchMLMMixin:
+# For the type checker, the mixin is the pretrained model it is mixed into (its config, loss_function, training).
+if TYPE_CHECKING:
+    _MLMHeadBase = BertScratchPreTrainedModel
+else:
+    _MLMHeadBase = object
+
+
+class _BertScratchMLMMixin(_MLMHeadBase):
     """MLM decoding shared by the MaskedLM and PreTraining heads (both own `self.bert` and `self.cls`)."""
 
     _tied_weights_keys = {"cls.decoder.weight": "bert.embeddings.word_embeddings.weight"}
@@ -524,6 +538,9 @@ class _BertScratchMLMMixin:
     # None where it does not apply: `hf_bertscratch.fast_decode.enable` sets one (tiles into a reused CPU buffer).
     logits_decoder: Callable[[BertScratchLMHead, torch.Tensor, BertScratchPadding | None], torch.Tensor | None] | None
     logits_decoder = None
+    # The submodules of the heads that use the mixin.
+    bert: BertScratchModel
+    cls: BertScratchLMHead
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.cls.decoder
@@ -625,7 +642,7 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -675,7 +692,7 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -722,7 +739,7 @@ class BertScratchForNextSentencePrediction(BertScratchPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -778,7 +795,7 @@ class BertScratchForReplacedTokenDetection(BertScratchPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -803,6 +820,13 @@ class BertScratchForReplacedTokenDetection(BertScratchPreTrainedModel):
         return BertScratchForReplacedTokenDetectionOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
+
+
+def _num_labels(config: BertScratchConfig) -> int:
+    """`config.num_labels`, typed `int | None` by transformers though every config sets its `id2label` at init."""
+    num_labels = config.num_labels
+    assert num_labels is not None, "PreTrainedConfig.__post_init__ always sets id2label"
+    return num_labels
 
 
 def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
@@ -855,11 +879,11 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
-        self.num_labels = config.num_labels
+        self.num_labels = _num_labels(config)
         self.bert = BertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls")
         self.dropout = _classifier_dropout(config)
         width = _POOLED_WIDTH[config.classifier_pooling] * config.hidden_size
-        self.classifier = nn.Linear(width, config.num_labels)
+        self.classifier = nn.Linear(width, self.num_labels)
         self.post_init()
 
     def pool(
@@ -871,6 +895,7 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         """What the classifier reads, by `config.classifier_pooling`: (B, H), (B, 2H) for mean-max, (B, 4H) for
         segments."""
         states, pooling = outputs.last_hidden_state, self.config.classifier_pooling
+        assert states is not None  # the encoder always returns its last hidden state
         if pooling == "mean":
             return mean_pool(states, attention_mask)
         if pooling == "max":
@@ -883,7 +908,7 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         return outputs.pooler_output
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -919,14 +944,14 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
-        self.num_labels = config.num_labels
+        self.num_labels = _num_labels(config)
         self.bert = BertScratchModel(config, add_pooling_layer=False)
         self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.classifier = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -960,13 +985,13 @@ class BertScratchForQuestionAnswering(BertScratchPreTrainedModel):
 
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
-        self.num_labels = config.num_labels
+        self.num_labels = _num_labels(config)
         self.bert = BertScratchModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        self.qa_outputs = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -1015,7 +1040,7 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(
+    def forward(  # type: ignore[misc]  # TransformersKwargs lists position_ids too
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -1026,7 +1051,10 @@ class BertScratchForMultipleChoice(BertScratchPreTrainedModel):
         **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput:
         """Inputs (B, C, T) (`inputs_embeds` (B, C, T, H)); `labels` (B,) index of the right choice."""
-        num_choices = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+        choices = input_ids if input_ids is not None else inputs_embeds
+        if choices is None:
+            raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+        num_choices = choices.shape[1]
 
         def flat(x: torch.Tensor | None, tail: int = 1) -> torch.Tensor | None:
             return None if x is None else x.reshape(-1, *x.shape[-tail:])  # (B * C, T[, H])

@@ -13,6 +13,7 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from safetensors import safe_open
+from transformers import SchedulerType
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
 
@@ -310,7 +311,8 @@ class PretrainingArguments(GuardedTrainingArguments):
             "--fp16, if given, decide."
         },
     )
-    dataloader_num_workers: int | None = field(
+    # None until __post_init__ chooses it for the hardware: wider than TrainingArguments' int on purpose.
+    dataloader_num_workers: int | None = field(  # type: ignore[assignment]
         default=None,
         metadata={"help": "Batch-loading worker processes; default: 4 per GPU at most (cores allowing), 0 on a CPU."},
     )
@@ -325,7 +327,8 @@ class PretrainingArguments(GuardedTrainingArguments):
             "if given with a budget, still caps the steps."
         },
     )
-    num_train_epochs: float | None = field(
+    # None until check_training_arguments fills in the default: wider than TrainingArguments' float on purpose.
+    num_train_epochs: float | None = field(  # type: ignore[assignment]
         default=None, metadata={"help": "Epochs to train when neither a time budget nor --max_steps ends the run."}
     )
     # The small-budget recipe (README, "Pretraining recipe"): measured by lab/sweep_pretraining.py.
@@ -461,7 +464,8 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
     if training_args.max_train_minutes is not None:
         if not training_args.max_train_minutes > 0:
             raise ValueError(f"max_train_minutes must be positive, got {training_args.max_train_minutes}.")
-        budget_lr_lambda(str(training_args.lr_scheduler_type.value), training_args.warmup_steps)  # validates both
+        scheduler = SchedulerType(training_args.lr_scheduler_type)  # the member TrainingArguments made of the name
+        budget_lr_lambda(str(scheduler.value), training_args.warmup_steps)  # validates both
         if training_args.max_steps <= 0:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
     check_output_dir(training_args)
@@ -485,6 +489,7 @@ def check_objective_fits_data(model_args: ModelArguments, data_args: DataArgumen
     if not 0.0 <= data_args.short_seq_fraction < 1.0:
         raise ValueError(f"short_seq_fraction must be in [0, 1), got {data_args.short_seq_fraction}.")
     if data_args.short_seq_fraction > 0:
+        assert data_args.short_seq_length is not None, "check_data_arguments, run first, sets its default"
         if (
             not 0 < data_args.short_seq_length <= data_args.max_seq_length
             or data_args.max_seq_length % data_args.short_seq_length
@@ -549,7 +554,7 @@ def check_task_text(data_args: DataArguments) -> None:
             f"splits); it cannot be combined with {', '.join(given)}. Drop those, or drop --task_text."
         )
     datasets_ = task_text_datasets(data_args)
-    configs = [TASKS[name].dataset_config_name for name in names if TASKS[name].dataset_config_name]
+    configs = [config for config in (TASKS[name].dataset_config_name for name in names) if config]
     data_args.dataset_name = datasets_[0] if len(datasets_) == 1 else ", ".join(datasets_)
     data_args.dataset_config_name = ", ".join(configs) or None
 
