@@ -63,7 +63,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import BertForMaskedLM, HfArgumentParser
+from transformers import BertForMaskedLM, HfArgumentParser, PreTrainedModel
 
 from . import cpu_matmul, fast_decode
 from .arguments import parse_args_or_json
@@ -243,6 +243,7 @@ def build_models(preset: str, dropout: float, seed: int) -> tuple[BertScratchFor
     torch.manual_seed(seed)
     ours = BertScratchForMaskedLM(build_config(preset, dropout))
     reference = bertscratch_to_bert(ours)
+    assert isinstance(reference, BertForMaskedLM), "the conversion gives each head transformers' own"
     reference.set_attn_implementation("sdpa")
     return fast_decode.enable(ours), reference  # as `bertscratch pretrain` evaluates: tiles into a reused buffer
 
@@ -274,7 +275,7 @@ def make_batch(
 
 
 @contextlib.contextmanager
-def dropout_disabled(*models: nn.Module) -> Iterator[None]:
+def dropout_disabled(*models: PreTrainedModel) -> Iterator[None]:
     """Turn every dropout of `models` off (modules and config rates) and restore them afterwards."""
     saved: list[tuple[object, str, float]] = []
     for model in models:
@@ -291,7 +292,7 @@ def dropout_disabled(*models: nn.Module) -> Iterator[None]:
             setattr(owner, name, value)
 
 
-def loss_difference(ours: nn.Module, reference: nn.Module, batch: dict[str, torch.Tensor]) -> float:
+def loss_difference(ours: PreTrainedModel, reference: PreTrainedModel, batch: dict[str, torch.Tensor]) -> float:
     """|loss_ours - loss_reference| on `batch`, both in training mode (ours on its fast path), dropout off."""
     ours.train()
     reference.train()
@@ -402,7 +403,11 @@ def onnxruntime_contender(
     if not masked:
         real = batch["attention_mask"].bool().numpy()
         expected, actual = expected[real], actual[real]
-    return lambda: run_session(inference_session, inputs), float(abs(actual - expected).max())
+
+    def step() -> None:
+        run_session(inference_session, inputs)
+
+    return step, float(abs(actual - expected).max())
 
 
 def time_interleaved(steps: dict[str, Callable[[], None]], repeats: int, warmup: int) -> dict[str, list[float]]:
@@ -461,7 +466,7 @@ def _memory_probe(kind: str, args: BenchmarkArguments, case: Case) -> float:
         model = BertForMaskedLM(bertscratch_config_to_bert(config))
         model.set_attn_implementation("sdpa")
     if case.variant == "compiled":
-        model = torch.compile(model)
+        model = torch.compile(model)  # type: ignore[assignment]  # a module (torch types it as any callable)
     batch = make_batch(args.batch_size, case.seq_len, case.padding, args.mask_probability)
     step = make_train_step(model, batch, case.precision)
     for _ in range(2):  # the second step also holds AdamW's state
@@ -493,11 +498,12 @@ def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
     loss_diff = loss_difference(ours, reference, batch)
     results = []
     for workload in args.workloads:
-        models = {"ours": ours, "reference": reference}
+        models: dict[str, nn.Module] = {"ours": ours, "reference": reference}
         if workload == "encode":
-            models = {name: model.bert for name, model in models.items()}  # both keep the bare encoder as .bert
+            models = {"ours": ours.bert, "reference": reference.bert}  # both keep the bare encoder as .bert
         if variant == "compiled":
-            models = {name: torch.compile(model) for name, model in models.items()}
+            # torch types what it compiles as any callable; a compiled module is a module (OptimizedModule).
+            models = {name: torch.compile(model) for name, model in models.items()}  # type: ignore[misc]
         steps = {name: make_step(workload, model, batch, precision) for name, model in models.items()}
         with tempfile.TemporaryDirectory() as onnx_dir:
             differences = {}
@@ -663,7 +669,8 @@ def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: d
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
     """Arguments from the command line, or from a single .json file argument."""
-    parser = HfArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
+    # transformers types the dataclasses as a NewType of Any, which no class is without calling it.
+    parser = HfArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])  # type: ignore[arg-type]
     (args,) = parse_args_or_json(parser, argv)
     return args
 

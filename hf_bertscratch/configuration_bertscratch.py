@@ -1,8 +1,10 @@
 """Configuration of BertScratch, a from-scratch BERT that lives in the transformers ecosystem.
 
-This file imports nothing but transformers and huggingface_hub so that `save_pretrained` can ship it next to the
-weights for `trust_remote_code=True` loading.
+This file imports nothing but transformers, huggingface_hub and the standard library so that `save_pretrained` can
+ship it next to the weights for `trust_remote_code=True` loading.
 """
+
+from typing import TypedDict
 
 from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
@@ -16,7 +18,18 @@ _SIZES: dict[str, tuple[int, int]] = {
     "base": (12, 768),
     "large": (24, 1024),
 }
-PRESETS: dict[str, dict[str, int]] = {
+
+
+class BertScratchPreset(TypedDict):
+    """The sizes a `PRESETS` entry gives `BertScratchConfig`."""
+
+    num_hidden_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    intermediate_size: int
+
+
+PRESETS: dict[str, BertScratchPreset] = {
     name: {
         "num_hidden_layers": layers,
         "hidden_size": hidden,
@@ -187,4 +200,4 @@ class BertScratchConfig(PretrainedConfig):
             )
 
 
-__all__ = ["CLASSIFIER_POOLINGS", "LONG_TEXT_TRUNCATIONS", "BertScratchConfig", "PRESETS"]
+__all__ = ["CLASSIFIER_POOLINGS", "LONG_TEXT_TRUNCATIONS", "BertScratchConfig", "BertScratchPreset", "PRESETS"]

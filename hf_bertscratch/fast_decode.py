@@ -23,7 +23,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import torch
 from torch import nn
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Tile = tuple[int, int] | None | Literal["auto", "model"]
-Decoding = tuple[int, int] | None | Literal["model"]  # a `Tile` once "auto" is chosen (`choose_decoding`)
+Decoding = tuple[int, int] | None | Literal["model"]
+_Model = TypeVar("_Model", bound=nn.Module)  # a `Tile` once "auto" is chosen (`choose_decoding`)
 DEFAULT_TILE: tuple[int, int] = (256, 1024)  # the tiled candidate: (rows, words) per GEMM, a 1 MiB fp32 output tile
 PROBE_ROWS = 512  # rows decoded by each candidate when `choose_decoding` times them
 PROBE_ROUNDS = 3
@@ -228,7 +229,7 @@ class TiledLogitsDecoder:
         return logits
 
 
-def enable(model: nn.Module, tile: Tile = "auto") -> nn.Module:
+def enable(model: _Model, tile: Tile = "auto") -> _Model:
     """Make an MLM model (`BertScratchForMaskedLM`, `BertScratchForPreTraining`) decode its inference logits with a
     `TiledLogitsDecoder` of `tile` ("auto": the fastest for this CPU, `choose_decoding`); returns the model. A model
     without an MLM decoder is returned unchanged."""

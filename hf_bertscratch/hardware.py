@@ -67,7 +67,7 @@ class LaunchArguments(Protocol):
     fp16: bool
     precision: str
     num_processes: str
-    dataloader_num_workers: int
+    dataloader_num_workers: int | None  # None until PretrainingArguments.__post_init__ chooses it
     dataloader_pin_memory: bool
 
 

@@ -20,9 +20,11 @@ import functools
 import inspect
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from torch import nn
 from transformers import (
     AutoConfig,
     FeatureExtractionPipeline,
@@ -38,6 +40,11 @@ from transformers.utils import ModelOutput, enable_tf32
 from .model_reference import check_model_reference
 from .similarity import POOLINGS
 from .tokenization import load_tokenizer
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from .onnx.runtime import BertScratchOnnxRuntimeModel
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +89,7 @@ def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tenso
     return torch.where(rank < counts, positions, positions[:, :1])
 
 
-def takes_masked_positions(model: PreTrainedModel) -> bool:
+def takes_masked_positions(model: nn.Module) -> bool:
     """Whether `model` can decode given positions only: an export with the `masked_positions` input, or a PyTorch
     model whose forward takes `masked_positions` (BertScratchForMaskedLM)."""
     from .onnx.common import MASKED_POSITIONS
@@ -102,10 +109,12 @@ class BertScratchFillMaskPipeline(FillMaskPipeline):
     model runs as in transformers' pipeline.
     """
 
-    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> ModelOutput:
+    # Without Pipeline._forward's **forward_parameters, as FillMaskPipeline's own: fill-mask has none.
+    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> ModelOutput:  # type: ignore[override]
         if not takes_masked_positions(self.model):
             return super()._forward(model_inputs)
         input_ids = model_inputs["input_ids"]  # (B, T)
+        assert self.tokenizer is not None, "a fill-mask pipeline is always built with its tokenizer"
         positions = masked_positions(input_ids, self.tokenizer.mask_token_id)  # (B, K)
         outputs = self.model(**model_inputs, masked_positions=positions)
         logits = outputs["logits"]  # (B, K, V)
@@ -133,6 +142,10 @@ class _OnnxRuntimeModelCheck:
     classes would take BertScratchConfig from the PyTorch heads. The check here is the wrapper's own: its task must
     be the pipeline's (`from_folder` checked the graph's outputs against that task).
     """
+
+    # What the pipeline class it is put ahead of has, here with the ONNX wrapper.
+    model: BertScratchOnnxRuntimeModel
+    task: str
 
     def check_model_type(self, supported_models: list[str] | dict) -> None:
         if self.model.task != self.task:
@@ -174,7 +187,7 @@ def load_pipeline(
     torch_dtype = inference_dtype(dtype, backend)
     model = check_model_reference(model)
     check_task_head(model, task)
-    tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
     exported = Path(model) / "model.onnx"
     weights = [*Path(model).glob("*.safetensors"), *Path(model).glob("pytorch_model*.bin")]
     if backend == "pytorch" and exported.is_file() and not weights:
@@ -183,12 +196,13 @@ def load_pipeline(
             "(in Python: backend='onnxruntime')."
         )
     if backend == "onnxruntime":
-        return _onnx_pipeline(task, model, tokenizer, device)
+        return _onnx_pipeline(task, model, loaded, device)
     # dtype="auto" would load a checkpoint saved in half precision as is: the type is always chosen here.
-    return pipeline(
+    # transformers' overloads of pipeline() name each task literally and take only its own tokenizer and model classes.
+    return pipeline(  # type: ignore[call-overload]
         task,
         model=model,
-        tokenizer=tokenizer,
+        tokenizer=loaded,
         device=device,
         dtype=torch_dtype,
         pipeline_class=PIPELINE_CLASSES[task],
@@ -212,7 +226,7 @@ def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
     return DTYPES[dtype]
 
 
-def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int | None) -> Pipeline:
+def _onnx_pipeline(task: str, model: str, tokenizer: PreTrainedTokenizerBase, device: str | int | None) -> Pipeline:
     """The pipeline for `task` over the exported folder `model`, run by ONNX Runtime on the CPU."""
     from .onnx.runtime import BertScratchOnnxRuntimeModel
 
@@ -224,7 +238,7 @@ def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int |
         raise FileNotFoundError(
             f"Model {model!r}: the onnxruntime backend reads a local folder written by `bertscratch export`."
         )
-    return pipeline(
+    return pipeline(  # type: ignore[call-overload]  # as in load_pipeline
         task,
         model=BertScratchOnnxRuntimeModel.from_folder(model, task),
         tokenizer=tokenizer,
@@ -232,7 +246,7 @@ def _onnx_pipeline(task: str, model: str, tokenizer: object, device: str | int |
     )
 
 
-def as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: object) -> Pipeline:
+def as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: Any) -> Pipeline:  # kwargs: load_pipeline's
     """`model` itself when it is a built pipeline, else the pipeline `load_pipeline` builds for `task` from it."""
     return model if isinstance(model, Pipeline) else load_pipeline(task, model, **kwargs)
 
@@ -255,6 +269,7 @@ def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kw
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}.")
     fill = as_pipeline("fill-mask", model, **load_kwargs)
+    assert fill.tokenizer is not None, "a fill-mask pipeline is always built with its tokenizer"
     mask = fill.tokenizer.mask_token
     if mask not in text:
         raise ValueError(f"Text {text!r} has no {mask} token: write the word to predict as {mask}.")
@@ -308,7 +323,7 @@ def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> st
     from .embedding import saved_pooling
 
     folder = model.model.name_or_path if isinstance(model, Pipeline) else model
-    return (saved_pooling(folder) if Path(str(folder)).is_dir() else None) or "mean"
+    return (saved_pooling(folder) if folder is not None and Path(folder).is_dir() else None) or "mean"
 
 
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: object) -> np.ndarray:
@@ -329,7 +344,7 @@ def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load
 
 
 def similarity(
-    model: str | Path | Pipeline, text: str, text_pair: str, pooling: str = "auto", **load_kwargs: object
+    model: str | Path | Pipeline, text: str, text_pair: str, pooling: str = "auto", **load_kwargs: Any
 ) -> float:
     """The cosine similarity of the two texts' `embed` vectors (one model load for both)."""
     pooling = embedding_pooling(model, pooling)

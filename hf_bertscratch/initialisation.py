@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import safe_open
+from torch import nn
 from transformers import PreTrainedModel
 
 
@@ -67,7 +68,9 @@ def head_inputs(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor
     """What `model.classifier` reads for every example of `batches` (each with `labels`), in eval mode: (N, D)
     features and (N,) labels."""
     seen: list[torch.Tensor] = []
-    hook = model.classifier.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().float()))
+    hook = model.get_submodule("classifier").register_forward_pre_hook(
+        lambda module, args: seen.append(args[0].detach().float())
+    )
     was_training = model.training
     model.eval()
     labels = []
@@ -93,8 +96,10 @@ def probe_head(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor]
     """
     from sklearn.linear_model import LogisticRegression, RidgeCV
 
+    classifier = model.classifier
+    assert isinstance(classifier, nn.Linear), "the sequence heads that probe (BertScratch's) end in one nn.Linear"
     features, labels = head_inputs(model, batches)
-    weight = model.classifier.weight
+    weight = classifier.weight
     if regression:
         fit = RidgeCV(alphas=np.logspace(-3, 3, 7)).fit(features, labels)
         coef, intercept = fit.coef_.reshape(1, -1), np.atleast_1d(fit.intercept_)
@@ -112,8 +117,8 @@ def probe_head(model: PreTrainedModel, batches: Iterable[dict[str, torch.Tensor]
         coef, intercept = full_coef, full_intercept
         score = fit.score(features, classes)
     with torch.no_grad():
-        model.classifier.weight.copy_(torch.as_tensor(coef, dtype=weight.dtype))
-        model.classifier.bias.copy_(torch.as_tensor(intercept, dtype=weight.dtype))
+        classifier.weight.copy_(torch.as_tensor(coef, dtype=weight.dtype))
+        classifier.bias.copy_(torch.as_tensor(intercept, dtype=weight.dtype))
     return float(score)
 
 

@@ -17,6 +17,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -24,6 +25,10 @@ from matplotlib.figure import Figure
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .run_folder import atomic_write, final_path
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.image import AxesImage
 
 logger = logging.getLogger(__name__)
 
@@ -150,8 +155,8 @@ def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = N
 
 
 def plot_confusion_matrix(
-    labels: Sequence[int],
-    predictions: Sequence[int],
+    labels: Sequence[int] | np.ndarray,
+    predictions: Sequence[int] | np.ndarray,
     label_names: Sequence[str],
     output_file: str | Path,
     title: str = "",
@@ -284,7 +289,7 @@ def attention_weights(
     if not outputs.attentions:
         raise ValueError(f"{type(model).__name__} returned no attentions: it does not support output_attentions.")
     weights = torch.stack([layer[0] for layer in outputs.attentions]).float().cpu()  # (L, nh, T, T)
-    tokens = tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist())
+    tokens = cast("list[str]", tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist()))  # ids: a list
     return tokens, weights
 
 
@@ -297,7 +302,7 @@ def _check_index(name: str, value: int | None, count: int) -> int | None:
     return value % count
 
 
-def _draw_heatmap(ax, weights: np.ndarray, tokens: list[str], title: str, fontsize: float) -> object:
+def _draw_heatmap(ax: Axes, weights: np.ndarray, tokens: list[str], title: str, fontsize: float) -> AxesImage:
     """One (T, T) heatmap, queries down the rows and keys across the columns, a token on every tick."""
     image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0)
     ticks = range(len(tokens))

@@ -25,9 +25,11 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sized
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import torch
 from transformers import (
     AutoConfig,
@@ -76,9 +78,13 @@ from .pretraining_data import (
 )
 from .run_folder import (
     finish_run,
+    output_dir_of,
     resolve_checkpoint,
 )
 from .tokenization import check_mask_token
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +101,20 @@ def build_model(
     start the discriminator; the generator starts new, its projection being stored in no generator folder).
     """
     path = model_args.model_name_or_path
-    config = None if path else new_model_config(model_args, tokenizer)
     if model_args.objective == "electra":
         discriminator_class = BertScratchForReplacedTokenDetection
-        model = discriminator_class.from_pretrained(path) if path else discriminator_class(config)
+        model = (
+            discriminator_class.from_pretrained(path)
+            if path
+            else discriminator_class(new_model_config(model_args, tokenizer))
+        )
     else:
         auto_class = AutoModelForPreTraining if model_args.objective == "mlm_nsp" else AutoModelForMaskedLM
-        model = auto_class.from_pretrained(path) if path else auto_class.from_config(config)
+        model = (
+            auto_class.from_pretrained(path)
+            if path
+            else auto_class.from_config(new_model_config(model_args, tokenizer))
+        )
     check_model_fits(model.config, data_args, tokenizer)
     if model_args.objective == "electra":
         return ElectraPretrainingModel(
@@ -168,7 +181,10 @@ def preprocess_logits_for_metrics(logits: torch.Tensor | tuple, labels: torch.Te
 
 def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
     """Masked-token accuracy (`accuracy`), token-weighted MLM loss and its perplexity, and NSP accuracy if any."""
-    reduced, labels = eval_pred.predictions, eval_pred.label_ids
+    # One array: preprocess_logits_for_metrics reduces each batch's outputs to one tensor. The labels are one array,
+    # or two with NSP (transformers types the tuple as one array long).
+    reduced = cast(np.ndarray, eval_pred.predictions)
+    labels = cast("np.ndarray | tuple[np.ndarray, ...]", eval_pred.label_ids)
     mlm_labels = labels[0] if isinstance(labels, tuple) else labels
     metrics = {}
     if isinstance(labels, tuple):
@@ -194,7 +210,7 @@ def preprocess_electra_logits_for_metrics(logits: tuple[torch.Tensor, ...], labe
 def compute_electra_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
     """The generator's masked-token accuracy, MLM loss and perplexity (as `compute_metrics`), and the discriminator's
     accuracy and loss over every real token, with the fraction of them replaced."""
-    reduced = eval_pred.predictions
+    reduced = cast(np.ndarray, eval_pred.predictions)  # one array (preprocess_electra_logits_for_metrics)
     metrics = compute_metrics(EvalPrediction(predictions=reduced[..., :2], label_ids=eval_pred.label_ids))
     metrics.update(replaced_token_metrics(reduced[..., 2:]))
     return metrics
@@ -257,7 +273,9 @@ class PretrainingTrainer(Trainer):
     def _set_signature_columns_if_needed(self) -> None:
         if self._signature_columns is None:
             super()._set_signature_columns_if_needed()
-            self._signature_columns += [name for name in COLLATOR_COLUMNS if name not in self._signature_columns]
+            # The call above made it a list; Trainer leaves the attribute unannotated, so it is typed None.
+            columns = cast("list[str]", self._signature_columns)
+            columns += [name for name in COLLATOR_COLUMNS if name not in columns]
 
     def progress(self) -> float:
         """Fraction of the training done: of the time budget, or of the steps."""
@@ -281,7 +299,9 @@ class PretrainingTrainer(Trainer):
         if _internal_call or not isinstance(model, ElectraPretrainingModel):
             super().save_model(output_dir, _internal_call)
         elif self.args.should_save:
-            model.save_pretrained(output_dir or self.args.output_dir, self.processing_class)
+            tokenizer = self.processing_class
+            assert tokenizer is None or isinstance(tokenizer, PreTrainedTokenizerBase), "pretraining's is a tokenizer"
+            model.save_pretrained(output_dir or output_dir_of(self.args), tokenizer)
 
     def get_eval_dataloader(self, eval_dataset: Any = None) -> torch.utils.data.DataLoader:
         """Evaluation batches are masked by `eval_collator` (the evaluation masking rate), training ones are not."""
@@ -299,6 +319,7 @@ class PretrainingTrainer(Trainer):
         if self.budget is None or self.lr_scheduler is not None:
             kwargs = self.args.lr_scheduler_kwargs or {}
             if self.args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY and "num_decay_steps" not in kwargs:
+                assert isinstance(kwargs, dict), "TrainingArguments parses them from JSON into a dict"
                 # The same shape as with a budget: the last WSD_DECAY_FRACTION of the steps decay linearly to 0.
                 self.args.lr_scheduler_kwargs = {
                     "num_decay_steps": math.ceil(WSD_DECAY_FRACTION * num_training_steps),
@@ -306,11 +327,12 @@ class PretrainingTrainer(Trainer):
                     **kwargs,
                 }
             return super().create_scheduler(num_training_steps, optimizer)
-        factor = budget_lr_lambda(str(self.args.lr_scheduler_type.value), self.args.warmup_steps)
+        scheduler = SchedulerType(self.args.lr_scheduler_type)  # the member TrainingArguments made of the name
+        factor = budget_lr_lambda(str(scheduler.value), self.args.warmup_steps)
         budget = self.budget
-        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer or self.optimizer, lambda _step: factor(budget.fraction)
-        )
+        optimizer = optimizer or self.optimizer
+        assert optimizer is not None, "Trainer creates the optimizer before the scheduler"
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _step: factor(budget.fraction))
         return self.lr_scheduler
 
 
@@ -333,6 +355,8 @@ def build_trainer(
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
     collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)
+    # Made with the DataArguments (check_data_arguments, check_objective_fits_data).
+    assert data_args.short_seq_length is not None and data_args.short_seq_fraction is not None
     budget = None
     if training_args.max_train_minutes is not None:
         budget = TrainingBudget.resumed(training_args.max_train_minutes, checkpoint)
@@ -388,10 +412,12 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
 def unigram_metrics(trainer: Trainer) -> dict[str, float]:
     """The unigram plateau's scores on the evaluation blocks (`baselines.unigram_answer`): what the run's accuracy
     and perplexity are read against. Empty for a streamed evaluation set."""
-    dataset = trainer.eval_dataset
+    dataset = cast("datasets.Dataset | datasets.IterableDataset | None", trainer.eval_dataset)  # build_trainer's
     if dataset is None or not hasattr(dataset, "__len__") or "input_ids" not in dataset.column_names:
         return {}
-    accuracy, perplexity, token = unigram_answer(dataset["input_ids"], trainer.processing_class.all_special_ids)
+    tokenizer = trainer.processing_class
+    assert isinstance(tokenizer, PreTrainedTokenizerBase), "build_trainer hands the Trainer the tokenizer"
+    accuracy, perplexity, token = unigram_answer(dataset["input_ids"], tokenizer.all_special_ids)
     return {"eval_unigram_accuracy": accuracy, "eval_unigram_perplexity": perplexity, "eval_unigram_token": token}
 
 
@@ -513,7 +539,7 @@ def _card_info(
             mlm_start_fraction=model_args.mlm_start_fraction,
         )
     return {
-        "model_name": Path(args.output_dir).resolve().name,
+        "model_name": Path(output_dir_of(args)).resolve().name,
         "datasets": task_text_datasets(data_args) or ([data_args.dataset_name] if data_args.dataset_name else []),
         # several --task_text tasks of one dataset have no one config (their names, joined, describe the data)
         "dataset_config": None if len(data_args.task_text or ()) > 1 else data_args.dataset_config_name,
@@ -539,8 +565,9 @@ def _describe_data(trainer: Trainer, model_args: ModelArguments, data_args: Data
         else f"texts concatenated and packed into {data_args.max_seq_length}-token blocks"
     )
     sizes = ""
-    if not data_args.streaming:
-        sizes = f" ({len(trainer.train_dataset):,} training and {len(trainer.eval_dataset):,} validation examples)"
+    if not data_args.streaming:  # then both splits are a datasets.Dataset, which has a length
+        train, held_out = cast(Sized, trainer.train_dataset), cast(Sized, trainer.eval_dataset)
+        sizes = f" ({len(train):,} training and {len(held_out):,} validation examples)"
     return f"Raw text from `{source}`, {shape}{sizes}."
 
 
@@ -553,6 +580,7 @@ def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
 
     fill = load_pipeline("fill-mask", model_dir)
     lines = []
+    assert fill.tokenizer is not None, "load_pipeline always hands the pipeline a tokenizer"
     for template in FILL_MASK_EXAMPLES:
         text = template.format(mask=fill.tokenizer.mask_token)
         (guesses,) = fill_mask(fill, text, top_k=top_k)
@@ -601,8 +629,10 @@ def main(argv: list[str] | None = None) -> None:
     kept = save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))
-        print("\n".join(summarise_run(metrics, training_args, model_args, trainer.processing_class)))
-        fill_mask_dir = Path(training_args.output_dir)
+        tokenizer = trainer.processing_class
+        assert isinstance(tokenizer, PreTrainedTokenizerBase), "build_trainer hands the Trainer the tokenizer"
+        print("\n".join(summarise_run(metrics, training_args, model_args, tokenizer)))
+        fill_mask_dir = Path(output_dir_of(training_args))
         if model_args.objective == "electra":
             fill_mask_dir = fill_mask_dir / GENERATOR_FOLDER  # the discriminator does not fill masks
         show_fill_mask(fill_mask_dir)

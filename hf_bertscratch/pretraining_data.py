@@ -8,8 +8,9 @@ import hashlib
 import logging
 import math
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import datasets
 import numpy as np
@@ -25,11 +26,27 @@ from transformers import (
 
 from .data import load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
-from .pretraining_arguments import DataArguments, ModelArguments, PretrainingArguments
+from .pretraining_arguments import DataArguments, ModelArguments
 from .tasks import check_columns, task_texts
 from .tokenization import load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
+
+
+class RunProcesses(Protocol):
+    """What the data stages read of a run's arguments: its processes and seed (`TrainingArguments`, or the JAX
+    run's own arguments, one process)."""
+
+    @property
+    def process_index(self) -> int: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    def main_process_first(self, *, desc: str) -> AbstractContextManager[object]: ...
 
 
 # ----------------------------------------------------------------------------------------------- data stages
@@ -130,7 +147,7 @@ def build_tokenizer(
     train: datasets.Dataset | datasets.IterableDataset,
     text_column: str,
     checkpoint: str | None,
-    training_args: TrainingArguments,
+    training_args: RunProcesses,
 ) -> PreTrainedTokenizerBase:
     """The given tokenizer, the one saved in the checkpoint being resumed, or a WordPiece trained on `train`.
 
@@ -201,7 +218,7 @@ def tokenize_splits(
     tokenizer: PreTrainedTokenizerBase,
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: PretrainingArguments,
+    training_args: RunProcesses,
 ) -> dict[str, datasets.Dataset | datasets.IterableDataset]:
     """Tokenise each split with a batched (multiprocess, cached) `datasets.map`: packed MLM blocks or NSP pairs; then
     draw `--max_train_samples` of the training examples (`data.sample_examples`)."""

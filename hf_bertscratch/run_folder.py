@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from transformers import TrainingArguments
@@ -60,14 +60,27 @@ class GuardedTrainingArguments(TrainingArguments):
         self.push_at_end, self.push_to_hub = self.push_to_hub, False
 
 
-def output_dir_of(args: TrainingArguments) -> str:
+class OutputFolderArguments(Protocol):
+    """What the overwrite guard reads of a run's arguments: `GuardedTrainingArguments`, or the JAX run's own."""
+
+    @property
+    def output_dir(self) -> str | None: ...
+
+    @property
+    def overwrite_output_dir(self) -> bool: ...
+
+    @property
+    def resume_from_checkpoint(self) -> str | None: ...
+
+
+def output_dir_of(args: TrainingArguments | OutputFolderArguments) -> str:
     """`args.output_dir`, typed `str | None` by transformers though its `__post_init__` always sets it (to
     "trainer_output" where none is given)."""
     assert args.output_dir is not None, "TrainingArguments.__post_init__ sets output_dir"
     return args.output_dir
 
 
-def check_output_dir(training_args: GuardedTrainingArguments, finished_files: Iterable[str] = FINISHED_FILES) -> None:
+def check_output_dir(training_args: OutputFolderArguments, finished_files: Iterable[str] = FINISHED_FILES) -> None:
     """Refuse to overwrite a finished run (one of `finished_files` present) unless asked or resuming."""
     output_dir = Path(output_dir_of(training_args))
     finished = [name for name in finished_files if (output_dir / name).exists()]
@@ -241,6 +254,7 @@ def prune_checkpoints(output_dir: str | Path, keep_last: bool) -> str:
 __all__ = [
     "FINISHED_FILES",
     "GuardedTrainingArguments",
+    "OutputFolderArguments",
     "atomic_write",
     "check_output_dir",
     "finish_run",

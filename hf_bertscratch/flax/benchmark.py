@@ -14,9 +14,16 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # jax is imported in main, after its flags are set
+    from transformers import PreTrainedModel
+
+    from hf_bertscratch.flax.modeling_flax_bertscratch import FlaxBertScratchPreTrainedModel
 
 
 @dataclass
@@ -40,7 +47,7 @@ def _batch(args: BenchmarkArguments, seed: int = 0) -> dict[str, np.ndarray]:
     return {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids), "labels": labels}
 
 
-def _median_seconds(step: object, steps: int, warmup: int) -> float:
+def _median_seconds(step: Callable[[], object], steps: int, warmup: int) -> float:
     times = []
     for number in range(warmup + steps):
         started = time.perf_counter()
@@ -80,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         attention_probs_dropout_prob=0.0,
     )
     folder = tempfile.mkdtemp()
-    heads = [
+    heads: list[tuple[type[PreTrainedModel], type[FlaxBertScratchPreTrainedModel], str]] = [
         (hf_bertscratch.BertScratchModel, FlaxBertScratchModel, "last_hidden_state"),
         (hf_bertscratch.BertScratchForMaskedLM, FlaxBertScratchForMaskedLM, "logits"),
         (hf_bertscratch.BertScratchForSequenceClassification, FlaxBertScratchForSequenceClassification, "logits"),

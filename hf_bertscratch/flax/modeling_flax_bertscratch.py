@@ -111,9 +111,9 @@ class FlaxBertScratchEmbeddings(nnx.Module):
             table = self.word_embeddings.embedding
             table.value = table.value.at[config.pad_token_id].set(0.0)
         if config.sinusoidal_position_std is not None:
-            table = sinusoidal_table(config.max_position_embeddings, config.hidden_size)
-            table = table * (config.sinusoidal_position_std / table.std())
-            self.position_embeddings.embedding.value = jnp.asarray(table.numpy())
+            sinusoid = sinusoidal_table(config.max_position_embeddings, config.hidden_size)
+            sinusoid = sinusoid * (config.sinusoidal_position_std / sinusoid.std())
+            self.position_embeddings.embedding.value = jnp.asarray(sinusoid.numpy())
 
     def __call__(
         self, input_ids: jax.Array, token_type_ids: jax.Array | None, position_ids: jax.Array | None
@@ -260,7 +260,8 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
     torch_class_name: str = ""
     base_model_prefix = "bert"
 
-    def __init__(self, config: BertScratchConfig) -> None:
+    def __init__(self, config: BertScratchConfig, *, rngs: nnx.Rngs | None = None) -> None:
+        """`rngs`: what a subclass initialises its modules from (`from_pretrained` hands one to every head)."""
         if not isinstance(config, BertScratchConfig):
             raise TypeError(f"config must be a BertScratchConfig, got {type(config).__name__}.")
         self.config = config
@@ -287,7 +288,7 @@ class FlaxBertScratchPreTrainedModel(nnx.Module):
         """Every parameter by its torch `state_dict` key, with whether torch stores it transposed."""
         parameters = {}
         for path, variable in nnx.state(self, nnx.Param).flat_state():
-            torch_name, transposed = _TORCH_NAMES[path[-1]]
+            torch_name, transposed = _TORCH_NAMES[str(path[-1])]  # a parameter's attribute name
             key = ".".join(str(part) for part in (*path[:-1], torch_name))
             parameters[key] = (_variable_at(self, path), transposed)
         return parameters
@@ -495,7 +496,9 @@ class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
         self.bert = FlaxBertScratchModel(config, add_pooling_layer=config.classifier_pooling == "cls", rngs=rngs)
         rate = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nnx.Dropout(rate, rngs=rngs)
-        self.classifier = _linear(config, config.hidden_size, config.num_labels, rngs)
+        num_labels = config.num_labels
+        assert num_labels is not None, "PreTrainedConfig.__post_init__ always sets id2label"
+        self.classifier = _linear(config, config.hidden_size, num_labels, rngs)
 
     def __call__(
         self, input_ids: Any, attention_mask: Any = None, token_type_ids: Any = None, position_ids: Any = None
@@ -510,6 +513,7 @@ class FlaxBertScratchForSequenceClassification(FlaxBertScratchPreTrainedModel):
                 weights = jnp.asarray(attention_mask, hidden.dtype)[:, :, None]  # (B, T, 1)
                 pooled = (hidden * weights).sum(axis=1) / jnp.maximum(weights.sum(axis=1), 1.0)
         else:
+            assert outputs.pooler_output is not None  # "cls": the encoder was built with its pooler
             pooled = outputs.pooler_output
         return FlaxSequenceClassifierOutput(logits=self.classifier(self.dropout(pooled)))
 

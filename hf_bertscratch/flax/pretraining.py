@@ -46,7 +46,7 @@ from ..pretraining_data import (
 from ..run_folder import STAGING, check_output_dir, publish_folder
 from ..tokenization import check_mask_token
 from .modeling_flax_bertscratch import FlaxBertScratchForMaskedLM
-from .training import make_mlm_train_step, make_optimizer, masked_lm_loss, num_predictions_for
+from .training import Batch, make_mlm_train_step, make_optimizer, masked_lm_loss, num_predictions_for
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ def train(
 
 
 @nnx.jit
-def _eval_step(model: FlaxBertScratchForMaskedLM, batch: dict[str, jax.Array]) -> tuple[jax.Array, ...]:
+def _eval_step(model: FlaxBertScratchForMaskedLM, batch: Batch) -> tuple[jax.Array, ...]:
     logits = model(batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids")).logits
     labels = batch["labels"]
     scored = labels != -100
@@ -211,7 +211,8 @@ def evaluate(
     batch_size = min(args.per_device_eval_batch_size, len(dataset))
     total_loss = correct = count = 0.0
     for batch in masked_batches(dataset, collator, batch_size, args.seed, epochs=1):
-        batch_loss, batch_correct, batch_count = _eval_step(model, batch)
+        # nnx.jit turns numpy arrays into jax arrays; its typing keeps the function's own signature.
+        batch_loss, batch_correct, batch_count = _eval_step(model, batch)  # type: ignore[arg-type]
         total_loss, correct, count = (
             total_loss + float(batch_loss),
             correct + int(batch_correct),

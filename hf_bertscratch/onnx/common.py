@@ -6,8 +6,10 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from types import ModuleType
 
 import torch
+from transformers import PretrainedConfig
 from transformers.modeling_outputs import (
     BaseModelOutputWithPooling,
     MaskedLMOutput,
@@ -16,8 +18,6 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.utils import ModelOutput
-
-from ..configuration_bertscratch import BertScratchConfig
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ ONNX_TASKS: dict[str, OnnxTask] = {
 }
 
 
-def require(package: str) -> object:
+def require(package: str) -> ModuleType:
     """Import `package` or raise ImportError naming it and the extra that installs it."""
     try:
         return importlib.import_module(package)
@@ -118,7 +118,7 @@ def check_task(task: str) -> OnnxTask:
 
 
 def example_batch(
-    config: BertScratchConfig, batch_size: int, seq_len: int, seed: int = 0, masks: int = 0
+    config: PretrainedConfig, batch_size: int, seq_len: int, seed: int = 0, masks: int = 0
 ) -> dict[str, torch.Tensor]:
     """A right-padded (batch_size, seq_len) batch of random ids: row i has seq_len - i real tokens (at least 1).
 

@@ -35,11 +35,13 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import datasets
 import numpy as np
@@ -209,7 +211,9 @@ def load_backends(model: str, shape: TaskShape, onnx_task: str, exports: dict[st
     return backends
 
 
-def make_batches(features: datasets.Dataset, collator: object, batch_size: int) -> list[dict[str, torch.Tensor]]:
+def make_batches(
+    features: datasets.Dataset, collator: Callable[[list[dict[str, Any]]], Mapping[str, torch.Tensor]], batch_size: int
+) -> list[dict[str, torch.Tensor]]:
     """The features in dataset order, `batch_size` at a time, padded by the shape's collator: the model inputs and,
     where the features have them, the labels."""
     columns = [name for name in (*INPUT_NAMES, "labels") if name in features.column_names]
@@ -251,8 +255,9 @@ def run_backend(
     return [concat_padded(values) for values in collected], seconds
 
 
-def top1_agreement(reference: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of rows (N, C) or of scored positions (N, T, C; labels not -100) whose top-1 is the reference's."""
+def top1_agreement(reference: np.ndarray, logits: np.ndarray, labels: np.ndarray | None) -> float:
+    """Fraction of rows (N, C) or of scored positions (N, T, C; labels not -100, every position without labels) whose
+    top-1 is the reference's."""
     same = reference.argmax(-1) == logits.argmax(-1)  # (N,) or (N, T)
     return float(same[labels != IGNORE_INDEX].mean() if same.ndim == 2 else same.mean())
 
@@ -302,8 +307,11 @@ def evaluate_split(
     for backend, model in backends.items():
         logger.info("Evaluating %s on the %s split (%d features)", backend, role, len(features))
         predictions, seconds = run_backend(model, batches, outputs)
+        # transformers types the predictions' tuple as one array long and the labels as never None; Trainer itself
+        # makes EvalPredictions of several outputs and of no labels.
         prediction = EvalPrediction(
-            predictions=predictions[0] if len(outputs) == 1 else tuple(predictions), label_ids=labels
+            predictions=predictions[0] if len(outputs) == 1 else tuple(predictions),  # type: ignore[arg-type]
+            label_ids=labels,  # type: ignore[arg-type]
         )
         metrics = {name: float(value) for name, value in compute_metrics(prediction).items()}
         if not results:  # the first backend, PyTorch, is what the others are compared with
@@ -351,7 +359,7 @@ def _number(value: float | None) -> str:
 # ------------------------------------------------------------------------------------------------------ records
 def package_versions() -> dict[str, str | None]:
     """The installed version of every package the numbers depend on (None where one is not installed)."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in PACKAGES:
         try:
             versions[package] = metadata.version(package)

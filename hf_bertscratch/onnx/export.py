@@ -38,9 +38,10 @@ import logging
 import shutil
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -49,7 +50,7 @@ from transformers import AutoConfig, PreTrainedModel
 
 from .. import configuration_bertscratch
 from ..cpu_matmul import BertScratchLinear
-from ..modeling_bertscratch import BertScratchAttention, BertScratchEncoder, BertScratchModel
+from ..modeling_bertscratch import BertScratchAttention, BertScratchEncoder, BertScratchLayer, BertScratchModel
 from ..run_folder import staged_folder
 from .common import (
     ATOL,
@@ -145,6 +146,7 @@ def export_graph(
             dynamo=True,
             verbose=False,
         )
+    assert program is not None, "the dynamo exporter returns its program"
     program.save(str(path), external_data=False)
     return names
 
@@ -195,7 +197,7 @@ class BertScratchOnnxEncoder(nn.Module):
             keep = attended.to(torch.int32)
             real = attended.reshape(-1).nonzero().squeeze(-1)  # (N,) grid rows of the real tokens
             rows = rows.index_select(0, real)  # (N, H)
-        for layer in self.encoder.layers:
+        for layer in cast("Iterable[BertScratchLayer]", self.encoder.layers):  # the ModuleList's layers
             rows = layer.mlp(self._attention(layer.attention, rows, real, keep, hidden_states.shape))
         return _to_grid(rows, real, hidden_states.shape)
 
@@ -286,15 +288,15 @@ def onnx_runtime_layout(model: nn.Module) -> Iterator[None]:
     ]
     try:
         for owner, encoder in encoders:
-            owner.encoder = BertScratchOnnxEncoder(encoder)
-        for owner, name, child in swaps:
-            setattr(owner, name, _ROWWISE[type(child)](child))
+            setattr(owner, "encoder", BertScratchOnnxEncoder(encoder))  # a stand-in of another class, for the trace
+        for parent, name, child in swaps:
+            setattr(parent, name, _ROWWISE[type(child)](child))
         yield
     finally:
         for owner, encoder in encoders:
             owner.encoder = encoder
-        for owner, name, child in swaps:
-            setattr(owner, name, child)
+        for parent, name, child in swaps:
+            setattr(parent, name, child)
 
 
 def operator_counts(path: str | Path) -> dict[str, int]:

@@ -8,12 +8,16 @@ import os
 import platform
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from transformers import PreTrainedModel
 
 from .common import INT8_AGREEMENT, INT8_RTOL, ONNX_TASKS, require
 from .runtime import compare_outputs
+
+if TYPE_CHECKING:
+    from onnx import GraphProto
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ def quantize_int8(path: Path, reduce_range: bool | None = None) -> None:
         os.replace(quantized, path)
 
 
-def _gemms_as_matmuls(graph: object) -> None:
+def _gemms_as_matmuls(graph: GraphProto) -> None:
     """Rewrite every Gemm of the ONNX `graph` (changed in place) as MatMul, then Add of its bias if it has one; a
     transposed weight (transB) gets a Transpose node, which `quant_pre_process` folds into a constant."""
     helper = require("onnx").helper

@@ -5,7 +5,9 @@ returns the PyTorch head's `ModelOutput`, so that transformers pipelines run on 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -16,13 +18,16 @@ from ..batching_bertscratch import cut_long_texts
 from ..configuration_bertscratch import BertScratchConfig
 from .common import MASKED_POSITIONS, ONNX_FILE, ONNX_TASKS, check_task, example_batch, require
 
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+
 logger = logging.getLogger(__name__)
 
 
 # -------------------------------------------------------------------------------------------- ONNX Runtime
 
 
-def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: bool | None = None) -> object:
+def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: bool | None = None) -> InferenceSession:
     """An ONNX Runtime CPU `InferenceSession` on `folder`/model.onnx, all graph optimisations on.
 
     num_threads: intra-op threads; None: ONNX Runtime's choice.
@@ -43,12 +48,14 @@ def onnx_session(folder: str | Path, num_threads: int | None = None, spinning: b
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def graph_input_names(inference_session: object) -> tuple[str, ...]:
+def graph_input_names(inference_session: InferenceSession) -> tuple[str, ...]:
     """The input names of an ONNX Runtime `InferenceSession`'s graph, in order."""
     return tuple(each.name for each in inference_session.get_inputs())
 
 
-def run_session(inference_session: object, inputs: dict[str, torch.Tensor | np.ndarray]) -> dict[str, np.ndarray]:
+def run_session(
+    inference_session: InferenceSession, inputs: Mapping[str, torch.Tensor | np.ndarray]
+) -> dict[str, np.ndarray]:
     """Run an ONNX Runtime `InferenceSession` on the named inputs its graph takes (attention_mask defaults to ones,
     token_type_ids to zeros); every output by name."""
     wanted = graph_input_names(inference_session)
@@ -98,8 +105,9 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
     """
 
     config_class = BertScratchConfig
+    config: BertScratchConfig
 
-    def __init__(self, config: BertScratchConfig, inference_session: object, task: str) -> None:
+    def __init__(self, config: BertScratchConfig, inference_session: InferenceSession, task: str) -> None:
         super().__init__(config)
         self.inference_session = inference_session
         self.task = task
