@@ -605,7 +605,12 @@ def test_a_hub_that_does_not_answer_counts_as_unreachable_within_the_probes_time
     from hf_bertscratch_base import model_reference
 
     closed_port_hub(monkeypatch)
-    monkeypatch.setattr(model_reference.socket, "create_connection", lambda *args, **kwargs: time.sleep(30))
+
+    def hang(*args: object, **kwargs: object) -> None:
+        time.sleep(30)
+        raise TimeoutError("timed out")  # as a hung connection ends, long after the probe stopped waiting
+
+    monkeypatch.setattr(model_reference.socket, "create_connection", hang)
     model_reference.probe_hub.cache_clear()
     started = time.monotonic()
     try:
