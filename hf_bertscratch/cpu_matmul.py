@@ -244,11 +244,9 @@ def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, d
     """`residual + dropout(module(input))`, with the add run inside oneDNN's product where it runs there (no dropout
     active, the residual already in the product's dtype and shape)."""
     fused = None if dropout.training and dropout.p > 0 else _fusable(module, input)
-    if fused is None:
+    if fused is None or residual.dtype != fused[1] or residual.shape != (*input.shape[:-1], fused[0].out_features):
         return residual + dropout(module(input))
     layer, dtype = fused
-    if residual.dtype != dtype or residual.shape != (*input.shape[:-1], layer.out_features):
-        return residual + dropout(module(input))
     packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
     return torch.ops.mkldnn._linear_pointwise.binary(input.to(dtype), residual.contiguous(), packed, bias, "add")
 
