@@ -19,7 +19,7 @@ The metrics are the ones fine-tuning reports (`hf_bertscratch.metrics`), under t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -139,13 +139,13 @@ BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
 def bag_of_words(
     train_texts: Sequence[str],
     train_labels: Sequence[int],
-    eval_texts: Sequence[str],
-    eval_labels: Sequence[int],
+    scored: Sequence[tuple[Sequence[str], Sequence[int]]],
     num_labels: int,
     ngram_range: tuple[int, int] = (1, 1),
-) -> dict[str, float]:
-    """The metrics on the eval texts of TF-IDF + logistic regression fitted on the train texts (`BAG_OF_WORDS`):
-    single texts of `num_labels` classes, words (`ngram_range` (1, 1)) or words and word pairs ((1, 2))."""
+) -> list[dict[str, float]]:
+    """The metrics on each of `scored` ((texts, labels) per split) of TF-IDF + logistic regression fitted once on the
+    train texts (`BAG_OF_WORDS`): single texts of `num_labels` classes, words (`ngram_range` (1, 1)) or words and word
+    pairs ((1, 2))."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
@@ -153,51 +153,65 @@ def bag_of_words(
     features = vectorizer.fit_transform([text or "" for text in train_texts])
     classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
     classifier.fit(features, np.asarray(train_labels, dtype=np.int64))
-    predictions = classifier.predict(vectorizer.transform([text or "" for text in eval_texts]))
-    return ClassificationMetrics(num_labels, pairs=True).compute(
-        [int(p) for p in predictions], list(map(int, eval_labels))
-    )
-
-
-def no_learning_scores(
-    task, train: _Split, dev: _Split, train_labels: Sequence, dev_labels: Sequence
-) -> dict[str, dict[str, float]]:
-    """Every metric of each no-learning answer to a task on its eval split: "constant"; for a pair task with scores or
-    two classes, "word_overlap"; for a single-text classification task, "bag_of_words" and "bag_of_word_pairs"
-    (`bag_of_words`). {} for shapes without them (NER, QA).
-
-    Args:
-        task: the run's `TaskSpec`.
-        train / dev: the raw splits (their text columns are read for word overlap and the bags of words).
-        train_labels / dev_labels: the labels as the run scores them (class ids, or numbers).
-    """
-    if task.shape not in ("classification", "regression", "embedding") or len(dev_labels) == 0:
-        return {}
-    num_labels = len(task.label_names) if task.label_names else None
-    if task.shape == "classification" and num_labels is None:
-        num_labels = int(max(max(train_labels), max(dev_labels))) + 1
-    out = {"constant": constant_answer(train_labels, dev_labels, num_labels)}
-    first, second = task.columns.get("text"), task.columns.get("text_pair")
-    if second and num_labels in (None, 2):
-        out["word_overlap"] = score_baseline(
-            word_overlaps(train[first], train[second]),
-            train_labels,
-            word_overlaps(dev[first], dev[second]),
-            dev_labels,
-            num_labels,
+    out = []
+    for texts, labels in scored:
+        predictions = classifier.predict(vectorizer.transform([text or "" for text in texts]))
+        out.append(
+            ClassificationMetrics(num_labels, pairs=True).compute([int(p) for p in predictions], list(map(int, labels)))
         )
-    if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
-        for ngrams, name in BAG_OF_WORDS_NGRAMS.items():
-            out[name] = bag_of_words(train[first], train_labels, dev[first], dev_labels, num_labels, ngrams)
     return out
 
 
-def task_baselines(task, train: _Split, dev: _Split, train_labels: Sequence, dev_labels: Sequence) -> dict[str, float]:
-    """`no_learning_scores` of the task's main metric, as a run's results record them: `baseline_constant`,
-    `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those that apply)."""
-    scores = no_learning_scores(task, train, dev, train_labels, dev_labels)
-    out = {f"baseline_{name}": metrics.get(task.main_metric) for name, metrics in scores.items()}
-    return {name: value for name, value in out.items() if value is not None}
+def no_learning_scores(
+    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Every metric of each no-learning answer to a task on each split of `scored`: split -> answer -> metrics.
+    The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
+    classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once). A split gets {}
+    for shapes without them (NER, QA) or when it has no labels.
+
+    Args:
+        task: the run's `TaskSpec`.
+        train / train_labels: the raw train split (its text columns are read for word overlap and the bags of words)
+            and its labels as the run scores them (class ids, or numbers).
+        scored: split name ("eval", "test") -> (the raw split, its labels).
+    """
+    out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
+    scored = {name: split for name, split in scored.items() if len(split[1]) > 0}
+    if task.shape not in ("classification", "regression", "embedding") or not scored:
+        return out
+    num_labels = len(task.label_names) if task.label_names else None
+    if task.shape == "classification" and num_labels is None:
+        num_labels = int(max(max(train_labels), *(max(labels) for _, labels in scored.values()))) + 1
+    for name, (_, labels) in scored.items():
+        out[name]["constant"] = constant_answer(train_labels, labels, num_labels)
+    first, second = task.columns.get("text"), task.columns.get("text_pair")
+    if second and num_labels in (None, 2):
+        train_overlaps = word_overlaps(train[first], train[second])
+        for name, (split, labels) in scored.items():
+            overlaps = word_overlaps(split[first], split[second])
+            out[name]["word_overlap"] = score_baseline(train_overlaps, train_labels, overlaps, labels, num_labels)
+    if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
+        for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
+            texts = [(split[first], labels) for split, labels in scored.values()]
+            for name, metrics in zip(scored, bag_of_words(train[first], train_labels, texts, num_labels, ngrams)):
+                out[name][answer] = metrics
+    return out
+
+
+def task_baselines(
+    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+) -> dict[str, float]:
+    """`no_learning_scores` of the task's main metric, as a run's results record them: on the eval split
+    `baseline_constant`, `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those that
+    apply); on a test split the same keys with `test_` in front."""
+    out = {}
+    for split, answers in no_learning_scores(task, train, train_labels, scored).items():
+        prefix = "" if split == "eval" else f"{split}_"
+        for answer, metrics in answers.items():
+            if metrics.get(task.main_metric) is not None:
+                out[f"{prefix}baseline_{answer}"] = metrics[task.main_metric]
+    return out
 
 
 __all__ = [

@@ -392,8 +392,11 @@ def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, pre
     train_labels = features["train"]["labels"]
     if len(train_labels) != len(raw["train"]):  # features filtered (in-batch negatives' matching pairs)
         return {}
-    dev_labels = np.asarray(prediction.label_ids).reshape(-1).tolist()
-    return task_baselines(task, raw["train"], raw["eval"], train_labels, dev_labels)
+    scored = {"eval": (raw["eval"], np.asarray(prediction.label_ids).reshape(-1).tolist())}
+    test = features.get("test")
+    if test is not None and "labels" in test.column_names and len(test) == len(raw["test"]):  # one row per example
+        scored["test"] = (raw["test"], test["labels"])
+    return task_baselines(task, raw["train"], train_labels, scored)
 
 
 def pooling_and_objective(config, shape) -> dict:
@@ -541,26 +544,34 @@ def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
 BASELINE_LABELS = {f"baseline_{answer}": name for answer, name in BASELINE_NAMES.items()}
 
 
-def report_against_baselines(results: dict, task: TaskSpec, eval_examples: int) -> None:
-    """Log the main metric beside its no-learning baselines; warn when a baseline beats the model, and when the model
-    answers one thing."""
+def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int]) -> None:
+    """Log the main metric of each scored split (`sizes`: "eval", and "test" when there is one: split -> examples)
+    beside its no-learning baselines; warn when a baseline beats the model, and when the model answers one thing."""
     metric = task.main_metric
-    value = results.get(f"eval_{metric}", math.nan)
-    baselines = {label: results[key] for key, label in BASELINE_LABELS.items() if results.get(key) is not None}
-    beside = [f"{label} {score:.4f}" for label, score in baselines.items()]
-    logger.info(
-        "eval_%s %.4f (%d eval examples)%s",
-        metric,
-        value,
-        eval_examples,
-        f"; with no learning: {', '.join(beside)}" if beside else "",
-    )
-    best = max(baselines, key=lambda label: baselines[label], default=None)
-    if best is not None and baselines[best] > value:
-        logger.warning(
-            "The model's eval_%s %.4f is below the %s's %.4f, which needs no pretraining.",
-            metric, value, best, baselines[best],
-        )  # fmt: skip
+    for split, examples in sizes.items():
+        prefix = "" if split == "eval" else f"{split}_"
+        value = results.get(f"{split}_{metric}", math.nan)
+        baselines = {
+            label: results[prefix + key]
+            for key, label in BASELINE_LABELS.items()
+            if results.get(prefix + key) is not None
+        }
+        beside = [f"{label} {score:.4f}" for label, score in baselines.items()]
+        logger.info(
+            "%s_%s %.4f (%d %s examples)%s",
+            split,
+            metric,
+            value,
+            examples,
+            split,
+            f"; with no learning: {', '.join(beside)}" if beside else "",
+        )
+        best = max(baselines, key=lambda label: baselines[label], default=None)
+        if best is not None and baselines[best] > value:
+            logger.warning(
+                "The model's %s_%s %.4f is below the %s's %.4f, which needs no pretraining.",
+                split, metric, value, best, baselines[best],
+            )  # fmt: skip
     if results.get("eval_top_class_share") == 1.0:
         logger.warning(
             "The model gives every eval example the same class: its eval_%s is the constant answer's, it has learnt "
@@ -615,7 +626,7 @@ def main(argv: list[str] | None = None) -> None:
             folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
         ),
     )
-    report_against_baselines(results, task, len(raw["eval"]))
+    report_against_baselines(results, task, {role: len(raw[role]) for role in ("eval", "test") if role in raw})
     print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)

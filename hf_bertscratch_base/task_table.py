@@ -47,6 +47,9 @@ class TaskSpec:
         dataset_name / dataset_config_name: the Hub dataset (also the key of its local copy under `--data_dir`).
         train_split / eval_split: the split trained on and the split checkpoints are chosen on.
         test_split: a split scored once, with the chosen model, at the end (CoNLL-2003's test set); None: none.
+        validation_split_percentage: for data without a validation split (IMDB), the share of the train split held
+            out as the split checkpoints are chosen on; the eval split is then scored once, at the end, as the test
+            split. 0: none held out.
         columns: column role -> column name (roles: `SHAPE_COLUMNS[shape]`).
         label_names: class (or tag) names in label-id order; None for regression and question answering.
         main_metric: the metric that picks the best checkpoint and heads the results table.
@@ -61,6 +64,7 @@ class TaskSpec:
     columns: dict[str, str | None]
     label_names: tuple[str, ...] | None = None
     test_split: str | None = None
+    validation_split_percentage: float = 0
     main_metric: str = ""
     metric_label: str = ""
 
@@ -112,8 +116,11 @@ TASKS: dict[str, TaskSpec] = {
     ),
     "qnli": _glue("qnli", _pair("question", "sentence"), ("entailment", "not_entailment")),
     "qqp": _glue("qqp", _pair("question1", "question2"), ("not_duplicate", "duplicate")),
-    # Sentiment of long reviews (Maas et al. 2011): no validation split, so the test split is the one reported.
-    "imdb": TaskSpec("classification", "imdb", None, "train", "test", _single("text"), ("neg", "pos")),
+    # Sentiment of long reviews (Maas et al. 2011): no validation split, so checkpoints are chosen on 5% of the train
+    # reviews held out, and the test split is scored once at the end.
+    "imdb": TaskSpec(
+        "classification", "imdb", None, "train", "test", _single("text"), ("neg", "pos"), validation_split_percentage=5
+    ),
     # Named entities (Tjong Kim Sang & De Meulder 2003): checkpoints chosen on validation, test scored at the end.
     "conll2003": TaskSpec(
         "token-classification", "conll2003", None, "train", "validation", {"tokens": "tokens", "tags": "ner_tags"},

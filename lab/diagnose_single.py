@@ -113,7 +113,7 @@ def single_text_tasks() -> list[str]:
 # ------------------------------------------------------------------------------------------------ no learning
 def load_texts(task: TaskSpec, name: str, data_dir: str | None) -> dict[str, dict[str, list]]:
     """The train and eval splits' texts and class ids."""
-    raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
+    raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir, validation_split_percentage=0), task)
     ids = {label: i for i, label in enumerate(task.label_names or ())}
     return {
         role: {
@@ -128,7 +128,7 @@ def baselines(task: TaskSpec, splits: dict[str, dict[str, list]]) -> dict:
     """The constant answer and the bags of words (`baselines.no_learning_scores`), each with every metric."""
     column = task.columns["text"]
     train, dev = ({column: split["texts"]} for split in (splits["train"], splits["eval"]))
-    return no_learning_scores(task, train, dev, splits["train"]["labels"], splits["eval"]["labels"])
+    return no_learning_scores(task, train, splits["train"]["labels"], {"eval": (dev, splits["eval"]["labels"])})["eval"]
 
 
 def pooled_features(
@@ -195,7 +195,8 @@ def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[
     folder = run_folder(Path(args.runs_dir), variant, seed)
     command = ["bertscratch", "finetune", "--model_name_or_path", args.model, "--task", args.task,
                "--output_dir", str(folder), "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none",
-               "--disable_tqdm", "true", *VARIANTS[variant], *args.extra]  # fmt: skip
+               "--disable_tqdm", "true", "--validation_split_percentage", "0",  # the curve on the eval split itself
+               *VARIANTS[variant], *args.extra]  # fmt: skip
     if args.data_dir:
         command += ["--data_dir", args.data_dir]
     if any(folder.glob("checkpoint-*")):

@@ -25,12 +25,16 @@ TASK_TABLE_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "imdb")  # the table'
 
 
 def task_scores(name: str, data_dir: str | None) -> dict[str, dict[str, float]]:
-    """`no_learning_scores` of the table's task `name` on its eval split, labels as fine-tuning reads them."""
+    """`no_learning_scores` of the table's task `name` on the split the table reports (its test split when it has
+    one, as IMDB's, else its eval split), fitted on the train split fine-tuning trains on, labels as it reads them."""
     task = TASKS[name]
     raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
+    reported = "test" if "test" in raw else "eval"
     ids = {label: i for i, label in enumerate(task.label_names or ())}  # class names (RTE's files) -> ids
-    labels = {role: [ids.get(v, v) for v in raw[role][task.columns["label"]]] for role in ("train", "eval")}
-    return no_learning_scores(task, raw["train"], raw["eval"], labels["train"], labels["eval"])
+    labels = {role: [ids.get(v, v) for v in raw[role][task.columns["label"]]] for role in ("train", reported)}
+    return no_learning_scores(task, raw["train"], labels["train"], {reported: (raw[reported], labels[reported])})[
+        reported
+    ]
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -9,6 +9,7 @@ import random
 import re
 from pathlib import Path
 
+import datasets
 import numpy as np
 import pytest
 import torch
@@ -272,6 +273,64 @@ def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> Non
     assert not torch.equal(kept.bert.embeddings.token_type_embeddings.weight[1], segments[0])
 
 
+def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_once(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    output = tmp_path / "run"
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, *data_files, output) + ["--validation_split_percentage", "25"])
+    results = json.loads((output / "all_results.json").read_text())
+    # 12 of the 48 train examples choose the checkpoint; the 10 dev examples are scored once, as the test split.
+    assert (results["eval_samples"], results["test_samples"]) == (12, 10)
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # chosen per epoch on the held-out part
+    assert not any("test_accuracy" in log for log in state["log_history"])
+    with data_files[1].open() as handle:
+        dev_labels = [int(row["label"]) for row in csv.DictReader(handle)]
+    predictions = AutoModelForSequenceClassification.from_pretrained(output).eval()
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    with data_files[1].open() as handle:
+        texts = [row["text"] for row in csv.DictReader(handle)]
+    with torch.no_grad():
+        logits = predictions(
+            **tokenizer(texts, padding=True, truncation=True, max_length=24, return_tensors="pt")
+        ).logits
+    assert results["test_accuracy"] == pytest.approx(np.mean(logits.argmax(-1).numpy() == np.array(dev_labels)))
+    # The no-learning answers are scored on the test split too, and the log sets the test score beside them.
+    assert {"test_baseline_constant", "test_baseline_bag_of_words", "test_baseline_bag_of_word_pairs"} <= set(results)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from hf_bertscratch.tasks.data import hold_out_validation
+
+    loaded = datasets.load_dataset("csv", data_files={"train": str(data_files[0]), "eval": str(data_files[1])})
+    train = hold_out_validation(loaded, 25)["train"]  # what the run trained on: the bag of words is fitted on it
+    vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2)
+    fitted = LogisticRegression(C=4.0, max_iter=1000).fit(vectorizer.fit_transform(train["text"]), train["label"])
+    expected = np.mean(fitted.predict(vectorizer.transform(texts)) == np.array(dev_labels))
+    assert results["test_baseline_bag_of_words"] == pytest.approx(expected)
+    assert any(
+        record.getMessage().startswith("test_accuracy") and "bag of words" in record.getMessage()
+        for record in caplog.records
+    )
+
+
+def test_hold_out_validation_draws_the_same_train_examples_every_time() -> None:
+    from hf_bertscratch.tasks.data import hold_out_validation
+
+    splits = datasets.DatasetDict(
+        {"train": datasets.Dataset.from_dict({"i": list(range(40))}), "eval": datasets.Dataset.from_dict({"i": [-1]})}
+    )
+    held = hold_out_validation(splits, 10)
+    assert (len(held["train"]), len(held["eval"]), list(held["test"]["i"])) == (36, 4, [-1])
+    assert sorted([*held["train"]["i"], *held["eval"]["i"]]) == list(range(40))  # a partition of the train split
+    assert list(hold_out_validation(splits, 10)["eval"]["i"]) == list(held["eval"]["i"])  # one draw, whatever the seed
+    with pytest.raises(ValueError, match="has an eval and a test split"):
+        hold_out_validation(held, 10)
+    with pytest.raises(ValueError, match="validation_split_percentage"):
+        DataArguments(task="imdb", validation_split_percentage=100)
+
+
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -287,7 +346,11 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert sst2.chosen_defaults == [f"max_seq_length {TASK_DEFAULTS['sst2'].max_seq_length}"]  # logged with the rest
     imdb = DataArguments(task="imdb")
     assert (imdb.max_seq_length, imdb.truncation, imdb.head_tokens) == (512, "head+tail", 128)  # Sun et al.'s cut
-    assert imdb.chosen_defaults == ["max_seq_length 512", "truncation head+tail", "head_tokens 128"]
+    assert imdb.chosen_defaults == [
+        "max_seq_length 512", "truncation head+tail", "head_tokens 128", "validation_split_percentage 5"
+    ]  # fmt: skip
+    assert DataArguments(task="imdb", test_file="t.csv").validation_split_percentage == 0  # its eval split is kept
+    assert DataArguments(task="sst2").validation_split_percentage == 0  # a task with a dev split holds nothing out
     short = DataArguments(task="imdb", max_seq_length=64)  # a shorter length keeps a quarter of it from the start
     assert (short.truncation, short.head_tokens) == ("head+tail", 16)
     assert DataArguments(task="imdb", head_tokens=100).head_tokens == 100

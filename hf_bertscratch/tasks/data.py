@@ -8,6 +8,7 @@ same checks and none of them depends on another.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import datasets
@@ -29,6 +30,7 @@ from . import (
 from .shapes import TRUNCATION_STRATEGIES
 
 AUTO = "auto"  # a setting chosen for the task at hand
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -70,6 +72,14 @@ class DataArguments:
     )
     test_split: str | None = field(
         default=None, metadata={"help": "Split scored once at the end with the chosen model (default: the task's)."}
+    )
+    validation_split_percentage: float | None = field(
+        default=None,
+        metadata={
+            "help": "For data without a validation split: hold out this percentage of the train split (the same "
+            "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
+            "test split. Default: the task's (IMDB 5), otherwise 0 (none held out)."
+        },
     )
     text_column: str | None = field(default=None, metadata={"help": "Classification/regression: the text column."})
     text_pair_column: str | None = field(
@@ -201,6 +211,13 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
             args.chosen_defaults.append(f"head_tokens {args.head_tokens}")
     if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
         raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
+    if args.validation_split_percentage is None:  # the task's, unless a test split is named: its eval split is kept
+        given_test = args.test_file or args.test_split
+        args.validation_split_percentage = 0 if given_test else task.validation_split_percentage
+        if args.validation_split_percentage:
+            args.chosen_defaults.append(f"validation_split_percentage {args.validation_split_percentage:g}")
+    if not 0 <= args.validation_split_percentage < 100:
+        raise ValueError(f"--validation_split_percentage must be in [0, 100), got {args.validation_split_percentage}.")
     if task.shape == "question-answering":
         if not 0 < args.doc_stride < args.max_seq_length:
             raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
@@ -245,6 +262,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    if args.validation_split_percentage:
+        chosen = hold_out_validation(chosen, args.validation_split_percentage)
     for role, split in chosen.items():
         check_columns(split.column_names, required_columns(task, role, chosen["train"].column_names), role)
         if len(split) == 0:
@@ -255,6 +274,33 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
+
+
+# Which train examples are held out (`hold_out_validation`): one draw, the same for every run and seed, so that runs
+# from different weights train on the same examples.
+HOLD_OUT_SEED = 0
+
+
+def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
+    """`percentage` % of the train split, drawn with `HOLD_OUT_SEED`, as the eval split checkpoints are chosen on;
+    the former eval split becomes the test split, scored once at the end."""
+    if "test" in chosen:
+        raise ValueError(
+            f"--validation_split_percentage {percentage:g} holds out train examples for data without a validation "
+            "split, but this data has an eval and a test split: give --validation_split_percentage 0."
+        )
+    held = max(1, round(len(chosen["train"]) * percentage / 100))
+    if held >= len(chosen["train"]):
+        raise ValueError(
+            f"--validation_split_percentage {percentage:g} of {len(chosen['train'])} train examples leaves none to "
+            "train on."
+        )
+    split = chosen["train"].train_test_split(test_size=held, seed=HOLD_OUT_SEED)
+    logger.info(
+        "Checkpoints are chosen on %d train examples held out (%g%%); the %d eval examples are scored once, at the "
+        "end, as the test split.", held, percentage, len(chosen["eval"]),
+    )  # fmt: skip
+    return datasets.DatasetDict({"train": split["train"], "eval": split["test"], "test": chosen["eval"]})
 
 
 def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:
