@@ -406,9 +406,10 @@ def render_speed_summary(records: list[SpeedRecord], chart: str, details: str) -
 
 
 def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
-    """int8's accuracy cost from `bertscratch evaluate-onnx` records (file name -> record): per task and split, the
-    main metric from PyTorch, the fp32 and the int8 ONNX exports, int8 minus PyTorch, and how many predictions int8
-    shares with PyTorch; then the records (and with `commands`, the commands that made them)."""
+    """int8's and bf16's accuracy cost from `bertscratch evaluate-onnx` records (file name -> record): per task and
+    split, the main metric from PyTorch, PyTorch under bf16 autocast (records made on a CPU with native bf16), the fp32
+    and the int8 ONNX exports, bf16 and int8 minus PyTorch, and how many predictions each shares with PyTorch; then the
+    records (and with `commands`, the commands that made them)."""
     from hf_bertscratch.tasks import TASKS
 
     from .results_table import ROWS
@@ -419,8 +420,9 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
             "`DIR/evaluation.json`, the record to keep there.\n"
         )
     lines = [
-        "| task, split | metric | PyTorch | ONNX fp32 | ONNX int8 | int8 - PyTorch | predictions agreeing with PyTorch |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| task, split | metric | PyTorch | PyTorch bf16 | ONNX fp32 | ONNX int8 | bf16 - PyTorch | int8 - PyTorch | "
+        "predictions agreeing with PyTorch (bf16 / int8) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, record in records.items():
         task, metric = record["task"], record["main_metric"]
@@ -429,15 +431,21 @@ def render_int8_table(records: dict[str, dict], commands: bool = True) -> str:
         unit = " of tags" if record["task_type"] == "token-classification" else ""
         for split in record["splits"].values():
             scores = {backend["backend"]: backend for backend in split["backends"]}
-            values = [100 * scores[b]["metrics"][metric] for b in ("pytorch", "onnx fp32", "onnx int8")]
-            lines.append(
-                f"| {title} {split['dataset_split']} ({split['examples']:,}) | {label} | {values[0]:.2f} | "
-                f"{values[1]:.2f} | {values[2]:.2f} | {values[2] - values[0]:+.2f} | "
-                f"{100 * scores['onnx int8']['agreement']:.2f}%{unit} |"
-            )
+            pytorch = 100 * scores["pytorch"]["metrics"][metric]
+            cells = [f"{title} {split['dataset_split']} ({split['examples']:,})", label, f"{pytorch:.2f}"]
+            values = {
+                b: 100 * scores[b]["metrics"][metric] for b in ("pytorch bf16", "onnx fp32", "onnx int8") if b in scores
+            }
+            cells += [f"{values[b]:.2f}" if b in values else "" for b in ("pytorch bf16", "onnx fp32", "onnx int8")]
+            cells += [f"{values[b] - pytorch:+.2f}" if b in values else "" for b in ("pytorch bf16", "onnx int8")]
+            agreeing = [f"{100 * scores[b]['agreement']:.2f}%" for b in ("pytorch bf16", "onnx int8") if b in scores]
+            cells.append(" / ".join(agreeing) + unit)
+            lines.append(f"| {' | '.join(cells)} |")
     sources = ", ".join(f"`{INT8_RECORDS}/{name}`" for name in records)
     made = "; ".join(f"`{record['command']}`" for record in records.values())
-    return "\n".join([*lines, "", f"Records: {sources}" + (f", made by {made}." if commands else ".")]) + "\n"
+    machines = sorted({record["cpu"] for record in records.values()})
+    note = f"Records: {sources} ({', '.join(machines)})" + (f", made by {made}." if commands else ".")
+    return "\n".join([*lines, "", note]) + "\n"
 
 
 def render_quick_start_table(records: dict[str, dict]) -> str:

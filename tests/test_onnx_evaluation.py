@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_bertscratch
 from hf_bertscratch import cli
@@ -89,8 +90,21 @@ def table_rows(printed: str) -> dict[str, dict[str, str]]:
 
 
 def evaluate(data_dir: Path, model: Path, *argv: str) -> None:
+    """Evaluate `model`; PyTorch's bf16 row only where `argv` asks for it (by default it depends on the CPU)."""
+    bf16 = [] if "--bf16" in argv else ["--bf16", "false"]
     onnx_evaluation.main(
-        ["--model", str(model), "--data_dir", str(data_dir), "--batch_size", "8", "--max_seq_length", "32", *argv]
+        [
+            "--model",
+            str(model),
+            "--data_dir",
+            str(data_dir),
+            "--batch_size",
+            "8",
+            "--max_seq_length",
+            "32",
+            *bf16,
+            *argv,
+        ]
     )
 
 
@@ -133,6 +147,28 @@ def test_sst2_fp32_scores_like_pytorch_and_int8_is_reported(capsys, data_dir, cl
     assert "| backend | accuracy | f1 | matthews_correlation | Δ accuracy | top-1 agreement | tokens/s |" in printed
     assert [line.split("|")[1].strip() for line in printed.splitlines() if line.startswith("| onnx")] == BACKENDS[1:]
     assert "| onnx fp32 |" in printed and "| +0.0000 | 100.00% |" in printed
+
+
+def test_bf16_row_runs_the_same_model_under_bf16_autocast(data_dir, classifier_dir, tmp_path) -> None:
+    evaluate(data_dir, classifier_dir, "--task", "sst2", "--output_dir", str(tmp_path), "--bf16", "true")
+    split = json.loads((tmp_path / "evaluation.json").read_text(encoding="utf-8"))["splits"]["eval"]
+    backends = {result["backend"]: result for result in split["backends"]}
+    assert list(backends) == ["pytorch", "pytorch bf16", *BACKENDS[1:]]
+    bf16, pytorch = backends["pytorch bf16"], backends["pytorch"]
+    assert bf16["metrics"].keys() == pytorch["metrics"].keys()
+    for name, value in bf16["metrics"].items():
+        assert bf16["differences"][name] == pytest.approx(value - pytorch["metrics"][name])
+    assert 0.5 <= bf16["agreement"] <= 1.0
+    # The row's outputs are the model's under torch.autocast: products in bf16, so near fp32's but not equal to it.
+    model = AutoModelForSequenceClassification.from_pretrained(classifier_dir).eval()
+    inputs = AutoTokenizer.from_pretrained(classifier_dir)(CORPUS, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        fp32 = model(**inputs).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            expected = model(**inputs).logits.float()
+        wrapped = onnx_evaluation.Bf16Autocast(model)(**inputs).logits.float()
+    assert torch.equal(wrapped, expected)
+    assert 0 < (wrapped - fp32).abs().max() < 0.05 * fp32.abs().max()
 
 
 def test_conll2003_scores_eval_and_test_splits(data_dir, tagger_dir, tmp_path) -> None:

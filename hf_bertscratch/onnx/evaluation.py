@@ -1,12 +1,13 @@
-"""What int8 costs in accuracy: a fine-tuned model's task metrics under PyTorch, its fp32 ONNX export and its dynamic
-int8 export, on the task's evaluation split (and its test split, where the task has one: CoNLL-2003).
+"""What int8 and bf16 cost in accuracy: a fine-tuned model's task metrics under PyTorch, PyTorch under CPU bf16 autocast
+(on a CPU with native bf16: AVX512_BF16 or AMX; `--bf16`), its fp32 ONNX export and its dynamic int8 export, on the
+task's evaluation split (and its test split, where the task has one: CoNLL-2003).
 
     python scripts/evaluate_onnx.py --model runs/sst2 --task sst2 --data_dir ../shared/data --output_dir eval/sst2
     bertscratch evaluate-onnx --model runs/conll2003 --task conll2003 --data_dir ../shared/data --split test
 
 The model is exported twice with `hf_bertscratch.onnx.export.export_onnx` into `--output_dir` (`fp32/`, checked against
 PyTorch as `bertscratch export` checks it, and `int8/`, `--quantize dynamic`: not held to the export's int8 tolerance,
-since its cost is what is measured here), then the three backends run the same batches. Everything between the data and
+since its cost is what is measured here), then every backend runs the same batches. Everything between the data and
 the score is fine-tuning's own: the task and data flags are `tasks.data.DataArguments`, the splits come from its
 `load_task_datasets`, the features from the task shape's `features(split, training=False)`, the batches from its
 collator (in dataset order), and the metrics from its `compute_metrics(raw, features)` fed with an `EvalPrediction` of
@@ -15,7 +16,7 @@ features (pass the `--max_seq_length` and `--truncation` it was fine-tuned with:
 all_results.json). `--max_eval_samples` draws that many examples from each split scored, with `--seed`.
 
 Every shape runs: classification and regression (text-classification export), token classification, and question
-answering (start/end logits turned into answers by the shape's post-processing). All three backends run on the CPU.
+answering (start/end logits turned into answers by the shape's post-processing). Every backend runs on the CPU.
 
 Besides the metrics, each row gives its top-1 agreement with PyTorch (classes, or tags at the scored first pieces)
 and its throughput in real (non-pad) tokens per second of forward passes. The backends run one after another, not
@@ -52,6 +53,7 @@ from transformers import AutoConfig, EvalPrediction
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from ..arguments import ArgumentParser, parse_args_or_json
+from ..cpu_matmul import native_bf16
 from ..data import sample_examples
 from ..hardware import cpu_model, describe_hardware
 from ..inference import check_task_head
@@ -70,6 +72,7 @@ logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "evaluation.json"
 PYTORCH = "pytorch"
+PYTORCH_BF16 = "pytorch bf16"  # the same model and weights, its forward under torch.autocast("cpu", torch.bfloat16)
 # Backend -> (folder of its export inside --output_dir, `export_onnx`'s quantize); PyTorch runs the model folder.
 EXPORTS: dict[str, tuple[str, str | None]] = {"onnx fp32": ("fp32", None), "onnx int8": ("int8", "dynamic")}
 SPLITS = ("eval", "test")
@@ -133,6 +136,14 @@ class OnnxEvaluationArguments:
     seed: int = field(
         default=42, metadata={"help": "Seed of the --max_eval_samples draw (fine-tuning's --seed draws the same)."}
     )
+    bf16: str = field(
+        default="auto",
+        metadata={
+            "help": "Also score PyTorch under CPU bf16 autocast: true, false, or auto (where the CPU has native bf16, "
+            "AVX512_BF16 or AMX: elsewhere bf16 is emulated, slow, and not what a user would run).",
+            "choices": ["auto", "true", "false"],
+        },
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[OnnxEvaluationArguments, DataArguments]:
@@ -148,6 +159,8 @@ def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> 
         raise ValueError(f"--split {args.split!r} is not one of {list(SPLITS)} (or leave it out for every split).")
     if args.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, got {args.batch_size}.")
+    if args.bf16 not in ("auto", "true", "false"):
+        raise ValueError(f"--bf16 must be auto, true or false, got {args.bf16!r}.")
     if args.num_threads is not None and args.num_threads < 1:
         raise ValueError(f"--num_threads must be at least 1 (or left out), got {args.num_threads}.")
     if args.output_dir is not None:
@@ -202,10 +215,29 @@ def export_backends(model: str, folder: Path, onnx_task: str, overwrite: bool) -
     return exports
 
 
-def load_backends(model: str, shape: TaskShape, onnx_task: str, exports: dict[str, Path]) -> dict[str, nn.Module]:
+class Bf16Autocast(nn.Module):
+    """A model whose forward runs under CPU bf16 autocast, as `with torch.autocast("cpu", torch.bfloat16):` runs a
+    user's: the weights stay fp32 (the same module), each product is made in bf16."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, **inputs: torch.Tensor) -> Any:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.model(**inputs)
+
+
+def load_backends(
+    model: str, shape: TaskShape, onnx_task: str, exports: dict[str, Path], bf16: bool = False
+) -> dict[str, nn.Module]:
     """Backend -> a model whose forward takes the three BERT inputs and returns the task's `ModelOutput`: the
-    PyTorch head (fp32, eval mode, CPU) first, then each export run by ONNX Runtime with torch's thread count."""
-    backends: dict[str, nn.Module] = {PYTORCH: shape.auto_class.from_pretrained(model, dtype=torch.float32).eval()}
+    PyTorch head (fp32, eval mode, CPU) first, with `bf16` the same under bf16 autocast, then each export run by ONNX
+    Runtime with torch's thread count."""
+    pytorch = shape.auto_class.from_pretrained(model, dtype=torch.float32).eval()
+    backends: dict[str, nn.Module] = {PYTORCH: pytorch}
+    if bf16:
+        backends[PYTORCH_BF16] = Bf16Autocast(pytorch)
     for backend, folder in exports.items():
         backends[backend] = BertScratchOnnxRuntimeModel.from_folder(folder, onnx_task, torch.get_num_threads())
     return backends
@@ -428,7 +460,7 @@ def load_split_features(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Export the fine-tuned model twice, evaluate the three backends, print the table; see the module docstring."""
+    """Export the fine-tuned model twice, evaluate every backend, print the table; see the module docstring."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args, data_args = parse_args(argv)
     # This package's progress at INFO; ONNX Runtime's quantizer reports every tensor it leaves in fp32 at INFO.
@@ -446,7 +478,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() if args.output_dir is None else nullcontext(args.output_dir) as folder:
         onnx_task = SHAPE_EVALUATIONS[task.shape].onnx_task
         exports = export_backends(model, Path(folder), onnx_task, args.overwrite)
-        backends = load_backends(model, shape, onnx_task, exports)
+        bf16 = args.bf16 == "true" or (args.bf16 == "auto" and native_bf16())
+        backends = load_backends(model, shape, onnx_task, exports, bf16)
 
         # 3. Run every backend on the same batches of each split and score them with the shape's metrics.
         split_names = {"eval": task.eval_split or "validation", "test": task.test_split or "test"}
