@@ -136,7 +136,7 @@ def pooled_features(
 ) -> dict[str, np.ndarray]:
     """The frozen encoder's last states of `texts` (cut as fine-tuning cuts them), pooled each of `POOLINGS` way:
     pooling -> (N, H) or (N, 2H)."""
-    pieces = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    pieces = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]  # cut below, as fine-tuning cuts
     rows = [
         [tokenizer.cls_token_id] + truncate_ids(ids, max_length - 2, truncation, head_tokens) + [tokenizer.sep_token_id]
         for ids in pieces

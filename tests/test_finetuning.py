@@ -23,6 +23,8 @@ from transformers import (
     BertTokenizer,
     pipeline,
 )
+from transformers.testing_utils import CaptureLogger
+from transformers.utils import logging as transformers_logging
 
 import hf_bertscratch
 from hf_bertscratch import inference
@@ -124,7 +126,12 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
     tokenize = make_text_tokenize_function(
         tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
     )
-    out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
+    # The text is longer than the tokenizer's maximum, but cut here: no "indexing errors" warning from transformers.
+    tokenizer.model_max_length = 10
+    tokenizer.deprecation_warnings.pop("sequence-length-is-longer-than-the-specified-maximum", None)  # warned once
+    with CaptureLogger(transformers_logging.get_logger("transformers.tokenization_utils_base")) as captured:
+        out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
+    assert "longer than the specified maximum" not in captured.out
     assert out["input_ids"][0] == [tokenizer.cls_token_id] + full[:3] + full[-5:] + [tokenizer.sep_token_id]
     assert out["input_ids"][1] == tokenizer("the cat")["input_ids"]  # matches the tokenizer's own special tokens
     assert out["labels"] == [1, 0] and out["length"] == [10, 4]
@@ -282,6 +289,7 @@ def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_onc
     results = json.loads((output / "all_results.json").read_text())
     # 12 of the 48 train examples choose the checkpoint; the 10 dev examples are scored once, as the test split.
     assert (results["eval_samples"], results["test_samples"]) == (12, 10)
+    assert set(results["long_texts"]) == {"train", "held_out", "validation"}  # one count per split
     state = json.loads((output / "trainer_state.json").read_text())
     assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # chosen per epoch on the held-out part
     assert not any("test_accuracy" in log for log in state["log_history"])
@@ -323,6 +331,7 @@ def test_hold_out_validation_draws_the_same_train_examples_every_time() -> None:
     )
     held = hold_out_validation(splits, 10)
     assert (len(held["train"]), len(held["eval"]), list(held["test"]["i"])) == (36, 4, [-1])
+    assert held["eval"].split == "held_out"  # told apart from the train split in logs and records
     assert sorted([*held["train"]["i"], *held["eval"]["i"]]) == list(range(40))  # a partition of the train split
     assert list(hold_out_validation(splits, 10)["eval"]["i"]) == list(held["eval"]["i"])  # one draw, whatever the seed
     with pytest.raises(ValueError, match="has an eval and a test split"):

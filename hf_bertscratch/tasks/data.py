@@ -279,6 +279,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
 # Which train examples are held out (`hold_out_validation`): one draw, the same for every run and seed, so that runs
 # from different weights train on the same examples.
 HOLD_OUT_SEED = 0
+HELD_OUT = "held_out"  # the name of the split held out
 
 
 def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
@@ -296,11 +297,15 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
             "train on."
         )
     split = chosen["train"].train_test_split(test_size=held, seed=HOLD_OUT_SEED)
+    # named apart from the train split (train_test_split keeps its name) and the eval one, for logs and records
+    validation = split["test"].flatten_indices()
+    validation = datasets.Dataset(validation.data, info=validation.info.copy(), split=datasets.NamedSplit(HELD_OUT))
     logger.info(
-        "Checkpoints are chosen on %d train examples held out (%g%%); the %d eval examples are scored once, at the "
-        "end, as the test split.", held, percentage, len(chosen["eval"]),
+        "Checkpoints are chosen on %s train examples held out (%g%%, split %s); the %s examples of the "
+        "%s split are scored once, at the end, as the test split.",
+        f"{held:,}", percentage, HELD_OUT, f"{len(chosen['eval']):,}", chosen["eval"].split or "eval",
     )  # fmt: skip
-    return datasets.DatasetDict({"train": split["train"], "eval": split["test"], "test": chosen["eval"]})
+    return datasets.DatasetDict({"train": split["train"], "eval": validation, "test": chosen["eval"]})
 
 
 def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:

@@ -158,7 +158,9 @@ def make_text_tokenize_function(
             encoded = dict(tokenizer(batch[text], batch[pair], truncation=True, max_length=max_seq_length))
         else:
             texts = [t if t is not None else "" for t in batch[text]]
-            pieces = tokenizer(texts, add_special_tokens=False)["input_ids"]
+            # uncut: cut below by `strategy` (and counted), so the tokenizer's "longer than the maximum" warning would
+            # mislead
+            pieces = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]
             budget = max_seq_length - 2  # room for [CLS] and [SEP]
             input_ids = [
                 [tokenizer.cls_token_id] + truncate_ids(ids, budget, strategy, head_tokens) + [tokenizer.sep_token_id]
