@@ -455,8 +455,11 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
     if not records:
         return f"No record in `{QUICK_START_RECORDS}/` yet: `python -m lab.record_quick_start` writes one.\n"
     ordered = sorted(
-        records.items(), key=lambda item: (item[1]["cpu"], item[1].get("one_core", False), item[1]["seed"])
-    )
+        records.items(),
+        key=lambda item: (
+            item[1]["cpu"], item[1].get("one_core", False), item[1].get("precision") or "", item[1]["seed"]
+        ),
+    )  # fmt: skip
     texts = {r["fill_mask"]["text"] for _, r in ordered if "fill_mask" in r}
     demo = f'top 5 for "{texts.pop()}"' if len(texts) == 1 else "fill-mask demo"
     lines = [
@@ -468,6 +471,7 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
         results = record["results"]
         minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
         run = "one core, 1 process" if record.get("one_core") else f"{results.get('world_size', 1)} processes"
+        run += f", --precision {record['precision']}" if record.get("precision") else ""
         answers = ", ".join(record["fill_mask"]["top"]) if "fill_mask" in record else "-"
         lines.append(
             f"| {short_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
@@ -480,7 +484,7 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
         f"{r['load_average']['start'][0]:.1f} at the start"
         for file, r in ordered
     )
-    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S [--one_core]` ({ran}); records in "
+    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S [--one_core] [--precision P]` ({ran}); records in "
                        f"`{QUICK_START_RECORDS}/`."]) + "\n"  # fmt: skip
 
 
@@ -813,7 +817,10 @@ class Headline:
 def headline(root: Path, records: list[SpeedRecord]) -> Headline:
     """The headline figures from the records under `root` and the speed `records`."""
     newest_first = sorted(read_records(root, QUICK_START_RECORDS).values(), key=lambda r: r["date"], reverse=True)
-    quick_starts = sorted(newest_first, key=lambda r: (r["seed"] != 42, bool(r.get("one_core"))))  # newest seed 42
+    # the newest seed-42 run of the quick start as given (two processes, its default precision)
+    quick_starts = sorted(
+        newest_first, key=lambda r: (r["seed"] != 42, bool(r.get("one_core")), bool(r.get("precision")))
+    )
     training: dict[float, list[float]] = {}
     encoder: dict[float, list[float]] = {}
     memory: dict[float, list[tuple[float, float]]] = {}

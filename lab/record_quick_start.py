@@ -5,7 +5,9 @@ renders README's quick-start table from those records.
 
     python -m lab.record_quick_start [--seed 42] [--output_dir runs/bert-tiny-wikitext2] [--one_core]
 
-`--one_core` runs it as on a machine with one core (`OMP_NUM_THREADS=1 bertscratch pretrain ... --num_processes 1`).
+`--one_core` runs it as on a machine with one core (`OMP_NUM_THREADS=1 bertscratch pretrain ... --num_processes 1`);
+`--precision bf16` (or fp32) trains at that precision instead of the quick start's `auto` (bf16 autocast on a CPU
+with AMX, fp32 elsewhere), to see what another precision gives in the same 8.5 minutes (file name `...-bf16-seed-S`).
 The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc` or `intel-xeon`) also keeps the
 model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
 is wall-clock time, so a shared CPU trains fewer tokens.
@@ -51,6 +53,12 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument(
         "--one_core", action="store_true", help="Train as on one core: OMP_NUM_THREADS=1 and --num_processes 1."
     )
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default=None,
+        help="Train at this precision instead of the quick start's default (auto: bf16 on a CPU with AMX).",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     start = RunStart.now()
@@ -59,6 +67,8 @@ def main(argv: list[str] | None = None) -> Path:
     if args.one_core:
         command += ["--num_processes", "1"]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if args.precision:
+        command += ["--precision", args.precision]
     began = time.perf_counter()
     subprocess.run(command, check=True, env=env)
     seconds = time.perf_counter() - began
@@ -70,6 +80,7 @@ def main(argv: list[str] | None = None) -> Path:
         **run_record(PROGRAM, argv, vars(args), start, onnxruntime=False),
         "quick_start_command": ("OMP_NUM_THREADS=1 " if args.one_core else "") + " ".join(command),
         "one_core": args.one_core,
+        "precision": args.precision,  # None: the quick start's default
         "seed": args.seed,
         "end_to_end_seconds": round(seconds, 1),
         "peak_memory_mib": round(peak_mib),
@@ -77,7 +88,8 @@ def main(argv: list[str] | None = None) -> Path:
         "results": results,
         "fill_mask": {"text": FILL_MASK_TEXT, "top": top_answers(args.output_dir)},
     }
-    name = f"{cpu_slug(record['cpu'])}{'-one-core' if args.one_core else ''}-seed-{args.seed}.json"
+    kind = ("-one-core" if args.one_core else "") + (f"-{args.precision}" if args.precision else "")
+    name = f"{cpu_slug(record['cpu'])}{kind}-seed-{args.seed}.json"
     path = Path(args.records_dir) / name
     write_text_atomically(path, json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")

@@ -29,7 +29,7 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
         ran.append(command)
         envs.append(kwargs.get("env"))
         out = Path(command[command.index("--output_dir") + 1])
-        out.mkdir(parents=True)
+        out.mkdir(parents=True, exist_ok=True)
         (out / "all_results.json").write_text(json.dumps(results))
         (out / "trainer_state.json").write_text(json.dumps({"global_step": 3599}))
         return subprocess.CompletedProcess(command, 0)
@@ -50,6 +50,21 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     table = reports.render_quick_start_table({path.name: record})
     assert "| AMD EPYC 7B13 | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
     assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
+    # Another precision than the quick start's: passed on, named in the file, the table and apart in the headline.
+    path = script.main([*argv[:4], "--records_dir", str(tmp_path / "r"), "--precision", "bf16"])
+    assert ran[-1] == [
+        "bertscratch",
+        "pretrain",
+        "--output_dir",
+        str(tmp_path / "run"),
+        "--seed",
+        "7",
+        "--precision",
+        "bf16",
+    ]
+    assert path.name == "amd-epyc-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
+    table = reports.render_quick_start_table({path.name: json.loads(path.read_text())})
+    assert "| AMD EPYC 7B13 | 1 processes, --precision bf16 | 7 |" in table
 
 
 def test_record_file_names_name_the_cpu() -> None:
