@@ -53,9 +53,8 @@ from transformers import AutoConfig, EvalPrediction
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
 from ..arguments import ArgumentParser, parse_args_or_json
-from ..cpu_matmul import native_bf16
 from ..data import sample_examples
-from ..hardware import cpu_model, describe_hardware
+from ..hardware import cpu_has_native_bf16, cpu_model, describe_hardware
 from ..inference import check_task_head
 from ..model_reference import check_model_reference
 from ..run_folder import write_text_atomically
@@ -478,7 +477,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() if args.output_dir is None else nullcontext(args.output_dir) as folder:
         onnx_task = SHAPE_EVALUATIONS[task.shape].onnx_task
         exports = export_backends(model, Path(folder), onnx_task, args.overwrite)
-        bf16 = args.bf16 == "true" or (args.bf16 == "auto" and native_bf16())
+        bf16 = args.bf16 == "true" or (args.bf16 == "auto" and cpu_has_native_bf16())
         backends = load_backends(model, shape, onnx_task, exports, bf16)
 
         # 3. Run every backend on the same batches of each split and score them with the shape's metrics.
