@@ -96,7 +96,7 @@ HEADLINE_TABLE_PAGE = "docs/index.md"
 HEADLINE_TASKS = (
     ("conll2003", "test_overall_f1", "CoNLL-2003 entity F1"),
     ("sst2", "eval_accuracy", "SST-2"),
-    ("imdb", "eval_accuracy", "IMDB"),
+    ("imdb", "test_accuracy", "IMDB"),
     ("cola", "eval_matthews_correlation", "CoLA Matthews"),
     ("mrpc", "eval_f1", "MRPC"),
     ("stsb", "eval_spearmanr", "STS-B"),
@@ -894,9 +894,9 @@ def _quick_start_phrase(record: dict) -> tuple[str, str, str]:
     )
 
 
-def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str, list[float | None]]:
-    """Each headline task's (name, pretrained mean, scratch mean) with both inits run, the pretraining minutes, and
-    the GLUE dev average of each init (None while one has no run)."""
+def _task_figures(record: dict) -> tuple[list[tuple[str, float, float, int]], str, list[float | None]]:
+    """Each headline task's (name, pretrained mean, scratch mean, the fewer seeds of the two) with both inits run, the
+    pretraining minutes, and the GLUE dev average of each init (None while one has no run)."""
     from .results_table import glue_average
 
     rows = {(row["task"], row["key"]): row for row in record["rows"]}
@@ -904,10 +904,20 @@ def _task_figures(record: dict) -> tuple[list[tuple[str, float, float]], str, li
     for task, key, name in HEADLINE_TASKS:
         row = rows.get((task, key))
         if row and row["pretrained"] and row["scratch"]:
-            figures.append((name, statistics.fmean(row["pretrained"]), statistics.fmean(row["scratch"])))
+            seeds = min(len(row["pretrained"]), len(row["scratch"]))
+            figures.append((name, statistics.fmean(row["pretrained"]), statistics.fmean(row["scratch"]), seeds))
     minutes = re.search(r"([\d.]+) min train", record["pretraining"])
     averages = [glue_average(record["rows"], init) for init in ("pretrained", "scratch")]
     return figures, f"{float(minutes.group(1)):.0f} minutes" if minutes else "its pretraining", averages
+
+
+def _seeds_so_far(seeds: list[int], enough: int = 3) -> str:
+    """ ", one seed per task so far" while a headline task has fewer than `enough` seeds of each init; "" after."""
+    if not seeds or min(seeds) >= enough:
+        return ""
+    low, high = min(seeds), max(seeds)
+    count = "one seed" if high == 1 else f"{low} seeds" if low == high else f"{low}-{high} seeds"
+    return f", {count} per task so far"
 
 
 def render_headline(figures: Headline) -> str:
@@ -944,8 +954,8 @@ def render_headline(figures: Headline) -> str:
     )
     if figures.task_table:
         tasks, minutes, averages = _task_figures(figures.task_table)
-        shown = [f"{n} **{p:.1f}** against {s:.1f}" for n, p, s in tasks if p > s]
-        not_better = [n for n, p, s in tasks if p <= s]
+        shown = [f"{n} **{p:.1f}** against {s:.1f}" for n, p, s, _ in tasks if p > s]
+        not_better = [n for n, p, s, _ in tasks if p <= s]
         if shown:
             shown[0] += " from random weights"
         sentence = f"Fine-tuned after {minutes} of pretraining on a 2-core CPU, the tiny model reaches "
@@ -954,7 +964,7 @@ def render_headline(figures: Headline) -> str:
             sentence += f"; on {_and_list(not_better)} it is not yet better than random weights"
         if None not in averages:
             sentence += f", and the five GLUE dev tasks average {averages[0]:.1f} against {averages[1]:.1f}"
-        parts.append(sentence + " ([the task table](#results)).")
+        parts.append(sentence + f" ([the task table](#results){_seeds_so_far([n for *_, n in tasks])}).")
         parts += _bag_of_words_sentence(figures.task_table.get("no_learning"))
     if figures.pairs:
         parts.append(_pairs_sentence(figures.pairs))
@@ -1037,7 +1047,7 @@ def render_headline_table(figures: Headline) -> str:
     )
     if figures.task_table:
         tasks, minutes, averages = _task_figures(figures.task_table)
-        cells = [f"{n} {p:.1f} vs {s:.1f}" for n, p, s in tasks[:1]]
+        cells = [f"{n} {p:.1f} vs {s:.1f}" for n, p, s, _ in tasks[:1]]
         if None not in averages:
             cells.append(f"GLUE average (5 dev tasks) {averages[0]:.1f} vs {averages[1]:.1f}")
         lines.append(

@@ -519,6 +519,7 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     for row in task_table["rows"]:  # ahead of random weights on every task but MRPC and RTE, whatever the record says
         behind = row["task"] in ("mrpc", "rte")
+        row["scratch"] = ((row["scratch"] or [50.0]) * 3)[:3]  # three seeds a row, also where the record has none
         row["pretrained"] = [value + (-1 if behind else 1) for value in row["scratch"]]
     stsb = next(row for row in task_table["rows"] if row["key"] == "eval_spearmanr")
     stsb["pretrained"] = [value + 50 for value in stsb["scratch"]]  # moved further by its record
@@ -548,6 +549,11 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     average = [results.glue_average(task_table["rows"], init) for init in ("pretrained", "scratch")]
     assert f"the five GLUE dev tasks average {average[0]:.1f} against {average[1]:.1f}" in text
     assert all(len(line) <= 118 for line in reports.render_headline(figures).splitlines())
+    assert "so far" not in text  # every task has three seeds
+    figures.task_table["rows"][0]["scratch"] = figures.task_table["rows"][0]["scratch"][:1]  # a task with one seed
+    assert "([the task table](#results), 1-3 seeds per task so far)" in " ".join(
+        reports.render_headline(figures).split()
+    )
 
     table = reports.render_headline_table(figures)
     assert "| 9 min 01 s, masked-token accuracy 34.9%, perplexity 50.9 |" in table
