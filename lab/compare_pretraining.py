@@ -250,6 +250,13 @@ class ComparisonArguments:
         metadata={"help": "Tasks to fine-tune on (and whose text mlm+tasks reads); the table's columns are fixed."},
     )
     smoke: bool = field(default=False, metadata={"help": "Check the wiring in minutes (reproduce_results' SMOKE=1)."})
+    record_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Folder of each recipe's run records (RECORDS=<record_dir>/<recipe> for reproduce_results.sh); "
+            "default: reproduce_results.sh's, results/task-runs/<recipe>."
+        },
+    )
 
 
 def _machine(folder: Path) -> str:
@@ -332,6 +339,8 @@ def run_recipe(args: ComparisonArguments, name: str, objective: str | None) -> N
     environment = recipe_environment(RECIPES[name], args.minutes, objective, args.smoke, args.tasks)
     if args.data_dir:
         environment["DATA_DIR"] = args.data_dir
+    if args.record_dir:
+        environment["RECORDS"] = str(Path(args.record_dir) / name)
     folder = Path(args.runs_dir) / name
     share_first_stage(Path(args.runs_dir), name)
     print(f"== {name}: {' '.join(f'{k}={v}' for k, v in environment.items())}", flush=True)

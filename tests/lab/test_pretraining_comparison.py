@@ -219,8 +219,12 @@ def test_smoke_run_of_electra_and_of_masked_lm_on_the_tasks_text_with_and_withou
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     record_path = tmp_path / "record.json"
+    records = tmp_path / "records"  # not the repository's results/task-runs/
     comparison.main(["--runs_dir", str(runs), "--data_dir", str(data), "--tasks", "cola", "--smoke", "true",
-                     "--recipes", "electra", "mlm+tasks", "mlm+tasks+nsp", "--record", str(record_path)])  # fmt: skip
+                     "--recipes", "electra", "mlm+tasks", "mlm+tasks+nsp", "--record", str(record_path),
+                     "--record_dir", str(records)])  # fmt: skip
+    assert (records / "electra" / "pretrain" / "all_results.json").is_file()  # each recipe's records apart
+    assert (records / "mlm+tasks+nsp" / "pretrain-tasks" / "all_results.json").is_file()
 
     electra, tasks, nsp = runs / "electra", runs / "mlm+tasks", runs / "mlm+tasks+nsp"
     assert not (electra / "pretrain-long").exists() and not (tasks / "pretrain-long").exists()  # one general stage
