@@ -40,14 +40,16 @@ def cpu_flags() -> set[str]:
 def cpu_has_amx_bf16() -> bool:
     """Whether the CPU multiplies bf16 matrices with Intel AMX (flag `amx_bf16`), where bf16 autocast trains a small
     BERT faster than fp32 (`results/speed-more/bf16-mini.json`: 5,445 against 3,850 tokens/s) and the quick start
-    kept its accuracy (an Intel Xeon: 34.9%). Training picks bf16 by default there only."""
+    kept its accuracy (an Intel Xeon: 34.9%)."""
     return "amx_bf16" in cpu_flags()
 
 
 def cpu_has_native_bf16() -> bool:
     """Whether the CPU multiplies bf16 in hardware (Intel AMX, flag `amx_bf16`, or AVX512_BF16, `avx512_bf16`), where
     bf16 autocast trains a small BERT faster than fp32 (`results/speed-more/bf16-mini.json`, AMX: 5,445 against 3,850
-    tokens/s; `results/speed-more/bf16-mini-2.json`, AVX512_BF16 on an AMD EPYC: 630 against 361)."""
+    tokens/s; `results/speed-more/bf16-mini-3.json`, AVX512_BF16 on an AMD EPYC: 5,841 against 4,118) and the quick
+    start gained accuracy in its budget (`results/quick-start/amd-epyc-{bf16,fp32}-seed-*.json`, AVX512_BF16: 34.4% and
+    34.8% at 29,400 tokens/s against 32.6% and 33.3% at 21,200-21,800 in fp32). Training picks bf16 by default there."""
     return bool({"amx_bf16", "avx512_bf16"} & cpu_flags())
 
 
@@ -85,15 +87,16 @@ def visible_gpus(use_cpu: bool) -> int:
 
 
 def fast_bf16(gpus: int) -> bool:
-    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with AMX."""
-    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_amx_bf16()
+    """Whether the device a run trains on computes bf16 fast: a GPU that supports it, or a CPU with native bf16 (AMX or
+    AVX512_BF16, `cpu_has_native_bf16`)."""
+    return torch.cuda.is_bf16_supported() if gpus > 0 else cpu_has_native_bf16()
 
 
 def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "auto") -> dict[str, Any]:
     """What `--num_processes auto`, `--precision` and the batch-loading workers come to on a machine with `gpus`
     CUDA devices (0: CPU only) and `cores` CPU cores: one process per GPU and up to 4 loading workers each; on a CPU,
     2 processes when there are 2 cores, loading in the process; bf16 autocast where the device computes bf16 fast
-    (`bf16_fast`: a GPU that supports it, a CPU with AMX), fp32 elsewhere."""
+    (`bf16_fast`: a GPU that supports it, a CPU with native bf16), fp32 elsewhere."""
     bf16 = precision == "bf16" or (precision == "auto" and bf16_fast)
     return {
         "processes": gpus if gpus > 0 else (2 if cores >= 2 else 1),
@@ -113,7 +116,7 @@ def describe_device_choice(training_args: LaunchArguments, processes: int) -> st
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
     if training_args.bf16 and not gpus and training_args.precision == "auto":
-        precision += " (the CPU has AMX; --precision fp32 for fp32)"
+        precision += " (the CPU has native bf16, AMX or AVX512_BF16; --precision fp32 for fp32)"
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
     return (
         f"Training on {where}: {processes} process(es), {precision}, "

@@ -306,7 +306,8 @@ class PretrainingArguments(GuardedTrainingArguments):
     precision: str = field(
         default="auto",
         metadata={
-            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with AMX, fp32 elsewhere), fp32, bf16 "
+            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with native bf16, AMX or AVX512_BF16; "
+            "fp32 elsewhere), fp32, bf16 "
             "or fp16. --bf16 or "
             "--fp16, if given, decide."
         },

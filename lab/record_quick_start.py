@@ -7,7 +7,8 @@ renders README's quick-start table from those records.
 
 `--one_core` runs it as on a machine with one core (`OMP_NUM_THREADS=1 bertscratch pretrain ... --num_processes 1`);
 `--precision bf16` (or fp32) trains at that precision instead of the quick start's `auto` (bf16 autocast on a CPU
-with AMX, fp32 elsewhere), to see what another precision gives in the same 8.5 minutes (file name `...-bf16-seed-S`).
+with native bf16, AMX or AVX512_BF16, fp32 elsewhere), to see what another precision gives in the same 8.5 minutes
+(file name `...-bf16-seed-S`).
 The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc` or `intel-xeon`) also keeps the
 model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
 is wall-clock time, so a shared CPU trains fewer tokens.
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> Path:
         "--precision",
         choices=["fp32", "bf16"],
         default=None,
-        help="Train at this precision instead of the quick start's default (auto: bf16 on a CPU with AMX).",
+        help="Train at this precision instead of the quick start's default (auto: bf16 on a CPU with native bf16).",
     )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
