@@ -48,7 +48,7 @@ def cpu_has_native_bf16() -> bool:
     """Whether the CPU multiplies bf16 in hardware (Intel AMX, flag `amx_bf16`, or AVX512_BF16, `avx512_bf16`), where
     bf16 autocast trains a small BERT faster than fp32 (`results/speed-more/bf16-mini.json`, AMX: 5,445 against 3,850
     tokens/s; `results/speed-more/bf16-mini-3.json`, AVX512_BF16 on an AMD EPYC: 5,841 against 4,118) and the quick
-    start gained accuracy in its budget (`results/quick-start/amd-epyc-{bf16,fp32}-seed-*.json`, AVX512_BF16: 34.4% and
+    start gained accuracy in its budget (`results/quick-start/amd-epyc-bf16-seed-43.json` and the others, AVX512_BF16: 34.4% and
     34.8% at 29,400 tokens/s against 32.6% and 33.3% at 21,200-21,800 in fp32). Training picks bf16 by default there."""
     return bool({"amx_bf16", "avx512_bf16"} & cpu_flags())
 
