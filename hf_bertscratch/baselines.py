@@ -192,31 +192,37 @@ def no_learning_scores(
             overlaps = word_overlaps(split[first], split[second])
             out[name]["word_overlap"] = score_baseline(train_overlaps, train_labels, overlaps, labels, num_labels)
     if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
+        texts = [(split[first], labels) for split, labels in scored.values()]
         for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
-            texts = [(split[first], labels) for split, labels in scored.values()]
             for name, metrics in zip(scored, bag_of_words(train[first], train_labels, texts, num_labels, ngrams)):
                 out[name][answer] = metrics
     return out
 
 
+def baseline_key(answer: str, split: str = "eval") -> str:
+    """The results key of a no-learning answer's score on a split: `baseline_<answer>` on the eval split,
+    `<split>_baseline_<answer>` on another (`test_baseline_bag_of_words`)."""
+    return f"baseline_{answer}" if split == "eval" else f"{split}_baseline_{answer}"
+
+
 def task_baselines(
     task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
 ) -> dict[str, float]:
-    """`no_learning_scores` of the task's main metric, as a run's results record them: on the eval split
-    `baseline_constant`, `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those that
-    apply); on a test split the same keys with `test_` in front."""
+    """`no_learning_scores` of the task's main metric, as a run's results record them (`baseline_key`): on the eval
+    split `baseline_constant`, `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those
+    that apply); on a test split the same keys with `test_` in front."""
     out = {}
     for split, answers in no_learning_scores(task, train, train_labels, scored).items():
-        prefix = "" if split == "eval" else f"{split}_"
         for answer, metrics in answers.items():
             if metrics.get(task.main_metric) is not None:
-                out[f"{prefix}baseline_{answer}"] = metrics[task.main_metric]
+                out[baseline_key(answer, split)] = metrics[task.main_metric]
     return out
 
 
 __all__ = [
     "BAG_OF_WORDS_NGRAMS",
     "BASELINE_NAMES",
+    "baseline_key",
     "bag_of_words",
     "no_learning_scores",
     "task_baselines",

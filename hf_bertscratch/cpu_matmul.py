@@ -14,8 +14,9 @@ path where nothing is lost by it: a CPU input, no autograd (eval with `torch.no_
 pipelines and a user's forward run), no compiling, exporting or tracing. Elsewhere, training included, it is
 `F.linear`: at the tiny and mini presets' training shapes, oneDNN ran a Linear's forward and both gradients only
 0.98-1.10x as fast on a 2-core AVX-512 AMD EPYC, its weight reordered every step (`python -m lab.profile_training_gemm`,
-results/training-gemm/); on such a CPU, bf16 autocast is training's faster path (`--precision auto`). The reordered copy is cached on the layer, rebuilt when the weight changes (its data pointer or version),
-and never saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs
+results/training-gemm/); on such a CPU, bf16 autocast is training's faster path (`--precision auto`). The reordered
+copy is cached on the layer, rebuilt when the weight changes (its data pointer or version), and never saved, copied or
+pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs
 with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in

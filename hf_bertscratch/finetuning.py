@@ -39,7 +39,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .baselines import BASELINE_NAMES, task_baselines
+from .baselines import BASELINE_NAMES, baseline_key, task_baselines
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
     AUTO,
@@ -540,22 +540,14 @@ def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
     return f"; {', '.join(drawn)} (drawn at random with seed {seed})" if drawn else ""
 
 
-# results key of a no-learning baseline -> how the log names it
-BASELINE_LABELS = {f"baseline_{answer}": name for answer, name in BASELINE_NAMES.items()}
-
-
 def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int]) -> None:
     """Log the main metric of each scored split (`sizes`: "eval", and "test" when there is one: split -> examples)
     beside its no-learning baselines; warn when a baseline beats the model, and when the model answers one thing."""
     metric = task.main_metric
     for split, examples in sizes.items():
-        prefix = "" if split == "eval" else f"{split}_"
         value = results.get(f"{split}_{metric}", math.nan)
-        baselines = {
-            label: results[prefix + key]
-            for key, label in BASELINE_LABELS.items()
-            if results.get(prefix + key) is not None
-        }
+        keys = {name: baseline_key(answer, split) for answer, name in BASELINE_NAMES.items()}
+        baselines = {name: results[key] for name, key in keys.items() if results.get(key) is not None}
         beside = [f"{label} {score:.4f}" for label, score in baselines.items()]
         logger.info(
             "%s_%s %.4f (%d %s examples)%s",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
-from hf_bertscratch.baselines import BASELINE_NAMES
+from hf_bertscratch.baselines import BASELINE_NAMES, baseline_key
 from hf_bertscratch.run_folder import write_text_atomically
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
@@ -222,23 +222,18 @@ def _how(runs: dict[str, tuple[float | None, list[dict]]]) -> str:
     )
 
 
-# A run's no-learning baseline (all_results.json key) -> its name in the task table; the baselines score the task's
-# main metric on the same split as the row (hf_bertscratch.baselines; a test split's keys start with test_).
-BASELINES = {f"baseline_{answer}": name for answer, name in BASELINE_NAMES.items()}
+# A run's no-learning baselines score the task's main metric on the same split as the row
+# (`hf_bertscratch.baselines.baseline_key`: a test split's keys start with test_); BASELINE_NAMES names them.
 
 
 def _baselines(runs: dict[str, tuple[float | None, list[dict]]], key: str) -> dict[str, float]:
     """The no-learning scores (x 100) its runs recorded for a row's metric, when it is the task's main metric."""
     first = next((found[0] for _, found in runs.values() if found), None)
-    split = key.split("_", 1)[0]  # eval or test: the baselines are recorded on both (test ones as test_baseline_*)
+    split = key.split("_", 1)[0]  # eval or test: the baselines are recorded on both
     if first is None or key != f"{split}_{first.get('main_metric')}":
         return {}
-    prefix = "" if split == "eval" else f"{split}_"
-    return {
-        name: 100 * float(first[prefix + field])
-        for field, name in BASELINES.items()
-        if first.get(prefix + field) is not None
-    }
+    keys = {name: baseline_key(answer, split) for answer, name in BASELINE_NAMES.items()}
+    return {name: 100 * float(first[field]) for name, field in keys.items() if first.get(field) is not None}
 
 
 def task_rows(runs_dir: Path) -> list[dict]:
@@ -293,9 +288,9 @@ def row_baselines(row: dict, no_learning: dict | None) -> dict[str, float]:
     metric = row["key"].removeprefix("eval_")
     scores = (no_learning or {}).get("tasks", {}).get(row["task"], {}) if row["key"].startswith("eval_") else {}
     return {
-        BASELINES[f"baseline_{name}"]: 100 * metrics[metric]
+        BASELINE_NAMES[name]: 100 * metrics[metric]
         for name, metrics in scores.items()
-        if metrics.get(metric) is not None and f"baseline_{name}" in BASELINES
+        if metrics.get(metric) is not None and name in BASELINE_NAMES
     }
 
 
