@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from hf_bertscratch.hardware import short_cpu_name
-from hf_bertscratch.records import RunStart, run_record
+from hf_bertscratch.records import RunStart, portable_paths, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> Path:
     state = json.loads((Path(args.output_dir) / "trainer_state.json").read_text(encoding="utf-8"))
     record = {
         **run_record(PROGRAM, argv, vars(args), start, onnxruntime=False),
-        "quick_start_command": ("OMP_NUM_THREADS=1 " if args.one_core else "") + " ".join(command),
+        "quick_start_command": ("OMP_NUM_THREADS=1 " if args.one_core else "") + " ".join(portable_paths(command)),
         "one_core": args.one_core,
         "precision": args.precision,  # None: the quick start's default
         "seed": args.seed,

@@ -51,6 +51,8 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     assert "| AMD EPYC 7B13 | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
     assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
     # Another precision than the quick start's: passed on, named in the file, the table and apart in the headline.
+    # Run from the folder beside the output: the record names the output folder relative to it, not where it ran.
+    monkeypatch.chdir(tmp_path / "r")
     path = script.main([*argv[:4], "--records_dir", str(tmp_path / "r"), "--precision", "bf16"])
     assert ran[-1] == [
         "bertscratch",
@@ -63,6 +65,8 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
         "bf16",
     ]
     assert path.name == "amd-epyc-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
+    expected = "bertscratch pretrain --output_dir ../run --seed 7 --precision bf16"
+    assert json.loads(path.read_text())["quick_start_command"] == expected
     table = reports.render_quick_start_table({path.name: json.loads(path.read_text())})
     assert "| AMD EPYC 7B13 | 1 processes, --precision bf16 | 7 |" in table
 
