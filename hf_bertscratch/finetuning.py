@@ -48,7 +48,7 @@ from .finetuning_arguments import (
     parse_args,
     resolve_paths,
 )
-from .hardware import describe_hardware
+from .hardware import describe_hardware, describe_precision, precision_name
 from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
@@ -430,6 +430,7 @@ def describe_run(
         **({"test_samples": len(raw["test"])} if "test" in raw else {}),
         "wall_time_seconds": wall_time_seconds,
         "machine": describe_hardware(),
+        "precision": precision_name(args.bf16, args.fp16),
         "seed": args.seed,
         "learning_rate": args.learning_rate,
         "max_seq_length": data_args.max_seq_length,
@@ -584,6 +585,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     checkpoint = resolve_paths(model_args, training_args)
+    logger.info("Training on %s at %s.", describe_hardware(), describe_precision(training_args))
     task = data_args.task_spec  # the task the flags name, from the table
     defaults = finetune_defaults(task, data_args.task)
 

@@ -97,6 +97,16 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             self.metric_for_best_model, self.greater_is_better = data_args.task_spec.main_metric, True
         super().__post_init__()
 
+    # fp32 by default, unlike pretraining: the Trainer evaluates under the training's autocast too, and the scores a
+    # run reports should be those of the saved model as a pipeline or `bertscratch classify` runs it (fp32).
+    precision: str = field(
+        default="fp32",
+        metadata={
+            "help": "fp32 (default: the scores are those the saved model gives at inference), bf16 or fp16 "
+            "autocast for training and evaluation, or auto (bf16 on a GPU that supports it and on a CPU with native "
+            "bf16, AMX or AVX512_BF16; fp32 elsewhere). --bf16 or --fp16, if given, decide."
+        },
+    )
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
     save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
     load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})

@@ -61,6 +61,45 @@ def describe_hardware() -> str:
     return f"CPU ({cpu_model()}), {threads} thread{'s' if threads != 1 else ''} ({os.cpu_count()} cores visible)"
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")  # --precision of pretrain and finetune
+
+
+class PrecisionArguments(Protocol):
+    """The training arguments the precision choice reads and completes (`run_folder.GuardedTrainingArguments`)."""
+
+    use_cpu: bool
+    bf16: bool
+    fp16: bool
+    precision: str
+
+
+def choose_precision(args: PrecisionArguments) -> None:
+    """Complete `args.bf16`/`args.fp16` from `args.precision` (`device_defaults`: auto is bf16 autocast where the
+    device computes bf16 fast, a GPU that supports it or a CPU with native bf16, and fp32 elsewhere) unless `--bf16` or
+    `--fp16` was given; bf16 on a machine without a GPU in sight sets `use_cpu`, as `TrainingArguments` wants for bf16
+    off a GPU (it refuses `--bf16` on a CPU otherwise)."""
+    if args.precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {args.precision!r}.")
+    gpus = visible_gpus(args.use_cpu)
+    if not (args.bf16 or args.fp16):
+        chosen = device_defaults(gpus, fast_bf16(gpus), available_cores(), args.precision)
+        args.bf16, args.fp16 = chosen["bf16"], chosen["fp16"]
+    args.use_cpu = args.use_cpu or (args.bf16 and gpus == 0)
+
+
+def describe_precision(args: PrecisionArguments) -> str:
+    """The precision a run trains at, in words, with why where `--precision auto` chose bf16 on a CPU."""
+    precision = "bf16 autocast" if args.bf16 else "fp16 autocast" if args.fp16 else "fp32"
+    if args.bf16 and not visible_gpus(args.use_cpu) and args.precision == "auto":
+        precision += " (the CPU has native bf16, AMX or AVX512_BF16; --precision fp32 for fp32)"
+    return precision
+
+
+def precision_name(bf16: bool, fp16: bool) -> str:
+    """What a run record keeps of its precision (TrainingArguments' `bf16` and `fp16`): bf16, fp16 or fp32."""
+    return "bf16" if bf16 else "fp16" if fp16 else "fp32"
+
+
 class LaunchArguments(Protocol):
     """The training arguments the device choice reads and completes (`PretrainingArguments`)."""
 
@@ -114,9 +153,7 @@ def describe_device_choice(training_args: LaunchArguments, processes: int) -> st
     """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
     gpus = visible_gpus(training_args.use_cpu)
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
-    precision = "bf16 autocast" if training_args.bf16 else "fp16 autocast" if training_args.fp16 else "fp32"
-    if training_args.bf16 and not gpus and training_args.precision == "auto":
-        precision += " (the CPU has native bf16, AMX or AVX512_BF16; --precision fp32 for fp32)"
+    precision = describe_precision(training_args)
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
     return (
         f"Training on {where}: {processes} process(es), {precision}, "

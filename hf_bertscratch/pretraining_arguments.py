@@ -24,7 +24,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
-from .hardware import available_cores, device_defaults, fast_bf16, use_cpu_process_group, visible_gpus
+from .hardware import available_cores, device_defaults, use_cpu_process_group, visible_gpus
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -35,7 +35,6 @@ from .tasks import TASKS
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("mlm", "mlm_nsp", "electra")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # Objectives that train on packed blocks of text (mlm_nsp trains on sentence pairs).
 PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
@@ -278,17 +277,11 @@ class PretrainingArguments(GuardedTrainingArguments):
     _argument_group_name = "training"  # its flags' heading in --help
 
     def __post_init__(self, data_args: DataArguments | None = None) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}.")
-        gpus = visible_gpus(self.use_cpu)
-        chosen = device_defaults(gpus, fast_bf16(gpus), available_cores(), self.precision)
-        if not (self.bf16 or self.fp16):
-            self.bf16, self.fp16 = chosen["bf16"], chosen["fp16"]
-            # bf16 chosen for a CPU with no GPU in sight: say so, as TrainingArguments wants for bf16 off a GPU
-            self.use_cpu = self.use_cpu or (self.bf16 and gpus == 0)
         if self.dataloader_num_workers is None:
+            gpus = visible_gpus(self.use_cpu)
+            chosen = device_defaults(gpus, False, available_cores())
             self.dataloader_num_workers = chosen["dataloader_num_workers"]
-        super().__post_init__()
+        super().__post_init__()  # --precision: GuardedTrainingArguments
         check_training_arguments(self)
         if data_args is not None:
             check_run_ends(data_args, self)
@@ -301,15 +294,6 @@ class PretrainingArguments(GuardedTrainingArguments):
             "CPU-only machine with 2 or more cores (gloo; one torch thread per process trains a small BERT faster "
             "there than one process with all the threads), else 1. Each process trains on its own "
             "per_device_train_batch_size share."
-        },
-    )
-    precision: str = field(
-        default="auto",
-        metadata={
-            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with native bf16, AMX or AVX512_BF16; "
-            "fp32 elsewhere), fp32, bf16 "
-            "or fp16. --bf16 or "
-            "--fp16, if given, decide."
         },
     )
     # None until __post_init__ chooses it for the hardware: wider than TrainingArguments' int on purpose.

@@ -22,6 +22,8 @@ import torch
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
+from .hardware import choose_precision
+
 if TYPE_CHECKING:
     from transformers import Trainer
 
@@ -35,8 +37,9 @@ STAGING = ".staging"
 
 @dataclass
 class GuardedTrainingArguments(TrainingArguments):
-    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped, and batches pinned only where a
-    GPU is there to read them (transformers warns at every evaluation on a CPU otherwise)."""
+    """`TrainingArguments` plus the output-folder guard that transformers 5 dropped, batches pinned only where a GPU
+    is there to read them (transformers warns at every evaluation on a CPU otherwise), and `--precision`, the numeric
+    precision chosen for the device (`hardware.choose_precision`), which pretraining and fine-tuning share."""
 
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
@@ -52,7 +55,16 @@ class GuardedTrainingArguments(TrainingArguments):
         },
     )
 
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16 autocast on a GPU that supports it and on a CPU with native bf16, AMX or AVX512_BF16; "
+            "fp32 elsewhere), fp32, bf16 or fp16. --bf16 or --fp16, if given, decide."
+        },
+    )
+
     def __post_init__(self) -> None:
+        choose_precision(self)
         super().__post_init__()
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card
         # and remote code (hf_bertscratch.hub.push_training_output). The Trainer's own push, which would create the

@@ -398,6 +398,51 @@ def test_parsing_picks_the_tasks_main_metric_for_the_best_checkpoint(tmp_path: P
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).metric_for_best_model == AUTO_METRIC  # made alone
 
 
+@pytest.mark.parametrize("flags", [{"avx2", "avx512f", "avx512_bf16"}, {"avx2", "fma"}])
+def test_finetuning_trains_in_fp32_unless_told_and_takes_bf16_on_a_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: set
+) -> None:
+    """fp32 by default on any CPU (a run's scores are the saved model's at fp32 inference); --precision auto is bf16
+    on a CPU with native bf16 (AVX512_BF16 here) only; bf16 asked for on a CPU, as --precision or transformers' --bf16,
+    trains on the CPU (transformers refuses --bf16 without --use_cpu)."""
+    from hf_bertscratch import hardware
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: flags)
+    given = ["--model_name_or_path", "unused", "--task", "sst2", "--output_dir", str(tmp_path / "out")]
+    _, _, default = parse_args(given)
+    assert not (default.bf16 or default.fp16)
+    if not torch.cuda.is_available():
+        _, _, auto = parse_args([*given, "--precision", "auto"])
+        assert auto.bf16 == auto.use_cpu == ("avx512_bf16" in flags)
+        for asked in (["--precision", "bf16"], ["--bf16", "true"]):
+            _, _, bf16 = parse_args([*given, *asked])
+            assert bf16.bf16 and bf16.use_cpu and not bf16.fp16
+    with pytest.raises(ValueError, match="precision must be one of .*got 'half'"):
+        parse_args([*given, "--precision", "half"])
+
+
+def test_bf16_finetuning_trains_under_cpu_autocast_and_records_it(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hf_bertscratch.modeling_bertscratch import BertScratchEncoder
+
+    seen = []
+    real_forward = BertScratchEncoder.forward
+
+    def recorded_forward(self, *args, **kwargs):  # inside the model's forward, which accelerate runs under autocast
+        seen.append((self.training, torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertScratchEncoder, "forward", recorded_forward)
+    output = tmp_path / "run"
+    main(base_argv(model_dir, *data_files, output) + ["--precision", "bf16", "--num_train_epochs", "1"])
+    training = [(enabled, dtype) for is_training, enabled, dtype in seen if is_training]
+    assert training and all(step == (True, torch.bfloat16) for step in training)
+    results = json.loads((output / "all_results.json").read_text())
+    assert results["precision"] == "bf16" and 0.0 <= results["eval_accuracy"] <= 1.0
+
+
 def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
     pretrained = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
     scratch = load_model(ModelArguments(model_name_or_path=str(model_dir), init_from_scratch=True), classes("a", "b"))
@@ -423,6 +468,7 @@ def test_finetune_end_to_end(
     assert passes == [6, 12]  # one pass per epoch; the best checkpoint's predictions are not made again at the end
 
     results = json.loads((output / "all_results.json").read_text())
+    assert results["precision"] == "fp32"  # fine-tuning's default, whatever the CPU
     with (output / "predictions.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     with data_files[1].open() as handle:

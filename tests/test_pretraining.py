@@ -1257,5 +1257,8 @@ def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
     )
     _, _, given = pretraining.parse_args(["--output_dir", "D", "--dataloader_num_workers", "3", "--precision", "fp32"])
     assert given.dataloader_num_workers == 3
+    if not torch.cuda.is_available():  # bf16 asked for on a CPU trains there: transformers refuses it without --use_cpu
+        _, _, told = pretraining.parse_args(["--output_dir", "D", "--bf16", "true"])
+        assert told.bf16 and told.use_cpu
     with pytest.raises(ValueError, match="precision must be one of .*got 'half'"):
         pretraining.parse_args(["--output_dir", "D", "--precision", "half"])
