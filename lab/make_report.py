@@ -54,7 +54,7 @@ TASK_TABLE_CHART = "docs/images/task_table.png"
 # The task table of README's quick start's own model (WikiText-2, 8.5 minutes) against random weights.
 QUICK_START_TASKS_RECORD = "results/quick-start-tasks.json"
 QUICK_START_TASKS_COMMAND = (
-    'QUICK_START=1 TASKS="cola sst2 mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/quick-start-tasks'
+    'QUICK_START=1 TASKS="imdb sst2 cola mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/quick-start-tasks'
 )
 QUICK_START_TASKS_PAGE = "docs/results.md"
 QUICK_START_TASKS_BLOCK = ("<!-- quick-start-tasks:start -->\n", "<!-- quick-start-tasks:end -->")
@@ -1169,7 +1169,7 @@ def record_blocks(root: Path, records: list[SpeedRecord], records_dir: str) -> l
     quick_start_tasks = _render_record(
         root / QUICK_START_TASKS_RECORD,
         lambda record: render_task_table(record, no_learning),
-        f"`{QUICK_START_TASKS_COMMAND}`, then `python -m lab.results_table runs/quick-start-tasks --record "
+        f"`{QUICK_START_TASKS_COMMAND}`, then `python -m lab.results_table results/task-runs/quick-start-tasks --record "
         f"{QUICK_START_TASKS_RECORD} --command '{QUICK_START_TASKS_COMMAND}'`",
     )
     blocks.append((QUICK_START_TASKS_PAGE, QUICK_START_TASKS_BLOCK, quick_start_tasks))

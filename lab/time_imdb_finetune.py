@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs_dir", default="runs/imdb-speed", help="Where the runs' folders go.")
     args = parser.parse_args(argv)
     start = RunStart.now()
+    Path(args.runs_dir).mkdir(parents=True, exist_ok=True)
     runs = []
     for round_ in range(args.rounds):
         for precision in PRECISIONS:
