@@ -39,6 +39,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
+from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
@@ -431,6 +432,8 @@ def describe_run(
         "wall_time_seconds": wall_time_seconds,
         "machine": describe_hardware(),
         "precision": precision_name(args.bf16, args.fp16),
+        # the products of evaluation (eval mode, no autograd) on a CPU: torch's default or oneDNN (cpu_matmul)
+        "cpu_gemm_path": {"fp32": cpu_matmul.choice().fp32, "bf16": cpu_matmul.choice().bf16},
         "seed": args.seed,
         "learning_rate": args.learning_rate,
         "max_seq_length": data_args.max_seq_length,

@@ -2,7 +2,7 @@
 
     python -m lab.time_imdb_finetune --model runs/quick-start-tasks/pretrain --record results/imdb-fine-tune-speed/NAME.json
 
-Each run is `bertscratch finetune --task imdb` (512 tokens, head and tail, batch 32, every core) from the same model,
+Each run is `bertscratch finetune --task imdb` (`scripts/finetune.py`) (512 tokens, head and tail, batch 32, every core) from the same model,
 seed and batches, for its first `--steps` steps, the held-out and test splits cut to 200 reviews (the time is the
 training's, `train_runtime`); the precisions alternate, `--rounds` times each, so that a change in the machine's speed
 hits both. The record keeps every run's seconds per step, the ratio of the medians and what the whole run (2,229
@@ -21,6 +21,7 @@ from pathlib import Path
 from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
+FINETUNE = Path(__file__).resolve().parent.parent / "scripts" / "finetune.py"  # `bertscratch finetune`
 FULL_RUN_STEPS = 2229  # 3 epochs of IMDB's 23,750 train reviews (5% held out) at batch 32
 PRECISIONS = ("fp32", "bf16")
 
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="Runs of each precision, alternating.")
     parser.add_argument("--data_dir", default="../shared/data", help="The folder holding imdb/.")
     parser.add_argument("--runs_dir", default="runs/imdb-speed", help="Where the runs' folders go.")
+    parser.add_argument("--max_seq_length", type=int, help="Instead of the task's 512 tokens.")
     args = parser.parse_args(argv)
     start = RunStart.now()
     Path(args.runs_dir).mkdir(parents=True, exist_ok=True)
@@ -41,10 +43,11 @@ def main(argv: list[str] | None = None) -> None:
         for precision in PRECISIONS:
             out = Path(args.runs_dir) / f"{precision}-{round_}"
             subprocess.run(["rm", "-rf", str(out)], check=True)
-            command = ["bertscratch", "finetune", "--model_name_or_path", args.model, "--task", "imdb"]
+            command = [sys.executable, str(FINETUNE), "--model_name_or_path", args.model, "--task", "imdb"]
             command += ["--data_dir", args.data_dir, "--output_dir", str(out), "--precision", precision]
             command += ["--max_steps", str(args.steps), "--eval_strategy", "no", "--save_strategy", "no"]
             command += ["--load_best_model_at_end", "false", "--max_eval_samples", "200", "--disable_tqdm", "true"]
+            command += ["--max_seq_length", str(args.max_seq_length)] if args.max_seq_length else []
             with open(f"{out}.log", "w") as log:
                 subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
             results = json.loads((out / "all_results.json").read_text())

@@ -469,6 +469,8 @@ def test_finetune_end_to_end(
 
     results = json.loads((output / "all_results.json").read_text())
     assert results["precision"] == "fp32"  # fine-tuning's default, whatever the CPU
+    chosen = hf_bertscratch.cpu_matmul.choice()  # the GEMM path evaluation ran on, as this process chose it
+    assert results["cpu_gemm_path"] == {"fp32": chosen.fp32, "bf16": chosen.bf16}
     with (output / "predictions.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     with data_files[1].open() as handle:
