@@ -420,6 +420,7 @@ def describe_run(
     """What all_results.json records of a run beside its scores: the task, the model, the data, the settings chosen
     and the machine."""
     task, args = shape.task, trainer.args
+    gemm = cpu_matmul.choice()
     return {
         "task": data_args.task,
         "task_type": task.shape,
@@ -433,7 +434,7 @@ def describe_run(
         "machine": describe_hardware(),
         "precision": precision_name(args.bf16, args.fp16),
         # the products of evaluation (eval mode, no autograd) on a CPU: torch's default or oneDNN (cpu_matmul)
-        "cpu_gemm_path": {"fp32": cpu_matmul.choice().fp32, "bf16": cpu_matmul.choice().bf16},
+        "cpu_gemm_path": {"fp32": gemm.fp32, "bf16": gemm.bf16},
         "seed": args.seed,
         "learning_rate": args.learning_rate,
         "max_seq_length": data_args.max_seq_length,

@@ -89,7 +89,8 @@ def choose_precision(args: PrecisionArguments) -> None:
 
 def describe_precision(args: PrecisionArguments) -> str:
     """The precision a run trains at, in words, with why where `--precision auto` chose bf16 on a CPU."""
-    precision = "bf16 autocast" if args.bf16 else "fp16 autocast" if args.fp16 else "fp32"
+    name = precision_name(args.bf16, args.fp16)
+    precision = name if name == "fp32" else f"{name} autocast"
     if args.bf16 and not visible_gpus(args.use_cpu) and args.precision == "auto":
         precision += " (the CPU has native bf16, AMX or AVX512_BF16; --precision fp32 for fp32)"
     return precision

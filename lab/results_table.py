@@ -222,12 +222,9 @@ def _how(runs: dict[str, tuple[float | None, list[dict]]]) -> str:
     )
 
 
-# A run's no-learning baselines score the task's main metric on the same split as the row
-# (`hf_bertscratch.baselines.baseline_key`: a test split's keys start with test_); BASELINE_NAMES names them.
-
-
 def _baselines(runs: dict[str, tuple[float | None, list[dict]]], key: str) -> dict[str, float]:
-    """The no-learning scores (x 100) its runs recorded for a row's metric, when it is the task's main metric."""
+    """The no-learning scores (x 100) its runs recorded for a row's metric, when it is the task's main metric: they
+    score it on the row's split (`hf_bertscratch.baselines.baseline_key`), named as BASELINE_NAMES names them."""
     first = next((found[0] for _, found in runs.values() if found), None)
     split = key.split("_", 1)[0]  # eval or test: the baselines are recorded on both
     if first is None or key != f"{split}_{first.get('main_metric')}":

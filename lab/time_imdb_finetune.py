@@ -2,17 +2,19 @@
 
     python -m lab.time_imdb_finetune --model runs/quick-start-tasks/pretrain --record results/imdb-fine-tune-speed/NAME.json
 
-Each run is `bertscratch finetune --task imdb` (`scripts/finetune.py`) (512 tokens, head and tail, batch 32, every core) from the same model,
-seed and batches, for its first `--steps` steps, the held-out and test splits cut to 200 reviews (the time is the
-training's, `train_runtime`); the precisions alternate, `--rounds` times each, so that a change in the machine's speed
-hits both. The record keeps every run's seconds per step, the ratio of the medians and what the whole run (2,229
-steps, 3 epochs of 23,750 reviews) would take at each median; nothing else should run beside it.
+Each run is `bertscratch finetune --task imdb` (`scripts/finetune.py`: 512 tokens, head and tail, batch 32, every
+core) from the same model, seed and batches, for its first `--steps` steps, the held-out and test splits cut to 200
+reviews (the time is the training's, `train_runtime`); the precisions alternate, `--rounds` times each, so that a
+change in the machine's speed hits both. The record keeps every run's seconds per step, the ratio of the medians and
+what the whole run (2,229 steps, 3 epochs of 23,750 reviews) would take at each median; nothing else should run
+beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     for round_ in range(args.rounds):
         for precision in PRECISIONS:
             out = Path(args.runs_dir) / f"{precision}-{round_}"
-            subprocess.run(["rm", "-rf", str(out)], check=True)
+            shutil.rmtree(out, ignore_errors=True)
             command = [sys.executable, str(FINETUNE), "--model_name_or_path", args.model, "--task", "imdb"]
             command += ["--data_dir", args.data_dir, "--output_dir", str(out), "--precision", precision]
             command += ["--max_steps", str(args.steps), "--eval_strategy", "no", "--save_strategy", "no"]
