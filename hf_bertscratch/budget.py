@@ -61,6 +61,7 @@ def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float],
 
 
 RATE_STEPS = 20  # steps whose rate sets a budgeted run's expected total in its progress bar
+TOTAL_TOLERANCE = 0.02  # the shown total moves only when the step rate since then puts the end this far from it
 
 
 class TrainingBudget(TrainerCallback, ExportableState):
@@ -79,7 +80,7 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self._first_step: int | None = None
         self._first_spent = 0.0
         self.progress_callbacks: list[ProgressCallback] = []  # whose bars show the expected steps (see attach)
-        self._total_set = False
+        self._shown_total: int | None = None
 
     def attach(self, trainer: Trainer) -> None:
         """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar."""
@@ -118,7 +119,7 @@ class TrainingBudget(TrainerCallback, ExportableState):
         """Restart the clock; the progress bar shows no total (not the step cap) until the step rate is measured."""
         self._restart_clock()
         self._set_progress_total(None)
-        self._first_step, self._total_set = None, False
+        self._first_step, self._shown_total = None, None
 
     on_evaluate = _restart_clock  # evaluation and saving happen between on_step_end and the next step
     on_save = _restart_clock
@@ -133,12 +134,16 @@ class TrainingBudget(TrainerCallback, ExportableState):
             self.spent_seconds = float(clock.item())
         if self.spent_seconds >= self.seconds:
             control.should_training_stop = True
-        self._update_progress_bar(state, kwargs)
+        self._update_progress_bar(state, control.should_training_stop)
 
-    def _update_progress_bar(self, state: TrainerState, kwargs: dict[str, Any]) -> None:
-        """Show the expected number of steps at the step rate of the first `RATE_STEPS` steps instead of the step
-        cap, set once (a total that moved at every step would read as noise)."""
-        if self._total_set:
+    def _update_progress_bar(self, state: TrainerState, stopping: bool) -> None:
+        """Show the expected number of steps (at the step rate since the first step, once `RATE_STEPS` steps have
+        given one) instead of the step cap. The total moves only when the expected end is more than
+        `TOTAL_TOLERANCE` away from it (a total that moved at every step would read as noise, one that never moved
+        would end the bar short of or past 100% when the machine speeds up or slows down); the last step sets it to
+        the steps taken, so the bar ends at 100%."""
+        if stopping:
+            self._set_progress_total(state.global_step)
             return
         if self._first_step is None:
             self._first_step, self._first_spent = state.global_step, self.spent_seconds
@@ -146,12 +151,14 @@ class TrainingBudget(TrainerCallback, ExportableState):
         steps, seconds = state.global_step - self._first_step, self.spent_seconds - self._first_spent
         if steps < RATE_STEPS or seconds <= 0:
             return
-        self._set_progress_total(
-            state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
-        )
-        self._total_set = True
+        expected = state.global_step + max(0, round((self.seconds - self.spent_seconds) * steps / seconds))
+        shown = self._shown_total
+        if shown is None or abs(expected - shown) > TOTAL_TOLERANCE * shown or state.global_step >= shown:
+            self._set_progress_total(max(expected, state.global_step + 1))
+
 
     def _set_progress_total(self, total: int | None) -> None:
+        self._shown_total = total
         for callback in self.progress_callbacks:
             bar = getattr(callback, "training_bar", None)
             if bar is not None and bar.total != total:

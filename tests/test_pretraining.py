@@ -1176,7 +1176,9 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
 
 
-def test_a_budgeted_runs_progress_total_is_set_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_budgeted_runs_progress_total_follows_the_step_rate_and_ends_at_100_percent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tqdm.auto import tqdm
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
@@ -1190,13 +1192,25 @@ def test_a_budgeted_runs_progress_total_is_set_once(monkeypatch: pytest.MonkeyPa
     args, state, control = TrainingArguments("out", use_cpu=True), TrainerState(), TrainerControl()
     budget.on_train_begin(args, state, control)
     totals = []
-    for step in range(1, 60):
-        now[0] += 0.5 if step < 30 else 1.0  # the machine slows down: the total stays as first measured
-        state.global_step = step
+    while not control.should_training_stop:
+        now[0] += 0.5 if state.global_step < 40 else 0.25  # the machine speeds up after 40 steps
+        state.global_step += 1
         budget.on_step_end(args, state, control)
         totals.append(callback.training_bar.total)
+    steps = state.global_step
+    assert steps == 200  # 40 steps in 20 s, then 40 s at 4 steps/s
     assert totals[: budget_module.RATE_STEPS] == [None] * budget_module.RATE_STEPS
-    assert set(totals[budget_module.RATE_STEPS :]) == {120}  # 60 s at 2 steps/s
+    assert totals[budget_module.RATE_STEPS] == 120  # 60 s at the first 20 steps' 2 steps/s
+    shown = totals[budget_module.RATE_STEPS : -1]
+    assert all(total > step for step, total in enumerate(shown, budget_module.RATE_STEPS + 1))  # never overshot
+    changes = [
+        (step, a, b) for step, (a, b) in enumerate(zip(shown, shown[1:]), budget_module.RATE_STEPS + 2) if a != b
+    ]
+    # It moves as the faster rate shows, by more than 2% each time unless the bar has reached it (from 120 towards
+    # 200: a few dozen moves, not one at each of the 180 steps), and ends at the steps taken.
+    assert 1 <= len(changes) <= 30
+    assert all(abs(b - a) > 0.02 * a or step >= a for step, a, b in changes)
+    assert totals[-1] == steps
 
 
 @pytest.mark.parametrize("flags", [{"avx2", "amx_bf16", "amx_tile"}, {"avx2", "avx512f", "avx512_bf16"}])
