@@ -156,7 +156,6 @@ class TrainingBudget(TrainerCallback, ExportableState):
         if shown is None or abs(expected - shown) > TOTAL_TOLERANCE * shown or state.global_step >= shown:
             self._set_progress_total(max(expected, state.global_step + 1))
 
-
     def _set_progress_total(self, total: int | None) -> None:
         self._shown_total = total
         for callback in self.progress_callbacks:
