@@ -201,6 +201,42 @@ def test_the_probe_runs_once_per_machine(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert cpu_matmul.read_cache("gemm_path")["gflops"] == {"fp32 default": 1.0, "fp32 onednn": 2.0}
 
 
+def test_a_close_call_is_probed_again_keeping_each_paths_best_rate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, path: None
+) -> None:
+    """A probe under load can make oneDNN look no faster; the next processes probe again (at most MAX_PROBES in
+    all) and decide from each path's best rate, then the choice is final."""
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cache" / "cpu_matmul.json")
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+    monkeypatch.setattr(cpu_matmul, "native_bf16", lambda: False)
+    monkeypatch.delenv(cpu_matmul.ENV, raising=False)
+    measured = [
+        {"fp32 default": 10.0, "fp32 onednn": 10.5},  # loaded: a close call, the default kept
+        {"fp32 default": 12.0, "fp32 onednn": 20.0},  # quieter: oneDNN clearly ahead of the best default (12)
+        {"fp32 default": 30.0, "fp32 onednn": 1.0},  # never taken: the choice was final
+    ]
+    monkeypatch.setattr(cpu_matmul, "probe", lambda: measured.pop(0))
+    choices = []
+    for _ in range(3):
+        cpu_matmul.set_path(None)  # a new process, as far as the choice goes
+        choices.append(cpu_matmul.choice())
+    assert [choice.fp32 for choice in choices] == ["default", "onednn", "onednn"]
+    assert len(measured) == 1 and "cached" in choices[2].reason and "the best of 2 probes" in choices[1].reason
+    assert cpu_matmul.read_cache("gemm_path")["gflops"] == {"fp32 default": 12.0, "fp32 onednn": 20.0}
+
+    # A close call on every probe ends after MAX_PROBES of them.
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "other" / "cpu_matmul.json")
+    probes = []
+    monkeypatch.setattr(cpu_matmul, "probe", lambda: probes.append(1) or {"fp32 default": 10.0, "fp32 onednn": 10.0})
+    for _ in range(cpu_matmul.MAX_PROBES + 2):
+        cpu_matmul.set_path(None)
+        assert cpu_matmul.choice().fp32 == "default"
+    assert len(probes) == cpu_matmul.MAX_PROBES
+    assert cpu_matmul.unsure({"fp32 default": 10.0, "fp32 onednn": 10.0}, False)
+    assert not cpu_matmul.unsure({"fp32 default": 10.0, "fp32 onednn": 20.0}, False)
+    assert cpu_matmul.unsure({"fp32 default": 10.0, "fp32 onednn": 20.0, "bf16 default": 9, "bf16 onednn": 9}, True)
+
+
 @needs_onednn
 def test_the_probe_times_each_path() -> None:
     rates = cpu_matmul.probe((256, 128, 256), rounds=2)
