@@ -251,6 +251,10 @@ def as_pipeline(task: str, model: str | Path | Pipeline, **kwargs: Any) -> Pipel
     return model if isinstance(model, Pipeline) else load_pipeline(task, model, **kwargs)
 
 
+# The key under which a transformers tokenizer records that it warned about a text longer than model_max_length.
+TOO_LONG_WARNING = "sequence-length-is-longer-than-the-specified-maximum"
+
+
 def truncation_kwargs(model: PreTrainedModel) -> dict:
     """Tokenizer arguments that cut a long text to what the model's position embeddings cover (a tokenizer
     saved without `model_max_length` would otherwise let it through and fail inside the model)."""
@@ -294,6 +298,10 @@ def classify(
     # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (say head+tail); the
     # tokenizer's cut would keep the head alone.
     cuts_itself = text_pair is None and getattr(classifier.model.config, "long_text_max_length", None)
+    if cuts_itself and classifier.tokenizer is not None:
+        # The tokenizer would warn that a text longer than its model_max_length "will result in indexing errors":
+        # not for this model, which cuts it. transformers warns once per tokenizer; mark it as warned.
+        classifier.tokenizer.deprecation_warnings[TOO_LONG_WARNING] = True
     results = classifier(inputs, top_k=None, **({} if cuts_itself else truncation_kwargs(classifier.model)))
     results = results[0] if results and isinstance(results[0], list) else results
     if classifier.model.config.num_labels == 1:  # a regressor: one score, whatever its label was named
