@@ -37,13 +37,6 @@ def cpu_flags() -> set[str]:
     return set((_cpuinfo_value("flags") or "").split())
 
 
-def cpu_has_amx_bf16() -> bool:
-    """Whether the CPU multiplies bf16 matrices with Intel AMX (flag `amx_bf16`), where bf16 autocast trains a small
-    BERT faster than fp32 (`results/speed-more/bf16-mini.json`: 5,445 against 3,850 tokens/s) and the quick start
-    kept its accuracy (an Intel Xeon: 34.9%)."""
-    return "amx_bf16" in cpu_flags()
-
-
 def cpu_has_native_bf16() -> bool:
     """Whether the CPU multiplies bf16 in hardware (Intel AMX, flag `amx_bf16`, or AVX512_BF16, `avx512_bf16`), where
     bf16 autocast trains a small BERT faster than fp32 (`results/speed-more/bf16-mini.json`, AMX: 5,445 against 3,850
