@@ -47,6 +47,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -145,7 +146,7 @@ def machine_key() -> str:
     return f"{model} | flags {flags} | {torch.get_num_threads()} threads | torch {torch.__version__}"
 
 
-def read_cache(section: str) -> dict | None:
+def read_cache(section: str) -> Any:
     """The cached entry of `section` for this machine (`machine_key`), None when there is none or it is unreadable."""
     try:
         return json.loads(CACHE_FILE.read_text())[section][machine_key()]
@@ -153,7 +154,7 @@ def read_cache(section: str) -> dict | None:
         return None
 
 
-def write_cache(section: str, value: dict) -> None:
+def write_cache(section: str, value: Any) -> None:
     """Store `value` as `section`'s entry for this machine; a cache that cannot be written is skipped silently."""
     try:
         cache = json.loads(CACHE_FILE.read_text()) if CACHE_FILE.exists() else {}
@@ -168,18 +169,20 @@ def write_cache(section: str, value: dict) -> None:
 
 def cached_probe() -> MatmulChoice:
     """The probe's choice for this machine: from the cache, or measured now and cached. A cached close call
-    (`unsure`) measured fewer than `MAX_PROBES` times is probed again, each path keeping its best rate."""
+    (`unsure`) measured fewer than `MAX_PROBES` times is probed again, each path keeping its best rate. The count of
+    probes is kept in a section of its own: a model folder's copy of this file from before it reads the
+    "gemm_path" entry's fields alone."""
     cached = read_cache("gemm_path")
-    probes = int(cached.get("probes", 1)) if cached is not None else 0
+    probes = int(read_cache("gemm_path_probes") or 1) if cached is not None else 0
     if cached is not None and (probes >= MAX_PROBES or not unsure(cached["gflops"], native_bf16())):
-        return MatmulChoice(
-            **{key: cached[key] for key in ("fp32", "bf16", "gflops")}, reason=cached["reason"] + ", cached"
-        )
+        fields = {key: cached[key] for key in ("fp32", "bf16", "gflops")}
+        return MatmulChoice(**fields, reason=cached["reason"] + ", cached")
     rates = probe()
     if cached is not None:
         rates = {name: max(rate, cached["gflops"].get(name, 0.0)) for name, rate in rates.items()}
     chosen = decide(rates, native_bf16(), probes + 1)
-    write_cache("gemm_path", {**asdict(chosen), "probes": probes + 1})
+    write_cache("gemm_path", asdict(chosen))
+    write_cache("gemm_path_probes", probes + 1)
     return chosen
 
 
@@ -218,7 +221,9 @@ def probe(shape: tuple[int, int, int] = PROBE_SHAPE, rounds: int = PROBE_ROUNDS)
     weight = torch.randn(columns, inner, generator=generator) / inner**0.5
     bias = torch.zeros(columns)
     contenders = {}
-    with torch.no_grad():
+    # Without autocast: the probe runs lazily, at the first forward that needs the choice, which may be inside a bf16
+    # autocast region (a bf16 run's evaluation), where the "fp32" products would run in bf16.
+    with torch.no_grad(), torch.autocast("cpu", enabled=False):
         for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
             if dtype == torch.bfloat16 and not native_bf16():
                 continue

@@ -4,6 +4,7 @@ where autograd is not needed, follows weight changes, is never saved or copied, 
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,7 +223,12 @@ def test_a_close_call_is_probed_again_keeping_each_paths_best_rate(
         choices.append(cpu_matmul.choice())
     assert [choice.fp32 for choice in choices] == ["default", "onednn", "onednn"]
     assert len(measured) == 1 and "cached" in choices[2].reason and "the best of 2 probes" in choices[1].reason
-    assert cpu_matmul.read_cache("gemm_path")["gflops"] == {"fp32 default": 12.0, "fp32 onednn": 20.0}
+    cache = json.loads(cpu_matmul.CACHE_FILE.read_text())
+    assert cache["gemm_path_probes"][cpu_matmul.machine_key()] == 2
+    # The entry keeps the fields a model folder's older copy of cpu_matmul.py reads into its MatmulChoice.
+    entry = cache["gemm_path"][cpu_matmul.machine_key()]
+    assert set(entry) == {"fp32", "bf16", "reason", "gflops"}
+    assert entry["gflops"] == {"fp32 default": 12.0, "fp32 onednn": 20.0}
 
     # A close call on every probe ends after MAX_PROBES of them.
     monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "other" / "cpu_matmul.json")
@@ -238,10 +244,18 @@ def test_a_close_call_is_probed_again_keeping_each_paths_best_rate(
 
 
 @needs_onednn
-def test_the_probe_times_each_path() -> None:
+def test_the_probe_times_each_path_in_its_own_precision(monkeypatch: pytest.MonkeyPatch) -> None:
     rates = cpu_matmul.probe((256, 128, 256), rounds=2)
     assert {"fp32 default", "fp32 onednn"} <= set(rates) and min(rates.values()) > 0
     assert ("bf16 onednn" in rates) == cpu_matmul.native_bf16()
+    # The probe runs at the first forward that needs the choice, perhaps inside a bf16 run's autocast: its fp32
+    # products must still run in fp32.
+    seen = []
+    linear = F.linear
+    monkeypatch.setattr(F, "linear", lambda x, w, b=None: seen.append(linear(x, w, b).dtype) or linear(x, w, b))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        cpu_matmul.probe((64, 32, 64), rounds=1)
+    assert torch.float32 in seen
 
 
 def test_without_onednn_the_default_path_runs(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
