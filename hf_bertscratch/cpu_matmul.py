@@ -186,14 +186,20 @@ def cached_probe() -> MatmulChoice:
     return chosen
 
 
+def _rates(gflops: dict[str, float], precision: str) -> tuple[float, float] | None:
+    """The (default, oneDNN) rates of `precision` in `gflops`, None where either was not measured (or is 0)."""
+    default, onednn = gflops.get(f"{precision} default"), gflops.get(f"{precision} onednn")
+    return (default, onednn) if default and onednn else None
+
+
 def unsure(gflops: dict[str, float], has_native_bf16: bool) -> bool:
     """Whether a choice from `gflops` is a close call: oneDNN's rate over the default's, for a precision the choice
     decides, within a factor `UNSURE_MARGIN` of `MIN_SPEEDUP`."""
-    for precision in ("fp32", "bf16") if has_native_bf16 else ("fp32",):
-        default, onednn = gflops.get(f"{precision} default"), gflops.get(f"{precision} onednn")
-        if default and onednn and MIN_SPEEDUP / UNSURE_MARGIN < onednn / default < MIN_SPEEDUP * UNSURE_MARGIN:
-            return True
-    return False
+    rates = [_rates(gflops, precision) for precision in (("fp32", "bf16") if has_native_bf16 else ("fp32",))]
+    return any(
+        pair is not None and MIN_SPEEDUP / UNSURE_MARGIN < pair[1] / pair[0] < MIN_SPEEDUP * UNSURE_MARGIN
+        for pair in rates
+    )
 
 
 def decide(gflops: dict[str, float], has_native_bf16: bool, probes: int = 1) -> MatmulChoice:
@@ -202,8 +208,8 @@ def decide(gflops: dict[str, float], has_native_bf16: bool, probes: int = 1) -> 
     bf16."""
 
     def pick(precision: str) -> str:
-        default, onednn = gflops.get(f"{precision} default"), gflops.get(f"{precision} onednn")
-        return "onednn" if default and onednn and onednn >= MIN_SPEEDUP * default else "default"
+        pair = _rates(gflops, precision)
+        return "onednn" if pair is not None and pair[1] >= MIN_SPEEDUP * pair[0] else "default"
 
     bf16 = pick("bf16") if has_native_bf16 else "default"
     best_of = f", the best of {probes} probes" if probes > 1 else ""
