@@ -20,10 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hf_bertscratch.records import RunStart, run_record
+from hf_bertscratch.records import REPOSITORY, RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
-FINETUNE = Path(__file__).resolve().parent.parent / "scripts" / "finetune.py"  # `bertscratch finetune`
+FINETUNE = REPOSITORY / "scripts" / "finetune.py"  # `bertscratch finetune`
 FULL_RUN_STEPS = 2229  # 3 epochs of IMDB's 23,750 train reviews (5% held out) at batch 32
 PRECISIONS = ("fp32", "bf16")
 
