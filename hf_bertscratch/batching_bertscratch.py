@@ -135,6 +135,14 @@ class BertScratchPadding:
         grid.index_copy_(0, indices, x).index_fill_(0, pad_indices, 0)
         return grid.view(self.batch_size, out_len, x.shape[-1])
 
+    def zero_pad_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """Contiguous (B, T, D) computed on the whole grid, T >= T' -> the same tensor, its pad positions zeroed in
+        place as `pad` leaves them: only the pad rows are written. Differentiable where the op that made `x` does not
+        keep its output for the backward pass (a Linear layer)."""
+        _, _, pad_indices = self._grid(x.shape[1])
+        x.view(-1, x.shape[-1]).index_fill_(0, pad_indices, 0)
+        return x
+
     def _grid(self, seq_len: int | None) -> tuple[int, torch.Tensor, torch.Tensor]:
         """out_len = max(seq_len, T') and the flat positions of the real and of the pad tokens in (B * out_len)."""
         out_len = max(seq_len or self.seq_len, self.seq_len)

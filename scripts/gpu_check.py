@@ -10,8 +10,11 @@ What it measures, in one process:
    `benchmark.time_interleaved`), the ratio ours/contender per repetition (median, min, max), each contender's peak
    memory (`torch.cuda.max_memory_allocated`, measured with no other contender on the device) and its MFU.
 
-The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa, and both with
-flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is the model FLOPs of the useful work (`step_flops`: the same
+The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa; when the grid has
+padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch) and ours decoding the
+logits at the real rows only, as on a CPU (`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU);
+and ours and transformers' with flash_attention_2 when `flash_attn` is importable (ours then runs padded batches
+varlen on the real tokens). MFU is the model FLOPs of the useful work (`step_flops`: the same
 estimate for every contender, so they compare as their tokens/s do) over the step time and the device's dense bf16
 peak (`BF16_PEAK_TFLOPS`, by device name). What a device cannot give (peak memory, MFU, parity on the CPU; flash
 attention without `flash_attn`) is null in the record, with the reason under "skipped".
@@ -63,6 +66,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("train", "infer")
 PRECISION = "bf16"
 OURS = "ours"
+PADDED = "ours_padded"  # ours with config.unpad_inputs=False: every layer on the padded (B, T) batch, as BERT runs
+ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as it does on a CPU
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from NVIDIA's datasheets, matched in order against
 # `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" is the SXM part): the first pattern found in the name wins.
 BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
@@ -103,6 +108,14 @@ class GpuCheckArguments:
     budget_s: float = field(
         default=420.0,
         metadata={"help": "No case starts after this many seconds; the record names the cases left out."},
+    )
+    padded_contenders: bool = field(
+        default=True,
+        metadata={
+            "help": f"With padding in the grid, also time ours with config.unpad_inputs=False ({PADDED!r}: what "
+            f"running the dense layers on the real tokens only buys or costs on this device) and ours decoding the "
+            f"logits at the real rows only, as on a CPU ({ROWS!r}: what decoding the whole grid buys)."
+        },
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden and attention dropout in the training step."})
     seed: int = field(default=0, metadata={"help": "Seed of the weights and the batches."})
@@ -229,6 +242,11 @@ def build_contenders(preset: str, args: GpuCheckArguments, device: torch.device)
     ours.set_attn_implementation("sdpa")
     contenders: dict[str, nn.Module] = {OURS: ours, "transformers_sdpa": reference}
     skipped: dict[str, str] = {}
+    if args.padded_contenders and any(args.paddings):
+        padded, rows = copy.deepcopy(ours), copy.deepcopy(ours)  # each its own config: only it changes
+        padded.config.unpad_inputs = False
+        rows._decodes_padded_grid = lambda sequence_output: False  # type: ignore[method-assign]  # this instance
+        contenders.update({PADDED: padded, ROWS: rows})
     for flash, make in (
         ("bertscratch_flash_attention_2", lambda: copy.deepcopy(ours)),  # its own config: the implementation differs
         ("transformers_flash_attention_2", lambda: bertscratch_to_bert(ours)),

@@ -68,10 +68,11 @@ def test_cpu_quick_record_measures_every_case_and_names_what_it_skips(cpu_record
     ]
     for case in cases:
         assert case["preset"] == "tiny" and case["seq_len"] == 32 and case["precision"] == "bf16"
-        assert set(case["tokens_per_s"]) == {"ours", "transformers_sdpa"}
+        assert set(case["tokens_per_s"]) == {"ours", "transformers_sdpa", "ours_padded", "ours_rows_decoding"}
         assert all(value > 0 for value in case["tokens_per_s"].values())
-        ratio = case["ours_over"]["transformers_sdpa"]
-        assert ratio["min"] <= ratio["median"] <= ratio["max"]
+        for other in ("transformers_sdpa", "ours_padded", "ours_rows_decoding"):
+            ratio = case["ours_over"][other]
+            assert ratio["min"] <= ratio["median"] <= ratio["max"]
         assert case["flops_per_step"] > 0
         assert case["peak_memory_mib"] is None and case["mfu"] is None  # GPU-only
         if case["workload"] == "train":  # ours and transformers' BERT compute the same loss on the batch
@@ -95,6 +96,29 @@ def test_cpu_quick_record_is_printed(cpu_run: tuple[dict, str]) -> None:
     assert "tiny T=32 pad=0.3 train | ours " in out and "ours/it" in out
     printed = out[out.index("\n{") + 1 : out.rindex("}") + 1]
     assert json.loads(printed)["cases"] == record["cases"]
+
+
+@pytest.mark.parametrize(("paddings", "padded"), [([0.0, 0.3], True), ([0.0], False)])
+def test_the_padded_contenders_are_ours_running_padding_otherwise(
+    gpu_check: ModuleType, paddings: list[float], padded: bool
+) -> None:
+    """Only where the grid has padding, each with the same weights as ours and only its own way changed: every layer
+    on the (B, T) batch, or the logits decoded at the real rows whatever the device."""
+    args = gpu_check.GpuCheckArguments(presets=["tiny"], paddings=paddings)
+    contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
+    ours = contenders["ours"]
+    assert ours.config.unpad_inputs is True
+    assert ours._decodes_padded_grid(torch.zeros(1, device="meta")) is True
+    assert ({"ours_padded", "ours_rows_decoding"} <= contenders.keys()) is padded
+    if padded:
+        padded_model, rows = contenders["ours_padded"], contenders["ours_rows_decoding"]
+        assert padded_model.config.unpad_inputs is False and rows.config.unpad_inputs is True
+        assert rows._decodes_padded_grid(torch.zeros(1, device="meta")) is False
+        for other in (padded_model, rows):
+            for (name, a), (_, b) in zip(ours.state_dict().items(), other.state_dict().items(), strict=True):
+                assert torch.equal(a, b), name
+    args = gpu_check.GpuCheckArguments(presets=["tiny"], paddings=paddings, padded_contenders=False)
+    assert len(gpu_check.build_contenders("tiny", args, torch.device("cpu"))[0]) == 2
 
 
 def test_flops_estimate(gpu_check: ModuleType) -> None:

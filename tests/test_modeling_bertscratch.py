@@ -768,6 +768,38 @@ def test_a_padded_mlm_inference_forward_reads_the_host_once_and_twice_more_with_
     assert logits[~inputs["attention_mask"].bool()].abs().max() == 0  # it did run unpadded
 
 
+@pytest.mark.parametrize("head", ["BertForMaskedLM", "BertForPreTraining"])
+def test_decoding_the_padded_grid_gives_the_real_rows_decoding(monkeypatch: pytest.MonkeyPatch, head: str) -> None:
+    """The GPU's decoding of a padded batch (the whole (B, T) grid, pad rows zeroed after) gives the logits, the loss
+    and the gradients of the CPU's (the N real rows, copied into the grid), and transformers' logits at real rows."""
+    reference, ours = _pair(head)
+    inputs = _inputs()
+    real = inputs["attention_mask"].bool()
+    labels = inputs["input_ids"].masked_fill(~real, -100)
+    head_class = type(ours)
+    results = {}
+    for grid in (False, True):
+        monkeypatch.setattr(head_class, "_decodes_padded_grid", lambda self, sequence_output, grid=grid: grid)
+        ours.zero_grad()
+        output = ours(**inputs, labels=labels)
+        output.loss.backward()
+        logits = output.logits if head == "BertForMaskedLM" else output.prediction_logits
+        gradients = {name: p.grad.clone() for name, p in ours.named_parameters() if p.grad is not None}
+        results[grid] = logits.detach(), output.loss.detach(), gradients
+    monkeypatch.undo()
+    (rows, rows_loss, rows_grads), (grid, grid_loss, grid_grads) = results[False], results[True]
+    assert grid[~real].abs().max() == 0
+    assert grid_grads.keys() == rows_grads.keys() and "cls.decoder.bias" in rows_grads
+    torch.testing.assert_close(grid, rows, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grid_loss, rows_loss)
+    for name, gradient in rows_grads.items():
+        torch.testing.assert_close(grid_grads[name], gradient, rtol=1e-4, atol=1e-6, msg=name)
+    with torch.no_grad():
+        expected = reference(**inputs)
+    expected = expected.logits if head == "BertForMaskedLM" else expected.prediction_logits
+    torch.testing.assert_close(grid[real], expected[real], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("kind", TRAINING_BATCHES)
 def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
