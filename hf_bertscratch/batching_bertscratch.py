@@ -37,6 +37,13 @@ def _read_on_host(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
     return dict(zip(scalars, values))
 
 
+# On a CUDA device a padded batch runs unpadded (without FlashAttention) from this hidden size up. Below it the
+# gathers and scatters around each layer's attention cost more than the pad rows of the dense layers would: on an
+# H200 at mini (H 256), 30% padding, the padded run was 1.15-1.23x as fast; at base (H 768) 0.91-1.08x
+# (`bash scripts/gpu_check.sh`: results/gpu/h200-1.json, h200-2.json, h200-base-64k-tokens.json).
+CUDA_UNPAD_MIN_HIDDEN = 768
+
+
 def true_first(flags: torch.Tensor, count: int) -> torch.Tensor:
     """(M,) bool flags with `count` True (known on the host) -> (M,) positions: those of the True flags, then those
     of the False ones, each ascending. What `nonzero` gives for both lists, without its host sync (its output size
@@ -372,7 +379,7 @@ def plan_batch(
     if varlen and keep is None:
         assert documents is not None, "varlen runs on a mask or on documents"
         keep = torch.ones(batch_size, seq_len, dtype=torch.bool, device=documents.device)
-    unpad = keep is not None and may_unpad
+    unpad = keep is not None and may_unpad and (varlen or unpadding_pays(config, keep.device))
     scalars = _plan_scalars(checks, keep, unpad, documents, labels)
     if varlen:
         assert keep is not None  # the mask, or made above
@@ -400,6 +407,12 @@ def plan_batch(
     if values.get("one_document_per_row"):
         plan.documents = None
     return plan
+
+
+def unpadding_pays(config: BertScratchConfig, device: torch.device) -> bool:
+    """Whether a padded batch on `device` runs faster unpadded (FlashAttention's varlen aside, which always does):
+    on a CPU always; on a CUDA device from `CUDA_UNPAD_MIN_HIDDEN` up."""
+    return device.type != "cuda" or config.hidden_size >= CUDA_UNPAD_MIN_HIDDEN
 
 
 def _may_unpad(config: BertScratchConfig, kwargs: dict[str, object]) -> bool:

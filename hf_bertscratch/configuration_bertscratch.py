@@ -91,8 +91,10 @@ class BertScratchConfig(PretrainedConfig):
         long_text_head_tokens: The text tokens "head+tail" keeps from the start.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
-        unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only.
-            Outputs at real positions are unchanged; hidden states and MLM logits at padded positions are zero.
+        unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only where that
+            is faster: on a CPU, under FlashAttention, and on a CUDA device from `hidden_size` 768 up
+            (`batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN`). Outputs at real positions are unchanged; where the batch
+            ran unpadded, hidden states and MLM logits at padded positions are zero.
 
     Example:
         >>> import hf_bertscratch

@@ -7,7 +7,8 @@ length, N = number of real (non-pad) tokens in the batch, H = hidden size, nh = 
 Two things differ from transformers' BERT, both invisible at real (non-pad) positions:
 - `config.unpad_inputs`: with padding in `attention_mask`, the dense layers run on the N real tokens only, and
   attention is computed on the trimmed (B, T', ...) batch, T' the longest real row (under FlashAttention, varlen on
-  the N tokens themselves); outputs at pad positions are 0.
+  the N tokens themselves); outputs at pad positions are then 0. On a CUDA device below hidden size 768 and without
+  FlashAttention the batch runs padded, which is faster there (`batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN`).
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
   labelled positions, which is most of a small BERT's training compute.
 

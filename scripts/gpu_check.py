@@ -11,8 +11,10 @@ What it measures, in one process:
    memory (`torch.cuda.max_memory_allocated`, measured with no other contender on the device) and its MFU.
 
 The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa; when the grid has
-padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch) and ours decoding the
-logits at the real rows only, as on a CPU (`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU);
+padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch), ours unpadding
+whatever the device and size (`ours_unpadded`; ours runs padded on CUDA below hidden size 768,
+`batching_bertscratch.unpadding_pays`) and ours decoding the logits at the real rows only, as on a CPU
+(`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU);
 and ours and transformers' with flash_attention_2 when `flash_attn` is importable (ours then runs padded batches
 varlen on the real tokens). MFU is the model FLOPs of the useful work (`step_flops`: the same
 estimate for every contender, so they compare as their tokens/s do) over the step time and the device's dense bf16
@@ -37,11 +39,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import torch
 from torch import nn
 from transformers import HfArgumentParser
 
+from hf_bertscratch import batching_bertscratch
 from hf_bertscratch.arguments import parse_args_or_json
 from hf_bertscratch.benchmark import (
     autocast,
@@ -67,6 +71,7 @@ WORKLOADS = ("train", "infer")
 PRECISION = "bf16"
 OURS = "ours"
 PADDED = "ours_padded"  # ours with config.unpad_inputs=False: every layer on the padded (B, T) batch, as BERT runs
+UNPADDED = "ours_unpadded"  # ours running a padded batch unpadded whatever the device and size, as on a CPU
 ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as it does on a CPU
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from NVIDIA's datasheets, matched in order against
 # `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" is the SXM part): the first pattern found in the name wins.
@@ -112,8 +117,9 @@ class GpuCheckArguments:
     padded_contenders: bool = field(
         default=True,
         metadata={
-            "help": f"With padding in the grid, also time ours with config.unpad_inputs=False ({PADDED!r}: what "
-            f"running the dense layers on the real tokens only buys or costs on this device) and ours decoding the "
+            "help": f"With padding in the grid, also time ours with config.unpad_inputs=False ({PADDED!r}), ours "
+            f"unpadding whatever the device and size ({UNPADDED!r}; both show what running the dense layers on the "
+            f"real tokens only buys or costs here, which ours decides by `unpadding_pays`) and ours decoding the "
             f"logits at the real rows only, as on a CPU ({ROWS!r}: what decoding the whole grid buys)."
         },
     )
@@ -195,8 +201,24 @@ def synchronized(step: Callable[[], None], device: torch.device) -> Callable[[],
     return run
 
 
+def contender_step(
+    name: str, model: nn.Module, workload: str, batch: dict[str, torch.Tensor], device: torch.device
+) -> Callable[[], None]:
+    """The synchronised `workload` step of contender `name`; the UNPADDED one runs its padded batches unpadded
+    whatever the device and size (`CUDA_UNPAD_MIN_HIDDEN` read as 0 while it steps)."""
+    step = make_step(workload, model, batch, PRECISION)
+    if name == UNPADDED:
+        plain = step
+
+        def step() -> None:
+            with mock.patch.object(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 0):
+                plain()
+
+    return synchronized(step, device)
+
+
 def peak_memory_mib(
-    model: nn.Module, workload: str, batch: dict[str, torch.Tensor], device: torch.device
+    name: str, model: nn.Module, workload: str, batch: dict[str, torch.Tensor], device: torch.device
 ) -> float | None:
     """`torch.cuda.max_memory_allocated` over two `workload` steps of `model` alone on the device (weights, gradients,
     AdamW state, activations and the batch); None off CUDA."""
@@ -204,7 +226,7 @@ def peak_memory_mib(
         return None
     with on_device([model], device):
         torch.cuda.reset_peak_memory_stats(device)
-        step = synchronized(make_step(workload, model, batch, PRECISION), device)
+        step = contender_step(name, model, workload, batch, device)
         for _ in range(2):  # the second training step also holds AdamW's state
             step()
         del step
@@ -243,10 +265,10 @@ def build_contenders(preset: str, args: GpuCheckArguments, device: torch.device)
     contenders: dict[str, nn.Module] = {OURS: ours, "transformers_sdpa": reference}
     skipped: dict[str, str] = {}
     if args.padded_contenders and any(args.paddings):
-        padded, rows = copy.deepcopy(ours), copy.deepcopy(ours)  # each its own config: only it changes
+        padded, unpadded, rows = (copy.deepcopy(ours) for _ in range(3))  # each its own config: only it changes
         padded.config.unpad_inputs = False
         rows._decodes_padded_grid = lambda sequence_output: False  # type: ignore[method-assign]  # this instance
-        contenders.update({PADDED: padded, ROWS: rows})
+        contenders.update({PADDED: padded, UNPADDED: unpadded, ROWS: rows})  # `contender_step` forces `unpadded`
     for flash, make in (
         ("bertscratch_flash_attention_2", lambda: copy.deepcopy(ours)),  # its own config: the implementation differs
         ("transformers_flash_attention_2", lambda: bertscratch_to_bert(ours)),
@@ -274,12 +296,9 @@ def measure_workload(
 ) -> dict:
     """Tokens/s (median), ours/contender ratios and peak memory of every contender on one batch and workload."""
     useful_tokens = int(batch["attention_mask"].sum())
-    memory = {name: peak_memory_mib(model, workload, batch, device) for name, model in contenders.items()}
+    memory = {name: peak_memory_mib(name, model, workload, batch, device) for name, model in contenders.items()}
     with on_device(list(contenders.values()), device):
-        steps = {
-            name: synchronized(make_step(workload, model, batch, PRECISION), device)
-            for name, model in contenders.items()
-        }
+        steps = {name: contender_step(name, model, workload, batch, device) for name, model in contenders.items()}
         seconds = time_interleaved(steps, args.repeats, args.warmup)
         del steps
     tokens_per_s = {name: statistics.median(useful_tokens / s for s in values) for name, values in seconds.items()}

@@ -68,9 +68,10 @@ def test_cpu_quick_record_measures_every_case_and_names_what_it_skips(cpu_record
     ]
     for case in cases:
         assert case["preset"] == "tiny" and case["seq_len"] == 32 and case["precision"] == "bf16"
-        assert set(case["tokens_per_s"]) == {"ours", "transformers_sdpa", "ours_padded", "ours_rows_decoding"}
+        others = {"transformers_sdpa", "ours_padded", "ours_unpadded", "ours_rows_decoding"}
+        assert set(case["tokens_per_s"]) == {"ours", *others}
         assert all(value > 0 for value in case["tokens_per_s"].values())
-        for other in ("transformers_sdpa", "ours_padded", "ours_rows_decoding"):
+        for other in others:
             ratio = case["ours_over"][other]
             assert ratio["min"] <= ratio["median"] <= ratio["max"]
         assert case["flops_per_step"] > 0
@@ -103,22 +104,54 @@ def test_the_padded_contenders_are_ours_running_padding_otherwise(
     gpu_check: ModuleType, paddings: list[float], padded: bool
 ) -> None:
     """Only where the grid has padding, each with the same weights as ours and only its own way changed: every layer
-    on the (B, T) batch, or the logits decoded at the real rows whatever the device."""
+    on the (B, T) batch, every padded batch unpadded, or the logits decoded at the real rows whatever the device."""
     args = gpu_check.GpuCheckArguments(presets=["tiny"], paddings=paddings)
     contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
     ours = contenders["ours"]
     assert ours.config.unpad_inputs is True
     assert ours._decodes_padded_grid(torch.zeros(1, device="meta")) is True
-    assert ({"ours_padded", "ours_rows_decoding"} <= contenders.keys()) is padded
+    names = {"ours_padded", "ours_unpadded", "ours_rows_decoding"}
+    assert (names <= contenders.keys()) is padded
     if padded:
         padded_model, rows = contenders["ours_padded"], contenders["ours_rows_decoding"]
         assert padded_model.config.unpad_inputs is False and rows.config.unpad_inputs is True
         assert rows._decodes_padded_grid(torch.zeros(1, device="meta")) is False
-        for other in (padded_model, rows):
+        for other in (padded_model, contenders["ours_unpadded"], rows):
             for (name, a), (_, b) in zip(ours.state_dict().items(), other.state_dict().items(), strict=True):
                 assert torch.equal(a, b), name
     args = gpu_check.GpuCheckArguments(presets=["tiny"], paddings=paddings, padded_contenders=False)
     assert len(gpu_check.build_contenders("tiny", args, torch.device("cpu"))[0]) == 2
+
+
+def test_the_unpadded_contender_unpads_whatever_the_size(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its step plans its padded batch unpadded even where `unpadding_pays` says no (a CUDA device below base's
+    hidden size), and only while it steps: ours, stepped beside it, keeps the rule."""
+    from hf_bertscratch import batching_bertscratch
+
+    monkeypatch.setattr(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 10**9)  # the rule says no, even on a CPU
+    monkeypatch.setattr(
+        batching_bertscratch,
+        "unpadding_pays",
+        lambda config, device: config.hidden_size >= batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN,
+    )
+    args = gpu_check.GpuCheckArguments(presets=["tiny"])
+    contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
+    batch = gpu_check.make_batch(4, 16, 0.3)
+    unpadded: list[str] = []  # the contender of each step that described its padding (it runs unpadded)
+    from_mask = batching_bertscratch.BertScratchPadding.from_mask
+    stepping = ""
+
+    def recording(mask: torch.Tensor, extent: tuple[int, int] | None = None) -> object:
+        unpadded.append(stepping)
+        return from_mask(mask, extent)
+
+    monkeypatch.setattr(batching_bertscratch.BertScratchPadding, "from_mask", recording)
+    for stepping in ("ours_unpadded", "ours", "ours_unpadded", "ours"):
+        gpu_check.contender_step(stepping, contenders[stepping], "infer", batch, torch.device("cpu"))()
+    assert unpadded == ["ours_unpadded", "ours_unpadded"]
+    assert batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN == 10**9
 
 
 def test_flops_estimate(gpu_check: ModuleType) -> None:

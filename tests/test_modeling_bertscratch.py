@@ -800,12 +800,59 @@ def test_decoding_the_padded_grid_gives_the_real_rows_decoding(monkeypatch: pyte
     torch.testing.assert_close(grid[real], expected[real], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("preset", "cpu", "cuda"), [("tiny", True, False), ("mini", True, False), ("base", True, True)]
+)
+def test_padded_batches_run_unpadded_where_that_pays(preset: str, cpu: bool, cuda: bool) -> None:
+    """On a CPU always; on a CUDA device from hidden size 768 (base) up (`CUDA_UNPAD_MIN_HIDDEN`)."""
+    from hf_bertscratch.batching_bertscratch import unpadding_pays
+
+    config = BertScratchConfig(**hf_bertscratch.PRESETS[preset])
+    assert unpadding_pays(config, torch.device("cpu")) is cpu
+    assert unpadding_pays(config, torch.device("cuda")) is cuda
+    assert unpadding_pays(config, torch.device("cuda", 1)) is cuda
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_a_batch_the_rule_keeps_padded_runs_padded(monkeypatch: pytest.MonkeyPatch, head: str) -> None:
+    """Where `unpadding_pays` says no, `unpad_inputs=True` runs a padded batch as `unpad_inputs=False` does: no
+    padding is described (`BertScratchPadding.from_mask`, which only an unpadded run calls) and every output is the
+    padded run's; where it says yes, the batch is unpadded."""
+    from hf_bertscratch import batching_bertscratch
+
+    _, ours = _pair(head, unpad=False)
+    inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
+    inputs.update(_labels(head, inputs))
+    described = []
+    from_mask = batching_bertscratch.BertScratchPadding.from_mask
+    monkeypatch.setattr(
+        batching_bertscratch.BertScratchPadding, "from_mask", lambda *args: described.append(1) or from_mask(*args)
+    )
+    with torch.no_grad():
+        expected = ours(**inputs)
+        ours.config.unpad_inputs = True
+        for pays in (False, True):
+            monkeypatch.setattr(batching_bertscratch, "unpadding_pays", lambda config, device, pays=pays: pays)
+            got = ours(**inputs)
+            assert bool(described) is pays
+            if not pays:
+                for name, value in expected.items():
+                    torch.testing.assert_close(got[name], value, rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+
+
 @pytest.mark.cuda
+@pytest.mark.parametrize("unpad", [False, True], ids=["by-size", "unpadded"])
 @pytest.mark.parametrize("kind", TRAINING_BATCHES)
-def test_a_cuda_training_step_syncs_only_to_read_its_plan(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+def test_a_cuda_training_step_syncs_only_to_read_its_plan(
+    monkeypatch: pytest.MonkeyPatch, kind: str, unpad: bool
+) -> None:
     """On CUDA, one forward and backward of the masked LM under `torch.cuda.set_sync_debug_mode("error")` (any
-    synchronising call raises, C++ ones such as the backward's included) syncs only in `_read_on_host`, once."""
+    synchronising call raises, C++ ones such as the backward's included) syncs only in `_read_on_host`, once: run
+    as this size runs on CUDA (padded), and unpadded as a base-sized model runs."""
     from hf_bertscratch import batching_bertscratch as batching
+
+    if unpad:
+        monkeypatch.setattr(batching, "CUDA_UNPAD_MIN_HIDDEN", 0)
 
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.1, attn_implementation="sdpa")
     model = hf_bertscratch.BertScratchForMaskedLM(config).cuda().train()
@@ -967,15 +1014,25 @@ def ieee_fp32_matmuls() -> object:
 
 @pytest.mark.cuda
 @pytest.mark.parametrize(("precision", "tolerance"), [("fp32", 1e-5), ("bf16", 1e-2)])
-@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("way", ["unpad", "padded", "by-size"])
 @pytest.mark.parametrize("head", HEADS)
-def test_cuda_matches_cpu(head: str, unpad: bool, precision: str, tolerance: float, ieee_fp32_matmuls: object) -> None:
-    """Every head on CUDA gives its CPU fp32 outputs and loss: in fp32 within 1e-5, under bf16 autocast within 1e-2."""
-    _, ours = _pair(head, "sdpa", unpad)
+def test_cuda_matches_cpu(
+    monkeypatch: pytest.MonkeyPatch, head: str, way: str, precision: str, tolerance: float, ieee_fp32_matmuls: object
+) -> None:
+    """Every head on CUDA gives its CPU fp32 outputs and loss: in fp32 within 1e-5, under bf16 autocast within 1e-2.
+    A padded batch runs unpadded on both (forced on CUDA at this size), padded on both (`unpad_inputs=False`), or
+    `by-size`: `unpad_inputs=True` on CUDA below `CUDA_UNPAD_MIN_HIDDEN` runs padded, as the CPU's padded run."""
+    from hf_bertscratch import batching_bertscratch
+
+    if way == "unpad":
+        monkeypatch.setattr(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 0)
+    _, ours = _pair(head, "sdpa", unpad=way == "unpad")
+    assert ours.config.hidden_size < batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN or way == "unpad"
     inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
     inputs.update(_labels(head, inputs))
     with torch.no_grad():
         expected = ours(**inputs)
+        ours.config.unpad_inputs = way != "padded"
         ours.to("cuda")
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
             got = ours(**{name: tensor.cuda() for name, tensor in inputs.items()})
