@@ -7,8 +7,8 @@ H = hidden size, nh = heads, hs = head size, V = vocabulary.
 Parameters are named after the torch modules, so a torch `state_dict` key maps to one NNX parameter by a fixed rule
 (`weight` of a Linear is the transposed `kernel`, of an Embedding the `embedding`, of a LayerNorm the `scale`):
 `from_pretrained` reads any BertScratch folder's `model.safetensors` and `save_pretrained` writes one the torch side
-loads. As in torch with `config.unpad_inputs`, hidden states and MLM logits at padded positions are 0; real
-positions do not depend on the padding.
+loads. As in torch's unpadded runs (`config.unpad_inputs`; on the CPU at every size), hidden states and MLM logits
+at padded positions are 0; real positions do not depend on the padding.
 """
 
 from __future__ import annotations
