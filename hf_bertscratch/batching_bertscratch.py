@@ -39,8 +39,9 @@ def _read_on_host(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
 
 # On a CUDA device a padded batch runs unpadded (without FlashAttention) from this hidden size up. Below it the
 # gathers and scatters around each layer's attention cost more than the pad rows of the dense layers would: on an
-# H200 at mini (H 256), 30% padding, the padded run was 1.15-1.23x as fast; at base (H 768) 0.91-1.08x
-# (`bash scripts/gpu_check.sh`: results/gpu/h200-1.json, h200-2.json, h200-base-64k-tokens.json).
+# H200 with 30% padding the padded run was 1.14-1.26x as fast at mini (H 256) and 1.04-1.22x at small and medium
+# (H 512); at base (H 768) the unpadded one 0.86-1.08x the padded one's speed, in less training memory
+# (`bash scripts/gpu_check.sh`: results/gpu/h200-*.json).
 CUDA_UNPAD_MIN_HIDDEN = 768
 
 
