@@ -636,8 +636,8 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         """Whether a padded batch's logits are decoded on the whole (B, T) grid, pad rows then zeroed, rather than at
         the N real rows, copied into the grid. A CPU is compute-bound on the decoder, whose GEMM is most of a small
         BERT's inference: the real rows only. On a GPU the GEMM is cheap beside writing its (., V) output, and the
-        copy writes the real rows' logits twice and holds both at once (at mini, 30% padding, on an H100: 0.86-0.95x
-        transformers' BERT and 1.7 GiB against 1.1, `results/gpu/h100-1.json`): the grid, in one GEMM."""
+        copy writes the real rows' logits twice and holds both at once: the grid, in one GEMM (unpadded mini, 30%
+        padding, on an H200: 1.06-1.12x the rows' decoding, at 1.1 GiB against 1.7, `results/gpu/h200-1.json`)."""
         return sequence_output.device.type != "cpu"
 
 
