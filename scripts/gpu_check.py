@@ -14,12 +14,12 @@ The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMas
 padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch), ours unpadding
 whatever the device and size (`ours_unpadded`; ours runs padded on CUDA below hidden size 768,
 `batching_bertscratch.unpadding_pays`) and ours decoding the logits at the real rows only, as on a CPU
-(`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU);
-and ours and transformers' with flash_attention_2 when `flash_attn` is importable (ours then runs padded batches
-varlen on the real tokens). MFU is the model FLOPs of the useful work (`step_flops`: the same
-estimate for every contender, so they compare as their tokens/s do) over the step time and the device's dense bf16
-peak (`BF16_PEAK_TFLOPS`, by device name). What a device cannot give (peak memory, MFU, parity on the CPU; flash
-attention without `flash_attn`) is null in the record, with the reason under "skipped".
+(`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU); and ours and transformers' with
+flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is
+the model FLOPs of the useful work (`step_flops`: the same estimate for every contender, so they compare as their
+tokens/s do) over the step time and the device's dense bf16 peak (`BF16_PEAK_TFLOPS`, by device name). What a device
+cannot give (peak memory, MFU, parity on the CPU; flash attention without `flash_attn`) is null in the record, with
+the reason under "skipped".
 
     bash scripts/gpu_check.sh                           # the CUDA device: mini and base, T 128 and 512, 0 and 30% pad
     bash scripts/gpu_check.sh --device cpu --quick      # every stage at the tiny preset on the CPU
