@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -50,7 +51,11 @@ def cpu_record(cpu_run: tuple[dict, str]) -> dict:
 def test_cpu_quick_record_says_how_it_was_made(cpu_record: dict) -> None:
     written = json.loads(Path(cpu_record["path"]).read_text())
     assert written == {key: value for key, value in cpu_record.items() if key != "path"}
-    assert Path(cpu_record["path"]).name.startswith(cpu_record["device"]["name"].split()[0])
+    # Named by the device (its name reduced to letters, digits and dashes: "Intel(R) Xeon(R)" -> "Intel-R-Xeon-R")
+    # and the date, whatever punctuation the CPU's name holds.
+    reduced_name = re.sub(r"[^A-Za-z0-9]+", "-", cpu_record["device"]["name"]).strip("-")
+    assert Path(cpu_record["path"]).name.startswith(reduced_name + "-")
+    assert re.fullmatch(r"[A-Za-z0-9-]+\.json", Path(cpu_record["path"]).name)
     assert cpu_record["command"].startswith("bash scripts/gpu_check.sh --device cpu --quick")
     assert "commit" in cpu_record and cpu_record["date"]
     assert cpu_record["versions"]["torch"] and cpu_record["versions"]["transformers"]
