@@ -64,6 +64,7 @@ from .pretraining_arguments import (
     DataArguments,
     ModelArguments,
     PretrainingArguments,
+    adds_task_text,
     check_resumed_pair,
     parse_args,
     task_text_datasets,
@@ -540,9 +541,11 @@ def _card_info(
         )
     return {
         "model_name": Path(output_dir_of(args)).resolve().name,
-        "datasets": task_text_datasets(data_args) or ([data_args.dataset_name] if data_args.dataset_name else []),
-        # several --task_text tasks of one dataset have no one config (their names, joined, describe the data)
-        "dataset_config": None if len(data_args.task_text or ()) > 1 else data_args.dataset_config_name,
+        "datasets": _card_datasets(data_args),
+        # several --task_text tasks of one dataset, or a text with the tasks' added, have no one config
+        "dataset_config": None
+        if len(data_args.task_text or ()) > 1 or adds_task_text(data_args)
+        else data_args.dataset_config_name,
         "dataset_description": _describe_data(trainer, model_args, data_args),
         "model_size": None if model_args.config_name or model_args.model_name_or_path else model_args.model_size,
         "base_model": model_args.model_name_or_path,
@@ -556,9 +559,21 @@ def _card_info(
     }
 
 
+def _card_datasets(data_args: DataArguments) -> list[str]:
+    """The model card's `datasets`: the named text's (a Hub id; a local file is no dataset), then the tasks'."""
+    named = (
+        [data_args.dataset_name]
+        if data_args.dataset_name and (adds_task_text(data_args) or not data_args.task_text)
+        else []
+    )
+    return list(dict.fromkeys(named + task_text_datasets(data_args)))
+
+
 def _describe_data(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments) -> str:
     """One sentence on what the model saw: source, example shape, and split sizes where known."""
     source = data_args.train_file or " / ".join(filter(None, [data_args.dataset_name, data_args.dataset_config_name]))
+    if adds_task_text(data_args):
+        source += f"` and the train text of `{', '.join(data_args.task_text or ())}"
     shape = (
         "sentence pairs for MLM + next-sentence prediction"
         if model_args.objective == "mlm_nsp"

@@ -177,8 +177,10 @@ class DataArguments:
             "text of its own; token classification: the words joined with spaces; question answering: each "
             "distinct context and every question. Labels are never read. The tasks' eval splits (IMDB: its test "
             "split) give the held-out text of the MLM loss and perplexity only, and are never trained on. Continue "
-            "a pretrained model with --model_name_or_path (its tokenizer is kept). Not with --train_file, "
-            "--validation_file, --dataset_name, --dataset_config_name, --text_column or --streaming."
+            "a pretrained model with --model_name_or_path (its tokenizer is kept). With --dataset_name or "
+            "--train_file, the tasks' texts are added to that text (train to train, held-out to validation): "
+            "`--dataset_name wikitext --dataset_config_name wikitext-2-raw-v1 --task_text imdb sst2` trains on "
+            "WikiText-2 and the two tasks' train text. Not with --streaming."
         },
     )
     text_column: str = field(default=TEXT_COLUMN, metadata={"help": "Column holding the raw text."})
@@ -529,19 +531,40 @@ def check_task_text(data_args: DataArguments) -> None:
         raise ValueError(f"Unknown --task_text {', '.join(map(repr, unknown))}; expected some of {list(TASKS)}.")
     if len(set(names)) < len(names):
         raise ValueError(f"--task_text names a task twice: {' '.join(names)}; give each task once.")
-    other_sources = ("train_file", "validation_file", "dataset_name", "dataset_config_name", "streaming")
-    given = [f"--{flag}" for flag in other_sources if getattr(data_args, flag)]
-    if data_args.text_column != TEXT_COLUMN:  # the task table names the text columns
-        given.append("--text_column")
-    if given:
+    if data_args.streaming:
         raise ValueError(
-            f"--task_text {' '.join(names)} trains on the tasks' own train splits (and evaluates on their eval "
-            f"splits); it cannot be combined with {', '.join(given)}. Drop those, or drop --task_text."
+            f"--task_text {' '.join(names)} reads the tasks' whole train splits; it cannot be combined with "
+            "--streaming. Drop one of them."
         )
-    datasets_ = task_text_datasets(data_args)
+    if data_args.validation_file and not (data_args.train_file or data_args.dataset_name):
+        raise ValueError(
+            "--validation_file with --task_text needs the text it validates: --train_file or --dataset_name."
+        )
+    if data_args.train_file or data_args.dataset_name:
+        return  # the tasks' texts are added to the named text (`pretraining_data.load_text_splits`)
+    if data_args.text_column != TEXT_COLUMN:  # the task table names the text columns
+        raise ValueError(
+            f"--task_text {' '.join(names)} alone reads the tasks' own text columns; --text_column names the column "
+            "of --train_file or --dataset_name. Drop --text_column, or name the text it is a column of."
+        )
+    data_args.dataset_name, data_args.dataset_config_name = task_text_source(names)
+
+
+def task_text_source(names: list[str]) -> tuple[str, str | None]:
+    """The dataset id and config a run on the `names` tasks' text alone records as its dataset (several tasks of
+    one dataset, as GLUE's, give their configs joined with commas)."""
+    datasets_ = list(dict.fromkeys(TASKS[name].dataset_name for name in names))
     configs = [config for config in (TASKS[name].dataset_config_name for name in names) if config]
-    data_args.dataset_name = datasets_[0] if len(datasets_) == 1 else ", ".join(datasets_)
-    data_args.dataset_config_name = ", ".join(configs) or None
+    return datasets_[0] if len(datasets_) == 1 else ", ".join(datasets_), ", ".join(configs) or None
+
+
+def adds_task_text(data_args: DataArguments) -> bool:
+    """Whether the run trains on a named text (`--dataset_name` or `--train_file`) with the `--task_text` tasks'
+    texts added, rather than on the tasks' texts alone."""
+    if not data_args.task_text:
+        return False
+    alone = (data_args.dataset_name, data_args.dataset_config_name) == task_text_source(data_args.task_text)
+    return bool(data_args.train_file) or not alone
 
 
 def task_text_datasets(data_args: DataArguments) -> list[str]:

@@ -26,7 +26,7 @@ from transformers import (
 
 from .data import load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
-from .pretraining_arguments import DataArguments, ModelArguments
+from .pretraining_arguments import DataArguments, ModelArguments, adds_task_text
 from .tasks import check_columns, task_texts
 from .tokenization import load_tokenizer, train_wordpiece_tokenizer
 
@@ -111,9 +111,24 @@ def load_text_splits(
 ) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
     """The raw train and validation splits; validation is carved off the end of train when there is none. With
     `--task_text`, a task's train and eval texts (`load_task_text_splits`, each example a document when
-    `documents`)."""
-    if data_args.task_text:
+    `documents`), after the named text's when `--dataset_name` or `--train_file` names one too."""
+    if data_args.task_text and not adds_task_text(data_args):
         return load_task_text_splits(data_args, documents)
+    train, validation = _load_named_text_splits(data_args, seed)
+    if data_args.task_text:  # the tasks' texts added to the named text, each split after the named text's own
+        task_train, task_held_out = load_task_text_splits(data_args, documents)
+        column = data_args.text_column
+        # both one column of strings, named --text_column (`load_task_text_splits` names the tasks' so)
+        train = datasets.concatenate_datasets([train.select_columns([column]), task_train])
+        validation = datasets.concatenate_datasets([validation.select_columns([column]), task_held_out])
+        logger.info("With the tasks' texts: %d texts to train on, %d held out", len(train), len(validation))
+    return train, validation
+
+
+def _load_named_text_splits(
+    data_args: DataArguments, seed: int
+) -> tuple[datasets.Dataset | datasets.IterableDataset, datasets.Dataset | datasets.IterableDataset]:
+    """The train and validation splits of `--dataset_name` or `--train_file`/`--validation_file`."""
     raw = load_raw_datasets(
         data_args.dataset_name,
         data_args.dataset_config_name,

@@ -305,13 +305,15 @@ def test_task_text_without_a_base_model_is_accepted(rte_dir: Path, tmp_path: Pat
         (["--task_text", "rtee"], f"Unknown --task_text 'rtee'; expected some of {list(TASKS)}."),
         (["--task_text", "rte", "cola", "sts", "mnli2"], "Unknown --task_text 'sts', 'mnli2'; expected some of"),
         (["--task_text", "rte", "cola", "rte"], "--task_text names a task twice: rte cola rte; give each task once."),
-        (["--task_text", "rte", "--train_file", "notes.txt"], "cannot be combined with --train_file."),
-        (["--task_text", "sst2", "--dataset_name", "wikitext"], "cannot be combined with --dataset_name."),
         (
-            ["--task_text", "rte", "--validation_file", "v.txt", "--text_column", "body"],
-            "cannot be combined with --validation_file, --text_column.",
+            ["--task_text", "rte", "--validation_file", "v.txt"],
+            "--validation_file with --task_text needs the text it validates: --train_file or --dataset_name.",
         ),
-        (["--task_text", "conll2003", "--streaming", "true"], "cannot be combined with --streaming."),
+        (["--task_text", "rte", "--text_column", "body"], "--text_column names the column of --train_file"),
+        (
+            ["--task_text", "conll2003", "--dataset_name", "wikitext", "--streaming", "true", "--max_steps", "2"],
+            "it cannot be combined with --streaming.",
+        ),
     ],
 )
 def test_bad_task_text_arguments_fail_before_anything_is_loaded(
@@ -325,3 +327,30 @@ def test_bad_task_text_arguments_fail_before_anything_is_loaded(
     with pytest.raises(ValueError, match=re.escape(message)):
         pretraining.main([*extra, "--output_dir", str(out), *PRETRAIN_ONE_PROCESS, "--max_steps", "2"])
     assert not out.exists()
+
+
+def test_task_text_is_added_to_a_named_text(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    """--train_file (or --dataset_name) with --task_text: the file's texts then the tasks' train texts to train on,
+    the file's held-out texts then the tasks' eval texts to validate on; the card names both sources."""
+    data_dir = _write_rte(tmp_path / "data")
+    notes = tmp_path / "notes.txt"
+    notes_texts = [f"note number {i} says the {w} is here ." for i, w in enumerate(["cat", "dog", "film"] * 7)]
+    notes.write_text("\n".join(notes_texts) + "\n", encoding="utf-8")
+    argv = ["--train_file", str(notes), "--task_text", "rte", "--data_dir", str(data_dir)]
+    argv += ["--output_dir", str(tmp_path / "o"), *PRETRAIN_ONE_PROCESS]
+    model_args, data_args, training_args = pretraining.parse_args(argv)
+    assert pretraining.adds_task_text(data_args) and data_args.dataset_name is None
+    train, validation = pretraining.load_text_splits(data_args, seed=0)
+    rte_train = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
+    rte_dev = [text for first, second, _ in RTE_DEV for text in (first, second)]
+    kept = len(train) - len(rte_train)  # the file's first rows train, its last are held out
+    assert 0 < kept < len(notes_texts)
+    assert list(train["text"]) == notes_texts[:kept] + rte_train
+    assert list(validation["text"]) == notes_texts[kept:] + rte_dev
+    assert pretraining._card_datasets(data_args) == ["glue"]  # a local file is no dataset id
+
+    named = pretraining.parse_args([*argv[2:], "--dataset_name", "wikitext", "--dataset_config_name", "x"])[1]
+    assert pretraining.adds_task_text(named)
+    assert pretraining._card_datasets(named) == ["wikitext", "glue"]
+    alone = pretraining.parse_args(argv[2:])[1]
+    assert not pretraining.adds_task_text(alone) and pretraining._card_datasets(alone) == ["glue"]
