@@ -8,8 +8,10 @@ modeling file's relative imports), so it imports torch, public transformers API 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -37,12 +39,79 @@ def _read_on_host(scalars: dict[str, torch.Tensor]) -> dict[str, int]:
     return dict(zip(scalars, values))
 
 
-# On a CUDA device a padded batch runs unpadded (without FlashAttention) from this hidden size up. Below it the
-# gathers and scatters around each layer's attention cost more than the pad rows of the dense layers would: on an
-# H200 with 30% padding the padded run was 1.14-1.26x as fast at mini (H 256) and 1.04-1.22x at small and medium
-# (H 512); at base (H 768) the unpadded one 0.86-1.08x the padded one's speed, in less training memory
-# (`bash scripts/gpu_check.sh`: results/gpu/h200-*.json).
-CUDA_UNPAD_MIN_HIDDEN = 768
+@dataclass
+class BertScratchDeviceRules:
+    """How a forward runs a padded batch on each kind of device: public settings that a benchmark or a test changes
+    for a block (`device_rules`) instead of patching the code that reads them.
+
+    Attributes:
+        unpad_min_hidden: device type -> the hidden size from which a padded batch runs unpadded when its attention
+            cannot run varlen (the gathers and scatters around each layer's attention then cost more than the pad
+            rows of the dense layers below it); a device type not named unpads at every size. On an H200 with 30%
+            padding the padded run was 1.14-1.26x as fast at mini (H 256) and 1.04-1.22x at small and medium (H 512);
+            at base (H 768) the unpadded one 0.86-1.08x the padded one's speed, in less training memory
+            (`bash scripts/gpu_check.sh`: results/gpu/h200-*.json).
+        torch_varlen_devices: device types on which sdpa runs a padded or padding-free batch's attention over its
+            real tokens through PyTorch's varlen kernel (`torch.nn.attention.varlen`, PyTorch >= 2.10), where it
+            applies (`torch_varlen_applies`): then no layer pads or unpads, and the batch unpads at every size.
+    """
+
+    unpad_min_hidden: dict[str, int] = field(default_factory=lambda: {"cuda": 768})
+    torch_varlen_devices: tuple[str, ...] = ("cuda",)
+
+
+DEVICE_RULES = BertScratchDeviceRules()
+
+
+@contextmanager
+def device_rules(**settings: Any) -> Iterator[BertScratchDeviceRules]:
+    """`DEVICE_RULES` with `settings` (its attribute names) changed for the block, then restored:
+    `with device_rules(unpad_min_hidden={}):` unpads a padded batch at every size on every device."""
+    unknown = sorted(set(settings) - set(BertScratchDeviceRules.__dataclass_fields__))
+    if unknown:
+        raise TypeError(
+            f"Unknown device rule(s) {unknown}; expected some of {sorted(BertScratchDeviceRules.__dataclass_fields__)}."
+        )
+    saved = {name: getattr(DEVICE_RULES, name) for name in settings}
+    for name, value in settings.items():
+        setattr(DEVICE_RULES, name, value)
+    try:
+        yield DEVICE_RULES
+    finally:
+        for name, value in saved.items():
+            setattr(DEVICE_RULES, name, value)
+
+
+# The dtypes PyTorch's varlen kernel (FlashAttention's) computes in.
+TORCH_VARLEN_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def torch_varlen_attention() -> Callable[..., torch.Tensor] | None:
+    """PyTorch's variable-length attention, `torch.nn.attention.varlen.varlen_attn` (PyTorch >= 2.10), or None."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    return cast("Callable[..., torch.Tensor]", varlen_attn)
+
+
+def torch_varlen_applies(
+    config: BertScratchConfig, device: torch.device, training: bool, dtype: torch.dtype | None
+) -> bool:
+    """Whether sdpa runs this batch's attention through PyTorch's varlen kernel (`torch_varlen_attention`): on a
+    device of `DEVICE_RULES.torch_varlen_devices`, in half precision (autocast's dtype, else the model's `dtype`),
+    with a head size the kernel takes (a multiple of 8, at most 256), and no attention dropout while training (the
+    kernel has none)."""
+    if config._attn_implementation != "sdpa" or device.type not in DEVICE_RULES.torch_varlen_devices:
+        return False
+    if training and config.attention_probs_dropout_prob > 0:
+        return False
+    head_size = config.hidden_size // config.num_attention_heads
+    if head_size % 8 or head_size > 256:
+        return False
+    autocast = torch.is_autocast_enabled(device.type)
+    compute_dtype = torch.get_autocast_dtype(device.type) if autocast else dtype
+    return compute_dtype in TORCH_VARLEN_DTYPES and torch_varlen_attention() is not None
 
 
 def true_first(flags: torch.Tensor, count: int) -> torch.Tensor:
@@ -192,10 +261,13 @@ class BertScratchVarlen:
     Attributes:
         cu_seq_lens: (S + 1,) int32 offsets of the S sequences in the N tokens: 0, len_1, len_1 + len_2, ..., N.
         max_length: the longest sequence, known on the host (read in the batch's one sync).
+        kernel: which kernel runs it: "flash" (FlashAttention through transformers' `flash_attention_forward`) or
+            "torch" (PyTorch's own varlen attention under sdpa, `torch_varlen_attention`).
     """
 
     cu_seq_lens: torch.Tensor
     max_length: int
+    kernel: str = "flash"
 
     @staticmethod
     def length_scalars(
@@ -215,11 +287,21 @@ class BertScratchVarlen:
         return counts, {"sequences": (counts > 0).sum(), "longest_sequence": counts.max()}
 
     @classmethod
-    def from_counts(cls, counts: torch.Tensor, sequences: int, max_length: int) -> BertScratchVarlen:
+    def from_counts(
+        cls, counts: torch.Tensor, sequences: int, max_length: int, kernel: str = "flash"
+    ) -> BertScratchVarlen:
         """Build from `length_scalars`' counts and its two values read on the host."""
         lengths = counts.index_select(0, true_first(counts > 0, sequences)[:sequences])
         cu_seq_lens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
-        return cls(cu_seq_lens=cu_seq_lens, max_length=max_length)
+        return cls(cu_seq_lens=cu_seq_lens, max_length=max_length, kernel=kernel)
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scaling: float) -> torch.Tensor:
+        """PyTorch's varlen attention over the sequences: (N, nh, hs) query, key and value -> (N, nh, hs)."""
+        varlen_attn = torch_varlen_attention()
+        assert varlen_attn is not None, "plan_batch chooses the torch kernel only where it exists"
+        return varlen_attn(
+            query, key, value, self.cu_seq_lens, self.cu_seq_lens, self.max_length, self.max_length, scale=scaling
+        )
 
     def kwargs(self) -> dict[str, torch.Tensor | int]:
         """The keywords transformers' `flash_attention_forward` takes for a varlen call."""
@@ -355,13 +437,17 @@ def plan_batch(
     position_ids: torch.Tensor | None = None,
     inputs_embeds: torch.Tensor | None = None,
     labels: torch.Tensor | None = None,
+    *,
+    training: bool = False,
+    dtype: torch.dtype | None = None,
     **kwargs: object,
 ) -> BertScratchBatchPlan:
     """Check the inputs and decide how the batch runs, reading all that needs of their values in ONE host sync
     (on a GPU each read waits for the work queued before it): the ids' min and max (`_input_ranges`), the number
     of real tokens and the last real column (whether to unpad, whether the mask masks anything), whether each
     row is one document, and the number of `labels` that are not -100 (given only to be counted, for sparse MLM
-    decoding). `kwargs` are the forward's: its output flags and padding-free keywords count.
+    decoding). `kwargs` are the forward's: its output flags and padding-free keywords count. `training` and `dtype`
+    (the model's mode and parameter dtype) decide with the device whether PyTorch's varlen kernel applies.
 
     Where values cannot be read (`_values_readable`: compiling, tracing, meta tensors) nothing is: the ranges go
     unchecked, the batch runs padded and every mask is applied as given, which is correct, only slower.
@@ -375,8 +461,13 @@ def plan_batch(
     checks = _input_ranges(config, input_ids, token_type_ids, position_ids)
     keep = None if attention_mask is None else attention_mask.to(torch.bool)
     may_unpad = _may_unpad(config, kwargs)
-    # FlashAttention runs padded and padding-free batches as one row of sequences (varlen) over the real tokens
-    varlen = may_unpad and is_flash_attention_requested(config) and (keep, documents) != (None, None)
+    # FlashAttention, and sdpa where PyTorch's varlen kernel applies, run padded and padding-free batches as one row
+    # of sequences (varlen) over the real tokens
+    device = (input_ids if input_ids is not None else inputs_embeds).device  # type: ignore[union-attr]
+    kernel = "flash" if is_flash_attention_requested(config) else None
+    if kernel is None and torch_varlen_applies(config, device, training, dtype):
+        kernel = "torch"
+    varlen = may_unpad and kernel is not None and (keep, documents) != (None, None)
     if varlen and keep is None:
         assert documents is not None, "varlen runs on a mask or on documents"
         keep = torch.ones(batch_size, seq_len, dtype=torch.bool, device=documents.device)
@@ -398,7 +489,8 @@ def plan_batch(
         plan.attention_mask = None if attention_mask is None else attention_mask[:, : padding.seq_len]
         plan.documents = None if documents is None else documents[:, : padding.seq_len]
         if varlen:
-            plan.varlen = BertScratchVarlen.from_counts(counts, values["sequences"], values["longest_sequence"])
+            assert kernel is not None  # varlen needs a kernel
+            plan.varlen = BertScratchVarlen.from_counts(counts, values["sequences"], values["longest_sequence"], kernel)
         return plan
     # Run padded. A mask that masks nothing is dropped: with no mask at all SDPA may run its flash kernel, which an
     # `attn_mask` rules out; transformers' `create_bidirectional_mask` drops an all-ones mask for the same reason,
@@ -411,9 +503,9 @@ def plan_batch(
 
 
 def unpadding_pays(config: BertScratchConfig, device: torch.device) -> bool:
-    """Whether a padded batch on `device` runs faster unpadded (FlashAttention's varlen aside, which always does):
-    on a CPU always; on a CUDA device from `CUDA_UNPAD_MIN_HIDDEN` up."""
-    return device.type != "cuda" or config.hidden_size >= CUDA_UNPAD_MIN_HIDDEN
+    """Whether a padded batch on `device` runs faster unpadded when its attention cannot run varlen (which always
+    unpads): from `DEVICE_RULES.unpad_min_hidden`'s size for the device type up, at every size on other devices."""
+    return config.hidden_size >= DEVICE_RULES.unpad_min_hidden.get(device.type, 0)
 
 
 def _may_unpad(config: BertScratchConfig, kwargs: dict[str, object]) -> bool:

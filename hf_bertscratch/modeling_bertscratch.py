@@ -6,9 +6,10 @@ length, N = number of real (non-pad) tokens in the batch, H = hidden size, nh = 
 
 Two things differ from transformers' BERT, both invisible at real (non-pad) positions:
 - `config.unpad_inputs`: with padding in `attention_mask`, the dense layers run on the N real tokens only, and
-  attention is computed on the trimmed (B, T', ...) batch, T' the longest real row (under FlashAttention, varlen on
-  the N tokens themselves); outputs at pad positions are then 0. On a CUDA device below hidden size 768 and without
-  FlashAttention the batch runs padded, which is faster there (`batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN`).
+  attention is computed on the trimmed (B, T', ...) batch, T' the longest real row (under FlashAttention, and under
+  sdpa on a CUDA device in half precision through PyTorch's varlen kernel, varlen on the N tokens themselves);
+  outputs at pad positions are then 0. On a CUDA device below hidden size 768 with neither, the batch runs padded,
+  which is faster there (`batching_bertscratch.DEVICE_RULES`).
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
   labelled positions, which is most of a small BERT's training compute.
 
@@ -183,6 +184,10 @@ class BertScratchAttention(nn.Module):
         or None."""
         qkv = self.qkv(hidden_states)  # (B, T, 3H) or (N, 3H)
         varlen = attention_mask if isinstance(attention_mask, BertScratchVarlen) else None
+        if varlen is not None and varlen.kernel == "torch":  # PyTorch's varlen kernel, on (N, nh, hs) each
+            query, key, value = qkv.view(-1, 3, self.num_heads, self.head_size).unbind(1)
+            context = varlen.attend(query, key, value, self.scaling).reshape(qkv.shape[0], -1)  # (N, H)
+            return self.layer_norm(linear_add(self.dense, context, hidden_states, self.dropout)), None
         if varlen is not None:
             qkv = qkv.unsqueeze(0)  # (1, N, 3H)
         elif padding is not None:
@@ -484,7 +489,16 @@ class BertScratchModel(BertScratchPreTrainedModel):
         """How this batch runs (`batching_bertscratch.plan_batch`: the inputs checked, and all the forward needs of
         their values read in one host sync); a head that needs the plan too makes it once and passes it to `forward`."""
         return plan_batch(
-            self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, **kwargs
+            self.config,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            training=self.training,
+            dtype=self.dtype,
+            **kwargs,
         )
 
 

@@ -12,8 +12,9 @@ What it measures, in one process:
 
 The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa; when the grid has
 padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch), ours unpadding
-whatever the device and size (`ours_unpadded`; ours runs padded on CUDA below hidden size 768,
-`batching_bertscratch.unpadding_pays`) and ours decoding the logits at the real rows only, as on a CPU
+whatever the device and size with no varlen kernel, padding and unpadding around each attention as on a CPU
+(`ours_unpadded`; ours runs a padded batch's attention through PyTorch's varlen kernel on CUDA in bf16 where it
+exists, else padded below hidden size 768: `batching_bertscratch.DEVICE_RULES`) and ours decoding the logits at the real rows only, as on a CPU
 (`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU); and ours and transformers' with
 flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is
 the model FLOPs of the useful work (`step_flops`: the same estimate for every contender, so they compare as their
@@ -39,7 +40,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from unittest import mock
 
 import torch
 from torch import nn
@@ -71,7 +71,7 @@ WORKLOADS = ("train", "infer")
 PRECISION = "bf16"
 OURS = "ours"
 PADDED = "ours_padded"  # ours with config.unpad_inputs=False: every layer on the padded (B, T) batch, as BERT runs
-UNPADDED = "ours_unpadded"  # ours running a padded batch unpadded whatever the device and size, as on a CPU
+UNPADDED = "ours_unpadded"  # ours running a padded batch unpadded whatever the device and size, no varlen: as on a CPU
 ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as it does on a CPU
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from NVIDIA's datasheets, matched in order against
 # `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" is the SXM part): the first pattern found in the name wins.
@@ -205,13 +205,14 @@ def contender_step(
     name: str, model: nn.Module, workload: str, batch: dict[str, torch.Tensor], device: torch.device
 ) -> Callable[[], None]:
     """The synchronised `workload` step of contender `name`; the UNPADDED one runs its padded batches unpadded
-    whatever the device and size (`CUDA_UNPAD_MIN_HIDDEN` read as 0 while it steps)."""
+    whatever the device and size, padding and unpadding around each attention as on a CPU (no varlen kernel: the
+    device rules `unpad_min_hidden` and `torch_varlen_devices` emptied while it steps)."""
     step = make_step(workload, model, batch, PRECISION)
     if name == UNPADDED:
         plain = step
 
         def step() -> None:
-            with mock.patch.object(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 0):
+            with batching_bertscratch.device_rules(unpad_min_hidden={}, torch_varlen_devices=()):
                 plain()
 
     return synchronized(step, device)

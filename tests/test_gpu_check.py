@@ -135,12 +135,7 @@ def test_the_unpadded_contender_unpads_whatever_the_size(
     hidden size), and only while it steps: ours, stepped beside it, keeps the rule."""
     from hf_bertscratch import batching_bertscratch
 
-    monkeypatch.setattr(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 10**9)  # the rule says no, even on a CPU
-    monkeypatch.setattr(
-        batching_bertscratch,
-        "unpadding_pays",
-        lambda config, device: config.hidden_size >= batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN,
-    )
+    monkeypatch.setattr(batching_bertscratch.DEVICE_RULES, "unpad_min_hidden", {"cpu": 10**9})  # no, even on a CPU
     args = gpu_check.GpuCheckArguments(presets=["tiny"])
     contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
     batch = gpu_check.make_batch(4, 16, 0.3)
@@ -156,7 +151,7 @@ def test_the_unpadded_contender_unpads_whatever_the_size(
     for stepping in ("ours_unpadded", "ours", "ours_unpadded", "ours"):
         gpu_check.contender_step(stepping, contenders[stepping], "infer", batch, torch.device("cpu"))()
     assert unpadded == ["ours_unpadded", "ours_unpadded"]
-    assert batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN == 10**9
+    assert batching_bertscratch.DEVICE_RULES.unpad_min_hidden == {"cpu": 10**9}  # restored after each step
 
 
 def test_flops_estimate(gpu_check: ModuleType) -> None:

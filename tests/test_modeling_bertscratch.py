@@ -804,7 +804,7 @@ def test_decoding_the_padded_grid_gives_the_real_rows_decoding(monkeypatch: pyte
     ("preset", "cpu", "cuda"), [("tiny", True, False), ("mini", True, False), ("base", True, True)]
 )
 def test_padded_batches_run_unpadded_where_that_pays(preset: str, cpu: bool, cuda: bool) -> None:
-    """On a CPU always; on a CUDA device from hidden size 768 (base) up (`CUDA_UNPAD_MIN_HIDDEN`)."""
+    """On a CPU always; on a CUDA device from hidden size 768 (base) up (`DEVICE_RULES.unpad_min_hidden`)."""
     from hf_bertscratch.batching_bertscratch import unpadding_pays
 
     config = BertScratchConfig(**hf_bertscratch.PRESETS[preset])
@@ -852,10 +852,10 @@ def test_a_cuda_training_step_syncs_only_to_read_its_plan(
     from hf_bertscratch import batching_bertscratch as batching
 
     if unpad:
-        monkeypatch.setattr(batching, "CUDA_UNPAD_MIN_HIDDEN", 0)
+        monkeypatch.setattr(batching.DEVICE_RULES, "unpad_min_hidden", {})
 
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.1, attn_implementation="sdpa")
-    model = hf_bertscratch.BertScratchForMaskedLM(config).cuda().train()
+    model = hf_bertscratch.BertScratchForMaskedLM(config).cuda().train()  # fp32: no varlen kernel
     batch = {name: tensor.cuda() for name, tensor in _training_batch(kind).items()}
     num_items = (batch["labels"] != -100).sum()
     model(**batch, num_items_in_batch=num_items).loss.backward()  # warm-up: lazy CUDA and cuBLAS initialisation
@@ -1020,14 +1020,23 @@ def test_cuda_matches_cpu(
     monkeypatch: pytest.MonkeyPatch, head: str, way: str, precision: str, tolerance: float, ieee_fp32_matmuls: object
 ) -> None:
     """Every head on CUDA gives its CPU fp32 outputs and loss: in fp32 within 1e-5, under bf16 autocast within 1e-2.
-    A padded batch runs unpadded on both (forced on CUDA at this size), padded on both (`unpad_inputs=False`), or
-    `by-size`: `unpad_inputs=True` on CUDA below `CUDA_UNPAD_MIN_HIDDEN` runs padded, as the CPU's padded run."""
+    A padded batch runs unpadded on both (forced on CUDA at this size; under bf16 its attention runs through
+    PyTorch's varlen kernel where torch has one), padded on both (`unpad_inputs=False`), or `by-size`:
+    `unpad_inputs=True` on CUDA below `DEVICE_RULES.unpad_min_hidden` with no varlen kernel runs padded, as the CPU's
+    padded run."""
     from hf_bertscratch import batching_bertscratch
 
     if way == "unpad":
-        monkeypatch.setattr(batching_bertscratch, "CUDA_UNPAD_MIN_HIDDEN", 0)
+        monkeypatch.setattr(batching_bertscratch.DEVICE_RULES, "unpad_min_hidden", {})
+    if way == "by-size":
+        monkeypatch.setattr(batching_bertscratch.DEVICE_RULES, "torch_varlen_devices", ())
+    varlen_calls = []
+    attend = batching_bertscratch.BertScratchVarlen.attend
+    monkeypatch.setattr(
+        batching_bertscratch.BertScratchVarlen, "attend", lambda *args: varlen_calls.append(1) or attend(*args)
+    )
     _, ours = _pair(head, "sdpa", unpad=way == "unpad")
-    assert ours.config.hidden_size < batching_bertscratch.CUDA_UNPAD_MIN_HIDDEN or way == "unpad"
+    assert ours.config.hidden_size < batching_bertscratch.DEVICE_RULES.unpad_min_hidden.get("cuda", 0) or way == "unpad"
     inputs = _inputs(multiple_choice=head == "BertForMultipleChoice")
     inputs.update(_labels(head, inputs))
     with torch.no_grad():
@@ -1041,3 +1050,7 @@ def test_cuda_matches_cpu(
         torch.testing.assert_close(
             got[name].float().cpu(), value, atol=tolerance, rtol=tolerance, msg=lambda m: f"{name}: {m}"
         )
+    varlen_expected = (
+        way == "unpad" and precision == "bf16" and batching_bertscratch.torch_varlen_attention() is not None
+    )
+    assert bool(varlen_calls) is varlen_expected
