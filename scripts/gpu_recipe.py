@@ -1,0 +1,445 @@
+"""One GPU, one run of the whole product: pretrain a BERT from scratch on the text the project's data ships with, then
+fine-tune it and the same model from random weights on the task table, and write one record under results/gpu/.
+
+The stages, in one process that runs the package's own commands (`scripts/pretrain.py`, `scripts/finetune.py`,
+`scripts/gpu_check.py`) as subprocesses under one wall-clock deadline (`--deadline_minutes`):
+
+1. the training step at the recipe's shape (`scripts/gpu_check.py`, `--step_check_s`): tokens/s and MFU of ours and
+   transformers' BERT, with no padding (packed blocks, as pretraining runs) and with 30%;
+2. pretraining (`PRETRAIN_RECIPE`, the README's one-GPU command): WikiText-2 and the unlabelled train text of IMDB,
+   SST-2, the GLUE tasks and CoNLL-2003 (about 10 M words; IMDB's test reviews are never trained on), a medium-sized
+   model (8 layers, H 512), `--pretrain_minutes` of training;
+3. fine-tuning, `--concurrent` runs at a time on the same GPU, in the order of `--tasks` (IMDB and SST-2 first), each
+   task at every seed from the pretrained weights and from random weights (`--init_from_scratch`: the same
+   architecture and tokenizer); a run still going at the deadline is stopped and recorded as cut, a run not started
+   by then as not run.
+
+The record (GPU, versions, commit, every command, the pretraining run's end-to-end tokens/s beside the step's, MFU,
+every run's scores and the no-learning baselines each run computes on the same split) is written again after each
+stage, atomically, so a run stopped from outside keeps what it finished; each subprocess's log is kept in one file
+beside it. Model weights stay in `--work_dir`.
+
+    python scripts/gpu_recipe.py --data_dir DATA                      # one CUDA GPU: about 9 minutes
+    python scripts/gpu_recipe.py --smoke --data_dir DATA              # every stage on the CPU at toy sizes (a test)
+
+DATA is a folder laid out as ../shared/data (`hf_bertscratch.data`); WikiText-2 comes from it when it holds a copy,
+else from the package's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as `python scripts/gpu_recipe.py` from a checkout that is not installed
+    sys.path.insert(0, str(ROOT))
+
+from transformers import HfArgumentParser  # noqa: E402
+
+from hf_bertscratch.arguments import parse_args_or_json  # noqa: E402
+from hf_bertscratch.records import RunStart, portable_paths, run_record  # noqa: E402
+from hf_bertscratch.run_folder import write_text_atomically  # noqa: E402
+
+PROGRAM = "python scripts/gpu_recipe.py"
+INITS = ("pretrained", "scratch")
+# The tasks' unlabelled train text pretraining adds to WikiText-2 (`pretrain --task_text`): IMDB's train reviews,
+# SST-2's and the GLUE tasks' train sentences, CoNLL-2003's train sentences; never a test split.
+TASK_TEXT = ("imdb", "sst2", "cola", "mrpc", "stsb", "rte", "wnli", "conll2003")
+# The one-GPU pretraining command's flags but --data_dir, --output_dir and the budget (README, "Pretrain on one GPU"):
+# a medium model (8 layers, H 512), 128-token blocks of 256 a step, 40% masking with the package's short-block
+# start, dropout 0, warmup-stable-decay laid over the budget at a peak of 1e-3 (mini's CPU recipe ran 3e-3 at 32
+# blocks a step; a deeper post-LayerNorm model and 8x the batch take less), fused AdamW, bf16 (the GPU default).
+PRETRAIN_RECIPE: tuple[str, ...] = (
+    *("--model_size", "medium", "--tokenizer_vocab_size", "16384"),
+    *("--dataset_name", "wikitext", "--dataset_config_name", "wikitext-2-raw-v1", "--task_text", *TASK_TEXT),
+    *("--max_seq_length", "128", "--per_device_train_batch_size", "256", "--learning_rate", "1e-3"),
+    *("--warmup_steps", "0.06", "--optim", "adamw_torch_fused", "--max_eval_samples", "4000"),
+    *("--preprocessing_num_workers", "8", "--logging_steps", "100"),
+)
+# Fine-tuning, per task: examples a step and epochs (more examples a step than the CPU defaults: on a GPU a small
+# model's step costs about the same at 32 or 128 short rows), and the peak rate of both initialisations (one rate for
+# both, no search on dev: the budget has no room for one). Everything else is the task's own default.
+FINETUNE_BATCH: dict[str, tuple[int, float]] = {
+    "imdb": (32, 2),
+    "sst2": (128, 3),
+    "cola": (32, 5),
+    "mrpc": (32, 5),
+    "stsb": (32, 5),
+    "rte": (32, 5),
+    "wnli": (32, 5),
+    "conll2003": (32, 3),
+}
+FINETUNE_LEARNING_RATE = 1e-4
+# The smoke run: every stage at toy sizes on the CPU, in about a minute. Pretraining's flags replace the recipe's.
+SMOKE_PRETRAIN: dict[str, str] = {
+    "--model_size": "tiny",
+    "--tokenizer_vocab_size": "400",
+    "--per_device_train_batch_size": "8",
+    "--max_eval_samples": "40",
+    "--preprocessing_num_workers": "1",
+    "--logging_steps": "2",
+    "--max_steps": "6",
+    "--num_processes": "1",
+}
+SMOKE_FINETUNE: tuple[str, ...] = ("--max_train_samples", "24", "--max_eval_samples", "16", "--num_train_epochs", "1")
+
+
+def with_flags(flags: tuple[str, ...], changes: dict[str, str]) -> list[str]:
+    """`flags` with the value after each flag of `changes` replaced, and the flags it lacks appended."""
+    out = list(flags)
+    for flag, value in changes.items():
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return out
+
+
+@dataclass
+class GpuRecipeArguments:
+    """What one run of the GPU recipe does and where it writes."""
+
+    data_dir: str = field(
+        default=os.environ.get("BERTSCRATCH_DATA_DIR", str(ROOT.parent / "shared" / "data")),
+        metadata={
+            "help": "Folder of the tasks' local copies, laid out as ../shared/data (default $BERTSCRATCH_DATA_DIR)."
+        },
+    )
+    output_dir: str = field(
+        default=str(ROOT / "results" / "gpu"),
+        metadata={"help": "Folder of the record (gpu-recipe-DEVICE-DATE.json) and its log (...-logs.txt)."},
+    )
+    work_dir: str = field(
+        default=str(ROOT / "runs" / "gpu-recipe"),
+        metadata={"help": "Folder of the runs themselves (model weights, checkpoints, each run's log)."},
+    )
+    tasks: list[str] = field(
+        default_factory=lambda: ["imdb", "sst2", "cola", "mrpc", "stsb", "rte", "conll2003"],
+        metadata={"help": f"Tasks to fine-tune, in the order they start; from {sorted(FINETUNE_BATCH)}."},
+    )
+    seeds: list[int] = field(default_factory=lambda: [42, 43, 44], metadata={"help": "Fine-tuning seeds of each task."})
+    pretrain_minutes: float = field(default=5.0, metadata={"help": "Training minutes of the pretraining run."})
+    deadline_minutes: float = field(
+        default=9.0,
+        metadata={
+            "help": "Wall-clock minutes of the whole run: no fine-tune starts after, any still going is stopped."
+        },
+    )
+    step_check_s: float = field(
+        default=25.0, metadata={"help": "Seconds of the step's timing at the recipe's shape (0: skip it)."}
+    )
+    concurrent: int = field(default=6, metadata={"help": "Fine-tuning runs at a time on the device."})
+    smoke: bool = field(
+        default=False,
+        metadata={
+            "help": "Every stage on the CPU at toy sizes (a tiny model, a few steps, 24 examples a task, seed 42 "
+            "alone, 2 runs at a time): checks the script end to end in about a minute."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        unknown = [task for task in self.tasks if task not in FINETUNE_BATCH]
+        if unknown:
+            raise ValueError(f"Unknown --tasks {unknown}; expected some of {sorted(FINETUNE_BATCH)}.")
+        for name in ("pretrain_minutes", "deadline_minutes"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}.")
+        if self.concurrent < 1:
+            raise ValueError(f"--concurrent must be at least 1, got {self.concurrent}.")
+        if not Path(self.data_dir).is_dir():
+            raise ValueError(f"--data_dir {self.data_dir!r} is not a folder (expected one laid out as ../shared/data).")
+        if self.smoke:
+            self.seeds, self.concurrent = self.seeds[:1], min(self.concurrent, 2)
+
+
+# ------------------------------------------------------------------------------------------------ the stages
+
+
+@dataclass
+class Run:
+    """One subprocess of the recipe: its name, command line and folder, and what became of it."""
+
+    name: str
+    argv: list[str]
+    folder: Path
+    status: str = "not run"  # not run, running, finished, failed (exit code), cut (stopped at the deadline)
+    seconds: float | None = None
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+
+    threads: int | None = None  # torch threads of the process (OMP_NUM_THREADS), None: its own choice
+
+    def start(self, logs: Path) -> None:
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        if self.threads is not None:
+            env["OMP_NUM_THREADS"] = str(self.threads)
+        log = (logs / f"{self.name}.log").open("w", encoding="utf-8")
+        self.process = subprocess.Popen(self.argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.status, self.started = "running", time.monotonic()
+
+    def poll(self) -> bool:
+        """Whether it has ended (and its status then)."""
+        assert self.process is not None, "started first"
+        code = self.process.poll()
+        if code is None:
+            return False
+        self.seconds = round(time.monotonic() - self.started, 1)
+        self.status = "finished" if code == 0 else f"failed (exit code {code})"
+        return True
+
+    def stop(self) -> None:
+        assert self.process is not None, "started first"
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.seconds = round(time.monotonic() - self.started, 1)
+        self.status = "cut at the deadline"
+
+    def command(self) -> str:
+        """The command line as a record gives it: `python`, paths relative to the repository."""
+        program = "python" if self.argv[0] == sys.executable else self.argv[0]
+        return shlex.join([program, *portable_paths(self.argv[1:])])
+
+
+def run_all(runs: list[Run], concurrent: int, deadline: float, logs: Path, on_change: Callable[[], None]) -> None:
+    """Run `runs` in order, `concurrent` at a time; none starts after `deadline` (monotonic seconds) and any still
+    going then is stopped. `on_change()` is called whenever a run ends."""
+    waiting, going = list(runs), []
+    while waiting or going:
+        while waiting and len(going) < concurrent and time.monotonic() < deadline:
+            run = waiting.pop(0)
+            run.start(logs)
+            going.append(run)
+        ended = [run for run in going if run.poll()]
+        for run in ended:
+            going.remove(run)
+        if ended:
+            on_change()
+        if time.monotonic() >= deadline:
+            for run in going:
+                run.stop()
+            if going:
+                on_change()
+            return
+        if not waiting and not going:
+            return
+        time.sleep(0.5)
+
+
+def step_check_run(args: GpuRecipeArguments, folder: Path) -> Run:
+    """`scripts/gpu_check.py` at the recipe's shape: training at T=128, no padding and 30%, dropout 0 (as pretraining
+    and as the padded batches of fine-tuning train), ours against transformers' BERT."""
+    if args.smoke:
+        flags = ["--device", "cpu", "--quick", "true", "--budget_s", "5"]
+    else:
+        flags = ["--presets", "medium", "--seq_lens", "128", "--paddings", "0", "0.3", "--batch_tokens", "32768"]
+        flags += ["--padded_contenders", "true", "--budget_s", f"{args.step_check_s:g}", "--repeats", "10"]
+    flags += ["--dropout", "0", "--output_dir", str(folder)]
+    return Run("step-check", [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), *flags], folder)
+
+
+def pretrain_command(args: GpuRecipeArguments, output_dir: Path) -> list[str]:
+    """The pretraining run's `scripts/pretrain.py` command line (the README's one-GPU command in the full run)."""
+    if args.smoke:
+        recipe = with_flags(PRETRAIN_RECIPE, SMOKE_PRETRAIN)
+    else:
+        recipe = with_flags(PRETRAIN_RECIPE, {"--max_train_minutes": f"{args.pretrain_minutes:g}"})
+    return [sys.executable, str(ROOT / "scripts" / "pretrain.py"), *recipe, "--data_dir", args.data_dir,
+            "--output_dir", str(output_dir), "--save_total_limit", "1"]  # fmt: skip
+
+
+def finetune_runs(args: GpuRecipeArguments, pretrained: Path, work: Path) -> list[Run]:
+    """Every fine-tune, in the order they start: task by task, seed by seed, pretrained then from random weights."""
+    runs = []
+    for task in args.tasks:
+        batch, epochs = FINETUNE_BATCH[task]
+        for seed in args.seeds:
+            for init in INITS:
+                name = f"{task}-{init}-seed{seed}"
+                flags = ["--model_name_or_path", str(pretrained), "--task", task, "--data_dir", args.data_dir]
+                flags += ["--seed", str(seed), "--learning_rate", f"{FINETUNE_LEARNING_RATE:g}"]
+                flags += ["--per_device_train_batch_size", str(batch), "--num_train_epochs", f"{epochs:g}"]
+                flags += ["--output_dir", str(work / name), "--save_total_limit", "1", "--report_to", "none"]
+                if init == "scratch":
+                    flags += ["--init_from_scratch", "true"]
+                if args.smoke:
+                    flags += [*SMOKE_FINETUNE, "--per_device_train_batch_size", "8"]
+                else:
+                    flags += ["--dataloader_num_workers", "2"]
+                command = [sys.executable, str(ROOT / "scripts" / "finetune.py"), *flags]
+                # the runs side by side share the host's cores (tokenising, the baselines' bag of words)
+                runs.append(Run(name, command, work / name, threads=max(1, (os.cpu_count() or 1) // args.concurrent)))
+    return runs
+
+
+# ----------------------------------------------------------------------------------------------- the record
+
+
+def device_info(smoke: bool) -> dict:
+    import torch
+
+    if smoke or not torch.cuda.is_available():
+        from hf_bertscratch.hardware import cpu_model
+
+        return {"type": "cpu", "name": cpu_model()}
+    properties = torch.cuda.get_device_properties(0)
+    return {
+        "type": "cuda",
+        "name": properties.name,
+        "memory_gib": round(properties.total_memory / 2**30, 1),
+        "cuda": torch.version.cuda,
+        "count": torch.cuda.device_count(),
+    }
+
+
+def read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def pretraining_summary(run: Run, step_check: dict | None) -> dict:
+    """The pretraining run's results, its end-to-end training tokens/s beside the step's at the same shape."""
+    summary: dict = {"command": run.command(), "status": run.status, "wall_seconds": run.seconds}
+    results = read_json(run.folder / "all_results.json")
+    if results is None:
+        return summary
+    keep = ("train_tokens", "train_wall_time_seconds", "train_runtime", "train_steps", "eval_accuracy",
+            "eval_perplexity", "eval_loss", "unigram_accuracy", "unigram_perplexity", "num_parameters")  # fmt: skip
+    summary["results"] = {key: results[key] for key in keep if key in results}
+    summary["results"].update({key: value for key, value in results.items() if "tokens_per_second" in key})
+    end_to_end = results.get("train_tokens_per_second")
+    step = None
+    for case in (step_check or {}).get("cases", []):
+        if case["workload"] == "train" and case["padding"] == 0.0:
+            step = case["tokens_per_s"].get("ours")
+    summary["step_tokens_per_s"] = step
+    summary["end_to_end_over_step"] = round(end_to_end / step, 3) if end_to_end and step else None
+    return summary
+
+
+def finetune_summary(run: Run) -> dict:
+    """One fine-tune's command, status and scores: the task's main metric on its eval split and, where the task has
+    one, on its test split, with the no-learning baselines the run scored on the same splits."""
+    summary: dict = {"command": run.command(), "status": run.status, "wall_seconds": run.seconds}
+    results = read_json(run.folder / "all_results.json")
+    if results is None:
+        return summary
+    metric = results["main_metric"]
+    summary.update(
+        task=results["task"],
+        init="scratch" if results.get("init_from_scratch") else "pretrained",
+        seed=results["seed"],
+        metric=metric,
+        eval=results.get(f"eval_{metric}"),
+        test=results.get(f"test_{metric}"),
+        baselines={key: value for key, value in results.items() if "baseline" in key and not isinstance(value, dict)},
+        train_seconds=results.get("train_runtime"),
+    )
+    return summary
+
+
+def task_table(finetunes: list[dict]) -> dict:
+    """Per task and initialisation: the scores of the finished seeds (the test split's where the task has one, else
+    the eval split's), their mean, and the no-learning baselines of the first run."""
+    table: dict = {}
+    for run in finetunes:
+        if "task" not in run:
+            continue
+        split = "test" if run["test"] is not None else "eval"
+        entry = table.setdefault(run["task"], {"metric": run["metric"], "split": split, "baselines": {}})
+        scores = entry.setdefault(run["init"], {"seeds": [], "scores": []})
+        scores["seeds"].append(run["seed"])
+        scores["scores"].append(run[split])
+        scores["mean"] = round(sum(scores["scores"]) / len(scores["scores"]), 4)
+        prefix = "test_baseline_" if split == "test" else "baseline_"
+        entry["baselines"] = entry["baselines"] or {
+            key.removeprefix(prefix): value for key, value in run["baselines"].items() if key.startswith(prefix)
+        }
+    for entry in table.values():
+        if "pretrained" in entry and "scratch" in entry:
+            entry["pretrained_minus_scratch"] = round(entry["pretrained"]["mean"] - entry["scratch"]["mean"], 4)
+    return table
+
+
+def record_path(output_dir: str | Path, device: dict, date: str) -> Path:
+    """results/gpu/gpu-recipe-DEVICE-DATE.json, the device name and the date reduced to letters, digits and dashes."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", f"gpu-recipe-{device['name']}-{date}").strip("-")
+    return Path(output_dir) / f"{name}.json"
+
+
+def write_logs(path: Path, logs: Path, tail_lines: int = 200) -> None:
+    """Every run's log in one file (its last `tail_lines` lines each): what comes back from a GPU machine."""
+    parts = []
+    for log in sorted(logs.glob("*.log")):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        parts.append(f"===== {log.name} ({len(lines)} lines, the last {min(len(lines), tail_lines)})")
+        parts.extend(lines[-tail_lines:])
+    write_text_atomically(path, "\n".join(parts) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Run the recipe, writing the record after each stage; returns the record (its path under "path")."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = HfArgumentParser(GpuRecipeArguments, description=__doc__.split("\n\n")[0])
+    (args,) = parse_args_or_json(parser, argv)
+    start, began = RunStart.now(), time.monotonic()
+    deadline = began + 60 * args.deadline_minutes
+    work, logs = Path(args.work_dir), Path(args.work_dir) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    device = device_info(args.smoke)
+    path = record_path(args.output_dir, device, start.date)
+    record = {**run_record(PROGRAM, argv, args, start, onnxruntime=False), "device": device}
+
+    def save(**stages: object) -> None:
+        record.update(stages, elapsed_s=round(time.monotonic() - began, 1))
+        write_text_atomically(path, json.dumps(record, indent=2) + "\n")
+        write_logs(path.with_name(path.stem + "-logs.txt"), logs)
+
+    # 1. the training step at the recipe's shape
+    step_check = None
+    if args.step_check_s > 0:
+        check = step_check_run(args, work / "step-check")
+        run_all([check], 1, deadline, logs, lambda: None)
+        records = sorted((work / "step-check").glob("*.json"))
+        step_check = read_json(records[-1]) if records else None
+        save(step_check={"command": check.command(), "status": check.status, "record": step_check})
+
+    # 2. pretraining
+    pretrain = Run("pretrain", pretrain_command(args, work / "pretrain"), work / "pretrain")
+    run_all([pretrain], 1, deadline, logs, lambda: None)
+    save(pretraining=pretraining_summary(pretrain, step_check))
+    if pretrain.status != "finished":
+        print(f"pretraining {pretrain.status}: no fine-tuning (log: {logs / 'pretrain.log'})", file=sys.stderr)
+        return {**record, "path": str(path)}
+
+    # 3. fine-tuning from the pretrained weights and from random weights
+    runs = finetune_runs(args, work / "pretrain", work / "finetune")
+
+    def save_finetunes() -> None:
+        finetunes = [finetune_summary(run) for run in runs]
+        save(finetunes=finetunes, tasks=task_table(finetunes))
+
+    run_all(runs, args.concurrent, deadline, logs, save_finetunes)
+    save_finetunes()
+    print(json.dumps(record["tasks"], indent=2))
+    print(f"wrote {path}")
+    return {**record, "path": str(path)}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""scripts/gpu_recipe.py: the one-GPU run (pretrain, then fine-tune from the pretrained weights and from random
+weights, one record). Its `--smoke` mode runs every stage on the CPU at toy sizes, on a data folder laid out as
+../shared/data with a few examples per task, so that the GPU run cannot fail on a typo."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests._documented_commands import write_data_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def gpu_recipe() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_recipe", ROOT / "scripts" / "gpu_recipe.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def smoke_record(gpu_recipe: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("gpu-recipe")
+    write_data_dir(root / "data")
+    argv = ["--smoke", "true", "--data_dir", str(root / "data"), "--output_dir", str(root / "out")]
+    return gpu_recipe.main([*argv, "--work_dir", str(root / "work"), "--tasks", "imdb", "sst2"])
+
+
+@pytest.mark.slow
+def test_the_smoke_run_writes_every_stage_to_its_record(smoke_record: dict, gpu_recipe: ModuleType) -> None:
+    written = json.loads(Path(smoke_record["path"]).read_text())
+    assert written == {key: value for key, value in smoke_record.items() if key != "path"}
+    assert written["command"].startswith("python scripts/gpu_recipe.py --smoke true")
+    assert written["device"]["type"] == "cpu" and written["versions"]["torch"]
+    assert Path(smoke_record["path"]).with_name(Path(smoke_record["path"]).stem + "-logs.txt").is_file()
+
+    step = written["step_check"]
+    assert step["status"] == "finished" and step["record"]["cases"]
+    assert step["command"].startswith("python scripts/gpu_check.py --device cpu --quick true")
+
+    pretraining = written["pretraining"]
+    assert pretraining["status"] == "finished"
+    # the recipe's own flags, with the smoke run's sizes in place of the recipe's
+    assert " --dataset_name wikitext --dataset_config_name wikitext-2-raw-v1 --task_text " in pretraining["command"]
+    assert " --model_size tiny " in pretraining["command"] and "--max_steps 6" in pretraining["command"]
+    results = pretraining["results"]
+    assert results["train_tokens"] > 0 and 0 <= results["eval_accuracy"] <= 1
+    assert pretraining["step_tokens_per_s"] > 0 and pretraining["end_to_end_over_step"] > 0
+
+    finetunes = written["finetunes"]
+    assert [(run["task"], run["init"], run["seed"]) for run in finetunes] == [
+        (task, init, 42) for task in ("imdb", "sst2") for init in ("pretrained", "scratch")
+    ]
+    assert all(run["status"] == "finished" for run in finetunes)
+    scratch = [run for run in finetunes if run["init"] == "scratch"]
+    assert all("--init_from_scratch true" in run["command"] for run in scratch)
+    imdb = written["tasks"]["imdb"]
+    assert imdb["split"] == "test" and imdb["metric"] == "accuracy"  # IMDB's test reviews, scored once
+    assert set(imdb["baselines"]) >= {"constant", "bag_of_words"}
+    assert written["tasks"]["sst2"]["split"] == "eval"  # SST-2's dev set: no test labels
+    assert imdb["pretrained_minus_scratch"] == pytest.approx(imdb["pretrained"]["mean"] - imdb["scratch"]["mean"])
+
+
+def test_a_run_still_going_at_the_deadline_is_stopped_and_one_not_started_is_not_run(
+    gpu_recipe: ModuleType, tmp_path: Path
+) -> None:
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    runs = [gpu_recipe.Run(f"sleep{i}", sleeper, tmp_path / f"sleep{i}") for i in range(2)]
+    changes: list[int] = []
+    began = time.monotonic()
+    gpu_recipe.run_all(runs, 1, began + 2, tmp_path, lambda: changes.append(1))
+    assert time.monotonic() - began < 40
+    assert [run.status for run in runs] == ["cut at the deadline", "not run"]
+    assert changes and runs[0].seconds >= 2
+
+
+def test_the_task_table_averages_the_finished_seeds(gpu_recipe: ModuleType) -> None:
+    def run(init: str, seed: int, test: float) -> dict:
+        baselines = {"baseline_constant": 0.5, "test_baseline_constant": 0.5, "test_baseline_bag_of_words": 0.88}
+        return {"task": "imdb", "init": init, "seed": seed, "metric": "accuracy", "eval": 0.9, "test": test,
+                "baselines": baselines}  # fmt: skip
+
+    table = gpu_recipe.task_table(
+        [run("pretrained", 42, 0.90), run("pretrained", 43, 0.92), run("scratch", 42, 0.86), {"status": "not run"}]
+    )
+    imdb = table["imdb"]
+    assert imdb["pretrained"] == {"seeds": [42, 43], "scores": [0.90, 0.92], "mean": 0.91}
+    assert imdb["scratch"]["mean"] == 0.86 and imdb["pretrained_minus_scratch"] == pytest.approx(0.05)
+    assert imdb["baselines"] == {"constant": 0.5, "bag_of_words": 0.88}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tasks", "imdb", "squad"], "Unknown --tasks ['squad']; expected some of"),
+        (["--concurrent", "0"], "--concurrent must be at least 1, got 0."),
+        (["--pretrain_minutes", "0"], "--pretrain_minutes must be positive, got 0.0."),
+    ],
+)
+def test_bad_arguments_fail_before_anything_runs(
+    gpu_recipe: ModuleType, tmp_path: Path, flags: list[str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        gpu_recipe.main(["--data_dir", str(tmp_path), "--work_dir", str(tmp_path / "work"), *flags])
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_missing_data_folder_is_named(gpu_recipe: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--data_dir '.*nowhere' is not a folder"):
+        gpu_recipe.main(["--data_dir", str(tmp_path / "nowhere"), "--work_dir", str(tmp_path / "work")])
