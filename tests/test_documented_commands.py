@@ -76,6 +76,7 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
         "--max_steps", "2", "--max_train_minutes", "0", "--num_processes", "1",
         "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "8",
         "--logging_steps", "1", "--save_steps", "2", "--report_to", "none", "--disable_tqdm", "true",
+        "--preprocessing_num_workers", "1",
     ),
     "finetune": (
         "--num_train_epochs", "1", "--max_train_samples", "16", "--max_eval_samples", "16",
@@ -185,6 +186,8 @@ SKIPS: tuple[Entry, ...] = (
         "(reproduce_results.sh) makes first",
     ),
     Entry(r"\bcompare_onnx_graphs\b", "a benchmark that builds and times nine ONNX graphs (minutes a run)"),
+    Entry(r"scripts/gpu_recipe\.py (?!--smoke)", "the one-GPU run: 9 minutes of a CUDA GPU"),
+    Entry(r"scripts/gpu_recipe\.py --smoke", "tests/test_gpu_recipe.py runs the smoke run on a data folder of its own"),
 )
 
 # Documented commands that fail today: each is a fix to the page (or the package) waiting to be made. Strict: once

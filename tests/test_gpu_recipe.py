@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from tests._documented_commands import write_data_dir
+from tests._documented_commands import page_commands, write_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,3 +118,16 @@ def test_bad_arguments_fail_before_anything_runs(
 def test_a_missing_data_folder_is_named(gpu_recipe: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"--data_dir '.*nowhere' is not a folder"):
         gpu_recipe.main(["--data_dir", str(tmp_path / "nowhere"), "--work_dir", str(tmp_path / "work")])
+
+
+def test_the_documented_one_gpu_command_is_the_recipe_the_script_runs(gpu_recipe: ModuleType) -> None:
+    """docs/pretraining.md's one-GPU command is `PRETRAIN_RECIPE` with the data folder, the script's default budget
+    and an output folder: the page cannot drift from what the GPU record ran."""
+    (command,) = [c for c in page_commands(ROOT, "docs/pretraining.md") if "--model_size medium" in c.text]
+    assert command.argv[:2] == ("bertscratch", "pretrain")
+    minutes = gpu_recipe.GpuRecipeArguments.__dataclass_fields__["pretrain_minutes"].default
+    expected = gpu_recipe.with_flags(gpu_recipe.PRETRAIN_RECIPE, {"--max_train_minutes": f"{minutes:g}"})
+    flags = list(command.argv[2:])
+    for flag in ("--data_dir", "--output_dir"):
+        flags[flags.index(flag) : flags.index(flag) + 2] = []
+    assert flags == expected
