@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 from transformers import (
-    AutoConfig,
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
     EvalPrediction,
@@ -46,7 +45,6 @@ from transformers import (
 from . import fast_decode
 from .baselines import unigram_answer
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
-from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .electra import (
     GENERATOR_FOLDER,
     ElectraPretrainingModel,
@@ -65,7 +63,9 @@ from .pretraining_arguments import (
     ModelArguments,
     PretrainingArguments,
     adds_task_text,
+    check_model_fits,
     check_resumed_pair,
+    new_model_config,
     parse_args,
     task_text_datasets,
 )
@@ -125,37 +125,6 @@ def build_model(
             mlm_start=bool(model_args.mlm_start_fraction),
         )
     return fast_decode.enable(model)  # evaluation decodes every position: the fastest decoding for this CPU
-
-
-def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:
-    """The config of a new model: `--config_name`, or the `--model_size` preset with this run's dropout, positions
-    and position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
-    if model_args.config_name:
-        config = AutoConfig.from_pretrained(model_args.config_name)
-    else:
-        config = BertScratchConfig(
-            **PRESETS[model_args.model_size],
-            hidden_dropout_prob=model_args.dropout,
-            attention_probs_dropout_prob=model_args.dropout,
-            max_position_embeddings=model_args.max_position_embeddings,
-            sinusoidal_position_std=model_args.sinusoidal_position_std or None,
-        )
-    config.vocab_size = len(tokenizer)
-    config.pad_token_id = tokenizer.pad_token_id
-    return config
-
-
-def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:
-    """Refuse a model whose positions or vocabulary are too small for the data, naming both numbers."""
-    if data_args.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length={data_args.max_seq_length} exceeds the model's max_position_embeddings="
-            f"{config.max_position_embeddings}; use --max_seq_length {config.max_position_embeddings} or less."
-        )
-    if len(tokenizer) > config.vocab_size:
-        raise ValueError(
-            f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}."
-        )
 
 
 # -------------------------------------------------------------------------------------------- metric stage

@@ -13,13 +13,13 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from safetensors import safe_open
-from transformers import SchedulerType
+from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda
-from .configuration_bertscratch import PRESETS
+from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
@@ -570,3 +570,34 @@ def adds_task_text(data_args: DataArguments) -> bool:
 def task_text_datasets(data_args: DataArguments) -> list[str]:
     """The Hub dataset ids of the `--task_text` tasks, each once, in order (the model card's `datasets`)."""
     return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
+
+
+def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:
+    """The config of a new model: `--config_name`, or the `--model_size` preset with this run's dropout, positions
+    and position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
+    if model_args.config_name:
+        config = AutoConfig.from_pretrained(model_args.config_name)
+    else:
+        config = BertScratchConfig(
+            **PRESETS[model_args.model_size],
+            hidden_dropout_prob=model_args.dropout,
+            attention_probs_dropout_prob=model_args.dropout,
+            max_position_embeddings=model_args.max_position_embeddings,
+            sinusoidal_position_std=model_args.sinusoidal_position_std or None,
+        )
+    config.vocab_size = len(tokenizer)
+    config.pad_token_id = tokenizer.pad_token_id
+    return config
+
+
+def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Refuse a model whose positions or vocabulary are too small for the data, naming both numbers."""
+    if data_args.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length={data_args.max_seq_length} exceeds the model's max_position_embeddings="
+            f"{config.max_position_embeddings}; use --max_seq_length {config.max_position_embeddings} or less."
+        )
+    if len(tokenizer) > config.vocab_size:
+        raise ValueError(
+            f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}."
+        )

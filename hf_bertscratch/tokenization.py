@@ -17,9 +17,9 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
+from hf_bertscratch_base.task_table import check_columns
 
 from .arguments import ArgumentParser, parse_args_or_json
-from .tasks import check_columns
 
 logger = logging.getLogger(__name__)
 

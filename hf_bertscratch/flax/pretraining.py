@@ -34,8 +34,7 @@ from flax import nnx
 from transformers import PreTrainedTokenizerBase
 
 from ..arguments import ArgumentParser, parse_args_or_json
-from ..pretraining import check_model_fits, new_model_config
-from ..pretraining_arguments import DataArguments, ModelArguments
+from ..pretraining_arguments import DataArguments, ModelArguments, check_model_fits, new_model_config
 from ..pretraining_data import (
     SeededMaskingCollator,
     build_tokenizer,
