@@ -295,13 +295,14 @@ class BertScratchVarlen:
         cu_seq_lens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
         return cls(cu_seq_lens=cu_seq_lens, max_length=max_length, kernel=kernel)
 
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scaling: float) -> torch.Tensor:
-        """PyTorch's varlen attention over the sequences: (N, nh, hs) query, key and value -> (N, nh, hs)."""
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        """PyTorch's varlen attention over the sequences: (N, nh, hs) query, key and value -> (N, nh, hs), scaled
+        by the kernel's default 1/sqrt(hs), BERT's. The arguments are the seven every release since PyTorch 2.10
+        takes (2.10 and 2.11 have no `scale`)."""
         varlen_attn = torch_varlen_attention()
         assert varlen_attn is not None, "plan_batch chooses the torch kernel only where it exists"
-        return varlen_attn(
-            query, key, value, self.cu_seq_lens, self.cu_seq_lens, self.max_length, self.max_length, scale=scaling
-        )
+        lengths, longest = self.cu_seq_lens, self.max_length
+        return varlen_attn(query, key, value, lengths, lengths, longest, longest)
 
     def kwargs(self) -> dict[str, torch.Tensor | int]:
         """The keywords transformers' `flash_attention_forward` takes for a varlen call."""

@@ -186,7 +186,7 @@ class BertScratchAttention(nn.Module):
         varlen = attention_mask if isinstance(attention_mask, BertScratchVarlen) else None
         if varlen is not None and varlen.kernel == "torch":  # PyTorch's varlen kernel, on (N, nh, hs) each
             query, key, value = qkv.view(-1, 3, self.num_heads, self.head_size).unbind(1)
-            context = varlen.attend(query, key, value, self.scaling).reshape(qkv.shape[0], -1)  # (N, H)
+            context = varlen.attend(query, key, value).reshape(qkv.shape[0], -1)  # (N, H), scaled 1/sqrt(hs)
             return self.layer_norm(linear_add(self.dense, context, hidden_states, self.dropout)), None
         if varlen is not None:
             qkv = qkv.unsqueeze(0)  # (1, N, 3H)

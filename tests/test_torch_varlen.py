@@ -36,8 +36,10 @@ def cpu_varlen(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     signature, and the CPU is a device where it applies. Returns the calls made: the bounds and the tokens."""
     calls: list[dict] = []
 
-    def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, scale=None):  # noqa: ANN001, ANN202
-        """varlen_attn's contract: (N, nh, hs) tokens in half precision, int32 bounds, the longest known."""
+    def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k):  # noqa: ANN001, ANN202
+        """varlen_attn's contract since PyTorch 2.10: (N, nh, hs) tokens in half precision, int32 bounds, the
+        longest known, scaled by 1/sqrt(hs) (2.10 and 2.11 take no `scale`)."""
+        scale = None
         bounds = cu_seq_q.tolist()
         assert cu_seq_q.dtype == torch.int32 and torch.equal(cu_seq_q, cu_seq_k)
         assert max_q == max_k == max(b - a for a, b in zip(bounds, bounds[1:]))
