@@ -131,3 +131,13 @@ def test_the_documented_one_gpu_command_is_the_recipe_the_script_runs(gpu_recipe
     for flag in ("--data_dir", "--output_dir"):
         flags[flags.index(flag) : flags.index(flag) + 2] = []
     assert flags == expected
+
+
+def test_fine_tunes_start_seed_by_seed_imdb_and_sst2_first(gpu_recipe: ModuleType, tmp_path: Path) -> None:
+    """A deadline then leaves whole seeds of both tasks the aims name, before any other task starts."""
+    args = gpu_recipe.GpuRecipeArguments(data_dir=str(tmp_path), tasks=["rte", "imdb", "sst2"], seeds=[42, 43])
+    assert gpu_recipe.finetune_order(args) == [
+        (task, seed, init)
+        for task, seed in [("imdb", 42), ("sst2", 42), ("imdb", 43), ("sst2", 43), ("rte", 42), ("rte", 43)]
+        for init in ("pretrained", "scratch")
+    ]
