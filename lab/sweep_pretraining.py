@@ -99,11 +99,16 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--objective", "electra", "--discriminator_weight", "10"],
         "ELECTRA with discriminator weight 10",
     ),
-    # The one-GPU recipe's depth (medium: 8 post-LayerNorm layers, H 512) at three peak rates: which trains, and
-    # which leaves the plateau first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs 1e-3).
-    "medium-lr-5e-4": (["--model_size", "medium", "--learning_rate", "5e-4"], "medium at peak learning rate 5e-4"),
-    "medium-lr-1e-3": (["--model_size", "medium", "--learning_rate", "1e-3"], "medium at peak learning rate 1e-3"),
-    "medium-lr-2e-3": (["--model_size", "medium", "--learning_rate", "2e-3"], "medium at peak learning rate 2e-3"),
+    # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
+    # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
+    # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
+    **{
+        f"8-layer-lr-{rate}": (
+            ["--config_name", "lab/configs/bertscratch-8x128", "--learning_rate", rate],
+            f"8 layers of H 128 at peak learning rate {rate}",
+        )
+        for rate in ("5e-4", "1e-3", "2e-3")
+    },
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
