@@ -40,21 +40,10 @@ PACKED_OBJECTIVES = ("mlm", "electra")
 # Training minutes of a run that names neither --max_steps nor --num_train_epochs: the README quick start's budget
 # (about 40 s of tokenising, evaluation and saving come on top; the whole job fits in 10 minutes on 2 cores).
 DEFAULT_BUDGET_MINUTES = 8.5
-# Training tokens per second of the default recipe (README's quick start: the tiny model, 128-token blocks, two
-# processes) on the machines its records come from. A run far below the slowest trained fewer tokens in its budget
-# than the recipe was chosen for, and the end of the run says so.
-REFERENCE_TOKENS_PER_SECOND = {"2-core AMD EPYC (AVX2)": 16_100, "2-core Intel Xeon (AMX)": 31_200}
-# Accuracy above the unigram answer's below which a run is said to be still on the unigram plateau.
-PLATEAU_MARGIN = 0.03
 # Fraction of a run trained on blocks cut to a quarter of max_seq_length (`cut_blocks`) before full blocks.
 SHORT_SEQ_FRACTION = 0.25
 # --max_steps given to the Trainer when only a time budget ends the run (it needs a step count to size its loop).
 BUDGET_STEP_CAP = 10_000_000
-FILL_MASK_EXAMPLES = (
-    "The capital of France is {mask}.",
-    "He was born in {mask} and studied at the university.",
-    "The {mask} of the river is in the mountains.",
-)
 
 
 @dataclass

@@ -13,7 +13,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer, BertTokenizer
 
 import hf_bertscratch
-from hf_bertscratch import pretraining
+from hf_bertscratch import pretraining, pretraining_arguments, pretraining_report
 from hf_bertscratch.tasks import SHAPE_TEXTS, SHAPES, TASKS, task_texts
 
 from conftest import CORPUS, PRETRAIN_ONE_PROCESS, tiny_config_kwargs
@@ -251,7 +251,7 @@ def test_several_tasks_give_their_texts_together_and_their_dataset_configs(tmp_p
     argv = ["--task_text", "rte", "cola", "--data_dir", str(data_dir), "--output_dir", str(tmp_path / "o")]
     model_args, data_args, training_args = pretraining.parse_args([*argv, *PRETRAIN_ONE_PROCESS])
     assert (data_args.dataset_name, data_args.dataset_config_name) == ("glue", "rte, cola")
-    assert pretraining.task_text_datasets(data_args) == ["glue"]
+    assert pretraining_arguments.task_text_datasets(data_args) == ["glue"]
     train, validation = pretraining.load_text_splits(data_args, seed=0)
     rte_train = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
     rte_dev = [text for first, second, _ in RTE_DEV for text in (first, second)]
@@ -339,7 +339,7 @@ def test_task_text_is_added_to_a_named_text(tmp_path: Path, tokenizer: BertToken
     argv = ["--train_file", str(notes), "--task_text", "rte", "--data_dir", str(data_dir)]
     argv += ["--output_dir", str(tmp_path / "o"), *PRETRAIN_ONE_PROCESS]
     model_args, data_args, training_args = pretraining.parse_args(argv)
-    assert pretraining.adds_task_text(data_args) and data_args.dataset_name is None
+    assert pretraining_arguments.adds_task_text(data_args) and data_args.dataset_name is None
     train, validation = pretraining.load_text_splits(data_args, seed=0)
     rte_train = [text for first, second, _ in RTE_TRAIN for text in (first, second)]
     rte_dev = [text for first, second, _ in RTE_DEV for text in (first, second)]
@@ -347,10 +347,10 @@ def test_task_text_is_added_to_a_named_text(tmp_path: Path, tokenizer: BertToken
     assert 0 < kept < len(notes_texts)
     assert list(train["text"]) == notes_texts[:kept] + rte_train
     assert list(validation["text"]) == notes_texts[kept:] + rte_dev
-    assert pretraining._card_datasets(data_args) == ["glue"]  # a local file is no dataset id
+    assert pretraining_report.card_datasets(data_args) == ["glue"]  # a local file is no dataset id
 
     named = pretraining.parse_args([*argv[2:], "--dataset_name", "wikitext", "--dataset_config_name", "x"])[1]
-    assert pretraining.adds_task_text(named)
-    assert pretraining._card_datasets(named) == ["wikitext", "glue"]
+    assert pretraining_arguments.adds_task_text(named)
+    assert pretraining_report.card_datasets(named) == ["wikitext", "glue"]
     alone = pretraining.parse_args(argv[2:])[1]
-    assert not pretraining.adds_task_text(alone) and pretraining._card_datasets(alone) == ["glue"]
+    assert not pretraining_arguments.adds_task_text(alone) and pretraining_report.card_datasets(alone) == ["glue"]
