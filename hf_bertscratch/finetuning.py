@@ -41,6 +41,7 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
+from .convert import family_checkpoint
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
     AUTO,
@@ -49,7 +50,6 @@ from .finetuning_arguments import (
     parse_args,
     resolve_paths,
 )
-from .convert import family_checkpoint
 from .hardware import describe_hardware, describe_precision, precision_name
 from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
