@@ -219,9 +219,22 @@ def bert_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
 
 
 def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
-    """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights."""
+    """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights; a
+    sequence head that reads more than the pooled [CLS] (`classifier_pooling`) has no counterpart there."""
+    _check_bert_head(model.config, type(model).__name__)
     reverse = {v: k for k, v in ARCHITECTURES.items()}
     return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
+
+
+def _check_bert_head(config: BertScratchConfig, architecture: str) -> None:
+    """Refuse, in one line, a BertScratch sequence head that transformers' BERT has no counterpart for: one that reads
+    more than the pooled [CLS] (`classifier_pooling`)."""
+    pooling = getattr(config, "classifier_pooling", "cls")
+    if architecture.endswith("ForSequenceClassification") and pooling != "cls":
+        raise ValueError(
+            f"This classifier's head reads classifier_pooling={pooling!r}; transformers' BertForSequenceClassification "
+            "reads the pooled [CLS] only: fine-tune with --classifier_pooling cls to convert the result."
+        )
 
 
 def electra_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
@@ -331,6 +344,7 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
             raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
         convert = next((to for classes, to in _TO_TRANSFORMERS if architecture in classes.values()), None)
         assert convert is not None, "every architecture in the table has its conversion"
+        _check_bert_head(config, architecture)  # before the weights load
     else:
         architecture, convert = _conversion_from_transformers(source, config)
     model = convert(_model_class(architecture).from_pretrained(str(source)))

@@ -29,8 +29,8 @@ import torch
 from datasets import Dataset, Features, List, Value
 from transformers import AutoModelForQuestionAnswering, BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..inference import TASK_HEADS, check_task_head, inference_dtype
 from ..convert import family_checkpoint
+from ..inference import TASK_HEADS, check_task_head, inference_dtype
 from ..tokenization import load_tokenizer
 
 # The Hub `squad` dataset's schema, so a local SQuAD file and the Hub dataset feed the same code.
