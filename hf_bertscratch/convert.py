@@ -226,7 +226,7 @@ def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
     return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
 
 
-def _check_bert_head(config: BertScratchConfig, architecture: str) -> None:
+def _check_bert_head(config: Any, architecture: str) -> None:
     """Refuse, in one line, a BertScratch sequence head that transformers' BERT has no counterpart for: one that reads
     more than the pooled [CLS] (`classifier_pooling`)."""
     pooling = getattr(config, "classifier_pooling", "cls")
@@ -368,11 +368,13 @@ _CONVERTED: dict[str, str] = {}
 
 
 def family_checkpoint(model: str | Path) -> str:
-    """The checkpoint a command loads for `model`, a folder or Hub id (checked first: `check_model_reference`): that
-    reference itself when it is a BertScratch checkpoint (or an ONNX export of one); for one of transformers' BERT family (or
-    an ELECTRA discriminator), its BertScratch conversion (`convert_checkpoint`, the same weights), written once per
-    process into a temporary folder removed at exit, with one log line saying so. Anything else is refused in one
-    line naming what it is and what is accepted (`ACCEPTED_CHECKPOINTS`).
+    """The checkpoint a command loads for `model`, a folder or Hub id (checked first: `check_model_reference`).
+
+    A BertScratch checkpoint (or an ONNX export of one) is loaded as it is. One of transformers' BERT family (or an
+    ELECTRA discriminator) is converted as `convert_checkpoint` converts it (the same weights, tokenizer and
+    sentence-transformers files), once per process, into a temporary folder removed at exit, with one log line saying
+    so; that folder is returned. Anything else is refused in one line naming what it is and what is accepted
+    (`ACCEPTED_CHECKPOINTS`), before any weights load.
 
     Every command that loads a model goes through here (`finetune`, `classify`, `tag`, `answer`, `embed`,
     `similarity`, `attention`, `fill-mask`, `export`), so each takes the same checkpoints."""
