@@ -1,4 +1,5 @@
-"""Fine-tune a BertScratch (or any BERT-like) checkpoint for any task BERT is fine-tuned for, with HF `Trainer`.
+"""Fine-tune a BertScratch checkpoint, or one of transformers' BERT family (converted on load:
+`convert.family_checkpoint`), for any task BERT is fine-tuned for, with HF `Trainer`.
 
 Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
 own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
