@@ -16,10 +16,12 @@ Command line (the direction follows the source's `model_type`, the head its `arc
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from transformers import AutoConfig, BertConfig, ElectraConfig, PreTrainedModel
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
+from .model_reference import check_model_reference
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
 from .run_folder import staged_folder
 
@@ -216,9 +219,22 @@ def bert_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
 
 
 def bertscratch_to_bert(model: PreTrainedModel) -> PreTrainedModel:
-    """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights."""
+    """Convert a loaded `BertScratchFor*` model into the matching transformers `BertFor*` with the same weights; a
+    sequence head that reads more than the pooled [CLS] (`classifier_pooling`) has no counterpart there."""
+    _check_bert_head(model.config, type(model).__name__)
     reverse = {v: k for k, v in ARCHITECTURES.items()}
     return _convert_model(model, reverse, bertscratch_config_to_bert, bertscratch_state_dict_to_bert)
+
+
+def _check_bert_head(config: Any, architecture: str) -> None:
+    """Refuse, in one line, a BertScratch sequence head that transformers' BERT has no counterpart for: one that reads
+    more than the pooled [CLS] (`classifier_pooling`)."""
+    pooling = getattr(config, "classifier_pooling", "cls")
+    if architecture.endswith("ForSequenceClassification") and pooling != "cls":
+        raise ValueError(
+            f"This classifier's head reads classifier_pooling={pooling!r}; transformers' BertForSequenceClassification "
+            "reads the pooled [CLS] only: fine-tune with --classifier_pooling cls to convert the result."
+        )
 
 
 def electra_to_bertscratch(model: PreTrainedModel) -> PreTrainedModel:
@@ -250,16 +266,54 @@ def _convert_model(
     return target.to(next(model.parameters()).dtype).eval()  # type: ignore[arg-type]
 
 
-# model_type of a transformers checkpoint -> (its bare model's class, the classes that convert, the conversion).
-_FROM_TRANSFORMERS: dict[str, tuple[str, dict[str, str], Callable[[PreTrainedModel], PreTrainedModel]]] = {
-    "bert": ("BertModel", ARCHITECTURES, bert_to_bertscratch),
-    "electra": ("ElectraModel", ELECTRA_ARCHITECTURES, electra_to_bertscratch),
+# model_type of a transformers checkpoint -> (its bare model's class, the classes that convert, the config's
+# conversion, the model's). The config's runs first: it refuses what cannot convert before any weights load.
+_FROM_TRANSFORMERS: dict[
+    str, tuple[str, dict[str, str], Callable[[Any], BertScratchConfig], Callable[[PreTrainedModel], PreTrainedModel]]
+] = {
+    "bert": ("BertModel", ARCHITECTURES, bert_config_to_bertscratch, bert_to_bertscratch),
+    "electra": ("ElectraModel", ELECTRA_ARCHITECTURES, electra_config_to_bertscratch, electra_to_bertscratch),
 }
 # The way back: (transformers class -> BertScratch class, conversion), by the BertScratch class a checkpoint holds.
 _TO_TRANSFORMERS: list[tuple[dict[str, str], Callable[[PreTrainedModel], PreTrainedModel]]] = [
     (ARCHITECTURES, bertscratch_to_bert),
     (ELECTRA_ARCHITECTURES, bertscratch_to_electra),
 ]
+# What a command takes besides a BertScratch checkpoint, as its errors name it.
+ACCEPTED_CHECKPOINTS = (
+    "model_type 'bertscratch', or transformers' BERT family (model_type 'bert': "
+    f"{', '.join(sorted(ARCHITECTURES))}, a sentence-transformers folder of one), or an ELECTRA discriminator "
+    "(ElectraForPreTraining) whose embedding_size equals its hidden_size"
+)
+# Why an architecture of the family's model types has no BertScratch counterpart, where a reason helps.
+_NO_COUNTERPART = {
+    "ElectraForMaskedLM": "an ELECTRA generator: only the discriminator (ElectraForPreTraining) converts",
+    "BertLMHeadModel": "a left-to-right decoder: BertScratch is an encoder",
+}
+
+
+def _conversion_from_transformers(
+    source: str | Path, config: Any
+) -> tuple[str, Callable[[PreTrainedModel], PreTrainedModel]]:
+    """The transformers architecture of `config` (a BERT or ELECTRA checkpoint's) and the conversion that turns its
+    model into BertScratch; one line naming what `source` is and what converts, for anything else. The config itself
+    is converted here, so a decoder or an ELECTRA with narrower embeddings is refused before its weights load."""
+    if config.model_type not in _FROM_TRANSFORMERS:
+        named = f" ({', '.join(config.architectures)})" if config.architectures else ""
+        raise ValueError(
+            f"{source} holds a checkpoint of model_type {config.model_type!r}{named}; expected 'bert' or "
+            f"'bertscratch' (or 'electra', an ELECTRA discriminator): {ACCEPTED_CHECKPOINTS}."
+        )
+    bare, table, convert_config, convert = _FROM_TRANSFORMERS[config.model_type]
+    architecture = (config.architectures or [bare])[0]
+    if architecture not in table:
+        why = f" ({_NO_COUNTERPART[architecture]})" if architecture in _NO_COUNTERPART else ""
+        raise ValueError(f"{source} has architecture {architecture!r}{why}; supported: {sorted(table)}.")
+    try:
+        convert_config(config)
+    except ValueError as error:
+        raise ValueError(f"{source} ({architecture}) cannot convert: {error}") from None
+    return architecture, convert
 
 
 def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bool = False) -> PreTrainedModel:
@@ -282,47 +336,85 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
     if Path(source).resolve() == output_dir.resolve():
         raise ValueError(f"SOURCE and OUTPUT_DIR are the same folder ({output_dir}); write the conversion elsewhere.")
     config = AutoConfig.from_pretrained(str(source))
-    architecture = (config.architectures or [None])[0]
     convert: Callable[[PreTrainedModel], PreTrainedModel] | None
-    if config.model_type in _FROM_TRANSFORMERS:
-        bare, table, convert = _FROM_TRANSFORMERS[config.model_type]
-        architecture = architecture or bare
-    elif config.model_type == BertScratchConfig.model_type:
-        architecture = architecture or "BertScratchModel"
+    if config.model_type == BertScratchConfig.model_type:
+        architecture = (config.architectures or ["BertScratchModel"])[0]
         table = {scratch: theirs for classes, _ in _TO_TRANSFORMERS for theirs, scratch in classes.items()}
+        if architecture not in table:
+            raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
         convert = next((to for classes, to in _TO_TRANSFORMERS if architecture in classes.values()), None)
+        assert convert is not None, "every architecture in the table has its conversion"
+        _check_bert_head(config, architecture)  # before the weights load
     else:
-        raise ValueError(
-            f"{source} holds a checkpoint of model_type {config.model_type!r}; expected 'bert' or 'bertscratch' "
-            "(or 'electra', an ELECTRA discriminator)."
-        )
-    if architecture not in table:
-        raise ValueError(f"{source} has architecture {architecture!r}; supported: {sorted(table)}.")
-    assert convert is not None, "every architecture in the table has its conversion"
+        architecture, convert = _conversion_from_transformers(source, config)
     model = convert(_model_class(architecture).from_pretrained(str(source)))
-    _save_atomically(model, source, output_dir)
-    logger.info("Converted %s (%s) into %s (%s)", source, architecture, output_dir, type(model).__name__)
+    modules = _save_atomically(model, source, output_dir)
+    kept = f", with the sentence-transformers modules {', '.join(modules)}" if modules else ""
+    logger.info("Converted %s (%s) into %s (%s)%s", source, architecture, output_dir, type(model).__name__, kept)
     return model
 
 
-def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path) -> None:
+def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path) -> list[str]:
+    """Save `model` with `source`'s tokenizer and sentence-transformers files into `output_dir` in one rename;
+    returns the sentence-transformers modules kept (none for a plain checkpoint)."""
     with staged_folder(output_dir) as staging:
         model.save_pretrained(staging)
         _copy_tokenizer(source, staging)
-        _copy_sentence_transformers_files(source, staging)
+        return _copy_sentence_transformers_files(source, staging)
+
+
+# Checkpoints converted on load in this process: what a command was given -> the BertScratch folder it loads.
+_CONVERTED: dict[str, str] = {}
+
+
+def family_checkpoint(model: str | Path) -> str:
+    """The checkpoint a command loads for `model`, a folder or Hub id (checked first: `check_model_reference`).
+
+    A BertScratch checkpoint (or an ONNX export of one) is loaded as it is. One of transformers' BERT family (or an
+    ELECTRA discriminator) is converted as `convert_checkpoint` converts it (the same weights, tokenizer and
+    sentence-transformers files), once per process, into a temporary folder removed at exit, with one log line saying
+    so; that folder is returned. Anything else is refused in one line naming what it is and what is accepted
+    (`ACCEPTED_CHECKPOINTS`), before any weights load.
+
+    Every command that loads a model goes through here (`finetune`, `classify`, `tag`, `answer`, `embed`,
+    `similarity`, `attention`, `fill-mask`, `export`), so each takes the same checkpoints."""
+    import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
+
+    model = check_model_reference(model)
+    if model in _CONVERTED:
+        return _CONVERTED[model]
+    config = AutoConfig.from_pretrained(model)
+    if config.model_type == BertScratchConfig.model_type:
+        return model
+    architecture, convert = _conversion_from_transformers(model, config)
+    folder = Path(tempfile.mkdtemp(prefix="bertscratch-converted-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    converted = convert(_model_class(architecture).from_pretrained(model))
+    _save_atomically(converted, model, folder / "model")
+    _CONVERTED[model] = str(folder / "model")
+    logger.info(
+        "%s is transformers' %s (model_type %r): converted on load into %s with the same weights "
+        "(bertscratch convert); its outputs are the original's.",
+        model,
+        architecture,
+        config.model_type,
+        type(converted).__name__,
+    )
+    return _CONVERTED[model]
 
 
 # The files that make a folder a sentence-transformers model, beside the modules' own folders that modules.json names.
 SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
 
 
-def _copy_sentence_transformers_files(source: str | Path, destination: Path) -> None:
+def _copy_sentence_transformers_files(source: str | Path, destination: Path) -> list[str]:
     """Keep an embedding folder one: its sentence-transformers files and module folders (1_Pooling/, ...) go along,
     so sentence-transformers and embedding servers read the converted encoder with the pooling it was trained with,
-    not their own default. The first module, the transformer at the folder's root, is the converted model."""
+    not their own default. The first module, the transformer at the folder's root, is the converted model. Returns
+    the modules' types (none when `source` is no sentence-transformers folder)."""
     source = Path(source)
     if not (source / "modules.json").is_file():
-        return
+        return []
     for name in SENTENCE_TRANSFORMERS_FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, destination / name)
@@ -331,7 +423,7 @@ def _copy_sentence_transformers_files(source: str | Path, destination: Path) -> 
         folder = module.get("path", "")
         if folder and (source / folder).is_dir():
             shutil.copytree(source / folder, destination / folder, dirs_exist_ok=True)
-    logger.info("Kept the sentence-transformers files of %s: %s", source, ", ".join(m["type"] for m in modules))
+    return [module["type"] for module in modules]
 
 
 def _copy_tokenizer(source: str | Path, destination: Path) -> None:
@@ -408,6 +500,8 @@ __all__ = [
     "electra_to_bertscratch",
     "bertscratch_to_electra",
     "convert_checkpoint",
+    "family_checkpoint",
+    "ACCEPTED_CHECKPOINTS",
     "ConvertArguments",
     "main",
     "parse_args",

@@ -161,11 +161,17 @@ def saved_pooling(folder: str | Path) -> str | None:
     if not path.is_file():
         return None
     config = json.loads(path.read_text(encoding="utf-8"))
-    if config.get("pooling_mode_mean_tokens"):
+    mode = config.get("pooling_mode")  # sentence-transformers 6 writes "pooling_mode": "mean" (or a list of modes)
+    if mode is not None:
+        modes = [mode] if isinstance(mode, str) else sorted(mode)
+        if modes in (["mean"], ["cls"]):
+            return modes[0]
+    elif config.get("pooling_mode_mean_tokens"):  # earlier versions: one flag per mode
         return "mean"
-    if config.get("pooling_mode_cls_token"):
+    elif config.get("pooling_mode_cls_token"):
         return "cls"
-    modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v)
+    else:
+        modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v)
     raise ValueError(f"{path} asks for pooling {modes}; hf_bertscratch computes mean and cls pooling only.")
 
 

@@ -1,4 +1,5 @@
-"""Fine-tune a BertScratch (or any BERT-like) checkpoint for any task BERT is fine-tuned for, with HF `Trainer`.
+"""Fine-tune a BertScratch checkpoint, or one of transformers' BERT family (converted on load:
+`convert.family_checkpoint`), for any task BERT is fine-tuned for, with HF `Trainer`.
 
 Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
 own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
@@ -41,6 +42,7 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
+from .convert import family_checkpoint
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
     AUTO,
@@ -54,7 +56,7 @@ from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, output_dir_of
-from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults
+from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults, recipe_name
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 
@@ -160,6 +162,11 @@ def resolve_head_init(args: ModelArguments, defaults: FinetuneDefaults) -> str:
     return defaults.head_init if args.head_init == AUTO else args.head_init
 
 
+def model_width(args: ModelArguments) -> int:
+    """The hidden size of the checkpoint to fine-tune, which picks the task's defaults (`tasks.finetune_defaults`)."""
+    return AutoConfig.from_pretrained(family_checkpoint(args.model_name_or_path), cache_dir=args.cache_dir).hidden_size
+
+
 def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
@@ -169,7 +176,8 @@ def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefault
     MNLI, then RTE). A checkpoint whose head already answers this task keeps it. Both are logged.
     """
     defaults = defaults or finetune_defaults(shape.task)
-    config = AutoConfig.from_pretrained(args.model_name_or_path, cache_dir=args.cache_dir)
+    source = family_checkpoint(args.model_name_or_path)  # transformers' BERT: its BertScratch conversion
+    config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
     updates = shape.config_updates()
     if shape.task.shape in ("classification", "regression"):
         updates["classifier_pooling"] = resolve_pooling(args, defaults)
@@ -184,7 +192,7 @@ def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefault
     keep_head = head is not None and _same_outputs(config, updates, head, wanted_head)
     with quiet_loading_report():  # the head swap it reports is the expected one; what changed is logged below
         model = shape.auto_class.from_pretrained(
-            args.model_name_or_path, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
+            source, cache_dir=args.cache_dir, ignore_mismatched_sizes=True, **updates
         )
     if head is None:
         logger.info(
@@ -215,16 +223,17 @@ def choose_training_defaults(
     training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config, chosen_before: Sequence[str] = ()
 ) -> None:
     """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
-    model's width), and log what was chosen, after the other settings chosen for the task (`chosen_before`)."""
+    model's width), and log what was chosen and why (`tasks.recipe_name`), after the other settings chosen for the
+    task (`chosen_before`)."""
     chosen = list(chosen_before)
     if training_args.learning_rate is None:
         training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
-        chosen.append(f"learning_rate {training_args.learning_rate:g} (hidden size {config.hidden_size})")
+        chosen.append(f"learning_rate {training_args.learning_rate:g}")
     if training_args.num_train_epochs is None:
         training_args.num_train_epochs = defaults.epochs
         chosen.append(f"num_train_epochs {defaults.epochs:g}")
     if chosen:
-        logger.info("Task defaults: %s.", ", ".join(chosen))
+        logger.info("Task defaults, by %s: %s.", recipe_name(config.hidden_size), ", ".join(chosen))
 
 
 def load_task_model(
@@ -441,7 +450,7 @@ def describe_run(
         "truncation": data_args.truncation,
         **({"long_texts": shape.long_texts} if getattr(shape, "long_texts", None) else {}),
         "init_from_scratch": model_args.init_from_scratch,
-        "head_init": resolve_head_init(model_args, finetune_defaults(task, data_args.task)),
+        "head_init": resolve_head_init(model_args, finetune_defaults(task, data_args.task, model.config.hidden_size)),
         "model_name_or_path": model_args.model_name_or_path,
         "num_train_epochs": args.num_train_epochs,
         **pooling_and_objective(model.config, shape),
@@ -591,7 +600,7 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = resolve_paths(model_args, training_args)
     logger.info("Training on %s at %s.", describe_hardware(), describe_precision(training_args))
     task = data_args.task_spec  # the task the flags name, from the table
-    defaults = finetune_defaults(task, data_args.task)
+    defaults = finetune_defaults(task, data_args.task, model_width(model_args))  # BERT's recipe for a wide model
 
     # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)

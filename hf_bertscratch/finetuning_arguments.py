@@ -32,7 +32,11 @@ class ModelArguments:
     _argument_group_name = "model"  # its flags' heading in --help
 
     model_name_or_path: str = field(
-        metadata={"help": "A pretrained checkpoint: a folder written by pretrain.py/save_pretrained, or a Hub id."}
+        metadata={
+            "help": "A pretrained checkpoint, a folder or a Hub id: BertScratch's (pretrain.py, save_pretrained), or "
+            "one of transformers' BERT family (model_type bert: BertModel, BertForMaskedLM, a sentence-transformers "
+            "folder, bert-base-uncased), converted into BertScratch on load with the same weights."
+        }
     )
     tokenizer_name: str | None = field(
         default=None, metadata={"help": "Tokenizer folder or Hub id, if not the one saved with the model."}
@@ -151,12 +155,15 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
 
 
 def resolve_paths(model_args: ModelArguments, training_args: FinetuneTrainingArguments) -> str | None:
-    """Check what the arguments point to before anything loads: the model (a folder or a Hub id), an output folder
-    that holds no finished run, the Hub repository and token of --push_to_hub; returns the checkpoint to resume from
-    (None: start afresh)."""
+    """Check what the arguments point to before the data loads: the model (a folder or a Hub id, of the family:
+    transformers' BERT is converted now, `convert.family_checkpoint`), an output folder that holds no finished run,
+    the Hub repository and token of --push_to_hub; returns the checkpoint to resume from (None: start afresh)."""
+    from .convert import family_checkpoint
+
     model_args.model_name_or_path = check_model_reference(model_args.model_name_or_path)
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
+    family_checkpoint(model_args.model_name_or_path)  # a checkpoint BertScratch cannot hold fails in one line
     return resolve_checkpoint(training_args)
 
 

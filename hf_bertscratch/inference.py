@@ -37,6 +37,7 @@ from transformers import (
 )
 from transformers.utils import ModelOutput, enable_tf32
 
+from .convert import family_checkpoint
 from .model_reference import check_model_reference
 from .similarity import POOLINGS
 from .tokenization import load_tokenizer
@@ -185,7 +186,7 @@ def load_pipeline(
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
     torch_dtype = inference_dtype(dtype, backend)
-    model = check_model_reference(model)
+    model = family_checkpoint(model)  # transformers' BERT converted on load
     check_task_head(model, task)
     loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
     exported = Path(model) / "model.onnx"

@@ -361,10 +361,10 @@ def export_onnx(
     Returns:
         `output_dir`, written in one rename once complete.
     """
-    from ..model_reference import check_model_reference
+    from ..convert import family_checkpoint
     from ..tokenization import load_tokenizer
 
-    model = check_model_reference(model)
+    model = family_checkpoint(model)  # transformers' BERT converted on load
     output_dir = Path(output_dir)
     if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
         raise FileExistsError(

@@ -76,7 +76,7 @@ class FinetuneDefaults:
 
     def learning_rate_for(self, hidden_size: int) -> float:
         """The default rate for a model of this width."""
-        return self.learning_rate if hidden_size <= SMALL_HIDDEN_SIZE else self.learning_rate_large
+        return self.learning_rate_large if is_large(hidden_size) else self.learning_rate
 
 
 class HeadDefaults(TypedDict, total=False):
@@ -116,13 +116,38 @@ TASK_DEFAULTS: dict[str, FinetuneDefaults] = {
 PAIR_HEAD: HeadDefaults = {"classifier_pooling": "segments", "head_init": "probe"}
 
 
-def finetune_defaults(task: TaskSpec, name: str | None = None) -> FinetuneDefaults:
+# BERT's own fine-tuning recipe (Devlin et al. 2019, section 4 and appendix A.3) for a model wider than
+# SMALL_HIDDEN_SIZE, a pretrained BERT from the Hub among them: the pooled [CLS] under a new random head, 2 to 4
+# epochs (3; question answering keeps its 2), at a rate of 2e-5 to 5e-5 (`learning_rate_large`). The heads chosen above
+# (mean-max for sentiment, each text's mean with a probed head for pairs) were measured on the small models pretrained
+# here; a sequence head that reads [CLS] is also one transformers' BertForSequenceClassification holds exactly.
+BERT_HEAD: HeadDefaults = {"classifier_pooling": "cls", "head_init": "random"}
+BERT_EPOCHS = 3
+
+
+def finetune_defaults(task: TaskSpec, name: str | None = None, hidden_size: int | None = None) -> FinetuneDefaults:
     """The defaults of the table's task `name`, else of `task`'s shape; a sentence-pair classification or regression
-    task reads each text by its own mean, with a probed head (`PAIR_HEAD`)."""
+    task reads each text by its own mean, with a probed head (`PAIR_HEAD`). A model wider than `SMALL_HIDDEN_SIZE`
+    (`hidden_size`; None: not known yet) fine-tunes by BERT's recipe instead (`BERT_HEAD`, at most `BERT_EPOCHS`);
+    an embedding task keeps its own."""
     defaults = TASK_DEFAULTS.get(name or "", SHAPE_DEFAULTS[task.shape])
     if task.shape in ("classification", "regression") and task.columns.get("text_pair"):
         defaults = replace(defaults, **PAIR_HEAD)
+    if is_large(hidden_size) and task.shape != "embedding":
+        defaults = replace(defaults, **BERT_HEAD, epochs=min(defaults.epochs, BERT_EPOCHS))
     return defaults
+
+
+def is_large(hidden_size: int | None) -> bool:
+    """Whether a model of this width fine-tunes by BERT's recipe (`BERT_HEAD`, `learning_rate_large`)."""
+    return hidden_size is not None and hidden_size > SMALL_HIDDEN_SIZE
+
+
+def recipe_name(hidden_size: int) -> str:
+    """Which defaults a model of this width gets and why, as a run's log says it."""
+    if is_large(hidden_size):
+        return f"BERT's fine-tuning recipe for a model wider than {SMALL_HIDDEN_SIZE} (hidden size {hidden_size})"
+    return f"the task table's recipe for a small model (hidden size {hidden_size}, at most {SMALL_HIDDEN_SIZE})"
 
 
 # A split as task_texts reads it: column name -> the column's values (a `datasets.Dataset`, or a dict of lists).
@@ -186,6 +211,8 @@ def task_texts(task: TaskSpec, split: Split, documents: bool = False) -> list[st
 
 
 __all__ = [
+    "BERT_EPOCHS",
+    "BERT_HEAD",
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
     "PAIR_HEAD",
@@ -195,6 +222,8 @@ __all__ = [
     "FinetuneDefaults",
     "HeadDefaults",
     "finetune_defaults",
+    "is_large",
+    "recipe_name",
     "SHAPES",
     "SHAPE_COLUMNS",
     "SHAPE_MAIN_METRIC",

@@ -29,8 +29,8 @@ import torch
 from datasets import Dataset, Features, List, Value
 from transformers import AutoModelForQuestionAnswering, BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
 
+from ..convert import family_checkpoint
 from ..inference import TASK_HEADS, check_task_head, inference_dtype
-from ..model_reference import check_model_reference
 from ..tokenization import load_tokenizer
 
 # The Hub `squad` dataset's schema, so a local SQuAD file and the Hub dataset feed the same code.
@@ -561,7 +561,7 @@ def _load_qa_model(
         if not type(qa_model).__name__.endswith(heads):
             raise ValueError(f"Model is a {type(qa_model).__name__}; question answering needs a *{heads[0]} model.")
     else:
-        name = check_model_reference(model)
+        name = family_checkpoint(model)  # transformers' BERT converted on load
         check_task_head(name, "question-answering")
         # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
         qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
