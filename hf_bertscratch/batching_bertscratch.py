@@ -3,11 +3,13 @@ in one sync (`plan_batch`), the real tokens of a padded batch (`BertScratchPaddi
 an unpadded one (`BertScratchVarlen`), and the attention mask each attention implementation takes.
 
 `modeling_bertscratch.py` holds the model and imports this file; `save_pretrained` ships both (transformers copies a
-modeling file's relative imports), so it imports torch, public transformers API and the configuration only.
+modeling file's relative imports), so it imports torch, public transformers API, the configuration and `cpu_matmul`
+(whose cache holds the CPU's measured decoding of a padded batch, `decodes_padded_grid`) only.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -21,6 +23,7 @@ from transformers.utils.generic import is_flash_attention_requested
 if TYPE_CHECKING:
     from torch.nn.attention.flex_attention import BlockMask
 
+from . import cpu_matmul
 from .configuration_bertscratch import BertScratchConfig
 
 
@@ -414,6 +417,72 @@ def unpadding_pays(config: BertScratchConfig, device: torch.device) -> bool:
     """Whether a padded batch on `device` runs faster unpadded (FlashAttention's varlen aside, which always does):
     on a CPU always; on a CUDA device from `CUDA_UNPAD_MIN_HIDDEN` up."""
     return device.type != "cuda" or config.hidden_size >= CUDA_UNPAD_MIN_HIDDEN
+
+
+PADDED_DECODING_ENV = "BERTSCRATCH_PADDED_DECODING"
+PADDED_DECODINGS = ("auto", "rows", "grid")  # auto: measured on this CPU (`grid_max_padding`)
+DECODING_PROBE_SHAPE = (4, 128)  # (B, T) of the padded batch `grid_max_padding` decodes both ways
+DECODING_PROBE_PADDING = 0.3  # its fraction of pad positions (row lengths spread evenly from 0.4 T to T)
+
+
+def decodes_padded_grid(
+    decode: nn.Module, sequence_output: torch.Tensor, padding: BertScratchPadding, vocab_size: int
+) -> bool:
+    """Whether the CPU decodes a padded batch's (B, T, H) `sequence_output` to logits with `decode` on the whole grid,
+    pad rows zeroed after (`BertScratchPadding.zero_pad_rows`), rather than at its N real rows, copied into the grid
+    (`BertScratchPadding.pad`). The copy costs as it writes the logits twice, the rows save the pad rows' GEMM: which
+    wins depends on the CPU (on a 2-core Intel Xeon without bf16 the grid did, with 30% padding). So the grid is
+    decoded below the padding fraction `grid_max_padding` measured on this CPU, or as `BERTSCRATCH_PADDED_DECODING`
+    (rows or grid) says; when compiling or tracing, the rows."""
+    requested = os.environ.get(PADDED_DECODING_ENV, "auto").strip().lower() or "auto"
+    if requested not in PADDED_DECODINGS:
+        raise ValueError(f"{PADDED_DECODING_ENV} must be one of {list(PADDED_DECODINGS)}, got {requested!r}.")
+    if requested != "auto":
+        return requested == "grid"
+    if is_tracing(sequence_output) or torch.compiler.is_compiling():
+        return False
+    seq_len = sequence_output.shape[1]
+    padded = 1.0 - padding.indices.numel() / (padding.batch_size * seq_len)
+    return padded < grid_max_padding(decode, sequence_output.shape[-1], vocab_size, sequence_output.dtype)
+
+
+def grid_max_padding(decode: nn.Module, hidden_size: int, vocab_size: int, dtype: torch.dtype) -> float:
+    """The padding fraction below which decoding a padded batch's whole grid is faster on this CPU than decoding its
+    real rows and copying them into the grid, from both timed on a `DECODING_PROBE_SHAPE` batch with
+    `DECODING_PROBE_PADDING` of padding (`cpu_matmul.timed_candidates`: once per CPU, threads and shape, cached).
+
+    The grid costs g per position (its GEMM and output); the rows g per real position plus k per position of the
+    grid they are copied into. With the grid's time G and the rows' time R at a real fraction f, k / g = R / G - f,
+    and the rows win where the pad fraction exceeds k / g."""
+    autocast = torch.is_autocast_enabled("cpu")
+    dtype = torch.get_autocast_dtype("cpu") if autocast else dtype
+    path = cpu_matmul.choice()
+    gemm = path.bf16 if dtype == torch.bfloat16 else path.fp32
+    key = f"{hidden_size}x{vocab_size} {str(dtype).removeprefix('torch.')} gemm {gemm}"
+    batch_size, seq_len = DECODING_PROBE_SHAPE
+    lengths = torch.linspace(round((1 - 2 * DECODING_PROBE_PADDING) * seq_len), seq_len, batch_size).round()
+    real_fraction = float(lengths.sum()) / (batch_size * seq_len)
+
+    def measure() -> dict[str, float]:
+        generator = torch.Generator().manual_seed(0)  # the global generator (dropout's) stays untouched
+        hidden = torch.randn(batch_size, seq_len, hidden_size, generator=generator, dtype=dtype)
+        probe = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < lengths[:, None])
+        with torch.no_grad():
+            return cpu_matmul.time_interleaved(
+                {
+                    "rows": lambda: probe.pad(decode(probe.unpad(hidden)), seq_len),
+                    "grid": lambda: probe.zero_pad_rows(decode(hidden)),
+                },
+                rounds=3,
+            )
+
+    def summary(seconds: dict[str, float]) -> str:
+        return f"Padded batches' MLM logits decoded on the whole grid below {threshold(seconds):.0%} padding"
+
+    def threshold(seconds: dict[str, float]) -> float:
+        return min(max(seconds["rows"] / seconds["grid"] - real_fraction, 0.0), 1.0)
+
+    return threshold(cpu_matmul.timed_candidates("padded_decoding", key, measure, summary))
 
 
 def _may_unpad(config: BertScratchConfig, kwargs: dict[str, object]) -> bool:

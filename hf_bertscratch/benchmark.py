@@ -37,7 +37,9 @@ torch's default. After the cases, each GEMM path is timed alone (`gemm_rates`) o
 and on a square one 8H wide (2,048 at mini), the most these paths reach on this CPU (the ceiling the record shows).
 
 `--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
-load average at the start and the end, the GEMM path and its GFLOP/s, and every figure; `python -m lab.make_report`
+load average at the start and the end, the GEMM path and its GFLOP/s, every other choice made for this CPU with the
+times it was made from (`cpu_choices`: `cpu_matmul.measured_choices()`, such as the decoding of padded batches' logits
+and of inference into a reused buffer), and every figure; `python -m lab.make_report`
 renders the records under `results/speed/` into the README's and the docs' speed tables.
 
 Usage:
@@ -642,7 +644,8 @@ def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[Ca
     `CaseResult` each)."""
     onnxruntime = args.onnxruntime or args.onnxruntime_int8
     head = run_record(PROGRAM, argv, args, start, onnxruntime)
-    return {**head, "gemm_rates": gemm_rates(args), "results": [asdict(result) for result in results]}
+    choices = cpu_matmul.measured_choices()  # before `gemm_rates`, whose probes are no choice
+    return {**head, "cpu_choices": choices, "gemm_rates": gemm_rates(args), "results": [asdict(r) for r in results]}
 
 
 def gemm_rates(args: BenchmarkArguments) -> list[dict]:

@@ -12,16 +12,13 @@ the same as the model's own decoding (tested); evaluation in `bertscratch pretra
 Which of these is fastest depends on the CPU, its GEMM path (`cpu_matmul`: the model's own decoding may run on
 oneDNN, which cannot write into a given buffer) and its load: a 1 MiB fp32 output tile was fastest on an idle 2-core
 Intel Xeon, and 3-4x slower than no tiling on a 2-core AMD EPYC. So `enable(model)` (tile "auto") times the three on
-the model's own head at its first decoding (`choose_decoding`) and caches the choice per machine and threads with
-`cpu_matmul`'s; `enable(model, tile=(rows, words))` or `tile=None` (one GEMM per run) fixes it instead.
+the model's own head at its first decoding (`choose_decoding`) and caches their times per machine and threads with
+`cpu_matmul`'s other choices (`cpu_matmul.timed_candidates`); `enable(model, tile=(rows, words))` or `tile=None` (one GEMM per run) fixes it instead.
 """
 
 from __future__ import annotations
 
-import logging
-import statistics
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -33,8 +30,6 @@ from . import cpu_matmul
 if TYPE_CHECKING:
     from .batching_bertscratch import BertScratchPadding
     from .modeling_bertscratch import BertScratchLMHead
-
-logger = logging.getLogger(__name__)
 
 Tile = tuple[int, int] | None | Literal["auto", "model"]
 Decoding = tuple[int, int] | None | Literal["model"]
@@ -61,30 +56,31 @@ def _tile_name(tile: tuple[int, int] | None | str) -> str:
 
 def choose_decoding(head: BertScratchLMHead) -> Decoding:
     """The fastest of the model's own decoding ("model"), one GEMM per run into a reused buffer (None) and
-    `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path: from `cpu_matmul`'s cache, or timed now on
-    `PROBE_ROWS` rows in interleaved rounds (`time_candidates`) and cached."""
+    `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path: timed on `PROBE_ROWS` rows in interleaved
+    rounds (`time_candidates`) once per machine, threads and shape, and cached (`cpu_matmul.timed_candidates`)."""
     hidden_size, vocab_size = head.decoder.in_features, head.decoder.out_features
     key = f"{hidden_size}x{vocab_size} {head.decoder.weight.dtype} gemm {cpu_matmul.choice().fp32}"
-    cached = (cpu_matmul.read_cache("fast_decode") or {}).get(key)
-    if cached is not None:
-        return _tile_from_json(cached["choice"])
-    seconds = time_candidates(head)
-    chosen = min(seconds, key=lambda tile: seconds[tile])
-    logger.info(
-        "MLM inference decoding: %s (ms per %d rows: %s)",
-        _tile_name(chosen),
-        PROBE_ROWS,
-        ", ".join(f"{_tile_name(tile)} {time * 1e3:.1f}" for tile, time in seconds.items()),
+
+    def measure() -> dict[str, float]:
+        return {_tile_name(tile): seconds for tile, seconds in time_candidates(head).items()}
+
+    def fastest(seconds: dict[str, float]) -> str:
+        return min(seconds, key=lambda name: seconds[name])
+
+    seconds = cpu_matmul.timed_candidates(
+        "fast_decode", key, measure, lambda seconds: f"MLM inference decoding: {fastest(seconds)}"
     )
-    entry = {"choice": list(chosen) if isinstance(chosen, tuple) else chosen}
-    cpu_matmul.write_cache("fast_decode", {**(cpu_matmul.read_cache("fast_decode") or {}), key: entry})
-    return chosen
+    return _tile_from_name(fastest(seconds))
 
 
-def _tile_from_json(value: object) -> Decoding:
-    if isinstance(value, list):
-        return int(value[0]), int(value[1])
-    return "model" if isinstance(value, str) else None  # the cache writes no other string
+def _tile_from_name(name: str) -> Decoding:
+    """The decoding `_tile_name` names: "model", "one GEMM" (None) or "ROWSxWORDS"."""
+    if name == "model":
+        return "model"
+    if name == _tile_name(None):
+        return None
+    rows, words = name.split("x")
+    return int(rows), int(words)
 
 
 def time_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
@@ -106,16 +102,8 @@ def time_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
         None: into_buffer(None),
         DEFAULT_TILE: into_buffer(DEFAULT_TILE),
     }
-    times: dict[Decoding, list[float]] = {tile: [] for tile in candidates}
     with torch.no_grad():
-        for decode in candidates.values():
-            decode()
-        for _ in range(PROBE_ROUNDS):
-            for tile, decode in candidates.items():
-                start = time.perf_counter()
-                decode()
-                times[tile].append(time.perf_counter() - start)
-    return {tile: statistics.median(values) for tile, values in times.items()}
+        return cpu_matmul.time_interleaved(candidates, PROBE_ROUNDS)
 
 
 def decode_into(

@@ -267,7 +267,7 @@ def build_contenders(preset: str, args: GpuCheckArguments, device: torch.device)
     if args.padded_contenders and any(args.paddings):
         padded, unpadded, rows = (copy.deepcopy(ours) for _ in range(3))  # each its own config: only it changes
         padded.config.unpad_inputs = False
-        rows._decodes_padded_grid = lambda sequence_output: False  # type: ignore[method-assign]  # this instance
+        rows._decodes_padded_grid = lambda sequence_output, padding: False  # type: ignore[method-assign]  # this instance
         contenders.update({PADDED: padded, UNPADDED: unpadded, ROWS: rows})  # `contender_step` forces `unpadded`
     for flash, make in (
         ("bertscratch_flash_attention_2", lambda: copy.deepcopy(ours)),  # its own config: the implementation differs

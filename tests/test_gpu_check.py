@@ -114,13 +114,13 @@ def test_the_padded_contenders_are_ours_running_padding_otherwise(
     contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
     ours = contenders["ours"]
     assert ours.config.unpad_inputs is True
-    assert ours._decodes_padded_grid(torch.zeros(1, device="meta")) is True
+    assert ours._decodes_padded_grid(torch.zeros(1, device="meta"), None) is True
     names = {"ours_padded", "ours_unpadded", "ours_rows_decoding"}
     assert (names <= contenders.keys()) is padded
     if padded:
         padded_model, rows = contenders["ours_padded"], contenders["ours_rows_decoding"]
         assert padded_model.config.unpad_inputs is False and rows.config.unpad_inputs is True
-        assert rows._decodes_padded_grid(torch.zeros(1, device="meta")) is False
+        assert rows._decodes_padded_grid(torch.zeros(1, device="meta"), None) is False
         for other in (padded_model, contenders["ours_unpadded"], rows):
             for (name, a), (_, b) in zip(ours.state_dict().items(), other.state_dict().items(), strict=True):
                 assert torch.equal(a, b), name
