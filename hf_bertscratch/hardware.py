@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+
+from hf_bertscratch_base.thread_pool import wait_policy
 
 
 def _cpuinfo_value(key: str) -> str | None:
@@ -140,17 +144,65 @@ def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "au
 
 
 def available_cores() -> int:
+    """The cores this process may run on (its affinity: `taskset`, a container's cpuset), else the CPU count."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def describe_device_choice(training_args: LaunchArguments, processes: int) -> str:
-    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The torch threads each process of a training run computes with (`count`) and why (`reason`)."""
+
+    count: int
+    reason: str
+
+    def describe(self) -> str:
+        """One line for the run's log: the threads, why, and how idle threads wait (`thread_pool.wait_policy`)."""
+        plural = "s" if self.count != 1 else ""
+        return f"{self.count} torch thread{plural} per process ({self.reason}; {wait_policy()})"
+
+
+def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoice:
+    """The torch threads of each of a run's `processes`: `requested` (`--threads`) when given, `OMP_NUM_THREADS` when
+    set (a launcher's share, or the user's), and otherwise the cores this process may use (`available_cores`) less the
+    cores the load found at start keeps busy (the 1-minute load average, whole cores), at least 1, shared among the
+    processes. As many threads as cores each, beside other runs, made every run crawl (threads waiting on cores that
+    other processes hold)."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"--threads must be a positive integer, got {requested}.")
+        return ThreadChoice(requested, "--threads")
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {given!r}.")
+        return ThreadChoice(int(given), THREADS_ENV)
+    cores = available_cores()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    free = max(1, cores - math.floor(load))
+    count = max(1, free // processes)
+    shared = f", shared by {processes} processes" if processes > 1 else ""
+    return ThreadChoice(count, f"{cores} cores this process may use, load average {load:.2f} at start{shared}")
+
+
+def use_threads(requested: int | None = None) -> ThreadChoice:
+    """Set this process's torch threads to `fit_threads(requested)`; returns the choice, for the run's log."""
+    chosen = fit_threads(requested)
+    torch.set_num_threads(chosen.count)
+    return chosen
+
+
+def describe_device_choice(training_args: LaunchArguments, processes: int, threads: ThreadChoice | None = None) -> str:
+    """One line on where and how the run trains, as chosen (`device_defaults`, `fit_threads`) or given."""
     gpus = visible_gpus(training_args.use_cpu)
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = describe_precision(training_args)
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
+    computing = f", {threads.describe()}" if threads is not None else ""
     return (
-        f"Training on {where}: {processes} process(es), {precision}, "
+        f"Training on {where}: {processes} process(es){computing}, {precision}, "
         f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
     )
 
