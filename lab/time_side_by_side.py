@@ -9,7 +9,9 @@ alone, then two at once, for each way of choosing the threads:
 - fitted: `scripts/finetune.py` as shipped: threads fitted to the cores this process may use and the load it finds
   (`hardware.fit_threads`), idle OpenMP threads sleeping (`OMP_WAIT_POLICY=PASSIVE`, `thread_pool`);
 - every-core: as before them, `python -m hf_bertscratch.finetuning --threads <cores>` with `OMP_WAIT_POLICY` unset
-  (every process takes as many threads as cores, idle threads spin for a while).
+  (every process takes as many threads as cores, idle threads spin for a while);
+- every-core-passive (with `--ways`): `scripts/finetune.py --threads <cores>`, idle threads sleeping but every process
+  taking as many threads as cores: the wait policy's part alone.
 
 The record keeps every run's steps per second, threads and the load average (1 minute) at its start, and for each way
 the median pair run's steps per second over the median lone run's. Other processes on the machine load both ways
@@ -34,15 +36,16 @@ from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch_base.thread_pool import WAIT_POLICY_ENV
 
 FINETUNE = REPOSITORY / "scripts" / "finetune.py"  # `bertscratch finetune`
-WAYS = ("fitted", "every-core")
+WAYS = ("fitted", "every-core", "every-core-passive")
 THREADS_LOGGED = re.compile(r"(\d+) torch threads? per process")
 
 
 def command(way: str, args: argparse.Namespace, out: Path) -> tuple[list[str], dict[str, str]]:
     """The fine-tune of `way` writing to `out`, and its environment."""
     environment = {key: value for key, value in os.environ.items() if key not in (WAIT_POLICY_ENV, "OMP_NUM_THREADS")}
-    start = [sys.executable, str(FINETUNE)] if way == "fitted" else [sys.executable, "-m", "hf_bertscratch.finetuning"]
-    every_core = ["--threads", str(available_cores())] if way == "every-core" else []
+    shipped = way != "every-core"  # the script sets the wait policy; the module run as before does not
+    start = [sys.executable, str(FINETUNE)] if shipped else [sys.executable, "-m", "hf_bertscratch.finetuning"]
+    every_core = ["--threads", str(available_cores())] if way.startswith("every-core") else []
     flags = [
         "--model_name_or_path",
         args.model,
@@ -97,16 +100,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="Rounds, each a lone run and a pair of each way.")
     parser.add_argument("--data_dir", default="../shared/data", help="The folder holding sst2/.")
     parser.add_argument("--runs_dir", default="runs/side-by-side", help="Where the runs' folders go.")
+    parser.add_argument("--ways", nargs="+", default=list(WAYS[:2]), choices=WAYS, help="Ways of choosing threads.")
     args = parser.parse_args(argv)
     start = RunStart.now()
     Path(args.runs_dir).mkdir(parents=True, exist_ok=True)
     runs = []
     for round_ in range(args.rounds):
-        for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
+        for way in args.ways if round_ % 2 == 0 else reversed(args.ways):
             runs += run_together(way, args, [f"{way}-{round_}-alone"])
             runs += run_together(way, args, [f"{way}-{round_}-pair-{index}" for index in range(2)])
     summary = {}
-    for way in WAYS:
+    for way in args.ways:
         alone = statistics.median(r["steps_per_second"] for r in runs if r["way"] == way and r["together"] == 1)
         paired = statistics.median(r["steps_per_second"] for r in runs if r["way"] == way and r["together"] == 2)
         summary[way] = {
