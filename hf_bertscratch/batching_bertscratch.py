@@ -430,8 +430,9 @@ def decodes_padded_grid(
 ) -> bool:
     """Whether the CPU decodes a padded batch's (B, T, H) `sequence_output` to logits with `decode` on the whole grid,
     pad rows zeroed after (`BertScratchPadding.zero_pad_rows`), rather than at its N real rows, copied into the grid
-    (`BertScratchPadding.pad`). The copy costs as it writes the logits twice, the rows save the pad rows' GEMM: which
-    wins depends on the CPU (on a 2-core Intel Xeon without bf16 the grid did, with 30% padding). So the grid is
+    (`BertScratchPadding.pad`). The rows save the pad rows' GEMM, the copy writes the logits twice: which wins
+    depends on the CPU and the padding (mini on a loaded 2-core AMD EPYC, Zen 2: the grid at 10% padding, 1.08x as
+    fast, the rows at 30% and 49%, 1.15x and 1.47x; `results/cpu-choices/padded-decoding-zen2.json`). So the grid is
     decoded below the padding fraction `grid_max_padding` measured on this CPU, or as `BERTSCRATCH_PADDED_DECODING`
     (rows or grid) says; when compiling or tracing, the rows."""
     requested = os.environ.get(PADDED_DECODING_ENV, "auto").strip().lower() or "auto"
@@ -459,14 +460,11 @@ def grid_max_padding(decode: nn.Module, hidden_size: int, vocab_size: int, dtype
     path = cpu_matmul.choice()
     gemm = path.bf16 if dtype == torch.bfloat16 else path.fp32
     key = f"{hidden_size}x{vocab_size} {str(dtype).removeprefix('torch.')} gemm {gemm}"
-    batch_size, seq_len = DECODING_PROBE_SHAPE
-    lengths = torch.linspace(round((1 - 2 * DECODING_PROBE_PADDING) * seq_len), seq_len, batch_size).round()
-    real_fraction = float(lengths.sum()) / (batch_size * seq_len)
+    seq_len = DECODING_PROBE_SHAPE[1]
+    real_fraction = decoding_probe_real_fraction()
 
     def measure() -> dict[str, float]:
-        generator = torch.Generator().manual_seed(0)  # the global generator (dropout's) stays untouched
-        hidden = torch.randn(batch_size, seq_len, hidden_size, generator=generator, dtype=dtype)
-        probe = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < lengths[:, None])
+        hidden, probe = decoding_probe_batch(hidden_size, dtype)
         with torch.no_grad():
             return cpu_matmul.time_interleaved(
                 {
@@ -483,6 +481,26 @@ def grid_max_padding(decode: nn.Module, hidden_size: int, vocab_size: int, dtype
         return min(max(seconds["rows"] / seconds["grid"] - real_fraction, 0.0), 1.0)
 
     return threshold(cpu_matmul.timed_candidates("padded_decoding", key, measure, summary))
+
+
+def _decoding_probe_lengths() -> torch.Tensor:
+    batch_size, seq_len = DECODING_PROBE_SHAPE
+    return torch.linspace(round((1 - 2 * DECODING_PROBE_PADDING) * seq_len), seq_len, batch_size).round()
+
+
+def decoding_probe_real_fraction() -> float:
+    """The fraction of the decoding probe's (B, T) grid that is real tokens."""
+    return float(_decoding_probe_lengths().sum()) / (DECODING_PROBE_SHAPE[0] * DECODING_PROBE_SHAPE[1])
+
+
+def decoding_probe_batch(hidden_size: int, dtype: torch.dtype) -> tuple[torch.Tensor, BertScratchPadding]:
+    """The padded batch CPU decodings are timed on: random (B, T, H) hidden states of a `DECODING_PROBE_SHAPE` batch
+    whose row lengths spread evenly from (1 - 2p) T to T (p = `DECODING_PROBE_PADDING`), and its padding."""
+    batch_size, seq_len = DECODING_PROBE_SHAPE
+    generator = torch.Generator().manual_seed(0)  # the global generator (dropout's) stays untouched
+    hidden = torch.randn(batch_size, seq_len, hidden_size, generator=generator, dtype=dtype)
+    padding = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < _decoding_probe_lengths()[:, None])
+    return hidden, padding
 
 
 def _may_unpad(config: BertScratchConfig, kwargs: dict[str, object]) -> bool:
