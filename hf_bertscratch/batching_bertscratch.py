@@ -431,8 +431,8 @@ def decodes_padded_grid(
     """Whether the CPU decodes a padded batch's (B, T, H) `sequence_output` to logits with `decode` on the whole grid,
     pad rows zeroed after (`BertScratchPadding.zero_pad_rows`), rather than at its N real rows, copied into the grid
     (`BertScratchPadding.pad`). The rows save the pad rows' GEMM, the copy writes the logits twice: which wins
-    depends on the CPU and the padding (mini on a loaded 2-core AMD EPYC, Zen 2: the grid at 10% padding, 1.08x as
-    fast, the rows at 30% and 49%, 1.15x and 1.47x; `results/cpu-choices/padded-decoding-zen2.json`). So the grid is
+    depends on the CPU and the padding (mini on a loaded 2-core AMD EPYC, Zen 2: the grid at 10% padding, 1.07x as
+    fast, the rows at 30% and 49%, 1.16x and 1.47x; `results/cpu-choices/padded-decoding-zen2.json`). So the grid is
     decoded below the padding fraction `grid_max_padding` measured on this CPU, or as `BERTSCRATCH_PADDED_DECODING`
     (rows or grid) says; when compiling or tracing, the rows."""
     requested = os.environ.get(PADDED_DECODING_ENV, "auto").strip().lower() or "auto"

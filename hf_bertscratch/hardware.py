@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import re
@@ -166,10 +165,12 @@ class ThreadChoice:
 
 def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoice:
     """The torch threads of each of a run's `processes`: `requested` (`--threads`) when given, `OMP_NUM_THREADS` when
-    set (a launcher's share, or the user's), and otherwise the cores this process may use (`available_cores`) less the
-    cores the load found at start keeps busy (the 1-minute load average, whole cores), at least 1, shared among the
-    processes. As many threads as cores each, beside other runs, made every run crawl (threads waiting on cores that
-    other processes hold)."""
+    set (a launcher's share, or the user's), and otherwise the cores this process may use (`available_cores`: its
+    affinity, not the machine's count) shared among the processes, at least 1. The load average at start is logged
+    with the choice, not subtracted from it: with idle threads sleeping (`thread_pool`), two fine-tunes side by side
+    on a loaded 2-core AMD EPYC each ran 1.7x as fast with 2 threads as with the 1 the load left
+    (`results/threads/finetune-sst2-zen2-passive.json`); a thread short of the cores only gives up the process's share
+    of them."""
     if requested is not None:
         if requested < 1:
             raise ValueError(f"--threads must be a positive integer, got {requested}.")
@@ -181,10 +182,9 @@ def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoic
         return ThreadChoice(int(given), THREADS_ENV)
     cores = available_cores()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    free = max(1, cores - math.floor(load))
-    count = max(1, free // processes)
-    shared = f", shared by {processes} processes" if processes > 1 else ""
-    return ThreadChoice(count, f"{cores} cores this process may use, load average {load:.2f} at start{shared}")
+    shared = f" shared by {processes} processes" if processes > 1 else ""
+    reason = f"the {cores} cores this process may use{shared}, load average {load:.2f} at start"
+    return ThreadChoice(max(1, cores // processes), reason)
 
 
 def use_threads(requested: int | None = None) -> ThreadChoice:

@@ -6,12 +6,13 @@ Each run is `bertscratch finetune --task sst2` from `--model` for `--steps` step
 head, no evaluation or checkpoint during training; the time is the training's, `train_runtime`). Each round runs one
 alone, then two at once, for each way of choosing the threads:
 
-- fitted: `scripts/finetune.py` as shipped: threads fitted to the cores this process may use and the load it finds
-  (`hardware.fit_threads`), idle OpenMP threads sleeping (`OMP_WAIT_POLICY=PASSIVE`, `thread_pool`);
+- fitted: `scripts/finetune.py` as shipped: the threads `hardware.fit_threads` chooses (before 2026-11-28 17:50 the
+  cores this process may use less those the load at start kept busy, since then the cores it may use; each run's
+  count is in the record), idle OpenMP threads sleeping (`OMP_WAIT_POLICY=PASSIVE`, `thread_pool`);
 - every-core: as before them, `python -m hf_bertscratch.finetuning --threads <cores>` with `OMP_WAIT_POLICY` unset
   (every process takes as many threads as cores, idle threads spin for a while);
-- every-core-passive (with `--ways`): `scripts/finetune.py --threads <cores>`, idle threads sleeping but every process
-  taking as many threads as cores: the wait policy's part alone.
+- every-core-passive (with `--ways`): `scripts/finetune.py --threads <cores>`, idle threads sleeping and every
+  process taking as many threads as cores: the wait policy's part alone.
 
 The record keeps every run's steps per second, threads and the load average (1 minute) at its start, and for each way
 the median pair run's steps per second over the median lone run's. Other processes on the machine load both ways

@@ -1278,16 +1278,16 @@ def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
         pretraining.parse_args(["--output_dir", "D", "--precision", "half"])
 
 
-def test_threads_fit_the_cores_the_load_leaves_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`fit_threads`: --threads, else OMP_NUM_THREADS, else the cores this process may use less the whole cores the
-    1-minute load average keeps busy, at least 1, shared among the run's processes; said in the run's first line."""
+def test_threads_fit_the_cores_the_process_may_use_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fit_threads`: --threads, else OMP_NUM_THREADS, else the cores this process may use (its affinity), shared
+    among the run's processes, at least 1; the load average at start is said with it; in the run's first line."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(hardware, "available_cores", lambda: 4)
-    for load, processes, expected in ((0.6, 1, 4), (1.0, 1, 3), (2.9, 1, 2), (7.5, 1, 1), (0.2, 2, 2), (3.5, 2, 1)):
-        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})  # 3 of the machine's cores
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.5, 0.0, 0.0))
+    for processes, expected in ((1, 3), (2, 1), (4, 1)):
         chosen = hardware.fit_threads(None, processes)
-        assert chosen.count == expected, (load, processes)
-        assert f"4 cores this process may use, load average {load:.2f} at start" in chosen.reason
+        assert chosen.count == expected, processes
+        assert "the 3 cores this process may use" in chosen.reason and "load average 7.50 at start" in chosen.reason
     assert hardware.fit_threads(3, 2) == hardware.ThreadChoice(3, "--threads")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert hardware.fit_threads(None, 1) == hardware.ThreadChoice(2, "OMP_NUM_THREADS")
