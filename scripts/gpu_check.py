@@ -13,7 +13,7 @@ What it measures, in one process:
 The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMaskedLM` with sdpa; when the grid has
 padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch), ours unpadding
 whatever the device and size (`ours_unpadded`; ours runs padded on CUDA below hidden size 768,
-`batching_bertscratch.unpadding_pays`) and ours decoding the logits at the real rows only, as on a CPU
+`batching_bertscratch.unpadding_pays`) and ours decoding the logits at the real rows only, as a CPU may
 (`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU); and ours and transformers' with
 flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is
 the model FLOPs of the useful work (`step_flops`: the same estimate for every contender, so they compare as their
@@ -72,7 +72,7 @@ PRECISION = "bf16"
 OURS = "ours"
 PADDED = "ours_padded"  # ours with config.unpad_inputs=False: every layer on the padded (B, T) batch, as BERT runs
 UNPADDED = "ours_unpadded"  # ours running a padded batch unpadded whatever the device and size, as on a CPU
-ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as it does on a CPU
+ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as a CPU may
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from NVIDIA's datasheets, matched in order against
 # `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" is the SXM part): the first pattern found in the name wins.
 BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
@@ -120,7 +120,7 @@ class GpuCheckArguments:
             "help": f"With padding in the grid, also time ours with config.unpad_inputs=False ({PADDED!r}), ours "
             f"unpadding whatever the device and size ({UNPADDED!r}; both show what running the dense layers on the "
             f"real tokens only buys or costs here, which ours decides by `unpadding_pays`) and ours decoding the "
-            f"logits at the real rows only, as on a CPU ({ROWS!r}: what decoding the whole grid buys)."
+            f"logits at the real rows only, as a CPU may ({ROWS!r}: what decoding the whole grid buys)."
         },
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden and attention dropout in the training step."})
