@@ -483,14 +483,16 @@ def grid_max_padding(decode: nn.Module, hidden_size: int, vocab_size: int, dtype
     return threshold(cpu_matmul.timed_candidates("padded_decoding", key, measure, summary))
 
 
-def _decoding_probe_lengths() -> torch.Tensor:
+def _decoding_probe_lengths() -> list[int]:
+    """The probe's row lengths, spread evenly from (1 - 2p) T to T (on the host: read at every padded CPU forward)."""
     batch_size, seq_len = DECODING_PROBE_SHAPE
-    return torch.linspace(round((1 - 2 * DECODING_PROBE_PADDING) * seq_len), seq_len, batch_size).round()
+    shortest = round((1 - 2 * DECODING_PROBE_PADDING) * seq_len)
+    return [round(shortest + row * (seq_len - shortest) / (batch_size - 1)) for row in range(batch_size)]
 
 
 def decoding_probe_real_fraction() -> float:
     """The fraction of the decoding probe's (B, T) grid that is real tokens."""
-    return float(_decoding_probe_lengths().sum()) / (DECODING_PROBE_SHAPE[0] * DECODING_PROBE_SHAPE[1])
+    return sum(_decoding_probe_lengths()) / (DECODING_PROBE_SHAPE[0] * DECODING_PROBE_SHAPE[1])
 
 
 def decoding_probe_batch(hidden_size: int, dtype: torch.dtype) -> tuple[torch.Tensor, BertScratchPadding]:
@@ -499,7 +501,8 @@ def decoding_probe_batch(hidden_size: int, dtype: torch.dtype) -> tuple[torch.Te
     batch_size, seq_len = DECODING_PROBE_SHAPE
     generator = torch.Generator().manual_seed(0)  # the global generator (dropout's) stays untouched
     hidden = torch.randn(batch_size, seq_len, hidden_size, generator=generator, dtype=dtype)
-    padding = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < _decoding_probe_lengths()[:, None])
+    lengths = torch.tensor(_decoding_probe_lengths())
+    padding = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < lengths[:, None])
     return hidden, padding
 
 
