@@ -3,11 +3,13 @@ in one sync (`plan_batch`), the real tokens of a padded batch (`BertScratchPaddi
 an unpadded one (`BertScratchVarlen`), and the attention mask each attention implementation takes.
 
 `modeling_bertscratch.py` holds the model and imports this file; `save_pretrained` ships both (transformers copies a
-modeling file's relative imports), so it imports torch, public transformers API and the configuration only.
+modeling file's relative imports), so it imports torch, public transformers API, the configuration and `cpu_matmul`
+(whose cache holds the CPU's measured decoding of a padded batch, `decodes_padded_grid`) only.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from transformers.utils.generic import is_flash_attention_requested
 if TYPE_CHECKING:
     from torch.nn.attention.flex_attention import BlockMask
 
+from . import cpu_matmul
 from .configuration_bertscratch import BertScratchConfig
 
 
@@ -54,10 +57,17 @@ class BertScratchDeviceRules:
         torch_varlen_devices: device types on which sdpa runs a padded or padding-free batch's attention over its
             real tokens through PyTorch's varlen kernel (`torch.nn.attention.varlen`, PyTorch >= 2.10), where it
             applies (`torch_varlen_applies`): then no layer pads or unpads, and the batch unpads at every size.
+        padded_decoding: device type -> how a padded batch's MLM logits are decoded: "grid" (the whole (B, T) grid,
+            pad rows zeroed after), "rows" (the N real rows, copied into the grid) or "auto" (on a CPU, measured on
+            the CPU it runs on: `decodes_padded_grid`). A device type not named decodes "auto" on a CPU and "grid"
+            elsewhere: on a GPU the GEMM is cheap beside writing its (., V) output, and the copy writes the real
+            rows' logits twice and holds both (mini, 30% padding, H200: the grid 1.06-1.12x the rows' speed, at
+            1.1 GiB against 1.7, `results/gpu/h200-1.json`).
     """
 
     unpad_min_hidden: dict[str, int] = field(default_factory=lambda: {"cuda": 768})
     torch_varlen_devices: tuple[str, ...] = ("cuda",)
+    padded_decoding: dict[str, str] = field(default_factory=dict)
 
 
 DEVICE_RULES = BertScratchDeviceRules()
@@ -507,6 +517,104 @@ def unpadding_pays(config: BertScratchConfig, device: torch.device) -> bool:
     """Whether a padded batch on `device` runs faster unpadded when its attention cannot run varlen (which always
     unpads): from `DEVICE_RULES.unpad_min_hidden`'s size for the device type up, at every size on other devices."""
     return config.hidden_size >= DEVICE_RULES.unpad_min_hidden.get(device.type, 0)
+
+
+PADDED_DECODING_ENV = "BERTSCRATCH_PADDED_DECODING"
+PADDED_DECODINGS = ("auto", "rows", "grid")  # auto: measured on this CPU (`grid_max_padding`)
+DECODING_PROBE_SHAPE = (4, 128)  # (B, T) of the padded batch `grid_max_padding` decodes both ways
+DECODING_PROBE_PADDING = 0.3  # its fraction of pad positions (row lengths spread evenly from 0.4 T to T)
+
+
+def decodes_padded_grid(
+    decode: nn.Module, sequence_output: torch.Tensor, padding: BertScratchPadding, vocab_size: int
+) -> bool:
+    """Whether the CPU decodes a padded batch's (B, T, H) `sequence_output` to logits with `decode` on the whole grid,
+    pad rows zeroed after (`BertScratchPadding.zero_pad_rows`), rather than at its N real rows, copied into the grid
+    (`BertScratchPadding.pad`). The rows save the pad rows' GEMM, the copy writes the logits twice: which wins
+    depends on the CPU and the padding (mini on a loaded 2-core AMD EPYC, Zen 2: the grid at 10% padding, 1.07x as
+    fast, the rows at 30% and 49%, 1.16x and 1.47x; `results/cpu-choices/padded-decoding-zen2.json`). So the grid is
+    decoded below the padding fraction `grid_max_padding` measured on this CPU, or as `BERTSCRATCH_PADDED_DECODING`
+    (rows or grid) says; when compiling or tracing, the rows. `DEVICE_RULES.padded_decoding` decides first for its
+    device types; another device than the CPU decodes the grid."""
+    device = sequence_output.device.type
+    rule = DEVICE_RULES.padded_decoding.get(device, "auto")
+    if rule not in PADDED_DECODINGS:
+        raise ValueError(
+            f"DEVICE_RULES.padded_decoding[{device!r}] must be one of {list(PADDED_DECODINGS)}, got {rule!r}."
+        )
+    if rule != "auto":
+        return rule == "grid"
+    if device != "cpu":
+        return True
+    requested = os.environ.get(PADDED_DECODING_ENV, "auto").strip().lower() or "auto"
+    if requested not in PADDED_DECODINGS:
+        raise ValueError(f"{PADDED_DECODING_ENV} must be one of {list(PADDED_DECODINGS)}, got {requested!r}.")
+    if requested != "auto":
+        return requested == "grid"
+    if is_tracing(sequence_output) or torch.compiler.is_compiling():
+        return False
+    seq_len = sequence_output.shape[1]
+    padded = 1.0 - padding.indices.numel() / (padding.batch_size * seq_len)
+    return padded < grid_max_padding(decode, sequence_output.shape[-1], vocab_size, sequence_output.dtype)
+
+
+def grid_max_padding(decode: nn.Module, hidden_size: int, vocab_size: int, dtype: torch.dtype) -> float:
+    """The padding fraction below which decoding a padded batch's whole grid is faster on this CPU than decoding its
+    real rows and copying them into the grid, from both timed on a `DECODING_PROBE_SHAPE` batch with
+    `DECODING_PROBE_PADDING` of padding (`cpu_matmul.timed_candidates`: once per CPU, threads and shape, cached).
+
+    The grid costs g per position (its GEMM and output); the rows g per real position plus k per position of the
+    grid they are copied into. With the grid's time G and the rows' time R at a real fraction f, k / g = R / G - f,
+    and the rows win where the pad fraction exceeds k / g."""
+    autocast = torch.is_autocast_enabled("cpu")
+    dtype = torch.get_autocast_dtype("cpu") if autocast else dtype
+    path = cpu_matmul.choice()
+    gemm = path.bf16 if dtype == torch.bfloat16 else path.fp32
+    key = f"{hidden_size}x{vocab_size} {str(dtype).removeprefix('torch.')} gemm {gemm}"
+    seq_len = DECODING_PROBE_SHAPE[1]
+    real_fraction = decoding_probe_real_fraction()
+
+    def measure() -> dict[str, float]:
+        hidden, probe = decoding_probe_batch(hidden_size, dtype)
+        with torch.no_grad():
+            return cpu_matmul.time_interleaved(
+                {
+                    "rows": lambda: probe.pad(decode(probe.unpad(hidden)), seq_len),
+                    "grid": lambda: probe.zero_pad_rows(decode(hidden)),
+                },
+                rounds=3,
+            )
+
+    def summary(seconds: dict[str, float]) -> str:
+        return f"Padded batches' MLM logits decoded on the whole grid below {threshold(seconds):.0%} padding"
+
+    def threshold(seconds: dict[str, float]) -> float:
+        return min(max(seconds["rows"] / seconds["grid"] - real_fraction, 0.0), 1.0)
+
+    return threshold(cpu_matmul.timed_candidates("padded_decoding", key, measure, summary))
+
+
+def _decoding_probe_lengths() -> list[int]:
+    """The probe's row lengths, spread evenly from (1 - 2p) T to T (on the host: read at every padded CPU forward)."""
+    batch_size, seq_len = DECODING_PROBE_SHAPE
+    shortest = round((1 - 2 * DECODING_PROBE_PADDING) * seq_len)
+    return [round(shortest + row * (seq_len - shortest) / (batch_size - 1)) for row in range(batch_size)]
+
+
+def decoding_probe_real_fraction() -> float:
+    """The fraction of the decoding probe's (B, T) grid that is real tokens."""
+    return sum(_decoding_probe_lengths()) / (DECODING_PROBE_SHAPE[0] * DECODING_PROBE_SHAPE[1])
+
+
+def decoding_probe_batch(hidden_size: int, dtype: torch.dtype) -> tuple[torch.Tensor, BertScratchPadding]:
+    """The padded batch CPU decodings are timed on: random (B, T, H) hidden states of a `DECODING_PROBE_SHAPE` batch
+    whose row lengths spread evenly from (1 - 2p) T to T (p = `DECODING_PROBE_PADDING`), and its padding."""
+    batch_size, seq_len = DECODING_PROBE_SHAPE
+    generator = torch.Generator().manual_seed(0)  # the global generator (dropout's) stays untouched
+    hidden = torch.randn(batch_size, seq_len, hidden_size, generator=generator, dtype=dtype)
+    lengths = torch.tensor(_decoding_probe_lengths())
+    padding = BertScratchPadding.from_mask(torch.arange(seq_len)[None, :] < lengths[:, None])
+    return hidden, padding
 
 
 def _may_unpad(config: BertScratchConfig, kwargs: dict[str, object]) -> bool:

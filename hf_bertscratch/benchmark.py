@@ -37,7 +37,9 @@ torch's default. After the cases, each GEMM path is timed alone (`gemm_rates`) o
 and on a square one 8H wide (2,048 at mini), the most these paths reach on this CPU (the ceiling the record shows).
 
 `--output_json` writes the run's record: the command, the code's commit, the UTC date, package versions, CPU, threads,
-load average at the start and the end, the GEMM path and its GFLOP/s, and every figure; `python -m lab.make_report`
+load average at the start and the end, the GEMM path and its GFLOP/s, every other choice made for this CPU with the
+times it was made from (`cpu_choices`: `cpu_matmul.measured_choices()`, such as the decoding of padded batches' logits
+and of inference into a reused buffer), and every figure; `python -m lab.make_report`
 renders the records under `results/speed/` into the README's and the docs' speed tables.
 
 Usage:
@@ -80,6 +82,7 @@ WORKLOADS = ("train", "infer", "encode", "fill-mask")
 INFERENCE_WORKLOADS = ("infer", "encode", "fill-mask")
 VARIANTS = ("eager", "compiled")
 PRECISIONS = ("fp32", "bf16")
+DECODINGS = ("auto", "model")  # --decoding
 VOCAB_SIZE = 30522  # bert-base-uncased's WordPiece vocabulary: the decoder it implies is most of a small BERT
 FIRST_WORD_ID = 999  # ids below are [PAD], [unused*], [UNK], [CLS], [SEP], [MASK] in bert-base-uncased
 # The ONNX Runtime contender's graph, as the results name it.
@@ -155,6 +158,15 @@ class BenchmarkArguments:
             "'default' (torch's) or 'onednn' (prepacked weights)."
         },
     )
+    decoding: str = field(
+        default="auto",
+        metadata={
+            "help": "How our inference decodes the full logits: 'auto' (`fast_decode.enable`: the fastest on this CPU "
+            "of the model's own decoding and decoding into a reused buffer) or 'model' (the model's own decoding, a "
+            "padded batch's on the whole grid or at the real rows as measured on this CPU, or as "
+            "BERTSCRATCH_PADDED_DECODING forces)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed for the weights and the batches."})
     output_json: str | None = field(
         default=None,
@@ -172,6 +184,7 @@ class BenchmarkArguments:
         _check_choices("variants", self.variants, VARIANTS)
         _check_choices("precisions", self.precisions, PRECISIONS)
         _check_choices("gemm_path", [self.gemm_path], ("auto", *cpu_matmul.PATHS))
+        _check_choices("decoding", [self.decoding], DECODINGS)
         check_case_grid(self.seq_lens, self.paddings)
         for name in ("batch_size", "repeats"):
             if getattr(self, name) < 1:
@@ -238,14 +251,18 @@ def build_config(preset: str, dropout: float = 0.1) -> BertScratchConfig:
     )
 
 
-def build_models(preset: str, dropout: float, seed: int) -> tuple[BertScratchForMaskedLM, BertForMaskedLM]:
-    """Ours at random init and transformers' `BertForMaskedLM` (sdpa) holding exactly the same weights."""
+def build_models(
+    preset: str, dropout: float, seed: int, decoding: str = "auto"
+) -> tuple[BertScratchForMaskedLM, BertForMaskedLM]:
+    """Ours at random init and transformers' `BertForMaskedLM` (sdpa) holding exactly the same weights; ours decodes
+    its inference logits as `bertscratch pretrain` evaluates (`fast_decode.enable`) for `decoding` "auto", on its own
+    for "model"."""
     torch.manual_seed(seed)
     ours = BertScratchForMaskedLM(build_config(preset, dropout))
     reference = bertscratch_to_bert(ours)
     assert isinstance(reference, BertForMaskedLM), "the conversion gives each head transformers' own"
     reference.set_attn_implementation("sdpa")
-    return fast_decode.enable(ours), reference  # as `bertscratch pretrain` evaluates: tiles into a reused buffer
+    return fast_decode.enable(ours) if decoding == "auto" else ours, reference
 
 
 def make_batch(
@@ -492,7 +509,7 @@ def _peak_rss_mib() -> float:
 def run_case(args: BenchmarkArguments, case: Case) -> list[CaseResult]:
     """Measure every workload of one (preset, T, padding, variant, precision) case; one result per workload."""
     preset, seq_len, padding, variant, precision = case.preset, case.seq_len, case.padding, case.variant, case.precision
-    ours, reference = build_models(preset, args.dropout, args.seed)
+    ours, reference = build_models(preset, args.dropout, args.seed, args.decoding)
     batch = make_batch(args.batch_size, seq_len, padding, args.mask_probability, args.seed)
     useful_tokens = int(batch["attention_mask"].sum())
     loss_diff = loss_difference(ours, reference, batch)
@@ -642,7 +659,8 @@ def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[Ca
     `CaseResult` each)."""
     onnxruntime = args.onnxruntime or args.onnxruntime_int8
     head = run_record(PROGRAM, argv, args, start, onnxruntime)
-    return {**head, "gemm_rates": gemm_rates(args), "results": [asdict(result) for result in results]}
+    choices = cpu_matmul.measured_choices()  # before `gemm_rates`, whose probes are no choice
+    return {**head, "cpu_choices": choices, "gemm_rates": gemm_rates(args), "results": [asdict(r) for r in results]}
 
 
 def gemm_rates(args: BenchmarkArguments) -> list[dict]:

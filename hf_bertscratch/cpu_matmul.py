@@ -31,6 +31,12 @@ The switch, `BERTSCRATCH_CPU_MATMUL` (read when the path is first needed) or `se
 - `default` (or `off`): torch's default path everywhere, as before this module;
 - `onednn`: oneDNN with prepacked weights without probing.
 
+The same cache holds the other choices that depend on the CPU, each timed once per machine and thread count by
+`timed_candidates` (interleaved rounds, a close call timed again by the next processes, each candidate keeping its best
+time) and logged once per process: the decoding of a padded batch's MLM logits (`batching_bertscratch`) and the
+decoding of CPU inference into a reused buffer (`hf_bertscratch.fast_decode`). `measured_choices()` lists what this
+process measured or read, for a benchmark's record.
+
 This file imports torch only: the model file imports it, and `save_pretrained` ships it beside the model for
 `trust_remote_code` loading.
 """
@@ -45,9 +51,10 @@ import platform
 import statistics
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -62,6 +69,9 @@ PROBE_SHAPE = (1024, 256, 1024)  # (M, K, N): the mini encoder's feed-forward in
 PROBE_ROUNDS = 7
 MAX_PROBES = 3  # probes of a machine whose choice stays a close call; each path keeps its best rate over them
 UNSURE_MARGIN = 1.25  # a oneDNN/default ratio within this factor of MIN_SPEEDUP (either way) is a close call
+CLOSE_CALL = (
+    1.1  # a timed choice whose two fastest candidates are within this factor is timed again (`timed_candidates`)
+)
 CACHE_FILE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hf_bertscratch" / "cpu_matmul.json"
 
 
@@ -85,16 +95,20 @@ class MatmulChoice:
 _lock = threading.Lock()
 _choice: MatmulChoice | None = None
 _forced: str | None = None
+_timed_lock = threading.RLock()
+_timed: dict[tuple[str, str, int, Path], dict[str, Any]] = {}  # this process's answers, by section, key, threads, cache
 
 
 def set_path(path: str | None) -> None:
     """Force the CPU GEMM path of this process ("default", "onednn", or "auto"/None for the probe's choice); overrides
-    `BERTSCRATCH_CPU_MATMUL`."""
+    `BERTSCRATCH_CPU_MATMUL`. The process's other choices (`timed_candidates`) are read or timed again."""
     global _choice, _forced
     if path not in (None, "auto", "off", *PATHS):
         raise ValueError(f"CPU GEMM path must be one of {['auto', 'off', *PATHS]}, got {path!r}.")
     with _lock:
         _forced, _choice = path, None
+    with _timed_lock:
+        _timed.clear()
 
 
 def choice() -> MatmulChoice:
@@ -237,16 +251,72 @@ def probe(shape: tuple[int, int, int] = PROBE_SHAPE, rounds: int = PROBE_ROUNDS)
             packed = torch.ops.mkldnn._reorder_linear_weight(wd, rows)
             contenders[f"{name} default"] = lambda xd=xd, wd=wd, bd=bd: F.linear(xd, wd, bd)
             contenders[f"{name} onednn"] = lambda xd=xd, p=packed, bd=bd: _onednn_linear(xd, p, bd)
-        times: dict[str, list[float]] = {name: [] for name in contenders}
-        for run in contenders.values():
-            run()  # warm-up: first-call allocations and kernel creation
-        for _ in range(rounds):
-            for name, run in contenders.items():
-                start = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - start)
+        seconds = time_interleaved(contenders, rounds)
     flops = 2 * rows * inner * columns
-    return {name: float(f"{flops / statistics.median(seconds) / 1e9:.3g}") for name, seconds in times.items()}
+    return {name: float(f"{flops / median / 1e9:.3g}") for name, median in seconds.items()}
+
+
+_Name = TypeVar("_Name")
+
+
+def time_interleaved(candidates: Mapping[_Name, Callable[[], object]], rounds: int) -> dict[_Name, float]:
+    """Median seconds of each candidate over `rounds` rounds, one call of each per round after a warm-up call, so that
+    load from other processes hits every candidate alike."""
+    times: dict[_Name, list[float]] = {name: [] for name in candidates}
+    for run in candidates.values():
+        run()  # warm-up: first-call allocations and kernel creation
+    for _ in range(rounds):
+        for name, run in candidates.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def timed_candidates(
+    section: str, key: str, measure: Callable[[], dict[str, float]], summary: Callable[[dict[str, float]], str]
+) -> dict[str, float]:
+    """Seconds of each candidate of a choice that depends on the CPU, for this machine (`machine_key`: CPU, threads,
+    torch) and `key` (what was timed: a shape, a dtype, a GEMM path): this process's earlier answer, the cache's
+    (`section`), or `measure()` now (candidate name -> seconds, timed interleaved), then cached. A close call (the
+    two fastest within `CLOSE_CALL` of each other) timed fewer than `MAX_PROBES` times is timed again by the next
+    processes, each candidate keeping its best time. The first answer of a process is logged with `summary(seconds)`,
+    the choice it makes."""
+    memo_key = (section, key, torch.get_num_threads(), CACHE_FILE)
+    with _timed_lock:
+        if memo_key in _timed:
+            return _timed[memo_key]["seconds"]
+        entries = read_cache(section)
+        entries = entries if isinstance(entries, dict) else {}
+        entry = entries.get(key)
+        cached: dict[str, float] = entry.get("seconds") or {} if isinstance(entry, dict) else {}
+        probes = int(entry.get("probes", 1)) if cached and isinstance(entry, dict) else 0
+        if cached and (probes >= MAX_PROBES or not close_call(cached)):
+            seconds, how = cached, "cached"
+        else:
+            seconds = {name: min(value, cached.get(name, value)) for name, value in measure().items()}
+            probes += 1
+            how = "measured" + (f", the best of {probes} probes" if probes > 1 else "")
+            write_cache(section, {**entries, key: {"seconds": seconds, "probes": probes}})
+        times = ", ".join(f"{name} {value * 1e3:.1f} ms" for name, value in seconds.items())
+        _timed[memo_key] = {"section": section, "key": key, "seconds": seconds, "choice": summary(seconds), "how": how}
+        logger.info("%s (%s; %s: %s)", _timed[memo_key]["choice"], how, key, times)
+        return seconds
+
+
+def close_call(seconds: dict[str, float]) -> bool:
+    """Whether the two fastest of `seconds` are within `CLOSE_CALL` of each other."""
+    fastest = sorted(seconds.values())
+    return len(fastest) > 1 and fastest[1] < CLOSE_CALL * fastest[0]
+
+
+def measured_choices() -> list[dict[str, Any]]:
+    """This process's CPU-dependent choices: the GEMM path's (`choice()`) and each one `timed_candidates` answered,
+    with its section, key, seconds, the choice in words and how it was made (measured or cached)."""
+    gemm = choice()
+    with _timed_lock:
+        timed = [dict(entry) for entry in _timed.values()]
+    return [{"section": "gemm_path", "choice": gemm.describe(), **asdict(gemm)}, *timed]
 
 
 def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

@@ -12,16 +12,13 @@ the same as the model's own decoding (tested); evaluation in `bertscratch pretra
 Which of these is fastest depends on the CPU, its GEMM path (`cpu_matmul`: the model's own decoding may run on
 oneDNN, which cannot write into a given buffer) and its load: a 1 MiB fp32 output tile was fastest on an idle 2-core
 Intel Xeon, and 3-4x slower than no tiling on a 2-core AMD EPYC. So `enable(model)` (tile "auto") times the three on
-the model's own head at its first decoding (`choose_decoding`) and caches the choice per machine and threads with
-`cpu_matmul`'s; `enable(model, tile=(rows, words))` or `tile=None` (one GEMM per run) fixes it instead.
+the model's own head at its first decoding (`choose_decoding`) and caches their times per machine and threads with
+`cpu_matmul`'s other choices (`cpu_matmul.timed_candidates`); `enable(model, tile=(rows, words))` or `tile=None` (one GEMM per run) fixes it instead.
 """
 
 from __future__ import annotations
 
-import logging
-import statistics
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -29,12 +26,10 @@ import torch
 from torch import nn
 
 from . import cpu_matmul
+from .batching_bertscratch import DECODING_PROBE_PADDING, BertScratchPadding, decodes_padded_grid, decoding_probe_batch
 
 if TYPE_CHECKING:
-    from .batching_bertscratch import BertScratchPadding
     from .modeling_bertscratch import BertScratchLMHead
-
-logger = logging.getLogger(__name__)
 
 Tile = tuple[int, int] | None | Literal["auto", "model"]
 Decoding = tuple[int, int] | None | Literal["model"]
@@ -59,36 +54,45 @@ def _tile_name(tile: tuple[int, int] | None | str) -> str:
     return tile if isinstance(tile, str) else "one GEMM" if tile is None else f"{tile[0]}x{tile[1]}"
 
 
-def choose_decoding(head: BertScratchLMHead) -> Decoding:
+def choose_decoding(head: BertScratchLMHead, padded: bool = False) -> Decoding:
     """The fastest of the model's own decoding ("model"), one GEMM per run into a reused buffer (None) and
-    `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path: from `cpu_matmul`'s cache, or timed now on
-    `PROBE_ROWS` rows in interleaved rounds (`time_candidates`) and cached."""
+    `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path, for batches without padding or, with
+    `padded`, for padded ones (runs of real rows are shorter there, and the model's own decoding copies them into the
+    grid or decodes the grid, `batching_bertscratch.decodes_padded_grid`): timed in interleaved rounds
+    (`time_candidates`) once per machine, threads and shape, and cached (`cpu_matmul.timed_candidates`)."""
     hidden_size, vocab_size = head.decoder.in_features, head.decoder.out_features
     key = f"{hidden_size}x{vocab_size} {head.decoder.weight.dtype} gemm {cpu_matmul.choice().fp32}"
-    cached = (cpu_matmul.read_cache("fast_decode") or {}).get(key)
-    if cached is not None:
-        return _tile_from_json(cached["choice"])
-    seconds = time_candidates(head)
-    chosen = min(seconds, key=lambda tile: seconds[tile])
-    logger.info(
-        "MLM inference decoding: %s (ms per %d rows: %s)",
-        _tile_name(chosen),
-        PROBE_ROWS,
-        ", ".join(f"{_tile_name(tile)} {time * 1e3:.1f}" for tile, time in seconds.items()),
+    key += f", padded {DECODING_PROBE_PADDING:.0%}" if padded else ""
+
+    def measure() -> dict[str, float]:
+        return {_tile_name(tile): seconds for tile, seconds in time_candidates(head, padded).items()}
+
+    def fastest(seconds: dict[str, float]) -> str:
+        return min(seconds, key=lambda name: seconds[name])
+
+    batches = "padded batches" if padded else "batches without padding"
+    seconds = cpu_matmul.timed_candidates(
+        "fast_decode", key, measure, lambda seconds: f"MLM inference decoding of {batches}: {fastest(seconds)}"
     )
-    entry = {"choice": list(chosen) if isinstance(chosen, tuple) else chosen}
-    cpu_matmul.write_cache("fast_decode", {**(cpu_matmul.read_cache("fast_decode") or {}), key: entry})
-    return chosen
+    return _tile_from_name(fastest(seconds))
 
 
-def _tile_from_json(value: object) -> Decoding:
-    if isinstance(value, list):
-        return int(value[0]), int(value[1])
-    return "model" if isinstance(value, str) else None  # the cache writes no other string
+def _tile_from_name(name: str) -> Decoding:
+    """The decoding `_tile_name` names: "model", "one GEMM" (None) or "ROWSxWORDS"."""
+    if name == "model":
+        return "model"
+    if name == _tile_name(None):
+        return None
+    rows, words = name.split("x")
+    return int(rows), int(words)
 
 
-def time_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
-    """Median seconds of each decoding candidate on `PROBE_ROWS` random rows of `head`'s width, interleaved."""
+def time_candidates(head: BertScratchLMHead, padded: bool = False) -> dict[Decoding, float]:
+    """Median seconds of each decoding candidate, interleaved: on `PROBE_ROWS` random rows of `head`'s width (the
+    vocabulary projection alone) or, with `padded`, on the padded batch of `batching_bertscratch.decoding_probe_batch`,
+    as each candidate decodes it in the model (the head's transform, the grid's pad rows)."""
+    if padded:
+        return _time_padded_candidates(head)
     weight = head.decoder.weight
     hidden = torch.randn(PROBE_ROWS, weight.shape[1], dtype=weight.dtype)
     runs = [(0, 0, PROBE_ROWS)]
@@ -106,16 +110,31 @@ def time_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
         None: into_buffer(None),
         DEFAULT_TILE: into_buffer(DEFAULT_TILE),
     }
-    times: dict[Decoding, list[float]] = {tile: [] for tile in candidates}
     with torch.no_grad():
-        for decode in candidates.values():
-            decode()
-        for _ in range(PROBE_ROUNDS):
-            for tile, decode in candidates.items():
-                start = time.perf_counter()
-                decode()
-                times[tile].append(time.perf_counter() - start)
-    return {tile: statistics.median(values) for tile, values in times.items()}
+        return cpu_matmul.time_interleaved(candidates, PROBE_ROUNDS)
+
+
+def _time_padded_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
+    weight = head.decoder.weight
+    hidden, padding = decoding_probe_batch(weight.shape[1], weight.dtype)
+    seq_len = hidden.shape[1]
+
+    def into_buffer(tile: tuple[int, int] | None) -> Callable[[], object]:
+        decoder = TiledLogitsDecoder(tile)
+        return lambda: decoder(head, hidden, padding)
+
+    def model_decoding() -> torch.Tensor:  # as `_BertScratchMLMMixin._decode` on a CPU
+        if decodes_padded_grid(head, hidden, padding, weight.shape[0]):
+            return padding.zero_pad_rows(head(hidden))
+        return padding.pad(head(padding.unpad(hidden)), seq_len)
+
+    candidates: dict[Decoding, Callable[[], object]] = {
+        "model": model_decoding,
+        None: into_buffer(None),
+        DEFAULT_TILE: into_buffer(DEFAULT_TILE),
+    }
+    with torch.no_grad():
+        return cpu_matmul.time_interleaved(candidates, PROBE_ROUNDS)
 
 
 def decode_into(
@@ -155,20 +174,22 @@ def decode_into(
 class TiledLogitsDecoder:
     """A model's `logits_decoder` (set by `enable`): decodes (B, T, H) into (B, T, V) logits in `tile`s, into the
     reused buffer, where it can (CPU, no autograd, no tracing, no autocast); returns None elsewhere, and the model
-    then decodes as usual. `tile` "auto" is resolved by `choose_decoding` at the first decoding; "model" leaves every
-    decoding to the model. The buffer is not model state: a copy of the decoder starts without one."""
+    then decodes as usual. `tile` "auto" is resolved by `choose_decoding` at the first decoding of a batch without
+    padding (`tile`) and at the first of a padded one (`padded_tile`); "model" leaves every decoding to the model. The buffer is not model state: a copy of the decoder starts without one."""
 
     def __init__(self, tile: Tile = "auto") -> None:
         check_tile(tile, ("auto", "model"))
-        self.tile = tile
+        self.tile = tile  # batches without padding
+        self.padded_tile = tile  # padded batches: "auto" is chosen apart (`choose_decoding(head, padded=True)`)
         self._buffer: torch.Tensor | None = None
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict:  # a copy or a pickle takes the tile, not the buffer or the lock
-        return {"tile": self.tile}
+    def __getstate__(self) -> dict:  # a copy or a pickle takes the tiles, not the buffer or the lock
+        return {"tile": self.tile, "padded_tile": self.padded_tile}
 
     def __setstate__(self, state: dict) -> None:
         TiledLogitsDecoder.__init__(self, state["tile"])
+        self.padded_tile = state.get("padded_tile", self.tile)
 
     def __call__(
         self, head: BertScratchLMHead, sequence_output: torch.Tensor, padding: BertScratchPadding | None
@@ -177,9 +198,11 @@ class TiledLogitsDecoder:
         decoding into the buffer does not apply."""
         if not self.applies(head, sequence_output):
             return None
-        if self.tile == "auto":
+        if padding is None and self.tile == "auto":
             self.tile = choose_decoding(head)
-        tile = self.tile
+        if padding is not None and self.padded_tile == "auto":
+            self.padded_tile = choose_decoding(head, padded=True)
+        tile = self.tile if padding is None else self.padded_tile
         if isinstance(tile, str):  # "model": the head's own decoding
             return None
         batch_size, seq_len, hidden_size = sequence_output.shape

@@ -51,7 +51,7 @@ from .finetuning_arguments import (
     parse_args,
     resolve_paths,
 )
-from .hardware import describe_hardware, describe_precision, precision_name
+from .hardware import describe_hardware, describe_precision, precision_name, use_threads
 from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
@@ -598,7 +598,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     checkpoint = resolve_paths(model_args, training_args)
-    logger.info("Training on %s at %s.", describe_hardware(), describe_precision(training_args))
+    threads = use_threads(training_args.threads)
+    logger.info("Training on %s at %s: %s.", describe_hardware(), describe_precision(training_args), threads.describe())
     task = data_args.task_spec  # the task the flags name, from the table
     defaults = finetune_defaults(task, data_args.task, model_width(model_args))  # BERT's recipe for a wide model
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import platform
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+
+from hf_bertscratch_base.thread_pool import wait_policy
 
 
 def _cpuinfo_value(key: str) -> str | None:
@@ -140,17 +143,66 @@ def device_defaults(gpus: int, bf16_fast: bool, cores: int, precision: str = "au
 
 
 def available_cores() -> int:
+    """The cores this process may run on (its affinity: `taskset`, a container's cpuset), else the CPU count."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def describe_device_choice(training_args: LaunchArguments, processes: int) -> str:
-    """One line on where and how the run trains, as chosen (`device_defaults`) or given."""
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The torch threads each process of a training run computes with (`count`) and why (`reason`)."""
+
+    count: int
+    reason: str
+
+    def describe(self) -> str:
+        """One line for the run's log: the threads, why, and how idle threads wait (`thread_pool.wait_policy`)."""
+        plural = "s" if self.count != 1 else ""
+        return f"{self.count} torch thread{plural} per process ({self.reason}; {wait_policy()})"
+
+
+def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoice:
+    """The torch threads of each of a run's `processes`: `requested` (`--threads`) when given, `OMP_NUM_THREADS` when
+    set (a launcher's share, or the user's), and otherwise the cores this process may use (`available_cores`: its
+    affinity, not the machine's count) shared among the processes, at least 1. The load average at start is logged
+    with the choice, not subtracted from it: with idle threads sleeping (`thread_pool`), two fine-tunes side by side
+    on a loaded 2-core AMD EPYC each ran 1.7x as fast with 2 threads as with the 1 the load left
+    (`results/threads/finetune-sst2-zen2-passive.json`); a thread short of the cores only gives up the process's share
+    of them."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"--threads must be a positive integer, got {requested}.")
+        return ThreadChoice(requested, "--threads")
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {given!r}.")
+        return ThreadChoice(int(given), THREADS_ENV)
+    cores = available_cores()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    shared = f" shared by {processes} processes" if processes > 1 else ""
+    reason = f"the {cores} cores this process may use{shared}, load average {load:.2f} at start"
+    return ThreadChoice(max(1, cores // processes), reason)
+
+
+def use_threads(requested: int | None = None) -> ThreadChoice:
+    """Set this process's torch threads to `fit_threads(requested)`; returns the choice, for the run's log."""
+    chosen = fit_threads(requested)
+    torch.set_num_threads(chosen.count)
+    return chosen
+
+
+def describe_device_choice(training_args: LaunchArguments, processes: int, threads: ThreadChoice | None = None) -> str:
+    """One line on where and how the run trains, as chosen (`device_defaults`, `fit_threads`) or given."""
     gpus = visible_gpus(training_args.use_cpu)
     where = f"{gpus} CUDA GPU(s) ({torch.cuda.get_device_name(0)})" if gpus else f"the CPU ({available_cores()} cores)"
     precision = describe_precision(training_args)
     pinned = ", pinned memory" if training_args.dataloader_pin_memory else ""
+    computing = f", {threads.describe()}" if threads is not None else ""
     return (
-        f"Training on {where}: {processes} process(es), {precision}, "
+        f"Training on {where}: {processes} process(es){computing}, {precision}, "
         f"{training_args.dataloader_num_workers} loading worker(s) per process{pinned}."
     )
 

@@ -62,6 +62,7 @@ from .batching_bertscratch import (
     check_kwargs,
     check_ranges,
     cut_long_texts,
+    decodes_padded_grid,
     document_ids,
     plan_batch,
     requested,
@@ -642,17 +643,16 @@ class _BertScratchMLMMixin(_MLMHeadBase):
                 return logits
         if padding is None:
             return self.cls(sequence_output)
-        if self._decodes_padded_grid(sequence_output):
+        if self._decodes_padded_grid(sequence_output, padding):
             return padding.zero_pad_rows(self.cls(sequence_output))
         return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
 
-    def _decodes_padded_grid(self, sequence_output: torch.Tensor) -> bool:
+    def _decodes_padded_grid(self, sequence_output: torch.Tensor, padding: BertScratchPadding) -> bool:
         """Whether a padded batch's logits are decoded on the whole (B, T) grid, pad rows then zeroed, rather than at
-        the N real rows, copied into the grid. A CPU is compute-bound on the decoder, whose GEMM is most of a small
-        BERT's inference: the real rows only. On a GPU the GEMM is cheap beside writing its (., V) output, and the
-        copy writes the real rows' logits twice and holds both at once: the grid, in one GEMM (unpadded mini, 30%
-        padding, on an H200: 1.06-1.12x the rows' decoding, at 1.1 GiB against 1.7, `results/gpu/h200-1.json`)."""
-        return sequence_output.device.type != "cpu"
+        the N real rows, copied into the grid: the device's rule (`batching_bertscratch.DEVICE_RULES`), on a GPU
+        the grid, on a CPU the faster of the two as measured on the CPU it runs on
+        (`batching_bertscratch.decodes_padded_grid`)."""
+        return decodes_padded_grid(self.cls, sequence_output, padding, self.config.vocab_size)
 
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):

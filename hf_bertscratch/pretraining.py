@@ -41,6 +41,8 @@ from transformers import (
     set_seed,
 )
 
+from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
+
 from . import fast_decode
 from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
 from .electra import (
@@ -49,7 +51,7 @@ from .electra import (
     replaced_token_metrics,
     replaced_token_reductions,
 )
-from .hardware import available_cores, describe_device_choice, resolve_num_processes
+from .hardware import THREADS_ENV, describe_device_choice, fit_threads, resolve_num_processes
 from .hub import push_training_output
 from .initialisation import start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
@@ -402,9 +404,9 @@ def save_outputs(
     return finish_run(trainer, write_reports, keep_last_checkpoint=True)
 
 
-def launch_processes(argv: list[str], processes: int) -> None:
-    """Run this same command under `torch.distributed.run` with `processes` processes, splitting the CPU threads."""
-    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, available_cores() // processes))
+def launch_processes(argv: list[str], processes: int, threads: int) -> None:
+    """Run this same command under `torch.distributed.run` with `processes` processes of `threads` torch threads
+    each (`hardware.fit_threads`), their OpenMP threads sleeping when idle (`thread_pool`)."""
     command = [
         sys.executable,
         "-m",
@@ -416,7 +418,8 @@ def launch_processes(argv: list[str], processes: int) -> None:
         *argv,
     ]
     logger.info("Launching %d processes with %s torch thread(s) each: %s", processes, threads, " ".join(command))
-    done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": threads}, check=False)
+    environment = {WAIT_POLICY_ENV: TRAINING_WAIT_POLICY, **os.environ, THREADS_ENV: str(threads)}
+    done = subprocess.run(command, env=environment, check=False)
     if done.returncode != 0:
         raise SystemExit(done.returncode)
 
@@ -426,13 +429,15 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     model_args, data_args, training_args = parse_args(argv)
     processes = resolve_num_processes(training_args)
+    threads = fit_threads(training_args.threads, processes)
     if "WORLD_SIZE" not in os.environ:
-        print(describe_device_choice(training_args, processes))
+        print(describe_device_choice(training_args, processes, threads))
     if processes > 1:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logger.setLevel(logging.INFO)
-        launch_processes(argv, processes)
+        launch_processes(argv, processes, threads.count)
         return
+    torch.set_num_threads(threads.count)
     checkpoint = resolve_checkpoint(training_args)
     check_resumed_pair(checkpoint, model_args)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -63,7 +63,17 @@ class GuardedTrainingArguments(TrainingArguments):
         },
     )
 
+    threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "torch threads per process (default: OMP_NUM_THREADS where set, else the cores this process may "
+            "use less those the load average at start keeps busy; `hardware.fit_threads`)."
+        },
+    )
+
     def __post_init__(self) -> None:
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"--threads must be a positive integer, got {self.threads}.")
         choose_precision(self)
         super().__post_init__()
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card

@@ -15,10 +15,13 @@ import sys
 
 from hf_bertscratch_base import did_you_mean
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 from .commands import COMMANDS, DEBUG_ENV, PROG, flag_value, model_argument, parse, version
 from .data_checks import check_data_files
 
+# The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
+TRAINING_COMMANDS = ("pretrain", "finetune")
 # finetune flags that name data other than the task's own local copy or Hub dataset.
 OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
 
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> None:
         except (OSError, ValueError) as error:
             print(f"{PROG} {command}: error: {type(error).__name__}: {error}", file=sys.stderr)
             raise SystemExit(1) from None
+    if command in TRAINING_COMMANDS:
+        use_training_wait_policy()  # before torch loads
     from hf_bertscratch.cli import run_command  # torch and transformers load here, for a command that needs them
 
     run_command(command, args, debug=debug)

@@ -1,5 +1,8 @@
 """Time the MLM head's inference decoding alone: one GEMM per run vs cache-sized tiles, fresh vs reused output,
-and optionally ONNX Runtime's Gemm on the same product (see `--help`). Records land in results/decoder/."""
+optionally ONNX Runtime's Gemm on the same product, and with `--paddings` the model's own two decodings of a padded
+batch, its real rows copied into the grid against the grid with its pad rows zeroed (`batching_bertscratch.
+decodes_padded_grid` chooses between them on each CPU), all interleaved (see `--help`). Records land in
+results/decoder/ (the two decodings' in results/cpu-choices/)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from torch import nn
 from transformers import HfArgumentParser
 
 from hf_bertscratch.arguments import parse_args_or_json
-from hf_bertscratch.benchmark import time_interleaved
+from hf_bertscratch.batching_bertscratch import BertScratchPadding
+from hf_bertscratch.benchmark import check_case_grid, make_batch, time_interleaved
 from hf_bertscratch.configuration_bertscratch import BertScratchConfig
 from hf_bertscratch.fast_decode import decode_into
 from hf_bertscratch.modeling_bertscratch import BertScratchLMHead
@@ -26,6 +30,7 @@ from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 PROGRAM = "python -m lab.profile_decode"
+SEQ_LEN = 128  # T of the padded batches (--paddings)
 
 
 @dataclass
@@ -39,6 +44,14 @@ class DecodeProfileArguments:
     rows: int = field(default=4096, metadata={"help": "Rows decoded (B x T: 32 x 128)."})
     tile: list[int] = field(default_factory=lambda: [256, 1024], metadata={"help": "The tiled variant's rows words."})
     repeats: int = field(default=6, metadata={"help": "Timed repetitions after one warm-up."})
+    paddings: list[float] = field(
+        default_factory=list,
+        metadata={
+            "help": "Also time the model's own decoding of a padded (rows / 128, 128) batch with each of these pad "
+            "fractions (row lengths spread evenly, as the benchmark's), both ways: the real rows then copied into the "
+            "grid (`BertScratchPadding.pad`), and the whole grid with its pad rows zeroed (`zero_pad_rows`)."
+        },
+    )
     onnxruntime: bool = field(
         default=False,
         metadata={
@@ -58,6 +71,9 @@ class DecodeProfileArguments:
     def __post_init__(self) -> None:
         if len(self.tile) != 2 or min(self.tile) < 1:
             raise ValueError(f"tile must be two positive sizes (rows words), got {self.tile}.")
+        if self.paddings and self.rows % SEQ_LEN:
+            raise ValueError(f"rows must be a multiple of {SEQ_LEN} with --paddings, got {self.rows}.")
+        check_case_grid([SEQ_LEN], self.paddings)
 
 
 def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
@@ -84,11 +100,26 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
         for tile in (tuple(args.tile), None)
         for reuse in (False, True)
     }
+    for padding in args.paddings:
+        steps.update(_padded_decodings(head, args.rows, args.hidden_size, padding))
     with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
         if args.onnxruntime:
             steps["onnxruntime Gemm"] = _onnxruntime_decode(head, hidden, Path(folder), args.num_threads)
         seconds = time_interleaved(steps, args.repeats, warmup=1)
     return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
+
+
+def _padded_decodings(head: nn.Module, rows: int, hidden_size: int, padding: float) -> dict[str, Callable[[], object]]:
+    """The model's two decodings of a (rows / `SEQ_LEN`, `SEQ_LEN`) batch with `padding` of it pad: its real rows
+    copied into the grid, and the grid with its pad rows zeroed."""
+    attention_mask = make_batch(rows // SEQ_LEN, SEQ_LEN, padding)["attention_mask"]
+    grid = BertScratchPadding.from_mask(attention_mask)
+    hidden = torch.randn(rows // SEQ_LEN, SEQ_LEN, hidden_size)
+    name = f"{1 - grid.indices.numel() / rows:.0%} padding"
+    return {
+        f"{name}: real rows, copied into the grid": lambda: grid.pad(head(grid.unpad(hidden)), SEQ_LEN),
+        f"{name}: the grid, pad rows zeroed": lambda: grid.zero_pad_rows(head(hidden)),
+    }
 
 
 def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num_threads: int) -> Callable[[], None]:
@@ -124,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     milliseconds = profile_decode(args)
     for name, value in milliseconds.items():
-        print(f"  {name:32s} {value:8.1f} ms")
+        print(f"  {name:48s} {value:8.1f} ms")
     if args.output_json:
         record = {**run_record(PROGRAM, argv, args, start, args.onnxruntime), "milliseconds": milliseconds}
         write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")

@@ -14,7 +14,8 @@ The contenders: ours (`BertScratchForMaskedLM`, sdpa), transformers' `BertForMas
 padding, ours with `config.unpad_inputs=False` (`ours_padded`: every layer on the padded batch), ours unpadding
 whatever the device and size with no varlen kernel, padding and unpadding around each attention as on a CPU
 (`ours_unpadded`; ours runs a padded batch's attention through PyTorch's varlen kernel on CUDA in bf16 where it
-exists, else padded below hidden size 768: `batching_bertscratch.DEVICE_RULES`) and ours decoding the logits at the real rows only, as on a CPU
+exists, else padded below hidden size 768: `batching_bertscratch.DEVICE_RULES`) and ours decoding the logits at the
+real rows only, as a CPU may
 (`ours_rows_decoding`; ours decodes a padded batch's whole grid on a GPU); and ours and transformers' with
 flash_attention_2 when `flash_attn` is importable (ours then runs padded batches varlen on the real tokens). MFU is
 the model FLOPs of the useful work (`step_flops`: the same estimate for every contender, so they compare as their
@@ -72,7 +73,14 @@ PRECISION = "bf16"
 OURS = "ours"
 PADDED = "ours_padded"  # ours with config.unpad_inputs=False: every layer on the padded (B, T) batch, as BERT runs
 UNPADDED = "ours_unpadded"  # ours running a padded batch unpadded whatever the device and size, no varlen: as on a CPU
-ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as it does on a CPU
+ROWS = "ours_rows_decoding"  # ours decoding a padded batch's logits at its real rows only, as a CPU may
+# The device rules (`batching_bertscratch.DEVICE_RULES`) a contender steps under: the UNPADDED one unpads a padded
+# batch whatever the device and size with no varlen kernel (padding and unpadding around each attention, as on a
+# CPU), the ROWS one decodes a padded batch's logits at its real rows on every device.
+CONTENDER_RULES: dict[str, dict[str, object]] = {
+    UNPADDED: {"unpad_min_hidden": {}, "torch_varlen_devices": ()},
+    ROWS: {"padded_decoding": {"cuda": "rows", "cpu": "rows"}},
+}
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from NVIDIA's datasheets, matched in order against
 # `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" is the SXM part): the first pattern found in the name wins.
 BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
@@ -120,7 +128,7 @@ class GpuCheckArguments:
             "help": f"With padding in the grid, also time ours with config.unpad_inputs=False ({PADDED!r}), ours "
             f"unpadding whatever the device and size ({UNPADDED!r}; both show what running the dense layers on the "
             f"real tokens only buys or costs here, which ours decides by `unpadding_pays`) and ours decoding the "
-            f"logits at the real rows only, as on a CPU ({ROWS!r}: what decoding the whole grid buys)."
+            f"logits at the real rows only, as a CPU may ({ROWS!r}: what decoding the whole grid buys)."
         },
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden and attention dropout in the training step."})
@@ -204,15 +212,15 @@ def synchronized(step: Callable[[], None], device: torch.device) -> Callable[[],
 def contender_step(
     name: str, model: nn.Module, workload: str, batch: dict[str, torch.Tensor], device: torch.device
 ) -> Callable[[], None]:
-    """The synchronised `workload` step of contender `name`; the UNPADDED one runs its padded batches unpadded
-    whatever the device and size, padding and unpadding around each attention as on a CPU (no varlen kernel: the
-    device rules `unpad_min_hidden` and `torch_varlen_devices` emptied while it steps)."""
+    """The synchronised `workload` step of contender `name`, under its device rules while it steps
+    (`CONTENDER_RULES`)."""
     step = make_step(workload, model, batch, PRECISION)
-    if name == UNPADDED:
+    rules = CONTENDER_RULES.get(name)
+    if rules is not None:
         plain = step
 
         def step() -> None:
-            with batching_bertscratch.device_rules(unpad_min_hidden={}, torch_varlen_devices=()):
+            with batching_bertscratch.device_rules(**rules):
                 plain()
 
     return synchronized(step, device)
@@ -268,8 +276,7 @@ def build_contenders(preset: str, args: GpuCheckArguments, device: torch.device)
     if args.padded_contenders and any(args.paddings):
         padded, unpadded, rows = (copy.deepcopy(ours) for _ in range(3))  # each its own config: only it changes
         padded.config.unpad_inputs = False
-        rows._decodes_padded_grid = lambda sequence_output: False  # type: ignore[method-assign]  # this instance
-        contenders.update({PADDED: padded, UNPADDED: unpadded, ROWS: rows})  # `contender_step` forces `unpadded`
+        contenders.update({PADDED: padded, UNPADDED: unpadded, ROWS: rows})  # `CONTENDER_RULES` for the last two
     for flash, make in (
         ("bertscratch_flash_attention_2", lambda: copy.deepcopy(ours)),  # its own config: the implementation differs
         ("transformers_flash_attention_2", lambda: bertscratch_to_bert(ours)),

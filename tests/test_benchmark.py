@@ -40,8 +40,12 @@ def test_main_runs_tiniest_case_and_writes_outputs(
     benchmark.main(
         [*TINIEST, "--paddings", "0.3", "--output_json", str(json_file), "--output_markdown", str(markdown_file)]
     )
-    results = json.loads(json_file.read_text())["results"]
+    record = json.loads(json_file.read_text())
+    results = record["results"]
     assert [(r["padding"], r["workload"]) for r in results] == [(0.3, "train"), (0.3, "infer")]
+    # The record names each choice made for this CPU: the GEMM path and the inference decoding at least.
+    assert {"gemm_path", "fast_decode"} <= {choice["section"] for choice in record["cpu_choices"]}
+    assert all(choice["choice"] for choice in record["cpu_choices"])
     for result in results:
         assert result["ours_tokens_per_s"] > 0 and result["reference_tokens_per_s"] > 0
         # One repetition: the ratio is ours/reference of the very tokens/s recorded beside it (> 1: ours faster).

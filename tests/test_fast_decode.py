@@ -100,45 +100,53 @@ def test_inference_reuses_the_logits_buffer_only_once_the_last_logits_are_droppe
 def test_the_decoding_is_chosen_by_timing_once_and_cached(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
 ) -> None:
-    """`enable(model)` times the candidates at the first decoding, takes the fastest, caches it per machine, and a
-    later model on the same machine reads the cache instead of timing again; "model" leaves decoding to the model."""
+    """`enable(model)` times the candidates at the first decoding of a padded batch and at the first of one without
+    padding, each apart, takes the fastest, caches it per machine, and a later model on the same machine reads the
+    cache instead of timing again; "model" leaves decoding to the model."""
     from hf_bertscratch import cpu_matmul
 
     monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cpu_matmul.json")
     timings = []
 
-    def fake_times(head: object) -> dict:
-        timings.append(head)
+    def fake_times(head: object, padded: bool = False) -> dict:
+        timings.append(padded)
+        if padded:
+            return {"model": 3.0, None: 2.0, fast_decode.DEFAULT_TILE: 1.0}
         return {"model": 3.0, None: 1.0, fast_decode.DEFAULT_TILE: 2.0}
 
     monkeypatch.setattr(fast_decode, "time_candidates", fake_times)
     ours, reference = _models()
     inputs = {key: value for key, value in _batch().items() if key != "labels"}
+    unpadded = {"input_ids": inputs["input_ids"][:1]}
     ours.eval()
-    fast_decode.enable(ours)
-    with torch.inference_mode():
-        ours(**inputs)
-    assert ours.logits_decoder.tile is None and len(timings) == 1
-    fast_decode.enable(ours)
-    with torch.inference_mode():
-        ours(**inputs)
-    assert ours.logits_decoder.tile is None and len(timings) == 1  # from the cache
+    for _ in range(2):  # the second model: from the cache
+        cpu_matmul.set_path(None)  # a new process, as far as the choices go
+        fast_decode.enable(ours)
+        with torch.inference_mode():
+            ours(**inputs)
+        assert (ours.logits_decoder.tile, ours.logits_decoder.padded_tile) == ("auto", fast_decode.DEFAULT_TILE)
+        with torch.inference_mode():
+            ours(**unpadded)
+        assert (ours.logits_decoder.tile, ours.logits_decoder.padded_tile) == (None, fast_decode.DEFAULT_TILE)
+        assert timings == [True, False]
+    cpu_matmul.set_path(None)
 
-    monkeypatch.setattr(fast_decode, "time_candidates", lambda head: {"model": 1.0, None: 2.0})
+    monkeypatch.setattr(fast_decode, "time_candidates", lambda head, padded: {"model": 1.0, None: 2.0})
     monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "other-machine.json")
     fast_decode.enable(ours)
     calls = []
     monkeypatch.setattr(fast_decode, "decode_into", lambda *args: calls.append(args))
     with torch.inference_mode():
         logits = ours(**inputs).logits
-    assert ours.logits_decoder.tile == "model" and not calls  # the model's own decoding
+    assert ours.logits_decoder.padded_tile == "model" and not calls  # the model's own decoding
     with torch.inference_mode():
         expected = reference(**inputs).logits
     real = inputs["attention_mask"].bool()
     torch.testing.assert_close(logits[real], expected[real], atol=ATOL, rtol=1e-4)
 
 
-def test_timing_the_candidates_names_each() -> None:
+@pytest.mark.parametrize("padded", [False, True])
+def test_timing_the_candidates_names_each(padded: bool) -> None:
     ours, _ = _models()
-    seconds = fast_decode.time_candidates(ours.cls)
+    seconds = fast_decode.time_candidates(ours.cls, padded)
     assert set(seconds) == {"model", None, fast_decode.DEFAULT_TILE} and min(seconds.values()) > 0

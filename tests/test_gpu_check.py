@@ -114,13 +114,12 @@ def test_the_padded_contenders_are_ours_running_padding_otherwise(
     contenders, _ = gpu_check.build_contenders("tiny", args, torch.device("cpu"))
     ours = contenders["ours"]
     assert ours.config.unpad_inputs is True
-    assert ours._decodes_padded_grid(torch.zeros(1, device="meta")) is True
     names = {"ours_padded", "ours_unpadded", "ours_rows_decoding"}
     assert (names <= contenders.keys()) is padded
     if padded:
         padded_model, rows = contenders["ours_padded"], contenders["ours_rows_decoding"]
         assert padded_model.config.unpad_inputs is False and rows.config.unpad_inputs is True
-        assert rows._decodes_padded_grid(torch.zeros(1, device="meta")) is False
+        assert gpu_check.CONTENDER_RULES["ours_rows_decoding"] == {"padded_decoding": {"cuda": "rows", "cpu": "rows"}}
         for other in (padded_model, contenders["ours_unpadded"], rows):
             for (name, a), (_, b) in zip(ours.state_dict().items(), other.state_dict().items(), strict=True):
                 assert torch.equal(a, b), name
@@ -195,3 +194,21 @@ def test_cuda_quick_record_holds_the_gpu_measurements(gpu_check: ModuleType, tmp
         assert all(value > 0 for value in case["peak_memory_mib"].values())
         assert case["mfu"] is None or all(0 < value < 1 for value in case["mfu"].values())
     assert "parity" not in record["skipped"] and "peak_memory_mib" not in record["skipped"]
+
+
+def test_the_rows_contender_decodes_the_real_rows_by_its_device_rule(gpu_check: ModuleType) -> None:
+    """Its rule decides before any measurement, on the CPU as on a GPU; outside its step the CPU's own choice and a
+    GPU's grid stand."""
+    from hf_bertscratch import batching_bertscratch as batching
+
+    hidden, padding = batching.decoding_probe_batch(16, torch.float32)
+    decode = torch.nn.Linear(16, 32)
+    with batching.device_rules(**gpu_check.CONTENDER_RULES["ours_rows_decoding"]):
+        assert batching.decodes_padded_grid(decode, hidden, padding, 32) is False
+    with batching.device_rules(padded_decoding={"cpu": "grid"}):
+        assert batching.decodes_padded_grid(decode, hidden, padding, 32) is True
+    assert batching.DEVICE_RULES.padded_decoding == {}
+    assert batching.decodes_padded_grid(decode, hidden.to("meta"), padding, 32) is True  # not a CPU: the grid
+    with batching.device_rules(padded_decoding={"cpu": "columns"}):
+        with pytest.raises(ValueError, match=r"padded_decoding\['cpu'\] must be one of \['auto', 'rows', 'grid'\]"):
+            batching.decodes_padded_grid(decode, hidden, padding, 32)

@@ -22,6 +22,7 @@ from transformers import BertConfig
 
 import hf_bertscratch
 from hf_bertscratch import BertScratchConfig, convert
+from hf_bertscratch.batching_bertscratch import PADDED_DECODING_ENV, BertScratchPadding
 from tests.conftest import tiny_config_kwargs
 
 ATOL = 1e-5
@@ -770,22 +771,27 @@ def test_a_padded_mlm_inference_forward_reads_the_host_once_and_twice_more_with_
 
 @pytest.mark.parametrize("head", ["BertForMaskedLM", "BertForPreTraining"])
 def test_decoding_the_padded_grid_gives_the_real_rows_decoding(monkeypatch: pytest.MonkeyPatch, head: str) -> None:
-    """The GPU's decoding of a padded batch (the whole (B, T) grid, pad rows zeroed after) gives the logits, the loss
-    and the gradients of the CPU's (the N real rows, copied into the grid), and transformers' logits at real rows."""
+    """Decoding a padded batch on the whole (B, T) grid, pad rows zeroed after, gives the logits, the loss and the
+    gradients of decoding the N real rows, copied into the grid, and transformers' logits at real rows. Each is forced
+    through the switch (`BERTSCRATCH_PADDED_DECODING`) that overrides the CPU's measured choice."""
     reference, ours = _pair(head)
     inputs = _inputs()
     real = inputs["attention_mask"].bool()
     labels = inputs["input_ids"].masked_fill(~real, -100)
-    head_class = type(ours)
+    calls = []
+    grid_decoding = BertScratchPadding.zero_pad_rows
+    monkeypatch.setattr(BertScratchPadding, "zero_pad_rows", lambda self, x: calls.append(1) or grid_decoding(self, x))
     results = {}
     for grid in (False, True):
-        monkeypatch.setattr(head_class, "_decodes_padded_grid", lambda self, sequence_output, grid=grid: grid)
+        monkeypatch.setenv(PADDED_DECODING_ENV, "grid" if grid else "rows")
+        calls.clear()
         ours.zero_grad()
         output = ours(**inputs, labels=labels)
         output.loss.backward()
         logits = output.logits if head == "BertForMaskedLM" else output.prediction_logits
         gradients = {name: p.grad.clone() for name, p in ours.named_parameters() if p.grad is not None}
         results[grid] = logits.detach(), output.loss.detach(), gradients
+        assert bool(calls) is grid
     monkeypatch.undo()
     (rows, rows_loss, rows_grads), (grid, grid_loss, grid_grads) = results[False], results[True]
     assert grid[~real].abs().max() == 0
@@ -798,6 +804,69 @@ def test_decoding_the_padded_grid_gives_the_real_rows_decoding(monkeypatch: pyte
         expected = reference(**inputs)
     expected = expected.logits if head == "BertForMaskedLM" else expected.prediction_logits
     torch.testing.assert_close(grid[real], expected[real], rtol=1e-4, atol=1e-5)
+
+
+def test_the_cpu_decodes_the_padded_grid_below_the_padding_it_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On a CPU the grid is decoded below the padding fraction measured there (`grid_max_padding`: the rows' and the
+    grid's times at 30% padding), the rows above it; the measurement is cached, and a bad switch value is named. The
+    GEMM path is fixed (`set_path`, which also starts the process's choices afresh, as a new process would)."""
+    from hf_bertscratch import cpu_matmul
+    from hf_bertscratch.batching_bertscratch import DECODING_PROBE_PADDING, grid_max_padding
+
+    monkeypatch.delenv(PADDED_DECODING_ENV, raising=False)
+    cpu_matmul.set_path("default")
+    _, ours = _pair("BertForMaskedLM")
+    hidden = ours.config.hidden_size
+    real = 358 / 512  # the probe's rows: 51, 77, 102 and 128 of 128 positions
+    assert abs(1 - real - DECODING_PROBE_PADDING) < 0.01
+    timings = []
+    for rows_seconds, expected in ((1.0, 1 - real), (0.8, 0.8 - real), (2.0, 1.0), (0.5, 0.0)):
+        cpu_matmul.set_path("default")
+        monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / f"{rows_seconds}.json")
+        seconds = {"rows": rows_seconds, "grid": 1.0}
+        monkeypatch.setattr(cpu_matmul, "time_interleaved", lambda candidates, rounds: timings.append(1) or seconds)
+        threshold = grid_max_padding(ours.cls, hidden, VOCAB, torch.float32)
+        assert threshold == pytest.approx(expected)
+        assert grid_max_padding(ours.cls, hidden, VOCAB, torch.float32) == threshold  # this process's answer
+    assert len(timings) == 4
+    cpu_matmul.set_path("default")  # a new process: the cache's answer, no timing
+    assert grid_max_padding(ours.cls, hidden, VOCAB, torch.float32) == 0.0 and len(timings) == 4
+
+    # The model's decision: _inputs() has 9 of its 27 positions padded (33%), the grid decoded below the threshold.
+    inputs = _inputs()
+    calls = []
+    grid_decoding = BertScratchPadding.zero_pad_rows
+    monkeypatch.setattr(BertScratchPadding, "zero_pad_rows", lambda self, x: calls.append(1) or grid_decoding(self, x))
+    for rows_seconds, grid in ((1.0, False), (2.0, True)):
+        cpu_matmul.set_path("default")
+        monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / f"{rows_seconds}.json")
+        calls.clear()
+        with torch.no_grad():
+            ours(**inputs)
+        assert bool(calls) is grid
+    monkeypatch.setenv(PADDED_DECODING_ENV, "fast")
+    with pytest.raises(ValueError, match="BERTSCRATCH_PADDED_DECODING must be one of .*got 'fast'"):
+        ours(**inputs)
+    cpu_matmul.set_path(None)
+
+
+def test_the_padded_decoding_probe_times_both_decodings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hf_bertscratch import cpu_matmul
+    from hf_bertscratch.batching_bertscratch import grid_max_padding
+
+    monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cpu_matmul.json")
+    cpu_matmul.set_path(None)
+    _, ours = _pair("BertForMaskedLM")
+    hidden = ours.config.hidden_size
+    state = torch.random.get_rng_state()
+    assert 0.0 <= grid_max_padding(ours.cls, hidden, VOCAB, torch.float32) <= 1.0
+    assert torch.equal(torch.random.get_rng_state(), state)  # the probe leaves the global generator alone
+    (entry,) = [entry for entry in cpu_matmul.measured_choices() if entry["section"] == "padded_decoding"]
+    assert set(entry["seconds"]) == {"rows", "grid"} and min(entry["seconds"].values()) > 0
+    assert entry["key"] == f"{hidden}x{VOCAB} float32 gemm {cpu_matmul.choice().fp32}"
+    cpu_matmul.set_path(None)
 
 
 @pytest.mark.parametrize(

@@ -1276,3 +1276,65 @@ def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
         assert told.bf16 and told.use_cpu
     with pytest.raises(ValueError, match="precision must be one of .*got 'half'"):
         pretraining.parse_args(["--output_dir", "D", "--precision", "half"])
+
+
+def test_threads_fit_the_cores_the_process_may_use_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fit_threads`: --threads, else OMP_NUM_THREADS, else the cores this process may use (its affinity), shared
+    among the run's processes, at least 1; the load average at start is said with it; in the run's first line."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})  # 3 of the machine's cores
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.5, 0.0, 0.0))
+    for processes, expected in ((1, 3), (2, 1), (4, 1)):
+        chosen = hardware.fit_threads(None, processes)
+        assert chosen.count == expected, processes
+        assert "the 3 cores this process may use" in chosen.reason and "load average 7.50 at start" in chosen.reason
+    assert hardware.fit_threads(3, 2) == hardware.ThreadChoice(3, "--threads")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert hardware.fit_threads(None, 1) == hardware.ThreadChoice(2, "OMP_NUM_THREADS")
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS must be a positive integer, got 'many'"):
+        hardware.fit_threads(None, 1)
+    with pytest.raises(ValueError, match="--threads must be a positive integer, got 0"):
+        pretraining.parse_args(["--output_dir", "D", "--threads", "0"])
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true", "--threads", "1"])
+    line = pretraining.describe_device_choice(args, 1, hardware.fit_threads(args.threads))
+    assert "1 process(es), 1 torch thread per process (--threads; OMP_WAIT_POLICY=PASSIVE), " in line
+
+
+def test_training_entry_points_make_idle_threads_sleep_before_torch_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`OMP_WAIT_POLICY=PASSIVE` is set by the training commands before torch is imported (the OpenMP runtime reads
+    it as it loads), and a value in the environment is kept."""
+    probe = (
+        "import builtins, os, runpy, sys\n"
+        "real = builtins.__import__\n"
+        "def spy(name, *args, **kwargs):\n"
+        "    if name == 'torch' and 'torch' not in sys.modules:\n"
+        "        print('torch sees', os.environ.get('OMP_WAIT_POLICY'))\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = spy\n"
+        "runpy.run_path(sys.argv[1], run_name='imported')\n"  # the module's imports, not its main()
+    )
+    environment = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    repository = Path(__file__).resolve().parents[1]
+    for script, policy in (("pretrain.py", None), ("finetune.py", None), ("finetune.py", "ACTIVE")):
+        given = {} if policy is None else {"OMP_WAIT_POLICY": policy}
+        seen = subprocess.run(
+            [sys.executable, "-c", probe, str(repository / "scripts" / script)],
+            env={**environment, **given},
+            capture_output=True,
+            text=True,
+        )
+        assert f"torch sees {policy or 'PASSIVE'}" in seen.stdout, seen.stdout + seen.stderr
+
+    import hf_bertscratch_cli
+
+    ran = []
+    fake = types.ModuleType("hf_bertscratch.cli")
+    fake.run_command = lambda command, args, debug: ran.append((command, os.environ.get("OMP_WAIT_POLICY")))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hf_bertscratch.cli", fake)
+    monkeypatch.setattr(hf_bertscratch_cli, "check_sources", lambda command, args: None)
+    for command in ("classify", "finetune"):
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        hf_bertscratch_cli.main([command, "--model", "m"])
+    assert ran == [("classify", None), ("finetune", "PASSIVE")]
