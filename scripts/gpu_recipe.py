@@ -79,6 +79,10 @@ FINETUNE_BATCH: dict[str, tuple[int, float]] = {
     "conll2003": (32, 3),
 }
 FINETUNE_LEARNING_RATE = 1e-4
+# The heads: the task table's for the models pretrained here (`tasks.finetune_defaults` without a width: the mean and
+# maximum for sentiment, each text's mean with a probed head for pairs), not BERT's [CLS] recipe that a model wider
+# than 256 gets by default: pretrained by masked-LM alone, the recipe's model never trains its [CLS] before
+# fine-tuning, and the table's heads are what the CPU's task table measured.
 # The tasks whose seeds start before any other task's.
 FIRST_TASKS = ("imdb", "sst2")
 # The smoke run: every stage at toy sizes on the CPU, in about a minute. Pretraining's flags replace the recipe's.
@@ -272,6 +276,18 @@ def finetune_order(args: GpuRecipeArguments) -> list[tuple[str, int, str]]:
     return [(task, seed, init) for group in (first, rest) for seed in args.seeds for task in group for init in INITS]
 
 
+def head_flags(task: str) -> list[str]:
+    """The `--classifier_pooling` and `--head_init` of the task table's head for `task` (a classification or
+    regression task; none for the others)."""
+    from hf_bertscratch.tasks import TASKS, finetune_defaults
+
+    spec = TASKS[task]
+    if spec.shape not in ("classification", "regression"):
+        return []
+    defaults = finetune_defaults(spec, task)
+    return ["--classifier_pooling", defaults.classifier_pooling, "--head_init", defaults.head_init]
+
+
 def finetune_runs(args: GpuRecipeArguments, pretrained: Path, work: Path) -> list[Run]:
     """Every fine-tune, in the order they start (`finetune_order`)."""
     runs = []
@@ -284,6 +300,7 @@ def finetune_runs(args: GpuRecipeArguments, pretrained: Path, work: Path) -> lis
         flags += ["--output_dir", str(work / name), "--save_total_limit", "1", "--report_to", "none"]
         if init == "scratch":
             flags += ["--init_from_scratch", "true"]
+        flags += head_flags(task)
         if args.smoke:
             flags += [*SMOKE_FINETUNE, "--per_device_train_batch_size", "8"]
         else:

@@ -141,3 +141,10 @@ def test_fine_tunes_start_seed_by_seed_imdb_and_sst2_first(gpu_recipe: ModuleTyp
         for task, seed in [("imdb", 42), ("sst2", 42), ("imdb", 43), ("sst2", 43), ("rte", 42), ("rte", 43)]
         for init in ("pretrained", "scratch")
     ]
+
+
+def test_fine_tunes_read_the_task_tables_heads_not_berts_cls(gpu_recipe: ModuleType) -> None:
+    """A medium model would get BERT's [CLS] recipe by default; the recipe names the table's heads instead."""
+    assert gpu_recipe.head_flags("imdb") == ["--classifier_pooling", "mean-max", "--head_init", "random"]
+    assert gpu_recipe.head_flags("stsb") == ["--classifier_pooling", "segments", "--head_init", "probe"]
+    assert gpu_recipe.head_flags("conll2003") == []
