@@ -643,16 +643,11 @@ class _BertScratchMLMMixin(_MLMHeadBase):
                 return logits
         if padding is None:
             return self.cls(sequence_output)
-        if self._decodes_padded_grid(sequence_output, padding):
+        # the whole grid, pad rows zeroed after, or the real rows copied into it: the device's rule, on a CPU the
+        # faster of the two as measured on it (`batching_bertscratch.decodes_padded_grid`)
+        if decodes_padded_grid(self.cls, sequence_output, padding, self.config.vocab_size):
             return padding.zero_pad_rows(self.cls(sequence_output))
         return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
-
-    def _decodes_padded_grid(self, sequence_output: torch.Tensor, padding: BertScratchPadding) -> bool:
-        """Whether a padded batch's logits are decoded on the whole (B, T) grid, pad rows then zeroed, rather than at
-        the N real rows, copied into the grid: the device's rule (`batching_bertscratch.DEVICE_RULES`), on a GPU
-        the grid, on a CPU the faster of the two as measured on the CPU it runs on
-        (`batching_bertscratch.decodes_padded_grid`)."""
-        return decodes_padded_grid(self.cls, sequence_output, padding, self.config.vocab_size)
 
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):
