@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Mapping
@@ -136,3 +137,10 @@ def portable_paths(values: list[str]) -> list[str]:
             value = os.path.relpath(path, here)
         portable.append(value)
     return portable
+
+
+def record_file(output_dir: str | Path, *parts: str) -> Path:
+    """OUTPUT_DIR/NAME.json, NAME the `parts` (a device name, a date) joined and reduced to letters, digits and
+    dashes: `Intel(R) Xeon(R) ...` and `2026-11-28T17:00:00+00:00` make `Intel-R-Xeon-R-...-2026-11-28T17-00-00-00-00`."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-")
+    return Path(output_dir) / f"{name}.json"

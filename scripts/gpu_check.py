@@ -34,7 +34,6 @@ import copy
 import gc
 import importlib.util
 import json
-import re
 import statistics
 import sys
 import time
@@ -63,7 +62,7 @@ from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.convert import bertscratch_to_bert
 from hf_bertscratch.hardware import cpu_model
 from hf_bertscratch.modeling_bertscratch import BertScratchForMaskedLM
-from hf_bertscratch.records import RunStart, run_record
+from hf_bertscratch.records import RunStart, record_file, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 PROGRAM = "bash scripts/gpu_check.sh"
@@ -388,8 +387,7 @@ def format_result(result: dict) -> str:
 
 def record_path(output_dir: str | Path, device: dict, date: str) -> Path:
     """results/gpu/DEVICE-DATE.json, the device name and the UTC date-time reduced to letters, digits and dashes."""
-    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device['name']}-{date}").strip("-")
-    return Path(output_dir) / f"{name}.json"
+    return record_file(output_dir, device["name"], date)
 
 
 def skip_reasons(device: dict) -> dict[str, str]:

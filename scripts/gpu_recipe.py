@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -46,7 +45,7 @@ if str(ROOT) not in sys.path:  # run as `python scripts/gpu_recipe.py` from a ch
 from transformers import HfArgumentParser  # noqa: E402
 
 from hf_bertscratch.arguments import parse_args_or_json  # noqa: E402
-from hf_bertscratch.records import RunStart, portable_paths, run_record  # noqa: E402
+from hf_bertscratch.records import RunStart, portable_paths, record_file, run_record  # noqa: E402
 from hf_bertscratch.run_folder import write_text_atomically  # noqa: E402
 
 PROGRAM = "python scripts/gpu_recipe.py"
@@ -336,13 +335,14 @@ def read_json(path: Path) -> dict | None:
 
 
 def pretraining_summary(run: Run, step_check: dict | None) -> dict:
-    """The pretraining run's results, its end-to-end training tokens/s beside the step's at the same shape."""
+    """The pretraining run's results beside the unigram answer's (the no-learning baseline of masked-token accuracy
+    and perplexity), and its end-to-end training tokens/s beside the step's at the same shape."""
     summary: dict = {"command": run.command(), "status": run.status, "wall_seconds": run.seconds}
     results = read_json(run.folder / "all_results.json")
     if results is None:
         return summary
-    keep = ("train_tokens", "train_wall_time_seconds", "train_runtime", "train_steps", "eval_accuracy",
-            "eval_perplexity", "eval_loss", "unigram_accuracy", "unigram_perplexity", "num_parameters")  # fmt: skip
+    keep = ("train_tokens", "train_wall_time_seconds", "train_runtime", "train_effective_batch_size", "max_seq_length",
+            "eval_accuracy", "eval_perplexity", "eval_loss", "eval_unigram_accuracy", "eval_unigram_perplexity")  # fmt: skip
     summary["results"] = {key: results[key] for key in keep if key in results}
     summary["results"].update({key: value for key, value in results.items() if "tokens_per_second" in key})
     end_to_end = results.get("train_tokens_per_second")
@@ -401,8 +401,7 @@ def task_table(finetunes: list[dict]) -> dict:
 
 def record_path(output_dir: str | Path, device: dict, date: str) -> Path:
     """results/gpu/gpu-recipe-DEVICE-DATE.json, the device name and the date reduced to letters, digits and dashes."""
-    name = re.sub(r"[^A-Za-z0-9]+", "-", f"gpu-recipe-{device['name']}-{date}").strip("-")
-    return Path(output_dir) / f"{name}.json"
+    return record_file(output_dir, "gpu-recipe", device["name"], date)
 
 
 def write_logs(path: Path, logs: Path, tail_lines: int = 200) -> None:

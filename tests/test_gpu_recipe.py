@@ -55,6 +55,7 @@ def test_the_smoke_run_writes_every_stage_to_its_record(smoke_record: dict, gpu_
     assert " --model_size tiny " in pretraining["command"] and "--max_steps 6" in pretraining["command"]
     results = pretraining["results"]
     assert results["train_tokens"] > 0 and 0 <= results["eval_accuracy"] <= 1
+    assert 0 <= results["eval_unigram_accuracy"] <= 1 and results["eval_unigram_perplexity"] > 1  # the baseline
     assert pretraining["step_tokens_per_s"] > 0 and pretraining["end_to_end_over_step"] > 0
 
     finetunes = written["finetunes"]
