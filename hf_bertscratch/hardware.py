@@ -171,9 +171,7 @@ def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoic
     on a loaded 2-core AMD EPYC each ran 1.7x as fast with 2 threads as with the 1 the load left
     (`results/threads/finetune-sst2-zen2-passive.json`); a thread short of the cores only gives up the process's share
     of them."""
-    if requested is not None:
-        if requested < 1:
-            raise ValueError(f"--threads must be a positive integer, got {requested}.")
+    if requested is not None:  # checked where the flag is parsed (`run_folder.GuardedTrainingArguments`)
         return ThreadChoice(requested, "--threads")
     given = os.environ.get(THREADS_ENV, "").strip()
     if given:

@@ -67,7 +67,7 @@ class GuardedTrainingArguments(TrainingArguments):
         default=None,
         metadata={
             "help": "torch threads per process (default: OMP_NUM_THREADS where set, else the cores this process may "
-            "use less those the load average at start keeps busy; `hardware.fit_threads`)."
+            "use, shared among pretraining's processes; `hardware.fit_threads`)."
         },
     )
 
