@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -135,10 +136,21 @@ def task_recipe(task: str, smoke: bool = False) -> TaskRecipe:
     return _smoke(RECIPES[task]) if smoke else RECIPES[task]
 
 
+_PRINTING = threading.Lock()
+
+
+def print_line(line: str) -> None:
+    """Print one whole line from any of the sweep's threads: print() writes the text and its newline separately, so
+    two threads printing at once can leave one line's newline after the other's text."""
+    with _PRINTING:
+        sys.stdout.write(f"{line}\n")
+        sys.stdout.flush()
+
+
 class Sweep:
     """The runs of one `finetune_tasks` call, each started at most once and logged to `<run>.log`."""
 
-    def __init__(self, args: FinetuneTasksArguments, log: Callable[[str], None] = print) -> None:
+    def __init__(self, args: FinetuneTasksArguments, log: Callable[[str], None] = print_line) -> None:
         unknown = sorted(set(args.tasks) - set(RECIPES)) + sorted(set(args.inits) - set(INITS))
         if unknown:
             raise ValueError(f"Unknown task or init {unknown}; expected tasks of {list(RECIPES)}, inits of {INITS}.")
