@@ -30,6 +30,23 @@ def cpu_model() -> str:
     return _cpuinfo_value("model name") or platform.processor() or platform.machine()
 
 
+# the instruction sets the CPU's choices turn on (the GEMM path, bf16 autocast), in the order a record names them
+CHOICE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+
+
+def cpu_identity() -> dict:
+    """What tells two CPUs of one model name apart ("AMD EPYC" names Zen 2 and Zen 5 alike): /proc/cpuinfo's vendor,
+    family and model numbers, and which of `CHOICE_FLAGS` it has; None for what is not known."""
+    family, model = _cpuinfo_value("cpu family"), _cpuinfo_value("model\t")
+    flags = cpu_flags()
+    return {
+        "vendor": _cpuinfo_value("vendor_id"),
+        "family": int(family) if family and family.isdigit() else None,
+        "model": int(model) if model and model.isdigit() else None,
+        "flags": [flag for flag in CHOICE_FLAGS if flag in flags],
+    }
+
+
 def short_cpu_name(cpu: str) -> str:
     """ "Intel(R) Xeon(R) Processor" -> "Intel Xeon": a CPU model name without trademark marks and "Processor"."""
     return re.sub(r"\s*\(R\)|\s*Processor$", "", cpu).strip()

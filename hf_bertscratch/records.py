@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import cpu_matmul
-from .hardware import cpu_model
+from .hardware import cpu_identity, cpu_model
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -105,7 +105,7 @@ def run_record(
     onnxruntime: bool,
 ) -> dict:
     """How a timed run was made, the head of every speed and sweep record: command, commit, date, versions, CPU,
-    cores, threads, the CPU GEMM path (`cpu_matmul.choice`), load average at the start and the end, and the parsed
+    the CPU's vendor, family, model and instruction sets, cores, threads, the CPU GEMM path (`cpu_matmul.choice`), load average at the start and the end, and the parsed
     arguments (a dataclass or a mapping)."""
     return {
         "command": f"{program} {shlex.join(portable_paths(argv))}".strip(),
@@ -113,6 +113,7 @@ def run_record(
         "date": start.date,
         "versions": package_versions(onnxruntime),
         "cpu": cpu_model(),
+        "cpu_identity": cpu_identity(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "gemm_path": asdict(cpu_matmul.choice()),

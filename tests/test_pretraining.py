@@ -1240,6 +1240,24 @@ def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch)
     assert not hardware.cpu_has_native_bf16()
 
 
+def test_records_tell_cpus_of_one_name_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A speed record names the CPU's vendor, family, model and the instruction sets its choices turn on: "AMD EPYC"
+    alone names a Zen 2 without AVX-512 and a Zen 5 with AVX512_BF16 alike."""
+    from hf_bertscratch import hardware, records
+
+    cpuinfo = {"vendor_id": "GenuineIntel", "cpu family": "6", "model\t": "85", "model name": "Intel(R) Xeon(R)"}
+    monkeypatch.setattr(hardware, "_cpuinfo_value", cpuinfo.get)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"sse2", "avx2", "avx512f", "avx512_vnni"})
+    expected = {"vendor": "GenuineIntel", "family": 6, "model": 85, "flags": ["avx2", "avx512f", "avx512_vnni"]}
+    assert hardware.cpu_identity() == expected
+    start = records.RunStart("abc", "2026-11-28", [0.0, 0.0, 0.0])
+    record = records.run_record("prog", [], {}, start, onnxruntime=False)
+    assert record["cpu"] == "Intel(R) Xeon(R)" and record["cpu_identity"] == expected
+    monkeypatch.setattr(hardware, "_cpuinfo_value", lambda key: None)  # no /proc/cpuinfo: nothing is made up
+    monkeypatch.setattr(hardware, "cpu_flags", set)
+    assert hardware.cpu_identity() == {"vendor": None, "family": None, "model": None, "flags": []}
+
+
 @pytest.mark.parametrize(
     "gpus, bf16_supported, cores, precision, expected",
     [
