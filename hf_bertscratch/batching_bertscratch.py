@@ -94,6 +94,18 @@ def device_rules(**settings: Any) -> Iterator[BertScratchDeviceRules]:
 
 # The dtypes PyTorch's varlen kernel (FlashAttention's) computes in.
 TORCH_VARLEN_DTYPES = (torch.float16, torch.bfloat16)
+# "off" keeps every process it is set for off PyTorch's varlen kernel (padded or unpadded attention as without it):
+# a switch for a GPU, driver or PyTorch build on which the kernel fails, without a change to the code.
+TORCH_VARLEN_ENV = "BERTSCRATCH_TORCH_VARLEN"
+TORCH_VARLEN_SWITCH = ("on", "off")
+
+
+def torch_varlen_switched_on() -> bool:
+    """What `BERTSCRATCH_TORCH_VARLEN` says (on unless set to off; anything else is refused by name)."""
+    value = os.environ.get(TORCH_VARLEN_ENV, "on").strip().lower() or "on"
+    if value not in TORCH_VARLEN_SWITCH:
+        raise ValueError(f"{TORCH_VARLEN_ENV} must be one of {list(TORCH_VARLEN_SWITCH)}, got {value!r}.")
+    return value == "on"
 
 
 def torch_varlen_attention() -> Callable[..., torch.Tensor] | None:
@@ -111,8 +123,10 @@ def torch_varlen_applies(
     """Whether sdpa runs this batch's attention through PyTorch's varlen kernel (`torch_varlen_attention`): on a
     device of `DEVICE_RULES.torch_varlen_devices`, in half precision (autocast's dtype, else the model's `dtype`),
     with a head size the kernel takes (a multiple of 8, at most 256), and no attention dropout while training (the
-    kernel has none)."""
+    kernel has none); never where `BERTSCRATCH_TORCH_VARLEN=off`."""
     if config._attn_implementation != "sdpa" or device.type not in DEVICE_RULES.torch_varlen_devices:
+        return False
+    if not torch_varlen_switched_on():
         return False
     if training and config.attention_probs_dropout_prob > 0:
         return False

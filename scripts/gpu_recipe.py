@@ -45,6 +45,7 @@ if str(ROOT) not in sys.path:  # run as `python scripts/gpu_recipe.py` from a ch
 from transformers import HfArgumentParser  # noqa: E402
 
 from hf_bertscratch.arguments import parse_args_or_json  # noqa: E402
+from hf_bertscratch.batching_bertscratch import TORCH_VARLEN_ENV  # noqa: E402
 from hf_bertscratch.records import RunStart, portable_paths, record_file, run_record  # noqa: E402
 from hf_bertscratch.run_folder import write_text_atomically  # noqa: E402
 
@@ -182,12 +183,14 @@ class Run:
     started: float = 0.0
 
     threads: int | None = None  # torch threads of the process (OMP_NUM_THREADS), None: its own choice
+    env: dict[str, str] = field(default_factory=dict)  # further environment of the process
 
     def start(self, logs: Path) -> None:
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         if self.threads is not None:
             env["OMP_NUM_THREADS"] = str(self.threads)
+        env.update(self.env)
         log = (logs / f"{self.name}.log").open("w", encoding="utf-8")
         self.process = subprocess.Popen(self.argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.status, self.started = "running", time.monotonic()
@@ -287,8 +290,10 @@ def head_flags(task: str) -> list[str]:
     return ["--classifier_pooling", defaults.classifier_pooling, "--head_init", defaults.head_init]
 
 
-def finetune_runs(args: GpuRecipeArguments, pretrained: Path, work: Path) -> list[Run]:
-    """Every fine-tune, in the order they start (`finetune_order`)."""
+def finetune_runs(
+    args: GpuRecipeArguments, pretrained: Path, work: Path, env: dict[str, str] | None = None
+) -> list[Run]:
+    """Every fine-tune, in the order they start (`finetune_order`), each with `env` in its environment."""
     runs = []
     for task, seed, init in finetune_order(args):
         batch, epochs = FINETUNE_BATCH[task]
@@ -306,7 +311,8 @@ def finetune_runs(args: GpuRecipeArguments, pretrained: Path, work: Path) -> lis
             flags += ["--dataloader_num_workers", "2"]
         command = [sys.executable, str(ROOT / "scripts" / "finetune.py"), *flags]
         # the runs side by side share the host's cores (tokenising, the baselines' bag of words)
-        runs.append(Run(name, command, work / name, threads=max(1, (os.cpu_count() or 1) // args.concurrent)))
+        threads = max(1, (os.cpu_count() or 1) // args.concurrent)
+        runs.append(Run(name, command, work / name, threads=threads, env=dict(env or {})))
     return runs
 
 
@@ -416,6 +422,14 @@ def write_logs(path: Path, logs: Path, tail_lines: int = 200) -> None:
 
 # ------------------------------------------------------------------------------------------------------ main
 
+# What a second pretraining run must leave to the fine-tunes: IMDB's and SST-2's first seed, side by side.
+FINETUNE_RESERVE_S = 120.0
+
+
+def can_pretrain_again(args: GpuRecipeArguments, deadline: float) -> bool:
+    """Whether the time left holds another pretraining run and the fine-tunes' reserve (`FINETUNE_RESERVE_S`)."""
+    return deadline - time.monotonic() >= 60 * args.pretrain_minutes + FINETUNE_RESERVE_S
+
 
 def main(argv: list[str] | None = None) -> dict:
     """Run the recipe, writing the record after each stage; returns the record (its path under "path")."""
@@ -436,24 +450,39 @@ def main(argv: list[str] | None = None) -> dict:
         write_logs(path.with_name(path.stem + "-logs.txt"), logs)
 
     # 1. the training step at the recipe's shape
-    step_check = None
+    step_check, varlen = None, "on"
     if args.step_check_s > 0:
         check = step_check_run(args, work / "step-check")
         run_all([check], 1, deadline, logs, lambda: None)
         records = sorted((work / "step-check").glob("*.json"))
         step_check = read_json(records[-1]) if records else None
         save(step_check={"command": check.command(), "status": check.status, "record": step_check})
+        if check.status.startswith("failed"):
+            varlen = "off: the step check failed"
 
-    # 2. pretraining
+    # 2. pretraining, with PyTorch's varlen attention where it applies, unless the step check (which runs it first)
+    # failed; a pretraining run that fails with it is run once more without it while the budget still holds one
     pretrain = Run("pretrain", pretrain_command(args, work / "pretrain"), work / "pretrain")
+    pretrain.env[TORCH_VARLEN_ENV] = varlen.split(":")[0]
     run_all([pretrain], 1, deadline, logs, lambda: None)
-    save(pretraining=pretraining_summary(pretrain, step_check))
+    attempts = [pretrain]
+    if pretrain.status.startswith("failed") and varlen == "on" and can_pretrain_again(args, deadline):
+        varlen = "off: pretraining with it failed"
+        folder = work / "pretrain-without-varlen"
+        pretrain = Run(folder.name, pretrain_command(args, folder), folder, env={TORCH_VARLEN_ENV: "off"})
+        run_all([pretrain], 1, deadline, logs, lambda: None)
+        attempts.append(pretrain)
+    save(
+        torch_varlen=varlen,
+        pretraining=pretraining_summary(pretrain, step_check),
+        failed_pretraining=[{"command": run.command(), "status": run.status} for run in attempts[:-1]],
+    )
     if pretrain.status != "finished":
-        print(f"pretraining {pretrain.status}: no fine-tuning (log: {logs / 'pretrain.log'})", file=sys.stderr)
+        print(f"pretraining {pretrain.status}: no fine-tuning (log: {logs / pretrain.name}.log)", file=sys.stderr)
         return {**record, "path": str(path)}
 
-    # 3. fine-tuning from the pretrained weights and from random weights
-    runs = finetune_runs(args, work / "pretrain", work / "finetune")
+    # 3. fine-tuning from the pretrained weights and from random weights, with the attention pretraining ran
+    runs = finetune_runs(args, pretrain.folder, work / "finetune", env=pretrain.env)
 
     def save_finetunes() -> None:
         finetunes = [finetune_summary(run) for run in runs]

@@ -50,6 +50,7 @@ def test_the_smoke_run_writes_every_stage_to_its_record(smoke_record: dict, gpu_
 
     pretraining = written["pretraining"]
     assert pretraining["status"] == "finished"
+    assert written["torch_varlen"] == "on" and written["failed_pretraining"] == []
     # the recipe's own flags, with the smoke run's sizes in place of the recipe's
     assert " --dataset_name wikitext --dataset_config_name wikitext-2-raw-v1 --task_text " in pretraining["command"]
     assert " --model_size tiny " in pretraining["command"] and "--max_steps 6" in pretraining["command"]
@@ -83,6 +84,57 @@ def test_a_run_still_going_at_the_deadline_is_stopped_and_one_not_started_is_not
     assert time.monotonic() - began < 40
     assert [run.status for run in runs] == ["cut at the deadline", "not run"]
     assert changes and runs[0].seconds >= 2
+
+
+# A pretraining run that fails where PyTorch's varlen attention is on and finishes where it is off (a kernel that does
+# not run on the GPU at hand); it writes the results pretraining writes
+FAILS_WITH_VARLEN = """
+import json, os, pathlib, sys
+if os.environ.get("BERTSCRATCH_TORCH_VARLEN") != "off":
+    sys.exit("varlen_attn failed")
+out = pathlib.Path(sys.argv[sys.argv.index("--output_dir") + 1])
+out.mkdir(parents=True)
+(out / "all_results.json").write_text(json.dumps({"train_tokens": 10, "eval_accuracy": 0.3}))
+"""
+
+
+def _without_varlen_record(
+    gpu_recipe: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step_check_fails: bool
+) -> tuple[dict, list]:
+    monkeypatch.setattr(
+        gpu_recipe,
+        "pretrain_command",
+        lambda args, folder: [sys.executable, "-c", FAILS_WITH_VARLEN, "--output_dir", str(folder)],  # fmt: skip
+    )
+    failing_check = [sys.executable, "-c", "import sys; sys.exit(1)" if step_check_fails else "pass"]
+    monkeypatch.setattr(gpu_recipe, "step_check_run", lambda args, folder: gpu_recipe.Run("step-check", failing_check,
+                                                                                          folder))  # fmt: skip
+    finetunes: list = []
+    monkeypatch.setattr(gpu_recipe, "finetune_runs", lambda args, pretrained, work, env: finetunes.append(
+        (pretrained, env)) or [])  # fmt: skip
+    argv = ["--data_dir", str(tmp_path), "--work_dir", str(tmp_path / "work"), "--output_dir", str(tmp_path / "out")]
+    record = gpu_recipe.main([*argv, "--pretrain_minutes", "0.1", "--deadline_minutes", "3"])
+    return json.loads(Path(record["path"]).read_text()), finetunes
+
+
+def test_pretraining_that_fails_with_varlen_attention_runs_again_without_it(
+    gpu_recipe: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record, finetunes = _without_varlen_record(gpu_recipe, tmp_path, monkeypatch, step_check_fails=False)
+    assert record["torch_varlen"] == "off: pretraining with it failed"
+    assert [run["status"] for run in record["failed_pretraining"]] == ["failed (exit code 1)"]
+    assert record["pretraining"]["status"] == "finished" and record["pretraining"]["results"]["train_tokens"] == 10
+    # the fine-tunes start from the run that finished, with the attention it ran
+    assert finetunes == [(tmp_path / "work" / "pretrain-without-varlen", {"BERTSCRATCH_TORCH_VARLEN": "off"})]
+
+
+def test_a_failed_step_check_turns_varlen_attention_off_from_the_start(
+    gpu_recipe: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record, finetunes = _without_varlen_record(gpu_recipe, tmp_path, monkeypatch, step_check_fails=True)
+    assert record["step_check"]["status"] == "failed (exit code 1)"
+    assert record["torch_varlen"] == "off: the step check failed" and record["failed_pretraining"] == []
+    assert finetunes == [(tmp_path / "work" / "pretrain", {"BERTSCRATCH_TORCH_VARLEN": "off"})]
 
 
 def test_the_task_table_averages_the_finished_seeds(gpu_recipe: ModuleType) -> None:

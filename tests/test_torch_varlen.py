@@ -139,6 +139,24 @@ def test_a_padding_free_batch_gives_each_document_what_it_gets_alone(cpu_varlen:
     assert {tuple(call["bounds"]) for call in cpu_varlen} == {(0, 5, 8, 14)}
 
 
+def test_the_switch_turns_the_kernel_off_for_a_process(cpu_varlen: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    """BERTSCRATCH_TORCH_VARLEN=off: the batch runs as without the kernel, with the same outputs; a bad value is
+    refused by name."""
+    model, batch = _model().to(torch.bfloat16), _padded_batch()
+    monkeypatch.setenv("BERTSCRATCH_TORCH_VARLEN", "off")
+    with torch.no_grad():
+        off = model(**batch).logits
+        assert not cpu_varlen
+        torch.testing.assert_close(off, _without_varlen(model, batch).logits, atol=0, rtol=0)
+    monkeypatch.setenv("BERTSCRATCH_TORCH_VARLEN", "on")
+    with torch.no_grad():
+        model(**batch)
+    assert len(cpu_varlen) == model.config.num_hidden_layers
+    monkeypatch.setenv("BERTSCRATCH_TORCH_VARLEN", "0")
+    with pytest.raises(ValueError, match=r"BERTSCRATCH_TORCH_VARLEN must be one of \['on', 'off'\], got '0'"):
+        model(**batch)
+
+
 def test_device_rules_are_restored_and_refuse_unknown_names() -> None:
     before = batching_bertscratch.DEVICE_RULES.unpad_min_hidden
     with batching_bertscratch.device_rules(unpad_min_hidden={}) as rules:
