@@ -52,6 +52,16 @@ def _dtype_field() -> Any:
     )
 
 
+def _pooling_field() -> Any:
+    return field(
+        default="auto",
+        metadata={
+            "help": "mean: average of all token vectors; cls: the [CLS] token's vector; auto: as an embedding "
+            "model was trained (its 1_Pooling/config.json), else mean."
+        },
+    )
+
+
 @dataclass(kw_only=True)
 class CommandArguments:
     """Options every inspection command takes."""
@@ -150,13 +160,7 @@ class AnswerArguments(CommandArguments):
 class EmbedArguments(InferenceArguments):
     """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
 
-    pooling: Literal["auto", "mean", "cls"] = field(
-        default="auto",
-        metadata={
-            "help": "mean: average of all token vectors; cls: the [CLS] token's vector; auto: as an embedding "
-            "model was trained (its 1_Pooling/config.json), else mean."
-        },
-    )
+    pooling: Literal["auto", "mean", "cls"] = _pooling_field()
     output: str | None = field(
         default=None, metadata={"help": "Write the vector to this .npy or .json file; None: print it as a JSON list."}
     )
@@ -168,10 +172,7 @@ class SimilarityArguments(InferenceArguments):
     embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
 
     text_pair: str = _positional("The second text (quote it).")
-    pooling: Literal["auto", "mean", "cls"] = field(
-        default="auto",
-        metadata={"help": "auto: as an embedding model was trained (its 1_Pooling/config.json), else mean."},
-    )
+    pooling: Literal["auto", "mean", "cls"] = _pooling_field()
 
 
 @dataclass(kw_only=True)
