@@ -539,6 +539,19 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         assert done.stdout.startswith(f"usage: bertscratch {argv[0]} ")
 
 
+def test_the_front_door_runs_as_a_module_as_the_console_script_does() -> None:
+    """`python -m hf_bertscratch_cli ARGS` is `bertscratch ARGS`: the same answers, lines and exit statuses."""
+    for argv, code, stream, line in (
+        (["--version"], 0, "stdout", f"bertscratch {hf_bertscratch.__version__}\n"),
+        (["finetun"], 2, "stderr", "bertscratch: error: unknown command 'finetun'; did you mean 'finetune'? "
+         "(see bertscratch --help)\n"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "hf_bertscratch_cli", *argv], capture_output=True, text=True, check=False
+        )
+        assert (done.returncode, getattr(done, stream)) == (code, line), done.stderr
+
+
 @pytest.mark.parametrize("command", sorted(dispatch.STORED_HELP))
 def test_stored_help_pages_are_the_parsers_and_fit_200_lines(command: str) -> None:
     """`COMMAND --help` prints a stored page (no torch import); it must be what the parser says. After changing a
