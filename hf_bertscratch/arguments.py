@@ -19,7 +19,7 @@ import inspect
 import re
 import sys
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -178,6 +178,19 @@ class ArgumentParser(HfArgumentParser):
             flags = [option for action in self._actions for option in action.option_strings]
             return did_you_mean(unknown.group(1).split("=")[0], flags)
         return ""
+
+
+def described_values(descriptions: Mapping[str, str], values: Iterable[str]) -> str:
+    """ "a (what a does), b (...) or c (...)": every value a flag takes, in the order of `values` (the tuple its check
+    or its choices use), with its description, for the flag's help. The help cannot leave a value out: a value
+    without a description is a KeyError, and a description of a value the flag does not take a ValueError, where the
+    help is made (when its module is imported)."""
+    values = list(values)
+    extra = set(descriptions) - set(values)
+    if extra:
+        raise ValueError(f"Described values the flag does not take: {sorted(extra)}; it takes {values}.")
+    items = [f"{value} ({descriptions[value]})" for value in values]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def _handed_over(dtype: type, made: list[Any]) -> dict[str, Any]:

@@ -1,8 +1,5 @@
-"""The `bertscratch` console command: one entry point for training, inspecting and sharing models.
+"""The `bertscratch` command's inspection commands: a model run on a text, exported, or a training run drawn.
 
-    bertscratch pretrain ARGS            same arguments as scripts/pretrain.py   (hf_bertscratch.pretraining.main)
-    bertscratch pretrain-flax ARGS       (hf_bertscratch.flax.pretraining.main)
-    bertscratch finetune ARGS            same arguments as scripts/finetune.py   (hf_bertscratch.finetuning.main)
     bertscratch fill-mask MODEL "paris is the [MASK] of france ."   [--backend onnxruntime]
     bertscratch classify MODEL "a text" [--text_pair "a second text"]
     bertscratch tag MODEL "George Washington went to Washington ."
@@ -13,21 +10,18 @@
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
     bertscratch plot OUTPUT_DIR
 
-Training-side commands forward their arguments unchanged to the module's `main(argv)` (imported only when used,
-so one missing or broken module does not take the others down). Inspection commands parse their own arguments
-with `HfArgumentParser` over the dataclasses below (positional fields are marked `positional` in their metadata).
-Any error ends the command with one line on stderr and exit status 1; `--debug` shows the traceback instead.
+Each parses its own arguments with `HfArgumentParser` over the dataclasses below (positional fields are marked
+`positional` in their metadata) and prints its result (`run_inspection_command`). The command's front door, the layer
+above the library, runs them (and the training-side commands, `pretrain`, `finetune`, ..., by their modules'
+`main(argv)`), and turns any error into one line on stderr and exit status 1 (`--debug`: the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import logging
-import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -36,45 +30,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hf_bertscratch_cli.commands import DEBUG_ENV, HELP_PAGES, PROG, parse
+from hf_bertscratch_base import PROG
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
-
-logger = logging.getLogger(__name__)
-
-
-# Forwarded command -> the module whose main(argv) runs it (each command's one-line help: hf_bertscratch_cli.COMMANDS).
-FORWARDED: dict[str, str] = {
-    "pretrain": "hf_bertscratch.pretraining",
-    "pretrain-flax": "hf_bertscratch.flax.pretraining",
-    "finetune": "hf_bertscratch.finetuning",
-    "convert": "hf_bertscratch.convert",
-    "push": "hf_bertscratch.hub",
-    "benchmark": "hf_bertscratch.benchmark",
-    "train-tokenizer": "hf_bertscratch.tokenization",
-    "evaluate-onnx": "hf_bertscratch.onnx.evaluation",
-}
-# Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
-STORED_HELP: dict[str, str] = {
-    "pretrain": "hf_bertscratch.pretraining_arguments",
-    "finetune": "hf_bertscratch.finetuning_arguments",
-}
-
-
-def help_page(command: str) -> str:
-    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it)."""
-    parser = importlib.import_module(STORED_HELP[command]).build_parser()
-    parser.prog = f"{PROG} {command}"
-    return parser.format_help()
-
-
-def write_help_pages() -> None:
-    """Write each STORED_HELP command's `--help` page into HELP_PAGES (run after changing its flags or their help)."""
-    HELP_PAGES.mkdir(exist_ok=True)
-    for command in STORED_HELP:
-        (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
-
 
 # ------------------------------------------------------------------------------------------ inspection arguments
 
@@ -89,6 +48,16 @@ def _dtype_field() -> Any:
         metadata={
             "help": "The model's type while it runs: float32, or on a GPU bfloat16/float16 (faster) or tf32 (float32 "
             "weights, TensorFloat-32 matrix products)."
+        },
+    )
+
+
+def _pooling_field() -> Any:
+    return field(
+        default="auto",
+        metadata={
+            "help": "mean: average of all token vectors; cls: the [CLS] token's vector; auto: as an embedding "
+            "model was trained (its 1_Pooling/config.json), else mean."
         },
     )
 
@@ -191,13 +160,7 @@ class AnswerArguments(CommandArguments):
 class EmbedArguments(InferenceArguments):
     """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
 
-    pooling: Literal["auto", "mean", "cls"] = field(
-        default="auto",
-        metadata={
-            "help": "mean: average of all token vectors; cls: the [CLS] token's vector; auto: as an embedding "
-            "model was trained (its 1_Pooling/config.json), else mean."
-        },
-    )
+    pooling: Literal["auto", "mean", "cls"] = _pooling_field()
     output: str | None = field(
         default=None, metadata={"help": "Write the vector to this .npy or .json file; None: print it as a JSON list."}
     )
@@ -209,10 +172,7 @@ class SimilarityArguments(InferenceArguments):
     embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
 
     text_pair: str = _positional("The second text (quote it).")
-    pooling: Literal["auto", "mean", "cls"] = field(
-        default="auto",
-        metadata={"help": "auto: as an embedding model was trained (its 1_Pooling/config.json), else mean."},
-    )
+    pooling: Literal["auto", "mean", "cls"] = _pooling_field()
 
 
 @dataclass(kw_only=True)
@@ -433,7 +393,7 @@ def run_plot(args: PlotArguments) -> None:
 
 
 # Inspection command -> (its arguments, what runs it).
-COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
+INSPECTION_COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
     "fill-mask": (FillMaskArguments, run_fill_mask),
     "classify": (ClassifyArguments, run_classify),
     "tag": (TagArguments, run_tag),
@@ -462,7 +422,7 @@ class CommandParser(ArgumentParser):
 
 def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
     """Parse an inspection command's argv (or its single .json file argument) into its dataclass."""
-    arguments_class, _ = COMMANDS[command]
+    arguments_class, _ = INSPECTION_COMMANDS[command]
     parser = CommandParser(
         arguments_class,
         prog=f"{PROG} {command}",
@@ -473,39 +433,13 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
     return args
 
 
-# -------------------------------------------------------------------------------------------------------- main
-
-
-@contextmanager
-def _program_name(name: str) -> Iterator[None]:
-    """Make argparse in a forwarded module print `bertscratch COMMAND` as its usage name, as a script would its own."""
-    saved = sys.argv[0]
-    sys.argv[0] = name
-    try:
-        yield
-    finally:
-        sys.argv[0] = saved
-
-
-def run_forwarded(command: str, argv: list[str]) -> None:
-    """Import the command's module only now and call its `main(argv)` with the arguments unchanged."""
-    module_name = FORWARDED[command]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name != module_name:
-            raise  # a dependency of the module is missing: report that, not the module
-        raise RuntimeError(
-            f"`{PROG} {command}` is not available in this install ({module_name} is missing)."
-        ) from error
-    with _program_name(f"{PROG} {command}"):
-        module.main(argv)
+# ------------------------------------------------------------------------------------------------------ running
 
 
 @contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """Inspection commands print results only: hide load reports and progress bars (warnings still show), and
-    put both settings back afterwards, since `main` may be called in-process (tests, notebooks)."""
+    put both settings back afterwards, since a command may run in-process (tests, notebooks)."""
     from transformers.utils import logging as hf_logging
 
     verbosity, progress_bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
@@ -519,67 +453,10 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-class CurrentStderrHandler(logging.StreamHandler):
-    """A `StreamHandler` writing to whatever `sys.stderr` is when a record is emitted, not to the stream it was made
-    with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one)."""
-
-    @property
-    def stream(self):  # noqa: D102
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
-def show_gemm_path() -> None:
-    """Print, once per process and on stderr, which CPU GEMM path the model's inference chose (`cpu_matmul`), when it
-    is first chosen, whatever the command's own logging shows."""
-    from . import cpu_matmul
-
-    gemm_logger = logging.getLogger(cpu_matmul.__name__)
-    if not gemm_logger.handlers:
-        handler = CurrentStderrHandler()
-        handler.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
-        gemm_logger.addHandler(handler)
-    gemm_logger.setLevel(logging.INFO)
-    gemm_logger.propagate = False
-
-
-def _run(command: str, argv: list[str]) -> None:
-    show_gemm_path()
-    if command in FORWARDED:
-        run_forwarded(command, argv)
-        return
+def run_inspection_command(command: str, argv: list[str]) -> None:
+    """Parse an inspection command's arguments and run it, printing its results only (its --debug: transformers'
+    logging and progress bars too)."""
     args = parse_command_arguments(command, argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     with _quiet_transformers() if not args.debug else nullcontext():
-        COMMANDS[command][1](args)
-
-
-def run_command(command: str, argv: list[str], debug: bool = False) -> None:
-    """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
-    `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
-    debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    try:
-        _run(command, argv)
-    except KeyboardInterrupt:
-        print(f"{PROG} {command}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
-    except Exception as error:
-        # Inspection commands also take --debug after the command; forwarded ones only before it.
-        if debug or (command in COMMANDS and "--debug" in argv):
-            raise
-        message = " ".join(str(error).split()) or "(no message)"
-        print(f"{PROG} {command}: error: {type(error).__name__}: {message}", file=sys.stderr)
-        raise SystemExit(1) from None
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
-    command, args, debug = parse(argv)
-    run_command(command, args, debug=debug)
-
-
-if __name__ == "__main__":
-    main()
+        INSPECTION_COMMANDS[command][1](args)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
 
-from .arguments import ArgumentParser, parse_args_or_json
+from .arguments import ArgumentParser, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
@@ -23,6 +23,16 @@ AUTO = "auto"  # a setting chosen for the task (and model) at hand
 AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
 SEGMENT_STARTS = ("keep", "first")
 HEAD_INITS = ("random", "probe")
+# --classifier_pooling: auto or a pooling of the config's CLASSIFIER_POOLINGS, and what the head reads under each.
+POOLING_CHOICES = (AUTO, *CLASSIFIER_POOLINGS)
+POOLING_READS = {
+    AUTO: "the task shape's default, tasks.SHAPE_DEFAULTS",
+    "cls": "BERT's pooled [CLS]",
+    "mean": "the mean of the last hidden states",
+    "max": "their elementwise maximum",
+    "mean-max": "both side by side",
+    "segments": "for a sentence pair, each text's own mean, read as [u, v, |u - v|, u * v]",
+}
 
 
 @dataclass
@@ -58,9 +68,9 @@ class ModelArguments:
     classifier_pooling: str = field(
         default=AUTO,
         metadata={
-            "help": "What a classification or regression head reads: cls (BERT's pooled [CLS]), mean (the mean of "
-            "the last hidden states) or auto (the task shape's default, tasks.SHAPE_DEFAULTS).",
-            "choices": [AUTO, *CLASSIFIER_POOLINGS],
+            "help": "What a classification or regression head reads: "
+            f"{described_values(POOLING_READS, POOLING_CHOICES)}.",
+            "choices": list(POOLING_CHOICES),
         },
     )
     head_init: str = field(

@@ -1,6 +1,6 @@
 """What both the `bertscratch` front door and the library know, written with the standard library alone: the task
 table and its column checks (`task_table`), a data file's format and header (`data_files`), where a model comes from
-(`model_reference`), and the "did you mean" of a mistyped name.
+(`model_reference`), the command's name, and the "did you mean" of a mistyped name.
 
 It is a package of its own below both: importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds), and the front door (`hf_bertscratch_cli`) answers and checks
@@ -12,6 +12,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+# The console command's name, which its usage lines and one-line errors start with (`bertscratch COMMAND: error: ...`).
+PROG = "bertscratch"
+
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
     """ "; did you mean 'x'?" for the closest of `names` to `name`, or "" when none is close."""
@@ -19,4 +22,4 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-__all__ = ["did_you_mean"]
+__all__ = ["PROG", "did_you_mean"]

@@ -1,11 +1,11 @@
 """The `bertscratch` console command's front door: the command list, `--help`, `--version` and a mistyped command
 answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command's model,
 dataset and data files checked before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table:
-`data_checks`), every command handed to `hf_bertscratch.cli`.
+`data_checks`), every command then run by the library module that implements it (`dispatch`).
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
-which imports torch and transformers (several seconds). It stands on `hf_bertscratch_base`, as the library does; the
-library imports it only in `hf_bertscratch.cli`, the commands it hands over to.
+which imports torch and transformers (several seconds). It is the top layer: it stands on `hf_bertscratch_base`, as
+the library does, and imports the library only when a command runs; the library never imports it.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import sys
 
-from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base import PROG, did_you_mean
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
-from .commands import COMMANDS, DEBUG_ENV, PROG, flag_value, model_argument, parse, version
+from .commands import COMMAND_SUMMARIES, DEBUG_ENV, flag_value, model_argument, parse, version
 from .data_checks import check_data_files
+from .dispatch import run_command
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
@@ -50,9 +51,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(1) from None
     if command in TRAINING_COMMANDS:
         use_training_wait_policy()  # before torch loads
-    from hf_bertscratch.cli import run_command  # torch and transformers load here, for a command that needs them
-
-    run_command(command, args, debug=debug)
+    run_command(command, args, debug=debug)  # torch and transformers load here, for a command that needs them
 
 
-__all__ = ["COMMANDS", "DEBUG_ENV", "PROG", "did_you_mean", "main", "parse", "version"]
+__all__ = ["COMMAND_SUMMARIES", "DEBUG_ENV", "PROG", "did_you_mean", "main", "parse", "run_command", "version"]

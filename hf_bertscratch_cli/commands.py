@@ -1,5 +1,5 @@
 """The `bertscratch` command's names and top-level parsing, from the standard library alone: the command list,
-`--help`, `--version`, "did you mean" for a mistyped name. `hf_bertscratch.cli` runs what this parses."""
+`--help`, `--version`, "did you mean" for a mistyped name. `hf_bertscratch_cli.dispatch` runs what this parses."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
-from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base import PROG, did_you_mean
 
-PROG = "bertscratch"
 DISTRIBUTION = "hf-bertscratch"
 DEBUG_ENV = "BERTSCRATCH_DEBUG"
-# `COMMAND --help` pages kept as text, answered without importing torch (`hf_bertscratch.cli.write_help_pages`
+# `COMMAND --help` pages kept as text, answered without importing torch (`dispatch.write_help_pages`
 # writes them from the commands' parsers; a test checks they match).
 HELP_PAGES = Path(__file__).parent / "help"
 
 # Every command, in the order `bertscratch --help` lists them, with its one-line help.
-COMMANDS: dict[str, str] = {
+COMMAND_SUMMARIES: dict[str, str] = {
     "pretrain": "Pretrain a BERT by masked language modelling (= scripts/pretrain.py).",
     "pretrain-flax": "Pretrain a masked LM in JAX (needs the [flax] extra).",
     "finetune": "Fine-tune for a task: GLUE, IMDB, CoNLL-2003 NER, SQuAD or your own data (= scripts/finetune.py).",
@@ -84,13 +83,13 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("argument COMMAND: invalid choice:"):
             given = message.split("'")[1]
             message = f"unknown command {given!r}"
-            hint = did_you_mean(given, COMMANDS)
+            hint = did_you_mean(given, COMMAND_SUMMARIES)
         self.exit(2, f"{self.prog}: error: {message}{hint} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: global flags, then COMMAND and the command's own arguments (left unparsed)."""
-    listing = "\n".join(f"  {name:<16} {help}" for name, help in COMMANDS.items())
+    listing = "\n".join(f"  {name:<16} {help}" for name, help in COMMAND_SUMMARIES.items())
     parser = _Parser(
         prog=PROG,
         description="BERT from scratch: pretrain, fine-tune, inspect and share models.",
@@ -99,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help=f"Show tracebacks on error (or set {DEBUG_ENV}=1).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    parser.add_argument("command", metavar="COMMAND", choices=list(COMMANDS), help="One of the commands below.")
+    parser.add_argument(
+        "command", metavar="COMMAND", choices=list(COMMAND_SUMMARIES), help="One of the commands below."
+    )
     parser.add_argument("args", nargs=argparse.REMAINDER, help="The command's arguments.")
     return parser
 

@@ -452,7 +452,7 @@ def run_in_process(argv: list[str], cwd: Path, environment: dict[str, str]) -> O
     """Run `bertscratch ...`, `python FILE.py ...` or `python -m MODULE ...` in this process, as the shell would in
     `cwd`.
 
-    `bertscratch` is `hf_bertscratch.cli.main`, and a script or module is run as `__main__` (what the console script
+    `bertscratch` is `hf_bertscratch_cli.dispatch.main`, and a script or module is run as `__main__` (what the console script
     and `python` run), so a command costs its own work, not a new interpreter's imports. The working directory,
     `environment`, `sys.argv`, the process environment and torch's thread count are put back afterwards; so are the
     settings huggingface_hub and datasets read from the environment once, at import (`_import_time_settings`).
@@ -462,10 +462,10 @@ def run_in_process(argv: list[str], cwd: Path, environment: dict[str, str]) -> O
 
     program, python = argv[0], argv[0] in ("python", "python3")
     if program == "bertscratch":
-        from hf_bertscratch import cli
+        from hf_bertscratch_cli import dispatch
 
         def entry() -> None:
-            cli.main(argv[1:])
+            dispatch.main(argv[1:])
 
         program_argv = list(argv)
     elif python and len(argv) > 1 and argv[1].endswith(".py"):

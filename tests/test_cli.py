@@ -27,6 +27,7 @@ from transformers import (
 import hf_bertscratch
 import hf_bertscratch_cli
 from hf_bertscratch import cli
+from hf_bertscratch_cli import dispatch
 
 from conftest import PRETRAIN_FAST, tiny_config_kwargs
 
@@ -36,7 +37,7 @@ SENTENCE = "paris is the capital of france ."
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> str:
     """Run `bertscratch ARGV` in-process and return what it printed on stdout."""
     capsys.readouterr()
-    cli.main([str(arg) for arg in argv])
+    dispatch.main([str(arg) for arg in argv])
     return capsys.readouterr().out
 
 
@@ -44,7 +45,7 @@ def run_cli_error(capsys: pytest.CaptureFixture, *argv: str) -> str:
     """Run a command that must fail; return its stderr after checking it is one line with exit status 1."""
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
-        cli.main([str(arg) for arg in argv])
+        dispatch.main([str(arg) for arg in argv])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
@@ -114,7 +115,7 @@ def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytes
     config_dir = tmp_path_factory.mktemp("config")
     hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(100)).save_pretrained(config_dir)
     output_dir = tmp_path_factory.mktemp("pretrained") / "run"
-    cli.main(
+    dispatch.main(
         [
             "pretrain",
             "--train_file",
@@ -140,7 +141,7 @@ def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory
     lines = ["text,label"] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
     (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     output_dir = data_dir / "classifier"
-    cli.main(
+    dispatch.main(
         [
             "finetune",
             "--model_name_or_path",
@@ -485,30 +486,31 @@ def test_plot_missing_run_dir(capsys, tmp_path: Path) -> None:
 
 def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        cli.main(["--debug", "plot", str(tmp_path / "nope")])
+        dispatch.main(["--debug", "plot", str(tmp_path / "nope")])
     with pytest.raises(FileNotFoundError):
-        cli.main(["plot", str(tmp_path / "nope"), "--debug"])
-    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+        dispatch.main(["plot", str(tmp_path / "nope"), "--debug"])
+    monkeypatch.setenv(hf_bertscratch_cli.DEBUG_ENV, "1")
     with pytest.raises(FileNotFoundError):
-        cli.main(["plot", str(tmp_path / "nope")])
+        dispatch.main(["plot", str(tmp_path / "nope")])
 
 
-@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+@pytest.mark.parametrize("command", sorted(cli.INSPECTION_COMMANDS))
 def test_inspection_help(capsys, command: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        cli.main([command, "--help"])
+        dispatch.main([command, "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: bertscratch {command}")
-    assert cli.COMMANDS[command][0].__doc__.split()[0] in out
+    assert cli.INSPECTION_COMMANDS[command][0].__doc__.split()[0] in out
 
 
 def test_top_level_help_lists_every_command(capsys) -> None:
     with pytest.raises(SystemExit):
-        cli.main(["--help"])
+        dispatch.main(["--help"])
     out = capsys.readouterr().out
-    assert set(hf_bertscratch_cli.COMMANDS) == {*cli.FORWARDED, *cli.COMMANDS}
-    for command in hf_bertscratch_cli.COMMANDS:
+    assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) == {*dispatch.FORWARDED, *cli.INSPECTION_COMMANDS}
+    assert set(dispatch.INSPECTION) == set(cli.INSPECTION_COMMANDS)
+    for command in hf_bertscratch_cli.COMMAND_SUMMARIES:
         assert f"\n  {command} " in out
 
 
@@ -537,23 +539,36 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         assert done.stdout.startswith(f"usage: bertscratch {argv[0]} ")
 
 
-@pytest.mark.parametrize("command", sorted(cli.STORED_HELP))
+def test_the_front_door_runs_as_a_module_as_the_console_script_does() -> None:
+    """`python -m hf_bertscratch_cli ARGS` is `bertscratch ARGS`: the same answers, lines and exit statuses."""
+    for argv, code, stream, line in (
+        (["--version"], 0, "stdout", f"bertscratch {hf_bertscratch.__version__}\n"),
+        (["finetun"], 2, "stderr", "bertscratch: error: unknown command 'finetun'; did you mean 'finetune'? "
+         "(see bertscratch --help)\n"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "hf_bertscratch_cli", *argv], capture_output=True, text=True, check=False
+        )
+        assert (done.returncode, getattr(done, stream)) == (code, line), done.stderr
+
+
+@pytest.mark.parametrize("command", sorted(dispatch.STORED_HELP))
 def test_stored_help_pages_are_the_parsers_and_fit_200_lines(command: str) -> None:
     """`COMMAND --help` prints a stored page (no torch import); it must be what the parser says. After changing a
-    flag: python -c "from hf_bertscratch.cli import write_help_pages; write_help_pages()"."""
+    flag: python -c "from hf_bertscratch_cli.dispatch import write_help_pages; write_help_pages()"."""
     stored = (hf_bertscratch_cli.commands.HELP_PAGES / f"{command}.txt").read_text(encoding="utf-8")
-    assert stored == cli.help_page(command)
+    assert stored == dispatch.help_page(command)
     assert len(stored.splitlines()) <= 200 and max(map(len, stored.splitlines())) <= 140
 
 
 def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["finetune", "--model_name_or_path", "m", "--task_type", "classifcation"])
+        dispatch.main(["finetune", "--model_name_or_path", "m", "--task_type", "classifcation"])
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "invalid choice: 'classifcation'" in line and "did you mean 'classification'?" in line
     with pytest.raises(SystemExit):
-        cli.main(["pretrain", "--lerning_rate", "1e-3"])
+        dispatch.main(["pretrain", "--lerning_rate", "1e-3"])
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
         "bertscratch pretrain: error: unrecognized arguments: --lerning_rate 1e-3; did you mean '--learning_rate'? "
@@ -563,7 +578,7 @@ def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
 
 def test_an_abbreviated_flag_is_refused_with_the_flag_it_starts(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["finetune", "--learning_rat", "1e-4", "--model_name_or_path", "m"])
+        dispatch.main(["finetune", "--learning_rat", "1e-4", "--model_name_or_path", "m"])
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "unrecognized arguments: --learning_rat 1e-4; did you mean '--learning_rate'?" in line
@@ -572,10 +587,10 @@ def test_an_abbreviated_flag_is_refused_with_the_flag_it_starts(capsys) -> None:
 @pytest.mark.parametrize("command", ["pretrain", "finetune"])
 def test_training_help_lists_what_a_first_run_needs_and_the_rest_behind_help_all(capsys, command: str) -> None:
     with pytest.raises(SystemExit):
-        cli.main([command, "--help"])
+        dispatch.main([command, "--help"])
     short = capsys.readouterr().out
     with pytest.raises(SystemExit):
-        cli.main([command, "--help_all"])
+        dispatch.main([command, "--help_all"])
     full = capsys.readouterr().out
     headings = [line for line in short.splitlines() if line.endswith(":") and not line.startswith(" ")]
     assert headings == ["options:", "model:", "data:", "training:"]
@@ -705,14 +720,14 @@ def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path
 # ----------------------------------------------------------------------------------------- forwarded commands
 
 
-@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
+@pytest.mark.parametrize("command", sorted(dispatch.FORWARDED))
 def test_forwarded_arguments_unchanged(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     calls = []
     fake = types.ModuleType("fake")
     fake.main = lambda argv: calls.append((list(argv), sys.argv[0]))
-    monkeypatch.setitem(sys.modules, cli.FORWARDED[command], fake)
+    monkeypatch.setitem(sys.modules, dispatch.FORWARDED[command], fake)
     argv = ["--output_dir", "out dir", "--debug", "x.json", "--help"]
-    cli.main([command, *argv])
+    dispatch.main([command, *argv])
     assert calls == [(argv, f"bertscratch {command}")]
     assert sys.argv[0] != f"bertscratch {command}"
 
@@ -721,25 +736,25 @@ def test_forwarded_errors_are_one_line(capsys, monkeypatch: pytest.MonkeyPatch) 
     def fail(argv: list[str]) -> None:
         raise ValueError("--max_steps=-3 is negative:\n expected a positive number.")
 
-    monkeypatch.setitem(sys.modules, cli.FORWARDED["pretrain"], types.SimpleNamespace(main=fail))
+    monkeypatch.setitem(sys.modules, dispatch.FORWARDED["pretrain"], types.SimpleNamespace(main=fail))
     err = run_cli_error(capsys, "pretrain", "--max_steps", "-3")
     assert err == "bertscratch pretrain: error: ValueError: --max_steps=-3 is negative: expected a positive number.\n"
 
 
 def test_missing_forwarded_module_is_one_line(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, cli.FORWARDED["benchmark"], None)
+    monkeypatch.setitem(sys.modules, dispatch.FORWARDED["benchmark"], None)
     err = run_cli_error(capsys, "benchmark")
     assert "is not available in this install (hf_bertscratch.benchmark is missing)" in err
 
 
-@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
+@pytest.mark.parametrize("command", sorted(dispatch.FORWARDED))
 def test_forwarded_help_is_the_module_help(capsys, command: str) -> None:
-    module_name = cli.FORWARDED[command]
+    module_name = dispatch.FORWARDED[command]
     module = pytest.importorskip(module_name)
     if not hasattr(module, "main"):
         pytest.skip(f"{module_name} has no main() yet")
     with pytest.raises(SystemExit) as exit_info:
-        cli.main([command, "--help"])
+        dispatch.main([command, "--help"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("usage: ")
 

@@ -18,7 +18,7 @@ What makes the commands tiny, without changing what the pages show:
 A page that uses a folder made on another page gets it made by that page's command first (`PAGE_INPUTS`,
 `PROVIDED`). Commands that cannot run here are in `SKIPS`, each with its reason; documented commands that fail today
 are in `KNOWN_FAILURES` (strict xfail: a fix turns them into failures until their entry goes). Commands run in this
-process (`hf_bertscratch.cli.main`, or the script as `__main__`): a subprocess would spend seconds importing torch
+process (`hf_bertscratch_cli.dispatch.main`, or the script as `__main__`): a subprocess would spend seconds importing torch
 and transformers for each of some eighty commands.
 """
 

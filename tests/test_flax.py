@@ -241,8 +241,8 @@ def test_adamw_step_matches_torch_adamw(tokenizer, masked_batch, tmp_path: Path)
 
 
 def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tiny_config, tmp_path: Path) -> None:
-    from hf_bertscratch.cli import main as cli_main
     from hf_bertscratch.flax.pretraining import main as pretraining_main
+    from hf_bertscratch_cli.dispatch import main as cli_main
 
     tiny_config.hidden_dropout_prob = tiny_config.attention_probs_dropout_prob = 0.0
     tiny_config.save_pretrained(tmp_path / "config")

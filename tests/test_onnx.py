@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import hf_bertscratch
-from hf_bertscratch import cli, inference
+from hf_bertscratch import inference
 from hf_bertscratch.onnx import common, quantize, runtime
 from hf_bertscratch.onnx import export as onnx_export
 from hf_bertscratch.onnx.common import (
@@ -32,6 +32,7 @@ from hf_bertscratch.onnx.common import (
 )
 from hf_bertscratch.onnx.export import export_graph, operator_counts
 from hf_bertscratch.onnx.runtime import onnx_session, run_session
+from hf_bertscratch_cli import dispatch as cli
 
 from conftest import tiny_config_kwargs
 

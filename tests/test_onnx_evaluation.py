@@ -14,9 +14,9 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_bertscratch
-from hf_bertscratch import cli
 from hf_bertscratch.onnx import evaluation as onnx_evaluation
 from hf_bertscratch.tasks import CONLL2003_LABELS
+from hf_bertscratch_cli import dispatch as cli
 
 from conftest import CORPUS, tiny_config_kwargs
 from test_onnx import int8_matmul_weights

@@ -1348,9 +1348,11 @@ def test_training_entry_points_make_idle_threads_sleep_before_torch_loads(monkey
     import hf_bertscratch_cli
 
     ran = []
-    fake = types.ModuleType("hf_bertscratch.cli")
-    fake.run_command = lambda command, args, debug: ran.append((command, os.environ.get("OMP_WAIT_POLICY")))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hf_bertscratch.cli", fake)
+
+    def run_command(command: str, args: list[str], debug: bool) -> None:
+        ran.append((command, os.environ.get("OMP_WAIT_POLICY")))
+
+    monkeypatch.setattr(hf_bertscratch_cli, "run_command", run_command)
     monkeypatch.setattr(hf_bertscratch_cli, "check_sources", lambda command, args: None)
     for command in ("classify", "finetune"):
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)

@@ -1,0 +1,156 @@
+"""The `bertscratch` command's dispatcher: each command run by the library module that implements it, imported only
+when the command runs, and any error it raises made one line on stderr with exit status 1 (`--debug` or
+`$BERTSCRATCH_DEBUG`: the traceback instead).
+
+Training-side commands (`FORWARDED`) hand their arguments unchanged to the module's `main(argv)` (imported only when
+used, so one missing or broken module does not take the others down); every other command is an inspection command,
+which `hf_bertscratch.cli` parses and runs. Nothing from the library is imported before a command runs: the module
+stands on the standard library, as the rest of the front door does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hf_bertscratch_base import PROG
+
+from .commands import COMMAND_SUMMARIES, DEBUG_ENV, HELP_PAGES, parse
+
+# Forwarded command -> the module whose main(argv) runs it (each command's one-line help: COMMAND_SUMMARIES).
+FORWARDED: dict[str, str] = {
+    "pretrain": "hf_bertscratch.pretraining",
+    "pretrain-flax": "hf_bertscratch.flax.pretraining",
+    "finetune": "hf_bertscratch.finetuning",
+    "convert": "hf_bertscratch.convert",
+    "push": "hf_bertscratch.hub",
+    "benchmark": "hf_bertscratch.benchmark",
+    "train-tokenizer": "hf_bertscratch.tokenization",
+    "evaluate-onnx": "hf_bertscratch.onnx.evaluation",
+}
+# Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
+STORED_HELP: dict[str, str] = {
+    "pretrain": "hf_bertscratch.pretraining_arguments",
+    "finetune": "hf_bertscratch.finetuning_arguments",
+}
+# The commands `hf_bertscratch.cli` parses and runs itself (`INSPECTION_COMMANDS` there): every one not forwarded.
+INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FORWARDED)
+
+
+def help_page(command: str) -> str:
+    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it)."""
+    parser = importlib.import_module(STORED_HELP[command]).build_parser()
+    parser.prog = f"{PROG} {command}"
+    return parser.format_help()
+
+
+def write_help_pages() -> None:
+    """Write each STORED_HELP command's `--help` page into HELP_PAGES (run after changing its flags or their help)."""
+    HELP_PAGES.mkdir(exist_ok=True)
+    for command in STORED_HELP:
+        (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
+
+
+@contextmanager
+def _program_name(name: str) -> Iterator[None]:
+    """Make argparse in a forwarded module print `bertscratch COMMAND` as its usage name, as a script would its own."""
+    saved = sys.argv[0]
+    sys.argv[0] = name
+    try:
+        yield
+    finally:
+        sys.argv[0] = saved
+
+
+def run_forwarded(command: str, argv: list[str]) -> None:
+    """Import the command's module only now and call its `main(argv)` with the arguments unchanged."""
+    module_name = FORWARDED[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise  # a dependency of the module is missing: report that, not the module
+        raise RuntimeError(
+            f"`{PROG} {command}` is not available in this install ({module_name} is missing)."
+        ) from error
+    with _program_name(f"{PROG} {command}"):
+        module.main(argv)
+
+
+class CurrentStderrHandler(logging.StreamHandler):
+    """A `StreamHandler` writing to whatever `sys.stderr` is when a record is emitted, not to the stream it was made
+    with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one)."""
+
+    @property
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def show_gemm_path() -> None:
+    """Print, once per process and on stderr, which CPU GEMM path the model's inference chose
+    (`hf_bertscratch.cpu_matmul`), when it is first chosen, whatever the command's own logging shows."""
+    from hf_bertscratch import cpu_matmul  # torch and transformers load here
+
+    gemm_logger = logging.getLogger(cpu_matmul.__name__)
+    if not gemm_logger.handlers:
+        handler = CurrentStderrHandler()
+        handler.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
+        gemm_logger.addHandler(handler)
+    gemm_logger.setLevel(logging.INFO)
+    gemm_logger.propagate = False
+
+
+def _run(command: str, argv: list[str]) -> None:
+    show_gemm_path()
+    if command in FORWARDED:
+        run_forwarded(command, argv)
+        return
+    from hf_bertscratch.cli import run_inspection_command
+
+    run_inspection_command(command, argv)
+
+
+def run_command(command: str, argv: list[str], debug: bool = False) -> None:
+    """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
+    `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
+    debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    try:
+        _run(command, argv)
+    except KeyboardInterrupt:
+        print(f"{PROG} {command}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as error:
+        # Inspection commands also take --debug after the command; forwarded ones only before it.
+        if debug or (command in INSPECTION and "--debug" in argv):
+            raise
+        message = " ".join(str(error).split()) or "(no message)"
+        print(f"{PROG} {command}: error: {type(error).__name__}: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`bertscratch ARGV` in this process without the front door's checks of the sources (`hf_bertscratch_cli.main`
+    makes them, and sets the training commands' OpenMP wait policy, first): parse, then `run_command`."""
+    command, args, debug = parse(argv)
+    run_command(command, args, debug=debug)
+
+
+__all__ = [
+    "FORWARDED",
+    "INSPECTION",
+    "STORED_HELP",
+    "help_page",
+    "main",
+    "run_command",
+    "run_forwarded",
+    "show_gemm_path",
+    "write_help_pages",
+]

@@ -1,0 +1,100 @@
+"""Every flag's help names each value the flag takes: a help that lists values lists all of them, so a value added to
+a flag's choices or to the tuple its check uses shows in `--help` (read from the commands' parsers, no model)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+
+import pytest
+from transformers.trainer_utils import IntervalStrategy
+
+from hf_bertscratch import benchmark, cli, cpu_matmul, finetuning_arguments, hardware, pretraining_arguments
+from hf_bertscratch.arguments import ArgumentParser, _inherited_trainer_fields, described_values
+from hf_bertscratch.configuration_bertscratch import CLASSIFIER_POOLINGS, PRESETS
+from hf_bertscratch.onnx.common import ONNX_TASKS
+
+# (command, flag) -> the values the flag takes, for flags whose values are checked in code rather than by argparse's
+# choices (each tuple is the one its check uses).
+CHECKED_IN_CODE: dict[tuple[str, str], tuple[str, ...]] = {
+    ("pretrain", "objective"): pretraining_arguments.OBJECTIVES,
+    ("pretrain", "model_size"): tuple(PRESETS),
+    ("pretrain", "precision"): hardware.PRECISIONS,
+    ("finetune", "precision"): hardware.PRECISIONS,
+    ("finetune", "eval_strategy"): tuple(strategy.value for strategy in IntervalStrategy),
+    ("benchmark", "presets"): tuple(PRESETS),
+    ("benchmark", "workloads"): benchmark.WORKLOADS,
+    ("benchmark", "variants"): benchmark.VARIANTS,
+    ("benchmark", "precisions"): benchmark.PRECISIONS,
+    ("benchmark", "gemm_path"): ("auto", *cpu_matmul.PATHS),
+    ("benchmark", "decoding"): benchmark.DECODINGS,
+    ("export", "task"): tuple(ONNX_TASKS),
+}
+
+
+def _parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield "pretrain", pretraining_arguments.build_parser()
+    yield "finetune", finetuning_arguments.build_parser()
+    yield "benchmark", ArgumentParser(benchmark.BenchmarkArguments)
+    for command, (arguments_class, _) in cli.INSPECTION_COMMANDS.items():
+        yield command, cli.CommandParser(arguments_class)
+
+
+def own_flags() -> Iterator[tuple[str, argparse.Action, str]]:
+    """(command, flag, its help) for every flag the package defines: transformers' TrainingArguments flags that a
+    command takes unchanged are left out (their help is transformers'), and the help a first-run page hides is read
+    from where the parser keeps it for --help_all."""
+    for command, parser in _parsers():
+        inherited = _inherited_trainer_fields(getattr(parser, "dataclass_types", ()))
+        hidden = getattr(parser, "hidden_help", {})
+        for action in parser._actions:
+            if action.option_strings and action.dest not in inherited and action.dest not in ("help", "help_all"):
+                yield command, action, hidden.get(action, action.help) or ""
+
+
+def named(values: tuple[str, ...] | list[str], help: str) -> list[str]:
+    """The values that `help` names as words of their own (`mean` is not named by `mean-max` nor `meaning`)."""
+    return [value for value in values if re.search(rf"(?<![\w-]){re.escape(str(value))}(?![\w-])", help)]
+
+
+FLAGS = list(own_flags())
+CHOICE_FLAGS = [flag for flag in FLAGS if flag[1].choices and not set(flag[1].choices) <= {True, False}]
+
+
+def test_the_flags_are_read() -> None:
+    """Every flag of the table is read, and so are choices flags of the fine-tuning and inspection commands."""
+    read = {(command, action.dest) for command, action, _ in FLAGS}
+    assert set(CHECKED_IN_CODE) <= read
+    assert {("finetune", "classifier_pooling"), ("similarity", "pooling"), ("tag", "aggregation_strategy")} <= read
+
+
+@pytest.mark.parametrize(
+    "command, action, help", CHOICE_FLAGS, ids=[f"{command}--{action.dest}" for command, action, _ in CHOICE_FLAGS]
+)
+def test_a_help_that_lists_a_flags_choices_lists_them_all(command: str, action: argparse.Action, help: str) -> None:
+    """A help naming one value (its default, as --task_type's) lists none; naming two or more, it names every one."""
+    choices = list(action.choices or ())
+    listed = named(choices, help)
+    assert len(listed) < 2 or listed == choices, f"{command} --{action.dest}: {help!r} leaves out " + str(
+        [value for value in choices if value not in listed]
+    )
+
+
+@pytest.mark.parametrize("command, flag", sorted(CHECKED_IN_CODE))
+def test_a_help_names_every_value_the_flags_check_takes(command: str, flag: str) -> None:
+    (help,) = [help for name, action, help in FLAGS if (name, action.dest) == (command, flag)]
+    values = CHECKED_IN_CODE[command, flag]
+    assert named(values, help) == list(values), f"{command} --{flag}: {help!r}"
+
+
+def test_classifier_poolings_help_is_made_from_the_configs_poolings() -> None:
+    """--classifier_pooling's help and choices come from the config's CLASSIFIER_POOLINGS: a pooling added there
+    without a description fails as the module is made, and one described but not taken is refused."""
+    assert finetuning_arguments.POOLING_CHOICES == ("auto", *CLASSIFIER_POOLINGS)
+    with pytest.raises(KeyError, match="'new'"):
+        described_values(finetuning_arguments.POOLING_READS, [*finetuning_arguments.POOLING_CHOICES, "new"])
+    with pytest.raises(ValueError, match=r"Described values the flag does not take: \['segments'\]"):
+        described_values(finetuning_arguments.POOLING_READS, finetuning_arguments.POOLING_CHOICES[:-1])
+    assert described_values({"a": "x", "b": "y", "c": "z"}, "abc") == "a (x), b (y) or c (z)"
+    assert described_values({"a": "x"}, "a") == "a (x)"
