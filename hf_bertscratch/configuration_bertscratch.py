@@ -93,7 +93,7 @@ class BertScratchConfig(PretrainedConfig):
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only where that
             is faster: on a CPU, under FlashAttention or PyTorch's varlen kernel (sdpa on a CUDA device in half
-            precision), and otherwise on a CUDA device from `hidden_size` 768 up (`batching_bertscratch.DEVICE_RULES`). Outputs at real positions are unchanged; where the batch
+            precision), and otherwise on a CUDA device from `hidden_size` 768 up (`padding_bertscratch.DEVICE_RULES`). Outputs at real positions are unchanged; where the batch
             ran unpadded, hidden states and MLM logits at padded positions are zero.
 
     Example:

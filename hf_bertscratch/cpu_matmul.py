@@ -33,7 +33,7 @@ The switch, `BERTSCRATCH_CPU_MATMUL` (read when the path is first needed) or `se
 
 The same cache holds the other choices that depend on the CPU, each timed once per machine and thread count by
 `timed_candidates` (interleaved rounds, a close call timed again by the next processes, each candidate keeping its best
-time) and logged once per process: the decoding of a padded batch's MLM logits (`batching_bertscratch`) and the
+time) and logged once per process: the decoding of a padded batch's MLM logits (`padding_bertscratch`) and the
 decoding of CPU inference into a reused buffer (`hf_bertscratch.fast_decode`). `measured_choices()` lists what this
 process measured or read, for a benchmark's record.
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from . import cpu_matmul
-from .batching_bertscratch import DECODING_PROBE_PADDING, BertScratchPadding, decodes_padded_grid, decoding_probe_batch
+from .padding_bertscratch import DECODING_PROBE_PADDING, BertScratchPadding, decode_padded, decoding_probe_batch
 
 if TYPE_CHECKING:
     from .modeling_bertscratch import BertScratchLMHead
@@ -58,7 +58,7 @@ def choose_decoding(head: BertScratchLMHead, padded: bool = False) -> Decoding:
     """The fastest of the model's own decoding ("model"), one GEMM per run into a reused buffer (None) and
     `DEFAULT_TILE`, for `head`'s shape on this machine with its GEMM path, for batches without padding or, with
     `padded`, for padded ones (runs of real rows are shorter there, and the model's own decoding copies them into the
-    grid or decodes the grid, `batching_bertscratch.decodes_padded_grid`): timed in interleaved rounds
+    grid or decodes the grid, `padding_bertscratch.decodes_padded_grid`): timed in interleaved rounds
     (`time_candidates`) once per machine, threads and shape, and cached (`cpu_matmul.timed_candidates`)."""
     hidden_size, vocab_size = head.decoder.in_features, head.decoder.out_features
     key = f"{hidden_size}x{vocab_size} {head.decoder.weight.dtype} gemm {cpu_matmul.choice().fp32}"
@@ -89,7 +89,7 @@ def _tile_from_name(name: str) -> Decoding:
 
 def time_candidates(head: BertScratchLMHead, padded: bool = False) -> dict[Decoding, float]:
     """Median seconds of each decoding candidate, interleaved: on `PROBE_ROWS` random rows of `head`'s width (the
-    vocabulary projection alone) or, with `padded`, on the padded batch of `batching_bertscratch.decoding_probe_batch`,
+    vocabulary projection alone) or, with `padded`, on the padded batch of `padding_bertscratch.decoding_probe_batch`,
     as each candidate decodes it in the model (the head's transform, the grid's pad rows)."""
     if padded:
         return _time_padded_candidates(head)
@@ -117,19 +117,13 @@ def time_candidates(head: BertScratchLMHead, padded: bool = False) -> dict[Decod
 def _time_padded_candidates(head: BertScratchLMHead) -> dict[Decoding, float]:
     weight = head.decoder.weight
     hidden, padding = decoding_probe_batch(weight.shape[1], weight.dtype)
-    seq_len = hidden.shape[1]
 
     def into_buffer(tile: tuple[int, int] | None) -> Callable[[], object]:
         decoder = TiledLogitsDecoder(tile)
         return lambda: decoder(head, hidden, padding)
 
-    def model_decoding() -> torch.Tensor:  # as `_BertScratchMLMMixin._decode` on a CPU
-        if decodes_padded_grid(head, hidden, padding, weight.shape[0]):
-            return padding.zero_pad_rows(head(hidden))
-        return padding.pad(head(padding.unpad(hidden)), seq_len)
-
     candidates: dict[Decoding, Callable[[], object]] = {
-        "model": model_decoding,
+        "model": lambda: decode_padded(head, hidden, padding, weight.shape[0]),  # as `_BertScratchMLMMixin._decode`
         None: into_buffer(None),
         DEFAULT_TILE: into_buffer(DEFAULT_TILE),
     }

@@ -45,6 +45,7 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "configuration_bertscratch.py": "remote code: configuration",
     "modeling_bertscratch.py": "remote code: model",
     "batching_bertscratch.py": "remote code: how the model runs a batch",
+    "padding_bertscratch.py": "remote code: a padded batch's real tokens and each device's rules for it",
     "cpu_matmul.py": "remote code: the model's CPU GEMM path",
     "tokenizer.json": "tokenizer",
     "tokenizer_config.json": "tokenizer",

@@ -9,14 +9,14 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
   attention is computed on the trimmed (B, T', ...) batch, T' the longest real row (under FlashAttention, and under
   sdpa on a CUDA device in half precision through PyTorch's varlen kernel, varlen on the N tokens themselves);
   outputs at pad positions are then 0. On a CUDA device below hidden size 768 with neither, the batch runs padded,
-  which is faster there (`batching_bertscratch.DEVICE_RULES`).
+  which is faster there (`padding_bertscratch.DEVICE_RULES`).
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
   labelled positions, which is most of a small BERT's training compute.
 
-How a forward runs its batch (input checks, the one host read, padding, varlen and masks) is
-`batching_bertscratch.py`, and the GEMM path of CPU inference `cpu_matmul.py`. This file imports torch, public
-transformers API, its own configuration and those two files only, so that `save_pretrained` can ship them for
-`trust_remote_code=True` loading.
+How a forward runs its batch (input checks, the one host read, varlen and masks) is `batching_bertscratch.py`, a
+padded batch's real tokens and each device's rules for it `padding_bertscratch.py`, and the GEMM path of CPU
+inference `cpu_matmul.py`. This file imports torch, public transformers API, its own configuration and those three
+files only, so that `save_pretrained` can ship them for `trust_remote_code=True` loading.
 """
 
 from __future__ import annotations
@@ -55,21 +55,19 @@ if TYPE_CHECKING:
 
 from .batching_bertscratch import (
     BertScratchBatchPlan,
-    BertScratchPadding,
     BertScratchVarlen,
     attention_implementation,
     attention_mask_for,
     check_kwargs,
-    check_ranges,
+    check_masked_positions,
     cut_long_texts,
-    decodes_padded_grid,
     document_ids,
     plan_batch,
     requested,
-    true_first,
 )
 from .configuration_bertscratch import BertScratchConfig
 from .cpu_matmul import BertScratchLinear, linear_act, linear_add
+from .padding_bertscratch import BertScratchPadding, decode_padded
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
 # `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
@@ -403,8 +401,8 @@ class BertScratchPreTrainedModel(PreTrainedModel):
 
 def code_files() -> list[str]:
     """The files `save_pretrained` ships for `trust_remote_code=True` loading, as transformers' `custom_object_save`
-    finds them: this one and those it imports relatively (the configuration, `batching_bertscratch.py` and
-    `cpu_matmul.py`)."""
+    finds them: this one and those it imports relatively (the configuration, `batching_bertscratch.py`,
+    `padding_bertscratch.py` and `cpu_matmul.py`)."""
     return [__file__, *get_relative_import_files(__file__)]
 
 
@@ -596,22 +594,16 @@ class _BertScratchMLMMixin(_MLMHeadBase):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
 
-        When the encoder ran unpadded (`plan.padding`), the vocabulary is decoded at the N real positions only: the
-        decoder is most of a small BERT's compute, and logits at pad positions are 0 like the hidden states there.
-        Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`).
+        When the encoder ran unpadded (`plan.padding`), logits at pad positions are 0 like the hidden states there
+        (`_decode`). Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`).
         """
         if labels is None or not (self.config.sparse_prediction and self.training):
             logits = self._decode(sequence_output, plan.padding)
             return logits, None if labels is None else self._mlm_loss(logits, labels, num_items_in_batch)
-        labels = labels.reshape(-1)
-        labelled = labels != -100
-        if plan.num_labelled is None:  # not read (compiling, tracing): `nonzero`, whose size depends on the values
-            selected = labelled.nonzero().squeeze(-1)  # (num_labelled,)
-        else:  # counted by the plan's one host sync: no sync of its own
-            selected = true_first(labelled, plan.num_labelled)[: plan.num_labelled]
+        selected = plan.labelled_positions(labels)  # (num_labelled,)
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
         logits = self.cls(hidden)  # (num_labelled, V)
-        labels = labels.index_select(0, selected)
+        labels = labels.reshape(-1).index_select(0, selected)
         return logits, self._mlm_loss(logits, labels, num_items_in_batch)
 
     def _mlm_loss(self, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: object) -> torch.Tensor:
@@ -624,18 +616,13 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         """(B, T, H) and (B, K) positions -> (B, K, V) logits decoded at those positions only (fill-mask reads the
         [MASK] positions, and the vocabulary projection is most of a small BERT's inference compute)."""
         batch_size, seq_len, hidden_size = sequence_output.shape
-        if masked_positions.dim() != 2 or masked_positions.shape[0] != batch_size:
-            raise ValueError(
-                f"masked_positions must have shape (batch, masks) with batch {batch_size}; "
-                f"got shape {tuple(masked_positions.shape)}."
-            )
-        if not torch.compiler.is_compiling():
-            check_ranges(("masked_positions", masked_positions, seq_len, "seq_len"))
+        check_masked_positions(masked_positions, batch_size, seq_len)
         index = masked_positions.long()[..., None].expand(-1, -1, hidden_size)  # (B, K, H)
         return self.cls(sequence_output.gather(1, index))  # (B, K, V)
 
     def _decode(self, sequence_output: torch.Tensor, padding: BertScratchPadding | None) -> torch.Tensor:
-        """(B, T, H) -> (B, T, V) logits, 0 at pad positions when `padding` is given. The model's `logits_decoder`,
+        """(B, T, H) -> (B, T, V) logits, 0 at pad positions when `padding` is given: on the whole grid or at the real
+        rows as the device's rule says (`decode_padded`; on a CPU the faster there). The model's `logits_decoder`,
         when set (`hf_bertscratch.fast_decode.enable`), decodes where it applies."""
         if self.logits_decoder is not None:
             logits = self.logits_decoder(self.cls, sequence_output, padding)
@@ -643,11 +630,7 @@ class _BertScratchMLMMixin(_MLMHeadBase):
                 return logits
         if padding is None:
             return self.cls(sequence_output)
-        # the whole grid, pad rows zeroed after, or the real rows copied into it: the device's rule, on a CPU the
-        # faster of the two as measured on it (`batching_bertscratch.decodes_padded_grid`)
-        if decodes_padded_grid(self.cls, sequence_output, padding, self.config.vocab_size):
-            return padding.zero_pad_rows(self.cls(sequence_output))
-        return padding.pad(self.cls(padding.unpad(sequence_output)), sequence_output.shape[1])
+        return decode_padded(self.cls, sequence_output, padding, self.config.vocab_size)
 
 
 class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from hf_bertscratch import benchmark, records
+from hf_bertscratch.benchmark import cases
 
 TINIEST = ["--presets", "tiny", "--seq_lens", "16", "--batch_size", "4", "--repeats", "1", "--warmup", "0"]
 
@@ -121,8 +122,8 @@ def test_ratios_are_ours_over_each_contender_per_repetition(monkeypatch: pytest.
         "onnxruntime": [0.4, 0.1, 0.2],
         "onnxruntime_int8": [0.05, 0.4, 0.05],
     }
-    monkeypatch.setattr(benchmark, "time_interleaved", lambda steps, repeats, warmup: {n: seconds[n] for n in steps})
-    monkeypatch.setattr(benchmark, "onnxruntime_contender", lambda *args, **kwargs: (lambda: None, 0.0))
+    monkeypatch.setattr(cases, "time_interleaved", lambda steps, repeats, warmup: {n: seconds[n] for n in steps})
+    monkeypatch.setattr(cases, "onnxruntime_contender", lambda *args, **kwargs: (lambda: None, 0.0))
     args = benchmark.BenchmarkArguments(
         presets=["tiny"],
         seq_lens=[16],
@@ -241,7 +242,7 @@ def test_compiled_inference_is_timed_with_inductors_freezing(monkeypatch: pytest
         seen[len(seen)] = torch._inductor.config.freezing
         return {name: [1.0] * repeats for name in steps}
 
-    monkeypatch.setattr(benchmark, "time_interleaved", fake_timer)
+    monkeypatch.setattr(cases, "time_interleaved", fake_timer)
     args = benchmark.BenchmarkArguments(
         presets=["tiny"],
         seq_lens=[16],

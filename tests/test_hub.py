@@ -114,6 +114,7 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
         "loss_curve.png",
         "model.safetensors",
         "modeling_bertscratch.py",
+        "padding_bertscratch.py",
         "tokenizer.json",
         "tokenizer_config.json",
     ]
@@ -143,6 +144,7 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     assert {path.name for path in code_files} == {
         "modeling_bertscratch.py",
         "batching_bertscratch.py",
+        "padding_bertscratch.py",
         "cpu_matmul.py",
         "configuration_bertscratch.py",
     }
@@ -277,6 +279,7 @@ def test_electra_upload_carries_a_loadable_generator(
         "cpu_matmul.py",
         "model.safetensors",
         "modeling_bertscratch.py",
+        "padding_bertscratch.py",
         "tokenizer.json",
         "tokenizer_config.json",
     }

@@ -88,6 +88,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         "configuration_bertscratch.py",
         "modeling_bertscratch.py",
         "batching_bertscratch.py",
+        "padding_bertscratch.py",
         "cpu_matmul.py",
         "model.safetensors",
     ):
@@ -158,6 +159,7 @@ def test_saving_changes_no_class_state_and_ships_the_code(tmp_path: Path) -> Non
         assert {
             "modeling_bertscratch.py",
             "batching_bertscratch.py",
+            "padding_bertscratch.py",
             "cpu_matmul.py",
             "configuration_bertscratch.py",
         } <= {p.name for p in (tmp_path / head).iterdir()}
