@@ -14,8 +14,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_bertscratch
-from hf_bertscratch import cli
-from hf_bertscratch.onnx import evaluation as onnx_evaluation
+from hf_bertscratch import cli, onnx_evaluation
 from hf_bertscratch.tasks import CONLL2003_LABELS
 
 from conftest import CORPUS, tiny_config_kwargs
