@@ -10,6 +10,7 @@ modeling file's relative imports), so it imports torch, public transformers API,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast

@@ -165,7 +165,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "ForQuestionAnswering",
         "BERT extractive question-answering model",
         "extractive question answering (cross-entropy over the answer's start and end tokens)",
-        "from hf_bertscratch.tasks.question_answering import answer_question  # transformers 5 has no QA pipeline\n"
+        "from hf_bertscratch.inference import answer_question  # transformers 5 has no QA pipeline\n"
         'print(answer_question((model, tokenizer), "Where did he go?", "George Washington went to Washington."))',
     ),
 }

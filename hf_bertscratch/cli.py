@@ -294,7 +294,7 @@ def run_classify(args: ClassifyArguments) -> None:
 
 
 def run_tag(args: TagArguments) -> None:
-    from .tasks.token_classification import tag_entities
+    from .inference import tag_entities
 
     entities = tag_entities(args.model, args.text, aggregation_strategy=args.aggregation_strategy, **load_kwargs(args))
     if args.json:
@@ -308,7 +308,7 @@ def run_tag(args: TagArguments) -> None:
 
 
 def run_answer(args: AnswerArguments) -> None:
-    from .tasks.question_answering import answer_question
+    from .inference import answer_question
 
     result = answer_question(
         args.model,
@@ -356,12 +356,13 @@ def _write_embedding(vector: np.ndarray, output: Path) -> None:
 
 
 def run_attention(args: AttentionArguments) -> None:
-    from .inference import load_pipeline
+    from .inference import attention_weights, load_pipeline
     from .plotting import plot_attention
 
     encoder = load_pipeline("feature-extraction", args.model, **load_kwargs(args))
     assert encoder.tokenizer is not None, "load_pipeline always hands the pipeline a tokenizer"
-    path = plot_attention(encoder.model, encoder.tokenizer, args.text, args.output, args.layer, args.head)
+    tokens, weights = attention_weights(encoder.model, encoder.tokenizer, args.text)
+    path = plot_attention(tokens, weights, args.output, args.layer, args.head)
     print(f"Wrote {path}")
 
 

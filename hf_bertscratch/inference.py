@@ -1,9 +1,13 @@
-"""Ask a trained model something: fill in masks, classify a text, embed a sentence.
+"""Ask a trained model something: fill in masks, classify a text, embed a sentence, tag its entities, answer a
+question about it, show its attention.
 
 Thin wrappers over transformers pipelines (the same code path users get from `pipeline(...)`), with the checks a
 command line needs: the model must have the head the task reads (a masked-LM checkpoint has no trained classifier,
 and transformers would silently attach a random one), and the text must be usable (a [MASK] for fill-mask).
 Each function takes a model folder / Hub id or an already built pipeline, so a notebook can reuse one pipeline.
+Question answering, which transformers 5 has no pipeline for, is `answer_question`: the windows and answer spans of
+`hf_bertscratch.qa_windows` around one batched forward pass. `attention_weights` runs a model for the attention maps
+`hf_bertscratch.plotting.plot_attention` draws.
 
 `backend="onnxruntime"` runs the same pipeline on a folder written by `bertscratch export` (see
 `hf_bertscratch.onnx`): tokenization and post-processing are the pipeline's either way, only the forward
@@ -20,17 +24,19 @@ import functools
 import inspect
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 from transformers import (
     AutoConfig,
+    AutoModelForQuestionAnswering,
     FeatureExtractionPipeline,
     FillMaskPipeline,
     Pipeline,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
     TextClassificationPipeline,
     TokenClassificationPipeline,
     pipeline,
@@ -39,19 +45,18 @@ from transformers.utils import ModelOutput, enable_tf32
 
 from .convert import family_checkpoint
 from .model_reference import check_model_reference
+from .qa_windows import postprocess_predictions, prepare_eval_features
 from .similarity import POOLINGS
 from .tokenization import load_tokenizer
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
     from .onnx.runtime import BertScratchOnnxRuntimeModel
 
 logger = logging.getLogger(__name__)
 
 # Task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor reads the bare
 # encoder, which every checkpoint of the family holds. Every task but question-answering is a transformers pipeline;
-# transformers 5 has none for question answering: `hf_bertscratch.tasks.question_answering.answer_question` serves it.
+# transformers 5 has none for question answering: `answer_question` serves it.
 TASK_HEADS: dict[str, tuple[str, ...]] = {
     "fill-mask": ("ForMaskedLM", "ForPreTraining"),
     "text-classification": ("ForSequenceClassification",),
@@ -62,6 +67,9 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
 # Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
 FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
+# The token-classification pipeline's aggregation strategies: "none" tags each piece, the others group pieces into
+# entities (`tag_entities`).
+AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 # Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU); tf32:
 # float32 weights whose matrix products run as TensorFloat-32 on a CUDA GPU that has it (Ampere and later).
 DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -181,7 +189,7 @@ def load_pipeline(
         pipelines = sorted(set(TASK_HEADS) - {"question-answering"})
         raise ValueError(
             f"No pipeline for task {task!r}: expected one of {pipelines} (question answering: "
-            "hf_bertscratch.tasks.question_answering.answer_question)."
+            "hf_bertscratch.inference.answer_question)."
         )
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
@@ -367,12 +375,196 @@ def similarity(
     return float(first @ second / norms) if norms > 0 else 0.0
 
 
+def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, int]:
+    """Pipeline arguments that tag a text longer than the model's positions in overlapping windows.
+
+    The pipeline cuts input at the tokenizer's model_max_length, which a tokenizer saved without one sets to ~1e30
+    (so a long text would overrun the position embeddings); capping it at the model's positions and giving a stride
+    tags the whole text, window by window, instead of failing. The pipeline refuses a stride without aggregation, so
+    "none" tags only the first window.
+    """
+    positions = getattr(getattr(tagger.model, "config", None), "max_position_embeddings", None)
+    if positions is None:
+        return {}
+    tokenizer = tagger.tokenizer
+    assert tokenizer is not None, "a token-classification pipeline is always built with its tokenizer"
+    tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
+    return {} if aggregation_strategy == "none" else {"stride": tokenizer.model_max_length // 4}
+
+
+def tag_entities(
+    model: str | Path | Pipeline,
+    text: str,
+    tokenizer: str | Path | None = None,
+    aggregation_strategy: str = "simple",
+    device: str | int | None = None,
+    **load_kwargs: object,
+) -> list[dict]:
+    """The named entities in `text`, through transformers' "token-classification" pipeline.
+
+    The pipeline tags each word piece, then groups pieces into entities by `aggregation_strategy` ("simple": runs
+    of pieces with the same entity type, a B- tag starting a new one; "first", "average", "max": one tag per whole
+    word, from its first piece or from its pieces' averaged or best scores; "none": no grouping, one dict per
+    piece). "O" pieces are left out. A text longer than the model's positions is tagged in overlapping windows.
+
+    Args:
+        model: a model folder or Hub id of a *ForTokenClassification checkpoint, or a built pipeline (reused as it
+            is: `tokenizer`, `device` and `load_kwargs` are then not read).
+        tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
+        load_kwargs: passed on to `load_pipeline` (backend="onnxruntime").
+
+    Returns:
+        One dict per entity, in text order: {"entity_group", "score", "word", "start", "end"}, where
+        text[start:end] is the entity's text and word the tokenizer's rendering of its pieces (lower-cased by an
+        uncased tokenizer). With "none", one dict per piece, with "entity" (the tag) and "index" (the piece's
+        position) in place of "entity_group".
+    """
+    if not text.strip():
+        raise ValueError("Text is empty: expected a sentence to tag.")
+    if aggregation_strategy not in AGGREGATION_STRATEGIES:
+        raise ValueError(
+            f"aggregation_strategy={aggregation_strategy!r} is not supported: expected one of {AGGREGATION_STRATEGIES}."
+        )
+    tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
+    entities = tagger(
+        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, aggregation_strategy)
+    )
+    # The pipeline's scores are numpy float32, which json cannot write.
+    return [{**entity, "score": float(entity["score"])} for entity in entities]
+
+
+def answer_question(
+    model: str | Path | tuple[PreTrainedModel, PreTrainedTokenizerBase],
+    question: str,
+    context: str,
+    tokenizer: str | Path | PreTrainedTokenizerBase | None = None,
+    max_seq_length: int | None = None,
+    doc_stride: int = 128,
+    max_answer_length: int = 30,
+    n_best_size: int = 20,
+    device: str | torch.device | None = None,
+    dtype: str = "float32",
+) -> dict:
+    """Extract the answer to `question` from `context` with a question-answering model.
+
+    All the windows of the context go through the model in one batch.
+
+    Args:
+        model: a model folder / Hub id with a *ForQuestionAnswering head, or an already loaded (model, tokenizer).
+        tokenizer: tokenizer (folder, vocab.txt, Hub id or instance) for a model given by name; defaults to the one
+            saved with the model.
+        max_seq_length: tokens per window; None: 384 (SQuAD's usual), or the model's max_position_embeddings when
+            smaller, with doc_stride lowered to a third of it when it would not fit.
+        device: where to run the model; None keeps it where it is (the CPU for a model loaded here).
+        dtype: for a model loaded here, its type (`DTYPES`; bfloat16/float16 for a GPU).
+
+    Returns:
+        {"answer", "start", "end", "score"}: `context[start:end] == answer`, score as in `postprocess_predictions`
+        (a probability among the n-best spans). "" with start = end = 0 and score 0.0 if no span is valid.
+    """
+    if not question.strip():
+        raise ValueError("Question is empty: expected a question to answer.")
+    if not context.strip():
+        raise ValueError("Context is empty: expected a text to find the answer in.")
+    qa_model, tokenizer = _load_qa_model(model, tokenizer, device, dtype)
+    positions = getattr(qa_model.config, "max_position_embeddings", None) or 384
+    if max_seq_length is None:
+        max_seq_length = min(384, positions)
+        doc_stride = min(doc_stride, max_seq_length // 3)
+    if max_seq_length > positions:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings={positions}: "
+            f"pass max_seq_length <= {positions} (and a doc_stride below it)."
+        )
+    examples = {"id": ["0"], "question": [question], "context": [context]}
+    features = prepare_eval_features(examples, tokenizer, max_seq_length, doc_stride)
+    start_logits, end_logits = _qa_logits(qa_model, tokenizer, features)
+    prediction = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size, max_answer_length)
+    best = prediction["0"]
+    return {"answer": best["text"], "start": best["start_char"], "end": best["end_char"], "score": best["score"]}
+
+
+def _load_qa_model(
+    model: str | Path | tuple[PreTrainedModel, PreTrainedTokenizerBase],
+    tokenizer: str | Path | PreTrainedTokenizerBase | None,
+    device: str | torch.device | None,
+    dtype: str = "float32",
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The model in eval mode (on `device` if given, of `dtype` if loaded here) and its tokenizer."""
+    heads = TASK_HEADS["question-answering"]
+    if isinstance(model, tuple):
+        if tokenizer is not None:
+            raise ValueError("Pass the tokenizer either in the (model, tokenizer) pair or as tokenizer=, not both.")
+        qa_model, tokenizer = model
+        if not type(qa_model).__name__.endswith(heads):
+            raise ValueError(f"Model is a {type(qa_model).__name__}; question answering needs a *{heads[0]} model.")
+    else:
+        name = family_checkpoint(model)  # transformers' BERT converted on load
+        check_task_head(name, "question-answering")
+        # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
+        qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
+        if not isinstance(tokenizer, PreTrainedTokenizerBase):
+            tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else name))
+    if device is not None:
+        # PreTrainedModel.to is functools.wraps(nn.Module.to), which typeshed types as unbound: self comes first.
+        qa_model = qa_model.to(device)  # type: ignore[arg-type]
+    return qa_model.eval(), tokenizer
+
+
+def _qa_logits(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, features: dict[str, list]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end logits, each (F, T), of the features in one right-padded batch."""
+    names = ("input_ids", "token_type_ids", "attention_mask")
+    inputs: dict[str, list] = {name: features[name] for name in names if name in features}
+    # Right padding keeps token t of each feature at index t, where its offset_mapping entry is.
+    batch = tokenizer.pad(inputs, padding_side="right", return_tensors="pt").to(model.device)
+    with torch.inference_mode():
+        outputs = model(**batch)
+    return outputs.start_logits.float().cpu().numpy(), outputs.end_logits.float().cpu().numpy()
+
+
+@torch.no_grad()
+def attention_weights(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, text: str
+) -> tuple[list[str], torch.Tensor]:
+    """Run `model` on `text` and return its tokens and the attention probabilities of every layer.
+
+    Args:
+        model: any encoder that returns `attentions` when called with `output_attentions=True`.
+        tokenizer: the model's tokenizer.
+        text: one sentence (or a pair separated by [SEP]).
+
+    Returns:
+        (tokens, weights): the T tokens including [CLS]/[SEP], and float32 weights of shape (L, nh, T, T),
+        weights[l, h, i, j] being how much token i attends to token j in head h of layer l.
+    """
+    if not text or not text.strip():
+        raise ValueError("text is empty: expected a sentence to draw attention for.")
+    was_training = model.training
+    model.eval()  # attention dropout would make the map random
+    try:
+        device = next(model.parameters()).device
+        encoding = tokenizer(text, return_tensors="pt", **truncation_kwargs(model)).to(device)
+        outputs = model(**encoding, output_attentions=True, return_dict=True)
+    finally:
+        model.train(was_training)
+    if not outputs.attentions:
+        raise ValueError(f"{type(model).__name__} returned no attentions: it does not support output_attentions.")
+    weights = torch.stack([layer[0] for layer in outputs.attentions]).float().cpu()  # (L, nh, T, T)
+    tokens = cast("list[str]", tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist()))  # ids: a list
+    return tokens, weights
+
+
 __all__ = [
+    "AGGREGATION_STRATEGIES",
     "FINE_TUNED_HEADS",
     "PIPELINE_CLASSES",
     "POOLINGS",
     "TASK_HEADS",
     "BertScratchFillMaskPipeline",
+    "answer_question",
+    "attention_weights",
     "check_encoder",
     "check_model_reference",
     "classify",
@@ -383,6 +575,7 @@ __all__ = [
     "masked_positions",
     "onnx_pipeline_class",
     "similarity",
+    "tag_entities",
     "takes_masked_positions",
     "truncation_kwargs",
 ]

@@ -3,7 +3,8 @@ error bars, which `lab.make_report` draws the committed records with.
 
 Every function draws on a bare `matplotlib.figure.Figure` (rendered by Agg), never through `pyplot`, so calling them
 from a notebook neither changes the notebook's backend nor leaks open figures; they return the path of the image
-they wrote (show it in a notebook with `IPython.display.Image(path)`).
+they wrote (show it in a notebook with `IPython.display.Image(path)`). They draw what they are given (logs, labels,
+arrays) and run no model: `hf_bertscratch.inference.attention_weights` gives `plot_attention` its tokens and weights.
 
 Images are written atomically: drawn to a temporary file beside the target, then renamed, so a failed plot never
 leaves a half-written image that looks finished.
@@ -17,16 +18,15 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from matplotlib.figure import Figure
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .run_folder import atomic_write, final_path
 
 if TYPE_CHECKING:
+    import torch
     from matplotlib.axes import Axes
     from matplotlib.image import AxesImage
 
@@ -259,40 +259,6 @@ def _figure_title(fig: Figure, title: str) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@torch.no_grad()
-def attention_weights(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, text: str
-) -> tuple[list[str], torch.Tensor]:
-    """Run `model` on `text` and return its tokens and the attention probabilities of every layer.
-
-    Args:
-        model: any encoder that returns `attentions` when called with `output_attentions=True`.
-        tokenizer: the model's tokenizer.
-        text: one sentence (or a pair separated by [SEP]).
-
-    Returns:
-        (tokens, weights): the T tokens including [CLS]/[SEP], and float32 weights of shape (L, nh, T, T),
-        weights[l, h, i, j] being how much token i attends to token j in head h of layer l.
-    """
-    if not text or not text.strip():
-        raise ValueError("text is empty: expected a sentence to draw attention for.")
-    from .inference import truncation_kwargs
-
-    was_training = model.training
-    model.eval()  # attention dropout would make the map random
-    try:
-        device = next(model.parameters()).device
-        encoding = tokenizer(text, return_tensors="pt", **truncation_kwargs(model)).to(device)
-        outputs = model(**encoding, output_attentions=True, return_dict=True)
-    finally:
-        model.train(was_training)
-    if not outputs.attentions:
-        raise ValueError(f"{type(model).__name__} returned no attentions: it does not support output_attentions.")
-    weights = torch.stack([layer[0] for layer in outputs.attentions]).float().cpu()  # (L, nh, T, T)
-    tokens = cast("list[str]", tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist()))  # ids: a list
-    return tokens, weights
-
-
 def _check_index(name: str, value: int | None, count: int) -> int | None:
     """Accept Python-style indices in [-count, count); raise a clear error otherwise."""
     if value is None:
@@ -313,17 +279,17 @@ def _draw_heatmap(ax: Axes, weights: np.ndarray, tokens: list[str], title: str, 
 
 
 def plot_attention(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    text: str,
+    tokens: Sequence[str],
+    weights: torch.Tensor | np.ndarray,
     output_file: str | Path,
     layer: int | None = None,
     head: int | None = None,
 ) -> Path:
-    """Draw the attention map of `text` as heatmaps with the tokens on both axes (rows attend to columns).
+    """Draw an attention map as heatmaps with the tokens on both axes (rows attend to columns).
 
     Args:
-        model, tokenizer, text: as for `attention_weights`.
+        tokens, weights: the T tokens and the (L, nh, T, T) attention probabilities of every layer and head, as
+            `hf_bertscratch.inference.attention_weights` returns them for a text.
         output_file: image to write.
         layer: layer index (negative counts from the end); defaults to the last layer.
         head: one head to draw alone in a 600x600 px figure; by default every head of `layer` is drawn in a
@@ -332,7 +298,13 @@ def plot_attention(
     Returns:
         The path written.
     """
-    tokens, weights = attention_weights(model, tokenizer, text)  # (L, nh, T, T)
+    tokens = list(tokens)
+    weights = np.asarray(weights, dtype=np.float32)
+    if weights.ndim != 4 or weights.shape[2:] != (len(tokens), len(tokens)):
+        raise ValueError(
+            f"weights has shape {weights.shape}: expected (layers, heads, T, T) with T = {len(tokens)}, the number "
+            "of tokens."
+        )
     num_layers, num_heads = weights.shape[:2]
     layer = _check_index("layer", -1 if layer is None else layer, num_layers)
     head = _check_index("head", head, num_heads)
@@ -345,7 +317,7 @@ def plot_attention(
     fig = Figure(figsize=(panel * columns, panel * rows), dpi=DPI, layout="constrained")
     axes = fig.subplots(rows, columns, squeeze=False).reshape(-1)
     for ax, index in zip(axes, heads):
-        image = _draw_heatmap(ax, weights[layer, index].numpy(), tokens, f"layer {layer} head {index}", fontsize)
+        image = _draw_heatmap(ax, weights[layer, index], tokens, f"layer {layer} head {index}", fontsize)
     for ax in axes[len(heads) :]:
         ax.set_axis_off()
     fig.colorbar(image, ax=axes.tolist(), shrink=0.6)
@@ -408,7 +380,6 @@ def plot_grouped_bars(
 
 
 __all__ = [
-    "attention_weights",
     "find_trainer_state",
     "plot_attention",
     "plot_confusion_matrix",

@@ -30,7 +30,7 @@ FORWARDED: dict[str, str] = {
     "push": "hf_bertscratch.hub",
     "benchmark": "hf_bertscratch.benchmark",
     "train-tokenizer": "hf_bertscratch.tokenization",
-    "evaluate-onnx": "hf_bertscratch.onnx.evaluation",
+    "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
 # Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
 STORED_HELP: dict[str, str] = {

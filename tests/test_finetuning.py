@@ -867,8 +867,8 @@ def write_squad(path: Path, seed: int, articles: int, paragraphs: int, two_answe
 
 
 def test_question_answering_end_to_end(tmp_path: Path, model_dir: Path) -> None:
+    from hf_bertscratch.inference import answer_question
     from hf_bertscratch.metrics import load_metric
-    from hf_bertscratch.tasks.question_answering import answer_question
 
     train = write_squad(tmp_path / "train.json", 0, articles=2, paragraphs=4)
     dev = write_squad(tmp_path / "dev.json", 1, articles=1, paragraphs=3, two_answers=True)

@@ -208,3 +208,20 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypat
 def test_bad_arguments(model_dirs, call, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call(model_dirs)
+
+
+def test_attention_weights_match_model_output(tiny_config, tokenizer) -> None:
+    model = hf_bertscratch.BertScratchForMaskedLM(tiny_config).train()
+    tokens, weights = inference.attention_weights(model, tokenizer, "paris is the capital of france .")
+    assert tokens == ["[CLS]", "paris", "is", "the", "capital", "of", "france", ".", "[SEP]"]
+    assert weights.shape == (2, 4, 9, 9)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 9))
+    assert model.training, "the model's train/eval mode must be restored"
+    model.eval()
+    reference = model(**tokenizer("paris is the capital of france .", return_tensors="pt"), output_attentions=True)
+    torch.testing.assert_close(weights[1], reference.attentions[1][0])
+
+
+def test_attention_weights_of_an_empty_text(tiny_config, tokenizer) -> None:
+    with pytest.raises(ValueError, match="text is empty"):
+        inference.attention_weights(hf_bertscratch.BertScratchForMaskedLM(tiny_config), tokenizer, "  ")

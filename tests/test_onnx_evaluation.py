@@ -14,7 +14,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_bertscratch
-from hf_bertscratch.onnx import evaluation as onnx_evaluation
+from hf_bertscratch import onnx_evaluation
 from hf_bertscratch.tasks import CONLL2003_LABELS
 from hf_bertscratch_cli import dispatch as cli
 

@@ -13,11 +13,10 @@ from datasets import Dataset
 from transformers import BertTokenizerFast, PreTrainedTokenizerBase
 from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
-import hf_bertscratch.tasks.question_answering as qa
-from hf_bertscratch import BertScratchForMaskedLM, BertScratchForQuestionAnswering
+from hf_bertscratch import BertScratchForMaskedLM, BertScratchForQuestionAnswering, inference
+from hf_bertscratch.inference import answer_question
 from hf_bertscratch.tasks.question_answering import (
     SQUAD_FEATURES,
-    answer_question,
     check_answers,
     load_squad_json,
     postprocess_predictions,
@@ -434,8 +433,8 @@ class FixedSpanForQuestionAnswering(torch.nn.Module):
 def test_answer_question_reads_the_answer_from_the_right_window(qa_tokenizer, monkeypatch) -> None:
     calls = []
     for name in ("prepare_eval_features", "postprocess_predictions"):
-        original = getattr(qa, name)
-        monkeypatch.setattr(qa, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+        original = getattr(inference, name)
+        monkeypatch.setattr(inference, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
     # Words 28 and 29 lie only in the last window, shorter than the others: padded in the batch.
     context, answer, start = words_context(30, ANSWER_WORDS, 28)
     start_id, end_id = qa_tokenizer.convert_tokens_to_ids(ANSWER_WORDS)
@@ -470,7 +469,7 @@ def test_answer_question_end_to_end_with_a_saved_model(qa_model_dir: Path) -> No
     assert result["answer"] and context[result["start"] : result["end"]] == result["answer"]
     assert 0.0 < result["score"] <= 1.0
     model = BertScratchForQuestionAnswering.from_pretrained(qa_model_dir)
-    tokenizer = qa.load_tokenizer(str(qa_model_dir))
+    tokenizer = inference.load_tokenizer(str(qa_model_dir))
     assert answer_question((model, tokenizer), QUESTION, context, max_seq_length=32, doc_stride=8) == result
 
 

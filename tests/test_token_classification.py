@@ -15,6 +15,7 @@ from transformers import BertTokenizer, BertTokenizerLegacy
 
 import hf_bertscratch
 from hf_bertscratch.data import DATA_DIR_ENV, read_conll
+from hf_bertscratch.inference import tag_entities
 from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
     align_labels_with_pieces,
@@ -22,7 +23,6 @@ from hf_bertscratch.tasks.token_classification import (
     label_names_from,
     logits_to_word_tags,
     make_word_tokenize_function,
-    tag_entities,
 )
 
 from conftest import tiny_config_kwargs

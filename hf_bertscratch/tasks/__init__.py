@@ -4,8 +4,8 @@
 | --- | --- |
 | `hf_bertscratch.tasks` | the task table: every task BERT is fine-tuned for, its shape, data, columns and metric |
 | `hf_bertscratch.tasks.shapes` | a class per shape: its head, features, collator, metric, predictions (`build_shape`) |
-| `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back; `tag_entities` |
-| `hf_bertscratch.tasks.question_answering` | SQuAD json, question/context windows and answers back; `answer_question` |
+| `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back |
+| `hf_bertscratch.tasks.question_answering` | SQuAD json and its checks; the windows and answers of `qa_windows` |
 
 The table itself (`TASKS`, `SHAPE_COLUMNS`, `resolve_task`, the column checks) is `hf_bertscratch_base.task_table`'s,
 from the standard library alone, so the `bertscratch` front door knows a task's columns before torch loads; this

@@ -1,13 +1,14 @@
 """Named-entity recognition data: read CoNLL files, tokenise words into labelled pieces, turn logits back into tags.
 
-One implementation of each step, shared by training, evaluation and inference (the run_ner.py triple):
+One implementation of each step, shared by training and evaluation (the run_ner.py pair):
 
 - preprocess: (`hf_bertscratch.data.read_conll` ->) `label_names_from` -> `check_tags` ->
   `make_word_tokenize_function` (via `align_labels_with_pieces`): sentences of words and tags become input_ids and
   piece labels.
 - postprocess: `logits_to_word_tags` turns (N, T, C) logits back into one tag per scored word, the lists of tag
   strings the seqeval metric takes.
-- inference: `tag_entities` runs transformers' "token-classification" pipeline on raw text.
+
+Inference on raw text is `hf_bertscratch.inference.tag_entities` (transformers' "token-classification" pipeline).
 
 Only the first word piece of each word carries the word's label; the other pieces, [CLS], [SEP] and padding get -100,
 which the loss and `logits_to_word_tags` skip. So a word is scored once, however many pieces it is split into.
@@ -16,17 +17,12 @@ which the loss and `logits_to_word_tags` skip. So a word is scored once, however
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import datasets
 import numpy as np
-from transformers import Pipeline, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
-from ..inference import as_pipeline
 from . import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
-
-# The pipeline's aggregation strategies: "none" tags each piece, the others group pieces into entities.
-AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 
 IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
 
@@ -208,67 +204,7 @@ def logits_to_word_tags(
     return predictions, references
 
 
-# ------------------------------------------------------------------------------------------------ inference
-def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, int]:
-    """Pipeline arguments that tag a text longer than the model's positions in overlapping windows.
-
-    The pipeline cuts input at the tokenizer's model_max_length, which a tokenizer saved without one sets to ~1e30
-    (so a long text would overrun the position embeddings); capping it at the model's positions and giving a stride
-    tags the whole text, window by window, instead of failing. The pipeline refuses a stride without aggregation, so
-    "none" tags only the first window.
-    """
-    positions = getattr(getattr(tagger.model, "config", None), "max_position_embeddings", None)
-    if positions is None:
-        return {}
-    tokenizer = tagger.tokenizer
-    assert tokenizer is not None, "a token-classification pipeline is always built with its tokenizer"
-    tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
-    return {} if aggregation_strategy == "none" else {"stride": tokenizer.model_max_length // 4}
-
-
-def tag_entities(
-    model: str | Path | Pipeline,
-    text: str,
-    tokenizer: str | Path | None = None,
-    aggregation_strategy: str = "simple",
-    device: str | int | None = None,
-    **load_kwargs: object,
-) -> list[dict]:
-    """The named entities in `text`, through transformers' "token-classification" pipeline.
-
-    The pipeline tags each word piece, then groups pieces into entities by `aggregation_strategy` ("simple": runs
-    of pieces with the same entity type, a B- tag starting a new one; "first", "average", "max": one tag per whole
-    word, from its first piece or from its pieces' averaged or best scores; "none": no grouping, one dict per
-    piece). "O" pieces are left out. A text longer than the model's positions is tagged in overlapping windows.
-
-    Args:
-        model: a model folder or Hub id of a *ForTokenClassification checkpoint, or a built pipeline (reused as it
-            is: `tokenizer`, `device` and `load_kwargs` are then not read).
-        tokenizer: tokenizer folder, vocab.txt or Hub id; defaults to the one saved with the model.
-        load_kwargs: passed on to `hf_bertscratch.inference.load_pipeline` (backend="onnxruntime").
-
-    Returns:
-        One dict per entity, in text order: {"entity_group", "score", "word", "start", "end"}, where
-        text[start:end] is the entity's text and word the tokenizer's rendering of its pieces (lower-cased by an
-        uncased tokenizer). With "none", one dict per piece, with "entity" (the tag) and "index" (the piece's
-        position) in place of "entity_group".
-    """
-    if not text.strip():
-        raise ValueError("Text is empty: expected a sentence to tag.")
-    if aggregation_strategy not in AGGREGATION_STRATEGIES:
-        raise ValueError(
-            f"aggregation_strategy={aggregation_strategy!r} is not supported: expected one of {AGGREGATION_STRATEGIES}."
-        )
-    tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
-    entities = tagger(
-        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, aggregation_strategy)
-    )
-    # The pipeline's scores are numpy float32, which json cannot write.
-    return [{**entity, "score": float(entity["score"])} for entity in entities]
-
-
 __all__ = [
-    "AGGREGATION_STRATEGIES",
     "CONLL2003_LABELS",
     "IGNORE_INDEX",
     "align_labels_with_pieces",
@@ -277,5 +213,4 @@ __all__ = [
     "label_names_from",
     "logits_to_word_tags",
     "make_word_tokenize_function",
-    "tag_entities",
 ]

@@ -52,20 +52,20 @@ from transformers import AutoConfig, EvalPrediction
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from ..arguments import ArgumentParser, parse_args_or_json
-from ..data import sample_examples
-from ..hardware import cpu_has_native_bf16, cpu_model, describe_hardware
-from ..inference import check_task_head
-from ..model_reference import check_model_reference
-from ..run_folder import write_text_atomically
-from ..tasks import TaskSpec
-from ..tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
-from ..tasks.shapes import FeatureSettings, TaskShape, build_shape
-from ..tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
-from .common import INPUT_NAMES, ONNX_TASKS
-from .export import export_onnx
-from .quantize import int8_saturates
-from .runtime import BertScratchOnnxRuntimeModel
+from .arguments import ArgumentParser, parse_args_or_json
+from .data import sample_examples
+from .hardware import cpu_has_native_bf16, cpu_model, describe_hardware
+from .inference import check_task_head
+from .model_reference import check_model_reference
+from .onnx.common import INPUT_NAMES, ONNX_TASKS
+from .onnx.export import export_onnx
+from .onnx.quantize import int8_saturates
+from .onnx.runtime import BertScratchOnnxRuntimeModel
+from .run_folder import write_text_atomically
+from .tasks import TaskSpec
+from .tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
+from .tasks.shapes import FeatureSettings, TaskShape, build_shape
+from .tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 
 logger = logging.getLogger(__name__)
 
