@@ -23,8 +23,7 @@ from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from .data import DATASET_CITATIONS
-from .electra import GENERATOR_FOLDER
-from .run_folder import final_path, write_text_atomically
+from .run_folder import GENERATOR_FOLDER, final_path, write_text_atomically
 
 logger = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ import torch
 import transformers
 from transformers import AutoConfig, BertConfig, ElectraConfig, PreTrainedModel
 
+from . import modeling_bertscratch
 from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
 from .model_reference import check_model_reference
@@ -207,9 +208,7 @@ def _transformers_config_values(config: BertScratchConfig) -> dict[str, Any]:
 
 def _model_class(name: str) -> type[PreTrainedModel]:
     if name.startswith("BertScratch"):
-        import hf_bertscratch
-
-        return getattr(hf_bertscratch, name)
+        return getattr(modeling_bertscratch, name)
     return getattr(transformers, name)
 
 
@@ -325,8 +324,6 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
     looks finished. A non-empty `output_dir` is only replaced when `overwrite` is set (checked before anything is
     loaded).
     """
-    import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
-
     output_dir = Path(output_dir)
     if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
         raise ValueError(
@@ -378,8 +375,6 @@ def family_checkpoint(model: str | Path) -> str:
 
     Every command that loads a model goes through here (`finetune`, `classify`, `tag`, `answer`, `embed`,
     `similarity`, `attention`, `fill-mask`, `export`), so each takes the same checkpoints."""
-    import hf_bertscratch  # noqa: F401  registers model_type "bertscratch" with AutoConfig
-
     model = check_model_reference(model)
     if model in _CONVERTED:
         return _CONVERTED[model]

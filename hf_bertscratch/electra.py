@@ -43,8 +43,8 @@ from transformers.utils import ModelOutput
 
 from .configuration_bertscratch import BertScratchConfig
 from .modeling_bertscratch import BertScratchForMaskedLM, BertScratchForReplacedTokenDetection
+from .run_folder import GENERATOR_FOLDER
 
-GENERATOR_FOLDER = "generator"
 # The generator's tables that come from the discriminator (module names in `BertScratchEmbeddings`).
 SHARED_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 

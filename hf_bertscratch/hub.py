@@ -30,9 +30,8 @@ from transformers import TrainingArguments
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
-from .electra import GENERATOR_FOLDER
 from .modeling_bertscratch import code_files, family_auto_map
-from .run_folder import output_dir_of, staged_folder
+from .run_folder import GENERATOR_FOLDER, output_dir_of, staged_folder
 
 logger = logging.getLogger(__name__)
 

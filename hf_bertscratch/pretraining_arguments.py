@@ -16,6 +16,7 @@ from safetensors import safe_open
 from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
+from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda
@@ -30,7 +31,6 @@ from .run_folder import (
     GuardedTrainingArguments,
     check_output_dir,
 )
-from .tasks import TASKS
 
 logger = logging.getLogger(__name__)
 

@@ -33,6 +33,8 @@ FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
 _WRITTEN_LAST = ("all_results.json", "README.md")
 # The hidden folder inside output_dir where `finish_run` assembles a finished run before moving it in.
 STAGING = ".staging"
+# The subfolder of an ELECTRA run's output folder that holds its generator, a fill-mask model of its own.
+GENERATOR_FOLDER = "generator"
 
 
 @dataclass

@@ -31,9 +31,9 @@ from hf_bertscratch import (
     pretraining,
     run_folder,
 )
-from hf_bertscratch.cli import main as cli_main
 from hf_bertscratch.electra import ElectraPretrainingModel, generator_config, replace_masked_tokens
 from hf_bertscratch.run_folder import FINISHED_FILES
+from hf_bertscratch_cli.dispatch import main as cli_main
 
 from conftest import cut_back_to_checkpoint, pretrain_args, tiny_config_kwargs
 
