@@ -31,8 +31,9 @@ from hf_bertscratch import inference
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
 from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
+from hf_bertscratch.tasks.classification import ClassificationShape, make_text_tokenize_function
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
-from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
+from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
 from conftest import record_hub, tiny_config_kwargs
 

@@ -27,7 +27,8 @@ from . import (
     resolve_task,
     split_roles,
 )
-from .shapes import TRUNCATION_STRATEGIES
+from .features import TRUNCATION_STRATEGIES
+from .question_answering import is_squad_json, load_squad_json
 
 AUTO = "auto"  # a setting chosen for the task at hand
 logger = logging.getLogger(__name__)
@@ -229,8 +230,6 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
 
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
-    from .question_answering import is_squad_json, load_squad_json
-
     named = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
     files = {split: path for split, path in named.items() if path}
     if not files or not all(is_squad_json(path) for path in files.values()):
