@@ -1116,6 +1116,14 @@ def test_a_classifier_is_refused_where_sentence_vectors_are_needed(tmp_path: Pat
     assert embed(str(model_dir), "the cat sat").shape == (tiny_config_kwargs(10)["hidden_size"],)  # an encoder is fine
 
 
+def test_embedding_objective_auto_is_chosen_from_the_train_labels() -> None:
+    from hf_bertscratch.embedding import objective_for_labels
+
+    assert objective_for_labels([0.0, 2.5, 5.0]) == "cosine"  # similarity scores
+    assert objective_for_labels([0, 1, 1]) == objective_for_labels([1, 1]) == "in-batch"  # 0/1 match labels
+    assert objective_for_labels(None) == "in-batch"  # pairs without labels
+
+
 @pytest.mark.parametrize("objective", ["in-batch", "simcse"])
 def test_embedding_objectives_without_scores(tmp_path: Path, model_dir: Path, objective: str) -> None:
     """In-batch negatives train on the matching pairs of 0/1 labels; SimCSE on every distinct text alone. Both are

@@ -25,8 +25,8 @@ class EmbeddingShape:
     alike two texts are (`hf_bertscratch.embedding`); scored by the Spearman correlation of the eval pairs' cosines
     with their labels.
 
-    The objective follows the data unless named (`objective`): cosine for numeric scores with more than two values,
-    in-batch negatives on the matching pairs for 0/1 labels (or pairs without labels), SimCSE for single texts.
+    `objective` is "cosine", "in-batch" or "simcse" (`hf_bertscratch.embedding`): `--embedding_objective auto` is
+    resolved from the train labels when the data loads (`tasks.data.load_task_data`).
     """
 
     auto_class = AutoModel
@@ -37,7 +37,7 @@ class EmbeddingShape:
         task: TaskSpec,
         settings: FeatureSettings,
         tokenizer: PreTrainedTokenizerBase,
-        objective: str = "auto",
+        objective: str,
         pooling: str = "mean",
     ) -> None:
         if objective not in EMBEDDING_OBJECTIVES:
@@ -57,7 +57,7 @@ class EmbeddingShape:
         return list(split[column]) if column and column in split.column_names else None
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
-        """Check that labels are numbers, choose the objective from the train labels, and require scored eval pairs."""
+        """Check that labels are numbers, read the cosine objective's label range, and require scored eval pairs."""
         column = self.task.columns.get("label")
         for role, split in raw.items():
             values = self._labels(split)
@@ -68,9 +68,6 @@ class EmbeddingShape:
                     f"{column!r} holds {bad[:5]}."
                 )
         train = self._labels(raw["train"])
-        if self.objective == "auto":
-            binary = train is not None and set(train) <= {0, 1}
-            self.objective = "cosine" if train is not None and not binary else "in-batch"
         if self.objective == "cosine":
             if train is None:
                 raise ValueError("--embedding_objective cosine needs similarity scores: name them with --label_column.")
