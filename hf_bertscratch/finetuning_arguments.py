@@ -18,7 +18,7 @@ from dataclasses import InitVar, dataclass, field
 
 from transformers import PretrainedConfig
 
-from .arguments import ArgumentParser, parse_args_or_json
+from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
@@ -186,11 +186,7 @@ def choose_task_defaults(
     `tasks.finetune_defaults`): --classifier_pooling and --head_init "auto", the learning rate and the epochs; log
     them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). Refuses a --max_seq_length
     beyond the model's position embeddings."""
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and data_args.max_seq_length > max_positions:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings {max_positions}."
-        )
+    check_max_seq_length(data_args.max_seq_length, getattr(config, "max_position_embeddings", None))
     task = data_args.task_spec
     defaults = finetune_defaults(task, data_args.task, config.hidden_size)
     chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...

@@ -388,6 +388,9 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert (model.classifier_pooling, model.head_init, given.learning_rate, given.num_train_epochs) == (
         "mean", "random", 1e-5, 2
     )  # fmt: skip
+    config.max_position_embeddings = 64  # one check, one message, before any data loads
+    with pytest.raises(ValueError, match=r"^--max_seq_length 128 exceeds the model's max_position_embeddings 64: use "):
+        choose_task_defaults(model, DataArguments(task="stsb"), given, config)
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
