@@ -28,7 +28,7 @@ from transformers import PreTrainedTokenizerBase, Trainer
 
 from .similarity import pool
 
-EMBEDDING_OBJECTIVES = ("auto", "cosine", "in-batch", "simcse")
+EMBEDDING_OBJECTIVES = ("cosine", "in-batch", "simcse")
 SIMILARITY_SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale (1 / temperature 0.05)
 PAIR_PREFIX = "pair_"  # the second text's features: pair_input_ids, pair_attention_mask, pair_token_type_ids
 POOLING_FOLDER = "1_Pooling"
@@ -56,6 +56,13 @@ class PairCollator:
         if "labels" in features[0]:
             batch["labels"] = torch.tensor([float(f["labels"]) for f in features], dtype=torch.float32)
         return batch
+
+
+def objective_for_labels(labels: list | None) -> str:
+    """The objective that fits a train split's labels (None: it has none): cosine for similarity scores, in-batch
+    negatives for 0/1 match labels and for pairs without labels."""
+    binary = labels is not None and set(labels) <= {0, 1}
+    return "cosine" if labels is not None and not binary else "in-batch"
 
 
 # ------------------------------------------------------------------------------------------------ the training
@@ -182,6 +189,7 @@ __all__ = [
     "cosine_loss",
     "embed_batch",
     "in_batch_loss",
+    "objective_for_labels",
     "saved_pooling",
     "write_sentence_transformers_files",
 ]

@@ -20,7 +20,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from transformers import (
     AutoConfig,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
@@ -42,12 +43,13 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
+from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .convert import family_checkpoint
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
-    AUTO,
     FinetuneTrainingArguments,
     ModelArguments,
+    choose_task_defaults,
     parse_args,
     resolve_paths,
 )
@@ -56,7 +58,7 @@ from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, output_dir_of
-from .tasks import TASKS, FinetuneDefaults, TaskSpec, finetune_defaults, recipe_name
+from .tasks import TASKS, TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 
@@ -71,7 +73,6 @@ def build_task_shape(
     model_args: ModelArguments,
     data_args: DataArguments,
     training_args: FinetuneTrainingArguments,
-    defaults: FinetuneDefaults,
 ) -> TaskShape:
     """The task's shape (`tasks.shapes.build_shape`) with the feature settings of the flags, its labels read from
     `raw` (and checked); an embedding task's with its objective and pooling."""
@@ -80,7 +81,7 @@ def build_task_shape(
     )
     options = {}
     if task.shape == "embedding":
-        options = {"objective": data_args.embedding_objective, "pooling": resolve_pooling(model_args, defaults)}
+        options = {"objective": data_args.embedding_objective, "pooling": model_args.classifier_pooling}
         training_args.remove_unused_columns = False  # the second text's features are no argument of forward
     shape = build_shape(task, settings, tokenizer, **options)
     shape.prepare_labels(raw)
@@ -138,11 +139,6 @@ class _BelowErrors(logging.Filter):
         return record.levelno >= logging.ERROR
 
 
-def resolve_pooling(args: ModelArguments, defaults: FinetuneDefaults) -> str:
-    """--classifier_pooling, or the task's default for "auto"."""
-    return defaults.classifier_pooling if args.classifier_pooling == AUTO else args.classifier_pooling
-
-
 def long_text_settings(shape, max_positions: int) -> dict:
     """The config fields that make a single-text sequence head cut a longer input at inference as its features were
     cut here (`BertScratchConfig.long_text_*`), at most `max_positions` tokens; {} for sentence pairs, which the
@@ -157,30 +153,27 @@ def long_text_settings(shape, max_positions: int) -> dict:
     }
 
 
-def resolve_head_init(args: ModelArguments, defaults: FinetuneDefaults) -> str:
-    """--head_init, or the task's default for "auto"."""
-    return defaults.head_init if args.head_init == AUTO else args.head_init
+def model_config(args: ModelArguments) -> PretrainedConfig:
+    """The config of the checkpoint to fine-tune: its width picks the task's defaults, its positions bound
+    --max_seq_length (`finetuning_arguments.choose_task_defaults`)."""
+    return AutoConfig.from_pretrained(family_checkpoint(args.model_name_or_path), cache_dir=args.cache_dir)
 
 
-def model_width(args: ModelArguments) -> int:
-    """The hidden size of the checkpoint to fine-tune, which picks the task's defaults (`tasks.finetune_defaults`)."""
-    return AutoConfig.from_pretrained(family_checkpoint(args.model_name_or_path), cache_dir=args.cache_dir).hidden_size
-
-
-def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefaults | None = None) -> PreTrainedModel:
+def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
     """The task's head (`shape.auto_class`) on the pretrained encoder, or on random weights with
     `init_from_scratch`.
 
     A checkpoint fine-tuned for another task (another head, other labels: STS-B's regressor handed to MRPC) gives
     its encoder and pooler; its head is dropped and a new one starts, as intermediate-task transfer does (BERT on
-    MNLI, then RTE). A checkpoint whose head already answers this task keeps it. Both are logged.
+    MNLI, then RTE). A checkpoint whose head already answers this task keeps it. Both are logged. A sequence head
+    reads as --classifier_pooling says (`finetuning_arguments.choose_task_defaults` has resolved "auto").
     """
-    defaults = defaults or finetune_defaults(shape.task)
+    assert args.classifier_pooling in CLASSIFIER_POOLINGS, "choose_task_defaults resolves --classifier_pooling first"
     source = family_checkpoint(args.model_name_or_path)  # transformers' BERT: its BertScratch conversion
     config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
     updates = shape.config_updates()
     if shape.task.shape in ("classification", "regression"):
-        updates["classifier_pooling"] = resolve_pooling(args, defaults)
+        updates["classifier_pooling"] = args.classifier_pooling
         updates.update(long_text_settings(shape, config.max_position_embeddings))
     if args.dropout != -1:
         updates.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
@@ -219,53 +212,10 @@ def load_model(args: ModelArguments, shape: TaskShape, defaults: FinetuneDefault
     return model
 
 
-def choose_training_defaults(
-    training_args: FinetuneTrainingArguments, defaults: FinetuneDefaults, config, chosen_before: Sequence[str] = ()
-) -> None:
-    """Fill the learning rate and epochs the command line left unset from the task's `defaults` (the rate by the
-    model's width), and log what was chosen and why (`tasks.recipe_name`), after the other settings chosen for the
-    task (`chosen_before`)."""
-    chosen = list(chosen_before)
-    if training_args.learning_rate is None:
-        training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
-        chosen.append(f"learning_rate {training_args.learning_rate:g}")
-    if training_args.num_train_epochs is None:
-        training_args.num_train_epochs = defaults.epochs
-        chosen.append(f"num_train_epochs {defaults.epochs:g}")
-    if chosen:
-        logger.info("Task defaults, by %s: %s.", recipe_name(config.hidden_size), ", ".join(chosen))
-
-
-def load_task_model(
-    model_args: ModelArguments,
-    data_args: DataArguments,
-    training_args: FinetuneTrainingArguments,
-    shape: TaskShape,
-    defaults: FinetuneDefaults,
-) -> PreTrainedModel:
-    """The model to fine-tune (`load_model`), with the learning rate and epochs the flags left unset chosen for its
-    width (`choose_training_defaults`); refuses a --max_seq_length beyond its position embeddings."""
-    model = load_model(model_args, shape, defaults)
-    chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation
-    if shape.task.shape in ("classification", "regression"):
-        for name, value in (("classifier_pooling", resolve_pooling(model_args, defaults)),
-                            ("head_init", resolve_head_init(model_args, defaults))):  # fmt: skip
-            if getattr(model_args, name) == AUTO:
-                chosen.append(f"{name} {value}")
-    choose_training_defaults(training_args, defaults, model.config, chosen)
-    max_positions = getattr(model.config, "max_position_embeddings", None)
-    if max_positions is not None and data_args.max_seq_length > max_positions:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings {max_positions}."
-        )
-    return model
-
-
-def fit_head(model: PreTrainedModel, args: ModelArguments, defaults: FinetuneDefaults, shape: TaskShape, train) -> None:
+def fit_head(model: PreTrainedModel, args: ModelArguments, shape: TaskShape, train) -> None:
     """With --head_init probe (or the task's default), fit a new sequence head to the frozen encoder's features of
     the training set before fine-tuning (`initialisation.probe_head`)."""
-    head_init = resolve_head_init(args, defaults)
-    if head_init != "probe" or shape.task.shape not in ("classification", "regression"):
+    if args.head_init != "probe" or shape.task.shape not in ("classification", "regression"):
         return
     columns = [c for c in train.column_names if c not in ("length",)]
     loader = torch.utils.data.DataLoader(train.select_columns(columns), batch_size=64, collate_fn=shape.collator())
@@ -450,7 +400,7 @@ def describe_run(
         "truncation": data_args.truncation,
         **({"long_texts": shape.long_texts} if getattr(shape, "long_texts", None) else {}),
         "init_from_scratch": model_args.init_from_scratch,
-        "head_init": resolve_head_init(model_args, finetune_defaults(task, data_args.task, model.config.hidden_size)),
+        "head_init": model_args.head_init,
         "model_name_or_path": model_args.model_name_or_path,
         "num_train_epochs": args.num_train_epochs,
         **pooling_and_objective(model.config, shape),
@@ -593,27 +543,28 @@ def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int
 # ---------------------------------------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     """Fine-tune and evaluate a model on one task; see the module docstring and `--help`."""
-    # 1. Parse: every flag is checked as it is parsed; then what the flags point to, before anything loads.
+    # 1. Parse: every flag is checked as it is parsed; then what the flags point to, and the task's defaults for the
+    # model's width, before anything loads.
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     checkpoint = resolve_paths(model_args, training_args)
     threads = use_threads(training_args.threads)
     logger.info("Training on %s at %s: %s.", describe_hardware(), describe_precision(training_args), threads.describe())
+    choose_task_defaults(model_args, data_args, training_args, model_config(model_args))  # BERT's for a wide model
     task = data_args.task_spec  # the task the flags name, from the table
-    defaults = finetune_defaults(task, data_args.task, model_width(model_args))  # BERT's recipe for a wide model
 
     # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     tokenizer = load_task_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path, model_args.cache_dir)
     tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
-    shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args, defaults)
+    shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
-    model = load_task_model(model_args, data_args, training_args, shape, defaults)
+    model = load_model(model_args, shape)
     features = make_features(shape, raw, data_args, training_args)
     if checkpoint is None:
-        fit_head(model, model_args, defaults, shape, features["train"])
+        fit_head(model, model_args, shape, features["train"])
 
     # 4. Trainer and training, with the best checkpoint kept by the task's main metric.
     trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)

@@ -5,18 +5,25 @@ that order and hands the training arguments the data arguments (`arguments.Argum
 `--metric_for_best_model auto` its metric.
 
 What the arguments point to outside themselves (the model folder, the output folder, the Hub repository, the checkpoint
-to resume) is checked by `resolve_paths`; what needs the data or the model is checked where those are loaded.
+to resume) is checked by `resolve_paths`. The task's defaults that depend on the model's width (the head's pooling and
+start, the learning rate, the epochs: `tasks.finetune_defaults`) are filled in once, from the model's config, by
+`choose_task_defaults`, so that every later stage reads concrete values; what needs the data is checked where it is
+loaded.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import InitVar, dataclass, field
 
-from .arguments import ArgumentParser, described_values, parse_args_or_json
+from transformers import PretrainedConfig
+
+from .arguments import ArgumentParser, check_max_seq_length, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
+from .tasks import finetune_defaults, recipe_name
 from .tasks.data import DataArguments
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
@@ -33,6 +40,8 @@ POOLING_READS = {
     "mean-max": "both side by side",
     "segments": "for a sentence pair, each text's own mean, read as [u, v, |u - v|, u * v]",
 }
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -175,6 +184,35 @@ def resolve_paths(model_args: ModelArguments, training_args: FinetuneTrainingArg
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     family_checkpoint(model_args.model_name_or_path)  # a checkpoint BertScratch cannot hold fails in one line
     return resolve_checkpoint(training_args)
+
+
+def choose_task_defaults(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: FinetuneTrainingArguments,
+    config: PretrainedConfig,
+) -> None:
+    """Fill what the command line left to the task for the model of `config` (its width picks the recipe:
+    `tasks.finetune_defaults`): --classifier_pooling and --head_init "auto", the learning rate and the epochs; log
+    them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). Refuses a --max_seq_length
+    beyond the model's position embeddings."""
+    check_max_seq_length(data_args.max_seq_length, getattr(config, "max_position_embeddings", None))
+    task = data_args.task_spec
+    defaults = finetune_defaults(task, data_args.task, config.hidden_size)
+    chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...
+    for name in ("classifier_pooling", "head_init"):
+        if getattr(model_args, name) == AUTO:
+            setattr(model_args, name, getattr(defaults, name))
+            if task.shape in ("classification", "regression"):  # the settings of a sequence head (the log's)
+                chosen.append(f"{name} {getattr(model_args, name)}")
+    if training_args.learning_rate is None:
+        training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
+        chosen.append(f"learning_rate {training_args.learning_rate:g}")
+    if training_args.num_train_epochs is None:
+        training_args.num_train_epochs = defaults.epochs
+        chosen.append(f"num_train_epochs {defaults.epochs:g}")
+    if chosen:
+        logger.info("Task defaults, by %s: %s.", recipe_name(config.hidden_size), ", ".join(chosen))
 
 
 # What `--help` lists: the flags a first run needs (every other flag: --help_all).

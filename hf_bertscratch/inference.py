@@ -43,6 +43,7 @@ from transformers import (
 )
 from transformers.utils import ModelOutput, enable_tf32
 
+from .arguments import check_max_seq_length
 from .convert import family_checkpoint
 from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
@@ -471,11 +472,7 @@ def answer_question(
     if max_seq_length is None:
         max_seq_length = min(384, positions)
         doc_stride = min(doc_stride, max_seq_length // 3)
-    if max_seq_length > positions:
-        raise ValueError(
-            f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings={positions}: "
-            f"pass max_seq_length <= {positions} (and a doc_stride below it)."
-        )
+    check_max_seq_length(max_seq_length, positions)
     examples = {"id": ["0"], "question": [question], "context": [context]}
     features = prepare_eval_features(examples, tokenizer, max_seq_length, doc_stride)
     start_logits, end_logits = _qa_logits(qa_model, tokenizer, features)

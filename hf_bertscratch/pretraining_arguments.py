@@ -18,7 +18,7 @@ from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
 from hf_bertscratch_base.data_files import TEXT_COLUMN
 from hf_bertscratch_base.task_table import TASKS
 
-from .arguments import ArgumentParser, parse_args_or_json
+from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
 from .budget import budget_lr_lambda
 from .configuration_bertscratch import PRESETS, BertScratchConfig
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
@@ -581,11 +581,7 @@ def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerB
 
 def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:
     """Refuse a model whose positions or vocabulary are too small for the data, naming both numbers."""
-    if data_args.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length={data_args.max_seq_length} exceeds the model's max_position_embeddings="
-            f"{config.max_position_embeddings}; use --max_seq_length {config.max_position_embeddings} or less."
-        )
+    check_max_seq_length(data_args.max_seq_length, config.max_position_embeddings)
     if len(tokenizer) > config.vocab_size:
         raise ValueError(
             f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}."

@@ -400,7 +400,7 @@ def test_answer_is_the_best_span_of_the_context(capsys, reader_dir: Path, tokeni
     err = run_cli_error(
         capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, "--max_seq_length", "384"
     )
-    assert "max_seq_length=384 exceeds the model's max_position_embeddings=64" in err
+    assert "--max_seq_length 384 exceeds the model's max_position_embeddings 64: use --max_seq_length 64 or less" in err
 
 
 # ------------------------------------------------------------------------------------------------------ embed

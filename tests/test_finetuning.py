@@ -31,8 +31,9 @@ from hf_bertscratch import inference
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
 from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
+from hf_bertscratch.tasks.classification import ClassificationShape, make_text_tokenize_function
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
-from hf_bertscratch.tasks.shapes import ClassificationShape, FeatureSettings, make_text_tokenize_function, truncate_ids
+from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
 from conftest import record_hub, tiny_config_kwargs
 
@@ -233,6 +234,12 @@ def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> No
         main(base_argv(model_dir, train, dev, tmp_path / "out") + ["--class_names", "neg,pos"])
 
 
+def resolved(model: Path, **kwargs: object) -> ModelArguments:
+    """The model arguments of `model` as `choose_task_defaults` leaves them for a classification task with a small
+    model: [CLS] pooling."""
+    return ModelArguments(model_name_or_path=str(model), classifier_pooling="cls", **kwargs)
+
+
 def classes(*names: str) -> ClassificationShape:
     """The classification shape of a task with these classes (as prepare_labels leaves it)."""
     shape = ClassificationShape(TASKS["sst2"], FeatureSettings(), tokenizer=None)
@@ -250,7 +257,7 @@ def test_a_fine_tuned_folder_gives_its_encoder_to_another_task(
     regressor = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1, problem_type="regression")
     regressor.save_pretrained(regressor_dir)
     with caplog.at_level("INFO", logger="hf_bertscratch.finetuning"):
-        model = load_model(ModelArguments(model_name_or_path=str(regressor_dir)), classes("neg", "pos"))
+        model = load_model(resolved(regressor_dir), classes("neg", "pos"))
     assert model.config.num_labels == 2 and model.config.id2label == {0: "neg", 1: "pos"}
     assert model.config.problem_type == "single_label_classification"  # not the regressor's MSE
     batch = AutoTokenizer.from_pretrained(model_dir)(["the cat", "a dog ran"], padding=True, return_tensors="pt")
@@ -263,17 +270,17 @@ def test_a_fine_tuned_folder_gives_its_encoder_to_another_task(
 
     classifier_dir = tmp_path / "classifier"
     model.save_pretrained(classifier_dir)
-    kept = load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("neg", "pos"))
+    kept = load_model(resolved(classifier_dir), classes("neg", "pos"))
     assert torch.equal(kept.classifier.weight, model.classifier.weight)
-    other = load_model(ModelArguments(model_name_or_path=str(classifier_dir)), classes("no", "yes"))
+    other = load_model(resolved(classifier_dir), classes("no", "yes"))
     assert not torch.equal(other.classifier.weight, model.classifier.weight)
     assert torch.equal(other.bert.encoder.layers[0].mlp.fc_in.weight, model.bert.encoder.layers[0].mlp.fc_in.weight)
 
 
 def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> None:
-    model = load_model(ModelArguments(model_name_or_path=str(model_dir), segment_embeddings="first"), classes("a", "b"))
+    model = load_model(resolved(model_dir, segment_embeddings="first"), classes("a", "b"))
     segments = model.bert.embeddings.token_type_embeddings.weight
-    kept = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
+    kept = load_model(resolved(model_dir), classes("a", "b"))
     assert torch.equal(segments[1], segments[0]) and torch.equal(
         segments[0], kept.bert.embeddings.token_type_embeddings.weight[0]
     )
@@ -343,8 +350,7 @@ def test_hold_out_validation_draws_the_same_train_examples_every_time() -> None:
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from hf_bertscratch.finetuning import choose_training_defaults
-    from hf_bertscratch.finetuning_arguments import FinetuneTrainingArguments
+    from hf_bertscratch.finetuning_arguments import FinetuneTrainingArguments, choose_task_defaults
     from hf_bertscratch.tasks import SHAPE_DEFAULTS, TASK_DEFAULTS, finetune_defaults
 
     squad = DataArguments(task="squad")
@@ -368,15 +374,23 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert defaults == replace(SHAPE_DEFAULTS["regression"], classifier_pooling="segments", head_init="probe")
     assert finetune_defaults(check_data_arguments(DataArguments(task="mrpc")), "mrpc").classifier_pooling == "segments"
     assert finetune_defaults(check_data_arguments(DataArguments(task="cola")), "cola").classifier_pooling == "cls"
-    for hidden_size, expected in ((128, defaults.learning_rate), (768, defaults.learning_rate_large)):
-        args = FinetuneTrainingArguments(output_dir=str(tmp_path))
-        choose_training_defaults(
-            args, defaults, hf_bertscratch.BertScratchConfig(hidden_size=hidden_size, num_attention_heads=2)
-        )
-        assert (args.learning_rate, args.num_train_epochs) == (expected, defaults.epochs)
+    for hidden_size, expected in ((128, defaults), (768, finetune_defaults(stsb, "stsb", 768))):
+        model, args = ModelArguments(model_name_or_path="m"), FinetuneTrainingArguments(output_dir=str(tmp_path))
+        config = hf_bertscratch.BertScratchConfig(hidden_size=hidden_size, num_attention_heads=2)
+        choose_task_defaults(model, DataArguments(task="stsb"), args, config)  # "auto" and unset: resolved once
+        assert (model.classifier_pooling, model.head_init) == (expected.classifier_pooling, expected.head_init)
+        assert (args.learning_rate, args.num_train_epochs) == (expected.learning_rate_for(hidden_size), expected.epochs)
+    assert (expected.classifier_pooling, expected.head_init, expected.epochs) == ("cls", "random", 3)  # BERT's recipe
+    model = ModelArguments(model_name_or_path="m", classifier_pooling="mean", head_init="random")
     given = FinetuneTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-5, num_train_epochs=2)
-    choose_training_defaults(given, defaults, hf_bertscratch.BertScratchConfig(hidden_size=128, num_attention_heads=2))
-    assert (given.learning_rate, given.num_train_epochs) == (1e-5, 2)
+    config = hf_bertscratch.BertScratchConfig(hidden_size=128, num_attention_heads=2)
+    choose_task_defaults(model, DataArguments(task="stsb"), given, config)
+    assert (model.classifier_pooling, model.head_init, given.learning_rate, given.num_train_epochs) == (
+        "mean", "random", 1e-5, 2
+    )  # fmt: skip
+    config.max_position_embeddings = 64  # one check, one message, before any data loads
+    with pytest.raises(ValueError, match=r"^--max_seq_length 128 exceeds the model's max_position_embeddings 64: use "):
+        choose_task_defaults(model, DataArguments(task="stsb"), given, config)
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
@@ -444,8 +458,8 @@ def test_bf16_finetuning_trains_under_cpu_autocast_and_records_it(
 
 
 def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
-    pretrained = load_model(ModelArguments(model_name_or_path=str(model_dir)), classes("a", "b"))
-    scratch = load_model(ModelArguments(model_name_or_path=str(model_dir), init_from_scratch=True), classes("a", "b"))
+    pretrained = load_model(resolved(model_dir), classes("a", "b"))
+    scratch = load_model(resolved(model_dir, init_from_scratch=True), classes("a", "b"))
     assert pretrained.config.to_dict()["hidden_size"] == scratch.config.to_dict()["hidden_size"]
     name = "bert.embeddings.word_embeddings.weight"
     assert not torch.equal(pretrained.state_dict()[name], scratch.state_dict()[name])
@@ -626,14 +640,12 @@ def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None
     model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
     model.save_pretrained(no_dropout)
     for scratch in (False, True):
-        classifier = load_model(
-            ModelArguments(model_name_or_path=str(no_dropout), init_from_scratch=scratch), classes("a", "b")
-        )
+        classifier = load_model(resolved(no_dropout, init_from_scratch=scratch), classes("a", "b"))
         assert (classifier.config.hidden_dropout_prob, classifier.config.attention_probs_dropout_prob) == (0.1, 0.1)
-    kept = load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=-1), classes("a", "b"))
+    kept = load_model(resolved(no_dropout, dropout=-1), classes("a", "b"))
     assert (kept.config.hidden_dropout_prob, kept.config.attention_probs_dropout_prob) == (0.0, 0.0)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\) or -1 \(the checkpoint's\), got 1.5"):
-        load_model(ModelArguments(model_name_or_path=str(no_dropout), dropout=1.5), classes("a", "b"))
+        load_model(resolved(no_dropout, dropout=1.5), classes("a", "b"))
 
 
 # ------------------------------------------------------------------------------------ every task shape, end to end
@@ -1113,6 +1125,14 @@ def test_a_classifier_is_refused_where_sentence_vectors_are_needed(tmp_path: Pat
         with pytest.raises(ValueError, match="BertScratchForSequenceClassification checkpoint, fine-tuned for a task"):
             call()
     assert embed(str(model_dir), "the cat sat").shape == (tiny_config_kwargs(10)["hidden_size"],)  # an encoder is fine
+
+
+def test_embedding_objective_auto_is_chosen_from_the_train_labels() -> None:
+    from hf_bertscratch.embedding import objective_for_labels
+
+    assert objective_for_labels([0.0, 2.5, 5.0]) == "cosine"  # similarity scores
+    assert objective_for_labels([0, 1, 1]) == objective_for_labels([1, 1]) == "in-batch"  # 0/1 match labels
+    assert objective_for_labels(None) == "in-batch"  # pairs without labels
 
 
 @pytest.mark.parametrize("objective", ["in-batch", "simcse"])

@@ -388,7 +388,11 @@ def test_bad_input_fails_before_training(
     elif case == "empty_after_filtering":
         train, error, match = _write(tmp_path / "blank.txt", "\n \n\n"), ValueError, "no example"
     elif case == "too_long":
-        extra, error, match = ["--max_seq_length", "128"], ValueError, "max_position_embeddings=64"
+        extra, error, match = (
+            ["--max_seq_length", "128"],
+            ValueError,
+            "--max_seq_length 128 exceeds the model's max_position_embeddings 64",
+        )
     elif case == "no_mask_token":
         BertTokenizer(vocab=str(vocab_file), mask_token=None).save_pretrained(tmp_path / "nomask")
         extra, error, match = ["--tokenizer_name", str(tmp_path / "nomask")], ValueError, "mask token"

@@ -3,9 +3,12 @@
 | module | what it holds |
 | --- | --- |
 | `hf_bertscratch.tasks` | the task table: every task BERT is fine-tuned for, its shape, data, columns and metric |
-| `hf_bertscratch.tasks.shapes` | a class per shape: its head, features, collator, metric, predictions (`build_shape`) |
+| `hf_bertscratch.tasks.shapes` | the table of shapes (`build_shape`); each lives beside its data, in the modules below |
+| `hf_bertscratch.tasks.features` | what the shapes share: feature settings, the cut of a long text, predictions.csv |
+| `hf_bertscratch.tasks.classification` | a text or a pair to a class or a score: the two sequence shapes |
 | `hf_bertscratch.tasks.token_classification` | words and IOB2 tags to labelled pieces and back |
 | `hf_bertscratch.tasks.question_answering` | SQuAD json and its checks; the windows and answers of `qa_windows` |
+| `hf_bertscratch.tasks.embedding` | pairs (or single texts) for a bi-encoder: the embedding shape |
 
 The table itself (`TASKS`, `SHAPE_COLUMNS`, `resolve_task`, the column checks) is `hf_bertscratch_base.task_table`'s,
 from the standard library alone, so the `bertscratch` front door knows a task's columns before torch loads; this

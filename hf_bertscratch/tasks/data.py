@@ -15,6 +15,7 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..data import check_max_samples, load_raw_datasets, sample_examples
+from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
 from . import (
     COLUMN_ROLES,
     SHAPES,
@@ -27,8 +28,8 @@ from . import (
     resolve_task,
     split_roles,
 )
+from .features import TRUNCATION_STRATEGIES
 from .question_answering import is_squad_json, load_squad_json
-from .shapes import TRUNCATION_STRATEGIES
 
 AUTO = "auto"  # a setting chosen for the task at hand
 logger = logging.getLogger(__name__)
@@ -110,12 +111,12 @@ class DataArguments:
         },
     )
     embedding_objective: str = field(
-        default="auto",
+        default=AUTO,
         metadata={
             "help": "Embedding tasks: cosine (pairs with similarity scores), in-batch (matching pairs, in-batch "
             "negatives), simcse (single texts, each against itself under dropout) or auto (cosine for scores, "
-            "in-batch for 0/1 labels or unlabelled pairs).",
-            "choices": ["auto", "cosine", "in-batch", "simcse"],
+            "in-batch for 0/1 labels or unlabelled pairs; chosen from the train labels when the data loads).",
+            "choices": [AUTO, *EMBEDDING_OBJECTIVES],
         },
     )
     max_seq_length: int | None = field(
@@ -309,13 +310,19 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
 
 def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, seed: int) -> datasets.DatasetDict:
     """The task's splits (`load_task_datasets`), the train split drawn down to --max_train_samples and the eval and
-    test splits to --max_eval_samples, at random with `seed`."""
+    test splits to --max_eval_samples, at random with `seed`. An embedding task's `--embedding_objective auto` becomes
+    the objective its train labels call for (`embedding.objective_for_labels`), once, here."""
     raw = load_task_datasets(args, task, cache_dir)
     args.split_sizes = {role: len(split) for role, split in raw.items()}  # before the draw: what a card's subset is of
     raw["train"] = sample_examples(raw["train"], args.max_train_samples, seed)
     for role in ("eval", "test"):
         if role in raw:
             raw[role] = sample_examples(raw[role], args.max_eval_samples, seed)
+    if task.shape == "embedding" and args.embedding_objective == AUTO:
+        label = task.columns.get("label")
+        labels = list(raw["train"][label]) if label and label in raw["train"].column_names else None
+        args.embedding_objective = objective_for_labels(labels)
+        logger.info("Task default, from the train labels: embedding_objective %s.", args.embedding_objective)
     return raw
 
 

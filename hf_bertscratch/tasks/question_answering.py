@@ -12,18 +12,26 @@ in transformers' `run_qa.py` / `utils_qa.py`, three parts kept apart:
 
 1 and 2 live in `hf_bertscratch.qa_windows`, below this module, because inference runs them too
 (`hf_bertscratch.inference.answer_question`, around one forward pass); this module passes them on.
+
+`QuestionAnsweringShape` (at the end) is fine-tuning's task shape (`hf_bertscratch.tasks.shapes`): 1 and 2, and the
+metric (3) as the official SQuAD script computes it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, Features, List, Value
+from datasets import Dataset, DatasetDict, Features, List, Value
+from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, EvalPrediction, PreTrainedTokenizerBase
+from transformers.trainer_utils import PredictionOutput
 
+from ..metrics import load_metric
 from ..qa_windows import examples_column, postprocess_predictions, prepare_eval_features, prepare_train_features
+from . import TaskSpec
+from .features import FeatureSettings, write_csv
 
 # The Hub `squad` dataset's schema, so a local SQuAD file and the Hub dataset feed the same code.
 SQUAD_FEATURES = Features(
@@ -196,6 +204,7 @@ def _answer_problem(context: str, text: object, start: object) -> str | None:
 
 __all__ = [
     "SQUAD_FEATURES",
+    "QuestionAnsweringShape",
     "check_answers",
     "is_squad_json",
     "load_squad_json",
@@ -203,3 +212,84 @@ __all__ = [
     "prepare_eval_features",
     "prepare_train_features",
 ]
+
+
+# ---------------------------------------------------------------------------------------------- the task shape
+class QuestionAnsweringShape:
+    """Question + context -> the answer's span in the context (SQuAD v1.1): windows of the context with a stride,
+    start/end logits turned back into text, exact match and F1 as the official script computes them."""
+
+    auto_class = AutoModelForQuestionAnswering
+    picture = None
+
+    def __init__(self, task: TaskSpec, settings: FeatureSettings, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.task, self.settings, self.tokenizer = task, settings, tokenizer
+        self.names: list[str] = []
+
+    def _columns(self) -> dict[str, str]:
+        return {
+            "question_column": self.task.column("question"),
+            "context_column": self.task.column("context"),
+            "answers_column": self.task.column("answers"),
+        }
+
+    def prepare_labels(self, raw: DatasetDict) -> None:
+        for role, split in raw.items():  # every split is trained on or scored, and SQuAD scores need an answer
+            check_answers(split, split_name=role, require_answer=True, **self._columns())
+
+    def config_updates(self) -> dict:
+        return {"num_labels": 2}
+
+    def features(self, split: Dataset, training: bool, **map_kwargs) -> Dataset:
+        s = self.settings
+        kwargs = {"tokenizer": self.tokenizer, "max_seq_length": s.max_seq_length, "doc_stride": s.doc_stride}
+        kwargs.update(self._columns())
+        if not training:  # evaluation windows keep their example's id and the context's character offsets
+            kwargs.update(id_column=self.task.columns["id"], with_positions=True)
+        prepare = prepare_train_features if training else prepare_eval_features
+        return split.map(
+            prepare, fn_kwargs=kwargs, batched=True, remove_columns=split.column_names, desc="Windowing", **map_kwargs
+        )
+
+    def collator(self):
+        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=8)
+
+    def _answers(self, raw: Dataset, features: Dataset, prediction) -> dict[str, dict]:
+        start_logits, end_logits = prediction.predictions[:2]
+        return postprocess_predictions(
+            raw,
+            features,
+            start_logits,
+            end_logits,
+            n_best_size=self.settings.n_best_size,
+            max_answer_length=self.settings.max_answer_length,
+            id_column=self.task.column("id"),
+            context_column=self.task.column("context"),
+        )
+
+    def compute_metrics(self, raw: Dataset, features: Dataset) -> Callable[[EvalPrediction], dict]:
+        squad = load_metric("squad")
+        id_column, answers_column = self.task.columns["id"], self.task.columns["answers"]
+
+        def compute(prediction: EvalPrediction) -> dict[str, float]:
+            answers = self._answers(raw, features, prediction)
+            predictions = [{"id": str(i), "prediction_text": answers[str(i)]["text"]} for i in raw[id_column]]
+            references = [
+                {"id": str(i), "answers": a} for i, a in zip(raw[id_column], raw[answers_column], strict=True)
+            ]
+            return squad.compute(predictions=predictions, references=references)
+
+        return compute
+
+    def write_predictions(
+        self, folder: Path, raw: Dataset, features: Dataset, prediction: PredictionOutput, title: str
+    ) -> None:
+        """predictions.csv: index, id, question, gold answers (" | "-joined), predicted answer, its score."""
+        answers = self._answers(raw, features, prediction)
+        c = self.task.columns
+        rows = []
+        for i, example in enumerate(raw):
+            found = answers[str(example[c["id"]])]
+            gold = " | ".join(example[c["answers"]]["text"])
+            rows.append([i, example[c["id"]], example[c["question"]], gold, found["text"], f"{found['score']:.6f}"])
+        write_csv(folder / "predictions.csv", ["index", "id", "question", "label", "prediction", "score"], rows)

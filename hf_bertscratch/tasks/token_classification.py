@@ -12,17 +12,31 @@ Inference on raw text is `hf_bertscratch.inference.tag_entities` (transformers' 
 
 Only the first word piece of each word carries the word's label; the other pieces, [CLS], [SEP] and padding get -100,
 which the loss and `logits_to_word_tags` skip. So a word is scored once, however many pieces it is split into.
+
+`TokenClassificationShape` (at the end) is these steps as fine-tuning's task shape (`hf_bertscratch.tasks.shapes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import datasets
 import numpy as np
-from transformers import PreTrainedTokenizerBase
+from transformers import (
+    AutoModelForTokenClassification,
+    DataCollatorForTokenClassification,
+    EvalPrediction,
+    PreTrainedTokenizerBase,
+)
+from transformers.trainer_utils import PredictionOutput
 
-from . import CONLL2003_LABELS  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
+from ..metrics import load_metric
+from . import (
+    CONLL2003_LABELS,  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
+    TaskSpec,
+)
+from .features import FeatureSettings, class_config, prediction_logits, write_csv
 
 IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
 
@@ -207,6 +221,7 @@ def logits_to_word_tags(
 __all__ = [
     "CONLL2003_LABELS",
     "IGNORE_INDEX",
+    "TokenClassificationShape",
     "align_labels_with_pieces",
     "check_fast_tokenizer",
     "check_tags",
@@ -214,3 +229,75 @@ __all__ = [
     "logits_to_word_tags",
     "make_word_tokenize_function",
 ]
+
+
+# ------------------------------------------------------------------------------------------------ the task shape
+class TokenClassificationShape:
+    """Words -> one IOB2 tag per word (CoNLL-2003 NER): the label on each word's first piece, entity-level scores."""
+
+    auto_class = AutoModelForTokenClassification
+    picture = "per_type_f1.png"
+
+    def __init__(self, task: TaskSpec, settings: FeatureSettings, tokenizer: PreTrainedTokenizerBase) -> None:
+        check_fast_tokenizer(tokenizer)
+        self.task, self.settings, self.tokenizer = task, settings, tokenizer
+        self.names: list[str] = []
+
+    def prepare_labels(self, raw: datasets.DatasetDict) -> None:
+        tokens, tags = self.task.column("tokens"), self.task.column("tags")
+        names = list(self.task.label_names) if self.task.label_names else label_names_from(raw["train"], tags)
+        for role, split in raw.items():
+            check_tags(split, tokens, tags, names, role)
+        self.names = names
+
+    def config_updates(self) -> dict:
+        """What the head's config must say: its tags."""
+        return class_config(self.names)
+
+    def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
+        tokenize = make_word_tokenize_function(
+            self.tokenizer,
+            self.task.column("tokens"),
+            self.task.column("tags"),
+            {name: i for i, name in enumerate(self.names)},
+            self.settings.max_seq_length,
+        )
+        return split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
+
+    def collator(self):
+        return DataCollatorForTokenClassification(self.tokenizer, pad_to_multiple_of=8)
+
+    def _word_tags(self, prediction: EvalPrediction | PredictionOutput) -> tuple[list[list[str]], list[list[str]]]:
+        return logits_to_word_tags(
+            prediction_logits(prediction), np.asarray(prediction.label_ids), dict(enumerate(self.names))
+        )
+
+    def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
+        seqeval = load_metric("seqeval")
+
+        def compute(prediction: EvalPrediction) -> dict[str, float]:
+            predictions, references = self._word_tags(prediction)
+            scores = seqeval.compute(predictions=predictions, references=references)
+            flat = {key: float(value) for key, value in scores.items() if key.startswith("overall_")}
+            flat.update({f"{name}_f1": float(value["f1"]) for name, value in scores.items() if isinstance(value, dict)})
+            return flat
+
+        return compute
+
+    def write_predictions(
+        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+    ) -> None:
+        """predictions.csv (index, tokens, tags, predicted tags; space-joined) and the per-type F1 bars."""
+        from ..plotting import plot_per_type_f1  # matplotlib loads only when a picture is drawn
+
+        predictions, references = self._word_tags(prediction)
+        tokens = raw[self.task.columns["tokens"]]
+        rows = [
+            [i, " ".join(tokens[i][: len(references[i])]), " ".join(references[i]), " ".join(predictions[i])]
+            for i in range(len(raw))
+        ]
+        write_csv(folder / "predictions.csv", ["index", "tokens", "label", "prediction"], rows)
+        scores = load_metric("seqeval").compute(predictions=predictions, references=references)
+        per_type = {name: value for name, value in scores.items() if isinstance(value, dict)}
+        if per_type:
+            plot_per_type_f1(per_type, folder / self.picture, title)

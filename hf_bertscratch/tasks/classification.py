@@ -1,0 +1,215 @@
+"""Sequence classification and regression as task shapes: a text or a text pair -> one of K classes (GLUE, IMDB), or a
+score (STS-B). Single texts are cut by `--truncation` (`features.truncate_ids`), pairs by the tokenizer's longest-first
+truncation; labels are read and checked against the label set of every split (`label_mapping`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+from transformers import (
+    AutoModelForSequenceClassification,
+    DataCollatorWithPadding,
+    EvalPrediction,
+    PreTrainedTokenizerBase,
+)
+from transformers.trainer_utils import PredictionOutput
+
+from ..metrics import ClassificationMetrics, RegressionMetrics
+from . import TaskSpec
+from .features import FeatureSettings, class_config, prediction_logits, truncate_ids, write_csv
+
+logger = logging.getLogger(__name__)
+
+
+def make_text_tokenize_function(
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskSpec,
+    label_map: dict | None,
+    max_seq_length: int,
+    strategy: str,
+    head_tokens: int,
+) -> Callable[[dict[str, list]], dict[str, list]]:
+    """A batched `datasets.map` function: texts -> input_ids, token_type_ids, attention_mask, labels, length.
+
+    Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
+    review); their uncut length ([CLS] and [SEP] included) comes as `text_length`. Pairs use the tokenizer's own
+    longest-first truncation, which is what GLUE pair tasks use. Labels are
+    class ids through `label_map`, or floats for regression (`label_map` None).
+    """
+    text, pair, label = task.column("text"), task.columns.get("text_pair"), task.column("label")
+
+    def tokenize(batch: dict[str, list]) -> dict[str, list]:
+        if pair:
+            encoded = dict(tokenizer(batch[text], batch[pair], truncation=True, max_length=max_seq_length))
+        else:
+            texts = [t if t is not None else "" for t in batch[text]]
+            # uncut: cut below by `strategy` (and counted), so the tokenizer's "longer than the maximum" warning would
+            # mislead
+            pieces = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]
+            budget = max_seq_length - 2  # room for [CLS] and [SEP]
+            input_ids = [
+                [tokenizer.cls_token_id] + truncate_ids(ids, budget, strategy, head_tokens) + [tokenizer.sep_token_id]
+                for ids in pieces
+            ]
+            encoded = {
+                "input_ids": input_ids,
+                "token_type_ids": [[0] * len(ids) for ids in input_ids],
+                "attention_mask": [[1] * len(ids) for ids in input_ids],
+                "text_length": [len(ids) + 2 for ids in pieces],
+            }
+        values = batch[label]
+        encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
+        encoded["length"] = [len(ids) for ids in encoded["input_ids"]]
+        return encoded
+
+    return tokenize
+
+
+def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str] | None) -> tuple[list[str], dict]:
+    """Class names and a map from raw label value to class id; raises on any label outside the label set.
+
+    Integer labels are ids into the names; string labels are names. Without given names, the sorted distinct
+    train labels are the classes (integers must then be 0..K-1).
+    """
+    train_values = sorted(set(raw["train"][label_column]), key=lambda v: (str(type(v)), v))
+    is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
+    if any(isinstance(v, float) for v in train_values) and not is_int:
+        raise ValueError(
+            f"The labels of column {label_column!r} are numbers such as {train_values[:5]}: a classification task "
+            "needs class ids or names. For a score, run a regression task (--task_type regression)."
+        )
+    if names is None:
+        if is_int and train_values != list(range(len(train_values))):
+            raise ValueError(
+                f"Integer labels must be 0..K-1, got {train_values[:20]}; pass --class_names to name the classes."
+            )
+        names = [str(v) for v in train_values]
+    mapping = {i: i for i in range(len(names))} if is_int else {name: i for i, name in enumerate(names)}
+    if len(names) < 2:
+        raise ValueError(f"Classification needs at least two labels, got {names}.")
+    for role, split in raw.items():
+        bad = sorted({v for v in split[label_column] if v not in mapping}, key=str)
+        if bad:
+            raise ValueError(
+                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} (classes {names})."
+            )
+    return names, mapping
+
+
+class ClassificationShape:
+    """A text or a text pair -> one of K classes (GLUE, IMDB); accuracy, F1 and Matthews correlation."""
+
+    auto_class = AutoModelForSequenceClassification
+    picture = "confusion_matrix.png"
+
+    def __init__(self, task: TaskSpec, settings: FeatureSettings, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.task, self.settings, self.tokenizer = task, settings, tokenizer
+        self.names: list[str] = []
+        self.label_map: dict | None = None
+        self.long_texts: dict[str, int] = {}  # split -> its texts longer than max_seq_length (cut by the truncation)
+
+    def prepare_labels(self, raw: datasets.DatasetDict) -> None:
+        """Read and check the label set of every split."""
+        names = list(self.task.label_names) if self.task.label_names else None
+        self.names, self.label_map = label_mapping(raw, self.task.column("label"), names)
+
+    def config_updates(self) -> dict:
+        """What the head's config must say: its classes, one per example (a regressor's folder handed to a
+        classification task must not keep its problem type)."""
+        return {**class_config(self.names), "problem_type": "single_label_classification"}
+
+    def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
+        """Tokenised examples with labels and lengths (the same for training and evaluation); how many single texts
+        were longer than max_seq_length is kept in `long_texts` and logged."""
+        s = self.settings
+        tokenize = make_text_tokenize_function(
+            self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
+        )
+        features = split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
+        if "text_length" not in features.column_names:
+            return features
+        name = str(split.split or ("train" if training else "eval"))
+        self.long_texts[name] = int(np.sum(np.asarray(features["text_length"]) > s.max_seq_length))
+        logger.info(
+            "%s of the %s %s texts are longer than %s tokens: read cut to them (--truncation %s%s).",
+            f"{self.long_texts[name]:,}", f"{len(features):,}", name, s.max_seq_length, s.truncation,
+            f", {s.head_tokens} from the start" if s.truncation == "head+tail" else "",
+        )  # fmt: skip
+        return features.remove_columns("text_length")
+
+    def collator(self):
+        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=8)
+
+    def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
+        return ClassificationMetrics(len(self.names), pairs=True)
+
+    def _text_columns(self, raw: datasets.Dataset, i: int) -> list:
+        pair = self.task.columns.get("text_pair")
+        return [raw[i][self.task.columns["text"]]] + ([raw[i][pair]] if pair else [])
+
+    def write_predictions(
+        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+    ) -> None:
+        """predictions.csv (index, text, [text_pair], label, prediction, p_<class>...) and the confusion matrix."""
+        from ..plotting import plot_confusion_matrix  # matplotlib loads only when a picture is drawn
+
+        logits = prediction_logits(prediction)
+        labels = np.asarray(prediction.label_ids)
+        probs = torch.softmax(torch.as_tensor(logits, dtype=torch.float32), dim=-1).numpy()  # (N, num_labels)
+        header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
+        header += ["label", "prediction"] + [f"p_{name}" for name in self.names]
+        rows = [
+            [i, *self._text_columns(raw, i), self.names[labels[i]], self.names[int(probs[i].argmax())]]
+            + [f"{p:.6f}" for p in probs[i]]
+            for i in range(len(raw))
+        ]
+        write_csv(folder / "predictions.csv", header, rows)
+        plot_confusion_matrix(labels.tolist(), logits.argmax(-1).tolist(), self.names, folder / self.picture, title)
+
+
+class RegressionShape(ClassificationShape):
+    """A text pair -> a score (STS-B): one output trained with MSE; Pearson and Spearman correlation."""
+
+    picture = "regression.png"
+
+    def prepare_labels(self, raw: datasets.DatasetDict) -> None:
+        """Every label must be a number; class names (strings) are refused."""
+        column = self.task.columns["label"]
+        for role, split in raw.items():
+            bad = [v for v in split[column] if isinstance(v, (str, bool)) or not isinstance(v, (int, float))]
+            if bad:
+                raise ValueError(
+                    f"A regression task needs numeric labels, but the {role} split's {column!r} holds {bad[:5]}: "
+                    "for class labels run a classification task (--task_type classification)."
+                )
+        self.names, self.label_map = ["score"], None
+
+    def config_updates(self) -> dict:
+        return {"num_labels": 1, "problem_type": "regression", "id2label": {0: "score"}, "label2id": {"score": 0}}
+
+    def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
+        return RegressionMetrics()
+
+    def write_predictions(
+        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+    ) -> None:
+        """predictions.csv (index, text, [text_pair], label, prediction) and the predicted-vs-gold scatter."""
+        from ..plotting import plot_regression  # matplotlib loads only when a picture is drawn
+
+        scores = np.asarray(prediction_logits(prediction), dtype=np.float64).reshape(-1)
+        labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
+        header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
+        # Scores keep float32's full precision (9 digits): a regressor whose scores differ only past the 4th decimal
+        # (early in training) must still give back the Pearson/Spearman reported from this file.
+        rows = [[i, *self._text_columns(raw, i), f"{labels[i]:.7g}", f"{scores[i]:.9g}"] for i in range(len(raw))]
+        write_csv(folder / "predictions.csv", header + ["label", "prediction"], rows)
+        plot_regression(labels, scores, folder / self.picture, title)
+
+
+__all__ = ["ClassificationShape", "RegressionShape", "label_mapping", "make_text_tokenize_function"]

@@ -1,0 +1,84 @@
+"""What every task shape shares in turning examples into features and predictions into files: the feature settings
+(`FeatureSettings`), the cut of a long text (`truncate_ids`), a head's label fields (`class_config`), the logits of a
+prediction (`prediction_logits`) and the predictions.csv writer (`write_csv`).
+
+The shapes themselves live beside their data (`tasks.classification`, `tasks.token_classification`,
+`tasks.question_answering`, `tasks.embedding`), and `tasks.shapes` is their table (`build_shape`).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from transformers import EvalPrediction
+from transformers.trainer_utils import PredictionOutput
+
+TRUNCATION_STRATEGIES = ("head", "tail", "head+tail")
+
+
+@dataclass(frozen=True)
+class FeatureSettings:
+    """How examples become features: the tokenizer's length limits and the strategies for long inputs."""
+
+    max_seq_length: int = 128
+    truncation: str = "head"
+    head_tokens: int = 128
+    doc_stride: int = 128
+    max_answer_length: int = 30
+    n_best_size: int = 20
+
+
+def truncate_ids(ids: list[int], budget: int, strategy: str, head_tokens: int = 128) -> list[int]:
+    """Cut a token-id list to at most `budget` ids.
+
+    head keeps the first `budget`; tail the last `budget`; head+tail the first `head_tokens` and the last
+    `budget - head_tokens` (Sun et al. 2019, "How to Fine-Tune BERT for Text Classification?", best on IMDB with
+    128 + 382 of 510).
+    """
+    if len(ids) <= budget:
+        return ids
+    if strategy == "head":
+        return ids[:budget]
+    if strategy == "tail":
+        return ids[len(ids) - budget :]
+    if strategy == "head+tail":
+        tail = budget - head_tokens
+        return ids[:head_tokens] + (ids[len(ids) - tail :] if tail > 0 else [])
+    raise ValueError(f"Unknown truncation strategy {strategy!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
+
+
+def class_config(names: list[str]) -> dict:
+    """The config fields of a head over `names` (classes or tags), in id order."""
+    return {
+        "num_labels": len(names),
+        "id2label": dict(enumerate(names)),
+        "label2id": {name: i for i, name in enumerate(names)},
+    }
+
+
+def prediction_logits(prediction: EvalPrediction | PredictionOutput) -> np.ndarray:
+    """The logits of a prediction (the first of its outputs when the model gives several)."""
+    predictions = prediction.predictions
+    return predictions[0] if isinstance(predictions, tuple) else predictions
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
+    """A csv file of `header` and `rows` (predictions.csv)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+__all__ = [
+    "TRUNCATION_STRATEGIES",
+    "FeatureSettings",
+    "class_config",
+    "prediction_logits",
+    "truncate_ids",
+    "write_csv",
+]
