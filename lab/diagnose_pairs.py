@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +42,8 @@ from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.similarity import pair_cosines
 from hf_bertscratch.tasks import TASKS, TaskOverrides, TaskSpec, resolve_task
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+
+from .report_format import Sources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -245,6 +248,137 @@ def curve(folder: Path, main_metric: str) -> dict:
         "learning_rate": results.get("learning_rate"),
         "wall_time_seconds": results.get("wall_time_seconds"),
     }
+
+
+# ------------------------------------------------------------------------------------------------- the records' tables
+PAIRS_RECORDS = "results/pairs"  # `bash lab/record_pairs.sh`: README's pairs table and headline
+PAIRS_DIAGNOSIS_RECORDS = "results/pairs-diagnosis"  # the diagnosis behind the defaults
+PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
+PAIRS_DIAGNOSIS_BLOCK = ("<!-- pairs-diagnosis:start -->\n", "<!-- pairs-diagnosis:end -->")
+
+
+def variant_mean(record: dict | None, variant: str, metric: str) -> str:
+    """ "71.0 ± 1.4": a variant's `metric` x 100, mean ± sd over its seeds ("" while it has none)."""
+    runs = (record or {}).get("fine_tuning", {}).get(variant, {})
+    values = [run.get("final_metrics", {}).get(metric, run["final"] if metric == record["metric"] else None)
+              for run in runs.values()]  # fmt: skip
+    values = [v for v in values if v is not None]
+    if not values:
+        return ""
+    sd = f" ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else ""
+    return f"{100 * statistics.fmean(values):.1f}{sd}"
+
+
+def _pair_cell(values: list[float]) -> str:
+    """Scores (0-1) of one variant's seeds as "mean ± sd (n)" x 100."""
+    mean = 100 * statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.1f} (1 seed)"
+    return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f} ({len(values)} seeds)"
+
+
+def render_pairs_table(record: dict) -> str:
+    """One pair diagnostic record (`lab/diagnose_pairs.py`) as a table: the no-learning answers, then each
+    fine-tuning variant's final dev score, mean ± sd over seeds, with the flags that made it."""
+    metric = record["metric"]
+    base = record["no_learning"]
+    layers = base["zero_shot_mean_by_layer"]
+    lines = [
+        f"| {record['task']} dev, {metric} x 100 | score |",
+        "| --- | ---: |",
+        f"| no learning: constant answer | {100 * base['constant'][metric]:.1f} |",
+        f"| no learning: word overlap (Jaccard of the word sets) | {100 * base['word_overlap'][metric]:.1f} |",
+        f"| no learning: cosine of the mean-pooled last layer (layers 0..{len(layers) - 1}: "
+        f"{' / '.join(f'{100 * m[metric]:.1f}' for m in layers)}) | **{100 * layers[-1][metric]:.1f}** |",
+        f"| no learning: cosine of the last layer's [CLS] | {100 * base['zero_shot_cls_last_layer'][metric]:.1f} |",
+    ]
+    if "zero_shot_joint_segments" in base:
+        joint, type0 = base["zero_shot_joint_segments"][metric], base["zero_shot_joint_segments_type0"][metric]
+        lines.append(
+            "| no learning: cosine of the two texts' means inside `[CLS] a [SEP] b [SEP]` (second text as segment 1 "
+            f"/ as segment 0) | {100 * joint:.1f} / {100 * type0:.1f} |"
+        )
+    for variant, runs in record["fine_tuning"].items():
+        finals = [run["final"] for run in runs.values() if run.get("final") is not None]
+        if finals:
+            flags = " ".join(next(iter(runs.values()))["flags"]) or "(the defaults)"
+            lines.append(f"| fine-tuned `{variant}`: `{flags}` | {_pair_cell(finals)} |")
+    note = record.get("model_note") or f"model `{record['model']}`"
+    commands = record.get("commands") or [record["command"]]
+    made = "; then ".join(f"`{command}`" for command in commands)
+    lines.append("")
+    lines.append(f"Model: {note}. Made by {made} ({record['machine']}, {record['date']}, commit {record['commit']}).")
+    return "\n".join(lines) + "\n"
+
+
+def _no_pairs_record() -> str:
+    return f"No record yet: `python -m lab.diagnose_pairs ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+
+
+def render_pairs_block(records: dict[str, dict]) -> str:
+    """Every pair diagnostic record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return _no_pairs_record()
+    return "\n".join(render_pairs_table(record) for record in records.values())
+
+
+# The summary's columns after the no-learning ones: (record file suffix, variant, heading). The task's own record is
+# TASK.json (the pretrained model itself); TASK-from-stsb*.json start from a folder fine-tuned on STS-B.
+PAIRS_SUMMARY_COLUMNS = (
+    ("", "table", "the task table's former recipe ([CLS] head, lr 3e-4)"),
+    ("", "defaults", "**`finetune` with its defaults**"),
+    ("-from-stsb", "defaults", "the defaults, from the STS-B folder"),
+    ("-simcse", "simcse", "SimCSE on the train texts, no labels"),
+    ("", "embedding", "bi-encoder (`--task_type embedding`)"),
+    ("-after-simcse", "embedding", "bi-encoder after SimCSE"),
+)
+PAIRS_SUMMARY_METRICS = {"mrpc": ("f1", "accuracy"), "stsb": ("spearmanr",), "rte": ("accuracy",)}
+
+
+def render_pairs_summary(records: dict[str, dict]) -> str:
+    """README's table of the pair tasks: per task and metric, what no learning scores (constant answer, word overlap,
+    the pretrained model's zero-shot cosine through a threshold fit on train) beside each fine-tuning recipe, mean ±
+    sd over seeds, from the records of `lab/diagnose_pairs.py`."""
+    tasks = [task for task in PAIRS_SUMMARY_METRICS if f"{task}.json" in records]
+    if not tasks:
+        return _no_pairs_record()
+    heading = ["task (dev), metric", "constant answer", "word overlap", "zero-shot cosine"]
+    heading += [name for _, _, name in PAIRS_SUMMARY_COLUMNS]
+    lines = ["| " + " | ".join(heading) + " |", "| --- |" + " ---: |" * (len(heading) - 1)]
+    for task in tasks:
+        own = records[f"{task}.json"]
+        base = own["no_learning"]
+        for metric in PAIRS_SUMMARY_METRICS[task]:
+            cells = [f"{task.upper() if task != 'stsb' else 'STS-B'}, {metric}"]
+            cells += [f"{100 * base[key][metric]:.1f}" for key in ("constant", "word_overlap")]
+            cells.append(f"{100 * base['zero_shot_mean_by_layer'][-1][metric]:.1f}")
+            cells += [variant_mean(records.get(f"{task}{suffix}.json"), variant, metric)
+                      for suffix, variant, _ in PAIRS_SUMMARY_COLUMNS]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    seeds = sorted(
+        {seed for task in tasks for runs in records[f"{task}.json"]["fine_tuning"].values() for seed in runs}
+    )
+    note = records[f"{tasks[0]}.json"].get("model_note") or records[f"{tasks[0]}.json"]["model"]
+    lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; zero-shot cosine and word overlap "
+              "classify through a threshold fit on the train split. Every run and curve is in "
+              f"`{PAIRS_RECORDS}/` (`bash lab/record_pairs.sh`; [Results](docs/results.md#sentence-pairs-and-similarity)).",
+              ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def readme_pairs_block(sources: Sources) -> str:
+    """README's pairs block: the summary of `PAIRS_RECORDS`."""
+    return render_pairs_summary(sources.records(PAIRS_RECORDS))
+
+
+def pairs_block(sources: Sources) -> str:
+    """docs/results.md's pairs block: every record of `PAIRS_RECORDS` in full."""
+    return render_pairs_block(sources.records(PAIRS_RECORDS))
+
+
+def pairs_diagnosis_block(sources: Sources) -> str:
+    """docs/fine-tuning.md's block: every record of `PAIRS_DIAGNOSIS_RECORDS`."""
+    return render_pairs_block(sources.records(PAIRS_DIAGNOSIS_RECORDS))
 
 
 # --------------------------------------------------------------------------------------------------------- main

@@ -46,7 +46,8 @@ from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS, TaskSpec, finetune_defaults
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch.tasks.shapes import truncate_ids
-from lab.diagnose_pairs import curve, git_commit, recorded_command, run_folder
+from lab.diagnose_pairs import curve, git_commit, recorded_command, run_folder, variant_mean
+from lab.report_format import Sources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -223,6 +224,73 @@ def run_summary(folder: Path, metric: str) -> dict:
     keep = ("baseline_", "max_seq_length", "truncation", "classifier_pooling", "long_texts", "train_samples",
             "eval_samples", "num_train_epochs", "head_init")  # fmt: skip
     return {**curve(folder, metric), **{k: v for k, v in results.items() if k.startswith(keep)}}
+
+
+# ------------------------------------------------------------------------------------------------- the records' table
+SINGLE_DIAGNOSIS_RECORDS = "results/single-diagnosis"  # `bash lab/record_single.sh`: IMDB and SST-2
+SINGLE_DIAGNOSIS_BLOCK = ("<!-- single-diagnosis:start -->\n", "<!-- single-diagnosis:end -->")
+# A single-text diagnosis record's no-learning entries -> how its table names them.
+SINGLE_BASELINES = {
+    "constant": "constant answer",
+    "bag_of_words": "bag of words (TF-IDF + logistic regression)",
+    "bag_of_word_pairs": "bag of words and word pairs",
+}
+
+
+# What a fine-tuning run of a single-text record ran with, flags or the defaults of its day: record key -> name.
+SINGLE_RUN_SETTINGS = {"learning_rate": "lr", "max_seq_length": "length"}
+
+
+def render_single_table(record: dict) -> str:
+    """One `lab/diagnose_single.py` record as a table: the no-learning scores, the frozen probes per pooling and
+    each fine-tuning variant (its flags with the rate and length it ran at, mean ± sd over seeds, the eval metric
+    per epoch)."""
+    metric = record["metric"]
+    lines = [f"**{record['task']}** ({metric} x 100):", "",
+             "| what | how | score | per epoch | bag of words on the run's examples (words / and word pairs) |",
+             "| --- | --- | ---: | --- | ---: |"]  # fmt: skip
+    for key, name in SINGLE_BASELINES.items():
+        if key in record.get("no_learning", {}):
+            lines.append(
+                f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} "
+                "| | |"
+            )
+    probes = record.get("frozen_probes", {})
+    for pooling in ("cls", "mean", "max", "mean-max"):
+        if pooling in probes:
+            how = f"{probes['samples']:,} train / eval examples, max_seq_length {probes['max_seq_length']}"
+            lines.append(
+                f"| frozen features, {pooling}, logistic regression | {how} | {100 * probes[pooling][metric]:.1f} | | |"
+            )
+    for variant, runs in record.get("fine_tuning", {}).items():
+        first = next(iter(runs.values()))
+        flags = " ".join(first.get("flags", [])) or "(the task's defaults)"
+        ran = [f"{name} {first[key]:g}" for key, name in SINGLE_RUN_SETTINGS.items() if first.get(key) is not None]
+        flags = f"`{flags}`" + (f" ({', '.join(ran)})" if ran else "")
+        curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
+        bags = " / ".join(
+            f"{100 * first[k]:.1f}" for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs") if k in first
+        )
+        lines.append(
+            f"| fine-tuned: `{variant}` | {flags} | {variant_mean(record, variant, metric)} | {curves} | {bags} |"
+        )
+    note = record.get("model_note") or record["model"]
+    commands = "; then ".join(f"`{c}`" for c in record.get("commands", []))
+    lines += ["", f"Model: {note}. Made by {commands} ({record.get('machine', '?')}, {record.get('date', '?')}, commit "
+              f"{record.get('commit', '?')}).", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_single_block(records: dict[str, dict]) -> str:
+    """Every single-text diagnosis record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return f"No record yet: `bash lab/record_single.sh` writes them to `{SINGLE_DIAGNOSIS_RECORDS}/`.\n"
+    return "\n".join(render_single_table(record) for record in records.values())
+
+
+def single_block(sources: Sources) -> str:
+    """docs/fine-tuning.md's block: every record of `SINGLE_DIAGNOSIS_RECORDS`."""
+    return render_single_block(sources.records(SINGLE_DIAGNOSIS_RECORDS))
 
 
 # --------------------------------------------------------------------------------------------------------- main

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lab import make_report as reports
+from lab import record_quick_start as script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab import record_quick_start as script
-
     results = {
         "eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000, "train_tokens_per_second": 9567.4,
         "world_size": 1,
@@ -47,7 +45,7 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     assert record["command"].startswith("python -m lab.record_quick_start --seed 7")
     assert record["quick_start_command"] == "OMP_NUM_THREADS=1 " + " ".join(command)
     assert record["fill_mask"] == {"text": script.FILL_MASK_TEXT, "top": ["paris", "the", "london", "rome", "it"]}
-    table = reports.render_quick_start_table({path.name: record})
+    table = script.render_quick_start_table({path.name: record})
     assert "| AMD EPYC 7B13 | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
     assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
     # Another precision than the quick start's: passed on, named in the file, the table and apart in the headline.
@@ -67,12 +65,10 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     assert path.name == "amd-epyc-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
     expected = "bertscratch pretrain --output_dir ../run --seed 7 --precision bf16"
     assert json.loads(path.read_text())["quick_start_command"] == expected
-    table = reports.render_quick_start_table({path.name: json.loads(path.read_text())})
+    table = script.render_quick_start_table({path.name: json.loads(path.read_text())})
     assert "| AMD EPYC 7B13 | 1 processes, --precision bf16 | 7 |" in table
 
 
 def test_record_file_names_name_the_cpu() -> None:
-    from lab import record_quick_start as script
-
     assert script.cpu_slug("AMD EPYC 7B13") == "amd-epyc"
     assert script.cpu_slug("Intel(R) Xeon(R) Processor") == "intel-xeon"

@@ -22,9 +22,10 @@ from hf_bertscratch import benchmark
 from hf_bertscratch.hardware import cpu_model
 from hf_bertscratch.records import REPOSITORY, git_commit, portable_paths
 from lab import compare_pretraining as pretraining_comparison
+from lab import diagnose_pairs, headline, int8_table, profile_decode, record_quick_start, report_format, speed_tables
 from lab import make_report as reports
-from lab import profile_decode
 from lab import results_table as results
+from lab import sweep_pretraining as sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 # The tiniest real benchmark run with two paddings, the training step and inference (no memory probe, one thread).
@@ -81,6 +82,8 @@ ONNX_PAGE = (
     "# ONNX\n\n<!-- onnx-graphs:start -->\nold\n<!-- onnx-graphs:end -->\n\n"
     "<!-- int8-table:start -->\nold\n<!-- int8-table:end -->\n"
 )
+# The pages holding the speed block, and how each links the chart.
+SPEED_PAGES = {"README.md": speed_tables.README_CHART, "docs/speed.md": speed_tables.SPEED_PAGE_CHART}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -103,8 +106,8 @@ def record(tiny_run: tuple[list[str], Path, datetime, datetime]) -> dict:
     return json.loads(tiny_run[1].read_text(encoding="utf-8"))
 
 
-def _speed_record(data: dict, name: str = "results/speed/tiny.json") -> reports.SpeedRecord:
-    return reports.SpeedRecord(name, data)
+def _speed_record(data: dict, name: str = "results/speed/tiny.json") -> speed_tables.SpeedRecord:
+    return speed_tables.SpeedRecord(name, data)
 
 
 def _table(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:
@@ -116,19 +119,19 @@ def _table(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:
 
 def _repository(tmp_path: Path, records: list[Path]) -> Path:
     """A folder laid out as the repository for make_report: the two pages, the task-table record, `records`."""
-    for page in reports.SPEED_PAGES:
+    for page in SPEED_PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / page).write_text(README_PAGE if page == "README.md" else SPEED_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "onnx.md").write_text(ONNX_PAGE, encoding="utf-8")
-    (tmp_path / reports.HEADLINE_TABLE_PAGE).write_text(HOME_PAGE, encoding="utf-8")
+    (tmp_path / "docs/index.md").write_text(HOME_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "pretraining.md").write_text(PRETRAINING_PAGE, encoding="utf-8")
-    (tmp_path / reports.SWEEP_PAGE).write_text(LAB_PAGE, encoding="utf-8")
-    (tmp_path / reports.POSITION_PAGE).write_text(DESIGN_PAGE, encoding="utf-8")
-    (tmp_path / reports.QUICK_START_TASKS_PAGE).write_text(RESULTS_PAGE, encoding="utf-8")
+    (tmp_path / "docs/lab.md").write_text(LAB_PAGE, encoding="utf-8")
+    (tmp_path / "docs/design.md").write_text(DESIGN_PAGE, encoding="utf-8")
+    (tmp_path / "docs/results.md").write_text(RESULTS_PAGE, encoding="utf-8")
     (tmp_path / "docs" / "fine-tuning.md").write_text(FINE_TUNING_PAGE, encoding="utf-8")
-    shutil.copytree(ROOT / reports.INT8_RECORDS, tmp_path / reports.INT8_RECORDS)
+    shutil.copytree(ROOT / int8_table.INT8_RECORDS, tmp_path / int8_table.INT8_RECORDS)
     (tmp_path / "results" / "speed").mkdir(parents=True)
-    shutil.copy(ROOT / reports.TASK_TABLE_RECORD, tmp_path / reports.TASK_TABLE_RECORD)
+    shutil.copy(ROOT / results.TASK_TABLE_RECORD, tmp_path / results.TASK_TABLE_RECORD)
     for path in records:
         shutil.copy(path, tmp_path / "results" / "speed" / path.name)
     return tmp_path
@@ -191,7 +194,7 @@ def test_git_commit_is_heads_short_hash_marked_dirty_by_tracked_changes(tmp_path
 
 # ------------------------------------------------------------------------------------------ the speed table
 def test_speed_table_shows_the_records_numbers(record: dict) -> None:
-    table = reports.render_speed_table(_speed_record(record))
+    table = speed_tables.render_speed_table(_speed_record(record))
     header, rows = _table(table)
     assert header == ["workload", "against", "no padding", "tok/s", "30% padding", "tok/s"]
     assert set(rows) == {
@@ -199,7 +202,7 @@ def test_speed_table_shows_the_records_numbers(record: dict) -> None:
         ("inference, full MLM logits", "transformers' BERT"),
     }
     for result in record["results"]:
-        cells = rows[(reports.WORKLOADS[result["workload"]], "transformers' BERT")]
+        cells = rows[(report_format.WORKLOADS[result["workload"]], "transformers' BERT")]
         ratio, tokens = cells[0:2] if result["padding"] == 0 else cells[2:4]
         assert ratio == f"**{result['ratio_median']:.2f}x** ({result['ratio_min']:.2f}-{result['ratio_max']:.2f})"
         assert tokens == f"{result['ours_tokens_per_s']:,.0f} / {result['reference_tokens_per_s']:,.0f}"
@@ -229,7 +232,7 @@ def test_speed_table_adds_onnxruntime_memory_and_what_varies(record: dict) -> No
     )
     mini = copy.deepcopy(data["results"][0])
     data["results"].append({**mini, "preset": "mini"})
-    table = reports.render_speed_table(_speed_record(data))
+    table = speed_tables.render_speed_table(_speed_record(data))
     header, rows = _table(table)
     ort = rows[("inference, full MLM logits, tiny", "ONNX Runtime 1.32.0")]
     assert ort == ["", "", "**0.98x** (0.89-1.03)", f"{infer['ours_tokens_per_s']:,.0f} / 5,887"]  # 30% only
@@ -250,11 +253,11 @@ def test_readme_summary_gives_each_runs_median_in_the_order_they_ran(record: dic
         _speed_record(later, "results/speed/b-later.json"),
         _speed_record(record, "results/speed/z.json"),
     )
-    summary = reports.render_speed_summary([first, later_record], "speed.png", "docs/speed.md")
+    summary = speed_tables.render_speed_summary([first, later_record], "speed.png", "docs/speed.md")
     header, rows = _table(summary)
     assert header == ["workload", "against", "no padding", "30% padding"]
     for result in record["results"]:
-        label = (reports.WORKLOADS[result["workload"]], "transformers' BERT")
+        label = (report_format.WORKLOADS[result["workload"]], "transformers' BERT")
         cell = rows[label][[0, 0.3].index(result["padding"])]
         assert cell == f"**{result['ratio_median']:.2f}x**, **{2 * result['ratio_median']:.2f}x**"  # by date
     assert (
@@ -266,37 +269,35 @@ def test_readme_summary_gives_each_runs_median_in_the_order_they_ran(record: dic
 def test_no_record_leaves_an_explicit_line_and_no_speed_chart(tmp_path: Path) -> None:
     root = _repository(tmp_path, [])
     reports.main(["--root", str(root)])
-    for page in reports.SPEED_PAGES:
+    for page in SPEED_PAGES:
         text = (root / page).read_text(encoding="utf-8")
-        assert reports.readme_block(text, reports.SPEED_BLOCK) == reports.no_speed_record("results/speed")
+        assert results.readme_block(text, speed_tables.SPEED_BLOCK) == speed_tables.no_speed_record("results/speed")
         assert "No benchmark record in `results/speed/` yet" in text and "speed.png" not in text
-    assert not (root / reports.SPEED_CHART).exists()
-    _assert_png(root / reports.TASK_TABLE_CHART)
-    quick_start_tasks = reports.readme_block(
-        (root / reports.QUICK_START_TASKS_PAGE).read_text(), reports.QUICK_START_TASKS_BLOCK
-    )
-    assert quick_start_tasks.startswith(f"No record yet: `{reports.QUICK_START_TASKS_COMMAND}`")
-    assert f"--record {reports.QUICK_START_TASKS_RECORD} " in quick_start_tasks
+    assert not (root / speed_tables.SPEED_CHART).exists()
+    _assert_png(root / results.TASK_TABLE_CHART)
+    quick_start_tasks = results.readme_block((root / "docs/results.md").read_text(), results.QUICK_START_TASKS_BLOCK)
+    assert quick_start_tasks.startswith(f"No record yet: `{results.QUICK_START_TASKS_COMMAND}`")
+    assert f"--record {results.QUICK_START_TASKS_RECORD} " in quick_start_tasks
     assert reports.check_report(root) == []
 
 
 def test_quick_start_task_table_is_rendered_from_its_record(tmp_path: Path) -> None:
     root = _repository(tmp_path, [])
-    record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
-    record["command"] = reports.QUICK_START_TASKS_COMMAND
-    (root / reports.QUICK_START_TASKS_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    record = json.loads((ROOT / results.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    record["command"] = results.QUICK_START_TASKS_COMMAND
+    (root / results.QUICK_START_TASKS_RECORD).write_text(json.dumps(record), encoding="utf-8")
     assert reports.check_report(root) != []
     reports.main(["--root", str(root)])
-    page = (root / reports.QUICK_START_TASKS_PAGE).read_text(encoding="utf-8")
-    assert reports.readme_block(page, reports.QUICK_START_TASKS_BLOCK) == results.render_task_table(record)
-    assert f"Made by `{reports.QUICK_START_TASKS_COMMAND}`" in page
+    page = (root / "docs/results.md").read_text(encoding="utf-8")
+    assert results.readme_block(page, results.QUICK_START_TASKS_BLOCK) == results.render_task_table(record)
+    assert f"Made by `{results.QUICK_START_TASKS_COMMAND}`" in page
     assert reports.check_report(root) == []
 
 
 def test_unreadable_record_is_named(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps({"arguments": {}, "results": []}))
     with pytest.raises(ValueError, match=r"old\.json is not a benchmark record \(missing \['command'"):
-        reports.read_speed_records(tmp_path, tmp_path)
+        speed_tables.read_speed_records(tmp_path, tmp_path)
 
 
 # ------------------------------------------------------------------------------------------ make_report
@@ -314,32 +315,32 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         assert f"{page}: the <!-- {block}:start --> block differs from what the records give" in err
 
     reports.main(["--root", str(root)])
-    records = reports.read_speed_records(root / "results" / "speed", root)
+    records = speed_tables.read_speed_records(root / "results" / "speed", root)
     readme = (root / "README.md").read_text(encoding="utf-8")
-    task_table = json.loads((root / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
-    assert reports.readme_block(readme, results.README_BLOCK) == results.render_task_table(task_table)
-    results_page = (root / reports.COMPARISON_PAGE).read_text(encoding="utf-8")
-    no_comparison = reports.readme_block(results_page, pretraining_comparison.README_BLOCK)
+    task_table = json.loads((root / results.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    assert results.readme_block(readme, results.README_BLOCK) == results.render_task_table(task_table)
+    results_page = (root / "docs/results.md").read_text(encoding="utf-8")
+    no_comparison = results.readme_block(results_page, pretraining_comparison.README_BLOCK)
     assert no_comparison.startswith("No record yet: `python -m lab.compare_pretraining --record results/")
-    for page, chart in reports.SPEED_PAGES.items():
+    for page, chart in SPEED_PAGES.items():
         text = (root / page).read_text(encoding="utf-8")
         assert text.endswith("-->\n\nafter\n") and "before\n\n## Speed\n\n" in text
-        block = reports.readme_block(text, reports.SPEED_BLOCK)
-        if page in reports.SUMMARY_PAGES:  # README: one ratio per run, the full tables one link away
-            assert block == reports.render_speed_summary(records, chart, reports.SUMMARY_PAGES[page])
+        block = results.readme_block(text, speed_tables.SPEED_BLOCK)
+        if page == "README.md":  # README: one ratio per run, the full tables one link away
+            assert block == speed_tables.render_speed_summary(records, chart, speed_tables.README_DETAILS)
         else:
-            assert block == reports.render_speed_block(records, chart)
-            assert reports.render_speed_table(records[0]) in block
+            assert block == speed_tables.render_speed_block(records, chart)
+            assert speed_tables.render_speed_table(records[0]) in block
         assert block.endswith(f"]({chart})\n")
-    _assert_png(root / reports.SPEED_CHART)
-    _assert_png(root / reports.TASK_TABLE_CHART)
+    _assert_png(root / speed_tables.SPEED_CHART)
+    _assert_png(root / results.TASK_TABLE_CHART)
     reports.main(["--root", str(root), "--check"])
     assert "match the records" in capsys.readouterr().out
 
-    for page in reports.SPEED_PAGES:
+    for page in SPEED_PAGES:
         path = root / page
         fresh = path.read_text(encoding="utf-8")
-        start = fresh.index(reports.SPEED_BLOCK[0])
+        start = fresh.index(speed_tables.SPEED_BLOCK[0])
         path.write_text(fresh[:start] + fresh[start:].replace("x**", "1x**", 1), encoding="utf-8")  # one ratio
         with pytest.raises(SystemExit) as exit_info:
             reports.main(["--root", str(root), "--check"])
@@ -347,16 +348,16 @@ def test_make_report_writes_the_blocks_and_charts_and_check_finds_tampering(
         problems = [line for line in capsys.readouterr().err.splitlines() if "differs" in line]
         assert problems == [f"{page}: the <!-- speed-table:start --> block differs from what the records give"]
         path.write_text(fresh, encoding="utf-8")
-    (root / reports.SPEED_CHART).unlink()
-    assert reports.check_report(root) == [f"{reports.SPEED_CHART}: missing"]
+    (root / speed_tables.SPEED_CHART).unlink()
+    assert reports.check_report(root) == [f"{speed_tables.SPEED_CHART}: missing"]
 
 
 def test_records_dir_option_reads_records_elsewhere(tiny_run: tuple, tmp_path: Path) -> None:
     root = _repository(tmp_path / "repository", [])
     reports.main(["--root", str(root), "--records_dir", str(tiny_run[1].parent), "--charts", "false"])
-    block = reports.readme_block((root / "docs" / "speed.md").read_text(encoding="utf-8"), reports.SPEED_BLOCK)
+    block = results.readme_block((root / "docs" / "speed.md").read_text(encoding="utf-8"), speed_tables.SPEED_BLOCK)
     assert f"Record: `{tiny_run[1].as_posix()}`." in block  # outside the repository: named as given
-    missing = [f"{chart}: missing" for chart in (reports.SPEED_CHART, reports.TASK_TABLE_CHART)]
+    missing = [f"{chart}: missing" for chart in (speed_tables.SPEED_CHART, results.TASK_TABLE_CHART)]
     assert reports.check_report(root, tiny_run[1].parent) == missing  # the pages match; no chart drawn
     assert reports.check_report(root) != []  # the repository's own records folder is empty
 
@@ -371,10 +372,10 @@ def test_help_explains_what_is_read_and_written(capsys: pytest.CaptureFixture[st
 
 # ------------------------------------------------------------------------------------------ the charts' data
 def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
-    record = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    record = json.loads((ROOT / results.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     record["rows"][0]["scratch"] = []  # a row with one initialisation run keeps that one bar
     record["rows"][-1].update(pretrained=[], scratch=[])  # a row not run has no bars
-    bars = reports.task_table_bars(record)
+    bars = results.task_table_bars(record)
     with_values = [row for row in record["rows"] if row["pretrained"] or row["scratch"]]
     assert list(bars) == [row["label"] for row in with_values] and len(with_values) < len(record["rows"])
     first = record["rows"][0]
@@ -389,11 +390,11 @@ def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
 
 
 def test_speed_chart_draws_every_ratio_of_the_table(record: dict, tmp_path: Path) -> None:
-    one = reports.speed_bars([_speed_record(record)])  # one record: its median and min-max over repetitions
+    one = speed_tables.speed_bars([_speed_record(record)])  # one record: its median and min-max over repetitions
     assert list(one) == [f"{w}\nvs transformers' BERT" for w in ("MLM training step", "inference, full MLM logits")]
     for result in record["results"]:
-        label = f"{reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
-        padding = reports.padding_label(result["padding"])
+        label = f"{report_format.WORKLOADS[result['workload']]}\nvs transformers' BERT"
+        padding = report_format.padding_label(result["padding"])
         assert one[label][padding] == (result["ratio_median"], result["ratio_min"], result["ratio_max"])
     runs = []
     for factor in (1.0, 3.0, 2.0):  # several records: the median of their medians, and the lowest and highest
@@ -402,14 +403,14 @@ def test_speed_chart_draws_every_ratio_of_the_table(record: dict, tmp_path: Path
             result["ratio_median"] *= factor
         runs.append(data)
     records = [_speed_record(data, f"results/speed/run{i}.json") for i, data in enumerate(runs)]
-    several = reports.speed_bars(records)
+    several = speed_tables.speed_bars(records)
     assert list(several) == list(one)
     for result in record["results"]:
-        label = f"{reports.WORKLOADS[result['workload']]}\nvs transformers' BERT"
+        label = f"{report_format.WORKLOADS[result['workload']]}\nvs transformers' BERT"
         median = result["ratio_median"]
-        bar = several[label][reports.padding_label(result["padding"])]
+        bar = several[label][report_format.padding_label(result["padding"])]
         assert bar == pytest.approx((2 * median, median, 3 * median))
-    _assert_png(reports.draw_speed_chart(records, tmp_path / "speed.png"))
+    _assert_png(speed_tables.draw_speed_chart(records, tmp_path / "speed.png"))
 
 
 # ------------------------------------------------------------------------------------------ the committed pages
@@ -420,9 +421,9 @@ def test_committed_speed_blocks_and_charts_are_what_the_committed_records_give()
 
 
 def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
-    records = reports.read_records(ROOT, reports.INT8_RECORDS)
+    records = report_format.read_records(ROOT, int8_table.INT8_RECORDS)
     assert records, "results/int8/ holds the committed evaluate-onnx records"
-    table = reports.render_int8_table(records)
+    table = int8_table.render_int8_table(records)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
     expected = []
     names = ("pytorch", "pytorch bf16", "onnx fp32", "onnx int8")
@@ -442,9 +443,9 @@ def test_int8_table_gives_each_records_metric_per_backend_and_split() -> None:
             assert cell == "" if value is None else float(cell) == pytest.approx(value, abs=0.005)
         assert cells[6:8] == ["" if d is None else f"{d:+.2f}" for d in differences]
         assert cells[8].startswith(" / ".join(f"{agreement:.2f}%" for agreement in agreements))
-    short = reports.render_int8_table(records, commands=False)  # README's: the records, not the commands
+    short = int8_table.render_int8_table(records, commands=False)  # README's: the records, not the commands
     assert short.splitlines()[:-1] == table.splitlines()[:-1] and "made by" not in short
-    assert reports.render_int8_table({}).startswith("No record in `results/int8/` yet")
+    assert int8_table.render_int8_table({}).startswith("No record in `results/int8/` yet")
 
 
 def test_quick_start_table_gives_each_seeds_record() -> None:
@@ -457,7 +458,7 @@ def test_quick_start_table_gives_each_seeds_record() -> None:
                         "train_tokens_per_second": 16095.2, "world_size": 1 if one_core else 2},
         }  # fmt: skip
 
-    table = reports.render_quick_start_table(
+    table = record_quick_start.render_quick_start_table(
         {
             "some-cpu-seed-42.json": record(42, 0.3391, 536.4),
             "some-cpu-seed-0.json": record(0, 0.2, 60),
@@ -472,12 +473,12 @@ def test_quick_start_table_gives_each_seeds_record() -> None:
     ]
     assert lines[1][4:10] == ["54.1", "14.7M", "16,095", "3,599", "8 min 56 s", "1.2 GB"]
     assert "`some-cpu-seed-42.json`: 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
-    assert reports.render_quick_start_table({}).startswith("No record in `results/quick-start/` yet")
+    assert record_quick_start.render_quick_start_table({}).startswith("No record in `results/quick-start/` yet")
 
 
 def _encode_record(
     record: dict, ratios: dict[float, float], int8: float, date: str, memory: float = 1000.0
-) -> reports.SpeedRecord:
+) -> speed_tables.SpeedRecord:
     """`record` with its inference cases turned into encoder cases timed against ONNX Runtime, fp32 at `ratios`
     (padding -> median) and int8 at `int8`."""
     data = copy.deepcopy(record)
@@ -516,17 +517,17 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     one_core = {**quick_start, "date": "2026-11-28T07:00:00+00:00", "one_core": True, "results": older["results"]}
     (root / "results" / "quick-start" / "b-seed-42.json").write_text(json.dumps(older))
     (root / "results" / "quick-start" / "a-one-core-seed-42.json").write_text(json.dumps(one_core))
-    task_table = json.loads((ROOT / reports.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    task_table = json.loads((ROOT / results.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
     for row in task_table["rows"]:  # ahead of random weights on every task but MRPC and RTE, whatever the record says
         behind = row["task"] in ("mrpc", "rte")
         row["scratch"] = ((row["scratch"] or [50.0]) * 3)[:3]  # three seeds a row, also where the record has none
         row["pretrained"] = [value + (-1 if behind else 1) for value in row["scratch"]]
     stsb = next(row for row in task_table["rows"] if row["key"] == "eval_spearmanr")
     stsb["pretrained"] = [value + 50 for value in stsb["scratch"]]  # moved further by its record
-    (root / reports.TASK_TABLE_RECORD).write_text(json.dumps(task_table))
+    (root / results.TASK_TABLE_RECORD).write_text(json.dumps(task_table))
 
-    figures = reports.headline(root, [first, second])
-    text = reports.render_headline(figures).replace("\n", " ")
+    figures = headline.headline(root, [first, second])
+    text = headline.render_headline(figures).replace("\n", " ")
     train = statistics.median([first.data["results"][0]["ratio_median"], 9.0])
     assert (
         "in **9 min 01 s** end to end on a 2-core Intel Xeon, to **34.9%** masked-token accuracy (perplexity 50.9)"
@@ -548,39 +549,39 @@ def test_headline_states_what_the_records_give(record: dict, tmp_path: Path) -> 
     assert "on MRPC and RTE it is not yet better than random weights" in text
     average = [results.glue_average(task_table["rows"], init) for init in ("pretrained", "scratch")]
     assert f"the five GLUE dev tasks average {average[0]:.1f} against {average[1]:.1f}" in text
-    assert all(len(line) <= 118 for line in reports.render_headline(figures).splitlines())
+    assert all(len(line) <= 118 for line in headline.render_headline(figures).splitlines())
     assert "so far" not in text  # every task has three seeds
     figures.task_table["rows"][0]["scratch"] = figures.task_table["rows"][0]["scratch"][:1]  # a task with one seed
     assert "([the task table](#results), 1-3 seeds per task so far)" in " ".join(
-        reports.render_headline(figures).split()
+        headline.render_headline(figures).split()
     )
 
-    table = reports.render_headline_table(figures)
+    table = headline.render_headline_table(figures)
     assert "| 9 min 01 s, masked-token accuracy 34.9%, perplexity 50.9 |" in table
     assert "0.93-1.01x, 1.12-1.20x with 30% padding (2 runs)" in table
     assert f"{train:.2f}x (peak memory 1,050 vs 2,100 MiB), " in table
-    padded_only = reports.Headline(None, {0.3: [3.0]}, {}, {}, None, {"train": "x", "encode": "y"})
-    assert "runs **3.00x** as fast as transformers' `BertForMaskedLM` with 30% padding." in reports.render_headline(
+    padded_only = headline.Headline(None, {0.3: [3.0]}, {}, {}, None, {"train": "x", "encode": "y"})
+    assert "runs **3.00x** as fast as transformers' `BertForMaskedLM` with 30% padding." in headline.render_headline(
         padded_only
     )
-    assert "| 3.00x with 30% padding |" in reports.render_headline_table(padded_only)
+    assert "| 3.00x with 30% padding |" in headline.render_headline_table(padded_only)
 
-    empty = reports.headline(tmp_path / "nothing", [])
-    assert reports.render_headline(empty).startswith("It computes transformers' BERT to 1e-5")  # no record, no figure
+    empty = headline.headline(tmp_path / "nothing", [])
+    assert headline.render_headline(empty).startswith("It computes transformers' BERT to 1e-5")  # no record, no figure
 
 
 def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> None:
-    committed = json.loads((ROOT / reports.SWEEP_RECORDS / "electra-8.5min.json").read_text(encoding="utf-8"))
+    committed = json.loads((ROOT / sweep.SWEEP_RECORDS / "electra-8.5min.json").read_text(encoding="utf-8"))
     older = copy.deepcopy(committed)
     older.update(date="2026-01-01T00:00:00+00:00", commit=None, command="python -m lab.sweep_pretraining --x")
     older["rows"] = older["rows"][:1]
-    text = reports.render_sweep_tables({"z-old.json": older, "a-new.json": committed})
+    text = sweep.render_sweep_tables({"z-old.json": older, "a-new.json": committed})
     assert text.index("`results/sweeps/z-old.json`") < text.index("`results/sweeps/a-new.json`")  # by date
     for row in committed["rows"]:
         line = next(line for line in text.splitlines() if line.startswith(f"| {row['name']} | "))
         assert f"| {100 * row['eval_accuracy']:.1f}% | {row['eval_mlm_loss']:.3f} |" in line
     assert "`python -m lab.sweep_pretraining --x` on " in text and "2026-01-01, commit unknown" in text
-    assert reports.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
+    assert sweep.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
 
 
 def test_sweeps_written_down_before_records_render_blank_unmeasured_cells_their_commits_and_order() -> None:
@@ -588,8 +589,8 @@ def test_sweeps_written_down_before_records_render_blank_unmeasured_cells_their_
     by), leave what their runs did not measure blank rather than "-" (never left the plateau), and give each row's
     commit and every command."""
     name = "history-2-step-screen-1800.json"
-    record = json.loads((ROOT / reports.SWEEP_RECORDS / name).read_text(encoding="utf-8"))
-    text = reports.render_sweep_tables({name: record})
+    record = json.loads((ROOT / sweep.SWEEP_RECORDS / name).read_text(encoding="utf-8"))
+    text = sweep.render_sweep_tables({name: record})
     lines = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| run |")][1:]
     assert len(lines) == len(record["rows"])
     for line, row in zip(lines, record["rows"], strict=True):
@@ -616,8 +617,8 @@ def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_
         argv = shlex.split(command.split("--output_json", 1)[0].replace('"${REPEATS:-', "").replace('}"', ""))
         args = benchmark.parse_args([*argv, "--output_json", str(tmp_path / "x.json")])
         assert args.repeats >= 3 and args.num_threads == 2
-    assert set(folders) == {reports.SPEED_RECORDS, reports.MORE_SPEED_RECORDS}
-    assert (ROOT / reports.MORE_SPEED_PAGE).read_text(encoding="utf-8").count(reports.MORE_SPEED_BLOCK[0]) == 1
+    assert set(folders) == {speed_tables.SPEED_RECORDS, speed_tables.MORE_SPEED_RECORDS}
+    assert (ROOT / "docs/speed.md").read_text(encoding="utf-8").count(speed_tables.MORE_SPEED_BLOCK[0]) == 1
 
 
 def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_path: Path) -> None:
@@ -645,15 +646,15 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
         "milliseconds": dict(records["threads-1.json"]["milliseconds"]),
     }
     records["threads-1-2.json"]["arguments"] = {**records["threads-2.json"]["arguments"], "num_threads": 1}
-    header, rows = _table(reports.render_decoder_table(records))
+    header, rows = _table(profile_decode.render_decoder_table(records))
     assert header == ["decoding", "A CPU, 1 thread", "A CPU, 2 threads", "B CPU, 1 thread"]
     names = list(records["threads-2.json"]["milliseconds"])
     assert [(name, cells) for (name, _), cells in rows.items()] == [
         (name, [f"{200 + i:.1f} ms", f"{100 + i:.1f} ms"]) for i, name in enumerate(names)
     ]
     assert [first for (_, first) in rows] == [f"{100 + i:.1f} ms" for i in range(len(names))]
-    assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in reports.render_decoder_table(records)
-    assert reports.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
+    assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in profile_decode.render_decoder_table(records)
+    assert profile_decode.render_decoder_table({}).startswith("No record in `results/decoder/` yet")
 
 
 def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -> None:
@@ -680,7 +681,7 @@ def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -
             },
         },
     }
-    table = reports.render_pairs_table(record)
+    table = diagnose_pairs.render_pairs_table(record)
     assert "| no learning: word overlap (Jaccard of the word sets) | 65.3 |" in table
     assert "(layers 0..1: 50.0 / 61.2) | **61.2** |" in table and "| no learning: constant answer | 0.0 |" in table
     assert "| fine-tuned `before`: `--learning_rate 5e-5` | 10.9 (1 seed) |" in table
@@ -688,13 +689,13 @@ def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -
     assert (
         table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model. Made by `python" in table
     )
-    assert reports.render_pairs_block({}).startswith("No record yet")
+    assert diagnose_pairs.render_pairs_block({}).startswith("No record yet")
     transfer = {**record, "fine_tuning": {"defaults": {"42": {"flags": [], "final": 0.5}}}}
-    summary = reports.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
+    summary = diagnose_pairs.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
     assert "| STS-B, spearmanr | 0.0 | 65.3 | 61.2 |  |  | 50.0 |  | 71.0 ± 1.4 |  |" in summary
     assert "Model: the 9-minute model. Mean ± sd over seeds 42, 43;" in summary
-    figures = reports.Headline(None, {}, {}, {}, None, {"train": "", "encode": ""}, pairs=record)
-    sentence = " ".join(reports.render_headline(figures).split())
+    figures = headline.Headline(None, {}, {}, {}, None, {"train": "", "encode": ""}, pairs=record)
+    sentence = " ".join(headline.render_headline(figures).split())
     assert (
         "STS-B's Spearman is **71.0** as a bi-encoder, against 61.2 for the model's own zero-shot cosine and 65.3 for "
         "word overlap" in sentence
