@@ -14,7 +14,7 @@ from transformers import AutoModel, BertTokenizer
 
 from hf_bertscratch.baselines import constant_answer, word_overlap
 from hf_bertscratch.tasks import TASKS
-from lab import diagnose_pairs
+from lab import diagnose_pairs, diagnosis
 
 from conftest import CORPUS
 from test_baselines import _alone, encoder_dir  # noqa: F401 (a fixture)
@@ -78,9 +78,10 @@ def test_pair_diagnostic_reads_class_names_as_class_ids(monkeypatch: pytest.Monk
 
 
 def test_pair_record_names_paths_relative_to_the_repository_and_leaves_out_the_note() -> None:
-    command = diagnose_pairs.recorded_command(
+    command = diagnosis.recorded_command(
         ["--model", str(ROOT / "runs" / "D"), "--data_dir", str(ROOT.parent / "shared" / "data"), "--task", "stsb",
-         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"]
+         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"],
+        diagnose_pairs.PROGRAM,
     )  # fmt: skip
     assert command == (
         "python -m lab.diagnose_pairs --model runs/D --data_dir ../shared/data --task stsb "
