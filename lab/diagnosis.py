@@ -205,7 +205,9 @@ def print_fine_tuned(record: dict, width: int) -> None:
 
 def variant_mean(record: dict | None, variant: str, metric: str) -> str:
     """ "71.0 ± 1.4": a variant's `metric` x 100, mean ± sd over its seeds ("" while it has none)."""
-    runs = (record or {}).get("fine_tuning", {}).get(variant, {})
+    if record is None:
+        return ""
+    runs = record.get("fine_tuning", {}).get(variant, {})
     values = [run.get("final_metrics", {}).get(metric, run["final"] if metric == record["metric"] else None)
               for run in runs.values()]  # fmt: skip
     values = [v for v in values if v is not None]
