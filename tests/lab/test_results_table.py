@@ -1,122 +1,22 @@
-"""The task table: `lab/reproduce_results.sh` end to end (SMOKE=1) on a small data folder written in the published
-files' formats, the table `lab.results_table` builds from run folders, and the fine-tuning commands of
-`lab.finetune_tasks`."""
+"""`lab.results_table`: the task table built from run folders (the learning rate chosen on dev, mean ± sd over
+seeds, the no-learning column), the pretraining stages it describes, its record and README's block."""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
-import os
-import random
-import shutil
 import statistics
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from hf_bertscratch import BertScratchConfig, finetuning_arguments
-from hf_bertscratch.tasks import TASK_DEFAULTS, TASKS
-from hf_bertscratch.tasks.data import check_data_arguments
+from hf_bertscratch import BertScratchConfig
+from hf_bertscratch.tasks import TASKS
 from lab import finetune_tasks as task_runs
 from lab import results_table as results
-from lab import run_records
 
-from conftest import cut_back_to_checkpoint, tiny_config_kwargs
+from conftest import tiny_config_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
-POSITIVE = "great wonderful moving brilliant fine superb charming".split()
-NEGATIVE = "awful boring dull terrible weak clumsy tedious".split()
-FILLER = "the film movie story actor plot scene it was and a of to in this with its".split()
-ENTITIES = {"PER": ["john", "mary"], "LOC": ["paris", "london"], "ORG": ["acme", "reuters"], "MISC": ["french"]}
-# A classification task and a token-classification task with a test split (every shape runs end to end in
-# test_finetuning; each fine-tune here is a process start, which dominates the smoke run's time).
-SMOKE_TASKS = ("cola", "conll2003")
-
-
-# ------------------------------------------------------------------------------------------ a data folder
-def _words(rng: random.Random, label: int, count: int) -> list[str]:
-    cue = POSITIVE if label else NEGATIVE
-    return [rng.choice(cue) if rng.random() < 0.2 else rng.choice(FILLER) for _ in range(count)]
-
-
-def _write_imdb(folder: Path, rng: random.Random) -> None:
-    """imdb/train.csv.gz, `id,rating,label,text` (the pretraining text)."""
-    folder.mkdir(parents=True)
-    with gzip.open(folder / "train.csv.gz", "wt", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["id", "rating", "label", "text"])
-        for i in range(400):
-            label = i % 2
-            writer.writerow([i, 8 if label else 2, label, " ".join(_words(rng, label, rng.randint(40, 120))) + " ."])
-
-
-def _write_cola(folder: Path, rng: random.Random) -> None:
-    """glue/CoLA/{train,dev}.tsv without a header: `source label mark sentence`, mark '*' on unacceptable ones."""
-    folder.mkdir(parents=True)
-    for split, count in (("train", 80), ("dev", 24)):
-        lines = []
-        for i in range(count):
-            label = i % 2
-            lines.append(f"gj04\t{label}\t{'' if label else '*'}\t{' '.join(_words(rng, label, rng.randint(4, 10)))} .")
-        (folder / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _conll_sentence(rng: random.Random) -> list[str]:
-    lines = []
-    for _ in range(rng.randint(4, 9)):
-        if rng.random() < 0.3:
-            kind = rng.choice(sorted(ENTITIES))
-            for j in range(rng.randint(1, 2)):
-                lines.append(f"{rng.choice(ENTITIES[kind])} NNP {'B' if j == 0 else 'I'}-NP {'BI'[j]}-{kind}")
-        else:
-            lines.append(f"{rng.choice(FILLER)} NN B-NP O")
-    return [*lines, ". . O O"]
-
-
-def _write_conll(folder: Path, rng: random.Random) -> None:
-    """conll2003/{train,valid,test}.txt: a -DOCSTART- line, then `word POS chunk NER` lines, sentences apart by blank
-    lines."""
-    folder.mkdir(parents=True)
-    for split, count in (("train", 80), ("valid", 24), ("test", 24)):
-        blocks = ["-DOCSTART- -X- -X- O"] + ["\n".join(_conll_sentence(rng)) for _ in range(count)]
-        (folder / f"{split}.txt").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
-
-
-def _fake_data_dir(root: Path) -> Path:
-    """The layout of ../shared/data for the pretraining text and the smoke run's tasks."""
-    rng = random.Random(0)
-    _write_imdb(root / "imdb", rng)
-    _write_cola(root / "glue" / "CoLA", rng)
-    _write_conll(root / "conll2003", rng)
-    return root
-
-
-def _run_script(runs: Path, data: Path, tasks: tuple[str, ...], **knobs: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "SMOKE": "1",
-        "TASKS": " ".join(tasks),
-        "DATA_DIR": str(data),
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_CACHE": str(runs.parent / "datasets-cache"),  # the test's files leave no trace in ~/.cache
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # its `python` is ours
-        "RECORDS": str(runs.parent / "records"),  # the durable records, never the repository's results/
-        **knobs,
-    }
-    return subprocess.run(
-        ["bash", "lab/reproduce_results.sh", str(runs)],
-        cwd=ROOT,
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=900,
-    )
 
 
 # ------------------------------------------------------------------------------------------ reading the table
@@ -131,136 +31,6 @@ def _task_table(table: str) -> dict[str, list[str]]:
         label, *cells = [cell.strip().strip("*") for cell in line.strip().strip("|").split("|")]
         rows[label] = cells
     return rows
-
-
-def _expected_cell(values: list[float]) -> str:
-    """Mean, and ± the sample standard deviation when there are several values."""
-    if not values:
-        return "not run"
-    spread = f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):.1f}{spread}"
-
-
-def _main_score(run: dict) -> float:
-    return run[f"eval_{run['main_metric']}"]
-
-
-def _finished_runs(runs: Path, task: str, init: str) -> list[dict]:
-    folders = [folder for folder in runs.glob(f"{task}-{init}-lr*-seed*") if folder.is_dir()]
-    return [json.loads((folder / "all_results.json").read_text()) for folder in sorted(folders)]
-
-
-def _chosen_runs(runs: Path, task: str, init: str) -> list[dict]:
-    """The runs of (task, init) at the rate whose first-seed run scored best on dev (the smaller rate on ties), by
-    seed, checking the sweep ran every rate with the first seed and the other seeds at that rate only."""
-    found = _finished_runs(runs, task, init)
-    for run in found:  # each folder holds the run its name says, started from the last pretraining stage
-        assert (runs / task_runs.run_name(task, init, run["learning_rate"], run["seed"])).is_dir()
-        assert (run["task"], run["init_from_scratch"]) == (task, init == "scratch")
-        assert run["model_name_or_path"].endswith("pretrain-tasks")
-    first_seed, *other_seeds = sorted({run["seed"] for run in found})
-    first = [run for run in found if run["seed"] == first_seed]
-    assert len(first) > 1 and other_seeds  # rates were compared, and more seeds ran
-    best = max(_main_score(run) for run in first)
-    rate = min(run["learning_rate"] for run in first if _main_score(run) == best)
-    assert [run["seed"] for run in found if run["learning_rate"] != rate] == [first_seed]
-    chosen = sorted((run for run in found if run["learning_rate"] == rate), key=lambda run: run["seed"])
-    assert [run["seed"] for run in chosen] == [first_seed, *other_seeds]
-    return chosen
-
-
-def _check_row(cells: list[str], chosen: dict[str, list[dict]], key: str) -> None:
-    """A table row against the chosen runs' own numbers: mean ± sd per init, their difference, the no-learning
-    baselines the runs recorded for the task's main metric, the rates."""
-    values = {init: [100 * run[key] for run in runs] for init, runs in chosen.items()}
-    pretrained, scratch, difference, baselines, how = cells
-    first = chosen["pretrained"][0]
-    if key == f"eval_{first['main_metric']}" and "baseline_constant" in first:  # NER and QA have none
-        assert baselines.startswith(f"constant answer {100 * first['baseline_constant']:.1f}")
-        if "baseline_bag_of_words" in first:
-            assert f"bag of words {100 * first['baseline_bag_of_words']:.1f}" in baselines
-    else:
-        assert baselines == ""
-    assert (pretrained, scratch) == (_expected_cell(values["pretrained"]), _expected_cell(values["scratch"]))
-    assert difference == f"{statistics.fmean(values['pretrained']) - statistics.fmean(values['scratch']):+.1f}"
-    rates = "/".join(f"{chosen[init][0]['learning_rate']:g}" for init in task_runs.INITS)
-    assert how.startswith(f"lr {rates}; {len(chosen['pretrained'])} seeds; ")
-    assert f"max_seq_length {chosen['pretrained'][0]['max_seq_length']};" in how
-
-
-# ------------------------------------------------------------------------------------------ end to end
-@pytest.mark.slow
-def test_reproduce_results_smoke_run_builds_the_table_from_its_runs(tmp_path: Path) -> None:
-    data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
-    task_text = {"TASK_TEXT_MINUTES": "15"}  # the optional last stage too, on the tasks' text
-    done = _run_script(runs, data, SMOKE_TASKS, **task_text)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-
-    table = (runs / "results.md").read_text()
-    assert table == results.results_table(runs)
-    config = json.loads((runs / "pretrain" / "config.json").read_text())
-    assert (config["num_hidden_layers"], config["hidden_size"]) == (4, 256)  # the default size, mini
-    size = f"{config['num_hidden_layers']}L/{config['hidden_size']}H, vocab {config['vocab_size']}"
-    assert table.startswith(f"Pretraining: {size}, MLM ") and " then " in table.splitlines()[0]  # both stages
-    rows = _task_table(table)
-    chosen = {task: {init: _chosen_runs(runs, task, init) for init in task_runs.INITS} for task in SMOKE_TASKS}
-    for task, key, label in results.ROWS:
-        if task in SMOKE_TASKS:
-            _check_row(rows[label], chosen[task], key)
-        else:
-            assert rows[label][:3] == ["not run", "not run", ""]
-    _check_row(rows["CoNLL-2003 entity F1 (test)"], chosen["conll2003"], "test_overall_f1")  # the test split's F1
-    assert rows["GLUE average of the five dev tasks above"][:3] == ["incomplete", "incomplete", ""]
-
-    # A fine-tune interrupted after its first checkpoint: a second run skips every finished stage and run,
-    # continues that one from the checkpoint (its log keeps the first part), and rebuilds the table.
-    cut = runs / task_runs.run_name("conll2003", "scratch", chosen["conll2003"]["scratch"][-1]["learning_rate"], 43)
-    finished = json.loads((cut / "all_results.json").read_text())
-    checkpoints = sorted((path.name for path in cut.glob("checkpoint-*")), key=lambda name: int(name.split("-")[1]))
-    cut_back_to_checkpoint(cut, checkpoints[0])
-    shutil.rmtree(tmp_path / "records" / cut.name)  # stopped before it finished: never recorded
-    again = _run_script(runs, data, SMOKE_TASKS, **task_text)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    run_count = sum(len(_finished_runs(runs, task, init)) for task in SMOKE_TASKS for init in task_runs.INITS)
-    stages = [stage for stage in results.PRETRAINING_STAGES if (runs / stage).is_dir()]
-    assert stages == ["pretrain", "pretrain-tasks"]  # the fine-tuned tasks' text, no longer blocks
-    assert all(f"Task text of {task}:" in (runs / "pretrain-tasks.log").read_text() for task in SMOKE_TASKS)
-    assert results.objective_name(runs / "pretrain-tasks") == "MLM+NSP"  # by default NSP added on the tasks' text
-    assert again.stdout.count("(done)") == len(stages) + run_count - 1
-    assert f"resume {cut}\n" in again.stdout
-    resumed = json.loads((cut / "all_results.json").read_text())
-    assert resumed["global_step"] == finished["global_step"]
-    assert resumed["eval_overall_f1"] == finished["eval_overall_f1"]  # the checkpoint's model, scored again
-    assert Path(f"{cut}.log").read_text().count("INFO hf_bertscratch.finetuning: eval_overall_f1") == 2
-    assert (runs / "results.md").read_text() == results.results_table(runs)
-    # every stage and run is recorded, and the records alone make the same table
-    records = tmp_path / "records"
-    assert sorted(path.name for path in records.iterdir()) == sorted(
-        path.name for path in runs.iterdir() if (path / "all_results.json").is_file()
-    )
-    assert results.results_table(records) == results.results_table(runs)
-
-
-@pytest.mark.slow
-def test_quick_start_knob_fine_tunes_readmes_quick_start_itself(tmp_path: Path) -> None:
-    """QUICK_START=1: stage 1 is `bertscratch pretrain` with its defaults (the packaged WikiText-2, no IMDB text), no
-    longer-block stage, and the task runs start from that model."""
-    data, runs = _fake_data_dir(tmp_path / "data"), tmp_path / "runs"
-    done = _run_script(runs, data, ("cola",), QUICK_START="1", INITS="pretrained")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert [stage for stage in results.PRETRAINING_STAGES if (runs / stage).exists()] == ["pretrain"]
-    card = (runs / "pretrain" / "README.md").read_text()
-    assert "name: WikiText-2" in card and "imdb" not in card.lower()
-    finished = _finished_runs(runs, "cola", "pretrained")
-    assert len(finished) == 3  # two rates at the first seed, then the second seed at the chosen one
-    assert {run["model_name_or_path"] for run in finished} == {str(runs / "pretrain")}
-    assert (runs / "results.md").read_text() == results.results_table(runs)
-
-
-def test_quick_start_knob_refuses_other_values(tmp_path: Path) -> None:
-    done = _run_script(tmp_path / "runs", tmp_path / "data", ("rte",), QUICK_START="yes")
-    assert done.returncode == 2 and "QUICK_START=yes must be 0 or 1" in done.stderr
-    assert not (tmp_path / "runs").exists()
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -494,159 +264,19 @@ def test_task_table_rows_take_no_learning_from_their_runs_else_from_the_baseline
     assert results.row_baselines({**row, "key": "test_overall_f1"}, no_learning) == {}
 
 
-# ------------------------------------------------------------------------------------------ the sweep's commands
-def _sweep(tmp_path: Path, **arguments: object) -> task_runs.Sweep:
-    pretrained = tmp_path / "pretrain-long"
-    pretrained.mkdir(exist_ok=True)
-    (pretrained / "config.json").write_text("{}")
-    args = task_runs.FinetuneTasksArguments(runs_dir=str(tmp_path / "runs"), pretrained=str(pretrained), **arguments)
-    return task_runs.Sweep(args, log=lambda line: None)
-
-
-def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> None:
-    sweep = _sweep(tmp_path, data_dir="/data", batch_size=16, extra=["--weight_decay", "0.01"])
-    folder = sweep.runs_dir / task_runs.run_name("imdb", "scratch", 2e-4, 43)
-    command = sweep.command("imdb", "scratch", 2e-4, 43, folder)
-    assert command[:2] == [sys.executable, str(ROOT / "scripts" / "finetune.py")]
-    model, data, training = finetuning_arguments.parse_args(command[2:])  # finetune.py's own parser takes it
-    recipe = task_runs.RECIPES["imdb"]
-    assert (model.model_name_or_path, model.init_from_scratch) == (sweep.args.pretrained, True)
-    assert (data.task, data.data_dir, data.max_seq_length) == ("imdb", "/data", recipe.max_seq_length)
-    assert data.truncation == TASK_DEFAULTS["imdb"].truncation  # no flag of its own: the task's default
-    assert (training.seed, training.learning_rate, training.num_train_epochs) == (43, 2e-4, recipe.epochs)
-    assert (training.per_device_train_batch_size, training.weight_decay) == (16, 0.01)
-    assert Path(training.output_dir) == folder and training.resume_from_checkpoint is None
-
-    command = sweep.command("cola", "pretrained", 1e-3, 42, folder)
-    assert "--init_from_scratch" not in command and "--truncation" not in command
-    model, data, training = finetuning_arguments.parse_args(command[2:])
-    assert (model.init_from_scratch, data.task, training.learning_rate) == (False, "cola", 1e-3)
-
-    (folder / "checkpoint-30").mkdir(parents=True)  # interrupted: continue from its last checkpoint
-    _, _, training = finetuning_arguments.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
-    assert training.resume_from_checkpoint == "last"
-
-
-@pytest.mark.parametrize("smoke", [False, True])
-def test_every_recipe_passes_finetunes_argument_checks(tmp_path: Path, smoke: bool) -> None:
-    sweep = _sweep(tmp_path, smoke=smoke)
-    for task, recipe in task_runs.RECIPES.items():
-        command = sweep.command(task, "scratch", recipe.learning_rates[0], recipe.seeds[0], tmp_path / task)
-        _, data, training = finetuning_arguments.parse_args(command[2:])
-        assert check_data_arguments(data) == TASKS[task]
-        if smoke:  # a few steps on a few examples, still comparing two rates over two seeds
-            assert training.num_train_epochs <= recipe.epochs and data.max_seq_length <= recipe.max_seq_length
-            assert data.max_train_samples is not None and data.max_eval_samples is not None
-            assert sweep.recipe(task).seeds == recipe.seeds[:2]
-            assert sweep.recipe(task).learning_rates == recipe.learning_rates[:2]
-
-
-def test_sweep_chooses_the_rate_on_the_first_seed_then_runs_the_other_seeds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    commands: list[list[str]] = []
-
-    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-        """Stands in for finetune.py: a run scores best at 3e-4."""
-        commands.append(command)
-        rate = float(command[command.index("--learning_rate") + 1])
-        seed = int(command[command.index("--seed") + 1])
-        folder = Path(command[command.index("--output_dir") + 1])
-        folder.mkdir()
-        run = {"main_metric": "accuracy", "eval_accuracy": 0.7 if rate == 3e-4 else 0.5, "seed": seed}
-        (folder / "all_results.json").write_text(json.dumps({**run, "learning_rate": rate}))
-        return subprocess.CompletedProcess(command, 0)
-
-    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
-    sweep = _sweep(tmp_path, tasks=["rte"], inits=["scratch"])
-    recipe = task_runs.RECIPES["rte"]
-    sweep.run_all()
-    ran = [(float(c[c.index("--learning_rate") + 1]), int(c[c.index("--seed") + 1])) for c in commands]
-    first = len(recipe.learning_rates)  # the candidates (two at a time, in any order), then the seeds at 3e-4
-    assert sorted(ran[:first]) == sorted((rate, recipe.seeds[0]) for rate in recipe.learning_rates)
-    assert sorted(ran[first:]) == [(3e-4, s) for s in recipe.seeds[1:]]
-    sweep.run_all()  # everything finished: nothing runs again
-    assert len(commands) == len(ran)
-
-
-def test_sweep_runs_a_tasks_seeds_side_by_side_and_stops_at_a_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SST-2 has one candidate rate: its other seeds start together (each waits for the other at a barrier, which
-    times out if they ran one after another); a failed run stops the sweep with its log's name."""
-    together = threading.Barrier(2, timeout=30)
-
-    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-        seed = int(command[command.index("--seed") + 1])
-        folder = Path(command[command.index("--output_dir") + 1])
-        if seed != task_runs.RECIPES["sst2"].seeds[0]:
-            together.wait()
-        folder.mkdir()
-        run = {"main_metric": "accuracy", "eval_accuracy": 0.8, "seed": seed}
-        (folder / "all_results.json").write_text(json.dumps(run))
-        return subprocess.CompletedProcess(command, 0)
-
-    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
-    assert len(task_runs.RECIPES["sst2"].learning_rates) == 1 and len(task_runs.RECIPES["sst2"].seeds) == 3
-    _sweep(tmp_path, tasks=["sst2"], inits=["pretrained"]).run_all()
-    assert len(list((tmp_path / "runs").glob("sst2-pretrained-*/all_results.json"))) == 3
-
-    monkeypatch.setattr(task_runs.subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(command, 3))
-    with pytest.raises(RuntimeError, match=r"rte-scratch-lr[0-9.e-]+-seed42 failed \(exit 3\); see .*\.log"):
-        _sweep(tmp_path, tasks=["rte"], inits=["scratch"]).run_all()
-
-
-def test_a_recorded_run_is_restored_only_from_the_same_weights_and_a_finished_one_is_recorded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The machine is replaced: its run folders are gone, the committed records are not. A second sweep restores the
-    runs recorded from the same pretrained weights (and tokenizer, for the from-scratch runs) without running them,
-    and runs again those recorded from other weights."""
-    ran: list[str] = []
-
-    def finetune(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-        folder = Path(command[command.index("--output_dir") + 1])
-        ran.append(folder.name)
-        folder.mkdir()
-        seed = int(command[command.index("--seed") + 1])
-        run = {"main_metric": "accuracy", "eval_accuracy": 0.8, "seed": seed, "task": "sst2"}
-        (folder / "all_results.json").write_text(json.dumps(run))
-        (folder / "trainer_state.json").write_text(json.dumps({"global_step": 7, "log_history": [{"loss": 1.0}]}))
-        return subprocess.CompletedProcess(command, 0)
-
-    monkeypatch.setattr(task_runs.subprocess, "run", finetune)
-    records = tmp_path / "records"
-    pretrained = Path(_sweep(tmp_path).args.pretrained)
-    (pretrained / "model.safetensors").write_bytes(b"weights")
-    (pretrained / "tokenizer.json").write_text("{}")
-    sweep = _sweep(tmp_path, tasks=["sst2"], record_dir=str(records))
-    sweep.run_all()
-    assert len(ran) == 6
-    assert sorted(path.name for path in records.iterdir()) == sorted(ran)
-    kept = records / ran[0]
-    assert json.loads((kept / "trainer_state.json").read_text()) == {"global_step": 7}  # no log history
-    assert json.loads((kept / "all_results.json").read_text()) == json.loads(
-        (sweep.runs_dir / ran[0] / "all_results.json").read_text()
-    )
-
-    shutil.rmtree(sweep.runs_dir)  # a new machine
-    ran.clear()
-    (pretrained / "model.safetensors").write_bytes(b"other weights")  # pretrained again
-    again = _sweep(tmp_path, tasks=["sst2"], record_dir=str(records))
-    again.run_all()
-    assert sorted(ran) == sorted(name for name in (path.name for path in records.iterdir()) if "-pretrained-" in name)
-    restored = [path.parent.name for path in again.runs_dir.glob(f"*/{run_records.RESTORED}")]
-    assert sorted(restored) == sorted(path.name for path in records.iterdir() if "-scratch-" in path.name)
-    assert len(restored) == 3 and len(ran) == 3
-
-
-def test_sweep_rejects_unknown_tasks_and_a_pretrained_folder_without_config(tmp_path: Path) -> None:
-    pretrained = _sweep(tmp_path).args.pretrained
-    with pytest.raises(ValueError, match="not in the task table"):
-        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", pretrained, "--tasks", "nope"])
-    with pytest.raises(ValueError, match=r"Unknown task or init \['squad'\]"):  # a table task without a recipe
-        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", pretrained, "--tasks", "squad"])
-    with pytest.raises(ValueError, match=r"Unknown task or init \['frozen'\]"):
-        _sweep(tmp_path, inits=["frozen"])
-    with pytest.raises(FileNotFoundError, match="no config.json"):
-        task_runs.main(["--runs_dir", str(tmp_path / "runs"), "--pretrained", str(tmp_path / "runs")])
+def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
+    record = json.loads((ROOT / results.TASK_TABLE_RECORD).read_text(encoding="utf-8"))
+    record["rows"][0]["scratch"] = []  # a row with one initialisation run keeps that one bar
+    record["rows"][-1].update(pretrained=[], scratch=[])  # a row not run has no bars
+    bars = results.task_table_bars(record)
+    with_values = [row for row in record["rows"] if row["pretrained"] or row["scratch"]]
+    assert list(bars) == [row["label"] for row in with_values] and len(with_values) < len(record["rows"])
+    first = record["rows"][0]
+    assert list(bars[first["label"]]) == ["pretrained here"]
+    for row in with_values:
+        for key, name in (("pretrained", "pretrained here"), ("scratch", "no pretraining")):
+            if row[key]:
+                mean, low, high = bars[row["label"]][name]
+                assert mean == pytest.approx(sum(row[key]) / len(row[key]))
+                spread = statistics.stdev(row[key]) if len(row[key]) > 1 else 0.0
+                assert (mean - low, high - mean) == pytest.approx((spread, spread))
