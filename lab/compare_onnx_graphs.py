@@ -45,6 +45,9 @@ from hf_bertscratch.onnx.export import export_graph, operator_counts
 from hf_bertscratch.onnx.runtime import onnx_session, run_session
 from hf_bertscratch.run_folder import write_text_atomically
 
+from .report_format import WORKLOADS as WORKLOAD_NAMES
+from .report_format import Sources, padding_label
+
 logger = logging.getLogger(__name__)
 
 PROGRAM = "python -m lab.compare_onnx_graphs"
@@ -243,6 +246,48 @@ def print_round(index: int, seconds: dict[str, list[float]], useful_tokens: int)
     for name, value in tokens_per_s.items():
         print(f"  {name:60s} {value:10,.0f}  {value / tokens_per_s[OURS]:.2f}x")
     return tokens_per_s
+
+
+# ------------------------------------------------------------------------------------------------- the records' table
+GRAPH_RECORDS = "results/onnx-graphs"
+GRAPH_BLOCK = ("<!-- onnx-graphs:start -->\n", "<!-- onnx-graphs:end -->")
+
+
+def render_graph_table(records: dict[str, dict]) -> str:
+    """`lab/compare_onnx_graphs.py` records (file name -> record) as one table: a row per graph, a column per
+    record (its workload and padding), each cell the graph's speed over `bertscratch export`'s, median (min-max) over
+    the record's interleaved rounds; then each record's machine, load, date and commit."""
+    if not records:
+        return (
+            f"No record in `{GRAPH_RECORDS}/` yet: `python -m lab.compare_onnx_graphs ... --output_json` writes one.\n"
+        )
+    names = list(dict.fromkeys(name for record in records.values() for name in record["graphs"]))
+    columns = [
+        f"{WORKLOAD_NAMES.get(r['arguments']['workload'], r['arguments']['workload'])}, {padding_label(r['arguments']['padding'])}"
+        for r in records.values()
+    ]
+    lines = ["| graph | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    for name in names:
+        cells = []
+        for record in records.values():
+            graph = record["graphs"].get(name)
+            cells.append(
+                f"{graph['ratio_median']:.2f} ({graph['ratio_min']:.2f}-{graph['ratio_max']:.2f})" if graph else ""
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    ours = ", ".join(
+        f"`{GRAPH_RECORDS}/{file}`: {next(iter(r['graphs'].values()))['tokens_per_s']:,.0f} tokens/s, "
+        f"{r['arguments']['rounds']} rounds, {r['cpu']}, {r['threads']} threads, load average (1 min) "
+        f"{r['load_average']['start'][0]:.1f}-{r['load_average']['end'][0]:.1f}, {r['date'][:10]}, commit "
+        f"{r['commit'] or 'unknown'}"
+        for file, r in records.items()
+    )
+    return "\n".join([*lines, "", f"Ours (the first row) per record: {ours}."]) + "\n"
+
+
+def graph_block(sources: Sources) -> str:
+    """docs/onnx.md's graphs block: every record of `GRAPH_RECORDS`."""
+    return render_graph_table(sources.records(GRAPH_RECORDS))
 
 
 def main(argv: list[str] | None = None) -> None:

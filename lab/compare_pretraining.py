@@ -30,6 +30,7 @@ from hf_bertscratch.records import RunStart, package_versions
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .finetune_tasks import task_recipe
+from .report_format import Sources
 from .results_table import (
     GLUE_AVERAGE,
     REFERENCES,
@@ -58,6 +59,7 @@ COLUMNS = (
 # The share of the budget the mlm+tasks recipe spends on the tasks' own text, after masked-LM on the general text.
 TASK_TEXT_SHARE = 0.25
 README_BLOCK = ("<!-- pretraining-comparison:start -->\n", "<!-- pretraining-comparison:end -->")
+COMPARISON_RECORD = "results/pretraining_comparison.json"  # what docs/results.md's block is rendered from
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,13 @@ def render_comparison(record: dict) -> str:
     written = f", written {record['date'][:10]} at commit {record['commit'] or 'unknown'}" if "date" in record else ""
     lines += ["", f"Made by `{record['command']}` on {record['machine']}{written}."]
     return "\n".join(lines) + "\n"
+
+
+def comparison_block(sources: Sources) -> str:
+    """docs/results.md's comparison block: `render_comparison` of `COMPARISON_RECORD`, or the command that writes it."""
+    return sources.render_record(
+        COMPARISON_RECORD, render_comparison, f"`python -m lab.compare_pretraining --record {COMPARISON_RECORD}`"
+    )
 
 
 def _cell(values: list[float], short: str | None) -> str:

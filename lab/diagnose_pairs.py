@@ -18,14 +18,8 @@ A finished run (its all_results.json) is read, not run again, so the command con
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shlex
-import subprocess
+import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -35,14 +29,15 @@ from transformers import AutoModel, AutoTokenizer
 import hf_bertscratch  # noqa: F401  (registers the model type)
 from hf_bertscratch.baselines import constant_answer, score_baseline, word_overlaps
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.hardware import describe_hardware
-from hf_bertscratch.records import portable_paths
-from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.similarity import pair_cosines
 from hf_bertscratch.tasks import TASKS, TaskOverrides, TaskSpec, resolve_task
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import diagnosis
+from .diagnosis import ROOT, curve, run_folder, variant_mean
+from .report_format import Sources
+
+PROGRAM = "python -m lab.diagnose_pairs"
 
 # Variant name -> the finetune flags that make it. "before" is what `bertscratch finetune --task T` ran before
 # per-task defaults existed (the Trainer's rate, batch and epochs; no warm-up: transformers 5 ignores warmup_ratio);
@@ -80,26 +75,16 @@ VARIANTS: dict[str, list[str]] = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="The pretrained folder (or a fine-tuned one, for transfer).")
-    p.add_argument("--task", required=True, help=f"A pair task of the table: {[t for t in TASKS if _is_pair(t)]}.")
-    p.add_argument("--data_dir", default=None, help="Local copies of the datasets (default $BERTSCRATCH_DATA_DIR).")
-    p.add_argument("--runs_dir", default=None, help="Where the fine-tuning runs go (needed with --variants).")
-    p.add_argument("--variants", nargs="*", default=[], help=f"Fine-tuning variants to run, of {list(VARIANTS)}.")
-    p.add_argument("--seeds", nargs="+", type=int, default=[42], help="Fine-tuning seeds of every variant.")
-    p.add_argument("--processes", type=int, default=2, help="Fine-tuning runs at once (one thread each).")
-    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="Further flags for every finetune run.")
-    p.add_argument("--output_json", default=None, help="Where the record goes (written atomically).")
-    p.add_argument("--model_note", default=None, help="How the model was made, for the record's table.")
-    args = p.parse_args(argv)
-    if not _is_pair(args.task):
-        raise SystemExit(f"--task {args.task!r} is not a sentence-pair task of the table; expected one of "
-                         f"{[t for t in TASKS if _is_pair(t)]}.")  # fmt: skip
-    unknown = sorted(set(args.variants) - set(VARIANTS))
-    if unknown:
-        raise SystemExit(f"Unknown variant(s) {unknown}; expected some of {list(VARIANTS)}.")
-    if args.variants and not args.runs_dir:
-        raise SystemExit("--variants needs --runs_dir, where the fine-tuning runs go.")
+    pair_tasks = [t for t in TASKS if _is_pair(t)]
+    parser = diagnosis.diagnosis_parser(
+        __doc__.split("\n\n")[0],
+        "The pretrained folder (or a fine-tuned one, for transfer).",
+        f"A pair task of the table: {pair_tasks}.",
+        VARIANTS,
+        (2, "Fine-tuning runs at once (one thread each)."),
+    )
+    args = parser.parse_args(argv)
+    diagnosis.check_arguments(args, pair_tasks, "sentence-pair task", VARIANTS)
     return args
 
 
@@ -195,80 +180,136 @@ def joint_segments(model, tokenizer, pairs: dict[str, dict[str, list]], num_labe
 
 
 # ------------------------------------------------------------------------------------------------ fine-tuning
-def run_folder(runs_dir: Path, variant: str, seed: int) -> Path:
-    return runs_dir / f"{variant}-seed{seed}"
-
-
 def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[str]:
-    command = [sys.executable, str(ROOT / "scripts" / "finetune.py"), "--model_name_or_path", args.model,
-               "--task", args.task, "--output_dir", str(run_folder(Path(args.runs_dir), variant, seed)),
-               "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none",
-               "--disable_tqdm", "true", *VARIANTS[variant], *args.extra]  # fmt: skip
-    if args.data_dir:
-        command += ["--data_dir", args.data_dir]
-    folder = run_folder(Path(args.runs_dir), variant, seed)
-    if any(folder.glob("checkpoint-*")):
-        command += ["--resume_from_checkpoint", "last"]
-    return command
+    """`scripts/finetune.py` with the variant's flags."""
+    program = [sys.executable, str(ROOT / "scripts" / "finetune.py")]
+    return diagnosis.finetune_command(program, args, variant, seed, VARIANTS[variant])
 
 
 def run_one(args: argparse.Namespace, variant: str, seed: int) -> None:
-    folder = run_folder(Path(args.runs_dir), variant, seed)
-    if (folder / "all_results.json").is_file():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
-    with (folder.parent / f"{folder.name}.log").open("w") as log:
-        print(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}", flush=True)
-        subprocess.run(finetune_command(args, variant, seed), env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+    diagnosis.run_one(args, variant, seed, finetune_command(args, variant, seed), one_thread=True)
 
 
-def curve(folder: Path, main_metric: str) -> dict:
-    """What one finished run shows: its dev metric and prediction spread per evaluation, and its gradient norms."""
-    state = json.loads((folder / "trainer_state.json").read_text())
-    results = json.loads((folder / "all_results.json").read_text())
-    evals = [e for e in state["log_history"] if f"eval_{main_metric}" in e]
-    logs = [e for e in state["log_history"] if "grad_norm_head" in e]
-    spread = "eval_prediction_std" if any("eval_prediction_std" in e for e in evals) else "eval_top_class_share"
-    return {
-        "final": results.get(f"eval_{main_metric}"),
-        "final_metrics": {
-            k.removeprefix("eval_"): v
-            for k, v in results.items()
-            if k.startswith("eval_") and isinstance(v, float) and not k.endswith(("_runtime", "_per_second", "_loss"))
-        },  # fmt: skip
-        "epochs": [e.get("epoch") for e in evals],
-        "dev": [e[f"eval_{main_metric}"] for e in evals],
-        "spread": {spread.removeprefix("eval_"): [e.get(spread) for e in evals]},
-        "grad_norm_head": [round(e["grad_norm_head"], 5) for e in logs],
-        "grad_norm_encoder": [round(e["grad_norm_encoder"], 5) for e in logs],
-        "learning_rate": results.get("learning_rate"),
-        "wall_time_seconds": results.get("wall_time_seconds"),
-    }
+# ------------------------------------------------------------------------------------------------- the records' tables
+PAIRS_RECORDS = "results/pairs"  # `bash lab/record_pairs.sh`: README's pairs table and headline
+PAIRS_DIAGNOSIS_RECORDS = "results/pairs-diagnosis"  # the diagnosis behind the defaults
+PAIRS_BLOCK = ("<!-- pairs:start -->\n", "<!-- pairs:end -->")
+PAIRS_DIAGNOSIS_BLOCK = ("<!-- pairs-diagnosis:start -->\n", "<!-- pairs-diagnosis:end -->")
+
+
+def _pair_cell(values: list[float]) -> str:
+    """Scores (0-1) of one variant's seeds as "mean ± sd (n)" x 100."""
+    mean = 100 * statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.1f} (1 seed)"
+    return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f} ({len(values)} seeds)"
+
+
+def render_pairs_table(record: dict) -> str:
+    """One pair diagnostic record (`lab/diagnose_pairs.py`) as a table: the no-learning answers, then each
+    fine-tuning variant's final dev score, mean ± sd over seeds, with the flags that made it."""
+    metric = record["metric"]
+    base = record["no_learning"]
+    layers = base["zero_shot_mean_by_layer"]
+    lines = [
+        f"| {record['task']} dev, {metric} x 100 | score |",
+        "| --- | ---: |",
+        f"| no learning: constant answer | {100 * base['constant'][metric]:.1f} |",
+        f"| no learning: word overlap (Jaccard of the word sets) | {100 * base['word_overlap'][metric]:.1f} |",
+        f"| no learning: cosine of the mean-pooled last layer (layers 0..{len(layers) - 1}: "
+        f"{' / '.join(f'{100 * m[metric]:.1f}' for m in layers)}) | **{100 * layers[-1][metric]:.1f}** |",
+        f"| no learning: cosine of the last layer's [CLS] | {100 * base['zero_shot_cls_last_layer'][metric]:.1f} |",
+    ]
+    if "zero_shot_joint_segments" in base:
+        joint, type0 = base["zero_shot_joint_segments"][metric], base["zero_shot_joint_segments_type0"][metric]
+        lines.append(
+            "| no learning: cosine of the two texts' means inside `[CLS] a [SEP] b [SEP]` (second text as segment 1 "
+            f"/ as segment 0) | {100 * joint:.1f} / {100 * type0:.1f} |"
+        )
+    for variant, runs in record["fine_tuning"].items():
+        finals = [run["final"] for run in runs.values() if run.get("final") is not None]
+        if finals:
+            flags = " ".join(next(iter(runs.values()))["flags"]) or "(the defaults)"
+            lines.append(f"| fine-tuned `{variant}`: `{flags}` | {_pair_cell(finals)} |")
+    note = record.get("model_note") or f"model `{record['model']}`"
+    commands = record.get("commands") or [record["command"]]
+    made = "; then ".join(f"`{command}`" for command in commands)
+    lines.append("")
+    lines.append(f"Model: {note}. Made by {made} ({record['machine']}, {record['date']}, commit {record['commit']}).")
+    return "\n".join(lines) + "\n"
+
+
+def _no_pairs_record() -> str:
+    return f"No record yet: `python -m lab.diagnose_pairs ... --output_json {PAIRS_RECORDS}/TASK.json` writes it.\n"
+
+
+def render_pairs_block(records: dict[str, dict]) -> str:
+    """Every pair diagnostic record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return _no_pairs_record()
+    return "\n".join(render_pairs_table(record) for record in records.values())
+
+
+# The summary's columns after the no-learning ones: (record file suffix, variant, heading). The task's own record is
+# TASK.json (the pretrained model itself); TASK-from-stsb*.json start from a folder fine-tuned on STS-B.
+PAIRS_SUMMARY_COLUMNS = (
+    ("", "table", "the task table's former recipe ([CLS] head, lr 3e-4)"),
+    ("", "defaults", "**`finetune` with its defaults**"),
+    ("-from-stsb", "defaults", "the defaults, from the STS-B folder"),
+    ("-simcse", "simcse", "SimCSE on the train texts, no labels"),
+    ("", "embedding", "bi-encoder (`--task_type embedding`)"),
+    ("-after-simcse", "embedding", "bi-encoder after SimCSE"),
+)
+PAIRS_SUMMARY_METRICS = {"mrpc": ("f1", "accuracy"), "stsb": ("spearmanr",), "rte": ("accuracy",)}
+
+
+def render_pairs_summary(records: dict[str, dict]) -> str:
+    """README's table of the pair tasks: per task and metric, what no learning scores (constant answer, word overlap,
+    the pretrained model's zero-shot cosine through a threshold fit on train) beside each fine-tuning recipe, mean ±
+    sd over seeds, from the records of `lab/diagnose_pairs.py`."""
+    tasks = [task for task in PAIRS_SUMMARY_METRICS if f"{task}.json" in records]
+    if not tasks:
+        return _no_pairs_record()
+    heading = ["task (dev), metric", "constant answer", "word overlap", "zero-shot cosine"]
+    heading += [name for _, _, name in PAIRS_SUMMARY_COLUMNS]
+    lines = ["| " + " | ".join(heading) + " |", "| --- |" + " ---: |" * (len(heading) - 1)]
+    for task in tasks:
+        own = records[f"{task}.json"]
+        base = own["no_learning"]
+        for metric in PAIRS_SUMMARY_METRICS[task]:
+            cells = [f"{task.upper() if task != 'stsb' else 'STS-B'}, {metric}"]
+            cells += [f"{100 * base[key][metric]:.1f}" for key in ("constant", "word_overlap")]
+            cells.append(f"{100 * base['zero_shot_mean_by_layer'][-1][metric]:.1f}")
+            cells += [variant_mean(records.get(f"{task}{suffix}.json"), variant, metric)
+                      for suffix, variant, _ in PAIRS_SUMMARY_COLUMNS]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    seeds = sorted(
+        {seed for task in tasks for runs in records[f"{task}.json"]["fine_tuning"].values() for seed in runs}
+    )
+    note = records[f"{tasks[0]}.json"].get("model_note") or records[f"{tasks[0]}.json"]["model"]
+    lines += ["", f"Model: {note}. Mean ± sd over seeds {', '.join(seeds)}; zero-shot cosine and word overlap "
+              "classify through a threshold fit on the train split. Every run and curve is in "
+              f"`{PAIRS_RECORDS}/` (`bash lab/record_pairs.sh`; [Results](docs/results.md#sentence-pairs-and-similarity)).",
+              ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def readme_pairs_block(sources: Sources) -> str:
+    """README's pairs block: the summary of `PAIRS_RECORDS`."""
+    return render_pairs_summary(sources.records(PAIRS_RECORDS))
+
+
+def pairs_block(sources: Sources) -> str:
+    """docs/results.md's pairs block: every record of `PAIRS_RECORDS` in full."""
+    return render_pairs_block(sources.records(PAIRS_RECORDS))
+
+
+def pairs_diagnosis_block(sources: Sources) -> str:
+    """docs/fine-tuning.md's block: every record of `PAIRS_DIAGNOSIS_RECORDS`."""
+    return render_pairs_block(sources.records(PAIRS_DIAGNOSIS_RECORDS))
 
 
 # --------------------------------------------------------------------------------------------------------- main
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
-        )
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
-def recorded_command(given: list[str], program: str = "python -m lab.diagnose_pairs") -> str:
-    """The command as a record keeps it: without `--model_note` (kept in the record itself), and with its paths as
-    every record writes them (`records.portable_paths`: relative to the repository, where `python -m lab...` runs),
-    so that no record names the machine that made it."""
-    given = list(given)
-    if "--model_note" in given:
-        at = given.index("--model_note")
-        del given[at : at + 2]
-    return f"{program} " + shlex.join(portable_paths(given))
-
-
 def print_summary(record: dict, metric: str) -> None:
     base = record["no_learning"]
     print(f"\n{record['task']} dev, {metric} x 100 (model {record['model']})")
@@ -277,10 +318,7 @@ def print_summary(record: dict, metric: str) -> None:
     layers = " / ".join(f"{100 * m[metric]:.1f}" for m in base["zero_shot_mean_by_layer"])
     print(f"  zero-shot cosine, mean, layers 0..L   {layers}")
     print(f"  zero-shot cosine, [CLS] last layer    {100 * base['zero_shot_cls_last_layer'][metric]:6.1f}")
-    for variant, runs in record["fine_tuning"].items():
-        finals = [100 * r["final"] for r in runs.values() if r.get("final") is not None]
-        if finals:
-            print(f"  fine-tuned: {variant:18s} {np.mean(finals):6.1f} +/- {np.std(finals):.1f} ({len(finals)} seeds)")
+    diagnosis.print_fine_tuned(record, 18)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -289,40 +327,21 @@ def main(argv: list[str] | None = None) -> None:
     args.data_dir = data_dir
     task = resolve_task(TaskOverrides(task=args.task))
     metric = task.main_metric
-    old = {}
-    if args.output_json and Path(args.output_json).is_file():
-        old = json.loads(Path(args.output_json).read_text())
-    command = recorded_command(list(argv if argv is not None else sys.argv[1:]))
-    same_model = old.get("model") == args.model
-    earlier = old.get("commands", [old["command"]] if "command" in old else []) if same_model else []
-    record = {
-        "commands": earlier + ([command] if command not in earlier else []),  # every run of the record, in order
-        "model": args.model,
-        "task": args.task,
-        "metric": metric,
-        "machine": describe_hardware(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "commit": git_commit(),
-        "model_note": args.model_note or old.get("model_note"),
-    }
+    record, old = diagnosis.start_record(args, list(argv if argv is not None else sys.argv[1:]), PROGRAM, metric)
     if old.get("model") == args.model and "zero_shot_joint_segments" in old.get("no_learning", {}):
         record["no_learning"] = old["no_learning"]
     else:
         record["no_learning"] = no_learning(args.model, task, load_pairs(task, args.task, data_dir))
     record["fine_tuning"] = old.get("fine_tuning", {}) if old.get("model") == args.model else {}
-    jobs = [(v, s) for v in args.variants for s in args.seeds]
-    with ThreadPoolExecutor(max_workers=max(1, args.processes)) as pool:
-        futures = {job: pool.submit(run_one, args, *job) for job in jobs}
-        for (variant, seed), future in futures.items():
-            future.result()
-            record["fine_tuning"].setdefault(variant, {})[str(seed)] = {
-                "flags": VARIANTS[variant],
-                **curve(run_folder(Path(args.runs_dir), variant, seed), metric),
-            }
-            if args.output_json:  # each finished run is kept at once
-                write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
-    if args.output_json:
-        write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
+    diagnosis.run_variants(
+        args,
+        record,
+        lambda variant, seed: run_one(args, variant, seed),
+        lambda variant, seed: {
+            "flags": VARIANTS[variant],
+            **curve(run_folder(Path(args.runs_dir), variant, seed), metric),
+        },
+    )
     print_summary(record, metric)
 
 

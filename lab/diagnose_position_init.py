@@ -37,6 +37,8 @@ from transformers import AutoTokenizer, DataCollatorForLanguageModeling, get_lin
 from hf_bertscratch.configuration_bertscratch import PRESETS, BertScratchConfig
 from hf_bertscratch.modeling_bertscratch import BertScratchForMaskedLM, sinusoidal_table
 
+from .report_format import Sources
+
 PROGRAM = "python -m lab.diagnose_position_init"
 
 
@@ -97,6 +99,64 @@ def packed_blocks(tok, train_file: str, seq: int, cache_dir: str) -> np.ndarray:
     os.makedirs(cache_dir, exist_ok=True)
     np.save(cache, blocks)
     return blocks
+
+
+# ------------------------------------------------------------------------------------------------- the record's table
+POSITION_RECORDS = "results/position-init"
+POSITION_BLOCK = ("<!-- position-init:start -->\n", "<!-- position-init:end -->")
+# The steps at which the position-start table shows each run's probe.
+POSITION_STEPS = (600, 1000)
+POSITION_SEQ = 128  # the block length of the rows that do not name theirs
+
+
+def render_position_table(records: dict[str, dict]) -> str:
+    """`lab/diagnose_position_init.py --output_json` records (file name -> record) as docs/design.md's table: per
+    start of the position embeddings, layer 1's neighbour attention and the held-out MLM loss at `POSITION_STEPS`
+    (blank where a run stopped earlier), then the records and how they were made."""
+    if not records:
+        return f"No record in `{POSITION_RECORDS}/` yet: `bash lab/record_position_init.sh` writes them.\n"
+    steps = [f"step {step:,}" for step in POSITION_STEPS]
+    lines = [
+        "| position embeddings start as | flags | "
+        + " | ".join(f"neighbour attention, {s} | held-out MLM loss, {s}" for s in steps)
+        + " |",
+        "| --- | --- |" + " ---: | ---: |" * len(steps),
+    ]
+    order = sorted(
+        records.items(),
+        key=lambda item: tuple(item[1]["arguments"][key] for key in ("seq", "posinit", "posscale")),
+    )
+    for _, record in order:
+        arguments = record["arguments"]
+        std = arguments["posscale"] * arguments["init"]
+        sinusoid = arguments["posinit"] == "sin"
+        what = f"sinusoid, std {std:g}" if sinusoid else f"N(0, {std:g})"
+        if not sinusoid and round(std, 6) == 0.02:
+            what += ", BERT's init"
+        flags = f"--posinit {arguments['posinit']} --posscale {arguments['posscale']:g}"
+        if arguments["seq"] != POSITION_SEQ:  # the table's block length is the pretraining's
+            what, flags = f"{what}, on {arguments['seq']}-token blocks", f"{flags} --seq {arguments['seq']}"
+        flags = f"`{flags}`"
+        probes = {probe["step"]: probe for probe in record["probes"]}
+        cells = []
+        for step in POSITION_STEPS:
+            probe = probes.get(step)
+            cells += [f"{probe['nb'][0]:.3f}", f"{probe['heldloss']:.2f}"] if probe else ["", ""]
+        lines.append(f"| {what} | {flags} | " + " | ".join(cells) + " |")
+    made = sorted({(r["cpu"], r["date"][:10], r["commit"] or "unknown") for r in records.values()})
+    where = "; ".join(f"{cpu}, {date}, commit {commit}" for cpu, date, commit in made)
+    # each run's command up to its start of the position embeddings (the rest: --posinit P --posscale S ...)
+    commands = " or ".join(f"`{c} --posinit P --posscale S ...`" for c in
+                           sorted({r["command"].split(" --posinit")[0] for r in records.values()}))  # fmt: skip
+    return "\n".join(
+        [*lines, "", f"Records: `{POSITION_RECORDS}/` ({where}), made by `bash lab/record_position_init.sh`, "
+         f"each {commands}."]
+    ) + "\n"  # fmt: skip
+
+
+def position_block(sources: Sources) -> str:
+    """docs/design.md's position-start block: every record of `POSITION_RECORDS`."""
+    return render_position_table(sources.records(POSITION_RECORDS))
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

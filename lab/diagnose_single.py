@@ -25,12 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -40,15 +35,16 @@ from transformers import AutoModel, AutoTokenizer
 import hf_bertscratch  # noqa: F401  (registers the model type)
 from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.data import resolve_data_dir
-from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.modeling_bertscratch import max_pool, mean_pool
-from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS, TaskSpec, finetune_defaults
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch.tasks.shapes import truncate_ids
-from lab.diagnose_pairs import curve, git_commit, recorded_command, run_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import diagnosis
+from .diagnosis import curve, run_folder, variant_mean
+from .report_format import Sources
+
+PROGRAM = "python -m lab.diagnose_single"
 
 # Variant name -> the finetune flags that make it: each changes one or two things from the task's defaults.
 VARIANTS: dict[str, list[str]] = {
@@ -81,28 +77,20 @@ POOLINGS = ("cls", "mean", "max", "mean-max")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="The pretrained folder.")
-    p.add_argument("--task", required=True, help=f"A single-text classification task: {single_text_tasks()}.")
-    p.add_argument("--data_dir", default=None, help="Local copies of the datasets (default $BERTSCRATCH_DATA_DIR).")
-    p.add_argument("--runs_dir", default=None, help="Where the fine-tuning runs go (needed with --variants).")
-    p.add_argument("--variants", nargs="*", default=[], help=f"Fine-tuning variants to run, of {list(VARIANTS)}.")
-    p.add_argument("--seeds", nargs="+", type=int, default=[42], help="Fine-tuning seeds of every variant.")
-    p.add_argument("--processes", type=int, default=1, help="Fine-tuning runs at once (one thread each when > 1).")
-    p.add_argument("--probe_samples", type=int, default=5000, help="Train and eval examples of the frozen probes.")
-    p.add_argument("--no_probe", action="store_true", help="Skip the baselines and probes (kept from the record).")
-    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="Further flags for every finetune run.")
-    p.add_argument("--output_json", default=None, help="Where the record goes (written atomically).")
-    p.add_argument("--model_note", default=None, help="How the model was made, for the record's table.")
-    args = p.parse_args(argv)
-    if args.task not in single_text_tasks():
-        raise SystemExit(f"--task {args.task!r} is not a single-text classification task of the table; expected one "
-                         f"of {single_text_tasks()}.")  # fmt: skip
-    unknown = sorted(set(args.variants) - set(VARIANTS))
-    if unknown:
-        raise SystemExit(f"Unknown variant(s) {unknown}; expected some of {list(VARIANTS)}.")
-    if args.variants and not args.runs_dir:
-        raise SystemExit("--variants needs --runs_dir, where the fine-tuning runs go.")
+    def probe_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--probe_samples", type=int, default=5000, help="Train and eval examples of the frozen probes.")
+        p.add_argument("--no_probe", action="store_true", help="Skip the baselines and probes (kept from the record).")
+
+    parser = diagnosis.diagnosis_parser(
+        __doc__.split("\n\n")[0],
+        "The pretrained folder.",
+        f"A single-text classification task: {single_text_tasks()}.",
+        VARIANTS,
+        (1, "Fine-tuning runs at once (one thread each when > 1)."),
+        probe_options,
+    )
+    args = parser.parse_args(argv)
+    diagnosis.check_arguments(args, single_text_tasks(), "single-text classification task", VARIANTS)
     return args
 
 
@@ -192,37 +180,89 @@ def frozen_probes(model_dir: str, task: TaskSpec, name: str, splits: dict, sampl
 
 # ------------------------------------------------------------------------------------------------ fine-tuning
 def finetune_command(args: argparse.Namespace, variant: str, seed: int) -> list[str]:
-    folder = run_folder(Path(args.runs_dir), variant, seed)
-    command = ["bertscratch", "finetune", "--model_name_or_path", args.model, "--task", args.task,
-               "--output_dir", str(folder), "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none",
-               "--disable_tqdm", "true", "--validation_split_percentage", "0",  # the curve on the eval split itself
-               *VARIANTS[variant], *args.extra]  # fmt: skip
-    if args.data_dir:
-        command += ["--data_dir", args.data_dir]
-    if any(folder.glob("checkpoint-*")):
-        command += ["--resume_from_checkpoint", "last"]
-    return command
+    """`bertscratch finetune` with the variant's flags, its curve on the eval split itself."""
+    flags = ["--validation_split_percentage", "0", *VARIANTS[variant]]
+    return diagnosis.finetune_command(["bertscratch", "finetune"], args, variant, seed, flags)
 
 
 def run_one(args: argparse.Namespace, variant: str, seed: int) -> None:
-    folder = run_folder(Path(args.runs_dir), variant, seed)
-    if (folder / "all_results.json").is_file():
-        return
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
-    if args.processes > 1:
-        env["OMP_NUM_THREADS"] = "1"
-    with (folder.parent / f"{folder.name}.log").open("w") as log:
-        print(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}", flush=True)
-        subprocess.run(finetune_command(args, variant, seed), env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+    command = finetune_command(args, variant, seed)
+    diagnosis.run_one(args, variant, seed, command, one_thread=args.processes > 1)
 
 
 def run_summary(folder: Path, metric: str) -> dict:
-    """`diagnose_pairs.curve` of a finished run, with its own baselines and length settings."""
+    """`diagnosis.curve` of a finished run, with its own baselines and length settings."""
     results = json.loads((folder / "all_results.json").read_text())
     keep = ("baseline_", "max_seq_length", "truncation", "classifier_pooling", "long_texts", "train_samples",
             "eval_samples", "num_train_epochs", "head_init")  # fmt: skip
     return {**curve(folder, metric), **{k: v for k, v in results.items() if k.startswith(keep)}}
+
+
+# ------------------------------------------------------------------------------------------------- the records' table
+SINGLE_DIAGNOSIS_RECORDS = "results/single-diagnosis"  # `bash lab/record_single.sh`: IMDB and SST-2
+SINGLE_DIAGNOSIS_BLOCK = ("<!-- single-diagnosis:start -->\n", "<!-- single-diagnosis:end -->")
+# A single-text diagnosis record's no-learning entries -> how its table names them.
+SINGLE_BASELINES = {
+    "constant": "constant answer",
+    "bag_of_words": "bag of words (TF-IDF + logistic regression)",
+    "bag_of_word_pairs": "bag of words and word pairs",
+}
+
+
+# What a fine-tuning run of a single-text record ran with, flags or the defaults of its day: record key -> name.
+SINGLE_RUN_SETTINGS = {"learning_rate": "lr", "max_seq_length": "length"}
+
+
+def render_single_table(record: dict) -> str:
+    """One `lab/diagnose_single.py` record as a table: the no-learning scores, the frozen probes per pooling and
+    each fine-tuning variant (its flags with the rate and length it ran at, mean ± sd over seeds, the eval metric
+    per epoch)."""
+    metric = record["metric"]
+    lines = [f"**{record['task']}** ({metric} x 100):", "",
+             "| what | how | score | per epoch | bag of words on the run's examples (words / and word pairs) |",
+             "| --- | --- | ---: | --- | ---: |"]  # fmt: skip
+    for key, name in SINGLE_BASELINES.items():
+        if key in record.get("no_learning", {}):
+            lines.append(
+                f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} "
+                "| | |"
+            )
+    probes = record.get("frozen_probes", {})
+    for pooling in ("cls", "mean", "max", "mean-max"):
+        if pooling in probes:
+            how = f"{probes['samples']:,} train / eval examples, max_seq_length {probes['max_seq_length']}"
+            lines.append(
+                f"| frozen features, {pooling}, logistic regression | {how} | {100 * probes[pooling][metric]:.1f} | | |"
+            )
+    for variant, runs in record.get("fine_tuning", {}).items():
+        first = next(iter(runs.values()))
+        flags = " ".join(first.get("flags", [])) or "(the task's defaults)"
+        ran = [f"{name} {first[key]:g}" for key, name in SINGLE_RUN_SETTINGS.items() if first.get(key) is not None]
+        flags = f"`{flags}`" + (f" ({', '.join(ran)})" if ran else "")
+        curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
+        bags = " / ".join(
+            f"{100 * first[k]:.1f}" for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs") if k in first
+        )
+        lines.append(
+            f"| fine-tuned: `{variant}` | {flags} | {variant_mean(record, variant, metric)} | {curves} | {bags} |"
+        )
+    note = record.get("model_note") or record["model"]
+    commands = "; then ".join(f"`{c}`" for c in record.get("commands", []))
+    lines += ["", f"Model: {note}. Made by {commands} ({record.get('machine', '?')}, {record.get('date', '?')}, commit "
+              f"{record.get('commit', '?')}).", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_single_block(records: dict[str, dict]) -> str:
+    """Every single-text diagnosis record's table, in file-name order, or a line naming the command that makes them."""
+    if not records:
+        return f"No record yet: `bash lab/record_single.sh` writes them to `{SINGLE_DIAGNOSIS_RECORDS}/`.\n"
+    return "\n".join(render_single_table(record) for record in records.values())
+
+
+def single_block(sources: Sources) -> str:
+    """docs/fine-tuning.md's block: every record of `SINGLE_DIAGNOSIS_RECORDS`."""
+    return render_single_block(sources.records(SINGLE_DIAGNOSIS_RECORDS))
 
 
 # --------------------------------------------------------------------------------------------------------- main
@@ -233,10 +273,7 @@ def print_summary(record: dict, metric: str) -> None:
     for pooling in POOLINGS:
         if pooling in record.get("frozen_probes", {}):
             print(f"  frozen probe, {pooling:18s} {100 * record['frozen_probes'][pooling][metric]:6.1f}")
-    for variant, runs in record["fine_tuning"].items():
-        finals = [100 * r["final"] for r in runs.values() if r.get("final") is not None]
-        if finals:
-            print(f"  fine-tuned: {variant:20s} {np.mean(finals):6.1f} +/- {np.std(finals):.1f} ({len(finals)} seeds)")
+    diagnosis.print_fine_tuned(record, 20)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -244,48 +281,27 @@ def main(argv: list[str] | None = None) -> None:
     args.data_dir = str(resolve_data_dir(args.data_dir) or "") or None
     task = TASKS[args.task]
     metric = task.main_metric
-    old = (
-        json.loads(Path(args.output_json).read_text()) if args.output_json and Path(args.output_json).is_file() else {}
-    )
+    record, old = diagnosis.start_record(args, list(argv if argv is not None else sys.argv[1:]), PROGRAM, metric)
     same_model = old.get("model") == args.model
-    command = recorded_command(list(argv if argv is not None else sys.argv[1:]), "python -m lab.diagnose_single")
-    earlier = old.get("commands", []) if same_model else []
-    record = {
-        "commands": earlier + ([command] if command not in earlier else []),
-        "model": args.model,
-        "task": args.task,
-        "metric": metric,
-        "machine": describe_hardware(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "commit": git_commit(),
-        "model_note": args.model_note or old.get("model_note"),
-    }
     for part in ("no_learning", "frozen_probes"):
         if same_model and part in old:
             record[part] = old[part]
     record["fine_tuning"] = old.get("fine_tuning", {}) if same_model else {}
-
-    def save() -> None:
-        if args.output_json:
-            write_text_atomically(args.output_json, json.dumps(record, indent=1) + "\n")
-
     if not args.no_probe and not ("no_learning" in record and "frozen_probes" in record):
         splits = load_texts(task, args.task, args.data_dir)
         record["no_learning"] = baselines(task, splits)
-        save()
+        diagnosis.save_record(args, record)
         record["frozen_probes"] = frozen_probes(args.model, task, args.task, splits, args.probe_samples)
-        save()
-    jobs = [(v, s) for v in args.variants for s in args.seeds]
-    with ThreadPoolExecutor(max_workers=max(1, args.processes)) as pool:
-        futures = {job: pool.submit(run_one, args, *job) for job in jobs}
-        for (variant, seed), future in futures.items():
-            future.result()
-            record["fine_tuning"].setdefault(variant, {})[str(seed)] = {
-                "flags": VARIANTS[variant] + args.extra,
-                **run_summary(run_folder(Path(args.runs_dir), variant, seed), metric),
-            }
-            save()  # each finished run is kept at once
-    save()
+        diagnosis.save_record(args, record)
+    diagnosis.run_variants(
+        args,
+        record,
+        lambda variant, seed: run_one(args, variant, seed),
+        lambda variant, seed: {
+            "flags": VARIANTS[variant] + args.extra,
+            **run_summary(run_folder(Path(args.runs_dir), variant, seed), metric),
+        },
+    )
     print_summary(record, metric)
 
 

@@ -29,6 +29,8 @@ from hf_bertscratch.onnx.runtime import onnx_session
 from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
+from .report_format import Sources
+
 PROGRAM = "python -m lab.profile_decode"
 SEQ_LEN = 128  # T of the padded batches (--paddings)
 
@@ -142,6 +144,41 @@ def _onnxruntime_decode(head: nn.Module, hidden: torch.Tensor, folder: Path, num
     if difference > 1e-4:
         raise RuntimeError(f"ONNX Runtime's Gemm differs from torch's decode by {difference:.1e} (> 1e-4).")
     return lambda: inference_session.run(None, feeds)
+
+
+# ------------------------------------------------------------------------------------------------- the record's table
+DECODER_RECORDS = "results/decoder"
+DECODER_BLOCK = ("<!-- decoder-profile:start -->\n", "<!-- decoder-profile:end -->")
+
+
+def render_decoder_table(records: dict[str, dict]) -> str:
+    """`lab/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
+    variant, a column per record (its CPU and threads, grouped by CPU), each cell the median milliseconds; then each
+    record's shape, command, machine, load, date and commit."""
+    if not records:
+        return f"No record in `{DECODER_RECORDS}/` yet: `bash lab/record_speed.sh decoder` writes them.\n"
+    records = dict(sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1]["arguments"]["num_threads"])))
+    columns = []
+    for record in records.values():
+        threads = record["arguments"]["num_threads"]
+        columns.append(f"{record['cpu']}, {threads} thread{'s' if threads != 1 else ''}")
+    names = list(dict.fromkeys(name for record in records.values() for name in record["milliseconds"]))
+    lines = ["| decoding | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    for name in names:
+        cells = [f"{r['milliseconds'][name]:,.1f} ms" if name in r["milliseconds"] else "" for r in records.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    made = "; ".join(
+        f"`{DECODER_RECORDS}/{file}`: {r['arguments']['rows']:,} x {r['arguments']['hidden_size']} -> "
+        f"{r['arguments']['vocab_size']:,}, median of {r['arguments']['repeats']}, `{r['command']}` on {r['cpu']}, "
+        f"load average (1 min) {r['load_average']['start'][0]:.1f}, {r['date'][:10]}, commit {r['commit'] or 'unknown'}"
+        for file, r in records.items()
+    )
+    return "\n".join([*lines, "", f"Records: {made}."]) + "\n"
+
+
+def decoder_block(sources: Sources) -> str:
+    """docs/speed.md's decoder block: every record of `DECODER_RECORDS`."""
+    return render_decoder_table(sources.records(DECODER_RECORDS))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

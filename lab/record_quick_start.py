@@ -29,6 +29,8 @@ from hf_bertscratch.hardware import short_cpu_name
 from hf_bertscratch.records import RunStart, portable_paths, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
+from .report_format import Sources
+
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = "python -m lab.record_quick_start"
 FILL_MASK_TEXT = "the capital of france is [MASK] ."
@@ -44,6 +46,66 @@ def top_answers(model_dir: str | Path, text: str = FILL_MASK_TEXT, top_k: int = 
     from hf_bertscratch.inference import fill_mask
 
     return [candidate["token_str"] for candidate in fill_mask(str(model_dir), text, top_k=top_k)[0]]
+
+
+QUICK_START_RECORDS = "results/quick-start"
+QUICK_START_BLOCK = ("<!-- quick-start:start -->\n", "<!-- quick-start:end -->")
+QUICK_START_FULL_TABLE = "docs/pretraining.md#what-it-measured"  # where README links for every seed's run
+
+
+def render_quick_start_table(records: dict[str, dict]) -> str:
+    """README's quick-start table from `lab/record_quick_start.py` records (file name -> record): per CPU, process
+    count and seed the held-out masked-token accuracy and perplexity, training tokens and tokens/s, steps, end-to-end
+    time, peak memory and the fill-mask demo's top answers; then where each ran."""
+    if not records:
+        return f"No record in `{QUICK_START_RECORDS}/` yet: `python -m lab.record_quick_start` writes one.\n"
+    ordered = sorted(
+        records.items(),
+        key=lambda item: (
+            item[1]["cpu"], item[1].get("one_core", False), item[1].get("precision") or "", item[1]["seed"]
+        ),
+    )  # fmt: skip
+    texts = {r["fill_mask"]["text"] for _, r in ordered if "fill_mask" in r}
+    demo = f'top 5 for "{texts.pop()}"' if len(texts) == 1 else "fill-mask demo"
+    lines = [
+        "| CPU | run | seed | masked-token accuracy | perplexity | training tokens | tokens/s | steps | end to end | "
+        f"peak memory | {demo} |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for _, record in ordered:
+        results = record["results"]
+        minutes, seconds = divmod(round(record["end_to_end_seconds"]), 60)
+        run = "one core, 1 process" if record.get("one_core") else f"{results.get('world_size', 1)} processes"
+        run += f", --precision {record['precision']}" if record.get("precision") else ""
+        answers = ", ".join(record["fill_mask"]["top"]) if "fill_mask" in record else "-"
+        lines.append(
+            f"| {short_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
+            f"{results['eval_perplexity']:.1f} | {results['train_tokens'] / 1e6:.1f}M | "
+            f"{results['train_tokens_per_second']:,.0f} | {record['steps']:,} | {minutes} min {seconds:02d} s | "
+            f"{record['peak_memory_mib'] / 1024:.1f} GB | {answers} |"
+        )
+    ran = "; ".join(
+        f"`{file}`: {r['date'][:10]}, commit {r['commit'] or 'unknown'}, load average (1 min) "
+        f"{r['load_average']['start'][0]:.1f} at the start"
+        for file, r in ordered
+    )
+    return "\n".join([*lines, "", f"`python -m lab.record_quick_start --seed S [--one_core] [--precision P]` ({ran}); records in "
+                       f"`{QUICK_START_RECORDS}/`."]) + "\n"  # fmt: skip
+
+
+def readme_quick_start_block(sources: Sources) -> str:
+    """README's quick-start block: the seed-42 runs, and where every record is."""
+    records = sources.records(QUICK_START_RECORDS)
+    shown = {name: record for name, record in records.items() if record["seed"] == 42}
+    table = render_quick_start_table(shown)
+    if len(shown) < len(records):
+        table = table.rstrip("\n") + f" Every seed, {len(records)} records: [Pretraining]({QUICK_START_FULL_TABLE}).\n"
+    return table
+
+
+def quick_start_block(sources: Sources) -> str:
+    """docs/pretraining.md's quick-start block: every record."""
+    return render_quick_start_table(sources.records(QUICK_START_RECORDS))
 
 
 def main(argv: list[str] | None = None) -> Path:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
 from hf_bertscratch.baselines import BASELINE_NAMES, baseline_key
 from hf_bertscratch.run_folder import write_text_atomically
+
+from .report_format import Sources
 
 # The rows of the task table: (task, the all_results.json key, how the table names it). The first row of a task is
 # its main metric; CoNLL-2003 is chosen on validation and reported on test, as NER papers do; IMDB, which has no
@@ -378,6 +381,72 @@ def glue_average(rows: list[dict], init: str) -> float | None:
             return None
         values.append(statistics.fmean(row[init]))
     return statistics.fmean(values)
+
+
+# ------------------------------------------------------------------------------------------ the report's blocks
+TASK_TABLE_RECORD = "results/task_table.json"
+TASK_TABLE_CHART = "docs/images/task_table.png"
+TASK_BASELINES_RECORD = "results/task_baselines.json"  # `python -m lab.task_baselines`: the no-learning column
+# The task table of README's quick start's own model (WikiText-2, 8.5 minutes) against random weights.
+QUICK_START_TASKS_RECORD = "results/quick-start-tasks.json"
+QUICK_START_TASKS_COMMAND = (
+    'QUICK_START=1 TASKS="imdb sst2 cola mrpc stsb rte conll2003" bash lab/reproduce_results.sh runs/quick-start-tasks'
+)
+QUICK_START_TASKS_BLOCK = ("<!-- quick-start-tasks:start -->\n", "<!-- quick-start-tasks:end -->")
+
+
+def readme_task_table_block(sources: Sources) -> str | None:
+    """README's task table from `TASK_TABLE_RECORD` with the no-learning column of `TASK_BASELINES_RECORD`; None (the
+    block left as it is) while the record does not exist."""
+    record = sources.record(TASK_TABLE_RECORD)
+    return None if record is None else render_task_table(record, sources.record(TASK_BASELINES_RECORD))
+
+
+def quick_start_tasks_block(sources: Sources) -> str:
+    """docs/results.md's task table of README's quick-start model, or the commands that make its record."""
+    return sources.render_record(
+        QUICK_START_TASKS_RECORD,
+        lambda record: render_task_table(record, sources.record(TASK_BASELINES_RECORD)),
+        f"`{QUICK_START_TASKS_COMMAND}`, then `python -m lab.results_table results/task-runs/quick-start-tasks --record "
+        f"{QUICK_START_TASKS_RECORD} --command '{QUICK_START_TASKS_COMMAND}'`",
+    )
+
+
+def task_table_bars(record: dict) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """The task-table chart's data (`results.task_table_record`): a group per row with values, a bar per
+    initialisation that has some: (mean, mean - sd, mean + sd) over seeds (sd 0 for one seed)."""
+    series = {"pretrained": "pretrained here", "scratch": "no pretraining"}
+    groups = {}
+    for row in record["rows"]:
+        bars = {}
+        for key, name in series.items():
+            values = row[key]
+            if values:
+                mean = statistics.fmean(values)
+                sd = statistics.stdev(values) if len(values) > 1 else 0.0
+                bars[name] = (mean, mean - sd, mean + sd)
+        if bars:
+            groups[row["label"]] = bars
+    return groups
+
+
+def draw_task_table_chart(record: dict, output_file: Path) -> Path:
+    """`docs/images/task_table.png`: each task row, fine-tuned from the pretrained and from random weights, mean
+    with ± sd error bars over seeds; rows without values are left out."""
+    from hf_bertscratch.plotting import plot_grouped_bars
+
+    return plot_grouped_bars(
+        task_table_bars(record),
+        output_file,
+        "Fine-tuned from pretrained vs random weights, mean ± sd over seeds",
+        "score x 100",
+    )
+
+
+def task_table_chart(sources: Sources) -> Callable[[Path], Path] | None:
+    """What draws `TASK_TABLE_CHART` from `TASK_TABLE_RECORD`, or None while it does not exist."""
+    record = sources.record(TASK_TABLE_RECORD)
+    return None if record is None else lambda path: draw_task_table_chart(record, path)
 
 
 @dataclass

@@ -49,6 +49,7 @@ from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .diagnose_position_init import neighbour_weight
+from .report_format import Sources
 
 logger = logging.getLogger(__name__)
 
@@ -298,6 +299,41 @@ def recorded_rows(record: Path) -> list[dict]:
         return list(json.loads(record.read_text(encoding="utf-8"))["rows"])
     except (ValueError, KeyError, TypeError) as error:
         raise SystemExit(f"--record {record} is not a sweep record (a JSON object with 'rows'): {error}") from None
+
+
+# ------------------------------------------------------------------------------------------------- the records' tables
+SWEEP_RECORDS = "results/sweeps"
+SWEEP_BLOCK = ("<!-- sweeps:start -->\n", "<!-- sweeps:end -->")
+
+
+def render_sweep_tables(records: dict[str, dict]) -> str:
+    """`lab/sweep_pretraining.py --record` records (file name -> record), oldest first: each sweep's table
+    (`render_table`) and the command, machine, load, date and commit that made it."""
+    if not records:
+        return f"No record in `{SWEEP_RECORDS}/` yet: `python -m lab.sweep_pretraining ... --record` writes one.\n"
+    parts = []
+    for name, record in sorted(records.items(), key=lambda item: (item[1]["date"], item[0])):
+        table = render_table(record["rows"], record["length"], record.get("unmeasured", ()))
+        if "transcribed" in record:  # runs from before sweeps kept records: their commands, one per commit
+            commands = "\n".join(record["commands"])
+            footer = (
+                f"{record['transcribed']} {record['cpu']} ({record['cores']} cores), {record['date'][:10]}; load not "
+                f"recorded. {record['notes']}\n\n```bash\n{commands}\n```"
+            )
+        else:
+            load = record["load_average"]
+            footer = (
+                f"`{record['command']}` on {record['cpu']} ({record['cores']} cores), {record['date'][:10]}, commit "
+                f"{record['commit'] or 'unknown'}, load average (1 min) {load['start'][0]:.1f} at the start, "
+                f"{load['end'][0]:.1f} at the end."
+            )
+        parts.append(f"**`{SWEEP_RECORDS}/{name}`**\n\n{table}\n{footer}\n")
+    return "\n".join(parts)
+
+
+def sweep_block(sources: Sources) -> str:
+    """docs/lab.md's sweeps block: every record of `SWEEP_RECORDS`."""
+    return render_sweep_tables(sources.records(SWEEP_RECORDS))
 
 
 def main(argv: list[str] | None = None) -> None:

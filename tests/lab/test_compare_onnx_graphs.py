@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from hf_bertscratch import records
-from lab import make_report as reports
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +39,7 @@ def test_record_of_two_graphs_renders_as_their_ratio_to_ours(tmp_path: Path) -> 
     assert (plain["ratio_min"], plain["ratio_max"]) == pytest.approx((min(rounds), max(rounds)))
     assert record["useful_tokens"] > 0 and record["versions"]["onnxruntime"]
 
-    table = reports.render_graph_table({path.name: record})
+    table = script.render_graph_table({path.name: record})
     lines = table.splitlines()
     assert lines[0] == "| graph | inference, encoder only, 30% padding |"
     assert lines[2] == f"| {script.OURS} | 1.00 (1.00-1.00) |"

@@ -14,7 +14,7 @@ from transformers import AutoModel, BertTokenizer
 
 from hf_bertscratch.baselines import constant_answer, word_overlap
 from hf_bertscratch.tasks import TASKS
-from lab import diagnose_pairs
+from lab import diagnose_pairs, diagnosis, headline
 
 from conftest import CORPUS
 from test_baselines import _alone, encoder_dir  # noqa: F401 (a fixture)
@@ -78,11 +78,57 @@ def test_pair_diagnostic_reads_class_names_as_class_ids(monkeypatch: pytest.Monk
 
 
 def test_pair_record_names_paths_relative_to_the_repository_and_leaves_out_the_note() -> None:
-    command = diagnose_pairs.recorded_command(
+    command = diagnosis.recorded_command(
         ["--model", str(ROOT / "runs" / "D"), "--data_dir", str(ROOT.parent / "shared" / "data"), "--task", "stsb",
-         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"]
+         "--model_note", "the model, made `here`", "--output_json", "results/pairs/stsb.json"],
+        diagnose_pairs.PROGRAM,
     )  # fmt: skip
     assert command == (
         "python -m lab.diagnose_pairs --model runs/D --data_dir ../shared/data --task stsb "
         "--output_json results/pairs/stsb.json"
+    )
+
+
+def test_pair_diagnostic_table_gives_each_baseline_and_variant_of_its_record() -> None:
+    record = {
+        "command": "python -m lab.diagnose_pairs --model D --task stsb",
+        "model": "D",
+        "model_note": "the 9-minute model",
+        "task": "stsb",
+        "metric": "spearmanr",
+        "machine": "CPU",
+        "date": "2026-11-27",
+        "commit": "abc1234",
+        "no_learning": {
+            "constant": {"spearmanr": 0.0},
+            "word_overlap": {"spearmanr": 0.653},
+            "zero_shot_mean_by_layer": [{"spearmanr": 0.5}, {"spearmanr": 0.612}],
+            "zero_shot_cls_last_layer": {"spearmanr": 0.287},
+        },
+        "fine_tuning": {
+            "before": {"42": {"flags": ["--learning_rate", "5e-5"], "final": 0.109}},
+            "embedding": {
+                "42": {"flags": ["--task_type", "embedding"], "final": 0.7},
+                "43": {"flags": [], "final": 0.72},
+            },
+        },
+    }
+    table = diagnose_pairs.render_pairs_table(record)
+    assert "| no learning: word overlap (Jaccard of the word sets) | 65.3 |" in table
+    assert "(layers 0..1: 50.0 / 61.2) | **61.2** |" in table and "| no learning: constant answer | 0.0 |" in table
+    assert "| fine-tuned `before`: `--learning_rate 5e-5` | 10.9 (1 seed) |" in table
+    assert "| fine-tuned `embedding`: `--task_type embedding` | 71.0 ± 1.4 (2 seeds) |" in table
+    assert (
+        table.rstrip().endswith("(CPU, 2026-11-27, commit abc1234).") and "the 9-minute model. Made by `python" in table
+    )
+    assert diagnose_pairs.render_pairs_block({}).startswith("No record yet")
+    transfer = {**record, "fine_tuning": {"defaults": {"42": {"flags": [], "final": 0.5}}}}
+    summary = diagnose_pairs.render_pairs_summary({"stsb.json": record, "stsb-from-stsb.json": transfer})
+    assert "| STS-B, spearmanr | 0.0 | 65.3 | 61.2 |  |  | 50.0 |  | 71.0 ± 1.4 |  |" in summary
+    assert "Model: the 9-minute model. Mean ± sd over seeds 42, 43;" in summary
+    figures = headline.Headline(None, {}, {}, {}, None, {"train": "", "encode": ""}, pairs=record)
+    sentence = " ".join(headline.render_headline(figures).split())
+    assert (
+        "STS-B's Spearman is **71.0** as a bi-encoder, against 61.2 for the model's own zero-shot cosine and 65.3 for "
+        "word overlap" in sentence
     )

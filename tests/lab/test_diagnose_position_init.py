@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import make_report as reports
+from lab import diagnose_position_init
 
 from conftest import CORPUS
 
@@ -72,7 +72,7 @@ def test_diagnostic_loop_prints_a_probe_every_100_steps(tmp_path: Path, tokenize
     assert {k: record["probes"][0][k] for k in probe} == probe  # the record holds what was printed
     # docs/design.md's table from it: its row at step 600, which this short run never reached, stays blank
     record["probes"].append({**record["probes"][0], "step": 600, "nb": [0.4321, 0.1], "heldloss": 5.4321})
-    table = reports.render_position_table({"row.json": record})
+    table = diagnose_position_init.render_position_table({"row.json": record})
     start = "sinusoid, std 0.05" if posinit == "sin" else "N(0, 0.05)"
     row = next(line for line in table.splitlines() if line.startswith(f"| {start}, on 16-token blocks |"))
     assert "--posscale 2.5 --seq 16` |" in row

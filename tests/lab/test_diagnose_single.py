@@ -10,7 +10,6 @@ import torch
 import hf_bertscratch
 from hf_bertscratch.tasks.shapes import truncate_ids
 from lab import diagnose_single
-from lab.make_report import render_single_table
 
 from conftest import tiny_config_kwargs
 
@@ -79,7 +78,7 @@ def test_the_record_renders_every_baseline_probe_and_run() -> None:
             }
         },
     }  # fmt: skip
-    table = render_single_table(record)
+    table = diagnose_single.render_single_table(record)
     assert (
         "| bag of words (TF-IDF + logistic regression) | no learning, the whole train and eval splits | 82.2 |" in table
     )

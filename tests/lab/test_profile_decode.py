@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+import shlex
+from pathlib import Path
 
+import pytest
+import torch
+
+from hf_bertscratch.records import portable_paths
 from lab import profile_decode
+
+from _lab_records import markdown_table
 
 
 def test_profile_decode_times_each_variant_of_the_heads_decoding() -> None:
@@ -42,3 +50,39 @@ def test_profile_decode_times_the_models_two_decodings_of_a_padded_batch() -> No
         profile_decode.DecodeProfileArguments(rows=100, paddings=[0.3])
     with pytest.raises(ValueError, match=r"--paddings values must be in \[0, 0.5\], got 0.9"):
         profile_decode.DecodeProfileArguments(paddings=[0.9])
+
+
+def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_path: Path) -> None:
+    threads = torch.get_num_threads()
+    paths = {}
+    try:
+        for count in (2, 1):
+            paths[count] = tmp_path / f"threads-{count}.json"
+            argv = ["--num_threads", str(count), "--hidden_size", "16", "--vocab_size", "300", "--rows", "64",
+                    "--tile", "16", "64", "--repeats", "2", "--output_json", str(paths[count])]  # fmt: skip
+            printed = profile_decode.main(argv)
+            record = json.loads(paths[count].read_text(encoding="utf-8"))
+            assert record["milliseconds"] == printed and record["arguments"]["num_threads"] == count
+            assert record["command"] == "python -m lab.profile_decode " + shlex.join(portable_paths(argv))
+    finally:
+        torch.set_num_threads(threads)
+    records = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths.values()}
+    # distinct figures (the tiny decode's own are all near 0 ms): each cell must be its record's, by variant
+    for count, record in zip((2, 1), records.values()):
+        record["milliseconds"] = {name: 100.0 * count + index for index, name in enumerate(record["milliseconds"])}
+    # columns are grouped by CPU, then ordered by threads, whatever the file names' order
+    records["threads-2.json"]["cpu"], records["threads-1.json"]["cpu"] = "A CPU", "B CPU"
+    records["threads-1-2.json"] = {
+        **records["threads-2.json"],
+        "milliseconds": dict(records["threads-1.json"]["milliseconds"]),
+    }
+    records["threads-1-2.json"]["arguments"] = {**records["threads-2.json"]["arguments"], "num_threads": 1}
+    header, rows = markdown_table(profile_decode.render_decoder_table(records))
+    assert header == ["decoding", "A CPU, 1 thread", "A CPU, 2 threads", "B CPU, 1 thread"]
+    names = list(records["threads-2.json"]["milliseconds"])
+    assert [(name, cells) for (name, _), cells in rows.items()] == [
+        (name, [f"{200 + i:.1f} ms", f"{100 + i:.1f} ms"]) for i, name in enumerate(names)
+    ]
+    assert [first for (_, first) in rows] == [f"{100 + i:.1f} ms" for i in range(len(names))]
+    assert len(rows) == 4 and "64 x 16 -> 300, median of 2" in profile_decode.render_decoder_table(records)
+    assert profile_decode.render_decoder_table({}).startswith("No record in `results/decoder/` yet")

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lab import make_report as reports
+from lab import record_quick_start as script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab import record_quick_start as script
-
     results = {
         "eval_accuracy": 0.339, "eval_perplexity": 54.1, "train_tokens": 14_700_000, "train_tokens_per_second": 9567.4,
         "world_size": 1,
@@ -47,7 +45,7 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     assert record["command"].startswith("python -m lab.record_quick_start --seed 7")
     assert record["quick_start_command"] == "OMP_NUM_THREADS=1 " + " ".join(command)
     assert record["fill_mask"] == {"text": script.FILL_MASK_TEXT, "top": ["paris", "the", "london", "rome", "it"]}
-    table = reports.render_quick_start_table({path.name: record})
+    table = script.render_quick_start_table({path.name: record})
     assert "| AMD EPYC 7B13 | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
     assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
     # Another precision than the quick start's: passed on, named in the file, the table and apart in the headline.
@@ -67,12 +65,38 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     assert path.name == "amd-epyc-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
     expected = "bertscratch pretrain --output_dir ../run --seed 7 --precision bf16"
     assert json.loads(path.read_text())["quick_start_command"] == expected
-    table = reports.render_quick_start_table({path.name: json.loads(path.read_text())})
+    table = script.render_quick_start_table({path.name: json.loads(path.read_text())})
     assert "| AMD EPYC 7B13 | 1 processes, --precision bf16 | 7 |" in table
 
 
 def test_record_file_names_name_the_cpu() -> None:
-    from lab import record_quick_start as script
-
     assert script.cpu_slug("AMD EPYC 7B13") == "amd-epyc"
     assert script.cpu_slug("Intel(R) Xeon(R) Processor") == "intel-xeon"
+
+
+def test_quick_start_table_gives_each_seeds_record() -> None:
+    def record(seed: int, accuracy: float, seconds: float, one_core: bool = False) -> dict:
+        return {
+            "seed": seed, "cpu": "Some CPU", "date": "2026-11-25T22:00:00+00:00", "commit": "abc1234",
+            "load_average": {"start": [0.25, 0.1, 0.1], "end": [1.5, 1.0, 0.5]}, "end_to_end_seconds": seconds,
+            "peak_memory_mib": 1228.8, "steps": 3599, "one_core": one_core,
+            "results": {"eval_accuracy": accuracy, "eval_perplexity": 54.12, "train_tokens": 14_745_600,
+                        "train_tokens_per_second": 16095.2, "world_size": 1 if one_core else 2},
+        }  # fmt: skip
+
+    table = script.render_quick_start_table(
+        {
+            "some-cpu-seed-42.json": record(42, 0.3391, 536.4),
+            "some-cpu-seed-0.json": record(0, 0.2, 60),
+            "some-cpu-one-core-seed-42.json": record(42, 0.25, 600, one_core=True),
+        }
+    )
+    lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| Some CPU")]
+    assert [(cells[1], cells[2], cells[3]) for cells in lines] == [
+        ("2 processes", "0", "**20.0%**"),  # by CPU, processes, then seed
+        ("2 processes", "42", "**33.9%**"),
+        ("one core, 1 process", "42", "**25.0%**"),
+    ]
+    assert lines[1][4:10] == ["54.1", "14.7M", "16,095", "3,599", "8 min 56 s", "1.2 GB"]
+    assert "`some-cpu-seed-42.json`: 2026-11-25, commit abc1234, load average (1 min) 0.2 at the start" in table
+    assert script.render_quick_start_table({}).startswith("No record in `results/quick-start/` yet")

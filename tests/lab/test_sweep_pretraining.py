@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from lab import sweep_pretraining as sweep
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_plateau_exit_is_the_first_logged_loss_below_the_threshold() -> None:
@@ -187,3 +190,36 @@ def test_electra_rows_give_the_discriminator_accuracy_beside_always_original(
     rows = {line.split(" | ")[0]: line for line in (tmp_path / "sweep.md").read_text().splitlines()[4:]}
     assert rows["| electra-weight-10"].endswith("| 90.0% (86.0%) |")  # 1 - 0.14 replaced: all "original"
     assert rows["| default"].endswith("| - |")
+
+
+def test_sweep_tables_render_each_record_oldest_first_with_how_it_was_made() -> None:
+    committed = json.loads((ROOT / sweep.SWEEP_RECORDS / "electra-8.5min.json").read_text(encoding="utf-8"))
+    older = copy.deepcopy(committed)
+    older.update(date="2026-01-01T00:00:00+00:00", commit=None, command="python -m lab.sweep_pretraining --x")
+    older["rows"] = older["rows"][:1]
+    text = sweep.render_sweep_tables({"z-old.json": older, "a-new.json": committed})
+    assert text.index("`results/sweeps/z-old.json`") < text.index("`results/sweeps/a-new.json`")  # by date
+    for row in committed["rows"]:
+        line = next(line for line in text.splitlines() if line.startswith(f"| {row['name']} | "))
+        assert f"| {100 * row['eval_accuracy']:.1f}% | {row['eval_mlm_loss']:.3f} |" in line
+    assert "`python -m lab.sweep_pretraining --x` on " in text and "2026-01-01, commit unknown" in text
+    assert sweep.render_sweep_tables({}).startswith("No record in `results/sweeps/` yet")
+
+
+def test_sweeps_written_down_before_records_render_blank_unmeasured_cells_their_commits_and_order() -> None:
+    """The history-* records (sweeps from before `--record`) keep their rows' order (they have no MLM loss to sort
+    by), leave what their runs did not measure blank rather than "-" (never left the plateau), and give each row's
+    commit and every command."""
+    name = "history-2-step-screen-1800.json"
+    record = json.loads((ROOT / sweep.SWEEP_RECORDS / name).read_text(encoding="utf-8"))
+    text = sweep.render_sweep_tables({name: record})
+    lines = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| run |")][1:]
+    assert len(lines) == len(record["rows"])
+    for line, row in zip(lines, record["rows"], strict=True):
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[:2] == [row["name"], str(row["seed"])] and cells[3] == f"{100 * row['eval_accuracy']:.1f}%"
+        assert cells[4:7] == ["", "", ""] and cells[11] == ""  # loss, perplexity, tokens, wall: not measured
+        assert cells[8] == ("-" if row["plateau_exit_step"] is None else str(row["plateau_exit_step"]))
+        assert cells[-1] == row["commit"]
+    assert "```bash\n" + "\n".join(record["commands"]) + "\n```" in text
+    assert "load not recorded" in text and record["notes"] in text

@@ -21,7 +21,8 @@ from lab import compare_pretraining as comparison
 from lab import finetune_tasks as task_runs
 from lab.results_table import REFERENCES
 
-from test_results import _fake_data_dir, _write_run
+from test_reproduce_results import _fake_data_dir
+from test_results_table import _write_run
 
 
 def test_each_recipe_spends_the_same_minutes_and_fine_tunes_the_pretrained_model_only() -> None:
