@@ -487,7 +487,12 @@ def test_answer_question_refuses_a_checkpoint_without_a_qa_head(tiny_config, qa_
     [
         ("  ", SHORT_CONTEXT, {}, "Question is empty"),
         (QUESTION, "", {}, "Context is empty"),
-        (QUESTION, SHORT_CONTEXT, {"max_seq_length": 384}, "max_position_embeddings=64"),
+        (
+            QUESTION,
+            SHORT_CONTEXT,
+            {"max_seq_length": 384},
+            "max_seq_length 384 exceeds the model.s max_position_embeddings 64: use --max_seq_length 64 or less",
+        ),
     ],
 )
 def test_answer_question_rejects_bad_input(
