@@ -98,3 +98,26 @@ def test_classifier_poolings_help_is_made_from_the_configs_poolings() -> None:
         described_values(finetuning_arguments.POOLING_READS, finetuning_arguments.POOLING_CHOICES[:-1])
     assert described_values({"a": "x", "b": "y", "c": "z"}, "abc") == "a (x), b (y) or c (z)"
     assert described_values({"a": "x"}, "a") == "a (x)"
+
+
+def test_the_inspection_commands_take_the_values_the_library_takes() -> None:
+    """The inspection flags' choices (`Literal` types, so that a type checker reads them) are the library's own tuples:
+    a value the library gains or drops is a value the command gains or drops."""
+    from typing import get_args, get_type_hints
+
+    from hf_bertscratch import inference, similarity
+    from hf_bertscratch.onnx.common import QUANTIZATIONS
+
+    def literal_values(hint: object) -> set[str]:  # Literal["a"] | None -> {"a"}
+        return {value for arg in get_args(hint) for value in ({arg} if isinstance(arg, str) else literal_values(arg))}
+
+    def values(arguments: type, name: str) -> set[str]:
+        return literal_values(get_type_hints(arguments)[name])
+
+    assert values(cli.TagArguments, "aggregation_strategy") == set(inference.AGGREGATION_STRATEGIES)
+    assert values(cli.InferenceArguments, "backend") == set(inference.BACKENDS)
+    for arguments in (cli.InferenceArguments, cli.AnswerArguments):
+        assert values(arguments, "dtype") == set(inference.DTYPES)
+    for arguments in (cli.EmbedArguments, cli.SimilarityArguments):
+        assert values(arguments, "pooling") == {"auto", *similarity.POOLINGS}
+    assert values(cli.ExportArguments, "quantize") == set(QUANTIZATIONS)
