@@ -182,7 +182,8 @@ def start_record(args: argparse.Namespace, argv: list[str], program: str, metric
         "machine": describe_hardware(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "commit": git_commit(),
-        "model_note": args.model_note or old.get("model_note"),
+        "model_note": args.model_note
+        or (old.get("model_note") if same_model else None),  # another model's note is not this one's
     }
     return record, old
 

@@ -32,6 +32,7 @@ def test_a_record_of_the_same_model_keeps_every_command_and_note(tmp_path: Path)
     assert again["commands"] == ["python -m lab.diagnose_pairs --old"]  # a command already there is not repeated
     other, _ = diagnosis.start_record(_args(tmp_path, model="runs/E"), ["--model", "runs/E"], "python -m lab.p", "f1")
     assert other["commands"] == ["python -m lab.p --model runs/E"]  # another model: a record of its own
+    assert other["model_note"] is None  # and not the other model's note
 
 
 def test_every_finished_run_is_kept_in_the_record_at_once(tmp_path: Path) -> None:
