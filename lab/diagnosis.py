@@ -23,6 +23,8 @@ from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
 
+from .finetune_tasks import print_line
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -97,7 +99,7 @@ def run_one(args: argparse.Namespace, variant: str, seed: int, command: list[str
     if one_thread:
         env["OMP_NUM_THREADS"] = "1"
     with (folder.parent / f"{folder.name}.log").open("w") as log:
-        print(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}", flush=True)
+        print_line(f"[{time.strftime('%H:%M:%S')}] {variant} seed {seed}")  # from the pool's threads: whole lines
         subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
 
 
