@@ -106,9 +106,10 @@ def layer(module: str) -> int:
     return len(LAYERS) + 1
 
 
+@cache
 def graph() -> dict[str, set[str]]:
     """Module -> the modules of the packages it imports: itself and the packages it is in left out (Python imports a
-    submodule's packages before it, whatever it names)."""
+    submodule's packages before it, whatever it names). Read once: callers must not change it."""
     known = modules()
     return {
         name: {
