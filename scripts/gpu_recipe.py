@@ -463,8 +463,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 2. pretraining, with PyTorch's varlen attention where it applies, unless the step check (which runs it first)
     # failed; a pretraining run that fails with it is run once more without it while the budget still holds one
-    pretrain = Run("pretrain", pretrain_command(args, work / "pretrain"), work / "pretrain")
-    pretrain.env[TORCH_VARLEN_ENV] = varlen.split(":")[0]
+    switch = {TORCH_VARLEN_ENV: "on" if varlen == "on" else "off"}
+    pretrain = Run("pretrain", pretrain_command(args, work / "pretrain"), work / "pretrain", env=switch)
     run_all([pretrain], 1, deadline, logs, lambda: None)
     attempts = [pretrain]
     if pretrain.status.startswith("failed") and varlen == "on" and can_pretrain_again(args, deadline):
