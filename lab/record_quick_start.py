@@ -9,7 +9,8 @@ renders README's quick-start table from those records.
 `--precision bf16` (or fp32) trains at that precision instead of the quick start's `auto` (bf16 autocast on a CPU
 with native bf16, AMX or AVX512_BF16, fp32 elsewhere), to see what another precision gives in the same 8.5 minutes
 (file name `...-bf16-seed-S`).
-The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc` or `intel-xeon`) also keeps the
+The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc-avx2` or `intel-xeon-avx512-vnni`: the
+model and the widest instruction set its choices turn on) also keeps the
 model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
 is wall-clock time, so a shared CPU trains fewer tokens.
 """
@@ -36,9 +37,27 @@ PROGRAM = "python -m lab.record_quick_start"
 FILL_MASK_TEXT = "the capital of france is [MASK] ."
 
 
-def cpu_slug(cpu: str) -> str:
-    """A record's file-name prefix for a CPU model: "amd-epyc", "intel-xeon", else the model's first two words."""
-    return "-".join(short_cpu_name(cpu).lower().split()[:2]) or "cpu"
+def widest_choice_flag(record: dict) -> str | None:
+    """The widest of the instruction sets a record's CPU choices turn on (`hardware.CHOICE_FLAGS`, in its
+    `cpu_identity`): "AMD EPYC" names a Zen 2 with AVX2 and a Zen 5 with AVX512_BF16 alike, whose runs differ by 2x.
+    None for a record made before records kept it."""
+    flags = (record.get("cpu_identity") or {}).get("flags")
+    return flags[-1] if flags else None
+
+
+def cpu_name(record: dict) -> str:
+    """The CPU as the quick-start table gives it: "AMD EPYC (AVX2)", or the short model name alone for a record
+    without `cpu_identity`."""
+    flag = widest_choice_flag(record)
+    return short_cpu_name(record["cpu"]) + (f" ({flag.upper()})" if flag else "")
+
+
+def cpu_slug(record: dict) -> str:
+    """A record's file-name prefix for its CPU: "amd-epyc", "intel-xeon", else the model's first two words, then the
+    widest instruction set where the record names it ("amd-epyc-avx2")."""
+    words = short_cpu_name(record["cpu"]).lower().split()[:2] or ["cpu"]
+    flag = widest_choice_flag(record)
+    return "-".join([*words, *([flag.replace("_", "-")] if flag else [])])
 
 
 def top_answers(model_dir: str | Path, text: str = FILL_MASK_TEXT, top_k: int = 5) -> list[str]:
@@ -79,7 +98,7 @@ def render_quick_start_table(records: dict[str, dict]) -> str:
         run += f", --precision {record['precision']}" if record.get("precision") else ""
         answers = ", ".join(record["fill_mask"]["top"]) if "fill_mask" in record else "-"
         lines.append(
-            f"| {short_cpu_name(record['cpu'])} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
+            f"| {cpu_name(record)} | {run} | {record['seed']} | **{100 * results['eval_accuracy']:.1f}%** | "
             f"{results['eval_perplexity']:.1f} | {results['train_tokens'] / 1e6:.1f}M | "
             f"{results['train_tokens_per_second']:,.0f} | {record['steps']:,} | {minutes} min {seconds:02d} s | "
             f"{record['peak_memory_mib'] / 1024:.1f} GB | {answers} |"
@@ -152,7 +171,7 @@ def main(argv: list[str] | None = None) -> Path:
         "fill_mask": {"text": FILL_MASK_TEXT, "top": top_answers(args.output_dir)},
     }
     kind = ("-one-core" if args.one_core else "") + (f"-{args.precision}" if args.precision else "")
-    name = f"{cpu_slug(record['cpu'])}{kind}-seed-{args.seed}.json"
+    name = f"{cpu_slug(record)}{kind}-seed-{args.seed}.json"
     path = Path(args.records_dir) / name
     write_text_atomically(path, json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
