@@ -37,6 +37,23 @@ def start_segments_as_first(model: PreTrainedModel) -> None:
         segments.weight[1:] = segments.weight[0]
 
 
+@torch.no_grad()
+def start_decoder_bias_at_unigram(
+    model: PreTrainedModel, token_counts: np.ndarray, never_labels: Iterable[int]
+) -> None:
+    """Set a masked LM's decoder bias to the log of each token's add-one frequency (`token_counts`, (V,), with the
+    ids in `never_labels`, the special tokens no collator masks, counted as 0): with the tied word embeddings near 0
+    at init, the first predictions are then the unigram distribution, the plateau every run must first reach, and the
+    loss starts at its entropy instead of ln V."""
+    bias = model.get_output_embeddings().bias
+    counts = torch.as_tensor(token_counts, dtype=torch.float64)
+    if bias is None or counts.shape != bias.shape:
+        shape = None if bias is None else tuple(bias.shape)
+        raise ValueError(f"Token counts of shape {tuple(counts.shape)} do not fit the decoder bias of shape {shape}.")
+    counts[list(never_labels)] = 0.0
+    bias.copy_(torch.log((counts + 1.0) / (counts.sum() + counts.numel())).to(bias.dtype))
+
+
 SEGMENT_EMBEDDING_SUFFIX = "embeddings.token_type_embeddings.weight"
 
 

@@ -53,7 +53,7 @@ from .electra import (
 )
 from .hardware import THREADS_ENV, describe_device_choice, fit_threads, resolve_num_processes
 from .hub import push_training_output
-from .initialisation import start_saved_segments_as_first
+from .initialisation import start_decoder_bias_at_unigram, start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
 from .pretraining_arguments import (
     DataArguments,
@@ -68,6 +68,7 @@ from .pretraining_data import (
     MaskingEpochCallback,
     SeededMaskingCollator,
     build_tokenizer,
+    count_tokens,
     load_text_splits,
     masking_collators,
     tokenize_splits,
@@ -318,6 +319,9 @@ def build_trainer(
     splits = tokenize_splits(
         {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, training_args
     )
+    if model_args.decoder_bias_start == "unigram":
+        counts = count_tokens(splits["train"], model.config.vocab_size)
+        start_decoder_bias_at_unigram(model, counts, tokenizer.all_special_ids)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
     tokenizer.model_max_length = data_args.max_seq_length
     collator, eval_collator = masking_collators(tokenizer, data_args, training_args.seed)

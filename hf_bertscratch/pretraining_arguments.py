@@ -46,6 +46,9 @@ SHORT_SEQ_FRACTION = 0.25
 BUDGET_STEP_CAP = 10_000_000
 
 
+DECODER_BIAS_STARTS = ("zero", "unigram")  # --decoder_bias_start
+
+
 @dataclass
 class ModelArguments:
     """Which model to pretrain and which tokenizer it reads."""
@@ -114,6 +117,14 @@ class ModelArguments:
             "help": "Hidden and attention dropout of a new --model_size model while it pretrains (Cramming: "
             "0 learns faster in a short budget; BERT used 0.1). The saved config keeps this value; fine-tuning "
             "sets its own."
+        },
+    )
+    decoder_bias_start: str = field(
+        default="zero",
+        metadata={
+            "help": "Where a new model's MLM decoder bias starts: 'zero' (BERT's init), or 'unigram', the log of "
+            "each token's add-one frequency in the training text, so that the first predictions are the unigram "
+            "distribution every run must first learn (the loss starts at its entropy instead of ln V)."
         },
     )
     sinusoidal_position_std: float = field(
@@ -386,6 +397,18 @@ def check_model_arguments(model_args: ModelArguments) -> None:
         raise ValueError(
             f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
         )
+    if model_args.decoder_bias_start not in DECODER_BIAS_STARTS:
+        raise ValueError(
+            f"decoder_bias_start must be one of {DECODER_BIAS_STARTS}, got {model_args.decoder_bias_start!r}."
+        )
+    if model_args.decoder_bias_start == "unigram":
+        if model_args.objective == "electra":
+            raise ValueError("decoder_bias_start 'unigram' starts a masked LM's decoder, got objective 'electra'.")
+        if model_args.model_name_or_path is not None:
+            raise ValueError(
+                "decoder_bias_start 'unigram' starts a new model's decoder, got model_name_or_path="
+                f"{model_args.model_name_or_path!r}, whose decoder is already trained: leave it at 'zero'."
+            )
 
 
 def check_data_arguments(data_args: DataArguments) -> None:

@@ -276,6 +276,28 @@ def tokenize_splits(
     return result
 
 
+# Training blocks read to count the tokens for `--decoder_bias_start unigram`: all of WikiText-2's ~20k, and a
+# sample of a larger corpus (a unigram distribution settles within a few million tokens).
+UNIGRAM_COUNT_BLOCKS = 32_768
+
+
+def count_tokens(
+    split: datasets.Dataset | datasets.IterableDataset, vocab_size: int, max_blocks: int = UNIGRAM_COUNT_BLOCKS
+) -> np.ndarray:
+    """(V,) int64: how often each token id occurs in the first `max_blocks` examples' `input_ids` (a tokenised
+    split, streamed or not)."""
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    examples = (
+        split.take(max_blocks)
+        if isinstance(split, datasets.IterableDataset)
+        else split.select(range(min(max_blocks, len(split))))
+    )
+    for batch in examples.iter(batch_size=1024):
+        ids = np.concatenate([np.asarray(row, dtype=np.int64) for row in batch["input_ids"]])
+        counts += np.bincount(ids, minlength=vocab_size)[:vocab_size]
+    return counts
+
+
 def _check_not_empty(name: str, split: datasets.Dataset | datasets.IterableDataset, data_args: DataArguments) -> None:
     empty = next(iter(split), None) is None if isinstance(split, datasets.IterableDataset) else len(split) == 0
     if empty:

@@ -94,6 +94,14 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "warmup-0.05": (["--warmup_steps", "0.05"], "warm-up over a twentieth of the budget (default: a tenth)"),
     "short-0.1": (["--short_seq_fraction", "0.1"], "the short-block start for a tenth of the run (default: a quarter)"),
     "warmup-0.2": (["--warmup_steps", "0.2"], "warm-up over a fifth of the budget (default: a tenth)"),
+    "unigram-bias": (
+        ["--decoder_bias_start", "unigram"],
+        "the MLM decoder bias starts at the training text's log unigram frequencies (first prediction: the plateau)",
+    ),
+    "unigram-bias+short-0.5": (
+        ["--decoder_bias_start", "unigram", "--short_seq_fraction", "0.5"],
+        "the unigram decoder-bias start and the short-block start for half the run",
+    ),
     "electra": (["--objective", "electra"], "ELECTRA: generator 1/4 as wide, discriminator weight 50"),
     "electra-lr-1e-3": (["--objective", "electra", "--learning_rate", "1e-3"], "ELECTRA at peak learning rate 1e-3"),
     "electra-weight-10": (

@@ -468,6 +468,63 @@ def test_new_preset_models_start_with_sinusoidal_positions(
     assert (positions[0, 1::2] > 0).all() == (expected is not None)  # cos(0) = 1: every odd column starts positive
 
 
+def test_unigram_decoder_bias_start_predicts_the_training_blocks_token_frequencies(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """--decoder_bias_start unigram: a new model's decoder bias is the log of each token's add-one frequency in the
+    packed training blocks, the special tokens (never labels) counted as 0; so with the word embeddings the decoder
+    shares at 0, its first prediction everywhere is that distribution. The default leaves BERT's 0."""
+
+    def new_model(*extra: str) -> tuple[torch.nn.Module, list[list[int]], list[int]]:
+        trainer = pretraining.build_trainer(
+            *parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, *extra))
+        )
+        return trainer.model, trainer.train_dataset["input_ids"], trainer.processing_class.all_special_ids
+
+    model, blocks, special_ids = new_model("--decoder_bias_start", "unigram")
+    vocab_size = model.config.vocab_size
+    counts = torch.bincount(torch.tensor(blocks).flatten(), minlength=vocab_size).double()
+    assert counts[special_ids].sum() > 0  # [CLS] and [SEP] are in every block, yet never predicted
+    counts[special_ids] = 0
+    expected = (counts + 1) / (counts.sum() + vocab_size)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.zero_()  # the decoder's tied weights: its logits are then the bias
+        logits = model(input_ids=torch.tensor(blocks[:2])).logits  # (2, T, V)
+    torch.testing.assert_close(logits.softmax(-1).double(), expected.expand_as(logits), atol=1e-7, rtol=1e-5)
+    default, _, _ = new_model()
+    assert default.config.vocab_size == vocab_size and not default.cls.decoder.bias.any()
+
+
+def test_token_counts_of_a_split_streamed_or_not() -> None:
+    import datasets
+
+    from hf_bertscratch.pretraining_data import count_tokens
+
+    split = datasets.Dataset.from_dict({"input_ids": [[1, 2, 2], [3, 2, 4], [4, 4, 1]]})
+    for data in (split, split.to_iterable_dataset()):
+        assert count_tokens(data, 6).tolist() == [0, 2, 3, 1, 3, 0]
+        assert count_tokens(data, 6, max_blocks=2).tolist() == [0, 1, 3, 1, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--decoder_bias_start", "uniform"],
+            r"decoder_bias_start must be one of \('zero', 'unigram'\), got 'uniform'",
+        ),
+        (["--decoder_bias_start", "unigram", "--objective", "electra"], "got objective 'electra'"),
+    ],
+)
+def test_bad_decoder_bias_start_is_refused(
+    flags: list[str], message: str, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, *flags))
+    with pytest.raises(ValueError, match="whose decoder is already trained"):
+        pretraining.ModelArguments(model_name_or_path="some/model", decoder_bias_start="unigram")
+
+
 def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sinusoidal_position_std must be >= 0 .* got -0.1"):
         main(
