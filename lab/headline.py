@@ -12,10 +12,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_bertscratch.hardware import short_cpu_name
-
 from .diagnose_pairs import PAIRS_RECORDS
-from .record_quick_start import QUICK_START_RECORDS
+from .record_quick_start import QUICK_START_RECORDS, cpu_name
 from .report_format import WORKLOADS, Sources, and_list, read_records, wrap
 from .results_table import TASK_BASELINES_RECORD, TASK_TABLE_RECORD, glue_average
 from .speed_tables import CONTENDERS, SpeedRecord, against_name, caption, memory_rows, speed_records, speed_rows
@@ -166,7 +164,7 @@ def render_headline(figures: Headline) -> str:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         parts.append(
             f"Why pick it: one command pretrains a 2-layer BERT on WikiText-2 in **{took}** end to end on a 2-core "
-            f"{short_cpu_name(figures.quick_start['cpu'])}, "
+            f"{cpu_name(figures.quick_start)}, "
             f"to **{accuracy}** masked-token accuracy (perplexity {perplexity})."
         )
     if figures.training:
@@ -254,7 +252,7 @@ def render_headline_table(figures: Headline) -> str:
     if figures.quick_start:
         took, accuracy, perplexity = _quick_start_phrase(figures.quick_start)
         lines.append(
-            f"| the quick start, end to end on a 2-core {short_cpu_name(figures.quick_start['cpu'])} | {took}, masked-token accuracy {accuracy}, perplexity "
+            f"| the quick start, end to end on a 2-core {cpu_name(figures.quick_start)} | {took}, masked-token accuracy {accuracy}, perplexity "
             f"{perplexity} | [Pretraining](pretraining.md#the-quick-start) |"
         )
     if figures.training:
