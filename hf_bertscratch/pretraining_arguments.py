@@ -119,12 +119,13 @@ class ModelArguments:
             "sets its own."
         },
     )
-    decoder_bias_start: str = field(
-        default="zero",
+    decoder_bias_start: str | None = field(
+        default=None,
         metadata={
-            "help": "Where a new model's MLM decoder bias starts: 'zero' (BERT's init), or 'unigram', the log of "
-            "each token's add-one frequency in the training text, so that the first predictions are the unigram "
-            "distribution every run must first learn (the loss starts at its entropy instead of ln V)."
+            "help": "Where a new model's MLM decoder bias starts: 'unigram', the log of each token's add-one "
+            "frequency in the training text, so that the first predictions are the unigram distribution every run "
+            "must first learn (the loss starts at its entropy instead of ln V), or 'zero' (BERT's init). Default: "
+            "unigram for a new masked LM, zero for ELECTRA and when --model_name_or_path continues a model."
         },
     )
     sinusoidal_position_std: float = field(
@@ -371,7 +372,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
 
 def check_model_arguments(model_args: ModelArguments) -> None:
     """Every check of the model arguments (`ModelArguments` runs them when made), naming the bad value and what was
-    expected; `mlm_start_fraction` gets the objective's default."""
+    expected; `mlm_start_fraction` and `decoder_bias_start` get their defaults for the objective and model."""
     if model_args.objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {model_args.objective!r}.")
     if model_args.mlm_start_fraction is None:
@@ -397,6 +398,9 @@ def check_model_arguments(model_args: ModelArguments) -> None:
         raise ValueError(
             f"sinusoidal_position_std must be >= 0 (0 turns it off), got {model_args.sinusoidal_position_std}."
         )
+    if model_args.decoder_bias_start is None:
+        new_mlm = model_args.objective != "electra" and model_args.model_name_or_path is None
+        model_args.decoder_bias_start = "unigram" if new_mlm else "zero"
     if model_args.decoder_bias_start not in DECODER_BIAS_STARTS:
         raise ValueError(
             f"decoder_bias_start must be one of {DECODER_BIAS_STARTS}, got {model_args.decoder_bias_start!r}."

@@ -471,9 +471,9 @@ def test_new_preset_models_start_with_sinusoidal_positions(
 def test_unigram_decoder_bias_start_predicts_the_training_blocks_token_frequencies(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
-    """--decoder_bias_start unigram: a new model's decoder bias is the log of each token's add-one frequency in the
-    packed training blocks, the special tokens (never labels) counted as 0; so with the word embeddings the decoder
-    shares at 0, its first prediction everywhere is that distribution. The default leaves BERT's 0."""
+    """--decoder_bias_start unigram (a new masked LM's default): its decoder bias is the log of each token's add-one
+    frequency in the packed training blocks, the special tokens (never labels) counted as 0; so with the word
+    embeddings the decoder shares at 0, its first prediction everywhere is that distribution. zero leaves BERT's 0."""
 
     def new_model(*extra: str) -> tuple[torch.nn.Module, list[list[int]], list[int]]:
         trainer = pretraining.build_trainer(
@@ -491,8 +491,9 @@ def test_unigram_decoder_bias_start_predicts_the_training_blocks_token_frequenci
         model.get_input_embeddings().weight.zero_()  # the decoder's tied weights: its logits are then the bias
         logits = model(input_ids=torch.tensor(blocks[:2])).logits  # (2, T, V)
     torch.testing.assert_close(logits.softmax(-1).double(), expected.expand_as(logits), atol=1e-7, rtol=1e-5)
-    default, _, _ = new_model()
-    assert default.config.vocab_size == vocab_size and not default.cls.decoder.bias.any()
+    torch.testing.assert_close(new_model()[0].cls.decoder.bias, model.cls.decoder.bias)  # the default
+    bert, _, _ = new_model("--decoder_bias_start", "zero")
+    assert bert.config.vocab_size == vocab_size and not bert.cls.decoder.bias.any()
 
 
 def test_token_counts_of_a_split_streamed_or_not() -> None:
@@ -523,6 +524,10 @@ def test_bad_decoder_bias_start_is_refused(
         parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path, *flags))
     with pytest.raises(ValueError, match="whose decoder is already trained"):
         pretraining.ModelArguments(model_name_or_path="some/model", decoder_bias_start="unigram")
+    # by default, a model that is not a new masked LM keeps its decoder's bias
+    assert pretraining.ModelArguments(model_name_or_path="some/model").decoder_bias_start == "zero"
+    assert pretraining.ModelArguments(objective="electra").decoder_bias_start == "zero"
+    assert pretraining.ModelArguments(objective="mlm_nsp").decoder_bias_start == "unigram"
 
 
 def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
