@@ -209,8 +209,7 @@ class ElectraPretrainingModel(nn.Module):
         if labels is None:
             raise ValueError("ELECTRA pretraining needs labels: the original tokens at the masked positions.")
         inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids}
-        generator_inputs = {**inputs, "labels": labels, "skip_logits": False}  # the replacements are drawn from them
-        generated = functional_call(self.generator, self.generator_tables(), (input_ids,), generator_inputs)
+        generated = functional_call(self.generator, self.generator_tables(), (input_ids,), {**inputs, "labels": labels})
         if self.masked_lm_phase:
             if self.start_mlm is None:
                 raise ValueError("masked_lm_phase needs a pair built with mlm_start=True.")

@@ -11,8 +11,7 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
   outputs at pad positions are then 0. On a CUDA device below hidden size 768 with neither, the batch runs padded,
   which is faster there (`padding_bertscratch.DEVICE_RULES`).
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
-  labelled positions, which is most of a small BERT's training compute; on a CPU its loss runs fused with it
-  (`BertScratchMaskedLMLoss`), and the logits are then None unless `skip_logits=False` asks for them.
+  labelled positions, which is most of a small BERT's training compute.
 
 How a forward runs its batch (input checks, the one host read, varlen and masks) is `batching_bertscratch.py`, a
 padded batch's real tokens and each device's rules for it `padding_bertscratch.py`, and the GEMM path of CPU
@@ -68,7 +67,7 @@ from .batching_bertscratch import (
 )
 from .configuration_bertscratch import BertScratchConfig
 from .cpu_matmul import BertScratchLinear, linear_act, linear_add
-from .padding_bertscratch import BertScratchPadding, decode_padded, fuses_mlm_loss
+from .padding_bertscratch import BertScratchPadding, decode_padded
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
 # `save_pretrained` writes, so a saved folder of any head can be reloaded as any other through remote code.
@@ -316,68 +315,6 @@ class BertScratchLMHead(nn.Module):
         return self.decoder(self.transform(hidden_states))
 
 
-# Rows of the vocabulary projection one step of the fused masked-LM loss decodes: 256 x V logits pass through
-# log-softmax and their gradient while in the CPU's cache (lab/profile_mlm_loss.py: the quick start's step 1.09-1.14x
-# the plain loss's speed on a Zen 2 EPYC at V 8,192, 1.10x at V 30,522, where 64 rows gave 1.03x).
-MLM_LOSS_CHUNK_ROWS = 256
-
-
-class BertScratchMaskedLMLoss(torch.autograd.Function):
-    """The summed cross-entropy of the MLM decoder at M labelled rows, fused with it: `chunk_rows` rows at a time,
-    each chunk's logits turn into their gradient (softmax minus one-hot) while in cache and feed the two gradient
-    products at once, so backward only scales what forward made and no (M, V) logits are kept. The plain path writes
-    the logits, and passes over them again for log-softmax, its backward and the one-hot.
-
-    hidden (M, H), weight (V, H), bias (V,) or None, labels (M,) in [0, V) -> loss () in fp32. Under autocast the
-    products run in its dtype, as the decoder's would; log-softmax in fp32, as transformers' loss does.
-    """
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any,
-        hidden: torch.Tensor,
-        weight: torch.Tensor,
-        bias: torch.Tensor | None,
-        labels: torch.Tensor,
-        chunk_rows: int,
-    ) -> torch.Tensor:
-        device_type = hidden.device.type
-        dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else hidden.dtype
-        needs_hidden, needs_weight, needs_bias = ctx.needs_input_grad[:3]
-        with torch.autocast(device_type, enabled=False):
-            h, w = hidden.to(dtype), weight.to(dtype)
-            b = None if bias is None else bias.to(dtype)
-            loss = torch.zeros((), dtype=torch.float32, device=h.device)
-            grad_hidden = torch.empty_like(h) if needs_hidden else None
-            grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if needs_weight else None
-            grad_bias = torch.zeros(w.shape[0], dtype=torch.float32, device=h.device) if needs_bias else None
-            for start in range(0, h.shape[0], chunk_rows):
-                h_chunk, y = h[start : start + chunk_rows], labels[start : start + chunk_rows]
-                logits = h_chunk @ w.t() if b is None else torch.addmm(b, h_chunk, w.t())  # (chunk, V)
-                grad = torch.log_softmax(logits.float(), dim=-1)  # log p, then p - one-hot: d(loss) / d(logits)
-                loss -= grad.gather(1, y[:, None]).sum()
-                grad.exp_()
-                grad[torch.arange(y.numel(), device=y.device), y] -= 1.0
-                if grad_bias is not None:
-                    grad_bias += grad.sum(0)
-                grad = grad.to(dtype)
-                if grad_hidden is not None:
-                    torch.mm(grad, w, out=grad_hidden[start : start + chunk_rows])
-                if grad_weight is not None:
-                    grad_weight += (grad.t() @ h_chunk).float()
-        ctx.save_for_backward(grad_hidden, grad_weight, grad_bias)
-        ctx.dtypes = (hidden.dtype, weight.dtype, None if bias is None else bias.dtype)
-        return loss
-
-    @staticmethod
-    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
-        grads = [
-            None if grad is None else (grad * grad_loss).to(dtype)
-            for grad, dtype in zip(ctx.saved_tensors, ctx.dtypes, strict=True)
-        ]
-        return (*grads, None, None)
-
-
 class BertScratchDiscriminatorHead(nn.Module):
     """ELECTRA's replaced-token detection head (transformers' `ElectraDiscriminatorPredictions`): dense, the config's
     activation, then one logit per token, positive where the token is judged replaced."""
@@ -570,8 +507,7 @@ class BertScratchForPreTrainingOutput(ModelOutput):
 
     Attributes:
         loss: MLM loss plus NSP loss, for the labels given.
-        prediction_logits: (B, T, V) MLM logits, or (num_labelled, V) under `sparse_prediction` in training, or None
-            where the loss ran fused (`skip_logits`).
+        prediction_logits: (B, T, V) MLM logits, or (num_labelled, V) under `sparse_prediction` in training.
         seq_relationship_logits: (B, 2) NSP logits (index 0 = IsNext, 1 = NotNext).
         hidden_states: per-layer (B, T, H) when asked for.
         attentions: per-layer (B, nh, T, T) when asked for.
@@ -655,37 +591,20 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         labels: torch.Tensor | None,
         plan: BertScratchBatchPlan,
         num_items_in_batch: object = None,
-        skip_logits: bool | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
 
         When the encoder ran unpadded (`plan.padding`), logits at pad positions are 0 like the hidden states there
         (`_decode`). Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`).
-        `skip_logits` (None) returns None for them where the loss runs fused with the decoder and keeps none
-        (`BertScratchMaskedLMLoss`: in training with labels under sparse prediction, gradients on, on a device of
-        `DEVICE_RULES.fused_mlm_loss_devices`); True skips them always, False never (the loss then runs plain).
         """
-        if skip_logits and labels is None:
-            raise ValueError("skip_logits=True needs labels: without them the logits are all a forward returns.")
         if labels is None or not (self.config.sparse_prediction and self.training):
             logits = self._decode(sequence_output, plan.padding)
-            loss = None if labels is None else self._mlm_loss(logits, labels, num_items_in_batch)
-            return None if skip_logits else logits, loss
+            return logits, None if labels is None else self._mlm_loss(logits, labels, num_items_in_batch)
         selected = plan.labelled_positions(labels)  # (num_labelled,)
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
-        labels = labels.reshape(-1).index_select(0, selected)
-        if skip_logits is not False and torch.is_grad_enabled() and fuses_mlm_loss(hidden.device):
-            decoder = self.cls.decoder
-            loss = BertScratchMaskedLMLoss.apply(
-                self.cls.transform(hidden), decoder.weight, decoder.bias, labels, MLM_LOSS_CHUNK_ROWS
-            )
-            if num_items_in_batch is None:
-                return None, loss / labels.numel()
-            return None, loss / (
-                num_items_in_batch.to(loss.device) if torch.is_tensor(num_items_in_batch) else num_items_in_batch
-            )
         logits = self.cls(hidden)  # (num_labelled, V)
-        return None if skip_logits else logits, self._mlm_loss(logits, labels, num_items_in_batch)
+        labels = labels.reshape(-1).index_select(0, selected)
+        return logits, self._mlm_loss(logits, labels, num_items_in_batch)
 
     def _mlm_loss(self, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: object) -> torch.Tensor:
         """transformers' masked-LM loss (`self.loss_function`): cross-entropy over the positions whose label is not
@@ -735,12 +654,9 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         next_sentence_label: torch.Tensor | None = None,
-        skip_logits: bool | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> BertScratchForPreTrainingOutput:
-        """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not;
-        `skip_logits`: whether `prediction_logits` is None (`_mlm_logits_and_loss`; by default where the loss runs
-        fused in training)."""
+        """`labels` (B, T) MLM targets with -100 at unscored positions; `next_sentence_label` (B,) 0 IsNext, 1 not."""
         plan = self._plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, kwargs)
         outputs = self.bert(
             input_ids,
@@ -752,7 +668,7 @@ class BertScratchForPreTraining(_BertScratchMLMMixin, BertScratchPreTrainedModel
             return_dict=True,
             **kwargs,
         )
-        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, plan, skip_logits=skip_logits)
+        logits, loss = self._mlm_logits_and_loss(outputs.last_hidden_state, labels, plan)
         nsp_logits = self.nsp(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label.reshape(-1))
@@ -788,13 +704,10 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         masked_positions: torch.Tensor | None = None,
-        skip_logits: bool | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput:
         """`labels` (B, T): target ids at scored positions and -100 elsewhere. `masked_positions` (B, K) int64: decode
-        the vocabulary at these positions of each row only; the logits are then (B, K, V) (inference: no labels).
-        `skip_logits`: whether the logits are None (`_mlm_logits_and_loss`: by default where the loss runs fused in
-        training, which keeps none; False returns them, as Liger's `skip_logits` does)."""
+        the vocabulary at these positions of each row only; the logits are then (B, K, V) (inference: no labels)."""
         if masked_positions is not None and labels is not None:
             raise ValueError("Pass labels or masked_positions, not both: masked_positions is for inference.")
         plan = self._plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, kwargs)
@@ -812,7 +725,7 @@ class BertScratchForMaskedLM(_BertScratchMLMMixin, BertScratchPreTrainedModel):
             logits, loss = self._logits_at(outputs.last_hidden_state, masked_positions), None
         else:
             logits, loss = self._mlm_logits_and_loss(
-                outputs.last_hidden_state, labels, plan, kwargs.get("num_items_in_batch"), skip_logits
+                outputs.last_hidden_state, labels, plan, kwargs.get("num_items_in_batch")
             )
         return MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions

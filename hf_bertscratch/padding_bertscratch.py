@@ -197,14 +197,9 @@ class BertScratchDeviceRules:
             elsewhere: on a GPU the GEMM is cheap beside writing its (., V) output, and the copy writes the real
             rows' logits twice and holds both (mini, 30% padding, H200: the grid 1.06-1.12x the rows' speed, at
             1.1 GiB against 1.7, `results/gpu/h200-1.json`).
-        fused_mlm_loss_devices: device types on which training's masked-LM loss runs fused with the decoder at the
-            labelled rows (`BertScratchMaskedLMLoss`; no logits are kept or returned): on a CPU the quick start's
-            step gained 1.09-1.14x (`lab/profile_mlm_loss.py`, Zen 2 EPYC, fp32); not yet measured on a GPU, which
-            runs the plain loss.
     """
 
     unpad_min_hidden: dict[str, int] = field(default_factory=lambda: {"cuda": 768})
-    fused_mlm_loss_devices: tuple[str, ...] = ("cpu",)
     torch_varlen_devices: tuple[str, ...] = ("cuda",)
     padded_decoding: dict[str, str] = field(default_factory=dict)
 
@@ -229,11 +224,6 @@ def device_rules(**settings: Any) -> Iterator[BertScratchDeviceRules]:
     finally:
         for name, value in saved.items():
             setattr(DEVICE_RULES, name, value)
-
-
-def fuses_mlm_loss(device: torch.device) -> bool:
-    """Whether training's masked-LM loss runs fused with the decoder on `device` (`DEVICE_RULES`)."""
-    return device.type in DEVICE_RULES.fused_mlm_loss_devices
 
 
 def unpadding_pays(config: BertScratchConfig, device: torch.device) -> bool:

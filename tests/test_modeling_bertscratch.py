@@ -219,11 +219,7 @@ def test_fully_padded_row_gives_no_nan(attn: str, unpad: bool) -> None:
         assert torch.isfinite(model(**inputs).logits).all()
 
 
-@pytest.mark.parametrize("skip_logits", [None, False])
-def test_sparse_prediction_matches_dense(skip_logits: bool | None) -> None:
-    """In training the vocabulary is decoded at the labelled rows only: on a CPU by default with the loss fused to
-    the decoder and no logits kept (`BertScratchMaskedLMLoss`), with `skip_logits=False` plainly, returning them. Both
-    give the dense decoding's loss and gradients."""
+def test_sparse_prediction_matches_dense() -> None:
     _, sparse = _pair("BertForMaskedLM")
     _, dense = _pair("BertForMaskedLM")
     dense.config.sparse_prediction = False
@@ -231,67 +227,14 @@ def test_sparse_prediction_matches_dense(skip_logits: bool | None) -> None:
     inputs = _inputs()
     inputs.update(_labels("BertForMaskedLM", inputs))
     num_labelled = int((inputs["labels"] != -100).sum())
-    logits = sparse(**inputs, skip_logits=skip_logits).logits
-    assert logits is None if skip_logits is None else logits.shape == (num_labelled, VOCAB)
+    assert sparse(**inputs).logits.shape == (num_labelled, VOCAB)
     assert dense(**inputs).logits.shape == (BATCH, SEQ, VOCAB)
-    sparse_loss, sparse_grads = _grads(sparse, inputs, skip_logits=skip_logits)
+    sparse_loss, sparse_grads = _grads(sparse, inputs)
     dense_loss, dense_grads = _grads(dense, inputs)
     torch.testing.assert_close(sparse_loss, dense_loss)
     _assert_same_grads(sparse_grads, dense_grads)
     # In eval mode (pipelines, evaluation) logits always cover every position.
     assert sparse.eval()(**inputs).logits.shape == (BATCH, SEQ, VOCAB)
-
-
-def test_fused_masked_lm_loss_matches_the_plain_loss_in_chunks_and_under_bf16_autocast() -> None:
-    """`BertScratchMaskedLMLoss` against the decoder then transformers' loss: loss and the gradients of the hidden
-    rows, the tied weight and the bias, over several chunks (with a short last one), in fp32 and under bf16 autocast
-    (products in bf16, log-softmax in fp32, as the plain path runs them); where no gradient is asked, none is made."""
-    from hf_bertscratch.modeling_bertscratch import BertScratchMaskedLMLoss
-
-    generator = torch.Generator().manual_seed(0)
-    hidden = torch.randn(37, 16, generator=generator).requires_grad_()
-    weight = (torch.randn(50, 16, generator=generator) * 0.5).requires_grad_()
-    bias = torch.randn(50, generator=generator).requires_grad_()
-    labels = torch.randint(0, 50, (37,), generator=generator)
-    for dtype, tolerance in ((None, 1e-6), (torch.bfloat16, 2e-2)):
-        results = []
-        for fused in (True, False):
-            hidden.grad = weight.grad = bias.grad = None
-            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-                if fused:
-                    loss = BertScratchMaskedLMLoss.apply(hidden, weight, bias, labels, 8) / 37
-                else:
-                    loss = F.cross_entropy(F.linear(hidden, weight, bias).float(), labels)
-            (2.0 * loss).backward()  # a scaled upstream gradient reaches every input
-            results.append([loss.detach(), hidden.grad, weight.grad, bias.grad])
-        for got, expected in zip(*results, strict=True):
-            assert got.dtype == expected.dtype
-            torch.testing.assert_close(got, expected, atol=tolerance, rtol=tolerance)
-    frozen = weight.detach()
-    hidden.grad = None
-    BertScratchMaskedLMLoss.apply(hidden, frozen, None, labels, 8).backward()
-    expected = torch.autograd.grad(F.cross_entropy(hidden @ frozen.t(), labels, reduction="sum"), hidden)[0]
-    torch.testing.assert_close(hidden.grad, expected, atol=1e-5, rtol=1e-5)
-
-
-def test_skip_logits_and_the_devices_whose_loss_runs_fused() -> None:
-    """`skip_logits=True` drops the logits on every path and needs labels; a device type outside
-    `DEVICE_RULES.fused_mlm_loss_devices` runs the plain loss and returns the sparse logits, with the same loss."""
-    from hf_bertscratch.padding_bertscratch import device_rules
-
-    _, model = _pair("BertForMaskedLM")
-    model.train()
-    inputs = _inputs()
-    inputs.update(_labels("BertForMaskedLM", inputs))
-    fused = model(**inputs)
-    with device_rules(fused_mlm_loss_devices=()):
-        plain = model(**inputs)
-        assert model(**inputs, skip_logits=True).logits is None
-    assert fused.logits is None and plain.logits.shape == (int((inputs["labels"] != -100).sum()), VOCAB)
-    torch.testing.assert_close(fused.loss, plain.loss)
-    assert model.eval()(**inputs, skip_logits=True).logits is None
-    with pytest.raises(ValueError, match="skip_logits=True needs labels"):
-        model(input_ids=inputs["input_ids"], skip_logits=True)
 
 
 def test_num_items_in_batch_makes_accumulation_exact() -> None:
@@ -782,7 +725,7 @@ def test_sparse_decoding_without_nonzero_keeps_the_labels_row_major_order(kind: 
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = hf_bertscratch.BertScratchForMaskedLM(config).train()  # without dropout: sparse and dense comparable
     batch = _training_batch(kind)
-    sparse = model(**batch, skip_logits=False)
+    sparse = model(**batch)
     model.config.sparse_prediction = False
     dense = model(**batch)
     labelled = batch["labels"] != -100
