@@ -1,0 +1,42 @@
+"""`lab/time_pretraining_ab.py`: each commit in its own worktree, runs alternated round by round from there, every
+run's tokens/s and the ratio of the medians in the record; the worktrees are removed after."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import time_pretraining_ab as script
+
+
+def test_runs_alternate_between_the_commits_worktrees(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real_run = subprocess.run
+    ran: list[tuple[str, ...]] = []
+    speed = {"aaa": iter([100.0, 120.0]), "bbb": iter([90.0, 96.0])}
+
+    def fake_run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        if command[0] == "git" and command[1] != "-C":  # the record's commit
+            return real_run(command, **kwargs)
+        if command[0] == "git":  # git -C ROOT worktree add --detach PATH COMMIT, or remove --force PATH
+            ran.append(("git", command[4], Path(command[-2 if command[4] == "add" else -1]).name))
+            return subprocess.CompletedProcess(command, 0)
+        checkout = Path(str(kwargs["cwd"]))
+        assert kwargs["env"]["PYTHONPATH"] == str(checkout)  # type: ignore[index]
+        out = Path(command[command.index("--output_dir") + 1])
+        out.mkdir(parents=True)
+        (out / "all_results.json").write_text(json.dumps({"train_tokens_per_second": next(speed[checkout.name])}))
+        ran.append(("pretrain", checkout.name, command[command.index("--max_train_minutes") + 1]))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    out = tmp_path / "ab.json"
+    record = script.main(["aaa", "bbb", "--minutes", "0.5", "--rounds", "2", "--output_json", str(out)])
+    assert [step for step in ran if step[0] == "pretrain"] == [("pretrain", c, "0.5") for c in ("aaa", "bbb") * 2]
+    assert ran[:2] == [("git", "add", "aaa"), ("git", "add", "bbb")]
+    assert ran[-2:] == [("git", "remove", "aaa"), ("git", "remove", "bbb")]
+    assert record["tokens_per_second"] == {"aaa": [100.0, 120.0], "bbb": [90.0, 96.0]}
+    assert record["second_over_first"] == pytest.approx(93.0 / 110.0)
+    assert json.loads(out.read_text())["command"].startswith(script.PROGRAM)
