@@ -320,6 +320,7 @@ def build_trainer(
         {"train": train_text, "validation": validation_text}, tokenizer, model_args, data_args, training_args
     )
     if model_args.decoder_bias_start == "unigram":
+        assert isinstance(model, PreTrainedModel), "check_model_arguments keeps ELECTRA at decoder_bias_start zero"
         counts = count_tokens(splits["train"], model.config.vocab_size)
         start_decoder_bias_at_unigram(model, counts, tokenizer.all_special_ids)
     # Set after tokenisation (texts are longer before packing): pipelines then truncate to what the model saw.
