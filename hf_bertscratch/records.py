@@ -4,6 +4,7 @@ commit, the date, package versions, CPU, cores, threads and the load average at 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,7 @@ import torch
 
 from . import cpu_matmul
 from .hardware import cpu_identity, cpu_model
+from .run_folder import write_text_atomically
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -124,6 +126,12 @@ def run_record(
         },
         "environment": environment_line(),
     }
+
+
+def write_record(path: str | Path, record: dict) -> None:
+    """Write a record as indented JSON through a temporary file renamed into place, and print where it went."""
+    write_text_atomically(path, json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 def portable_paths(values: list[str]) -> list[str]:

@@ -15,7 +15,6 @@ Usage:
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
 import sys
@@ -43,7 +42,7 @@ from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.onnx.common import INPUT_NAMES, ONNX_FILE, require
 from hf_bertscratch.onnx.export import export_graph, operator_counts
 from hf_bertscratch.onnx.runtime import onnx_session, run_session
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import write_record
 
 from .report_format import WORKLOADS as WORKLOAD_NAMES
 from .report_format import Sources, padding_label
@@ -347,8 +346,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.output_json:
         record = {**run_record(PROGRAM, argv, args, start, onnxruntime=True), "useful_tokens": useful_tokens}
         record["graphs"] = graphs
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {args.output_json}")
+        write_record(args.output_json, record)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import sys
 import time
@@ -28,10 +27,10 @@ from typing import Any
 import torch
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM
+from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.hardware import cpu_has_native_bf16
 from hf_bertscratch.modeling_bertscratch import _BertScratchMLMMixin
-from hf_bertscratch.records import RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, run_record, write_record
 
 PROGRAM = "python -m lab.profile_mlm_loss"
 
@@ -91,9 +90,8 @@ def fused_mlm_loss(chunk_rows: int) -> Callable[..., tuple[torch.Tensor, torch.T
 def quick_start_model(vocab_size: int) -> BertScratchForMaskedLM:
     """The quick start's model: tiny (2 layers, H 128), dropout 0, its WordPiece's vocabulary."""
     config = BertScratchConfig(
-        vocab_size=vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    )  # fmt: skip
+        vocab_size=vocab_size, **PRESETS["tiny"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
     return BertScratchForMaskedLM(config).train()
 
 
@@ -158,8 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{precision}: plain {speed['plain']:,.0f} tokens/s, fused {speed['fused']:,.0f} tokens/s, {ratio:.3f}x")
     record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "cases": cases}
     if args.output_json:
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {args.output_json}")
+        write_record(args.output_json, record)
     return record
 
 

@@ -13,7 +13,6 @@ record keeps them with the command, the CPU and the load (`hf_bertscratch.record
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -23,8 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from hf_bertscratch.configuration_bertscratch import PRESETS
-from hf_bertscratch.records import RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, run_record, write_record
 
 PROGRAM = "python -m lab.profile_training_gemm"
 
@@ -114,8 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"{gflops['onednn']:.0f} GFLOP/s, {gflops['onednn'] / gflops['default']:.2f}x")  # fmt: skip
     record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "cases": cases}
     if args.output_json:
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {args.output_json}")
+        write_record(args.output_json, record)
     return record
 
 

@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 
 from hf_bertscratch.hardware import short_cpu_name
-from hf_bertscratch.records import RunStart, portable_paths, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, portable_paths, run_record, write_record
 
 from .report_format import Sources
 
@@ -173,8 +172,7 @@ def main(argv: list[str] | None = None) -> Path:
     kind = ("-one-core" if args.one_core else "") + (f"-{args.precision}" if args.precision else "")
     name = f"{cpu_slug(record)}{kind}-seed-{args.seed}.json"
     path = Path(args.records_dir) / name
-    write_text_atomically(path, json.dumps(record, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_record(path, record)
     return path
 
 

@@ -23,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hf_bertscratch.records import RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, run_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = "python -m lab.time_pretraining_ab"
@@ -70,8 +69,7 @@ def main(argv: list[str] | None = None) -> dict:
     record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "tokens_per_second": speeds,
               "second_over_first": ratio}  # fmt: skip
     if args.output_json:
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {args.output_json}")
+        write_record(args.output_json, record)
     return record
 
 
