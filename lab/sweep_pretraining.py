@@ -98,10 +98,6 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--decoder_bias_start", "unigram"],
         "the MLM decoder bias starts at the training text's log unigram frequencies (first prediction: the plateau)",
     ),
-    "unigram-bias+short-0.5": (
-        ["--decoder_bias_start", "unigram", "--short_seq_fraction", "0.5"],
-        "the unigram decoder-bias start and the short-block start for half the run",
-    ),
     "electra": (["--objective", "electra"], "ELECTRA: generator 1/4 as wide, discriminator weight 50"),
     "electra-lr-1e-3": (["--objective", "electra", "--learning_rate", "1e-3"], "ELECTRA at peak learning rate 1e-3"),
     "electra-weight-10": (
