@@ -23,7 +23,8 @@ def test_models_decode_plainly_unless_enabled() -> None:
 def test_inference_decoding_into_the_padded_logits_matches_reference(
     monkeypatch: pytest.MonkeyPatch, tiles: tuple[int, int] | None
 ) -> None:
-    """Without autograd, the vocabulary is decoded straight into the padded logits, one GEMM per run of real rows.
+    """Without autograd, the vocabulary is decoded into the padded logits buffer: in one GEMM whose rows then move to
+    their places (None), or tile by tile of each run of real rows straight to them.
 
     (5, 40): with that tile, 5-row tiles split the runs of real tokens, and 40-word vocabulary tiles leave a
     ragged last tile (99 words), so every edge of the tiling is crossed.
@@ -48,6 +49,36 @@ def test_inference_decoding_into_the_padded_logits_matches_reference(
         assert bool((ours_logits[~real] == 0).all())
     # The padded batch has runs of 12 + 7 (a full row then a right-padded one merge: 19), 3, and a left-padded 5.
     assert calls == [[(0, 0, 19), (24, 19, 3), (43, 22, 5)], [(0, 0, 12)]]
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [(0, 0, 4), (6, 4, 10), (17, 14, 3), (30, 17, 1)],  # the second run's place overlaps its rows: moved in pieces
+        [(2, 0, 5), (7, 5, 3)],  # every run shifted by the same 2 rows, pieces of 2
+        [(10, 0, 3), (0, 3, 4)],  # not in grid order: one GEMM per run
+    ],
+)
+@pytest.mark.parametrize("tile", [None, (3, 40)])
+def test_decoding_into_runs_puts_each_run_at_its_place(runs: list[tuple[int, int, int]], tile) -> None:
+    """`decode_into` writes each run's decoded rows at its place, whatever the overlap between a run's rows and its
+    place; tiles and one GEMM per run leave the rows between runs as they were."""
+    ours, _ = _models()
+    head = ours.cls
+    generator = torch.Generator().manual_seed(0)
+    hidden = torch.randn(sum(length for _, _, length in runs), head.decoder.in_features, generator=generator)
+    out = torch.full((32, head.decoder.out_features), 7.0)
+    expected = out.clone()
+    for out_start, hidden_start, length in runs:
+        expected[out_start : out_start + length] = head.decoder(hidden[hidden_start : hidden_start + length])
+    with torch.no_grad():
+        fast_decode.decode_into(head, hidden, out, runs, tile)
+    written = torch.zeros(out.shape[0], dtype=torch.bool)
+    for out_start, _, length in runs:
+        written[out_start : out_start + length] = True
+    torch.testing.assert_close(out[written], expected[written], atol=ATOL, rtol=1e-4)
+    if tile is not None or not fast_decode._in_grid_order(runs):  # one GEMM uses the rows before a run as scratch
+        assert bool((out[~written] == 7.0).all())
 
 
 def test_a_bad_tile_is_named() -> None:
@@ -101,8 +132,8 @@ def test_the_decoding_is_chosen_by_timing_once_and_cached(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
 ) -> None:
     """`enable(model)` times the candidates at the first decoding of a padded batch and at the first of one without
-    padding, each apart, takes the fastest, caches it per machine, and a later model on the same machine reads the
-    cache instead of timing again; "model" leaves decoding to the model."""
+    padding, each apart, takes the fastest, caches it per machine, and once the first `MAX_PROBES` processes have timed it a
+    later model on the same machine reads the cache instead of timing again; "model" leaves decoding to the model."""
     from hf_bertscratch import cpu_matmul
 
     monkeypatch.setattr(cpu_matmul, "CACHE_FILE", tmp_path / "cpu_matmul.json")
@@ -123,7 +154,7 @@ def test_the_decoding_is_chosen_by_timing_once_and_cached(
     inputs = {key: value for key, value in _batch().items() if key != "labels"}
     unpadded = {"input_ids": inputs["input_ids"][:1]}
     ours.eval()
-    for _ in range(2):  # the second model: from the cache
+    for process in range(cpu_matmul.MAX_PROBES + 1):  # timed by the first MAX_PROBES, the last from the cache
         cpu_matmul.set_path(None)  # a new process, as far as the choices go
         fast_decode.enable(ours)
         with torch.inference_mode():
@@ -132,7 +163,7 @@ def test_the_decoding_is_chosen_by_timing_once_and_cached(
         with torch.inference_mode():
             ours(**unpadded)
         assert (ours.logits_decoder.tile, ours.logits_decoder.padded_tile) == (None, fast_decode.DEFAULT_TILE)
-        assert timings == [True, False]
+        assert timings == [True, False] * min(process + 1, cpu_matmul.MAX_PROBES)
     cpu_matmul.set_path(None)
 
     monkeypatch.setattr(fast_decode, "time_candidates", lambda head, padded: {"model": 1.0, None: 2.0})
