@@ -22,7 +22,7 @@ from hf_bertscratch.arguments import parse_args_or_json
 from hf_bertscratch.batching_bertscratch import BertScratchPadding
 from hf_bertscratch.benchmark import check_case_grid, make_batch, time_interleaved
 from hf_bertscratch.configuration_bertscratch import BertScratchConfig
-from hf_bertscratch.fast_decode import decode_into
+from hf_bertscratch.fast_decode import TiledLogitsDecoder, decode_into
 from hf_bertscratch.modeling_bertscratch import BertScratchLMHead
 from hf_bertscratch.onnx.common import ONNX_FILE, require
 from hf_bertscratch.onnx.runtime import onnx_session
@@ -103,7 +103,7 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
         for reuse in (False, True)
     }
     for padding in args.paddings:
-        steps.update(_padded_decodings(head, args.rows, args.hidden_size, padding))
+        steps.update(_padded_decodings(head, args.rows, args.hidden_size, padding, tuple(args.tile)))
     with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
         if args.onnxruntime:
             steps["onnxruntime Gemm"] = _onnxruntime_decode(head, hidden, Path(folder), args.num_threads)
@@ -111,16 +111,22 @@ def profile_decode(args: DecodeProfileArguments) -> dict[str, float]:
     return {name: 1000 * statistics.median(values) for name, values in seconds.items()}
 
 
-def _padded_decodings(head: nn.Module, rows: int, hidden_size: int, padding: float) -> dict[str, Callable[[], object]]:
-    """The model's two decodings of a (rows / `SEQ_LEN`, `SEQ_LEN`) batch with `padding` of it pad: its real rows
-    copied into the grid, and the grid with its pad rows zeroed."""
+def _padded_decodings(
+    head: BertScratchLMHead, rows: int, hidden_size: int, padding: float, tile: tuple[int, int]
+) -> dict[str, Callable[[], object]]:
+    """The decodings of a (rows / `SEQ_LEN`, `SEQ_LEN`) batch with `padding` of it pad: the model's two (its real rows
+    copied into the grid, the grid with its pad rows zeroed) and `fast_decode`'s two into a reused buffer (one GEMM,
+    the rows then moved into place; `tile`s straight to their places)."""
     attention_mask = make_batch(rows // SEQ_LEN, SEQ_LEN, padding)["attention_mask"]
     grid = BertScratchPadding.from_mask(attention_mask)
     hidden = torch.randn(rows // SEQ_LEN, SEQ_LEN, hidden_size)
     name = f"{1 - grid.indices.numel() / rows:.0%} padding"
+    one_gemm, tiled = TiledLogitsDecoder(None), TiledLogitsDecoder(tile)
     return {
         f"{name}: real rows, copied into the grid": lambda: grid.pad(head(grid.unpad(hidden)), SEQ_LEN),
         f"{name}: the grid, pad rows zeroed": lambda: grid.zero_pad_rows(head(hidden)),
+        f"{name}: one GEMM into a reused buffer, moved into place": lambda: one_gemm(head, hidden, grid),
+        f"{name}: tiles {'x'.join(map(str, tile))} into a reused buffer": lambda: tiled(head, hidden, grid),
     }
 
 

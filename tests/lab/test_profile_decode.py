@@ -38,13 +38,18 @@ def test_profile_decode_times_onnxruntimes_gemm_on_the_same_decode() -> None:
     assert len(milliseconds) == 5 and milliseconds["onnxruntime Gemm"] > 0
 
 
-def test_profile_decode_times_the_models_two_decodings_of_a_padded_batch() -> None:
+def test_profile_decode_times_the_four_decodings_of_a_padded_batch() -> None:
     args = profile_decode.DecodeProfileArguments(
         num_threads=1, hidden_size=16, vocab_size=300, rows=256, tile=[16, 64], repeats=2, paddings=[0.0, 0.3]
     )
     milliseconds = profile_decode.profile_decode(args)
     for padding in ("0% padding", "30% padding"):  # 2 rows of 128: 51 and 128 real tokens at 0.3
-        for way in ("real rows, copied into the grid", "the grid, pad rows zeroed"):
+        for way in (
+            "real rows, copied into the grid",
+            "the grid, pad rows zeroed",
+            "one GEMM into a reused buffer, moved into place",
+            "tiles 16x64 into a reused buffer",
+        ):
             assert milliseconds[f"{padding}: {way}"] > 0
     with pytest.raises(ValueError, match="rows must be a multiple of 128 with --paddings, got 100"):
         profile_decode.DecodeProfileArguments(rows=100, paddings=[0.3])
