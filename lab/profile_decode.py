@@ -29,6 +29,7 @@ from hf_bertscratch.onnx.runtime import onnx_session
 from hf_bertscratch.records import RunStart, run_record
 from hf_bertscratch.run_folder import write_text_atomically
 
+from .record_quick_start import cpu_name
 from .report_format import Sources
 
 PROGRAM = "python -m lab.profile_decode"
@@ -159,15 +160,15 @@ DECODER_BLOCK = ("<!-- decoder-profile:start -->\n", "<!-- decoder-profile:end -
 
 def render_decoder_table(records: dict[str, dict]) -> str:
     """`lab/profile_decode.py --output_json` records (file name -> record) as one table: a row per decoding
-    variant, a column per record (its CPU and threads, grouped by CPU), each cell the median milliseconds; then each
+    variant, a column per record (its CPU with its widest instruction set, `record_quick_start.cpu_name`, and threads, grouped by CPU), each cell the median milliseconds; then each
     record's shape, command, machine, load, date and commit."""
     if not records:
         return f"No record in `{DECODER_RECORDS}/` yet: `bash lab/record_speed.sh decoder` writes them.\n"
-    records = dict(sorted(records.items(), key=lambda item: (item[1]["cpu"], item[1]["arguments"]["num_threads"])))
+    records = dict(sorted(records.items(), key=lambda item: (cpu_name(item[1]), item[1]["arguments"]["num_threads"])))
     columns = []
     for record in records.values():
         threads = record["arguments"]["num_threads"]
-        columns.append(f"{record['cpu']}, {threads} thread{'s' if threads != 1 else ''}")
+        columns.append(f"{cpu_name(record)}, {threads} thread{'s' if threads != 1 else ''}")
     names = list(dict.fromkeys(name for record in records.values() for name in record["milliseconds"]))
     lines = ["| decoding | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
     for name in names:
@@ -175,7 +176,7 @@ def render_decoder_table(records: dict[str, dict]) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     made = "; ".join(
         f"`{DECODER_RECORDS}/{file}`: {r['arguments']['rows']:,} x {r['arguments']['hidden_size']} -> "
-        f"{r['arguments']['vocab_size']:,}, median of {r['arguments']['repeats']}, `{r['command']}` on {r['cpu']}, "
+        f"{r['arguments']['vocab_size']:,}, median of {r['arguments']['repeats']}, `{r['command']}` on {cpu_name(r)}, "
         f"load average (1 min) {r['load_average']['start'][0]:.1f}, {r['date'][:10]}, commit {r['commit'] or 'unknown'}"
         for file, r in records.items()
     )

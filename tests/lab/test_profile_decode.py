@@ -77,13 +77,15 @@ def test_decoder_profile_record_is_rendered_with_each_variants_milliseconds(tmp_
         record["milliseconds"] = {name: 100.0 * count + index for index, name in enumerate(record["milliseconds"])}
     # columns are grouped by CPU, then ordered by threads, whatever the file names' order
     records["threads-2.json"]["cpu"], records["threads-1.json"]["cpu"] = "A CPU", "B CPU"
+    records["threads-2.json"]["cpu_identity"] = {"flags": ["avx2", "avx512f"]}  # the widest names the CPU
+    records["threads-1.json"].pop("cpu_identity")  # a record from before records kept it: the model name alone
     records["threads-1-2.json"] = {
         **records["threads-2.json"],
         "milliseconds": dict(records["threads-1.json"]["milliseconds"]),
     }
     records["threads-1-2.json"]["arguments"] = {**records["threads-2.json"]["arguments"], "num_threads": 1}
     header, rows = markdown_table(profile_decode.render_decoder_table(records))
-    assert header == ["decoding", "A CPU, 1 thread", "A CPU, 2 threads", "B CPU, 1 thread"]
+    assert header == ["decoding", "A CPU (AVX512F), 1 thread", "A CPU (AVX512F), 2 threads", "B CPU, 1 thread"]
     names = list(records["threads-2.json"]["milliseconds"])
     assert [(name, cells) for (name, _), cells in rows.items()] == [
         (name, [f"{200 + i:.1f} ms", f"{100 + i:.1f} ms"]) for i, name in enumerate(names)
