@@ -104,6 +104,10 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--objective", "electra", "--discriminator_weight", "10"],
         "ELECTRA with discriminator weight 10",
     ),
+    "heads-4": (
+        ["--config_name", "lab/configs/bertscratch-2x128-4heads"],
+        "tiny with 4 attention heads of 32 (the preset: 2 of 64): more heads, each a chance to find the neighbours",
+    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
