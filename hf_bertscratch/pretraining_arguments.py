@@ -630,8 +630,10 @@ def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerB
     if model_args.config_name:
         config = AutoConfig.from_pretrained(model_args.config_name)
     else:
+        preset = PRESETS[model_args.model_size].copy()
+        preset["num_attention_heads"] = model_args.num_attention_heads or preset["num_attention_heads"]
         config = BertScratchConfig(
-            **{**PRESETS[model_args.model_size], "num_attention_heads": model_args.num_attention_heads},
+            **preset,
             hidden_dropout_prob=model_args.dropout,
             attention_probs_dropout_prob=model_args.dropout,
             max_position_embeddings=model_args.max_position_embeddings,
