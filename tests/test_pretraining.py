@@ -530,6 +530,27 @@ def test_bad_decoder_bias_start_is_refused(
     assert pretraining.ModelArguments(objective="mlm_nsp").decoder_bias_start == "unigram"
 
 
+def test_a_new_models_heads_are_the_recipes_for_tiny_the_presets_otherwise_or_as_given(tokenizer_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from hf_bertscratch.pretraining_arguments import PRETRAINING_HEADS, new_model_config
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    heads = {
+        (size, given): new_model_config(
+            pretraining.ModelArguments(model_size=size, num_attention_heads=given), tokenizer
+        ).num_attention_heads
+        for size, given in (("tiny", None), ("mini", None), ("small", None), ("tiny", 2), ("mini", 8))
+    }
+    assert PRETRAINING_HEADS["tiny"] == 4  # 4 heads of 32, not BERT-Tiny's 2 of 64
+    assert heads == {("tiny", None): 4, ("mini", None): 4, ("small", None): 8, ("tiny", 2): 2, ("mini", 8): 8}
+    assert pretraining.ModelArguments(model_name_or_path="some/model").num_attention_heads is None  # its config's
+    with pytest.raises(ValueError, match="positive divisor of tiny's hidden size 128, got 3"):
+        pretraining.ModelArguments(num_attention_heads=3)
+    with pytest.raises(ValueError, match="got num_attention_heads=4 with --config_name"):
+        pretraining.ModelArguments(num_attention_heads=4, config_name="some/config")
+
+
 def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sinusoidal_position_std must be >= 0 .* got -0.1"):
         main(
