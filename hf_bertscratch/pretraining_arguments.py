@@ -20,7 +20,7 @@ from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
 from .budget import budget_lr_lambda
-from .configuration_bertscratch import PRESETS, BertScratchConfig
+from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
@@ -624,16 +624,21 @@ def task_text_datasets(data_args: DataArguments) -> list[str]:
     return list(dict.fromkeys(TASKS[name].dataset_name for name in data_args.task_text or ()))
 
 
+def preset_sizes(model_args: ModelArguments) -> BertScratchPreset:
+    """The sizes of a new --model_size model: its preset's, with this run's heads (`--num_attention_heads`)."""
+    preset = PRESETS[model_args.model_size].copy()
+    preset["num_attention_heads"] = model_args.num_attention_heads or preset["num_attention_heads"]
+    return preset
+
+
 def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:
     """The config of a new model: `--config_name`, or the `--model_size` preset with this run's dropout, positions
     and position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
     if model_args.config_name:
         config = AutoConfig.from_pretrained(model_args.config_name)
     else:
-        preset = PRESETS[model_args.model_size].copy()
-        preset["num_attention_heads"] = model_args.num_attention_heads or preset["num_attention_heads"]
         config = BertScratchConfig(
-            **preset,
+            **preset_sizes(model_args),
             hidden_dropout_prob=model_args.dropout,
             attention_probs_dropout_prob=model_args.dropout,
             max_position_embeddings=model_args.max_position_embeddings,

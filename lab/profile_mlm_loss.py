@@ -27,9 +27,9 @@ from typing import Any
 import torch
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM
-from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.hardware import cpu_has_native_bf16
 from hf_bertscratch.modeling_bertscratch import _BertScratchMLMMixin
+from hf_bertscratch.pretraining_arguments import ModelArguments, preset_sizes
 from hf_bertscratch.records import RunStart, run_record, write_record
 
 PROGRAM = "python -m lab.profile_mlm_loss"
@@ -88,9 +88,13 @@ def fused_mlm_loss(chunk_rows: int) -> Callable[..., tuple[torch.Tensor, torch.T
 
 
 def quick_start_model(vocab_size: int) -> BertScratchForMaskedLM:
-    """The quick start's model: tiny (2 layers, H 128), dropout 0, its WordPiece's vocabulary."""
+    """The quick start's model: tiny (2 layers, H 128) with the pretraining default's heads (`preset_sizes`),
+    dropout 0, its WordPiece's vocabulary."""
     config = BertScratchConfig(
-        vocab_size=vocab_size, **PRESETS["tiny"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        vocab_size=vocab_size,
+        **preset_sizes(ModelArguments(model_size="tiny")),
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     return BertScratchForMaskedLM(config).train()
 
