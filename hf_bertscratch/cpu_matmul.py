@@ -278,9 +278,10 @@ def timed_candidates(
     (`section`), or `measure()` now (candidate name -> seconds, timed interleaved), then cached. A choice timed fewer
     than `MAX_PROBES` times is timed again by the next process, each candidate keeping its best time (load only ever
     slows a candidate): load from other processes does not slow the candidates alike, and can make the wrong one win
-    clearly (MLM decoding of mini's 30,522 words on a 2-core Zen 2 EPYC at load 5: one GEMM 0.27 s against 0.72 s in
-    1 MiB tiles; on the idle machine the tiles won, 0.77 s against 0.87 s a batch of 32 x 128). The first answer of a
-    process is logged with `summary(seconds)`, the choice it makes."""
+    clearly (MLM decoding of 512 rows into mini's 30,522 words on a 2-core Zen 2 EPYC at load 5: one GEMM 270 ms
+    against 725 ms in 1 MiB tiles; idle, the tiles 64 ms against 82: results/cpu-choices/inference-mini-zen2-auto.json
+    at commits 35efadf and 24dc00f). The first answer of a process is logged with `summary(seconds)`, the choice it
+    makes."""
     memo_key = (section, key, torch.get_num_threads(), CACHE_FILE)
     with _timed_lock:
         if memo_key in _timed:
