@@ -108,7 +108,6 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--config_name", "lab/configs/bertscratch-2x128-4heads"],
         "tiny with 4 attention heads of 32 (the preset: 2 of 64): more heads, each a chance to find the neighbours",
     ),
-    "heads-2": (["--num_attention_heads", "2"], "BERT-Tiny's 2 attention heads of 64 (the default: 4 of 32)"),
     "heads-8": (["--num_attention_heads", "8"], "8 attention heads of 16 (the default: 4 of 32)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
