@@ -109,6 +109,9 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         "tiny with 4 attention heads of 32 (the preset: 2 of 64): more heads, each a chance to find the neighbours",
     ),
     "heads-8": (["--num_attention_heads", "8"], "8 attention heads of 16 (the default: 4 of 32)"),
+    "mask-50": (["--mlm_probability", "0.5"], "masking rate 50% (the default: 40%)"),
+    "lr-4e-3": (["--learning_rate", "4e-3"], "peak learning rate 4e-3 (the default: 3e-3)"),
+    "lr-2e-3": (["--learning_rate", "2e-3"], "peak learning rate 2e-3 (the default: 3e-3)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
