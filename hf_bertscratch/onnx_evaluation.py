@@ -61,7 +61,7 @@ from .onnx.common import INPUT_NAMES, ONNX_TASKS
 from .onnx.export import export_onnx
 from .onnx.quantize import int8_saturates
 from .onnx.runtime import BertScratchOnnxRuntimeModel
-from .run_folder import write_text_atomically
+from .records import write_record
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
 from .tasks.shapes import FeatureSettings, TaskShape, build_shape
@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
         # 4. Write evaluation.json beside the exports and print the tables.
         if args.output_dir is not None:
             record = results_record(argv, args, data_args, task, splits)
-            write_text_atomically(Path(folder) / RESULTS_FILE, json.dumps(record, indent=2) + "\n")
+            write_record(Path(folder) / RESULTS_FILE, record)
     name = data_args.task or data_args.dataset_name or data_args.validation_file or task.shape
     threads = torch.get_num_threads()
     print(
@@ -495,8 +495,6 @@ def main(argv: list[str] | None = None) -> None:
     for result in splits:
         print(f"\n{format_table(task, result)}")
     print(f"\n{TIMING_NOTE}")
-    if args.output_dir is not None:
-        print(f"Wrote {Path(args.output_dir) / RESULTS_FILE}")
 
 
 __all__ = [

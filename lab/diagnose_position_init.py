@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import json
 import os
 import sys
 import time
@@ -161,8 +160,7 @@ def position_block(sources: Sources) -> str:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run the loop (see the module docstring and `--help`); returns the probes, one per 100 steps."""
-    from hf_bertscratch.records import RunStart, run_record
-    from hf_bertscratch.run_folder import write_text_atomically
+    from hf_bertscratch.records import RunStart, run_record, write_record
 
     argv = list(sys.argv[1:] if argv is None else argv)
     start = RunStart.now()
@@ -238,7 +236,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         tok.save_pretrained(a.save)
     if a.output_json:
         record = {**run_record(PROGRAM, argv, vars(a), start, onnxruntime=False), "probes": probes}
-        write_text_atomically(a.output_json, json.dumps(record, indent=2) + "\n")
+        write_record(a.output_json, record)
     return probes
 
 

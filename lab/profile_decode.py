@@ -6,7 +6,6 @@ results/decoder/ (the two decodings' in results/cpu-choices/)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tempfile
@@ -26,8 +25,7 @@ from hf_bertscratch.fast_decode import TiledLogitsDecoder, decode_into
 from hf_bertscratch.modeling_bertscratch import BertScratchLMHead
 from hf_bertscratch.onnx.common import ONNX_FILE, require
 from hf_bertscratch.onnx.runtime import onnx_session
-from hf_bertscratch.records import RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, run_record, write_record
 
 from .record_quick_start import cpu_name
 from .report_format import Sources
@@ -202,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"  {name:48s} {value:8.1f} ms")
     if args.output_json:
         record = {**run_record(PROGRAM, argv, args, start, args.onnxruntime), "milliseconds": milliseconds}
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
+        write_record(args.output_json, record)
     return milliseconds
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import torch
 
-from hf_bertscratch.records import RunStart, run_record
+from hf_bertscratch.records import RunStart, run_record, write_record
 from hf_bertscratch.run_folder import write_text_atomically
 
 from .diagnose_position_init import neighbour_weight
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             record = {**run_record(PROGRAM, argv, vars(args), start, onnxruntime=False), "length": length, "rows": rows}
             for path in [runs_dir / "sweep.json", *([Path(args.record)] if args.record else [])]:
-                write_text_atomically(path, json.dumps(record, indent=2) + "\n")
+                write_record(path, record)
             write_text_atomically(runs_dir / "sweep.md", render_table(rows, length))
         logger.info(
             "%s (seed %d): accuracy %.4f, MLM loss %.3f, left the plateau at step %s",

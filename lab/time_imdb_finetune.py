@@ -20,8 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hf_bertscratch.records import REPOSITORY, RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import REPOSITORY, RunStart, run_record, write_record
 
 FINETUNE = REPOSITORY / "scripts" / "finetune.py"  # `bertscratch finetune`
 FULL_RUN_STEPS = 2229  # 3 epochs of IMDB's 23,750 train reviews (5% held out) at batch 32
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         bf16_speedup=medians["fp32"] / medians["bf16"],
         full_run_minutes_at_median={p: medians[p] * FULL_RUN_STEPS / 60 for p in PRECISIONS},
     )
-    write_text_atomically(Path(args.record), json.dumps(record, indent=2) + "\n")
+    write_record(args.record, record)
     print(json.dumps({k: record[k] for k in ("median_seconds_per_step", "bf16_speedup", "full_run_minutes_at_median")}))
 
 

@@ -32,8 +32,7 @@ import sys
 from pathlib import Path
 
 from hf_bertscratch.hardware import available_cores
-from hf_bertscratch.records import REPOSITORY, RunStart, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import REPOSITORY, RunStart, run_record, write_record
 from hf_bertscratch_base.thread_pool import WAIT_POLICY_ENV
 
 FINETUNE = REPOSITORY / "scripts" / "finetune.py"  # `bertscratch finetune`
@@ -123,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         "python -m lab.time_side_by_side", sys.argv[1:] if argv is None else argv, vars(args), start, False
     )
     record.update(cores_available=available_cores(), runs=runs, median=summary)
-    write_text_atomically(Path(args.record), json.dumps(record, indent=2) + "\n")
+    write_record(args.record, record)
     print(json.dumps(summary, indent=2))
 
 

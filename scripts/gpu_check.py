@@ -62,8 +62,7 @@ from hf_bertscratch.configuration_bertscratch import PRESETS
 from hf_bertscratch.convert import bertscratch_to_bert
 from hf_bertscratch.hardware import cpu_model
 from hf_bertscratch.modeling_bertscratch import BertScratchForMaskedLM
-from hf_bertscratch.records import RunStart, record_file, run_record
-from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch.records import RunStart, record_file, run_record, write_record
 
 PROGRAM = "bash scripts/gpu_check.sh"
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +118,10 @@ class GpuCheckArguments:
     warmup: int = field(default=3, metadata={"help": "Untimed steps of each contender before timing."})
     budget_s: float = field(
         default=420.0,
-        metadata={"help": "No case starts after this many seconds; the record names the cases left out."},
+        metadata={
+            "help": "No case starts after this many seconds (except the first, which always runs); the record names the "
+            "cases left out."
+        },
     )
     padded_contenders: bool = field(
         default=True,
@@ -329,9 +331,10 @@ def mfu(tokens_per_s: dict[str, float], flops: float, useful_tokens: int, peak_t
 
 
 def run_preset(
-    preset: str, args: GpuCheckArguments, device: torch.device, deadline: float, skipped: dict
+    preset: str, args: GpuCheckArguments, device: torch.device, deadline: float, skipped: dict, first: bool
 ) -> tuple[list[dict], list[str]]:
-    """Every case of one preset: (results, names of the cases left out once past the deadline)."""
+    """Every case of one preset: (results, names of the cases left out once past the deadline). The run's `first`
+    preset measures its first case whatever the time: a record without a case says nothing."""
     contenders, left_out = build_contenders(preset, args, device)
     skipped.update(left_out)
     config = contenders[OURS].config
@@ -345,7 +348,7 @@ def run_preset(
     peak = device_info(device)["bf16_peak_tflops"]
     results, not_run = [], []
     for (seq_len, padding), batch in batches.items():
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline and (results or not first):
             not_run.append(f"{preset} T={seq_len} padding={padding:g}")
             continue
         lengths = batch["attention_mask"].sum(dim=1).tolist()
@@ -427,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
     # 3. speed, memory and MFU of every contender, case by case
     cases, not_run = [], []
     for preset in args.presets:
-        results, left = run_preset(preset, args, device, deadline, skipped)
+        results, left = run_preset(preset, args, device, deadline, skipped, first=not cases and not not_run)
         cases.extend(results)
         not_run.extend(left)
     if not_run:
@@ -436,9 +439,8 @@ def main(argv: list[str] | None = None) -> dict:
     # 4. the record
     record.update(cases=cases, skipped=skipped, elapsed_s=round(time.monotonic() - began, 1))
     path = record_path(args.output_dir, info, start.date)
-    write_text_atomically(path, json.dumps(record, indent=2) + "\n")
     print(json.dumps(record, indent=2))
-    print(f"wrote {path}")
+    write_record(path, record)
     return {**record, "path": str(path)}
 
 

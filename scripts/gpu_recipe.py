@@ -46,7 +46,7 @@ from transformers import HfArgumentParser  # noqa: E402
 
 from hf_bertscratch.arguments import parse_args_or_json  # noqa: E402
 from hf_bertscratch.batching_bertscratch import TORCH_VARLEN_ENV  # noqa: E402
-from hf_bertscratch.records import RunStart, portable_paths, record_file, run_record  # noqa: E402
+from hf_bertscratch.records import RunStart, portable_paths, record_file, run_record, write_record  # noqa: E402
 from hf_bertscratch.run_folder import write_text_atomically  # noqa: E402
 
 PROGRAM = "python scripts/gpu_recipe.py"
@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     def save(**stages: object) -> None:
         record.update(stages, elapsed_s=round(time.monotonic() - began, 1))
-        write_text_atomically(path, json.dumps(record, indent=2) + "\n")
+        write_record(path, record)
         write_logs(path.with_name(path.stem + "-logs.txt"), logs)
 
     # 1. the training step at the recipe's shape
@@ -492,7 +492,6 @@ def main(argv: list[str] | None = None) -> dict:
     run_all(runs, args.concurrent, deadline, logs, save_finetunes)
     save_finetunes()
     print(json.dumps(record["tasks"], indent=2))
-    print(f"wrote {path}")
     return {**record, "path": str(path)}
 
 

@@ -96,6 +96,15 @@ def test_cpu_quick_record_measures_every_case_and_names_what_it_skips(cpu_record
     assert all(reason for reason in cpu_record["skipped"].values())
 
 
+def test_past_the_budget_the_first_case_still_runs_and_the_rest_are_named(
+    gpu_check: ModuleType, tmp_path: Path
+) -> None:
+    """A budget spent before the first case (setup on a loaded machine) still gives a record with a measurement."""
+    record = gpu_check.main(["--device", "cpu", "--quick", "--budget_s", "0", "--output_dir", str(tmp_path)])
+    assert [(case["padding"], case["workload"]) for case in record["cases"]] == [(0.0, "train"), (0.0, "infer")]
+    assert record["skipped"]["cases"] == "past --budget_s 0: tiny T=32 padding=0.3"
+
+
 def test_cpu_quick_record_is_printed(cpu_run: tuple[dict, str]) -> None:
     """A line per case with each contender's tokens/s beside ours over it, then the record itself."""
     record, out = cpu_run

@@ -49,7 +49,6 @@ Usage:
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from dataclasses import asdict
@@ -58,7 +57,7 @@ from transformers import HfArgumentParser
 
 from .. import cpu_matmul
 from ..arguments import parse_args_or_json
-from ..records import RunStart, environment_line, run_record
+from ..records import RunStart, environment_line, run_record, write_record
 from ..run_folder import write_text_atomically
 from .arguments import (
     DECODINGS,
@@ -121,7 +120,7 @@ def benchmark_record(argv: list[str], args: BenchmarkArguments, results: list[Ca
 def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: dict) -> None:
     """Write the JSON record and the Markdown table asked for, each through a temporary file renamed into place."""
     if args.output_json:
-        write_text_atomically(args.output_json, json.dumps(record, indent=2) + "\n")
+        write_record(args.output_json, record)
     if args.output_markdown:
         write_text_atomically(args.output_markdown, format_table(results) + f"\n\n{environment_line()}\n")
 
