@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
     # 3. speed, memory and MFU of every contender, case by case
     cases, not_run = [], []
     for preset in args.presets:
-        results, left = run_preset(preset, args, device, deadline, skipped, first=not cases and not not_run)
+        results, left = run_preset(preset, args, device, deadline, skipped, first=not cases)
         cases.extend(results)
         not_run.extend(left)
     if not_run:
