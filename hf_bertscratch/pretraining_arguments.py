@@ -233,6 +233,15 @@ class DataArguments:
             "and perplexity of runs trained at different rates compare (BERT's 15%%)."
         },
     )
+    prediction_fraction: float = field(
+        default=1.0,
+        metadata={
+            "help": "Of the tokens selected by --mlm_probability (all corrupted as usual), the fraction the loss is "
+            "computed on, drawn at random (Wettig et al. 2022 separate the corruption and prediction rates; 1: "
+            "all, as BERT). The vocabulary decoder then runs on fewer positions: a cheaper step. Evaluation "
+            "predicts them all."
+        },
+    )
     mask_replace_prob: float = field(
         default=0.8, metadata={"help": "Of the selected tokens, the fraction replaced by [MASK]."}
     )
@@ -460,6 +469,7 @@ def check_data_arguments(data_args: DataArguments) -> None:
     for name in (
         "mlm_probability",
         "eval_mlm_probability",
+        "prediction_fraction",
         "mask_replace_prob",
         "random_replace_prob",
         "nsp_random_probability",
@@ -467,7 +477,7 @@ def check_data_arguments(data_args: DataArguments) -> None:
         value = getattr(data_args, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}.")
-    for name in ("mlm_probability", "eval_mlm_probability"):
+    for name in ("mlm_probability", "eval_mlm_probability", "prediction_fraction"):
         if not 0.0 < getattr(data_args, name):
             raise ValueError(f"{name} must be positive, got {getattr(data_args, name)}.")
     if data_args.mask_replace_prob + data_args.random_replace_prob > 1.0:
@@ -521,6 +531,11 @@ def check_objective_fits_data(model_args: ModelArguments, data_args: DataArgumen
     if data_args.whole_word_mask and model_args.objective not in PACKED_OBJECTIVES:
         raise ValueError(
             f"whole_word_mask works with objectives {PACKED_OBJECTIVES} only, got objective {model_args.objective!r}."
+        )
+    if data_args.prediction_fraction < 1.0 and model_args.objective == "electra":
+        raise ValueError(
+            f"prediction_fraction below 1 works with objectives 'mlm' and 'mlm_nsp', got {data_args.prediction_fraction} "
+            "with objective 'electra' (its discriminator reads every masked position's sample)."
         )
     if data_args.short_seq_fraction is None:
         usual = model_args.objective in PACKED_OBJECTIVES and data_args.max_seq_length % 4 == 0

@@ -319,9 +319,14 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
     resumed run masks differently from an uninterrupted one. Seeding each batch from its own content makes masking
     reproducible across resume, dataloader workers and ranks (each rank's batches differ, so do its masks), and
     the epoch keeps masks dynamic: a block seen again in a later epoch is masked afresh, as in RoBERTa.
+
+    `prediction_fraction` below 1 separates the corruption rate from the prediction rate (Wettig et al. 2022): every
+    selected token is corrupted as usual, and the loss is computed on a random `prediction_fraction` of them only
+    (the others' labels become -100), which a sparse-prediction model does not decode at all.
     """
 
     epoch: int = 0
+    prediction_fraction: float = 1.0
     _batch_seed: int = field(default=0, init=False, repr=False)
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:  # the pipeline's examples: dicts of input_ids
@@ -335,7 +340,13 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
         # generator whose creating process it did not record (`_generator_pid`, new in 5.24's data_collator.py) with
         # one seeded from `seed` alone, which made masks depend on the batches drawn before and broke exact resume.
         self.generator = None
-        return super().torch_call(examples)
+        batch = super().torch_call(examples)
+        if self.prediction_fraction < 1.0:
+            labels = batch["labels"]
+            assert self.generator is not None, "create_rng made the batch's generator"
+            unpredicted = torch.rand(labels.shape, generator=self.generator) >= self.prediction_fraction
+            labels[unpredicted] = -100
+        return batch
 
     def create_rng(self, *args: Any, **kwargs: Any) -> None:
         """The generator of the batch being collated (see `torch_call`)."""
@@ -346,7 +357,8 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
 def masking_collators(
     tokenizer: PreTrainedTokenizerBase, data_args: DataArguments, seed: int
 ) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
-    """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate."""
+    """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate;
+    evaluation predicts every masked token whatever the training's `prediction_fraction`."""
     train, evaluation = (
         SeededMaskingCollator(
             tokenizer,
@@ -355,8 +367,12 @@ def masking_collators(
             mask_replace_prob=data_args.mask_replace_prob,
             random_replace_prob=data_args.random_replace_prob,
             seed=seed,
+            prediction_fraction=fraction,
         )
-        for probability in (data_args.mlm_probability, data_args.eval_mlm_probability)
+        for probability, fraction in (
+            (data_args.mlm_probability, data_args.prediction_fraction),
+            (data_args.eval_mlm_probability, 1.0),
+        )
     )
     return train, evaluation
 

@@ -112,6 +112,10 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "mask-50": (["--mlm_probability", "0.5"], "masking rate 50% (the default: 40%)"),
     "lr-4e-3": (["--learning_rate", "4e-3"], "peak learning rate 4e-3 (the default: 3e-3)"),
     "lr-2e-3": (["--learning_rate", "2e-3"], "peak learning rate 2e-3 (the default: 3e-3)"),
+    "predict-half": (
+        ["--prediction_fraction", "0.5"],
+        "40% of the tokens corrupted, the loss on a random half of them: the decoder runs on 20% (a cheaper step)",
+    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).

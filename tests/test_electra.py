@@ -337,6 +337,7 @@ def _umask() -> int:
         ("--generator_width_fraction", "1.5", "generator_width_fraction must be in \\(0, 1\\], got 1.5"),
         ("--discriminator_weight", "-1", "discriminator_weight must be positive, got -1.0"),
         ("--mlm_start_fraction", "1", "mlm_start_fraction must be in \\[0, 1\\), got 1.0"),
+        ("--prediction_fraction", "0.5", "prediction_fraction below 1 .* got 0.5 with objective 'electra'"),
     ],
 )
 def test_bad_electra_arguments_fail_before_training(

@@ -408,7 +408,13 @@ def test_bad_input_fails_before_training(
         _assert_not_finished(out)
 
 
-PROBABILITIES = ("mlm_probability", "eval_mlm_probability", "mask_replace_prob", "random_replace_prob")
+PROBABILITIES = (
+    "mlm_probability",
+    "eval_mlm_probability",
+    "prediction_fraction",
+    "mask_replace_prob",
+    "random_replace_prob",
+)
 
 
 @pytest.mark.parametrize(
@@ -422,6 +428,7 @@ PROBABILITIES = ("mlm_probability", "eval_mlm_probability", "mask_replace_prob",
             for value in ("-0.1", "1.5")
         ),
         ("--nsp_random_probability", "2.0", "nsp_random_probability must be in [0, 1], got 2.0."),
+        ("--prediction_fraction", "0", "prediction_fraction must be positive, got 0.0."),
     ],
 )
 def test_unknown_size_and_probabilities_outside_the_unit_interval_fail_before_training(
@@ -746,6 +753,28 @@ def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
     assert torch.equal(alone["labels"], again["labels"]) and torch.equal(alone["input_ids"], again["input_ids"])
     collator.epoch = 1
     assert not torch.equal(collator([dict(row) for row in first])["labels"], alone["labels"])  # masks stay dynamic
+
+
+def test_a_prediction_fraction_predicts_a_subset_of_the_same_corruption(tokenizer_dir: Path) -> None:
+    """Below 1 the input is corrupted exactly as with every selected token predicted (the same draws), and the labels
+    keep the original token at a random subset of about that fraction of the selected positions, -100 elsewhere."""
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    pack = make_pack_function(tokenizer, "text", max_seq_length=32, with_offsets=False)
+    examples = pack({"text": CORPUS * 8})
+    rows = [
+        {"input_ids": ids, "special_tokens_mask": mask}
+        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
+    ]
+    every = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3)([dict(row) for row in rows])
+    half_collator = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3, prediction_fraction=0.5)
+    half = half_collator([dict(row) for row in rows])
+    assert torch.equal(half["input_ids"], every["input_ids"])
+    selected, predicted = every["labels"] != -100, half["labels"] != -100
+    assert not (predicted & ~selected).any()  # only selected positions are predicted, with their original token
+    assert torch.equal(half["labels"][predicted], every["labels"][predicted])
+    share = predicted.sum().item() / selected.sum().item()
+    assert selected.sum().item() > 200 and 0.4 < share < 0.6, share
+    assert torch.equal(half_collator([dict(row) for row in rows])["labels"], half["labels"])  # seeded by the batch
 
 
 def test_budget_schedule_shapes() -> None:
