@@ -11,7 +11,8 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
   outputs at pad positions are then 0. On a CUDA device below hidden size 768 with neither, the batch runs padded,
   which is faster there (`padding_bertscratch.DEVICE_RULES`).
 - `config.sparse_prediction`: in training with `labels`, the MLM vocabulary projection is decoded only at the
-  labelled positions, which is most of a small BERT's training compute.
+  labelled positions, which is most of a small BERT's training compute; in evaluation the logits stay (B, T, V) and
+  the loss is computed at the labelled positions only.
 
 How a forward runs its batch (input checks, the one host read, varlen and masks) is `batching_bertscratch.py`, a
 padded batch's real tokens and each device's rules for it `padding_bertscratch.py`, and the GEMM path of CPU
@@ -572,9 +573,9 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         labels: torch.Tensor | None,
         kwargs: dict[str, object],
     ) -> BertScratchBatchPlan:
-        """The encoder's `plan_batch`, which also counts the labels when they are decoded sparsely: the encoder and
-        the decoder share its one host sync."""
-        sparse = labels is not None and self.config.sparse_prediction and self.training
+        """The encoder's `plan_batch`, which also counts the labels under `sparse_prediction`: the encoder and the
+        decoder (or, in evaluation, the loss) share its one host sync."""
+        sparse = labels is not None and self.config.sparse_prediction
         return self.bert.plan_batch(
             input_ids,
             attention_mask,
@@ -595,16 +596,22 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
 
         When the encoder ran unpadded (`plan.padding`), logits at pad positions are 0 like the hidden states there
-        (`_decode`). Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`).
+        (`_decode`). Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`);
+        in evaluation under `sparse_prediction` the logits are decoded densely and the loss reads those rows only
+        (the cross-entropy of the unlabelled rows, which the loss ignores, is not computed).
         """
-        if labels is None or not (self.config.sparse_prediction and self.training):
+        if labels is None or not self.config.sparse_prediction:
             logits = self._decode(sequence_output, plan.padding)
             return logits, None if labels is None else self._mlm_loss(logits, labels, num_items_in_batch)
         selected = plan.labelled_positions(labels)  # (num_labelled,)
+        labelled = labels.reshape(-1).index_select(0, selected)
+        if not self.training:
+            logits = self._decode(sequence_output, plan.padding)
+            labelled_logits = logits.reshape(-1, logits.shape[-1]).index_select(0, selected)
+            return logits, self._mlm_loss(labelled_logits, labelled, num_items_in_batch)
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
         logits = self.cls(hidden)  # (num_labelled, V)
-        labels = labels.reshape(-1).index_select(0, selected)
-        return logits, self._mlm_loss(logits, labels, num_items_in_batch)
+        return logits, self._mlm_loss(logits, labelled, num_items_in_batch)
 
     def _mlm_loss(self, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: object) -> torch.Tensor:
         """transformers' masked-LM loss (`self.loss_function`): cross-entropy over the positions whose label is not

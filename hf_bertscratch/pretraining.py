@@ -136,9 +136,11 @@ def preprocess_logits_for_metrics(logits: torch.Tensor | tuple, labels: torch.Te
     """
     mlm_logits = logits[0] if isinstance(logits, tuple) else logits  # (B, T, V): eval decodes densely
     mlm_labels = labels[0] if isinstance(labels, tuple) else labels  # (B, T)
-    token_loss = torch.nn.functional.cross_entropy(
-        mlm_logits.float().transpose(1, 2), mlm_labels.clamp(min=0), reduction="none"
-    ) * (mlm_labels != -100)
+    scored = mlm_labels != -100  # the cross-entropy of the scored rows only: 15% of a (B, T, V) log-softmax
+    token_loss = torch.zeros(mlm_labels.shape, dtype=torch.float32, device=mlm_labels.device)
+    token_loss[scored] = torch.nn.functional.cross_entropy(
+        mlm_logits[scored].float(), mlm_labels[scored], reduction="none"
+    )
     reduced = torch.stack([mlm_logits.argmax(-1).float(), token_loss], dim=-1)
     if isinstance(logits, tuple) and len(logits) > 1 and logits[1].dim() == 2:
         nsp = torch.stack([logits[1].argmax(-1).float(), torch.zeros_like(logits[1][:, 0])], dim=-1)  # (B, 2)

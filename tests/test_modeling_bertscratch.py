@@ -733,6 +733,33 @@ def test_sparse_decoding_without_nonzero_keeps_the_labels_row_major_order(kind: 
     torch.testing.assert_close(sparse.loss, dense.loss, atol=ATOL, rtol=ATOL)
 
 
+@pytest.mark.parametrize("kind", TRAINING_BATCHES)
+def test_evaluation_keeps_dense_logits_and_takes_the_loss_at_the_labelled_rows(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """In evaluation under `sparse_prediction` the logits are the whole (B, T, V) grid, as without it, and the loss
+    (computed at the labelled rows only) is the dense loss, read with the batch plan's one host read."""
+    model = hf_bertscratch.BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(VOCAB))).eval()
+    batch = _training_batch(kind)
+    loss_rows = []
+    real_loss = model._mlm_loss
+    monkeypatch.setattr(
+        model, "_mlm_loss", lambda logits, *rest: loss_rows.append(logits.shape[0]) or real_loss(logits, *rest)
+    )
+    reads = _count_host_reads(monkeypatch)
+    with torch.no_grad():
+        sparse = model(**batch)
+    monkeypatch.undo()
+    assert loss_rows == [int((batch["labels"] != -100).sum())]  # not B x T
+    model.config.sparse_prediction = False
+    with torch.no_grad():
+        dense = model(**batch)
+    assert sparse.logits.shape == (*batch["labels"].shape, VOCAB)
+    torch.testing.assert_close(sparse.logits, dense.logits, atol=0, rtol=0)
+    torch.testing.assert_close(sparse.loss, dense.loss, atol=ATOL, rtol=ATOL)
+    assert reads == TRAINING_STEP_HOST_READS, reads
+
+
 def test_true_first_lists_what_nonzero_lists() -> None:
     """`true_first` (positions of the True flags, then of the False ones, from a count known on the host) agrees
     with `nonzero` on both lists, including the empty and the full cases."""
