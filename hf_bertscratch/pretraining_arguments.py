@@ -229,8 +229,9 @@ class DataArguments:
     eval_mlm_probability: float = field(
         default=0.15,
         metadata={
-            "help": "Fraction of tokens masked in evaluation, whatever the training rate, so that the accuracy "
-            "and perplexity of runs trained at different rates compare (BERT's 15%%)."
+            "help": "Fraction of tokens masked in evaluation (BERT's 15%%), one by one with BERT's 80/10/10 mix, "
+            "whatever the training's rate, mix and whole-word masking, so that the accuracy and perplexity of "
+            "runs trained differently compare."
         },
     )
     prediction_fraction: float = field(

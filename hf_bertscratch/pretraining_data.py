@@ -310,6 +310,10 @@ def _check_not_empty(name: str, split: datasets.Dataset | datasets.IterableDatas
 # ------------------------------------------------------------------------------------------ masking stage
 
 
+# Evaluation's replacement mix, whatever the training's (`masking_collators`): BERT's 80% [MASK], 10% random, 10% kept.
+EVAL_MASK_REPLACE_PROB, EVAL_RANDOM_REPLACE_PROB = 0.8, 0.1
+
+
 @dataclass
 class SeededMaskingCollator(DataCollatorForLanguageModeling):
     """`DataCollatorForLanguageModeling` whose masks depend only on (seed, epoch, the batch's tokens).
@@ -357,22 +361,24 @@ class SeededMaskingCollator(DataCollatorForLanguageModeling):
 def masking_collators(
     tokenizer: PreTrainedTokenizerBase, data_args: DataArguments, seed: int
 ) -> tuple[SeededMaskingCollator, SeededMaskingCollator]:
-    """The training and evaluation collators of a run: the same masking, at the training and the evaluation rate;
-    evaluation predicts every masked token whatever the training's `prediction_fraction`."""
-    train, evaluation = (
-        SeededMaskingCollator(
-            tokenizer,
-            mlm_probability=probability,
-            whole_word_mask=data_args.whole_word_mask,
-            mask_replace_prob=data_args.mask_replace_prob,
-            random_replace_prob=data_args.random_replace_prob,
-            seed=seed,
-            prediction_fraction=fraction,
-        )
-        for probability, fraction in (
-            (data_args.mlm_probability, data_args.prediction_fraction),
-            (data_args.eval_mlm_probability, 1.0),
-        )
+    """The training and evaluation collators of a run. Training masks as its arguments say; evaluation masks
+    `eval_mlm_probability` of the tokens one by one with BERT's 80/10/10 mix and predicts them all, whatever the
+    training's rate, mix, whole-word masking or `prediction_fraction`, so that every run's accuracy compares."""
+    train = SeededMaskingCollator(
+        tokenizer,
+        mlm_probability=data_args.mlm_probability,
+        whole_word_mask=data_args.whole_word_mask,
+        mask_replace_prob=data_args.mask_replace_prob,
+        random_replace_prob=data_args.random_replace_prob,
+        seed=seed,
+        prediction_fraction=data_args.prediction_fraction,
+    )
+    evaluation = SeededMaskingCollator(
+        tokenizer,
+        mlm_probability=data_args.eval_mlm_probability,
+        mask_replace_prob=EVAL_MASK_REPLACE_PROB,
+        random_replace_prob=EVAL_RANDOM_REPLACE_PROB,
+        seed=seed,
     )
     return train, evaluation
 

@@ -307,13 +307,18 @@ def test_whole_word_mask_through_main_masks_whole_words(
     text_file: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--whole_word_mask true` end to end: the Trainer hands the character offsets to the collator although the
-    model's forward does not take them, they never reach the forward, and every batch trained or evaluated on masks
-    all WordPieces of a word together (a 60-token vocabulary splits most words into several pieces)."""
+    model's forward does not take them, they never reach the forward, and every batch trained on masks all
+    WordPieces of a word together (a 60-token vocabulary splits most words into several pieces); evaluation masks
+    token by token (`test_evaluation_masks_as_bert_whatever_the_training_masking`)."""
     batches: list[dict[str, torch.Tensor]] = []
+    evaluated = []
     real_compute_loss = pretraining.PretrainingTrainer.compute_loss
 
     def recording_compute_loss(self, model, inputs, *args, **kwargs):
-        batches.append({name: value.clone() for name, value in inputs.items()})
+        if model.training:
+            batches.append({name: value.clone() for name, value in inputs.items()})
+        else:
+            evaluated.append(set(inputs))
         return real_compute_loss(self, model, inputs, *args, **kwargs)
 
     monkeypatch.setattr(pretraining.PretrainingTrainer, "compute_loss", recording_compute_loss)
@@ -335,9 +340,10 @@ def test_whole_word_mask_through_main_masks_whole_words(
             "true",
         ]
     )
-    assert _results(out)["eval_accuracy"] >= 0.0  # evaluation ran on whole-word masks too
+    assert _results(out)["eval_accuracy"] >= 0.0
     tokenizer = AutoTokenizer.from_pretrained(out)
-    assert len(batches) > 3  # the 3 training steps and the evaluation batches
+    assert len(batches) == 3 and evaluated  # the 3 training steps, and evaluation ran
+    assert all("offset_mapping" not in names for names in evaluated)
     masked_pieces = 0
     for batch in batches:
         assert "offset_mapping" not in batch and set(batch) >= {"input_ids", "labels"}
@@ -775,6 +781,32 @@ def test_a_prediction_fraction_predicts_a_subset_of_the_same_corruption(tokenize
     share = predicted.sum().item() / selected.sum().item()
     assert selected.sum().item() > 200 and 0.4 < share < 0.6, share
     assert torch.equal(half_collator([dict(row) for row in rows])["labels"], half["labels"])  # seeded by the batch
+
+
+def test_evaluation_masks_as_bert_whatever_the_training_masking(tokenizer_dir: Path, text_file: Path) -> None:
+    """A run trained with whole-word, [MASK]-only masking of half the tokens, predicting half of them, is evaluated
+    as every other run: 15% of the tokens one by one, BERT's 80/10/10 mix (some scored positions keep a real token),
+    every one predicted."""
+    from hf_bertscratch.pretraining_data import masking_collators
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    flags = ["--train_file", str(text_file), "--output_dir", "unused", "--mlm_probability", "0.5", "--whole_word_mask"]
+    flags += ["--mask_replace_prob", "1", "--random_replace_prob", "0", "--prediction_fraction", "0.5"]
+    _, data_args, _ = parse_args(flags)
+    train, evaluation = masking_collators(tokenizer, data_args, seed=3)
+    assert (train.whole_word_mask, train.mask_replace_prob, train.prediction_fraction) == (True, 1.0, 0.5)
+    pack = make_pack_function(tokenizer, "text", max_seq_length=32, with_offsets=False)
+    examples = pack({"text": CORPUS * 8})
+    rows = [
+        {"input_ids": ids, "special_tokens_mask": mask}
+        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
+    ]
+    batch = evaluation([dict(row) for row in rows])
+    scored = batch["labels"] != -100
+    tokens = batch["input_ids"].numel() - sum(int(row["special_tokens_mask"].count(1)) for row in rows)
+    assert 0.1 < scored.sum().item() / tokens < 0.2
+    masked = batch["input_ids"][scored] == tokenizer.mask_token_id
+    assert 0.7 < masked.float().mean().item() < 0.9  # the rest: random or kept tokens, as BERT evaluates
 
 
 def test_budget_schedule_shapes() -> None:
