@@ -240,7 +240,7 @@ class DataArguments:
             "help": "Of the tokens selected by --mlm_probability (all corrupted as usual), the fraction the loss is "
             "computed on, drawn at random (Wettig et al. 2022 separate the corruption and prediction rates; 1: "
             "all, as BERT). The vocabulary decoder then runs on fewer positions: a cheaper step, but at 0.5 the "
-            "2-core CPU quick start's recipe scored 3 points lower in the same time (docs/lab.md). Evaluation "
+            "2-core CPU quick start's recipe scored 2.6 points lower in the same time (docs/lab.md). Evaluation "
             "predicts them all."
         },
     )
