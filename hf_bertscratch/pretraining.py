@@ -218,7 +218,8 @@ COLLATOR_COLUMNS = ("offset_mapping",)
 class PretrainingTrainer(Trainer):
     """`Trainer` whose learning-rate schedule follows the time budget when there is one (`hf_bertscratch.budget`),
     which trains on blocks cut to `short_seq_length` for the first `short_seq_fraction` of the run (and an ELECTRA
-    pair in its masked-LM phase for the first `mlm_start_fraction`), and which keeps
+    pair in its masked-LM phase for the first `mlm_start_fraction`), whose masking rate goes linearly from the
+    first to the second of `masking_rates` over the run when they are given, and which keeps
     the columns its masking collator reads (`COLLATOR_COLUMNS`) when it drops those the model does not take."""
 
     def __init__(
@@ -229,6 +230,7 @@ class PretrainingTrainer(Trainer):
         short_seq_length: int = 0,
         short_seq_fraction: float = 0.0,
         mlm_start_fraction: float = 0.0,
+        masking_rates: tuple[float, float] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -236,6 +238,7 @@ class PretrainingTrainer(Trainer):
         self.budget = budget
         self.short_seq_length, self.short_seq_fraction = short_seq_length, short_seq_fraction
         self.mlm_start_fraction = mlm_start_fraction
+        self.masking_rates = masking_rates
         if budget is not None:
             budget.attach(self)
 
@@ -255,6 +258,11 @@ class PretrainingTrainer(Trainer):
     def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if model.training and self.short_seq_fraction > 0 and self.progress() < self.short_seq_fraction:
             inputs = cut_blocks(inputs, self.short_seq_length)
+        if model.training and self.masking_rates is not None:
+            # The rate of the batches collated from now on (the dataloader runs a batch ahead of the step).
+            start, end = self.masking_rates
+            collator = cast(SeededMaskingCollator, self.data_collator)
+            collator.mlm_probability = start + (end - start) * min(1.0, self.progress())
         pair = self.accelerator.unwrap_model(model)
         if isinstance(pair, ElectraPretrainingModel):
             pair.masked_lm_phase = model.training and self.progress() < self.mlm_start_fraction
@@ -353,6 +361,9 @@ def build_trainer(
         short_seq_length=data_args.short_seq_length,
         short_seq_fraction=data_args.short_seq_fraction,
         mlm_start_fraction=model_args.mlm_start_fraction or 0.0,
+        masking_rates=None
+        if data_args.mlm_probability_end is None
+        else (data_args.mlm_probability, data_args.mlm_probability_end),
     )
 
 

@@ -226,6 +226,14 @@ class DataArguments:
             "docs/lab.md). Evaluation masks --eval_mlm_probability."
         },
     )
+    mlm_probability_end: float | None = field(
+        default=None,
+        metadata={
+            "help": "Masking rate at the end of training, reached linearly from --mlm_probability over the run (the "
+            "time budget or the steps; Ankner et al. 2024 decrease 30%% to 15%%). Default: --mlm_probability "
+            "throughout. Needs --dataloader_num_workers 0 (workers keep their own copy of the collator)."
+        },
+    )
     eval_mlm_probability: float = field(
         default=0.15,
         metadata={
@@ -482,6 +490,8 @@ def check_data_arguments(data_args: DataArguments) -> None:
     for name in ("mlm_probability", "eval_mlm_probability", "prediction_fraction"):
         if not 0.0 < getattr(data_args, name):
             raise ValueError(f"{name} must be positive, got {getattr(data_args, name)}.")
+    if data_args.mlm_probability_end is not None and not 0.0 < data_args.mlm_probability_end <= 1.0:
+        raise ValueError(f"mlm_probability_end must be in (0, 1], got {data_args.mlm_probability_end}.")
     if data_args.mask_replace_prob + data_args.random_replace_prob > 1.0:
         raise ValueError(
             f"mask_replace_prob + random_replace_prob must not exceed 1, got {data_args.mask_replace_prob} + "
@@ -563,7 +573,14 @@ def check_objective_fits_data(model_args: ModelArguments, data_args: DataArgumen
 
 def check_run_ends(data_args: DataArguments, training_args: PretrainingArguments) -> None:
     """What the training arguments need of the data arguments (`PretrainingArguments` runs this when made, handed the
-    data arguments): a streamed dataset needs a step count or a budget."""
+    data arguments): a streamed dataset needs a step count or a budget, a masking-rate schedule the collator in this
+    process."""
+    if data_args.mlm_probability_end is not None and training_args.dataloader_num_workers:
+        raise ValueError(
+            f"mlm_probability_end={data_args.mlm_probability_end} needs --dataloader_num_workers 0, got "
+            f"{training_args.dataloader_num_workers}: each worker masks with its own copy of the collator, which the "
+            "schedule cannot reach."
+        )
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError(
             "--streaming needs --max_steps > 0 or --max_train_minutes: a streamed dataset has no length "

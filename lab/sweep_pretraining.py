@@ -112,6 +112,10 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "mask-50": (["--mlm_probability", "0.5"], "masking rate 50% (the default: 40%)"),
     "lr-4e-3": (["--learning_rate", "4e-3"], "peak learning rate 4e-3 (the default: 3e-3)"),
     "lr-2e-3": (["--learning_rate", "2e-3"], "peak learning rate 2e-3 (the default: 3e-3)"),
+    "mask-40-to-15": (
+        ["--mlm_probability_end", "0.15"],
+        "masking rate falling linearly from 40% to 15% over the run (Ankner et al. 2024: 30% to 15%)",
+    ),
     "predict-half": (
         ["--prediction_fraction", "0.5"],
         "40% of the tokens corrupted, the loss on a random half of them: the decoder runs on 20% (a cheaper step)",

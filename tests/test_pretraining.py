@@ -809,6 +809,33 @@ def test_evaluation_masks_as_bert_whatever_the_training_masking(tokenizer_dir: P
     assert 0.7 < masked.float().mean().item() < 0.9  # the rest: random or kept tokens, as BERT evaluates
 
 
+def test_the_masking_rate_goes_linearly_to_its_end_over_the_run(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--mlm_probability_end`: the share of tokens masked in the training batches falls from --mlm_probability to
+    the end rate as the steps go (the dataloader collates a batch ahead, so a batch lags the schedule by a step);
+    evaluation stays at 15%. Batch-loading workers, which hold their own collator, are refused."""
+    shares: list[tuple[bool, float]] = []
+    real_compute_loss = pretraining.PretrainingTrainer.compute_loss
+
+    def recording_compute_loss(self, model, inputs, *args, **kwargs):
+        shares.append((model.training, (inputs["labels"] != -100).float().mean().item()))
+        return real_compute_loss(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(pretraining.PretrainingTrainer, "compute_loss", recording_compute_loss)
+    rates = ("--mlm_probability", "0.6", "--mlm_probability_end", "0.1", "--short_seq_fraction", "0")
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "out", "--max_steps", "10", *rates))
+    trained = [share for training, share in shares if training]
+    assert len(trained) == 10
+    assert trained[0] > 0.45 and trained[-1] < 0.25, trained
+    assert sum(trained[:3]) > sum(trained[-3:]) + 0.6, trained
+    assert all(0.05 < share < 0.3 for training, share in shares if not training)  # evaluation: 15%
+    with pytest.raises(ValueError, match="mlm_probability_end=0.1 needs --dataloader_num_workers 0, got 2"):
+        parse_args(
+            pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "w", *rates, "--dataloader_num_workers", "2")
+        )
+
+
 def test_budget_schedule_shapes() -> None:
     from hf_bertscratch.budget import budget_lr_lambda
 
