@@ -230,8 +230,9 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Masking rate at the end of training, reached linearly from --mlm_probability over the run (the "
-            "time budget or the steps; Ankner et al. 2024 decrease 30%% to 15%%). Default: --mlm_probability "
-            "throughout. Needs --dataloader_num_workers 0 (workers keep their own copy of the collator)."
+            "time budget or the steps; Ankner et al. 2024 decrease 30%% to 15%%; 40%% to 15%% did not beat a constant "
+            "40%% in the 2-core CPU quick start's time: docs/lab.md). Default: --mlm_probability throughout. Needs "
+            "--dataloader_num_workers 0 (workers keep their own copy of the collator)."
         },
     )
     eval_mlm_probability: float = field(
