@@ -26,6 +26,7 @@ from transformers import (
     AutoTokenizer,
     BertTokenizer,
     DataCollatorForLanguageModeling,
+    PreTrainedTokenizerBase,
     pipeline,
 )
 
@@ -741,16 +742,20 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     assert load_file(out / "model.safetensors")  # rank 0 saved the model
 
 
+def _collator_rows(tokenizer: PreTrainedTokenizerBase, text: list[str], max_seq_length: int) -> list[dict]:
+    """The texts packed into blocks as pretraining packs them, as the rows a masking collator is handed."""
+    examples = make_pack_function(tokenizer, "text", max_seq_length=max_seq_length, with_offsets=False)({"text": text})
+    return [
+        {"input_ids": ids, "special_tokens_mask": mask}
+        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
+    ]
+
+
 def test_masks_depend_only_on_the_batch_and_epoch(tokenizer_dir: Path) -> None:
     """The cause of exact resume: a batch is masked the same whatever was collated before it (on every transformers
     5.x; 5.24's collator re-seeds a generator it did not create itself)."""
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    pack = make_pack_function(tokenizer, "text", max_seq_length=16, with_offsets=False)
-    examples = pack({"text": CORPUS})
-    rows = [
-        {"input_ids": ids, "special_tokens_mask": mask}
-        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
-    ]
+    rows = _collator_rows(tokenizer, CORPUS, max_seq_length=16)
     first, second = rows[:4], rows[4:8]
     collator = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3)
     alone = collator([dict(row) for row in first])
@@ -765,12 +770,7 @@ def test_a_prediction_fraction_predicts_a_subset_of_the_same_corruption(tokenize
     """Below 1 the input is corrupted exactly as with every selected token predicted (the same draws), and the labels
     keep the original token at a random subset of about that fraction of the selected positions, -100 elsewhere."""
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    pack = make_pack_function(tokenizer, "text", max_seq_length=32, with_offsets=False)
-    examples = pack({"text": CORPUS * 8})
-    rows = [
-        {"input_ids": ids, "special_tokens_mask": mask}
-        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
-    ]
+    rows = _collator_rows(tokenizer, CORPUS * 8, max_seq_length=32)
     every = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3)([dict(row) for row in rows])
     half_collator = pretraining.SeededMaskingCollator(tokenizer, mlm_probability=0.5, seed=3, prediction_fraction=0.5)
     half = half_collator([dict(row) for row in rows])
@@ -795,12 +795,7 @@ def test_evaluation_masks_as_bert_whatever_the_training_masking(tokenizer_dir: P
     _, data_args, _ = parse_args(flags)
     train, evaluation = masking_collators(tokenizer, data_args, seed=3)
     assert (train.whole_word_mask, train.mask_replace_prob, train.prediction_fraction) == (True, 1.0, 0.5)
-    pack = make_pack_function(tokenizer, "text", max_seq_length=32, with_offsets=False)
-    examples = pack({"text": CORPUS * 8})
-    rows = [
-        {"input_ids": ids, "special_tokens_mask": mask}
-        for ids, mask in zip(examples["input_ids"], examples["special_tokens_mask"], strict=True)
-    ]
+    rows = _collator_rows(tokenizer, CORPUS * 8, max_seq_length=32)
     batch = evaluation([dict(row) for row in rows])
     scored = batch["labels"] != -100
     tokens = batch["input_ids"].numel() - sum(int(row["special_tokens_mask"].count(1)) for row in rows)
