@@ -120,6 +120,21 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--prediction_fraction", "0.5"],
         "40% of the tokens corrupted, the loss on a random half of them: the decoder runs on 20% (a cheaper step)",
     ),
+    # The cooldown of warmup-stable-decay (the default: linear over the last 20%, 400 of the budget screen's 2,000
+    # steps). Hägele et al. 2024 find a 1-sqrt cooldown and a longer one better than a linear 20%. The step counts
+    # assume the budget screen at fraction 1 (--budget_fractions 1).
+    "cooldown-1-sqrt": (
+        ["--lr_scheduler_kwargs", '{"num_decay_steps": 400, "decay_type": "1-sqrt"}'],
+        "the cooldown over the last 20% of 2,000 steps falls as 1 - sqrt(progress) instead of linearly",
+    ),
+    "cooldown-40": (
+        ["--lr_scheduler_kwargs", '{"num_decay_steps": 800, "decay_type": "linear"}'],
+        "the linear cooldown over the last 40% of 2,000 steps (the default: 20%)",
+    ),
+    "cooldown-40-1-sqrt": (
+        ["--lr_scheduler_kwargs", '{"num_decay_steps": 800, "decay_type": "1-sqrt"}'],
+        "a 1 - sqrt(progress) cooldown over the last 40% of 2,000 steps",
+    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
