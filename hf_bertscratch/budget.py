@@ -22,23 +22,65 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ExportableState, ProgressCallback
 
-# lr_scheduler_type -> factor(progress after warm-up, in [0, 1]). WSD holds the peak, then decays over the last
-# WSD_DECAY_FRACTION of the budget (Hägele et al. 2024 find 10-20% enough).
-WSD_DECAY_FRACTION = 0.2
 _clock = time.perf_counter  # the training clock (tests replace it with a deterministic one)
-BUDGET_SCHEDULES: dict[str, Callable[[float, float], float]] = {
-    "linear": lambda progress, _: 1.0 - progress,
-    "cosine": lambda progress, _: 0.5 * (1.0 + math.cos(math.pi * progress)),
-    "constant_with_warmup": lambda progress, _: 1.0,
-    "warmup_stable_decay": lambda progress, spent: min(1.0, (1.0 - spent) / WSD_DECAY_FRACTION),
+# Decay shapes (transformers' WSD `decay_type`s): factor(progress through the decay, in [0, 1]), from 1 to 0.
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda progress: 1.0 - progress,
+    "cosine": lambda progress: 0.5 * (1.0 + math.cos(math.pi * progress)),
+    "1-sqrt": lambda progress: 1.0 - math.sqrt(progress),
 }
+# lr_scheduler_type -> factor(progress after warm-up, in [0, 1]); None: warmup-stable-decay, whose cooldown
+# `budget_lr_lambda` builds from `wsd_cooldown`.
+BUDGET_SCHEDULES: dict[str, Callable[[float], float] | None] = {
+    "linear": DECAY_SHAPES["linear"],
+    "cosine": DECAY_SHAPES["cosine"],
+    "constant_with_warmup": lambda progress: 1.0,
+    "warmup_stable_decay": None,
+}
+# Warmup-stable-decay holds the peak, then cools down over the last WSD_DECAY_FRACTION of the run (Hägele et al.
+# 2024 find 10-20% enough), linearly unless `decay_type` names another of DECAY_SHAPES.
+WSD_DECAY_FRACTION = 0.2
+# What --lr_scheduler_kwargs may set of warmup-stable-decay under a time budget (the rest is counted in steps).
+WSD_BUDGET_KWARGS = ("num_decay_steps", "decay_type", "min_lr_ratio")
 
 
-def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float], float]:
+def wsd_cooldown(kwargs: dict[str, Any] | str | None) -> tuple[float, str, float]:
+    """The cooldown that `--lr_scheduler_kwargs` asks of warmup-stable-decay: its length (`num_decay_steps`: steps,
+    or below 1 a fraction of the run; default `WSD_DECAY_FRACTION`), its shape (`decay_type`, default "linear") and
+    the floor it ends on (`min_lr_ratio`, default 0), checked."""
+    kwargs = scheduler_kwargs(kwargs)
+    length = kwargs.get("num_decay_steps", WSD_DECAY_FRACTION)
+    shape = kwargs.get("decay_type", "linear")
+    floor = kwargs.get("min_lr_ratio", 0.0)
+    if isinstance(length, bool) or not isinstance(length, (int, float)) or not length > 0:
+        raise ValueError(
+            f"lr_scheduler_kwargs' num_decay_steps must be a positive step count or a fraction below 1, got {length!r}."
+        )
+    if shape not in DECAY_SHAPES:
+        raise ValueError(f"lr_scheduler_kwargs' decay_type must be one of {sorted(DECAY_SHAPES)}, got {shape!r}.")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor < 1.0:
+        raise ValueError(f"lr_scheduler_kwargs' min_lr_ratio must be in [0, 1), got {floor!r}.")
+    return float(length), shape, float(floor)
+
+
+def scheduler_kwargs(kwargs: dict[str, Any] | str | None) -> dict[str, Any]:
+    """`--lr_scheduler_kwargs` as the dict TrainingArguments parses from a JSON object (anything else is an error)."""
+    if isinstance(kwargs, str):
+        raise ValueError(
+            f"lr_scheduler_kwargs must be a JSON object such as '{{\"num_decay_steps\": 0.4}}', got {kwargs!r}."
+        )
+    return kwargs or {}
+
+
+def budget_lr_lambda(
+    schedule: str, warmup_fraction: float, kwargs: dict[str, Any] | str | None = None
+) -> Callable[[float], float]:
     """Learning-rate factor as a function of the fraction of the time budget spent (0 at the start, 1 at the end).
 
     Linear warm-up over the first `warmup_fraction` of the budget, then `schedule` (a key of `BUDGET_SCHEDULES`)
-    over the rest. A one-cycle (triangle) schedule is "linear" with `warmup_fraction` 0.5.
+    over the rest. A one-cycle (triangle) schedule is "linear" with `warmup_fraction` 0.5. Warmup-stable-decay takes
+    its cooldown from `kwargs` (`--lr_scheduler_kwargs`, `WSD_BUDGET_KWARGS`; its length a fraction of the budget);
+    the other schedules take none.
     """
     if schedule not in BUDGET_SCHEDULES:
         raise ValueError(
@@ -49,13 +91,35 @@ def budget_lr_lambda(schedule: str, warmup_fraction: float) -> Callable[[float],
             f"With a time budget, warmup_steps is a fraction of the budget in [0, 1), got {warmup_fraction}."
         )
     decay = BUDGET_SCHEDULES[schedule]
+    kwargs = scheduler_kwargs(kwargs)
+    if decay is not None and kwargs:
+        raise ValueError(
+            f"With a time budget, lr_scheduler_kwargs apply to warmup_stable_decay only, got {kwargs} with "
+            f"{schedule!r}."
+        )
+    if decay is None:
+        unknown = sorted(set(kwargs) - set(WSD_BUDGET_KWARGS))
+        if unknown:
+            raise ValueError(
+                f"With a time budget, lr_scheduler_kwargs may set {list(WSD_BUDGET_KWARGS)} of warmup_stable_decay, "
+                f"got {unknown}."
+            )
+        length, shape, floor = wsd_cooldown(kwargs)
+        if not length < 1.0 or warmup_fraction + length > 1.0:
+            raise ValueError(
+                "With a time budget, lr_scheduler_kwargs' num_decay_steps is a fraction of the budget below 1 that "
+                f"fits after the warm-up ({warmup_fraction:g}), got {length:g}."
+            )
+        cool = DECAY_SHAPES[shape]
 
     def factor(spent: float) -> float:
         spent = min(max(spent, 0.0), 1.0)
         if spent < warmup_fraction:
             return spent / warmup_fraction
-        progress = (spent - warmup_fraction) / (1.0 - warmup_fraction)
-        return max(0.0, decay(progress, spent))
+        if decay is None:  # warmup-stable-decay: the peak until the last `length` of the budget, then the cooldown
+            into = (spent - (1.0 - length)) / length
+            return 1.0 if into <= 0.0 else floor + (1.0 - floor) * cool(into)
+        return max(0.0, decay((spent - warmup_fraction) / (1.0 - warmup_fraction)))
 
     return factor
 

@@ -44,7 +44,7 @@ from transformers import (
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
 from . import fast_decode
-from .budget import WSD_DECAY_FRACTION, TrainingBudget, budget_lr_lambda
+from .budget import TrainingBudget, budget_lr_lambda, scheduler_kwargs, wsd_cooldown
 from .electra import (
     GENERATOR_FOLDER,
     ElectraPretrainingModel,
@@ -294,18 +294,16 @@ class PretrainingTrainer(Trainer):
         self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
     ) -> torch.optim.lr_scheduler.LRScheduler:
         if self.budget is None or self.lr_scheduler is not None:
-            kwargs = self.args.lr_scheduler_kwargs or {}
-            if self.args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY and "num_decay_steps" not in kwargs:
-                assert isinstance(kwargs, dict), "TrainingArguments parses them from JSON into a dict"
-                # The same shape as with a budget: the last WSD_DECAY_FRACTION of the steps decay linearly to 0.
-                self.args.lr_scheduler_kwargs = {
-                    "num_decay_steps": math.ceil(WSD_DECAY_FRACTION * num_training_steps),
-                    "decay_type": "linear",
-                    **kwargs,
-                }
+            if self.args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY:
+                kwargs = scheduler_kwargs(self.args.lr_scheduler_kwargs)
+                # The same cooldown as with a budget (by default the last WSD_DECAY_FRACTION of the steps, linear
+                # to 0), its length a fraction of the steps when below 1, as warmup_steps is.
+                length, shape, _ = wsd_cooldown(kwargs)
+                steps = math.ceil(length * num_training_steps) if length < 1 else int(length)
+                self.args.lr_scheduler_kwargs = {**kwargs, "num_decay_steps": steps, "decay_type": shape}
             return super().create_scheduler(num_training_steps, optimizer)
         scheduler = SchedulerType(self.args.lr_scheduler_type)  # the member TrainingArguments made of the name
-        factor = budget_lr_lambda(str(scheduler.value), self.args.warmup_steps)
+        factor = budget_lr_lambda(str(scheduler.value), self.args.warmup_steps, self.args.lr_scheduler_kwargs)
         budget = self.budget
         optimizer = optimizer or self.optimizer
         assert optimizer is not None, "Trainer creates the optimizer before the scheduler"

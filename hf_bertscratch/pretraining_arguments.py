@@ -19,7 +19,7 @@ from hf_bertscratch_base.data_files import TEXT_COLUMN
 from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
-from .budget import budget_lr_lambda
+from .budget import budget_lr_lambda, wsd_cooldown
 from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
@@ -343,7 +343,9 @@ class PretrainingArguments(GuardedTrainingArguments):
             f"run counts the time already spent), then evaluate and save. Default: {DEFAULT_BUDGET_MINUTES:g} "
             "when neither --max_steps nor --num_train_epochs is given; 0 turns the budget off. The "
             "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
-            "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay. --max_steps, "
+            "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay (whose "
+            "--lr_scheduler_kwargs may set num_decay_steps, a fraction of the budget, decay_type and min_lr_ratio). "
+            "--max_steps, "
             "if given with a budget, still caps the steps."
         },
     )
@@ -527,9 +529,11 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
         if not training_args.max_train_minutes > 0:
             raise ValueError(f"max_train_minutes must be positive, got {training_args.max_train_minutes}.")
         scheduler = SchedulerType(training_args.lr_scheduler_type)  # the member TrainingArguments made of the name
-        budget_lr_lambda(str(scheduler.value), training_args.warmup_steps)  # validates both
+        budget_lr_lambda(str(scheduler.value), training_args.warmup_steps, training_args.lr_scheduler_kwargs)
         if training_args.max_steps <= 0:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
+    elif training_args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY:
+        wsd_cooldown(training_args.lr_scheduler_kwargs)  # a bad cooldown fails now, not after the data is prepared
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:

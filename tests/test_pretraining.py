@@ -844,6 +844,48 @@ def test_budget_schedule_shapes() -> None:
         budget_lr_lambda("polynomial", 0.1)
     with pytest.raises(ValueError, match="fraction of the budget in \\[0, 1\\), got 300"):
         budget_lr_lambda("linear", 300)
+    # warmup-stable-decay's cooldown from --lr_scheduler_kwargs: its length a fraction of the budget, its shape, floor
+    root = budget_lr_lambda("warmup_stable_decay", 0.1, {"num_decay_steps": 0.4, "decay_type": "1-sqrt"})
+    assert [root(x) for x in (0.5, 0.6, 0.7, 0.9, 1.0)] == pytest.approx([1.0, 1.0, 0.5, 1 - 0.75**0.5, 0.0])
+    floored = budget_lr_lambda("warmup_stable_decay", 0.1, {"decay_type": "cosine", "min_lr_ratio": 0.1})
+    assert [floored(x) for x in (0.8, 0.9, 1.0)] == pytest.approx([1.0, 0.55, 0.1])
+    for schedule, kwargs, error in [
+        (
+            "linear",
+            {"num_decay_steps": 0.4},
+            "apply to warmup_stable_decay only, got {'num_decay_steps': 0.4} with 'linear'",
+        ),
+        ("warmup_stable_decay", {"warmup_type": "cosine"}, "may set .* got \\['warmup_type'\\]"),
+        ("warmup_stable_decay", {"num_decay_steps": 400}, "a fraction of the budget below 1 .* got 400"),
+        ("warmup_stable_decay", {"num_decay_steps": 0.95}, "fits after the warm-up \\(0.1\\), got 0.95"),
+        ("warmup_stable_decay", {"num_decay_steps": -0.2}, "positive step count or a fraction below 1, got -0.2"),
+        ("warmup_stable_decay", {"decay_type": "exp"}, "decay_type must be one of .* got 'exp'"),
+        ("warmup_stable_decay", {"min_lr_ratio": 1.5}, "min_lr_ratio must be in \\[0, 1\\), got 1.5"),
+        ("warmup_stable_decay", "decay", "must be a JSON object .* got 'decay'"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            budget_lr_lambda(schedule, 0.1, kwargs)
+
+
+def test_a_bad_cooldown_fails_before_training(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """--lr_scheduler_kwargs is checked when the arguments are parsed, with a step count and with a time budget."""
+    for length, cooldown, error in [
+        (["--max_steps", "20"], '{"decay_type": "exp"}', "decay_type must be one of .* got 'exp'"),
+        (["--max_train_minutes", "1"], '{"num_decay_steps": 400}', "a fraction of the budget below 1 .* got 400"),
+        (
+            ["--max_train_minutes", "1", "--lr_scheduler_type", "cosine"],
+            '{"num_cycles": 2}',
+            "warmup_stable_decay only",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            parse_args(
+                pretrain_args(
+                    text_file, tokenizer_dir, config_dir, tmp_path / "w", *length, "--lr_scheduler_kwargs", cooldown
+                )
+            )
 
 
 def test_time_budget_stops_at_the_budget_on_the_real_clock(
@@ -889,9 +931,17 @@ def test_time_budget_stops_at_the_budget_on_the_real_clock(
     assert results["train_budget_spent_minutes"] == pytest.approx(spent[-1] / 60, abs=1e-4)
 
 
-@pytest.mark.parametrize("schedule", ["linear", "warmup_stable_decay"])
+@pytest.mark.parametrize(
+    ("schedule", "cooldown"),
+    [
+        ("linear", None),
+        ("warmup_stable_decay", None),
+        ("warmup_stable_decay", '{"num_decay_steps": 0.5, "decay_type": "1-sqrt"}'),
+    ],
+)
 def test_time_budget_lays_the_schedule_over_the_budget(
     schedule: str,
+    cooldown: str | None,
     text_file: Path,
     tokenizer_dir: Path,
     config_dir: Path,
@@ -907,6 +957,7 @@ def test_time_budget_lays_the_schedule_over_the_budget(
     ticks = iter(range(10**6))
     monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
     out = tmp_path / schedule
+    kwargs = [] if cooldown is None else ["--lr_scheduler_kwargs", cooldown]
     main(
         pretrain_args(
             text_file,
@@ -923,12 +974,13 @@ def test_time_budget_lays_the_schedule_over_the_budget(
             "1e-3",
             "--logging_steps",
             "1",
+            *kwargs,
         )
     )
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 30 and _results(out)["train_budget_spent_minutes"] == 0.5
     logged = {log["step"]: log["learning_rate"] for log in state["log_history"] if "learning_rate" in log}
-    factor = budget_lr_lambda(schedule, 0.2)
+    factor = budget_lr_lambda(schedule, 0.2, None if cooldown is None else json.loads(cooldown))
     assert sorted(logged) == list(range(1, 31))
     assert [logged[step] for step in range(1, 31)] == pytest.approx(
         [1e-3 * factor(max(step - 2, 0) / 30) for step in range(1, 31)]
@@ -1118,12 +1170,15 @@ def test_outputs_get_the_usual_permissions(
     assert oct(upload.stat().st_mode & 0o777) == "0o755"
 
 
+@pytest.mark.parametrize("cooldown", [None, '{"num_decay_steps": 0.4, "decay_type": "1-sqrt"}'])
 def test_step_budget_runs_take_the_same_schedule_shape(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+    cooldown: str | None, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
     """Without a time budget the default warmup-stable-decay schedule runs over --max_steps: warm-up, the peak held,
-    a linear decay over the last 20% (transformers' WSD needs num_decay_steps; the package supplies it)."""
+    a linear decay over the last 20% (transformers' WSD needs num_decay_steps; the package supplies it), or the
+    cooldown --lr_scheduler_kwargs asks for, its length a fraction of the steps as with a budget."""
     out = tmp_path / "steps"
+    kwargs = [] if cooldown is None else ["--lr_scheduler_kwargs", cooldown]
     main(
         pretrain_args(
             text_file,
@@ -1138,6 +1193,7 @@ def test_step_budget_runs_take_the_same_schedule_shape(
             "warmup_stable_decay",
             "--warmup_steps",
             "0.1",
+            *kwargs,
         )
     )
     rates = [
@@ -1146,7 +1202,11 @@ def test_step_budget_runs_take_the_same_schedule_shape(
         if "learning_rate" in log
     ]
     assert len(rates) == 20 and rates[0] < rates[1] < rates[2] == pytest.approx(1e-3)  # 2 warm-up steps
-    assert rates[16] == pytest.approx(1e-3) and rates[16:] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
+    if cooldown is None:
+        assert rates[16] == pytest.approx(1e-3) and rates[16:] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
+    else:  # 8 steps of 1 - sqrt(progress) after the peak held to step 12
+        assert rates[2:13] == pytest.approx([1e-3] * 11)
+        assert rates[12:] == pytest.approx([1e-3 * (1 - (k / 8) ** 0.5) for k in range(8)])
 
 
 def test_cut_blocks_keeps_every_token_and_label_in_order() -> None:
