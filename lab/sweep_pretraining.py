@@ -135,6 +135,12 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--lr_scheduler_kwargs", '{"num_decay_steps": 800, "decay_type": "1-sqrt"}'],
         "a 1 - sqrt(progress) cooldown over the last 40% of 2,000 steps",
     ),
+    # A third layer (lab/configs/bertscratch-3x128-4heads) costs about a fifth more per step here, so the budget
+    # screen runs it at --budget_fractions 0.83: the default's wall time, not its steps.
+    "layers-3": (
+        ["--config_name", "lab/configs/bertscratch-3x128-4heads"],
+        "3 layers of H 128 with 4 heads (the default: 2)",
+    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
