@@ -135,7 +135,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--lr_scheduler_kwargs", '{"num_decay_steps": 800, "decay_type": "1-sqrt"}'],
         "a 1 - sqrt(progress) cooldown over the last 40% of 2,000 steps",
     ),
-    # A third layer (lab/configs/bertscratch-3x128-4heads) costs about a fifth more per step here, so the budget
+    # A third layer (lab/configs/bertscratch-3x128-4heads) costs a fifth to a quarter more per step here, so the budget
     # screen runs it at --budget_fractions 0.83: the default's wall time, not its steps.
     "layers-3": (
         ["--config_name", "lab/configs/bertscratch-3x128-4heads"],
