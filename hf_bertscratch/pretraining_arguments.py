@@ -345,8 +345,7 @@ class PretrainingArguments(GuardedTrainingArguments):
             "learning-rate schedule is laid over the budget: --warmup_steps is then a fraction of it and "
             "--lr_scheduler_type one of linear, cosine, constant_with_warmup, warmup_stable_decay (whose "
             "--lr_scheduler_kwargs may set num_decay_steps, a fraction of the budget, decay_type and min_lr_ratio). "
-            "--max_steps, "
-            "if given with a budget, still caps the steps."
+            "--max_steps, if given with a budget, still caps the steps."
         },
     )
     # None until check_training_arguments fills in the default: wider than TrainingArguments' float on purpose.
