@@ -90,6 +90,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "no-short-start": (["--short_seq_fraction", "0"], "128-token blocks from the start (no short-block start)"),
     "short-64": (["--short_seq_length", "64"], "the short-block start on 64-token blocks"),
     "short-0.5": (["--short_seq_fraction", "0.5"], "the short-block start for half the run"),
+    "short-16": (["--short_seq_length", "16"], "the short-block start on 16-token blocks (the default: 32)"),
     "position-0.2": (["--sinusoidal_position_std", "0.2"], "position embeddings start as sinusoids of std 0.2"),
     "warmup-0.05": (["--warmup_steps", "0.05"], "warm-up over a twentieth of the budget (default: a tenth)"),
     "short-0.1": (["--short_seq_fraction", "0.1"], "the short-block start for a tenth of the run (default: a quarter)"),
