@@ -40,6 +40,7 @@ from transformers import (
     Trainer,
     set_seed,
 )
+from transformers.training_args import OptimizerNames
 
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
@@ -55,6 +56,7 @@ from .hardware import THREADS_ENV, describe_device_choice, fit_threads, resolve_
 from .hub import push_training_output
 from .initialisation import start_decoder_bias_at_unigram, start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForReplacedTokenDetection
+from .muon import MuonWithAdamW, muon_parameter_groups
 from .pretraining_arguments import (
     DataArguments,
     ModelArguments,
@@ -289,6 +291,27 @@ class PretrainingTrainer(Trainer):
             return super().get_eval_dataloader(eval_dataset)
         finally:
             self.data_collator = train_collator
+
+    def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        """Trainer's AdamW, or with `--muon` Muon for the encoder layers' weight matrices beside it
+        (`hf_bertscratch.muon`)."""
+        args = cast(PretrainingArguments, self.args)
+        if not args.muon or self.optimizer is not None:
+            return super().create_optimizer(model)
+        opt_model = self.model if model is None else model
+        assert opt_model is not None, "Trainer has its model before the optimizer"
+        muon_groups, adamw_groups = muon_parameter_groups(
+            opt_model, self.get_decay_parameter_names(opt_model), args.weight_decay
+        )
+        self.optimizer = MuonWithAdamW(
+            muon_groups,
+            adamw_groups,
+            lr=args.learning_rate,
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            fused=args.optim == OptimizerNames.ADAMW_TORCH_FUSED,
+        )
+        return self.optimizer
 
     def create_scheduler(
         self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None

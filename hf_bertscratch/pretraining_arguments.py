@@ -14,6 +14,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
+from transformers.training_args import OptimizerNames
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
 from hf_bertscratch_base.task_table import TASKS
@@ -51,6 +52,8 @@ DECODER_BIAS_STARTS = ("zero", "unigram")  # --decoder_bias_start
 # 33.3% in the budget screen at seeds 42 and 43 against 2 heads of 64's 32.1% and 32.2%, and left the plateau at
 # step 450 both times (results/sweeps/heads-4-budget-1.json, unigram-bias-budget-1.json).
 PRETRAINING_HEADS = {"tiny": 4}
+# The AdamW that --muon trains the other parameters with (`hf_bertscratch.muon.MuonWithAdamW`).
+MUON_ADAMW = (OptimizerNames.ADAMW_TORCH, OptimizerNames.ADAMW_TORCH_FUSED)
 
 
 @dataclass
@@ -359,6 +362,15 @@ class PretrainingArguments(GuardedTrainingArguments):
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
     adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    muon: bool = field(
+        default=False,
+        metadata={
+            "help": "Train the encoder layers' weight matrices with Muon (torch.optim.Muon's update, its size matched "
+            "to AdamW's so --learning_rate and --weight_decay serve both; orthogonalised in fp32 on a CPU) and every "
+            "other parameter (embeddings, the MLM head, biases, LayerNorms) with AdamW (--optim adamw_torch or "
+            "adamw_torch_fused)."
+        },
+    )
     warmup_steps: float = field(
         default=0.1, metadata={"help": "Linear warm-up: steps, or with a time budget a fraction of it (below 1)."}
     )
@@ -533,6 +545,11 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
             training_args.max_steps = BUDGET_STEP_CAP  # the budget stops the run; the Trainer needs a step count
     elif training_args.lr_scheduler_type == SchedulerType.WARMUP_STABLE_DECAY:
         wsd_cooldown(training_args.lr_scheduler_kwargs)  # a bad cooldown fails now, not after the data is prepared
+    if training_args.muon and training_args.optim not in MUON_ADAMW:
+        raise ValueError(
+            f"--muon pairs Muon with AdamW: --optim must be one of {[str(name.value) for name in MUON_ADAMW]}, got "
+            f"{str(OptimizerNames(training_args.optim).value)!r}."
+        )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training
     if training_args.ddp_find_unused_parameters is None:

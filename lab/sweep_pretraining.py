@@ -142,6 +142,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--config_name", "lab/configs/bertscratch-3x128-4heads"],
         "3 layers of H 128 with 4 heads (the default: 2)",
     ),
+    # Muon for the encoder layers' matrices, AdamW for the rest, at AdamW's rate (its update's RMS matched to AdamW's).
+    "muon": (["--muon"], "Muon for the encoder layers' weight matrices, AdamW for the rest (the default: AdamW)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).

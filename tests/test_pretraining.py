@@ -189,10 +189,16 @@ def test_nsp_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
+@pytest.mark.parametrize("optimizer", [[], ["--muon"]], ids=["adamw", "muon"])
 def test_resume_matches_uninterrupted_run(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    optimizer: list[str],
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    extra = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3")
+    extra = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3", *optimizer)
     main(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
 
     # Kill the second run during step 5: it leaves checkpoint-3 and nothing that looks finished.
@@ -212,6 +218,8 @@ def test_resume_matches_uninterrupted_run(
     assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
+    saved_optimizer = torch.load(cut / "checkpoint-3" / "optimizer.pt", weights_only=True)
+    assert sorted(saved_optimizer) == (["adamw", "muon"] if optimizer else ["param_groups", "state"])
     seen_at = {
         "checkpoint-3": json.loads((cut / "checkpoint-3" / "trainer_state.json").read_text())
     }  # pruned at the end

@@ -1,0 +1,132 @@
+"""`hf_bertscratch.muon` against torch's own Muon and AdamW."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM
+from hf_bertscratch.muon import Muon, MuonWithAdamW, muon_parameter_groups, orthogonalise
+from hf_bertscratch.pretraining_arguments import parse_args
+
+SHAPES = [(48, 16), (16, 16), (16, 40)]
+
+
+def _params(seed: int = 0) -> list[torch.nn.Parameter]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.nn.Parameter(torch.randn(*shape, generator=generator)) for shape in SHAPES]
+
+
+def _give_grads(*param_lists: list[torch.nn.Parameter], seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    for params in zip(*param_lists, strict=True):
+        grad = torch.randn(params[0].shape, generator=generator)
+        for param in params:
+            param.grad = grad.clone()
+
+
+@pytest.mark.parametrize("nesterov", [True, False])
+@pytest.mark.parametrize("adjust_lr_fn", [None, "match_rms_adamw"])
+def test_muon_in_bf16_is_torchs_muon(nesterov: bool, adjust_lr_fn: str | None) -> None:
+    ours, torchs = _params(), _params()
+    kwargs = {"lr": 0.02, "weight_decay": 0.1, "nesterov": nesterov, "adjust_lr_fn": adjust_lr_fn}
+    mine, reference = Muon(ours, dtype=torch.bfloat16, **kwargs), torch.optim.Muon(torchs, **kwargs)
+    for step in range(4):
+        _give_grads(ours, torchs, seed=step)
+        mine.step()
+        reference.step()
+    for got, expected in zip(ours, torchs, strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    for got, expected in zip(ours, torchs, strict=True):
+        torch.testing.assert_close(
+            mine.state[got]["momentum_buffer"], reference.state[expected]["momentum_buffer"], rtol=0, atol=0
+        )
+
+
+def test_on_a_cpu_muon_orthogonalises_in_fp32() -> None:
+    update = torch.randn(64, 24, generator=torch.Generator().manual_seed(1))
+    coefficients = (3.4445, -4.775, 2.0315)
+    exact = orthogonalise(update.double(), torch.float64, coefficients, 5, 1e-7)
+    fp32 = orthogonalise(update, torch.float32, coefficients, 5, 1e-7)
+    bf16 = orthogonalise(update, torch.bfloat16, coefficients, 5, 1e-7)
+    assert fp32.dtype == torch.float32
+    torch.testing.assert_close(fp32.double(), exact, rtol=0, atol=1e-5)
+    assert (bf16.double() - exact).abs().max() > 1e-3  # what the fp32 path is for
+    # Muon's default on a CPU parameter is that fp32 path.
+    (param,), (twin,) = [torch.nn.Parameter(torch.zeros(64, 24))], [torch.nn.Parameter(torch.zeros(64, 24))]
+    param.grad, twin.grad = update.clone(), update.clone()
+    Muon([param], lr=0.1, weight_decay=0.0).step()
+    Muon([twin], dtype=torch.float32, lr=0.1, weight_decay=0.0).step()
+    torch.testing.assert_close(param, twin, rtol=0, atol=0)
+
+
+def test_muon_with_adamw_steps_both_and_a_scheduler_drives_both() -> None:
+    hidden, rest = _params(0), _params(1)
+    hidden_twin, rest_twin = _params(0), _params(1)
+    both = MuonWithAdamW(
+        [{"params": hidden, "weight_decay": 0.1}],
+        [{"params": rest, "weight_decay": 0.01}],
+        lr=0.01,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+    )
+    muon = Muon([{"params": hidden_twin, "weight_decay": 0.1}], lr=0.01, adjust_lr_fn="match_rms_adamw")
+    adamw = torch.optim.AdamW([{"params": rest_twin, "weight_decay": 0.01}], lr=0.01, betas=(0.9, 0.98), eps=1e-6)
+    schedules = [torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 / (step + 1)) for opt in (both, muon, adamw)]
+    for step in range(3):
+        _give_grads(hidden + rest, hidden_twin + rest_twin, seed=step)
+        for opt, schedule in zip((both, muon, adamw), schedules, strict=True):
+            opt.step()
+            schedule.step()
+    for got, expected in zip(hidden + rest, hidden_twin + rest_twin, strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert [group["lr"] for group in both.param_groups] == [0.01 / 4] * 2
+
+
+def test_muon_with_adamw_state_round_trips_and_stays_driven_by_its_scheduler() -> None:
+    def make(params: list[torch.nn.Parameter]) -> MuonWithAdamW:
+        return MuonWithAdamW([{"params": params[:2]}], [{"params": params[2:]}], lr=0.01, betas=(0.9, 0.98), eps=1e-6)
+
+    first_params, second_params = _params(), _params()
+    first = make(first_params)
+    _give_grads(first_params, seed=0)
+    first.step()
+    second = make(second_params)
+    schedule = torch.optim.lr_scheduler.LambdaLR(second, lambda step: 0.5**step)
+    second.load_state_dict(first.state_dict())
+    for mine, theirs in zip(second_params, first_params, strict=True):
+        state = second.muon.state[mine] or second.adamw.state[mine]
+        expected = first.muon.state[theirs] or first.adamw.state[theirs]
+        assert state.keys() == expected.keys()
+        for key in state:
+            torch.testing.assert_close(state[key], expected[key], rtol=0, atol=0)
+    second.step()  # no gradients: nothing moves
+    schedule.step()  # after loading, the scheduler's rate still reaches both inner optimizers
+    assert [group["lr"] for group in second.muon.param_groups + second.adamw.param_groups] == [0.005, 0.005]
+    with pytest.raises(ValueError, match=r"keys 'muon' and 'adamw', got \['param_groups', 'state'\]"):
+        second.load_state_dict(torch.optim.AdamW(second_params).state_dict())
+
+
+def test_muon_trains_the_encoder_layers_weight_matrices_only() -> None:
+    config = BertScratchConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=32)  # fmt: skip
+    model = BertScratchForMaskedLM(config)
+    names = {id(param): name for name, param in model.named_parameters()}
+    decay = [name for name in names.values() if "bias" not in name and "norm" not in name]
+    muon_groups, adamw_groups = muon_parameter_groups(model, decay, 0.01)
+    assert sorted(names[id(p)] for group in muon_groups for p in group["params"]) == sorted(
+        f"bert.encoder.layers.{layer}.{matrix}.weight"
+        for layer in range(2)
+        for matrix in ("attention.qkv", "attention.dense", "mlp.fc_in", "mlp.fc_out")
+    )
+    decayed, plain = ([names[id(p)] for p in group["params"]] for group in adamw_groups)
+    assert "bert.embeddings.word_embeddings.weight" in decayed and "cls.dense.weight" in decayed
+    assert all("bias" in name or "norm" in name for name in plain)
+    assert [group["weight_decay"] for group in adamw_groups] == [0.01, 0.0]
+    with pytest.raises(ValueError, match=r"'\*encoder.layers.\*'; this model has none"):
+        muon_parameter_groups(torch.nn.Linear(4, 4), [], 0.0)
+
+
+def test_muon_pairs_with_adamw_only(tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"--optim must be one of \['adamw_torch', 'adamw_torch_fused'\], got 'sgd'"):
+        parse_args(["--output_dir", str(tmp_path / "run"), "--muon", "--optim", "sgd"])
