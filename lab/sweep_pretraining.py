@@ -144,6 +144,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     ),
     # Muon for the encoder layers' matrices, AdamW for the rest, at AdamW's rate (its update's RMS matched to AdamW's).
     "muon": (["--muon"], "Muon for the encoder layers' weight matrices, AdamW for the rest (the default: AdamW)"),
+    "muon-lr-6e-3": (["--muon", "--learning_rate", "6e-3"], "Muon beside AdamW, both at peak learning rate 6e-3"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
