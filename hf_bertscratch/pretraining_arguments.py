@@ -363,12 +363,12 @@ class PretrainingArguments(GuardedTrainingArguments):
     adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
     muon: bool = field(
-        default=False,
+        default=True,
         metadata={
             "help": "Train the encoder layers' weight matrices with Muon (torch.optim.Muon's update, its size matched "
             "to AdamW's so --learning_rate and --weight_decay serve both; orthogonalised in fp32 on a CPU) and every "
             "other parameter (embeddings, the MLM head, biases, LayerNorms) with AdamW (--optim adamw_torch or "
-            "adamw_torch_fused)."
+            "adamw_torch_fused). --no_muon: every parameter with --optim."
         },
     )
     warmup_steps: float = field(
@@ -548,7 +548,7 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
     if training_args.muon and training_args.optim not in MUON_ADAMW:
         raise ValueError(
             f"--muon pairs Muon with AdamW: --optim must be one of {[str(name.value) for name in MUON_ADAMW]}, got "
-            f"{str(OptimizerNames(training_args.optim).value)!r}."
+            f"{str(OptimizerNames(training_args.optim).value)!r} (--no_muon trains every parameter with --optim)."
         )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training

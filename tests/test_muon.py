@@ -128,5 +128,8 @@ def test_muon_trains_the_encoder_layers_weight_matrices_only() -> None:
 
 
 def test_muon_pairs_with_adamw_only(tmp_path) -> None:
-    with pytest.raises(ValueError, match=r"--optim must be one of \['adamw_torch', 'adamw_torch_fused'\], got 'sgd'"):
-        parse_args(["--output_dir", str(tmp_path / "run"), "--muon", "--optim", "sgd"])
+    with pytest.raises(
+        ValueError, match=r"--optim must be one of \['adamw_torch', 'adamw_torch_fused'\], got 'sgd' \(--no_muon"
+    ):
+        parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd"])
+    assert not parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd", "--no_muon"])[2].muon
