@@ -145,6 +145,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     # Muon for the encoder layers' matrices, AdamW for the rest, at AdamW's rate (its update's RMS matched to AdamW's).
     "muon": (["--muon"], "Muon for the encoder layers' weight matrices, AdamW for the rest (the default: AdamW)"),
     "muon-lr-6e-3": (["--muon", "--learning_rate", "6e-3"], "Muon beside AdamW, both at peak learning rate 6e-3"),
+    # Since Muon is the default: AdamW for every parameter, the default before.
+    "adamw": (["--no_muon"], "AdamW for every parameter (the default: Muon for the encoder layers' matrices)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
@@ -155,6 +157,12 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         )
         for rate in ("5e-4", "1e-3", "2e-3")
     },
+    # The same depth with Muon for the encoder layers' matrices, at the one-GPU recipe's rate (the rows above ran AdamW
+    # for every parameter, the default before Muon).
+    "8-layer-muon-lr-1e-3": (
+        ["--config_name", "lab/configs/bertscratch-8x128", "--learning_rate", "1e-3", "--muon"],
+        "8 layers of H 128, Muon beside AdamW at peak learning rate 1e-3",
+    ),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
