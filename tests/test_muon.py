@@ -133,3 +133,21 @@ def test_muon_pairs_with_adamw_only(tmp_path) -> None:
     ):
         parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd"])
     assert not parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd", "--no_muon"])[2].muon
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_muon_is_torchs_muon() -> None:
+    """On CUDA the default orthogonalisation is torch's own: bf16, the same update to the bit."""
+    ours = [torch.nn.Parameter(p.detach().cuda()) for p in _params()]
+    torchs = [torch.nn.Parameter(p.detach().cuda()) for p in _params()]
+    kwargs = {"lr": 0.02, "weight_decay": 0.1, "adjust_lr_fn": "match_rms_adamw"}
+    mine, reference = Muon(ours, **kwargs), torch.optim.Muon(torchs, **kwargs)
+    for step in range(3):
+        generator = torch.Generator().manual_seed(step)
+        for param, twin in zip(ours, torchs, strict=True):
+            grad = torch.randn(param.shape, generator=generator).cuda()
+            param.grad, twin.grad = grad.clone(), grad.clone()
+        mine.step()
+        reference.step()
+    for got, expected in zip(ours, torchs, strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
