@@ -110,11 +110,7 @@ class MuonWithAdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        self.muon.step()
+        loss = self.muon.step(closure)  # which evaluates the closure, if any, once
         self.adamw.step()
         return loss
 

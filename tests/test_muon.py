@@ -81,6 +81,8 @@ def test_muon_with_adamw_steps_both_and_a_scheduler_drives_both() -> None:
     for got, expected in zip(hidden + rest, hidden_twin + rest_twin, strict=True):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
     assert [group["lr"] for group in both.param_groups] == [0.01 / 4] * 2
+    calls: list[int] = []
+    assert both.step(lambda: calls.append(1) or 2.5) == 2.5 and calls == [1]  # a closure: evaluated once, its loss
 
 
 def test_muon_with_adamw_state_round_trips_and_stays_driven_by_its_scheduler() -> None:
