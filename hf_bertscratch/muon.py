@@ -121,8 +121,8 @@ class MuonWithAdamW(torch.optim.Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if set(state_dict) != {"muon", "adamw"}:
             raise ValueError(
-                f"a MuonWithAdamW state dict has the keys 'muon' and 'adamw', got {sorted(state_dict)} (a checkpoint "
-                "written with another optimizer?)"
+                f"a MuonWithAdamW state dict has the keys 'muon' and 'adamw', got {sorted(state_dict)}: a checkpoint "
+                "written with another optimizer (one written with AdamW alone resumes with --no_muon)"
             )
         self.muon.load_state_dict(state_dict["muon"])
         self.adamw.load_state_dict(state_dict["adamw"])

@@ -359,9 +359,11 @@ class PretrainingArguments(GuardedTrainingArguments):
     per_device_train_batch_size: int = field(
         default=16, metadata={"help": "Blocks per process per step (16 x 2 processes: more steps in the budget)."}
     )
-    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
+    learning_rate: float = field(
+        default=3e-3, metadata={"help": "Peak learning rate (AdamW's; Muon's update is sized to match it)."}
+    )
     adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (AdamW's and Muon's)."})
     muon: bool = field(
         default=True,
         metadata={
