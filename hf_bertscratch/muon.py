@@ -97,13 +97,11 @@ class MuonWithAdamW(torch.optim.Optimizer):
         adamw_groups: Iterable[dict[str, Any]],
         *,
         lr: float,
-        betas: tuple[float, float],
-        eps: float,
-        fused: bool | None = None,
-        dtype: torch.dtype | None = None,
+        **adamw_kwargs: Any,
     ) -> None:
-        self.muon = Muon(list(muon_groups), dtype=dtype, lr=lr, adjust_lr_fn="match_rms_adamw")
-        self.adamw = torch.optim.AdamW(list(adamw_groups), lr=lr, betas=betas, eps=eps, fused=fused)
+        """`lr` is both optimizers'; `adamw_kwargs` (betas, eps, fused, ...) AdamW's alone."""
+        self.muon = Muon(list(muon_groups), lr=lr, adjust_lr_fn="match_rms_adamw")
+        self.adamw = torch.optim.AdamW(list(adamw_groups), lr=lr, **adamw_kwargs)
         super().__init__(self._inner_groups(), {})
 
     def _inner_groups(self) -> list[dict[str, Any]]:

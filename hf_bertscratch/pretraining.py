@@ -40,7 +40,6 @@ from transformers import (
     Trainer,
     set_seed,
 )
-from transformers.training_args import OptimizerNames
 
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
@@ -303,14 +302,9 @@ class PretrainingTrainer(Trainer):
         muon_groups, adamw_groups = muon_parameter_groups(
             opt_model, self.get_decay_parameter_names(opt_model), args.weight_decay
         )
-        self.optimizer = MuonWithAdamW(
-            muon_groups,
-            adamw_groups,
-            lr=args.learning_rate,
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            fused=args.optim == OptimizerNames.ADAMW_TORCH_FUSED,
-        )
+        # The AdamW Trainer would make of the arguments (lr, betas, eps, fused): --optim is one of MUON_ADAMW.
+        _, adamw_kwargs = self.get_optimizer_cls_and_kwargs(args)
+        self.optimizer = MuonWithAdamW(muon_groups, adamw_groups, **adamw_kwargs)
         return self.optimizer
 
     def create_scheduler(
