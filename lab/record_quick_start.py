@@ -9,9 +9,9 @@ renders README's quick-start table from those records.
 `--precision bf16` (or fp32) trains at that precision instead of the quick start's `auto` (bf16 autocast on a CPU
 with native bf16, AMX or AVX512_BF16, fp32 elsewhere), to see what another precision gives in the same 8.5 minutes
 (file name `...-bf16-seed-S`).
-The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc-avx2` or `intel-xeon-avx512-vnni`: the
-model and the widest instruction set its choices turn on) also keeps the
-model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
+The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc-avx2-f25-m1` or
+`intel-xeon-avx512-vnni-f6-m85`: the model, the widest instruction set its choices turn on, the family and model
+numbers) also keeps the model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
 is wall-clock time, so a shared CPU trains fewer tokens.
 """
 
@@ -44,19 +44,34 @@ def widest_choice_flag(record: dict) -> str | None:
     return flags[-1] if flags else None
 
 
+def family_model(record: dict) -> tuple[int, int] | None:
+    """The CPU's family and model numbers a record keeps (`cpu_identity`): a Zen 2 (family 23) and a Zen 3 (family 25)
+    EPYC share "AMD EPYC" and AVX2, and train at different speeds. None for a record made before records kept them."""
+    identity = record.get("cpu_identity") or {}
+    family, model = identity.get("family"), identity.get("model")
+    return (family, model) if family is not None and model is not None else None
+
+
 def cpu_name(record: dict) -> str:
-    """The CPU as the quick-start table gives it: "AMD EPYC (AVX2)", or the short model name alone for a record
-    without `cpu_identity`."""
-    flag = widest_choice_flag(record)
-    return short_cpu_name(record["cpu"]) + (f" ({flag.upper()})" if flag else "")
+    """The CPU as the quick-start table gives it: "AMD EPYC (AVX2, family 25 model 1)", or the short model name alone
+    for a record without `cpu_identity`."""
+    flag, numbers = widest_choice_flag(record), family_model(record)
+    details = [*([flag.upper()] if flag else []), *([f"family {numbers[0]} model {numbers[1]}"] if numbers else [])]
+    return short_cpu_name(record["cpu"]) + (f" ({', '.join(details)})" if details else "")
 
 
 def cpu_slug(record: dict) -> str:
     """A record's file-name prefix for its CPU: "amd-epyc", "intel-xeon", else the model's first two words, then the
-    widest instruction set where the record names it ("amd-epyc-avx2")."""
+    widest instruction set and the family and model numbers where the record names them ("amd-epyc-avx2-f25-m1")."""
     words = short_cpu_name(record["cpu"]).lower().split()[:2] or ["cpu"]
-    flag = widest_choice_flag(record)
-    return "-".join([*words, *([flag.replace("_", "-")] if flag else [])])
+    flag, numbers = widest_choice_flag(record), family_model(record)
+    return "-".join(
+        [
+            *words,
+            *([flag.replace("_", "-")] if flag else []),
+            *([f"f{numbers[0]}", f"m{numbers[1]}"] if numbers else []),
+        ]
+    )
 
 
 def top_answers(model_dir: str | Path, text: str = FILL_MASK_TEXT, top_k: int = 5) -> list[str]:

@@ -42,13 +42,20 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
     command = ["bertscratch", "pretrain", "--output_dir", str(tmp_path / "run"), "--seed", "7", "--num_processes", "1"]
     assert ran == [command] and envs[0]["OMP_NUM_THREADS"] == "1"
     record = json.loads(path.read_text())
-    assert path.name == "amd-epyc-avx2-one-core-seed-7.json" and record["seed"] == 7 and record["results"] == results
+    assert (
+        path.name == "amd-epyc-avx2-f23-m49-one-core-seed-7.json"
+        and record["seed"] == 7
+        and record["results"] == results
+    )
     assert record["steps"] == 3599 and record["end_to_end_seconds"] >= 0 and record["peak_memory_mib"] > 0
     assert record["command"].startswith("python -m lab.record_quick_start --seed 7")
     assert record["quick_start_command"] == "OMP_NUM_THREADS=1 " + " ".join(command)
     assert record["fill_mask"] == {"text": script.FILL_MASK_TEXT, "top": ["paris", "the", "london", "rome", "it"]}
     table = script.render_quick_start_table({path.name: record})
-    assert "| AMD EPYC 7B13 (AVX2) | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |" in table
+    assert (
+        "| AMD EPYC 7B13 (AVX2, family 23 model 49) | one core, 1 process | 7 | **33.9%** | 54.1 | 14.7M | 9,567 | 3,599 |"
+        in table
+    )
     assert table.splitlines()[2].endswith("| paris, the, london, rome, it |")
     # Another precision than the quick start's: passed on, named in the file, the table and apart in the headline.
     # Run from the folder beside the output: the record names the output folder relative to it, not where it ran.
@@ -64,18 +71,28 @@ def test_record_holds_the_command_the_runs_results_and_renders(tmp_path: Path, m
         "--precision",
         "bf16",
     ]
-    assert path.name == "amd-epyc-avx2-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
+    assert path.name == "amd-epyc-avx2-f23-m49-bf16-seed-7.json" and json.loads(path.read_text())["precision"] == "bf16"
     expected = "bertscratch pretrain --output_dir ../run --seed 7 --precision bf16"
     assert json.loads(path.read_text())["quick_start_command"] == expected
     table = script.render_quick_start_table({path.name: json.loads(path.read_text())})
-    assert "| AMD EPYC 7B13 (AVX2) | 1 processes, --precision bf16 | 7 |" in table
+    assert "| AMD EPYC 7B13 (AVX2, family 23 model 49) | 1 processes, --precision bf16 | 7 |" in table
 
 
-def test_record_file_names_name_the_cpu_and_its_widest_instruction_set() -> None:
+def test_record_file_names_name_the_cpu_its_widest_instruction_set_family_and_model() -> None:
     zen2 = {"cpu": "AMD EPYC 7B13", "cpu_identity": {"family": 23, "model": 49, "flags": ["avx2"]}}
     zen5 = {"cpu": "AMD EPYC", "cpu_identity": {"family": 26, "model": 2, "flags": ["avx2", "avx512f", "avx512_bf16"]}}
-    assert (script.cpu_slug(zen2), script.cpu_name(zen2)) == ("amd-epyc-avx2", "AMD EPYC 7B13 (AVX2)")
-    assert (script.cpu_slug(zen5), script.cpu_name(zen5)) == ("amd-epyc-avx512-bf16", "AMD EPYC (AVX512_BF16)")
+    zen3 = {"cpu": "AMD EPYC", "cpu_identity": {"family": 25, "model": 1, "flags": ["avx2"]}}
+    assert (script.cpu_slug(zen2), script.cpu_name(zen2)) == (
+        "amd-epyc-avx2-f23-m49", "AMD EPYC 7B13 (AVX2, family 23 model 49)"
+    )  # fmt: skip
+    # the same model name and instruction set, another CPU: apart in the file name and the table
+    assert (script.cpu_slug(zen3), script.cpu_name(zen3)) == (
+        "amd-epyc-avx2-f25-m1",
+        "AMD EPYC (AVX2, family 25 model 1)",
+    )
+    assert (script.cpu_slug(zen5), script.cpu_name(zen5)) == (
+        "amd-epyc-avx512-bf16-f26-m2", "AMD EPYC (AVX512_BF16, family 26 model 2)"
+    )  # fmt: skip
     # a record made before records kept the CPU's identity: the model alone
     assert script.cpu_slug({"cpu": "Intel(R) Xeon(R) Processor"}) == "intel-xeon"
     assert script.cpu_name({"cpu": "Intel(R) Xeon(R) Processor"}) == "Intel Xeon"
