@@ -304,7 +304,11 @@ class PretrainingTrainer(Trainer):
         )
         # The AdamW Trainer would make of the arguments (lr, betas, eps, fused): --optim is one of MUON_ADAMW.
         _, adamw_kwargs = self.get_optimizer_cls_and_kwargs(args)
-        self.optimizer = MuonWithAdamW(muon_groups, adamw_groups, **adamw_kwargs)
+        # Data-parallel ranks (DDP) hold the same parameters and gradients: they share the orthogonalisation out.
+        # FSDP shards the parameters, so each rank keeps to its own.
+        data_parallel = args.world_size > 1 and torch.distributed.is_initialized() and not self.is_fsdp_enabled
+        replicas = torch.distributed.group.WORLD if data_parallel else None
+        self.optimizer = MuonWithAdamW(muon_groups, adamw_groups, replicas=replicas, **adamw_kwargs)
         return self.optimizer
 
     def create_scheduler(

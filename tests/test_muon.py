@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM
-from hf_bertscratch.muon import Muon, MuonWithAdamW, muon_parameter_groups, orthogonalise
+from hf_bertscratch.muon import Muon, MuonWithAdamW, muon_parameter_groups, orthogonalise, owners
 from hf_bertscratch.pretraining_arguments import parse_args
 
 SHAPES = [(48, 16), (16, 16), (16, 40)]
@@ -41,6 +47,77 @@ def test_muon_in_bf16_is_torchs_muon(nesterov: bool, adjust_lr_fn: str | None) -
         torch.testing.assert_close(
             mine.state[got]["momentum_buffer"], reference.state[expected]["momentum_buffer"], rtol=0, atol=0
         )
+
+
+def test_owners_share_the_work_by_cost_the_same_on_every_rank() -> None:
+    # the quick start's eight: qkv (384, 128), attention output (128, 128), feed-forward in (512, 128) and out (128, 512)
+    shapes = [torch.Size(shape) for shape in [(384, 128), (128, 128), (512, 128), (128, 512)] * 2]
+    ranks = owners(shapes, 2)
+    assert ranks == owners(shapes, 2) and sorted(ranks) == [0, 0, 0, 0, 1, 1, 1, 1]
+    for size in {tuple(sorted(shape)) for shape in shapes}:  # as many of each size on each rank: an even split
+        held = [rank for rank, shape in zip(ranks, shapes, strict=True) if tuple(sorted(shape)) == size]
+        assert held.count(0) == held.count(1)
+    assert owners(shapes, 1) == [0] * 8
+    assert sorted(owners(shapes[:3], 4)) == [0, 1, 2]  # more ranks than matrices: some orthogonalise none
+
+
+_REPLICAS_HELPER = """
+import json, sys, torch
+import torch.distributed as dist
+from hf_bertscratch import muon
+
+dist.init_process_group("gloo")
+calls = []
+real = muon.orthogonalise
+muon.orthogonalise = lambda update, *args: calls.append(tuple(update.shape)) or real(update, *args)
+shapes = json.loads(sys.argv[2])
+generator = torch.Generator().manual_seed(0)
+params = [torch.nn.Parameter(torch.randn(*shape, generator=generator)) for shape in shapes]
+optimizer = muon.Muon(params, lr=0.02, weight_decay=0.1, adjust_lr_fn="match_rms_adamw", replicas=dist.group.WORLD)
+for step in range(3):
+    generator = torch.Generator().manual_seed(100 + step)
+    for param in params:
+        param.grad = torch.randn(param.shape, generator=generator)
+    optimizer.step()
+rank = dist.get_rank()
+torch.save({"params": [p.detach() for p in params], "state": optimizer.state_dict(), "calls": calls},
+           f"{sys.argv[1]}/rank{rank}.pt")
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_data_parallel_ranks_share_the_orthogonalisation_and_end_as_one_process(tmp_path: Path) -> None:
+    """Two gloo ranks each orthogonalise half the matrices, and both end with the parameters and momentum of one
+    process's Muon, to the bit."""
+    shapes = [[48, 16], [16, 16], [16, 40], [24, 24], [32, 16]]
+    helper = tmp_path / "replicas.py"
+    helper.write_text(_REPLICAS_HELPER)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", str(helper)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([*command, str(tmp_path), json.dumps(shapes)], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [torch.load(tmp_path / f"rank{rank}.pt") for rank in (0, 1)]
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(*shape, generator=generator)) for shape in shapes]
+    alone = Muon(params, lr=0.02, weight_decay=0.1, adjust_lr_fn="match_rms_adamw")
+    for step in range(3):
+        generator = torch.Generator().manual_seed(100 + step)
+        for param in params:
+            param.grad = torch.randn(param.shape, generator=generator)
+        alone.step()
+    for held in ranks:
+        for got, expected in zip(held["params"], params, strict=True):
+            torch.testing.assert_close(got, expected.detach(), rtol=0, atol=0)
+        for index, expected in enumerate(params):
+            got = held["state"]["state"][index]["momentum_buffer"]
+            torch.testing.assert_close(got, alone.state[expected]["momentum_buffer"], rtol=0, atol=0)
+    # each step: every matrix orthogonalised once, by the rank `owners` names
+    mine = [[tuple(shape) for shape, owner in zip(shapes, owners(shapes, 2), strict=True) if owner == rank]
+            for rank in (0, 1)]  # fmt: skip
+    assert [held["calls"] for held in ranks] == [mine[0] * 3, mine[1] * 3]
+    assert mine[0] and mine[1]
 
 
 def test_on_a_cpu_muon_orthogonalises_in_fp32() -> None:
