@@ -145,6 +145,7 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     # Muon for the encoder layers' matrices, AdamW for the rest, at AdamW's rate (its update's RMS matched to AdamW's).
     "muon": (["--muon"], "Muon for the encoder layers' weight matrices, AdamW for the rest (the default: AdamW)"),
     "muon-lr-6e-3": (["--muon", "--learning_rate", "6e-3"], "Muon beside AdamW, both at peak learning rate 6e-3"),
+    "muon-lr-2e-3": (["--learning_rate", "2e-3"], "Muon beside AdamW (the default), both at peak learning rate 2e-3"),
     # Since Muon is the default: AdamW for every parameter, the default before.
     "adamw": (["--no_muon"], "AdamW for every parameter (the default: Muon for the encoder layers' matrices)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
