@@ -76,8 +76,11 @@ class Muon(torch.optim.Muon):
             for param in group["params"]
             if param.grad is not None
         ]
-        ranks = owners([param.shape for _, param, _ in updates], _world_size(self.replicas))
-        rank = torch.distributed.get_rank(self.replicas) if self.replicas is not None else 0
+        rank, world_size = 0, 1
+        if self.replicas is not None:
+            rank = torch.distributed.get_rank(self.replicas)
+            world_size = torch.distributed.get_world_size(self.replicas)
+        ranks = owners([param.shape for _, param, _ in updates], world_size)
         orthogonal, pending = [], []
         for (group, param, update), owner in zip(updates, ranks, strict=True):
             if owner == rank:
@@ -108,10 +111,6 @@ class Muon(torch.optim.Muon):
         buf = state["momentum_buffer"]
         buf.lerp_(grad, 1 - group["momentum"])
         return grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf
-
-
-def _world_size(replicas: torch.distributed.ProcessGroup | None) -> int:
-    return torch.distributed.get_world_size(replicas) if replicas is not None else 1
 
 
 def owners(shapes: Iterable[torch.Size], world_size: int) -> list[int]:

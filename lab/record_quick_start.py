@@ -11,8 +11,8 @@ with native bf16, AMX or AVX512_BF16, fp32 elsewhere), to see what another preci
 (file name `...-bf16-seed-S`).
 The record (`results/quick-start/CPU[-one-core]-seed-S.json`, CPU as `amd-epyc-avx2-f25-m1` or
 `intel-xeon-avx512-vnni-f6-m85`: the model, the widest instruction set its choices turn on, the family and model
-numbers) also keeps the model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing else running: the budget
-is wall-clock time, so a shared CPU trains fewer tokens.
+numbers) also keeps the model's top answers for FILL_MASK_TEXT, the fill-mask demo. Run it on a machine with nothing
+else running: the budget is wall-clock time, so a shared CPU trains fewer tokens.
 """
 
 from __future__ import annotations
