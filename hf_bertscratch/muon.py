@@ -7,7 +7,8 @@ AdamW. `torch.optim.Muon` is the reference: `Muon` here is it, except that the o
 dtype where torch's always casts to bf16, which a CPU without bf16 matrix instructions emulates (the tiny model's eight
 matrices on one thread of an AVX2 AMD EPYC: 381 ms a step in bf16, 19 ms in fp32, against a ~280 ms training step).
 With torch's `adjust_lr_fn="match_rms_adamw"` the update's RMS matches AdamW's, so one learning rate and weight decay
-serve both.
+serve both. A fused projection (the attention's Q, K and V stacked in one (3H, H) weight) can be orthogonalised as
+the matrices it stacks (a param group's `blocks`), as modded-nanogpt orthogonalises its (3, H, H) QKV weight.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import torch
 
 # Which parameters Muon trains: the 2-D weights of the encoder layers (attention and feed-forward).
 ENCODER_LAYER_PREFIX = "encoder.layers."
+# The attention's fused projection: Q, K and V stacked in one (3H, H) weight.
+FUSED_QKV_SUFFIX = ".attention.qkv.weight"
 
 
 def orthogonalise(
@@ -48,6 +51,10 @@ class Muon(torch.optim.Muon):
     """`torch.optim.Muon` (same arguments, state and update) orthogonalising in `orthogonalisation_dtype` of each
     parameter's device, or in `dtype` when given.
 
+    A param group's `blocks` (default 1) says how many matrices each of its weights stacks along its rows (a fused
+    QKV projection: 3); each is orthogonalised and its step sized apart, as if it were a parameter of its own. It
+    describes the model, so loading a state dict keeps the groups' `blocks` as constructed.
+
     `replicas`, a process group whose ranks hold the same parameters and gradients (data parallel, DDP), shares the
     orthogonalisation out: each rank orthogonalises its share of the matrices (`owners`) and broadcasts the updates,
     and every rank applies every update, so the ranks stay identical and equal to one process's step (each rank
@@ -63,6 +70,21 @@ class Muon(torch.optim.Muon):
         super().__init__(params, **kwargs)
         self.dtype = dtype
         self.replicas = replicas
+        for group in self.param_groups:
+            blocks = group.setdefault("blocks", 1)
+            for param in group["params"]:
+                if not isinstance(blocks, int) or blocks < 1 or param.shape[0] % blocks:
+                    raise ValueError(
+                        f"a Muon param group's blocks must be a positive int dividing each weight's rows, got "
+                        f"{blocks!r} for a weight of shape {tuple(param.shape)}."
+                    )
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """`torch.optim.Optimizer.load_state_dict`, each group keeping the `blocks` it was constructed with."""
+        blocks = [group["blocks"] for group in self.param_groups]
+        super().load_state_dict(state_dict)
+        for group, count in zip(self.param_groups, blocks, strict=True):
+            group["blocks"] = count
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
@@ -80,12 +102,16 @@ class Muon(torch.optim.Muon):
         if self.replicas is not None:
             rank = torch.distributed.get_rank(self.replicas)
             world_size = torch.distributed.get_world_size(self.replicas)
-        ranks = owners([param.shape for _, param, _ in updates], world_size)
+        ranks = owners(
+            [orthogonalisation_cost(param.shape, group["blocks"]) for group, param, _ in updates], world_size
+        )
         orthogonal, pending = [], []
         for (group, param, update), owner in zip(updates, ranks, strict=True):
             if owner == rank:
                 dtype = self.dtype or orthogonalisation_dtype(param.device)
-                ortho = orthogonalise(update, dtype, group["ns_coefficients"], group["ns_steps"], group["eps"])
+                steps = group["ns_coefficients"], group["ns_steps"], group["eps"]
+                blocks = update.view(group["blocks"], -1, update.shape[-1]).unbind(0)
+                ortho = torch.cat([orthogonalise(block, dtype, *steps) for block in blocks])
                 ortho = ortho.to(param.dtype).contiguous()
             else:
                 ortho = torch.empty_like(param)
@@ -96,8 +122,9 @@ class Muon(torch.optim.Muon):
             work.wait()
         for (group, param, _), ortho in zip(updates, orthogonal, strict=True):
             lr = group["lr"]
+            block_shape = (param.shape[0] // group["blocks"], param.shape[1])
             param.mul_(1 - lr * group["weight_decay"])
-            param.add_(ortho, alpha=-lr * adjusted_lr_ratio(group["adjust_lr_fn"], param.shape))
+            param.add_(ortho, alpha=-lr * adjusted_lr_ratio(group["adjust_lr_fn"], block_shape))
         return loss
 
     def _momentum_update(self, group: dict[str, Any], param: torch.Tensor) -> torch.Tensor:
@@ -113,19 +140,26 @@ class Muon(torch.optim.Muon):
         return grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf
 
 
-def owners(shapes: Iterable[torch.Size], world_size: int) -> list[int]:
-    """Which rank orthogonalises each matrix: the costliest first, each to the rank with the least work so far (an
-    iteration on an (m, n) matrix, m <= n, costs about 2 m^2 n + m^3 multiply-adds). The same on every rank."""
-    shapes = list(shapes)
-    costs = [2 * min(shape[:2]) ** 2 * max(shape[:2]) + min(shape[:2]) ** 3 for shape in shapes]
-    load, ranks = [0] * world_size, [0] * len(shapes)
-    for index in sorted(range(len(shapes)), key=lambda i: -costs[i]):
+def orthogonalisation_cost(shape: tuple[int, ...], blocks: int = 1) -> int:
+    """Multiply-adds of one Newton-Schulz iteration on a weight of `shape` stacking `blocks` matrices along its rows
+    (on an (m, n) matrix, m <= n: about 2 m^2 n + m^3)."""
+    rows, columns = shape[0] // blocks, shape[1]
+    short, long = min(rows, columns), max(rows, columns)
+    return blocks * (2 * short**2 * long + short**3)
+
+
+def owners(costs: Iterable[int], world_size: int) -> list[int]:
+    """Which rank orthogonalises each weight, given what each costs (`orthogonalisation_cost`): the costliest first,
+    each to the rank with the least work so far. The same on every rank."""
+    costs = list(costs)
+    load, ranks = [0] * world_size, [0] * len(costs)
+    for index in sorted(range(len(costs)), key=lambda i: -costs[i]):
         ranks[index] = min(range(world_size), key=lambda rank: load[rank])
         load[ranks[index]] += costs[index]
     return ranks
 
 
-def adjusted_lr_ratio(adjust_lr_fn: str | None, shape: torch.Size) -> float:
+def adjusted_lr_ratio(adjust_lr_fn: str | None, shape: tuple[int, ...]) -> float:
     """torch.optim.Muon's learning-rate scale of an (A, B) matrix."""
     rows, columns = shape[:2]
     if adjust_lr_fn is None or adjust_lr_fn == "original":
@@ -178,25 +212,29 @@ class MuonWithAdamW(torch.optim.Optimizer):
 
 
 def muon_parameter_groups(
-    model: torch.nn.Module, decay_names: Iterable[str], weight_decay: float
+    model: torch.nn.Module, decay_names: Iterable[str], weight_decay: float, split_qkv: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Muon's groups, AdamW's groups) of a model's trainable parameters: the encoder layers' 2-D weights to Muon
-    (decayed), the rest to AdamW, decayed when named in `decay_names` (Trainer's choice: not biases or norms)."""
+    (decayed), the rest to AdamW, decayed when named in `decay_names` (Trainer's choice: not biases or norms). With
+    `split_qkv`, the fused QKV weights are a Muon group of their own whose Q, K and V are orthogonalised apart
+    (`blocks` 3)."""
     decay = set(decay_names)
-    muon, adamw_decay, adamw_plain = [], [], []
+    muon, qkv, adamw_decay, adamw_plain = [], [], [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
         if param.ndim == 2 and ENCODER_LAYER_PREFIX in name:
-            muon.append(param)
+            (qkv if split_qkv and name.endswith(FUSED_QKV_SUFFIX) else muon).append(param)
         elif name in decay:
             adamw_decay.append(param)
         else:
             adamw_plain.append(param)
-    if not muon:
+    if not muon and not qkv:
         raise ValueError(
             f"muon trains the 2-D weights of parameters named '*{ENCODER_LAYER_PREFIX}*'; this model has none."
         )
     muon_groups = [{"params": muon, "weight_decay": weight_decay}]
+    if qkv:
+        muon_groups.append({"params": qkv, "weight_decay": weight_decay, "blocks": 3})
     adamw_groups = [{"params": adamw_decay, "weight_decay": weight_decay}, {"params": adamw_plain, "weight_decay": 0.0}]
     return muon_groups, [group for group in adamw_groups if group["params"]]

@@ -300,7 +300,7 @@ class PretrainingTrainer(Trainer):
         opt_model = self.model if model is None else model
         assert opt_model is not None, "Trainer has its model before the optimizer"
         muon_groups, adamw_groups = muon_parameter_groups(
-            opt_model, self.get_decay_parameter_names(opt_model), args.weight_decay
+            opt_model, self.get_decay_parameter_names(opt_model), args.weight_decay, split_qkv=args.muon_split_qkv
         )
         # The AdamW Trainer would make of the arguments (lr, betas, eps, fused): --optim is one of MUON_ADAMW.
         _, adamw_kwargs = self.get_optimizer_cls_and_kwargs(args)

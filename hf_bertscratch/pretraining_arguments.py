@@ -373,6 +373,13 @@ class PretrainingArguments(GuardedTrainingArguments):
             "adamw_torch_fused). --no_muon: every parameter with --optim."
         },
     )
+    muon_split_qkv: bool = field(
+        default=False,
+        metadata={
+            "help": "With --muon, orthogonalise each attention's fused Q, K and V weights as three matrices (each "
+            "its own update and step size) rather than one (3H, H) matrix."
+        },
+    )
     warmup_steps: float = field(
         default=0.1, metadata={"help": "Linear warm-up: steps, or with a time budget a fraction of it (below 1)."}
     )
@@ -551,6 +558,10 @@ def check_training_arguments(training_args: PretrainingArguments) -> None:
         raise ValueError(
             f"--muon pairs Muon with AdamW: --optim must be one of {[str(name.value) for name in MUON_ADAMW]}, got "
             f"{str(OptimizerNames(training_args.optim).value)!r} (--no_muon trains every parameter with --optim)."
+        )
+    if training_args.muon_split_qkv and not training_args.muon:
+        raise ValueError(
+            "--muon_split_qkv says how Muon orthogonalises the QKV weights; --no_muon trains no weight with Muon."
         )
     check_output_dir(training_args)
     check_training_push(training_args)  # a bad --hub_model_id or a missing token fails now, not after training

@@ -147,6 +147,10 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     "muon-lr-6e-3": (["--muon", "--learning_rate", "6e-3"], "Muon beside AdamW, both at peak learning rate 6e-3"),
     "muon-lr-2e-3": (["--learning_rate", "2e-3"], "Muon beside AdamW (the default), both at peak learning rate 2e-3"),
     # Since Muon is the default: AdamW for every parameter, the default before.
+    "muon-split-qkv": (
+        ["--muon_split_qkv"],
+        "Muon orthogonalising each attention's Q, K and V apart (the default: the fused (3H, H) weight as one matrix)",
+    ),
     "adamw": (["--no_muon"], "AdamW for every parameter (the default: Muon for the encoder layers' matrices)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau

@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM
-from hf_bertscratch.muon import Muon, MuonWithAdamW, muon_parameter_groups, orthogonalise, owners
+from hf_bertscratch.muon import (
+    Muon,
+    MuonWithAdamW,
+    muon_parameter_groups,
+    orthogonalisation_cost,
+    orthogonalise,
+    owners,
+)
 from hf_bertscratch.pretraining_arguments import parse_args
 
 SHAPES = [(48, 16), (16, 16), (16, 40)]
@@ -49,16 +56,54 @@ def test_muon_in_bf16_is_torchs_muon(nesterov: bool, adjust_lr_fn: str | None) -
         )
 
 
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_a_weight_of_three_blocks_steps_as_three_weights_of_torchs_muon(nesterov: bool) -> None:
+    generator = torch.Generator().manual_seed(0)
+    fused = torch.nn.Parameter(torch.randn(48, 16, generator=generator))  # Q, K and V stacked: (3H, H)
+    apart = [torch.nn.Parameter(block.clone()) for block in fused.detach().chunk(3)]
+    kwargs = {"lr": 0.02, "weight_decay": 0.1, "nesterov": nesterov, "adjust_lr_fn": "match_rms_adamw"}
+    mine = Muon([{"params": [fused], "blocks": 3}], dtype=torch.bfloat16, **kwargs)
+    reference = torch.optim.Muon(apart, **kwargs)
+    for step in range(4):
+        grad = torch.randn(48, 16, generator=torch.Generator().manual_seed(step))
+        fused.grad = grad.clone()
+        for param, block in zip(apart, grad.chunk(3), strict=True):
+            param.grad = block.clone()
+        mine.step()
+        reference.step()
+    torch.testing.assert_close(fused.detach(), torch.cat([param.detach() for param in apart]), rtol=0, atol=0)
+    with pytest.raises(
+        ValueError, match=r"blocks must be a positive int dividing each weight's rows, got 5 .*\(48, 16\)"
+    ):
+        Muon([{"params": [torch.nn.Parameter(torch.randn(48, 16))], "blocks": 5}], **kwargs)
+
+
+def test_loading_a_state_dict_keeps_the_blocks_the_groups_were_made_with() -> None:
+    params = _params()
+    kwargs = {"lr": 0.02, "adjust_lr_fn": "match_rms_adamw"}
+    joint = Muon([{"params": params[:1]}, {"params": params[1:]}], **kwargs)  # Q, K and V as one matrix
+    _give_grads(params, seed=0)
+    joint.step()
+    split = Muon([{"params": params[:1], "blocks": 3}, {"params": params[1:]}], **kwargs)
+    split.load_state_dict(joint.state_dict())
+    assert [group["blocks"] for group in split.param_groups] == [3, 1]
+    torch.testing.assert_close(split.state[params[0]]["momentum_buffer"], joint.state[params[0]]["momentum_buffer"])
+
+
 def test_owners_share_the_work_by_cost_the_same_on_every_rank() -> None:
     # the quick start's eight: qkv (384, 128), attention output (128, 128), feed-forward in (512, 128) and out (128, 512)
     shapes = [torch.Size(shape) for shape in [(384, 128), (128, 128), (512, 128), (128, 512)] * 2]
-    ranks = owners(shapes, 2)
-    assert ranks == owners(shapes, 2) and sorted(ranks) == [0, 0, 0, 0, 1, 1, 1, 1]
+    costs = [orthogonalisation_cost(shape) for shape in shapes]
+    ranks = owners(costs, 2)
+    assert ranks == owners(costs, 2) and sorted(ranks) == [0, 0, 0, 0, 1, 1, 1, 1]
     for size in {tuple(sorted(shape)) for shape in shapes}:  # as many of each size on each rank: an even split
         held = [rank for rank, shape in zip(ranks, shapes, strict=True) if tuple(sorted(shape)) == size]
         assert held.count(0) == held.count(1)
-    assert owners(shapes, 1) == [0] * 8
-    assert sorted(owners(shapes[:3], 4)) == [0, 1, 2]  # more ranks than matrices: some orthogonalise none
+    assert owners(costs, 1) == [0] * 8
+    assert sorted(owners(costs[:3], 4)) == [0, 1, 2]  # more ranks than matrices: some orthogonalise none
+    # three (128, 128) blocks cost three times one: a third of the (384, 128) matrix's 2 * 128^2 * 384 + 128^3
+    assert orthogonalisation_cost((384, 128), blocks=3) == 3 * orthogonalisation_cost((128, 128))
+    assert orthogonalisation_cost((384, 128)) == 2 * 128**2 * 384 + 128**3
 
 
 _REPLICAS_HELPER = """
@@ -114,7 +159,8 @@ def test_data_parallel_ranks_share_the_orthogonalisation_and_end_as_one_process(
             got = held["state"]["state"][index]["momentum_buffer"]
             torch.testing.assert_close(got, alone.state[expected]["momentum_buffer"], rtol=0, atol=0)
     # each step: every matrix orthogonalised once, by the rank `owners` names
-    mine = [[tuple(shape) for shape, owner in zip(shapes, owners(shapes, 2), strict=True) if owner == rank]
+    costs = [orthogonalisation_cost(shape) for shape in shapes]
+    mine = [[tuple(shape) for shape, owner in zip(shapes, owners(costs, 2), strict=True) if owner == rank]
             for rank in (0, 1)]  # fmt: skip
     assert [held["calls"] for held in ranks] == [mine[0] * 3, mine[1] * 3]
     assert mine[0] and mine[1]
@@ -206,6 +252,11 @@ def test_muon_trains_the_encoder_layers_weight_matrices_only() -> None:
     assert [group["weight_decay"] for group in adamw_groups] == [0.01, 0.0]
     with pytest.raises(ValueError, match=r"'\*encoder.layers.\*'; this model has none"):
         muon_parameter_groups(torch.nn.Linear(4, 4), [], 0.0)
+    other, qkv = muon_parameter_groups(model, decay, 0.01, split_qkv=True)[0]
+    assert sorted(names[id(p)] for p in qkv["params"]) == [
+        f"bert.encoder.layers.{i}.attention.qkv.weight" for i in (0, 1)
+    ]
+    assert qkv["blocks"] == 3 and qkv["weight_decay"] == 0.01 and "blocks" not in other and len(other["params"]) == 6
 
 
 def test_muon_pairs_with_adamw_only(tmp_path) -> None:
@@ -213,6 +264,8 @@ def test_muon_pairs_with_adamw_only(tmp_path) -> None:
         ValueError, match=r"--optim must be one of \['adamw_torch', 'adamw_torch_fused'\], got 'sgd' \(--no_muon"
     ):
         parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd"])
+    with pytest.raises(ValueError, match=r"--muon_split_qkv says how Muon .*; --no_muon trains no weight with Muon"):
+        parse_args(["--output_dir", str(tmp_path / "run"), "--no_muon", "--muon_split_qkv"])
     assert not parse_args(["--output_dir", str(tmp_path / "run"), "--optim", "sgd", "--no_muon"])[2].muon
 
 

@@ -189,7 +189,9 @@ def test_nsp_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
-@pytest.mark.parametrize("optimizer", [["--no_muon"], []], ids=["adamw", "muon"])
+@pytest.mark.parametrize(
+    "optimizer", [["--no_muon"], [], ["--muon_split_qkv"]], ids=["adamw", "muon", "muon-split-qkv"]
+)
 def test_resume_matches_uninterrupted_run(
     optimizer: list[str],
     text_file: Path,
@@ -219,7 +221,10 @@ def test_resume_matches_uninterrupted_run(
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
     saved_optimizer = torch.load(cut / "checkpoint-3" / "optimizer.pt", weights_only=True)
-    assert sorted(saved_optimizer) == (["param_groups", "state"] if optimizer else ["adamw", "muon"])
+    assert sorted(saved_optimizer) == (["param_groups", "state"] if "--no_muon" in optimizer else ["adamw", "muon"])
+    if "--no_muon" not in optimizer:  # with --muon_split_qkv, the QKV weights as three matrices in a group of their own
+        blocks = [group["blocks"] for group in saved_optimizer["muon"]["param_groups"]]
+        assert blocks == ([1, 3] if "--muon_split_qkv" in optimizer else [1])
     seen_at = {
         "checkpoint-3": json.loads((cut / "checkpoint-3" / "trainer_state.json").read_text())
     }  # pruned at the end
