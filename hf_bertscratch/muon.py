@@ -219,7 +219,9 @@ def muon_parameter_groups(
     `split_qkv`, the fused QKV weights are a Muon group of their own whose Q, K and V are orthogonalised apart
     (`blocks` 3)."""
     decay = set(decay_names)
-    muon, qkv, adamw_decay, adamw_plain = [], [], [], []
+    muon: list[torch.nn.Parameter] = []
+    qkv: list[torch.nn.Parameter] = []
+    adamw_decay, adamw_plain = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
