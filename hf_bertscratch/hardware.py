@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import torch
 
+from hf_bertscratch_base.heap import heap_policy
 from hf_bertscratch_base.thread_pool import wait_policy
 
 
@@ -175,9 +176,10 @@ class ThreadChoice:
     reason: str
 
     def describe(self) -> str:
-        """One line for the run's log: the threads, why, and how idle threads wait (`thread_pool.wait_policy`)."""
+        """One line for the run's log: the threads, why, how idle threads wait (`thread_pool.wait_policy`) and what
+        malloc keeps of freed memory (`heap.heap_policy`)."""
         plural = "s" if self.count != 1 else ""
-        return f"{self.count} torch thread{plural} per process ({self.reason}; {wait_policy()})"
+        return f"{self.count} torch thread{plural} per process ({self.reason}; {wait_policy()}; {heap_policy()})"
 
 
 def fit_threads(requested: int | None = None, processes: int = 1) -> ThreadChoice:

@@ -41,6 +41,7 @@ from transformers import (
     set_seed,
 )
 
+from hf_bertscratch_base.heap import keep_freed_memory
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
 from . import fast_decode
@@ -464,6 +465,7 @@ def launch_processes(argv: list[str], processes: int, threads: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    keep_freed_memory()  # each step's logits and their gradients reuse the last step's pages (`heap`)
     model_args, data_args, training_args = parse_args(argv)
     processes = resolve_num_processes(training_args)
     threads = fit_threads(training_args.threads, processes)
