@@ -41,6 +41,7 @@ from hf_bertscratch.pretraining import (
 from hf_bertscratch.pretraining_data import make_pack_function
 from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
+from hf_bertscratch_base.heap import heap_policy
 
 from conftest import CORPUS, PRETRAIN_ONE_PROCESS, pretrain_args, record_hub
 
@@ -1560,7 +1561,7 @@ def test_threads_fit_the_cores_the_process_may_use_unless_given(monkeypatch: pyt
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
     _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true", "--threads", "1"])
     line = pretraining.describe_device_choice(args, 1, hardware.fit_threads(args.threads))
-    assert "1 process(es), 1 torch thread per process (--threads; OMP_WAIT_POLICY=PASSIVE), " in line
+    assert f"1 process(es), 1 torch thread per process (--threads; OMP_WAIT_POLICY=PASSIVE; {heap_policy()}), " in line
 
 
 def test_training_entry_points_make_idle_threads_sleep_before_torch_loads(monkeypatch: pytest.MonkeyPatch) -> None:
