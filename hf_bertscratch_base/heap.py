@@ -4,12 +4,13 @@ glibc's malloc gives a freed block back to the kernel when it was mapped on its 
 128 KiB at first, rising to at most 32 MiB as such blocks are freed) or when the top of the heap holds more free
 memory than the trim threshold; the next step's allocation of the same size then faults every page in again, zeroed.
 A pretraining step makes its largest tensors afresh each step: the masked rows' logits over the vocabulary, their
-log-softmax and its gradient (the quick start: about 820 rows x 8,192 words, 26 MB each). On a 2-core AMD EPYC (Zen 3)
-the page faults were about a tenth of the step: the gradient's zero fill took 13.4 ms and fell to 1.9 ms with both
-thresholds raised, and the whole step ran 1.12-1.35x as fast (one thread, alternated; `lab.time_pretraining_ab`
-times the quick start). `keep_freed_memory` raises both thresholds with `mallopt`, so a training process keeps
-what it freed (up to `KEPT_BYTES` a block) and its resident memory stays at its peak. A value set in the environment
-(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`, glibc's malloc tunables) is kept, and off glibc nothing changes.
+log-softmax and its gradient (the quick start: about 820 rows x 8,192 words, 26 MB each), and on a virtual machine a
+page fault is dear. With both thresholds raised the quick start trained 1.02x and 1.05x the tokens per second of
+the commit before, alternated over three rounds each on a 2-core AMD EPYC (Zen 3)
+(`results/pretraining-ab/keep-freed-memory-amd-epyc-avx2-f25-m1*.json`). `keep_freed_memory` raises both
+thresholds with `mallopt`, so a training process keeps what it freed (up to `KEPT_BYTES` a block) and its resident
+memory stays at its peak. A value set in the environment (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`,
+glibc's malloc tunables) is kept, and off glibc nothing changes.
 """
 
 from __future__ import annotations
