@@ -235,8 +235,9 @@ def muon_parameter_groups(
         raise ValueError(
             f"muon trains the 2-D weights of parameters named '*{ENCODER_LAYER_PREFIX}*'; this model has none."
         )
-    muon_groups = [{"params": muon, "weight_decay": weight_decay}]
-    if qkv:
-        muon_groups.append({"params": qkv, "weight_decay": weight_decay, "blocks": 3})
+    muon_groups = [
+        {"params": muon, "weight_decay": weight_decay},
+        {"params": qkv, "weight_decay": weight_decay, "blocks": 3},
+    ]
     adamw_groups = [{"params": adamw_decay, "weight_decay": weight_decay}, {"params": adamw_plain, "weight_decay": 0.0}]
-    return muon_groups, [group for group in adamw_groups if group["params"]]
+    return [group for group in muon_groups if group["params"]], [group for group in adamw_groups if group["params"]]
