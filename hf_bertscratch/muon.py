@@ -231,13 +231,14 @@ def muon_parameter_groups(
             adamw_decay.append(param)
         else:
             adamw_plain.append(param)
-    if not muon and not qkv:
-        raise ValueError(
-            f"muon trains the 2-D weights of parameters named '*{ENCODER_LAYER_PREFIX}*'; this model has none."
-        )
     muon_groups = [
         {"params": muon, "weight_decay": weight_decay},
         {"params": qkv, "weight_decay": weight_decay, "blocks": 3},
     ]
+    muon_groups = [group for group in muon_groups if group["params"]]
+    if not muon_groups:
+        raise ValueError(
+            f"muon trains the 2-D weights of parameters named '*{ENCODER_LAYER_PREFIX}*'; this model has none."
+        )
     adamw_groups = [{"params": adamw_decay, "weight_decay": weight_decay}, {"params": adamw_plain, "weight_decay": 0.0}]
-    return [group for group in muon_groups if group["params"]], [group for group in adamw_groups if group["params"]]
+    return muon_groups, [group for group in adamw_groups if group["params"]]

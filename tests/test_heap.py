@@ -78,8 +78,7 @@ def test_thresholds_the_environment_sets_are_kept(environment: dict[str, str]) -
 def test_off_glibc_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_kept", None)
     monkeypatch.setattr(heap.platform, "libc_ver", lambda: ("", ""))
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    for name in (*heap.ENVIRONMENT, "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
     assert heap.keep_freed_memory() is False
     assert heap.heap_policy() == "malloc's default thresholds"
