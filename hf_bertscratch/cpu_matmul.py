@@ -24,7 +24,11 @@ with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
 inductor's CPU graphs: the feed-forward's GELU (`linear_act`) and the residual add after each block's output
-projection (`linear_add`), so the (N, 4H) activation and the (N, H) sum are not read and written again.
+projection (`linear_add`), so the (N, 4H) activation and the (N, H) sum are not read and written again. On torch's
+default path the same two calls save what they can without a post-op: the GELU runs in place on the product, and the
+output projection's product is accumulated onto `residual + bias` by one GEMM with beta 1 where `F.linear` would copy
+the bias into a new (N, H) tensor for the sum to read again (inference only; under autograd, as in training, they
+are the layer, the activation and the add as written: accumulating there did not run faster).
 
 The switch, `BERTSCRATCH_CPU_MATMUL` (read when the path is first needed) or `set_path()`:
 - `auto` (default): the probe's choice;
@@ -54,7 +58,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import torch
 from torch import nn
@@ -322,22 +326,64 @@ def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | N
 FUSED_ACTIVATIONS = {"gelu": "none", "gelu_pytorch_tanh": "tanh"}
 
 
+def _unhooked(module: nn.Module) -> bool:
+    """Whether `module` is this file's layer itself (not an adapter wrapping it, not a subclass), with no hooks that a
+    call computing its product some other way would skip (or that could keep its output)."""
+    return (
+        type(module) is BertScratchLinear
+        and not (module._forward_hooks or module._forward_pre_hooks)
+        and not (nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks)
+    )
+
+
 def _fusable(module: nn.Module, input: torch.Tensor) -> tuple[BertScratchLinear, torch.dtype] | None:
-    """The layer and the dtype of a fused oneDNN product of `module` on `input`, or None: `module` is this file's
-    layer itself (not an adapter wrapping it, not a subclass), with no hooks a fused call would skip, on the oneDNN
-    path."""
-    if type(module) is not BertScratchLinear or module._forward_hooks or module._forward_pre_hooks:
+    """The layer and the dtype of a fused oneDNN product of `module` on `input`, or None: `module` is `_unhooked`, on
+    the oneDNN path."""
+    if not _unhooked(module):
         return None
-    if nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks:
-        return None
-    dtype = module._fast_dtype(input)
-    return None if dtype is None else (module, dtype)
+    layer = cast(BertScratchLinear, module)
+    dtype = layer._fast_dtype(input)
+    return None if dtype is None else (layer, dtype)
+
+
+def _plain_default(module: nn.Module, input: torch.Tensor) -> bool:
+    """Whether `module(input)` is torch's default product in CPU inference, its output read by the caller alone:
+    `module` is `_unhooked`, the input a plain CPU tensor with no autograd, tracing or CPU autocast, in the weight's
+    dtype. There the caller may write into the output, or accumulate the product onto another tensor."""
+    if not _unhooked(module):
+        return False
+    layer = cast(BertScratchLinear, module)
+    return (
+        _cpu_inference(input, layer.weight)
+        and not torch.is_autocast_enabled("cpu")
+        and input.dtype == layer.weight.dtype
+        and (layer.bias is None or layer.bias.dtype == input.dtype)
+        and layer._fast_dtype(input) is None
+    )
+
+
+def _accumulates(module: nn.Module, input: torch.Tensor, residual: torch.Tensor) -> bool:
+    """Whether the product of `module` on `input` can be accumulated onto (a copy of) `residual`: a plain tensor of
+    the product's dtype and shape, contiguous."""
+    layer = cast(BertScratchLinear, module)
+    return (
+        type(residual) is torch.Tensor
+        and residual.is_contiguous()
+        and residual.dtype == input.dtype
+        and residual.shape == (*input.shape[:-1], layer.out_features)
+        and input.shape[-1] == layer.in_features
+    )
 
 
 def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hidden_act: str) -> torch.Tensor:
-    """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there."""
-    fused = _fusable(module, input) if isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS else None
+    """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there, and on
+    torch's default path in place on the product's output (no second (N, out) tensor written) where nothing reads it
+    but the activation (`_plain_default`)."""
+    gelu = isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS
+    fused = _fusable(module, input) if gelu else None
     if fused is None:
+        if gelu and _plain_default(module, input):
+            return torch.ops.aten.gelu_(module(input), approximate=FUSED_ACTIVATIONS[hidden_act])
         return activation(module(input))
     layer, dtype = fused
     packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
@@ -346,9 +392,19 @@ def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hi
 
 def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, dropout: nn.Dropout) -> torch.Tensor:
     """`residual + dropout(module(input))`, with the add run inside oneDNN's product where it runs there (no dropout
-    active, the residual already in the product's dtype and shape)."""
-    fused = None if dropout.training and dropout.p > 0 else _fusable(module, input)
-    if fused is None or residual.dtype != fused[1] or residual.shape != (*input.shape[:-1], fused[0].out_features):
+    active, the residual already in the product's dtype and shape). On torch's default path, where nothing but the
+    sum reads the product (`_plain_default`), the product is accumulated onto `residual + bias` (one GEMM with beta 1)
+    instead of the bias being copied into a new (N, out) tensor that is then added to the residual."""
+    active = dropout.training and dropout.p > 0
+    fused = None if active else _fusable(module, input)
+    if fused is None:
+        if not active and _plain_default(module, input) and _accumulates(module, input, residual):
+            layer = cast(BertScratchLinear, module)
+            total = torch.add(residual, layer.bias) if layer.bias is not None else residual.clone()
+            total.view(-1, layer.out_features).addmm_(input.reshape(-1, layer.in_features), layer.weight.t())
+            return total
+        return residual + dropout(module(input))
+    if residual.dtype != fused[1] or residual.shape != (*input.shape[:-1], fused[0].out_features):
         return residual + dropout(module(input))
     layer, dtype = fused
     packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
@@ -357,6 +413,18 @@ def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, d
 
 def _is_traced() -> bool:
     return torch.compiler.is_compiling() or torch.compiler.is_exporting() or torch.jit.is_tracing()
+
+
+def _cpu_inference(input: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether a product of `weight` on `input` is CPU inference on a plain tensor: no autograd, tracing, compiling or
+    exporting, no tensor subclass (fake, functional and other traced tensors)."""
+    return (
+        type(input) is torch.Tensor
+        and input.device.type == "cpu"
+        and not (torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad))
+        and input.layout == torch.strided
+        and not _is_traced()
+    )
 
 
 class BertScratchLinear(nn.Linear):
@@ -382,13 +450,7 @@ class BertScratchLinear(nn.Linear):
     def _fast_dtype(self, input: torch.Tensor) -> torch.dtype | None:
         """The dtype the oneDNN path multiplies in for `input`, None where `F.linear` runs instead."""
         weight = self.weight
-        if (
-            type(input) is not torch.Tensor  # subclasses: fake, functional and other traced tensors
-            or input.device.type != "cpu"
-            or (torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad))
-            or input.layout != torch.strided
-            or _is_traced()
-        ):
+        if not _cpu_inference(input, weight):
             return None
         dtype = input.dtype
         if torch.is_autocast_enabled("cpu"):

@@ -164,6 +164,61 @@ def test_fusion_steps_aside_for_hooks_wrappers_dropout_and_other_activations(pat
     torch.testing.assert_close((dropped - residual)[~zeros], 2 * product[~zeros], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_pytorch_tanh"])
+def test_the_default_paths_in_place_gelu_and_accumulated_add_give_the_unfused_numbers(
+    path: None, bias: bool, hidden_act: str
+) -> None:
+    """On torch's default path in inference, `linear_act` applies the GELU in place on the product and `linear_add`
+    accumulates the product onto `residual + bias`: the numbers of the layer, the activation and the add one after
+    another, on (N, H) and (B, T, H) inputs, the input and the residual left as they were."""
+    from transformers.activations import ACT2FN
+
+    cpu_matmul.set_path("default")
+    layer, activation, dropout = _linear(bias), ACT2FN[hidden_act], nn.Dropout(0.1).eval()
+    for shape in ((7, 48), (3, 5, 48)):
+        x, residual = torch.randn(shape), torch.randn(*shape[:-1], 40)
+        x_before, residual_before = x.clone(), residual.clone()
+        assert cpu_matmul._plain_default(layer, x) is False  # autograd on: the layer and the add as written
+        with torch.inference_mode():
+            assert cpu_matmul._plain_default(layer, x)
+            product = F.linear(x, layer.weight, layer.bias)
+            in_place = cpu_matmul.linear_act(layer, x, activation, hidden_act)
+            accumulated = cpu_matmul.linear_add(layer, x, residual, dropout)
+        torch.testing.assert_close(in_place, activation(product), atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(accumulated, residual + product, atol=1e-5, rtol=1e-5)
+        assert accumulated.data_ptr() != residual.data_ptr()
+        assert torch.equal(x, x_before) and torch.equal(residual, residual_before)
+
+
+def test_the_default_path_keeps_a_hooks_output_and_gradients(path: None) -> None:
+    """A forward hook that keeps the layer's output sees the product, not the GELU written over it; a residual that is
+    not contiguous is added as written; with autograd on, the gradients are those of the layer and the add."""
+    cpu_matmul.set_path("default")
+    layer, x = _linear(), torch.randn(6, 48)
+    seen = []
+    handle = layer.register_forward_hook(lambda module, args, output: seen.append(output))
+    with torch.inference_mode():
+        activated = cpu_matmul.linear_act(layer, x, nn.GELU(), "gelu")
+    handle.remove()
+    product = F.linear(x, layer.weight, layer.bias)
+    torch.testing.assert_close(seen[0], product.detach(), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(activated, F.gelu(product).detach(), atol=1e-6, rtol=1e-6)
+    x3, transposed = torch.randn(2, 3, 48), torch.randn(40, 3, 2).permute(2, 1, 0)  # (2, 3, 40), not contiguous
+    with torch.inference_mode():
+        summed = cpu_matmul.linear_add(layer, x3, transposed, nn.Dropout(0.1).eval())
+    expected_sum = transposed + F.linear(x3, layer.weight, layer.bias)
+    torch.testing.assert_close(summed, expected_sum.detach(), atol=1e-5, rtol=1e-5)
+    residual = torch.randn(6, 40, requires_grad=True)
+    cpu_matmul.linear_add(layer, x, residual, nn.Dropout(0.1).eval()).square().sum().backward()
+    expected = [grad.clone() for grad in (layer.weight.grad, layer.bias.grad, residual.grad)]
+    layer.zero_grad()
+    residual.grad = None
+    (residual + F.linear(x, layer.weight, layer.bias)).square().sum().backward()
+    for got, want in zip(expected, (layer.weight.grad, layer.bias.grad, residual.grad), strict=True):
+        torch.testing.assert_close(got, want)
+
+
 def test_the_switch_turns_the_path_off_and_names_bad_values(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
     monkeypatch.setenv(cpu_matmul.ENV, "off")
     cpu_matmul.set_path(None)
