@@ -363,7 +363,9 @@ class PretrainingArguments(GuardedTrainingArguments):
         default=3e-3, metadata={"help": "Peak learning rate (AdamW's; Muon's update is sized to match it)."}
     )
     adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
-    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (AdamW's and Muon's)."})
+    weight_decay: float = field(
+        default=0.1, metadata={"help": "Weight decay (AdamW's and Muon's; 0.1 as Moonlight's Muon, BERT's 0.01)."}
+    )
     muon: bool = field(
         default=True,
         metadata={
