@@ -111,8 +111,8 @@ class Muon(torch.optim.Muon):
                 dtype = self.dtype or orthogonalisation_dtype(param.device)
                 steps = group["ns_coefficients"], group["ns_steps"], group["eps"]
                 blocks = update.view(group["blocks"], -1, update.shape[-1]).unbind(0)
-                ortho = torch.cat([orthogonalise(block, dtype, *steps) for block in blocks])
-                ortho = ortho.to(param.dtype).contiguous()
+                parts = [orthogonalise(block, dtype, *steps) for block in blocks]
+                ortho = (parts[0] if len(parts) == 1 else torch.cat(parts)).to(param.dtype).contiguous()
             else:
                 ortho = torch.empty_like(param)
             if self.replicas is not None:  # started as soon as it is made, waited for below
@@ -122,9 +122,10 @@ class Muon(torch.optim.Muon):
             work.wait()
         for (group, param, _), ortho in zip(updates, orthogonal, strict=True):
             lr = group["lr"]
-            block_shape = (param.shape[0] // group["blocks"], param.shape[1])
             param.mul_(1 - lr * group["weight_decay"])
-            param.add_(ortho, alpha=-lr * adjusted_lr_ratio(group["adjust_lr_fn"], block_shape))
+            param.add_(
+                ortho, alpha=-lr * adjusted_lr_ratio(group["adjust_lr_fn"], block_shape(param.shape, group["blocks"]))
+            )
         return loss
 
     def _momentum_update(self, group: dict[str, Any], param: torch.Tensor) -> torch.Tensor:
@@ -143,9 +144,13 @@ class Muon(torch.optim.Muon):
 def orthogonalisation_cost(shape: tuple[int, ...], blocks: int = 1) -> int:
     """Multiply-adds of one Newton-Schulz iteration on a weight of `shape` stacking `blocks` matrices along its rows
     (on an (m, n) matrix, m <= n: about 2 m^2 n + m^3)."""
-    rows, columns = shape[0] // blocks, shape[1]
-    short, long = min(rows, columns), max(rows, columns)
+    short, long = sorted(block_shape(shape, blocks))
     return blocks * (2 * short**2 * long + short**3)
+
+
+def block_shape(shape: tuple[int, ...] | torch.Size, blocks: int) -> tuple[int, int]:
+    """The (rows, columns) of each of the `blocks` matrices a weight of `shape` stacks along its rows."""
+    return shape[0] // blocks, shape[1]
 
 
 def owners(costs: Iterable[int], world_size: int) -> list[int]:
