@@ -160,6 +160,8 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--weight_decay", "0.3"],
         "weight decay 0.3 for Muon and AdamW alike (the default: 0.01)",
     ),
+    # Since 0.1 is the default: the decay before.
+    "weight-decay-0.01": (["--weight_decay", "0.01"], "weight decay 0.01 (BERT's; the default: 0.1)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
