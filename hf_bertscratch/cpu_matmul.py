@@ -378,7 +378,8 @@ def _accumulates(module: nn.Module, input: torch.Tensor, residual: torch.Tensor)
 def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hidden_act: str) -> torch.Tensor:
     """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there, and on
     torch's default path in place on the product's output (no second (N, out) tensor written) where nothing reads it
-    but the activation (`_plain_default`)."""
+    but the activation (`_plain_default`). `hidden_act` is the name of what `activation` computes (a config's
+    `hidden_act`; anything else, "" included, runs `activation` as written)."""
     gelu = isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS
     fused = _fusable(module, input) if gelu else None
     if fused is None:

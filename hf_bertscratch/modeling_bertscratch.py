@@ -233,6 +233,7 @@ class BertScratchMLP(nn.Module):
         self.fc_in = BertScratchLinear(config.hidden_size, config.intermediate_size)
         self.act = ACT2FN[config.hidden_act]
         self.hidden_act = config.hidden_act
+        self._act_type = type(self.act)  # what `hidden_act` names; another module put in `act` runs as written
         self.fc_out = BertScratchLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
@@ -240,7 +241,8 @@ class BertScratchMLP(nn.Module):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., H); row-wise, so it runs the same on (B, T, H) and unpadded (N, H). On the oneDNN path of
         CPU inference the GELU and the residual add run inside the products (`cpu_matmul`)."""
-        inner = linear_act(self.fc_in, hidden_states, self.act, self.hidden_act)
+        named = self.hidden_act if type(self.act) is self._act_type else ""  # "": `act` replaced, not what is named
+        inner = linear_act(self.fc_in, hidden_states, self.act, named)
         return self.layer_norm(linear_add(self.fc_out, inner, hidden_states, self.dropout))
 
 

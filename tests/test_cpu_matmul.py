@@ -219,6 +219,22 @@ def test_the_default_path_keeps_a_hooks_output_and_gradients(path: None) -> None
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("gemm", ["default", pytest.param("onednn", marks=needs_onednn)])
+def test_a_replaced_activation_runs_as_written_in_inference(path: None, gemm: str) -> None:
+    """A feed-forward whose `act` was replaced (ReLU where the config names GELU) runs the replacement in inference, on
+    either GEMM path: the logits of the model under autograd, where every layer runs as written."""
+    torch.manual_seed(0)
+    model = BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(99))).eval()
+    for layer in model.bert.encoder.layers:
+        layer.mlp.act = nn.ReLU()
+    input_ids = torch.randint(5, 99, (2, 9))
+    cpu_matmul.set_path(gemm)
+    with torch.inference_mode():
+        fast = model(input_ids=input_ids).logits
+    as_written = model(input_ids=input_ids).logits.detach()
+    torch.testing.assert_close(fast, as_written, atol=1e-5, rtol=1e-5)
+
+
 def test_the_switch_turns_the_path_off_and_names_bad_values(monkeypatch: pytest.MonkeyPatch, path: None) -> None:
     monkeypatch.setenv(cpu_matmul.ENV, "off")
     cpu_matmul.set_path(None)
