@@ -336,36 +336,32 @@ def _unhooked(module: nn.Module) -> bool:
     )
 
 
-def _fusable(module: nn.Module, input: torch.Tensor) -> tuple[BertScratchLinear, torch.dtype] | None:
-    """The layer and the dtype of a fused oneDNN product of `module` on `input`, or None: `module` is `_unhooked`, on
-    the oneDNN path."""
+def _route(module: nn.Module, input: torch.Tensor) -> tuple[BertScratchLinear, torch.dtype | None] | None:
+    """How `linear_act` and `linear_add` may compute `module`'s product on `input`, decided once per call:
+    - None: as written (`module` not `_unhooked`, or not CPU inference on a plain tensor, or a product torch's
+      default path would run under CPU autocast or in mixed dtypes);
+    - (layer, dtype): on oneDNN in `dtype`, fused with what follows;
+    - (layer, None): torch's default product in the weight's dtype, read by the caller alone, which may write into
+      its output or accumulate it onto another tensor."""
     if not _unhooked(module):
         return None
     layer = cast(BertScratchLinear, module)
-    dtype = layer._fast_dtype(input)
-    return None if dtype is None else (layer, dtype)
-
-
-def _plain_default(module: nn.Module, input: torch.Tensor) -> bool:
-    """Whether `module(input)` is torch's default product in CPU inference, its output read by the caller alone:
-    `module` is `_unhooked`, the input a plain CPU tensor with no autograd, tracing or CPU autocast, in the weight's
-    dtype. There the caller may write into the output, or accumulate the product onto another tensor."""
-    if not _unhooked(module):
-        return False
-    layer = cast(BertScratchLinear, module)
-    return (
-        _cpu_inference(input, layer.weight)
-        and not torch.is_autocast_enabled("cpu")
+    if not _cpu_inference(input, layer.weight):
+        return None
+    dtype = layer._onednn_dtype(input)
+    if dtype is not None:
+        return layer, dtype
+    plain = (
+        not torch.is_autocast_enabled("cpu")
         and input.dtype == layer.weight.dtype
         and (layer.bias is None or layer.bias.dtype == input.dtype)
-        and layer._fast_dtype(input) is None
     )
+    return (layer, None) if plain else None
 
 
-def _accumulates(module: nn.Module, input: torch.Tensor, residual: torch.Tensor) -> bool:
-    """Whether the product of `module` on `input` can be accumulated onto (a copy of) `residual`: a plain tensor of
-    the product's dtype and shape, contiguous."""
-    layer = cast(BertScratchLinear, module)
+def _accumulates(layer: BertScratchLinear, input: torch.Tensor, residual: torch.Tensor) -> bool:
+    """Whether the product of `layer` on `input` can be accumulated onto (a copy of) `residual`: a plain tensor of the
+    product's dtype and shape, contiguous."""
     return (
         type(residual) is torch.Tensor
         and residual.is_contiguous()
@@ -378,15 +374,16 @@ def _accumulates(module: nn.Module, input: torch.Tensor, residual: torch.Tensor)
 def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hidden_act: str) -> torch.Tensor:
     """`activation(module(input))`, with the activation run inside oneDNN's product where it runs there, and on
     torch's default path in place on the product's output (no second (N, out) tensor written) where nothing reads it
-    but the activation (`_plain_default`). `hidden_act` is the name of what `activation` computes (a config's
-    `hidden_act`; anything else, "" included, runs `activation` as written)."""
-    gelu = isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS
-    fused = _fusable(module, input) if gelu else None
-    if fused is None:
-        if gelu and _plain_default(module, input):
-            return torch.ops.aten.gelu_(module(input), approximate=FUSED_ACTIVATIONS[hidden_act])
+    but the activation (`_route`). `hidden_act` is the name of what `activation` computes (a config's `hidden_act`;
+    anything else, "" included, runs `activation` as written)."""
+    route = _route(module, input) if isinstance(hidden_act, str) and hidden_act in FUSED_ACTIVATIONS else None
+    if route is None:
         return activation(module(input))
-    layer, dtype = fused
+    layer, dtype = route
+    if dtype is None:
+        return torch.ops.aten.gelu_(
+            F.linear(input, layer.weight, layer.bias), approximate=FUSED_ACTIVATIONS[hidden_act]
+        )
     packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
     return torch.ops.mkldnn._linear_pointwise(input.to(dtype), packed, bias, "gelu", [], FUSED_ACTIVATIONS[hidden_act])
 
@@ -394,22 +391,21 @@ def linear_act(module: nn.Module, input: torch.Tensor, activation: nn.Module, hi
 def linear_add(module: nn.Module, input: torch.Tensor, residual: torch.Tensor, dropout: nn.Dropout) -> torch.Tensor:
     """`residual + dropout(module(input))`, with the add run inside oneDNN's product where it runs there (no dropout
     active, the residual already in the product's dtype and shape). On torch's default path, where nothing but the
-    sum reads the product (`_plain_default`), the product is accumulated onto `residual + bias` (one GEMM with beta 1)
+    sum reads the product (`_route`), the product is accumulated onto `residual + bias` (one GEMM with beta 1)
     instead of the bias being copied into a new (N, out) tensor that is then added to the residual."""
-    active = dropout.training and dropout.p > 0
-    fused = None if active else _fusable(module, input)
-    if fused is None:
-        if not active and _plain_default(module, input) and _accumulates(module, input, residual):
-            layer = cast(BertScratchLinear, module)
+    route = None if dropout.training and dropout.p > 0 else _route(module, input)
+    if route is not None:
+        layer, dtype = route
+        if dtype is None and _accumulates(layer, input, residual):
             total = torch.add(residual, layer.bias) if layer.bias is not None else residual.clone()
             total.view(-1, layer.out_features).addmm_(input.reshape(-1, layer.in_features), layer.weight.t())
             return total
-        return residual + dropout(module(input))
-    if residual.dtype != fused[1] or residual.shape != (*input.shape[:-1], fused[0].out_features):
-        return residual + dropout(module(input))
-    layer, dtype = fused
-    packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
-    return torch.ops.mkldnn._linear_pointwise.binary(input.to(dtype), residual.contiguous(), packed, bias, "add")
+        if dtype is not None and residual.dtype == dtype and residual.shape == (*input.shape[:-1], layer.out_features):
+            packed, bias = layer._packed_weight(dtype, input.numel() // layer.in_features)
+            return torch.ops.mkldnn._linear_pointwise.binary(
+                input.to(dtype), residual.contiguous(), packed, bias, "add"
+            )
+    return residual + dropout(module(input))
 
 
 def _is_traced() -> bool:
@@ -450,9 +446,11 @@ class BertScratchLinear(nn.Linear):
 
     def _fast_dtype(self, input: torch.Tensor) -> torch.dtype | None:
         """The dtype the oneDNN path multiplies in for `input`, None where `F.linear` runs instead."""
+        return self._onednn_dtype(input) if _cpu_inference(input, self.weight) else None
+
+    def _onednn_dtype(self, input: torch.Tensor) -> torch.dtype | None:
+        """`_fast_dtype` of an input already known to be CPU inference (`_cpu_inference`)."""
         weight = self.weight
-        if not _cpu_inference(input, weight):
-            return None
         dtype = input.dtype
         if torch.is_autocast_enabled("cpu"):
             dtype = torch.get_autocast_dtype("cpu")

@@ -179,9 +179,9 @@ def test_the_default_paths_in_place_gelu_and_accumulated_add_give_the_unfused_nu
     for shape in ((7, 48), (3, 5, 48)):
         x, residual = torch.randn(shape), torch.randn(*shape[:-1], 40)
         x_before, residual_before = x.clone(), residual.clone()
-        assert cpu_matmul._plain_default(layer, x) is False  # autograd on: the layer and the add as written
+        assert cpu_matmul._route(layer, x) is None  # autograd on: the layer and the add as written
         with torch.inference_mode():
-            assert cpu_matmul._plain_default(layer, x)
+            assert cpu_matmul._route(layer, x) == (layer, None)  # torch's default product, read by the caller alone
             product = F.linear(x, layer.weight, layer.bias)
             in_place = cpu_matmul.linear_act(layer, x, activation, hidden_act)
             accumulated = cpu_matmul.linear_add(layer, x, residual, dropout)
