@@ -162,6 +162,12 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
     ),
     # Since 0.1 is the default: the decay before.
     "weight-decay-0.01": (["--weight_decay", "0.01"], "weight decay 0.01 (BERT's; the default: 0.1)"),
+    # The peak rate again at decay 0.1 (the rates above ran at 0.01, where 3e-3 beat 2e-3 and 6e-3): decoupled decay
+    # shrinks the weights by rate x decay per step, so the best rate may move with the decay.
+    "lr-4e-3-decay-0.1": (
+        ["--learning_rate", "4e-3"],
+        "peak learning rate 4e-3 at weight decay 0.1 (the default: 3e-3)",
+    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
