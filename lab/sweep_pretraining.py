@@ -168,6 +168,9 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--learning_rate", "4e-3"],
         "peak learning rate 4e-3 at weight decay 0.1 (the default: 3e-3)",
     ),
+    # Transformers' gradient clipping (max_grad_norm 1.0, on by default) off: Muon orthogonalises its matrices'
+    # momentum whatever the gradient's scale, so the clip reaches them only through the momentum's mix of steps.
+    "no-clip": (["--max_grad_norm", "0"], "no gradient clipping (the default: the total norm clipped to 1.0)"),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
