@@ -6,7 +6,7 @@ is page-faulted and zeroed on every call, one GEMM writes the bias over it, then
 `enable(model)`, the model can decode instead (without autograd, on CPU) into its last logits buffer once nothing
 outside uses that memory any more, pad rows zeroed, in one GEMM whose real rows are then moved to their padded
 positions, or tile by tile straight to them so that each output tile stays in cache while its bias and product are written. Logits are
-the same as the model's own decoding (tested); evaluation in `bertscratch pretrain` and the inference workload of
+the same as the model's own decoding (tested); `bertscratch pretrain`'s MLM + NSP evaluation and the inference workload of
 `bertscratch benchmark` use it.
 
 Which of these is fastest depends on the CPU, its GEMM path (`cpu_matmul`: the model's own decoding may run on

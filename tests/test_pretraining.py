@@ -158,6 +158,55 @@ def test_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
+def test_masked_lm_evaluation_decodes_only_the_scored_positions_and_scores_as_the_full_logits(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pretraining Trainer's evaluation of a masked LM decodes the vocabulary at each row's scored positions only
+    (logits narrower than the blocks) and gives the metrics and loss that the model's full (B, T, V) logits give
+    through `preprocess_logits_for_metrics` (the dense step, which `test_metrics_match_a_direct_computation` checks);
+    on a padded batch too, with a row that has no scored position."""
+    trainer = pretraining.build_trainer(*parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path)))
+    model = trainer.model
+    widths: list[tuple[int, int]] = []
+    forward = model.forward
+
+    @functools.wraps(forward)  # the Trainer reads the forward's signature for the columns it keeps
+    def spy(*args: object, **kwargs: object) -> object:
+        outputs = forward(*args, **kwargs)
+        widths.append((outputs.logits.shape[1], kwargs["input_ids"].shape[1]))  # type: ignore[union-attr]
+        return outputs
+
+    monkeypatch.setattr(model, "forward", spy)
+    sparse = trainer.evaluate()
+    assert widths and all(decoded < length for decoded, length in widths)  # 15% masking: a fraction of each row
+    widths.clear()
+    trainer.reduce_predictions = lambda logits, labels: preprocess_logits_for_metrics(logits, labels)  # dense step
+    dense = trainer.evaluate()
+    assert widths and all(decoded == length for decoded, length in widths)
+    assert sparse["eval_accuracy"] == dense["eval_accuracy"] > 0
+    for key in ("eval_loss", "eval_mlm_loss", "eval_perplexity"):
+        assert sparse[key] == pytest.approx(dense[key], rel=1e-5), key
+
+    torch.manual_seed(0)
+    input_ids = torch.randint(5, model.config.vocab_size, (3, 12))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 7:] = attention_mask[2, 4:] = 0
+    labels = torch.full_like(input_ids, -100)
+    labels[0, [1, 5, 6, 11]] = input_ids[0, [1, 5, 6, 11]]
+    labels[1, 2] = input_ids[1, 2]  # row 2 has no scored position
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+    trainer.reduce_predictions = preprocess_logits_for_metrics
+    loss, reduced, _ = trainer.prediction_step(model, dict(batch), prediction_loss_only=False)
+    with torch.no_grad():
+        full = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    expected = preprocess_logits_for_metrics(full.logits, labels)
+    scored = labels != -100
+    assert reduced is not None and reduced.shape == expected.shape
+    assert torch.equal(reduced[..., 0][scored], expected[..., 0][scored])
+    torch.testing.assert_close(reduced[..., 1], expected[..., 1], rtol=1e-5, atol=1e-6)  # 0 where not scored
+    assert loss is not None and loss.item() == pytest.approx(full.loss.item(), rel=1e-5)
+
+
 def test_nsp_metrics_match_a_direct_computation() -> None:
     """The mlm_nsp evaluation path as the Trainer runs it: per-batch reduction of (MLM logits, NSP logits), batches of
     different lengths right-padded with -100 into one array (`EvalLoopContainer`), then the metrics: NSP accuracy
@@ -329,14 +378,21 @@ def test_whole_word_mask_through_main_masks_whole_words(
     evaluated = []
     real_compute_loss = pretraining.PretrainingTrainer.compute_loss
 
+    real_forward = hf_bertscratch.BertScratchForMaskedLM.forward
+
     def recording_compute_loss(self, model, inputs, *args, **kwargs):
         if model.training:
             batches.append({name: value.clone() for name, value in inputs.items()})
-        else:
-            evaluated.append(set(inputs))
         return real_compute_loss(self, model, inputs, *args, **kwargs)
 
+    @functools.wraps(real_forward)  # the Trainer reads the forward's signature for the columns it keeps
+    def recording_forward(self, *args, **kwargs):
+        if not self.training:
+            evaluated.append(set(kwargs))
+        return real_forward(self, *args, **kwargs)
+
     monkeypatch.setattr(pretraining.PretrainingTrainer, "compute_loss", recording_compute_loss)
+    monkeypatch.setattr(hf_bertscratch.BertScratchForMaskedLM, "forward", recording_forward)
     out = tmp_path / "wwm"
     main(
         [
