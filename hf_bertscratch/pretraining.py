@@ -346,7 +346,7 @@ class PretrainingTrainer(Trainer):
         labels = inputs["labels"]
         scored = labels != -100
         counts = scored.sum(dim=1)
-        width = max(int(counts.max()), 1) if counts.numel() else 1  # the one host sync, as the dense step's
+        width = max(int(counts.max()), 1) if counts.numel() else 1  # a host read: the decoded width
         # Each row's scored positions first, in order (a stable sort of 0 = scored before 1), then others.
         positions = torch.sort((~scored).to(torch.uint8), dim=1, stable=True).indices[:, :width]
         inside = torch.arange(positions.shape[1], device=labels.device) < counts[:, None]
