@@ -168,6 +168,10 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--learning_rate", "4e-3"],
         "peak learning rate 4e-3 at weight decay 0.1 (the default: 3e-3)",
     ),
+    "lr-5e-3-decay-0.1": (
+        ["--learning_rate", "5e-3"],
+        "peak learning rate 5e-3 at weight decay 0.1 (the default: 3e-3)",
+    ),
     # Transformers' gradient clipping (max_grad_norm 1.0, on by default) off: Muon orthogonalises its matrices'
     # momentum whatever the gradient's scale, so the clip reaches them only through the momentum's mix of steps.
     "no-clip": (["--max_grad_norm", "0"], "no gradient clipping (the default: the total norm clipped to 1.0)"),
