@@ -360,14 +360,7 @@ class PretrainingArguments(GuardedTrainingArguments):
         default=16, metadata={"help": "Blocks per process per step (16 x 2 processes: more steps in the budget)."}
     )
     learning_rate: float = field(
-        default=4e-3, metadata={"help": "Peak learning rate (AdamW's; Muon's update is sized to match it)."}
-    )
-    max_grad_norm: float = field(
-        default=0.0,
-        metadata={
-            "help": "Clip the gradients' total norm to this; 0 (the recipe's): no clipping, since Muon orthogonalises "
-            "its matrices' momentum whatever the gradient's scale (transformers' default: 1.0)."
-        },
+        default=3e-3, metadata={"help": "Peak learning rate (AdamW's; Muon's update is sized to match it)."}
     )
     adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2 (0.98 as RoBERTa, steadier at high rates)."})
     weight_decay: float = field(

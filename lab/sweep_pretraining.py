@@ -180,11 +180,6 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--learning_rate", "4e-3", "--max_grad_norm", "0"],
         "peak learning rate 4e-3 and no gradient clipping (the default: 3e-3, the norm clipped to 1.0)",
     ),
-    # Since 4e-3 without clipping is the default: the recipe before.
-    "lr-3e-3-clip": (
-        ["--learning_rate", "3e-3", "--max_grad_norm", "1.0"],
-        "peak learning rate 3e-3, the gradients' norm clipped to 1.0 (the default: 4e-3, no clipping)",
-    ),
     # The one-GPU recipe's depth (8 post-LayerNorm layers) at three peak rates, at tiny's width so that a CPU runs
     # it (lab/configs/bertscratch-8x128: 8 layers, H 128, dropout 0): which trains, and which leaves the plateau
     # first, at the same steps (scripts/gpu_recipe.py's PRETRAIN_RECIPE runs medium, 8 layers of H 512, at 1e-3).
