@@ -259,6 +259,17 @@ def check_masked_positions(masked_positions: torch.Tensor, batch_size: int, seq_
         check_ranges(("masked_positions", masked_positions, seq_len, "seq_len"))
 
 
+def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) bool -> the (B, K) positions of each row's selected tokens in text order, K the most any row has (at
+    least 1; a row with fewer repeats its first position after them), and the (B, 1) counts: the `masked_positions`
+    that a masked LM decodes at (fill-mask's [MASK] tokens, evaluation's scored labels). One host read (K)."""
+    counts = selected.sum(dim=1, keepdim=True)  # (B, 1)
+    order = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices  # (B, T): selected positions first
+    positions = order[:, : max(int(counts.max()), 1)]  # (B, K)
+    rank = torch.arange(positions.shape[1], device=selected.device)[None]  # (1, K)
+    return torch.where(rank < counts, positions, positions[:, :1]), counts
+
+
 # Keyword arguments a forward accepts beyond its named ones: transformers' (`TransformersKwargs`: output flags,
 # `num_items_in_batch`, attention-interface options) and `return_dict`. Anything else is a typo or an argument of
 # another model, and is refused by name instead of being dropped (transformers' BERT accepts `atention_mask=`).

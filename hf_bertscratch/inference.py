@@ -44,6 +44,7 @@ from transformers import (
 from transformers.utils import ModelOutput, enable_tf32
 
 from .arguments import check_max_seq_length
+from .batching_bertscratch import selected_positions
 from .convert import family_checkpoint
 from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
@@ -91,12 +92,7 @@ def check_task_head(model: str, task: str) -> None:
 def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tensor:
     """(B, T) ids -> (B, K) positions of each row's mask tokens in text order, K the most masks in a row; a row
     with fewer masks repeats its first one (every row must have one)."""
-    is_mask = input_ids == mask_token_id  # (B, T)
-    counts = is_mask.sum(dim=1, keepdim=True)  # (B, 1)
-    order = torch.sort((~is_mask).to(torch.uint8), dim=1, stable=True).indices  # (B, T): mask positions first
-    positions = order[:, : int(counts.max())]  # (B, K)
-    rank = torch.arange(positions.shape[1], device=input_ids.device)[None]  # (1, K)
-    return torch.where(rank < counts, positions, positions[:, :1])
+    return selected_positions(input_ids == mask_token_id)[0]
 
 
 def takes_masked_positions(model: nn.Module) -> bool:

@@ -46,6 +46,7 @@ from hf_bertscratch_base.heap import keep_freed_memory
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
 from . import fast_decode
+from .batching_bertscratch import selected_positions
 from .budget import TrainingBudget, budget_lr_lambda, scheduler_kwargs, wsd_cooldown
 from .electra import (
     GENERATOR_FOLDER,
@@ -193,7 +194,7 @@ def masked_rows_reduction(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`preprocess_logits_for_metrics`'s (B, T, 2) and the batch's MLM loss from logits decoded at the scored
     positions only: (B, K, V) `logits` at `positions` (B, K), of which `inside` (B, K) marks the scored ones (a row
-    with fewer than K scored positions repeats others after them). Unscored positions hold 0 in both channels, which
+    with fewer than K scored positions repeats its first after them: `selected_positions`). Unscored positions hold 0 in both channels, which
     `compute_metrics` does not read."""
     picked = logits[inside].float()  # (num_scored, V), row-major as labels[labels != -100]
     rows, slots = inside.nonzero(as_tuple=True)
@@ -344,12 +345,8 @@ class PretrainingTrainer(Trainer):
         the model's, the mean cross-entropy over the scored positions."""
         inputs = self._prepare_inputs(inputs)
         labels = inputs["labels"]
-        scored = labels != -100
-        counts = scored.sum(dim=1)
-        width = max(int(counts.max()), 1) if counts.numel() else 1  # a host read: the decoded width
-        # Each row's scored positions first, in order (a stable sort of 0 = scored before 1), then others.
-        positions = torch.sort((~scored).to(torch.uint8), dim=1, stable=True).indices[:, :width]
-        inside = torch.arange(positions.shape[1], device=labels.device) < counts[:, None]
+        positions, counts = selected_positions(labels != -100)  # (B, K), (B, 1)
+        inside = torch.arange(positions.shape[1], device=labels.device) < counts
         model_inputs = {key: value for key, value in inputs.items() if key != "labels"}
         with torch.no_grad(), self.compute_loss_context_manager():
             logits = model(**model_inputs, masked_positions=positions).logits  # (B, K, V)
