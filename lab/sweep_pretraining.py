@@ -196,6 +196,20 @@ CANDIDATES: dict[str, tuple[list[str], str]] = {
         ["--config_name", "lab/configs/bertscratch-8x128", "--learning_rate", "1e-3", "--muon"],
         "8 layers of H 128, Muon beside AdamW at peak learning rate 1e-3",
     ),
+    # The row above at the weight decay it was recorded with (8-layer-muon-1500-steps.json, when the default was
+    # 0.01), against the default since (0.1) which the one-GPU recipe would inherit.
+    "8-layer-muon-lr-1e-3-weight-decay-0.01": (
+        [
+            "--config_name",
+            "lab/configs/bertscratch-8x128",
+            "--learning_rate",
+            "1e-3",
+            "--muon",
+            "--weight_decay",
+            "0.01",
+        ],
+        "8 layers of H 128, Muon beside AdamW at peak learning rate 1e-3, weight decay 0.01 (the default: 0.1)",
+    ),
 }
 # Training loss (nats) below which a run has left the unigram plateau: on the shipped WikiText-2 with the default
 # 8,192-token WordPiece the plateau sits at 6.2-6.5, and a run that reads its neighbours falls through 5.8 within a
