@@ -194,8 +194,8 @@ def masked_rows_reduction(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`preprocess_logits_for_metrics`'s (B, T, 2) and the batch's MLM loss from logits decoded at the scored
     positions only: (B, K, V) `logits` at `positions` (B, K), of which `inside` (B, K) marks the scored ones (a row
-    with fewer than K scored positions repeats its first after them: `selected_positions`). Unscored positions hold 0 in both channels, which
-    `compute_metrics` does not read."""
+    with fewer than K scored positions repeats its first after them: `selected_positions`). Unscored positions hold 0
+    in both channels, which `compute_metrics` does not read."""
     picked = logits[inside].float()  # (num_scored, V), row-major as labels[labels != -100]
     rows, slots = inside.nonzero(as_tuple=True)
     columns = positions[rows, slots]
@@ -328,11 +328,18 @@ class PretrainingTrainer(Trainer):
         ignore_keys: list[str] | None = None,
     ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
         """Trainer's evaluation step with its outputs reduced (`reduce_predictions`); a masked LM with labels
-        decoded at the scored positions only (`masked_lm_step`)."""
+        decoded at the scored positions only (`masked_lm_step`), unless a label smoother or a `compute_loss_func`
+        makes the loss (Trainer's `compute_loss` then runs on the full logits, as it would without this step)."""
         if prediction_loss_only or self.reduce_predictions is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys)
         masked_lm = isinstance(self.accelerator.unwrap_model(model), BertScratchForMaskedLM)
-        if masked_lm and self.reduce_predictions is preprocess_logits_for_metrics and inputs.get("labels") is not None:
+        own_loss = self.label_smoother is None and self.compute_loss_func is None
+        if (
+            masked_lm
+            and own_loss
+            and self.reduce_predictions is preprocess_logits_for_metrics
+            and inputs.get("labels") is not None
+        ):
             return self.masked_lm_step(model, inputs)
         loss, logits, labels = super().prediction_step(model, inputs, prediction_loss_only, ignore_keys)
         return loss, None if logits is None else self.reduce_predictions(logits, labels), labels
@@ -342,7 +349,9 @@ class PretrainingTrainer(Trainer):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(loss, `preprocess_logits_for_metrics`'s reduction, labels) of a masked-LM batch, the vocabulary decoded at
         each row's scored positions only (the model's `masked_positions`, K wide: the most any row has); the loss is
-        the model's, the mean cross-entropy over the scored positions."""
+        the model's loss computed here: the mean cross-entropy over the batch's scored positions. (With several
+        processes Trainer's own step weighs each process's loss by its share of the scored positions; the runs'
+        MLM loss, `eval_mlm_loss`, is the mean over every scored position either way.)"""
         inputs = self._prepare_inputs(inputs)
         labels = inputs["labels"]
         positions, counts = selected_positions(labels != -100)  # (B, K), (B, 1)

@@ -8,10 +8,9 @@
 #
 #   bash scripts/gpu_bundle.sh [DATA_DIR]          # default $BERTSCRATCH_DATA_DIR, else ../shared/data
 #
-# Then, on the GPU machine, from the repository root (one command; $OUT is where the records go):
-#   tar -xzf .gpu/data.tar.gz -C .gpu && python3 -m pip install -q --no-index --no-deps --no-compile \
-#       --target /tmp/site .gpu/wheels/*.whl && PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
-#       python3 scripts/gpu_recipe.py --data_dir .gpu/data --output_dir $OUT --work_dir /tmp/gpu-recipe
+# Then, on the GPU machine, from the repository root, one command ($OUT is where the records go): it unpacks the
+# bundle, runs the CUDA tests and then scripts/gpu_recipe.py within one call of 590 seconds (scripts/gpu_recipe.sh):
+#   bash scripts/gpu_recipe.sh $OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA_DIR=${1:-${BERTSCRATCH_DATA_DIR:-../shared/data}}

@@ -94,7 +94,8 @@ SMOKE_PRETRAIN: dict[str, str] = {
     "--tokenizer_vocab_size": "400",
     "--per_device_train_batch_size": "8",
     "--max_eval_samples": "40",
-    "--preprocessing_num_workers": "1",
+    "--preprocessing_num_workers": "2",  # several tokenising and batch-loading workers, as the GPU run has
+    "--dataloader_num_workers": "2",
     "--logging_steps": "2",
     "--max_steps": "6",
     "--num_processes": "1",
@@ -140,7 +141,8 @@ class GpuRecipeArguments:
     deadline_minutes: float = field(
         default=9.0,
         metadata={
-            "help": "Wall-clock minutes of the whole run: no fine-tune starts after, any still going is stopped."
+            "help": "Wall-clock minutes of the whole run: runs still going are stopped in time for the record to be "
+            "written by then, and none starts after."
         },
     )
     step_check_s: float = field(
@@ -208,46 +210,70 @@ class Run:
         self.status = "finished" if code == 0 else f"failed (exit code {code})"
         return True
 
-    def stop(self) -> None:
-        assert self.process is not None, "started first"
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.seconds = round(time.monotonic() - self.started, 1)
-        self.status = "cut at the deadline"
-
     def command(self) -> str:
         """The command line as a record gives it: `python`, paths relative to the repository."""
         program = "python" if self.argv[0] == sys.executable else self.argv[0]
         return shlex.join([program, *portable_paths(self.argv[1:])])
 
 
+# Seconds a stopped run has to exit after SIGTERM before it is killed; the runs of one stop share them.
+STOP_GRACE_S = 10.0
+
+
+def stop_runs(runs: list[Run], status: str) -> None:
+    """Stop every run of `runs` at once: SIGTERM to all, then SIGKILL to those still going after `STOP_GRACE_S`
+    (shared). A run that ended meanwhile keeps what it ended as; the others get `status`."""
+    live = [run for run in runs if not run.poll()]
+    for run in live:
+        assert run.process is not None, "started first"
+        run.process.terminate()
+    until = time.monotonic() + STOP_GRACE_S
+    for run in live:
+        assert run.process is not None, "started first"
+        try:
+            run.process.wait(timeout=max(0.0, until - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            run.process.kill()
+            run.process.wait()
+        run.seconds = round(time.monotonic() - run.started, 1)
+        run.status = status
+
+
 def run_all(runs: list[Run], concurrent: int, deadline: float, logs: Path, on_change: Callable[[], None]) -> None:
     """Run `runs` in order, `concurrent` at a time; none starts after `deadline` (monotonic seconds) and any still
-    going then is stopped. `on_change()` is called whenever a run ends."""
+    going then is stopped, as is every one going when this function ends by an error. `on_change()` is called
+    whenever a run ends; an error in it is printed and the runs go on (it writes the record, which the next call
+    writes again)."""
     waiting, going = list(runs), []
-    while waiting or going:
-        while waiting and len(going) < concurrent and time.monotonic() < deadline:
-            run = waiting.pop(0)
-            run.start(logs)
-            going.append(run)
-        ended = [run for run in going if run.poll()]
-        for run in ended:
-            going.remove(run)
-        if ended:
+
+    def changed() -> None:
+        try:
             on_change()
-        if time.monotonic() >= deadline:
-            for run in going:
-                run.stop()
-            if going:
-                on_change()
-            return
-        if not waiting and not going:
-            return
-        time.sleep(0.5)
+        except Exception as error:  # noqa: BLE001 (the runs, and the record of those that end, outlive a bad write)
+            print(f"gpu_recipe: recording failed: {error!r}", file=sys.stderr)
+
+    try:
+        while waiting or going:
+            while waiting and len(going) < concurrent and time.monotonic() < deadline:
+                run = waiting.pop(0)
+                run.start(logs)
+                going.append(run)
+            ended = [run for run in going if run.poll()]
+            for run in ended:
+                going.remove(run)
+            if ended:
+                changed()
+            if time.monotonic() >= deadline:
+                stopped, going = going, []
+                stop_runs(stopped, "cut at the deadline")
+                if stopped:
+                    changed()
+                return
+            if not waiting and not going:
+                return
+            time.sleep(0.5)
+    finally:
+        stop_runs(going, "stopped by an error of the recipe")
 
 
 def step_check_run(args: GpuRecipeArguments, folder: Path) -> Run:
@@ -308,10 +334,9 @@ def finetune_runs(
         if init == "scratch":
             flags += ["--init_from_scratch", "true"]
         flags += head_flags(task)
+        flags += ["--dataloader_num_workers", "2"]
         if args.smoke:
             flags += [*SMOKE_FINETUNE, "--per_device_train_batch_size", "8"]
-        else:
-            flags += ["--dataloader_num_workers", "2"]
         command = [sys.executable, str(ROOT / "scripts" / "finetune.py"), *flags]
         # the runs side by side share the host's cores (tokenising, the baselines' bag of words)
         threads = max(1, (os.cpu_count() or 1) // args.concurrent)
@@ -371,11 +396,11 @@ def finetune_summary(run: Run) -> dict:
     results = read_json(run.folder / "all_results.json")
     if results is None:
         return summary
-    metric = results["main_metric"]
+    metric = results.get("main_metric")
     summary.update(
-        task=results["task"],
+        task=results.get("task"),
         init="scratch" if results.get("init_from_scratch") else "pretrained",
-        seed=results["seed"],
+        seed=results.get("seed"),
         metric=metric,
         eval=results.get(f"eval_{metric}"),
         test=results.get(f"test_{metric}"),
@@ -387,10 +412,11 @@ def finetune_summary(run: Run) -> dict:
 
 def task_table(finetunes: list[dict]) -> dict:
     """Per task and initialisation: the scores of the finished seeds (the test split's where the task has one, else
-    the eval split's), their mean, and the no-learning baselines of the first run."""
+    the eval split's), their mean, and the no-learning baselines of the first run. A run without a task or a score
+    (not run, cut, failed) counts in none."""
     table: dict = {}
     for run in finetunes:
-        if "task" not in run:
+        if run.get("task") is None or (run["test"] is None and run["eval"] is None):
             continue
         split = "test" if run["test"] is not None else "eval"
         entry = table.setdefault(run["task"], {"metric": run["metric"], "split": split, "baselines": {}})
@@ -440,7 +466,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = HfArgumentParser(GpuRecipeArguments, description=__doc__.split("\n\n")[0])
     (args,) = parse_args_or_json(parser, argv)
     start, began = RunStart.now(), time.monotonic()
-    deadline = began + 60 * args.deadline_minutes
+    # the runs are stopped by then, and the record written (stopping takes STOP_GRACE_S at the most)
+    deadline = began + 60 * args.deadline_minutes - STOP_GRACE_S - 5
     work, logs = Path(args.work_dir), Path(args.work_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     device = device_info(args.smoke)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,20 +31,34 @@ def gpu_recipe() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def smoke_record(gpu_recipe: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def smoke_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GPU machine's one command (scripts/gpu_recipe.sh) in smoke mode on a bundle as scripts/gpu_bundle.sh packs
+    it (the tasks' data as data.tar.gz; no wheels: this machine has the packages): what comes back in OUT."""
     root = tmp_path_factory.mktemp("gpu-recipe")
     write_data_dir(root / "data")
-    argv = ["--smoke", "true", "--data_dir", str(root / "data"), "--output_dir", str(root / "out")]
-    return gpu_recipe.main([*argv, "--work_dir", str(root / "work"), "--tasks", "imdb", "sst2"])
+    (root / "bundle").mkdir()
+    subprocess.run(["tar", "-czf", root / "bundle" / "data.tar.gz", "-C", root, "data"], check=True)
+    env = {**os.environ, "BUNDLE": str(root / "bundle"), "PYTHON": sys.executable, "TEST_S": "100"}
+    argv = ["--smoke", "true", "--work_dir", str(root / "work"), "--tasks", "imdb", "sst2"]
+    done = subprocess.run(["bash", ROOT / "scripts" / "gpu_recipe.sh", root / "out", *argv], env=env, text=True,
+                          capture_output=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return root / "out"
 
 
 @pytest.mark.slow
-def test_the_smoke_run_writes_every_stage_to_its_record(smoke_record: dict, gpu_recipe: ModuleType) -> None:
-    written = json.loads(Path(smoke_record["path"]).read_text())
-    assert written == {key: value for key, value in smoke_record.items() if key != "path"}
-    assert written["command"].startswith("python scripts/gpu_recipe.py --smoke true")
+def test_the_smoke_run_writes_every_stage_to_its_record(smoke_out: Path) -> None:
+    (path,) = smoke_out.glob("gpu-recipe-*[0-9].json")
+    written = json.loads(path.read_text())
+    assert written["command"].startswith("python scripts/gpu_recipe.py --data_dir ")
+    assert written["command"].endswith(
+        " --smoke true --work_dir " + written["arguments"]["work_dir"] + " --tasks imdb sst2"
+    )
+    # the deadline is what the call's 590 seconds leave after the CUDA tests (collected, skipped on this CPU)
+    assert 0 < written["arguments"]["deadline_minutes"] <= 9
+    assert " skipped" in (smoke_out / "pytest-cuda.log").read_text().splitlines()[-1]
     assert written["device"]["type"] == "cpu" and written["versions"]["torch"]
-    assert Path(smoke_record["path"]).with_name(Path(smoke_record["path"]).stem + "-logs.txt").is_file()
+    assert path.with_name(path.stem + "-logs.txt").is_file()
 
     step = written["step_check"]
     assert step["status"] == "finished" and step["record"]["cases"]
@@ -84,6 +100,28 @@ def test_a_run_still_going_at_the_deadline_is_stopped_and_one_not_started_is_not
     assert time.monotonic() - began < 40
     assert [run.status for run in runs] == ["cut at the deadline", "not run"]
     assert changes and runs[0].seconds >= 2
+
+
+def test_a_failed_record_write_leaves_the_runs_going_and_an_error_stops_them(
+    gpu_recipe: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quick = gpu_recipe.Run("quick", [sys.executable, "-c", "pass"], tmp_path / "quick")
+    sleeper = gpu_recipe.Run("sleep", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "sleep")
+
+    def broken_write() -> None:
+        raise OSError("disk full")
+
+    began = time.monotonic()
+    gpu_recipe.run_all([quick, sleeper], 2, began + 3, tmp_path, broken_write)
+    assert quick.status == "finished" and sleeper.status == "cut at the deadline"
+    assert "recording failed: OSError('disk full')" in capsys.readouterr().err
+    assert time.monotonic() - began < 3 + gpu_recipe.STOP_GRACE_S + 5
+
+    sleeper = gpu_recipe.Run("sleep2", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "sleep2")
+    missing = gpu_recipe.Run("missing", [str(tmp_path / "no-such-program")], tmp_path / "missing")
+    with pytest.raises(FileNotFoundError):
+        gpu_recipe.run_all([sleeper, missing], 2, time.monotonic() + 60, tmp_path, lambda: None)
+    assert sleeper.status == "stopped by an error of the recipe" and sleeper.process.poll() is not None
 
 
 # A pretraining run that fails where PyTorch's varlen attention is on and finishes where it is off (a kernel that does

@@ -29,6 +29,7 @@ from transformers import (
     PreTrainedTokenizerBase,
     pipeline,
 )
+from transformers.trainer_pt_utils import LabelSmoother
 
 import hf_bertscratch
 from hf_bertscratch import fast_decode, hardware, pretraining, pretraining_arguments
@@ -186,6 +187,15 @@ def test_masked_lm_evaluation_decodes_only_the_scored_positions_and_scores_as_th
     assert sparse["eval_accuracy"] == dense["eval_accuracy"] > 0
     for key in ("eval_loss", "eval_mlm_loss", "eval_perplexity"):
         assert sparse[key] == pytest.approx(dense[key], rel=1e-5), key
+    # a label smoother makes the loss: Trainer's step on the full logits, as without the sparse step
+    widths.clear()
+    trainer.reduce_predictions = preprocess_logits_for_metrics
+    trainer.label_smoother = LabelSmoother(epsilon=0.1)
+    smoothed = trainer.evaluate()
+    assert widths and all(decoded == length for decoded, length in widths)
+    assert smoothed["eval_accuracy"] == dense["eval_accuracy"]
+    assert smoothed["eval_loss"] > dense["eval_loss"] * 1.01  # the smoothed loss, not the plain one
+    trainer.label_smoother = None
 
     torch.manual_seed(0)
     input_ids = torch.randint(5, model.config.vocab_size, (3, 12))
