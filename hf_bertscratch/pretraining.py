@@ -24,6 +24,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,8 @@ from transformers import (
     set_seed,
 )
 
+from hf_bertscratch_base import PROG
+from hf_bertscratch_base.errors import DEBUG_ENV, LAUNCHED_ERRORS_ENV, debugging, launched_errors, run_launched
 from hf_bertscratch_base.heap import keep_freed_memory
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
 
@@ -512,23 +515,44 @@ def save_outputs(
     return finish_run(trainer, write_reports, keep_last_checkpoint=True)
 
 
+# torchrun, except that children that fail are not reported again by torchrun's log and traceback: they have said why
+# (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report).
+TORCHRUN = """import logging, sys
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.run import main
+for name in list(logging.root.manager.loggerDict):
+    if name.startswith("torch.distributed.elastic"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+try:
+    main()
+except ChildFailedError:
+    sys.exit(1)
+"""
+
+
 def launch_processes(argv: list[str], processes: int, threads: int) -> None:
     """Run this same command under `torch.distributed.run` with `processes` processes of `threads` torch threads
-    each (`hardware.fit_threads`), their OpenMP threads sleeping when idle (`thread_pool`)."""
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc_per_node={processes}",
-        "-m",
-        __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining",
-        *argv,
-    ]
-    logger.info("Launching %d processes with %s torch thread(s) each: %s", processes, threads, " ".join(command))
-    environment = {WAIT_POLICY_ENV: TRAINING_WAIT_POLICY, **os.environ, THREADS_ENV: str(threads)}
-    done = subprocess.run(command, env=environment, check=False)
+    each (`hardware.fit_threads`), their OpenMP threads sleeping when idle (`thread_pool`). Should they fail, the
+    error lines they wrote (each process's one line, `run_launched`) are printed once each on stderr."""
+    module = __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining"
+    torchrun = ["--standalone", f"--nproc_per_node={processes}", "-m", module, *argv]
+    command = [sys.executable, *(["-m", "torch.distributed.run"] if debugging() else ["-c", TORCHRUN]), *torchrun]
+    logger.info(
+        "Launching %d processes with %s torch thread(s) each: torchrun %s", processes, threads, " ".join(torchrun)
+    )
+    with tempfile.TemporaryDirectory(prefix="bertscratch-errors-") as errors:
+        environment = {WAIT_POLICY_ENV: TRAINING_WAIT_POLICY, **os.environ, THREADS_ENV: str(threads)}
+        environment[LAUNCHED_ERRORS_ENV] = errors
+        done = subprocess.run(command, env=environment, check=False)
+        lines = launched_errors(errors)
     if done.returncode != 0:
+        if not lines and not debugging():  # with $BERTSCRATCH_DEBUG, torchrun has reported it
+            lines = [
+                f"{PROG} pretrain: error: a training process ended with exit code {done.returncode} and no error of "
+                f"its own (killed: out of memory?); {DEBUG_ENV}=1 shows torchrun's report"
+            ]
+        for line in lines:
+            print(line, file=sys.stderr)
         raise SystemExit(done.returncode)
 
 
@@ -582,4 +606,4 @@ __all__ = [
 
 
 if __name__ == "__main__":
-    main()
+    run_launched("pretrain", main)  # one line on an error, where launch_processes started this process

@@ -11,13 +11,13 @@ the library does, and imports the library only when a command runs; the library 
 from __future__ import annotations
 
 import os
-import sys
 
 from hf_bertscratch_base import PROG, did_you_mean
+from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
-from .commands import COMMAND_SUMMARIES, DEBUG_ENV, flag_value, model_argument, parse, version
+from .commands import COMMAND_SUMMARIES, flag_value, model_argument, parse, version
 from .data_checks import check_data_files
 from .dispatch import run_command
 
@@ -43,11 +43,11 @@ def check_sources(command: str, args: list[str]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
-    if not (debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")):
+    if not (debug or debugging()):
         try:
             check_sources(command, args)  # a missing folder or column, an unreachable Hub: one line, before torch
         except (OSError, ValueError) as error:
-            print(f"{PROG} {command}: error: {type(error).__name__}: {error}", file=sys.stderr)
+            print_error(command, error)
             raise SystemExit(1) from None
     if command in TRAINING_COMMANDS:
         use_training_wait_policy()  # before torch loads

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from hf_bertscratch_base import PROG, did_you_mean
+from hf_bertscratch_base.errors import DEBUG_ENV
 
 DISTRIBUTION = "hf-bertscratch"
-DEBUG_ENV = "BERTSCRATCH_DEBUG"
 # `COMMAND --help` pages kept as text, answered without importing torch (`dispatch.write_help_pages`
 # writes them from the commands' parsers; a test checks they match).
 HELP_PAGES = Path(__file__).parent / "help"

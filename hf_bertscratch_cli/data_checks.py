@@ -1,13 +1,14 @@
 """The front door's check that the local data files a command names have the columns it reads, before torch loads:
 their headers (`hf_bertscratch_base.data_files.read_columns`) against the task table's columns and the `--*_column`
 flags, failing with the library's own line (`task_table.check_columns`, which stays for users of the API). A file
-whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json, a file that is missing or not UTF-8) is
-left to the library.
+whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json, a file that is not UTF-8) is
+left to the library; a named file that does not exist fails here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN, read_columns
 from hf_bertscratch_base.task_table import (
@@ -24,9 +25,14 @@ from .commands import flag_value
 
 
 def _given_files(args: list[str], splits: tuple[str, ...]) -> dict[str, str]:
-    """Split -> the file that `--{split}_file` names, for the splits the arguments give a file."""
+    """Split -> the file that `--{split}_file` names, for the splits the arguments give a file; a plain path (not a
+    glob or a URL) that does not exist fails here (FileNotFoundError), before any other file's check."""
     files = {split: flag_value(args, f"--{split}_file") for split in splits}
-    return {split: path for split, path in files.items() if path}
+    given = {split: path for split, path in files.items() if path}
+    for split, path in given.items():
+        if not any(char in path for char in "*?[") and "://" not in path and not Path(path).exists():
+            raise FileNotFoundError(f"The {split} file {path!r} (--{split}_file) does not exist.")
+    return given
 
 
 def check_task_files(args: list[str]) -> None:
@@ -77,8 +83,9 @@ DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
 
 
 def check_data_files(command: str, args: list[str]) -> None:
-    """Fail in one line (ValueError), naming the missing column, the columns the file has and the flag that picks
-    the column, when a local data file that `command`'s arguments name lacks a column the command reads."""
+    """Fail in one line when a local data file that `command`'s arguments name is missing (FileNotFoundError) or
+    lacks a column the command reads (ValueError, naming the missing column, the columns the file has and the flag
+    that picks the column)."""
     check = DATA_FILE_CHECKS.get(command)
     if check is not None:
         check(args)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hf_bertscratch_base import PROG
+from hf_bertscratch_base.errors import debugging, print_error
 
-from .commands import COMMAND_SUMMARIES, DEBUG_ENV, HELP_PAGES, parse
+from .commands import COMMAND_SUMMARIES, HELP_PAGES, parse
 
 # Forwarded command -> the module whose main(argv) runs it (each command's one-line help: COMMAND_SUMMARIES).
 FORWARDED: dict[str, str] = {
@@ -121,7 +121,7 @@ def _run(command: str, argv: list[str]) -> None:
 def run_command(command: str, argv: list[str], debug: bool = False) -> None:
     """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
     `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
-    debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = debug or debugging()
     try:
         _run(command, argv)
     except KeyboardInterrupt:
@@ -131,8 +131,7 @@ def run_command(command: str, argv: list[str], debug: bool = False) -> None:
         # Inspection commands also take --debug after the command; forwarded ones only before it.
         if debug or (command in INSPECTION and "--debug" in argv):
             raise
-        message = " ".join(str(error).split()) or "(no message)"
-        print(f"{PROG} {command}: error: {type(error).__name__}: {message}", file=sys.stderr)
+        print_error(command, error)
         raise SystemExit(1) from None
 
 

@@ -710,6 +710,27 @@ def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
     )
 
 
+def test_a_missing_data_file_is_named_before_torch_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A --train_file that does not exist is named, before another file's columns are checked and before torch."""
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "assert 'torch' not in sys.modules\nsys.exit(code)\n"
+    )
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "dev.csv").write_text("id,text\n1,the cat\n")  # no label column: the train file is the error
+    argv = ["finetune", "--model_name_or_path", "model", "--train_file", "train.csv", "--validation_file", "dev.csv"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--output_dir", "out"],
+        capture_output=True, text=True, check=False, cwd=tmp_path, env=closed_port_hub(monkeypatch),
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        1,
+        "bertscratch finetune: error: FileNotFoundError: The train file 'train.csv' (--train_file) does not exist.\n",
+    )
+
+
 def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:
     config = tmp_path / "fill.json"
     config.write_text(json.dumps({"model": str(memorised_dir), "text": "the [MASK]", "top_k": 7}))

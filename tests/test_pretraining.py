@@ -42,6 +42,7 @@ from hf_bertscratch.pretraining import (
 from hf_bertscratch.pretraining_data import make_pack_function
 from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
+from hf_bertscratch_base import errors
 from hf_bertscratch_base.heap import heap_policy
 
 from conftest import CORPUS, PRETRAIN_ONE_PROCESS, pretrain_args, record_hub
@@ -820,6 +821,49 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     assert results["train_budget_spent_minutes"] >= 0.05  # the budget stopped it (where: the real-clock test)
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] < pretraining_arguments.BUDGET_STEP_CAP
     assert load_file(out / "model.safetensors")  # rank 0 saved the model
+
+
+def test_an_error_in_the_launched_processes_is_one_line(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    """An error both launched processes raise (here: the tasks' text from a data folder that is not there) ends the
+    command with its line once on stderr, and neither their tracebacks nor torchrun's report of the failed children."""
+    for name in ("WORLD_SIZE", "OMP_NUM_THREADS", "BERTSCRATCH_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
+    argv = ["--task_text", "sst2", "--data_dir", str(tmp_path / "nowhere"), "--output_dir", str(tmp_path / "out")]
+    argv += ["--tokenizer_name", str(tokenizer_dir), "--config_name", str(config_dir), "--num_processes", "2"]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 1
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ChildFailedError" not in err and "exitcode" not in err, err[-3000:]
+    (line,) = [line for line in err.splitlines() if "error" in line.lower()]
+    assert line.startswith("bertscratch pretrain: error: ") and "nowhere" in line
+
+
+def test_launched_processes_write_their_error_lines_and_the_launcher_reads_each_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(errors.LAUNCHED_ERRORS_ENV, str(tmp_path))
+    monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+
+    def fail() -> None:
+        raise ValueError("bad\n value")
+
+    for rank in ("1", "0", "2"):
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit):
+            errors.run_launched("pretrain", fail if rank != "2" else lambda: (_ for _ in ()).throw(OSError("disk")))
+    assert errors.launched_errors(tmp_path) == [
+        "bertscratch pretrain: error: ValueError: bad value",
+        "bertscratch pretrain: error: OSError: disk",
+    ]
+    monkeypatch.setenv(errors.DEBUG_ENV, "1")  # the traceback, as the command's own errors
+    with pytest.raises(ValueError, match="bad"):
+        errors.run_launched("pretrain", fail)
 
 
 def _collator_rows(tokenizer: PreTrainedTokenizerBase, text: list[str], max_seq_length: int) -> list[dict]:
