@@ -27,6 +27,8 @@ from huggingface_hub import CommitInfo, HfApi, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import TrainingArguments
 
+from hf_bertscratch_base.model_reference import hub_offline
+
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
@@ -116,15 +118,25 @@ def check_repo_id(repo_id: str | None) -> str:
     return repo_id
 
 
-def resolve_token(token: str | None = None) -> str:
-    """The write token: `token`, else HF_TOKEN, else the saved login. Raises ValueError when there is none."""
+# How `bertscratch push` takes a token, and what it can do without one (`resolve_token`'s message).
+PUSH_TOKEN_HINT = "pass --token (or use --dry_run DIR to inspect the upload without a token)"
+
+
+def resolve_token(token: str | None = None, hint: str = PUSH_TOKEN_HINT) -> str:
+    """The write token: `token`, else HF_TOKEN, else the saved login. Raises ValueError when there is none, its
+    message ending with `hint`: how the command at hand takes a token."""
     token = token or get_token()
     if not token:
         raise ValueError(
-            "No Hugging Face token found: set the HF_TOKEN environment variable, run `hf auth login`, "
-            "or pass --token. (Use --dry_run DIR to inspect the upload without a token.)"
+            f"No Hugging Face token found: set the HF_TOKEN environment variable, run `hf auth login`, or {hint}."
         )
     return token
+
+
+def check_hub_online(instead: str) -> None:
+    """Raise ValueError when `HF_HUB_OFFLINE` is set (an upload would fail there), saying what to do `instead`."""
+    if hub_offline():
+        raise ValueError(f"Uploading needs the Hub, and HF_HUB_OFFLINE is set: unset it, or {instead}.")
 
 
 def check_model_folder(model_dir: str | Path) -> Path:
@@ -240,6 +252,7 @@ def push_to_hub(
         logger.info("Dry run: wrote the folder that would be uploaded to %s at %s", repo_id, folder)
         return folder
     token = resolve_token(token)
+    check_hub_online("write the upload folder without the Hub (--dry_run DIR)")
     with tempfile.TemporaryDirectory(prefix="bertscratch-upload-") as tmp:
         folder = prepare_upload_folder(model_dir, Path(tmp) / "upload", repo_id=repo_id, revision=revision)
         api = HfApi(token=token)
@@ -274,7 +287,8 @@ def check_training_push(training_args: TrainingArguments) -> None:
     if training_args.hub_model_id is None:
         raise ValueError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repository to upload to).")
     check_repo_id(training_args.hub_model_id)
-    resolve_token(training_args.hub_token)
+    resolve_token(training_args.hub_token, "pass --hub_token")
+    check_hub_online("train without --push_to_hub and upload the saved folder later (bertscratch push OUTPUT_DIR)")
 
 
 def push_training_output(
@@ -346,12 +360,12 @@ def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
     parser = ArgumentParser(
         PushToHubArguments,
         description=__doc__.split("\n\n")[0],
-        usage="push_to_hub.py MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
-        "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: push_to_hub.py ARGS.json)",
+        usage="%(prog)s MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
+        "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: %(prog)s ARGS.json)",
     )
     (args,) = parse_args_or_json(parser, argv, positional=("model_dir",))
     if args.model_dir is None:
-        raise ValueError("Give the model folder: push_to_hub.py MODEL_DIR --repo_id USER/NAME.")
+        raise ValueError(f"Give the model folder: {parser.prog} MODEL_DIR --repo_id USER/NAME.")
     if args.repo_id is None:
         raise ValueError("Give the Hub repository: --repo_id USER/NAME.")
     return args

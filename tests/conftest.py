@@ -200,6 +200,7 @@ def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
     monkeypatch.setattr(HfApi, "create_branch", create_branch)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
     monkeypatch.setenv("HF_TOKEN", "hf_test")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the recorded Hub is reachable
     return calls
 
 

@@ -264,6 +264,31 @@ def test_dry_run_folders_load_with_transformers_alone(mlm_dir: Path, cls_dir: Pa
     assert set(_by_key(remote["cls"]["pipeline"], "label")) == set(LABELS.values())
 
 
+def test_uploads_refuse_offline_mode_and_a_missing_token_says_how_each_command_takes_one(
+    mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offline mode fails an upload before anything is sent, and a training run's --push_to_hub before training; a
+    missing token names the flag of the command at hand."""
+    calls = record_hub(monkeypatch)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(
+        ValueError, match=r"HF_HUB_OFFLINE is set: unset it, or write the upload folder without the Hub"
+    ):
+        hub.push_to_hub(mlm_dir, "alice/tiny")
+    assert hub.push_to_hub(mlm_dir, "alice/tiny", dry_run=tmp_path / "dry").is_dir()  # a dry run needs no Hub
+    training = TrainingArguments(output_dir=str(tmp_path / "run"), push_to_hub=True, hub_model_id="alice/tiny")
+    with pytest.raises(ValueError, match=r"or train without --push_to_hub and upload the saved folder later"):
+        hub.check_training_push(training)
+    assert calls == []
+
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setattr(hub, "get_token", lambda: None)
+    with pytest.raises(ValueError, match=r"No Hugging Face token found: .* or pass --hub_token\.$"):
+        hub.check_training_push(training)
+    with pytest.raises(ValueError, match=r"or pass --token \(or use --dry_run DIR to inspect the upload"):
+        hub.push_to_hub(mlm_dir, "alice/tiny")
+
+
 def test_electra_upload_carries_a_loadable_generator(
     electra_dir: Path, tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
