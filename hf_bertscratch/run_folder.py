@@ -46,6 +46,24 @@ class GuardedTrainingArguments(TrainingArguments):
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
     )
+    # transformers' help for these describes its example scripts and the Trainer's own push, not these commands
+    resume_from_checkpoint: str | None = field(
+        default=None,
+        metadata={
+            "help": "Continue an interrupted run: `last` (or `true`) for the newest checkpoint-N in output_dir, or a "
+            "checkpoint folder's path."
+        },
+    )
+    push_to_hub: bool = field(
+        default=False,
+        metadata={
+            "help": "Upload the finished output folder to the Hub once, at the end of the run (to --hub_model_id, "
+            "with the project's model card and remote code; checked before training starts)."
+        },
+    )
+    hub_model_id: str | None = field(
+        default=None, metadata={"help": "The Hub repository USER/NAME (or ORG/NAME) that --push_to_hub uploads to."}
+    )
     dataloader_pin_memory: bool = field(
         default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
     )
@@ -76,6 +94,8 @@ class GuardedTrainingArguments(TrainingArguments):
     def __post_init__(self) -> None:
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"--threads must be a positive integer, got {self.threads}.")
+        if self.learning_rate is not None and not self.learning_rate > 0:  # None: the task chooses (finetune)
+            raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}.")
         choose_precision(self)
         super().__post_init__()
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card

@@ -72,3 +72,18 @@ def test_each_dataclass_is_made_with_those_made_before_it(tmp_path: Path) -> Non
     arguments.write_text(json.dumps({"task": "cola", "nope": 1}))
     with pytest.raises(ValueError, match=r"Some keys are not used by the HfArgumentParser: \['nope'\]"):
         parse_args_or_json(parser, [str(arguments)])
+
+
+@pytest.mark.parametrize("rate", ["-0.001", "0"])
+def test_a_learning_rate_that_is_not_positive_is_refused_as_it_is_parsed(tmp_path: Path, rate: str) -> None:
+    """Both training commands name the flag and the value before any data or model loads (torch's AdamW would
+    refuse a negative rate only once the optimizer is made, and train nothing at 0)."""
+    from hf_bertscratch.finetuning_arguments import parse_args as parse_finetuning_args
+
+    message = f"--learning_rate must be positive, got {float(rate):g}."
+    with pytest.raises(ValueError, match=message):
+        parse_pretraining_args(["--output_dir", str(tmp_path / "p"), "--learning_rate", rate])
+    with pytest.raises(ValueError, match=message):
+        parse_finetuning_args(["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "f"),
+                               "--learning_rate", rate])  # fmt: skip
+    assert not any(tmp_path.iterdir())
