@@ -196,7 +196,9 @@ def choose_task_defaults(
     `tasks.finetune_defaults`): --classifier_pooling and --head_init "auto", the learning rate and the epochs; log
     them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). Refuses a --max_seq_length
     beyond the model's position embeddings."""
-    check_max_seq_length(data_args.max_seq_length, getattr(config, "max_position_embeddings", None))
+    by_task = f"max_seq_length {data_args.max_seq_length}" in data_args.chosen_defaults
+    chosen_by = f"task {data_args.task}'s default" if by_task else None
+    check_max_seq_length(data_args.max_seq_length, getattr(config, "max_position_embeddings", None), chosen_by)
     task = data_args.task_spec
     defaults = finetune_defaults(task, data_args.task, config.hidden_size)
     chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...

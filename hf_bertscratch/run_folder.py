@@ -260,15 +260,20 @@ def finish_run(
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
     publish_folder(staging, output_dir, last=_WRITTEN_LAST)
+    model = "the final model"
+    if trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint:
+        metric = trainer.args.metric_for_best_model or "loss"
+        model = f"the best model (by eval {metric}, from {Path(trainer.state.best_model_checkpoint).name})"
     if getattr(trainer.args, "keep_checkpoints", False):
-        return f"{output_dir} keeps the final model and every checkpoint (--keep_checkpoints)."
-    return prune_checkpoints(output_dir, keep_last_checkpoint)
+        return f"{output_dir} keeps {model} and every checkpoint (--keep_checkpoints)."
+    return prune_checkpoints(output_dir, keep_last_checkpoint, model)
 
 
-def prune_checkpoints(output_dir: str | Path, keep_last: bool) -> str:
+def prune_checkpoints(output_dir: str | Path, keep_last: bool, model: str = "the final model") -> str:
     """Remove a finished run's `checkpoint-N` folders: all of them, or all but the last with `keep_last` (what
     `--resume_from_checkpoint last` continues from, where a finished run can go on: pretraining with a larger budget).
-    Intermediate checkpoints serve an interrupted run only; the finished folder holds the final model.
+    Intermediate checkpoints serve an interrupted run only; the finished folder holds `model` (the final model, or
+    the best where the run loaded it at the end).
 
     Returns:
         One sentence for the run's last lines: what the folder keeps and what was removed.
@@ -283,7 +288,7 @@ def prune_checkpoints(output_dir: str | Path, keep_last: bool) -> str:
     size = sum(file.stat().st_size for path in removed for file in path.rglob("*") if file.is_file())
     for path in removed:
         shutil.rmtree(path)
-    sentence = f"{output_dir} keeps the final model"
+    sentence = f"{output_dir} keeps {model}"
     if kept:
         sentence += (
             f" and {kept[0].name}, which `--resume_from_checkpoint last` continues with a larger --max_train_minutes "

@@ -390,7 +390,9 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     )  # fmt: skip
     config.max_position_embeddings = 64  # one check, one message, before any data loads
     with pytest.raises(ValueError, match=r"^--max_seq_length 128 exceeds the model's max_position_embeddings 64: use "):
-        choose_task_defaults(model, DataArguments(task="stsb"), given, config)
+        choose_task_defaults(model, DataArguments(task="stsb", max_seq_length=128), given, config)
+    with pytest.raises(ValueError, match=r"^--max_seq_length 128 \(task stsb's default\) exceeds the model's "):
+        choose_task_defaults(model, DataArguments(task="stsb"), given, config)  # a length the user never gave
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
@@ -565,7 +567,8 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     main(base_argv(model_dir, *data_files, full))
     last_line = capsys.readouterr().out.splitlines()[-1]
     assert re.fullmatch(
-        rf"{re.escape(str(full))} keeps the final model; removed 2 intermediate checkpoint\(s\) \(\d+ MB\), kept for "
+        rf"{re.escape(str(full))} keeps the best model \(by eval accuracy, from checkpoint-\d+\); removed 2 intermediate "
+        r"checkpoint\(s\) \(\d+ MB\), kept for "
         "resuming an interrupted run only.",
         last_line,
     )
