@@ -3,7 +3,7 @@
 `load_tokenizer` accepts the forms users have at hand (a saved tokenizer folder, a folder holding only `vocab.txt`,
 a `vocab.txt` file, or a Hub id); `train_wordpiece_tokenizer` trains BERT's uncased WordPiece with the `tokenizers`
 library and returns it as a `BertTokenizer` (in transformers v5 the `tokenizers`-backed class, which
-`BertTokenizerFast` names too). `main()` is the `train_tokenizer` command.
+`BertTokenizerFast` names too). `main()` is the `bertscratch train-tokenizer` command.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class TrainTokenizerArguments:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train a WordPiece tokenizer on a dataset's train split and save it (the `train_tokenizer` command)."""
+    """Train a WordPiece tokenizer on a dataset's train split and save it (`bertscratch train-tokenizer`)."""
     from .data import load_raw_datasets
 
     parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)

@@ -83,7 +83,9 @@ class DataArguments:
             "test split. Default: the task's (IMDB 5), otherwise 0 (none held out)."
         },
     )
-    text_column: str | None = field(default=None, metadata={"help": "Classification/regression: the text column."})
+    text_column: str | None = field(
+        default=None, metadata={"help": "Classification/regression: the text column (default: text, or the task's)."}
+    )
     text_pair_column: str | None = field(
         default=None, metadata={"help": "Classification/regression: the second text of a sentence pair."}
     )
