@@ -476,6 +476,7 @@ def train_and_evaluate(trainer: Trainer, data_args: DataArguments, checkpoint: s
         max_seq_length=data_args.max_seq_length,
         world_size=args.world_size,
         train_tokens=counted,
+        train_tokens_total=trainer.state.num_input_tokens_seen,  # since the run's first step, resumed or not
     )
     metrics["train_tokens_per_second"] = metrics["train_tokens"] / wall if wall > 0 else 0.0
     budget = getattr(trainer, "budget", None)

@@ -72,7 +72,12 @@ def summarise_run(
         f"eval_accuracy {metrics['eval_accuracy']:.4f}  perplexity {metrics['eval_perplexity']:.2f}{baseline}  "
         + (f"discriminator_accuracy {discriminator:.4f}  " if discriminator is not None else "")
         + f"train {metrics['train_wall_time_seconds']:.0f}s  {metrics['train_tokens']:,} tokens  "
-        f"{metrics['train_tokens_per_second']:.0f} tokens/s  -> {training_args.output_dir}"
+        + (
+            f"({metrics['train_tokens_total']:,} since the run's start)  "
+            if metrics.get("train_tokens_total", metrics["train_tokens"]) != metrics["train_tokens"]
+            else ""
+        )
+        + f"{metrics['train_tokens_per_second']:.0f} tokens/s  -> {training_args.output_dir}"
     ]
     if unigram is not None and metrics["eval_accuracy"] < unigram + PLATEAU_MARGIN:
         lines.append(

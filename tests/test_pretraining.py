@@ -301,6 +301,7 @@ def test_resume_matches_uninterrupted_run(
     assert 0 < seen_at["checkpoint-3"] < seen_at["cut"] == json.loads((tmp_path / "full" / "trainer_state.json")
                                                                       .read_text())["num_input_tokens_seen"]  # fmt: skip
     assert _results(cut)["train_tokens"] == seen_at["cut"] - seen_at["checkpoint-3"]
+    assert _results(cut)["train_tokens_total"] == seen_at["cut"] == _results(tmp_path / "full")["train_tokens_total"]
 
 
 def test_streaming_trains_from_local_files(
