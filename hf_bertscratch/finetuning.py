@@ -100,6 +100,36 @@ def make_features(
         }
 
 
+# A share of unknown tokens in the training text above which the tokenizer does not fit the text (WordPiece leaves
+# [UNK] only for characters its vocabulary lacks: a tokenizer of this text's language leaves well under 1%).
+UNKNOWN_TOKEN_WARNING = 0.05
+
+
+def unknown_token_share(train: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, rows: int = 1000) -> float:
+    """The share of [UNK] among the first `rows` training features' tokens, special tokens but [UNK] left out."""
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    tokens = [token for ids in train[: min(rows, len(train))]["input_ids"] for token in ids if token not in special]
+    return sum(token == tokenizer.unk_token_id for token in tokens) / max(len(tokens), 1)
+
+
+def warn_of_unknown_tokens(train: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
+    """Log a warning when [UNK] is more than `UNKNOWN_TOKEN_WARNING` of the training text's tokens: a tokenizer
+    that does not fit the text (another language, a vocabulary that was not loaded) trains a model on little."""
+    if tokenizer.unk_token_id is None or "input_ids" not in train.column_names:
+        return
+    share = unknown_token_share(train, tokenizer)
+    if share > UNKNOWN_TOKEN_WARNING:
+        logger.warning(
+            "%.0f%% of the training text's tokens are %s: the tokenizer of %s does not cover this text (vocabulary "
+            "of %d tokens), and the model learns nothing from an unknown token. Check --model_name_or_path or "
+            "--tokenizer_name.",
+            100 * share,
+            tokenizer.unk_token,
+            source,
+            len(tokenizer),
+        )
+
+
 # --------------------------------------------------------------------------------------------------------- model
 def _task_head(config) -> str | None:
     """The fine-tuned head a checkpoint's config names (e.g. "BertScratchForSequenceClassification"), or None for a
@@ -563,6 +593,7 @@ def main(argv: list[str] | None = None) -> None:
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
     features = make_features(shape, raw, data_args, training_args)
+    warn_of_unknown_tokens(features["train"], tokenizer, model_args.tokenizer_name or model_args.model_name_or_path)
     if checkpoint is None:
         fit_head(model, model_args, shape, features["train"])
 

@@ -1219,3 +1219,28 @@ def test_gradient_norm_callback_logs_the_mean_norms_of_head_and_encoder(model_di
     assert state.log_history[-1]["grad_norm_head"] == pytest.approx(expected["head"] / 2, rel=1e-5)
     assert state.log_history[-1]["grad_norm_encoder"] == pytest.approx(expected["encoder"] / 2, rel=1e-5)
     assert callback.steps == 0
+
+
+def test_a_tokenizer_that_does_not_cover_the_text_is_warned_of(
+    tokenizer: BertTokenizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tokenizer that turns much of the training text into [UNK] (another language, a vocabulary that was not
+    loaded) is named in a warning; one that covers the text is not."""
+    import datasets
+
+    from hf_bertscratch import finetuning
+
+    def features(texts: list[str]) -> datasets.Dataset:
+        return datasets.Dataset.from_dict({"input_ids": tokenizer(texts)["input_ids"]})
+
+    covered = features([" ".join(POSITIVE), " ".join(NEGATIVE)])
+    assert finetuning.unknown_token_share(covered, tokenizer) == 0
+    foreign = features(["le film était ennuyeux", "the film était génial"])
+    share = finetuning.unknown_token_share(foreign, tokenizer)
+    assert share == pytest.approx(5 / 8)  # "le", "était", "ennuyeux", "était", "génial" of 8 words, [CLS]/[SEP] aside
+    with caplog.at_level(logging.WARNING, logger=finetuning.__name__):
+        finetuning.warn_of_unknown_tokens(covered, tokenizer, "runs/model")
+        assert not caplog.records
+        finetuning.warn_of_unknown_tokens(foreign, tokenizer, "runs/model")
+    (record,) = caplog.records
+    assert record.getMessage().startswith("62% of the training text's tokens are [UNK]: the tokenizer of runs/model")
