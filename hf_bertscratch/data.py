@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import datasets
 
 from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, open_text
-from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -220,22 +219,6 @@ DATASET_CITATIONS: dict[str, tuple[str, str]] = {
     **NAME_CITATIONS,
 }
 DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
-
-
-def resolve_data_dir(data_dir: str | None) -> Path | None:
-    """The local data directory: `data_dir` if given, else `$BERTSCRATCH_DATA_DIR`, else None.
-
-    Raises:
-        NotADirectoryError: if the directory named (by argument or environment) does not exist.
-    """
-    source = "data_dir" if data_dir else DATA_DIR_ENV
-    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None
-    if data_dir is None:
-        return None
-    path = Path(data_dir).expanduser()
-    if not path.is_dir():
-        raise NotADirectoryError(f"{source}={str(data_dir)!r} is not a directory; expected a folder of local datasets.")
-    return path
 
 
 def _builder_for(files: list[Path]) -> tuple[str, dict[str, str]]:

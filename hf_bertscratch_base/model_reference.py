@@ -22,6 +22,22 @@ HUB_PROBE_TIMEOUT = 3.0  # seconds one connection to the Hub may take before it 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
 
+def resolve_data_dir(data_dir: str | None) -> Path | None:
+    """The local data directory: `data_dir` if given, else `$BERTSCRATCH_DATA_DIR`, else None.
+
+    Raises:
+        NotADirectoryError: if the directory named (by argument or environment) does not exist.
+    """
+    source = "data_dir" if data_dir else DATA_DIR_ENV
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None
+    if data_dir is None:
+        return None
+    path = Path(data_dir).expanduser()
+    if not path.is_dir():
+        raise NotADirectoryError(f"{source}={str(data_dir)!r} is not a directory; expected a folder of local datasets.")
+    return path
+
+
 def hub_offline() -> bool:
     """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import)."""
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
@@ -139,4 +155,5 @@ __all__ = [
     "check_model_reference",
     "hub_offline",
     "hub_unreachable",
+    "resolve_data_dir",
 ]

@@ -147,6 +147,16 @@ class TaskOverrides:
     label_names: list[str] | None = None
 
 
+def check_task_names(task: str | None, task_type: str | None) -> None:
+    """Raise ValueError for a `--task` not in the table or a `--task_type` not a shape, with the closest name."""
+    if task is not None and task not in TASKS:
+        hint = did_you_mean(task, TASKS)
+        raise ValueError(f"Unknown --task {task!r}{hint} Expected one of {list(TASKS)} (or give a dataset).")
+    if task_type is not None and task_type not in SHAPES:
+        hint = did_you_mean(task_type, SHAPES)
+        raise ValueError(f"Unknown --task_type {task_type!r}{hint} Expected one of {list(SHAPES)}.")
+
+
 def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     """The task to run: the table's `overrides.task` (if given) with every override applied, or a task of
     `overrides.task_type` on the user's own data (default columns `SHAPE_COLUMNS`).
@@ -155,12 +165,7 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
         ValueError: an unknown task or shape, a shape that contradicts the named task's, a column role the shape
             does not read, or class names given for a regression or question-answering task.
     """
-    if overrides.task is not None and overrides.task not in TASKS:
-        hint = did_you_mean(overrides.task, TASKS)
-        raise ValueError(f"Unknown --task {overrides.task!r}{hint} Expected one of {list(TASKS)} (or give a dataset).")
-    if overrides.task_type is not None and overrides.task_type not in SHAPES:
-        hint = did_you_mean(overrides.task_type, SHAPES)
-        raise ValueError(f"Unknown --task_type {overrides.task_type!r}{hint} Expected one of {list(SHAPES)}.")
+    check_task_names(overrides.task, overrides.task_type)
     spec = TASKS.get(overrides.task) if overrides.task else None
     if spec is not None and overrides.task_type == "embedding" and spec.shape != "embedding":
         spec = embedding_task(spec, overrides.task)
@@ -249,6 +254,7 @@ __all__ = [
     "TaskOverrides",
     "TaskSpec",
     "check_columns",
+    "check_task_names",
     "column_flag",
     "embedding_task",
     "required_columns",

@@ -14,7 +14,8 @@ import os
 
 from hf_bertscratch_base import PROG, did_you_mean
 from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
-from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference, resolve_data_dir
+from hf_bertscratch_base.task_table import check_task_names
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 from .commands import COMMAND_SUMMARIES, flag_value, model_argument, parse, version
@@ -34,6 +35,10 @@ def check_sources(command: str, args: list[str]) -> None:
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
+    if command == "finetune":
+        check_task_names(flag_value(args, "--task"), flag_value(args, "--task_type"))
+    if command in ("finetune", "pretrain") and flag_value(args, "--data_dir"):
+        resolve_data_dir(flag_value(args, "--data_dir"))  # a folder that is not there
     task = flag_value(args, "--task") if command == "finetune" else None
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_hub_dataset(f"Task {task!r}'s dataset", None, "")

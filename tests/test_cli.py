@@ -710,8 +710,29 @@ def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
     )
 
 
-def test_a_missing_data_file_is_named_before_torch_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A --train_file that does not exist is named, before another file's columns are checked and before torch."""
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["finetune", "--model_name_or_path", "model", "--train_file", "train.csv", "--validation_file", "dev.csv"],
+            "FileNotFoundError: The train file 'train.csv' (--train_file) does not exist.",
+        ),
+        (
+            ["finetune", "--model_name_or_path", "model", "--task", "sst-2"],
+            "ValueError: Unknown --task 'sst-2'; did you mean 'sst2'? Expected one of [",
+        ),
+        (
+            ["pretrain", "--task_text", "sst2", "--data_dir", "nowhere"],
+            "NotADirectoryError: data_dir='nowhere' is not a directory; expected a folder of local datasets.",
+        ),
+    ],
+    ids=["missing-train-file", "misspelt-task", "missing-data-dir"],
+)
+def test_a_missing_file_or_folder_or_an_unknown_task_is_named_before_torch_loads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], error: str
+) -> None:
+    """What the arguments name that is not there fails in one line within a second, before torch loads: a
+    --train_file (before another file's columns are checked), a --task, a --data_dir."""
     code = (
         "import sys, hf_bertscratch_cli\n"
         "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
@@ -720,15 +741,12 @@ def test_a_missing_data_file_is_named_before_torch_loads(monkeypatch: pytest.Mon
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "dev.csv").write_text("id,text\n1,the cat\n")  # no label column: the train file is the error
-    argv = ["finetune", "--model_name_or_path", "model", "--train_file", "train.csv", "--validation_file", "dev.csv"]
     done = subprocess.run(
         [sys.executable, "-c", code, *argv, "--output_dir", "out"],
         capture_output=True, text=True, check=False, cwd=tmp_path, env=closed_port_hub(monkeypatch),
     )  # fmt: skip
-    assert (done.returncode, done.stderr) == (
-        1,
-        "bertscratch finetune: error: FileNotFoundError: The train file 'train.csv' (--train_file) does not exist.\n",
-    )
+    assert done.returncode == 1 and done.stderr.startswith(f"bertscratch {argv[0]}: error: {error}"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
 
 
 def test_inspection_arguments_from_json_file(tmp_path: Path, memorised_dir: Path) -> None:
