@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> Path:
     )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if Path(args.output_dir).exists() and any(Path(args.output_dir).iterdir()):
+        parser.error(
+            f"--output_dir {args.output_dir} is not empty: the record times README's command on a fresh folder, so "
+            "remove it or name another"
+        )
     start = RunStart.now()
     command = ["bertscratch", "pretrain", "--output_dir", args.output_dir, "--seed", str(args.seed)]
     env = None
