@@ -421,16 +421,15 @@ class CommandParser(ArgumentParser):
             ArgumentParser._parse_dataclass_field(parser, field)
 
 
+def command_parser(command: str) -> CommandParser:
+    """An inspection command's parser (its `--help` page is kept by the front door: `hf_bertscratch_cli.dispatch`)."""
+    arguments_class, _ = INSPECTION_COMMANDS[command]
+    return CommandParser(arguments_class, prog=f"{PROG} {command}", description=arguments_class.__doc__)
+
+
 def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
     """Parse an inspection command's argv (or its single .json file argument) into its dataclass."""
-    arguments_class, _ = INSPECTION_COMMANDS[command]
-    parser = CommandParser(
-        arguments_class,
-        prog=f"{PROG} {command}",
-        description=arguments_class.__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    (args,) = parse_args_or_json(parser, argv)
+    (args,) = parse_args_or_json(command_parser(command), argv)
     return args
 
 

@@ -42,16 +42,21 @@ INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FO
 
 
 def help_page(command: str) -> str:
-    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it)."""
-    parser = importlib.import_module(STORED_HELP[command]).build_parser()
+    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it): a STORED_HELP
+    command's or an inspection command's."""
+    if command in STORED_HELP:
+        parser = importlib.import_module(STORED_HELP[command]).build_parser()
+    else:
+        parser = importlib.import_module("hf_bertscratch.cli").command_parser(command)
     parser.prog = f"{PROG} {command}"
     return parser.format_help()
 
 
 def write_help_pages() -> None:
-    """Write each STORED_HELP command's `--help` page into HELP_PAGES (run after changing its flags or their help)."""
+    """Write the `--help` page of each STORED_HELP command and each inspection command into HELP_PAGES (run after
+    changing its flags or their help): `--help` then answers without torch."""
     HELP_PAGES.mkdir(exist_ok=True)
-    for command in STORED_HELP:
+    for command in (*STORED_HELP, *INSPECTION):
         (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
 
 

@@ -552,13 +552,19 @@ def test_the_front_door_runs_as_a_module_as_the_console_script_does() -> None:
         assert (done.returncode, getattr(done, stream)) == (code, line), done.stderr
 
 
-@pytest.mark.parametrize("command", sorted(dispatch.STORED_HELP))
+@pytest.mark.parametrize("command", sorted([*dispatch.STORED_HELP, *dispatch.INSPECTION]))
 def test_stored_help_pages_are_the_parsers_and_fit_200_lines(command: str) -> None:
     """`COMMAND --help` prints a stored page (no torch import); it must be what the parser says. After changing a
     flag: python -c "from hf_bertscratch_cli.dispatch import write_help_pages; write_help_pages()"."""
     stored = (hf_bertscratch_cli.commands.HELP_PAGES / f"{command}.txt").read_text(encoding="utf-8")
     assert stored == dispatch.help_page(command)
     assert len(stored.splitlines()) <= 200 and max(map(len, stored.splitlines())) <= 140
+    code = (
+        "import sys, hf_bertscratch_cli.commands as c\ntry:\n    c.parse(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    )
+    code += "assert 'torch' not in sys.modules"
+    done = subprocess.run([sys.executable, "-c", code, command, "--help"], capture_output=True, text=True, check=True)
+    assert done.stdout == stored
 
 
 def test_bad_training_flags_are_one_line_with_the_closest_name(capsys) -> None:
