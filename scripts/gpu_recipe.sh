@@ -25,8 +25,10 @@ mkdir -p "$OUT"
 tar -xzf "$BUNDLE/data.tar.gz" -C "$BUNDLE"
 shopt -s nullglob
 wheels=("$BUNDLE"/wheels/*.whl)
-if (( ${#wheels[@]} )); then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}"
+if (( ${#wheels[@]} )) && ! "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        "${wheels[@]}"; then
+    echo "gpu_recipe.sh: the bundled wheels did not install (another Python?): going on with the image's packages" >&2
+    rm -rf /tmp/site  # no half of the bundle in front of the image's packages
 fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
