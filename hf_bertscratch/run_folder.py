@@ -261,7 +261,7 @@ def finish_run(
     write_reports(staging)
     publish_folder(staging, output_dir, last=_WRITTEN_LAST)
     model = "the final model"
-    if trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint:
+    if getattr(trainer.args, "load_best_model_at_end", False) and trainer.state.best_model_checkpoint:
         metric = trainer.args.metric_for_best_model or "loss"
         model = f"the best model (by eval {metric}, from {Path(trainer.state.best_model_checkpoint).name})"
     if getattr(trainer.args, "keep_checkpoints", False):
