@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.errors import debugging, print_error
+from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
 
 from .commands import COMMAND_SUMMARIES, HELP_PAGES, parse
 
@@ -123,12 +124,28 @@ def _run(command: str, argv: list[str]) -> None:
     run_inspection_command(command, argv)
 
 
+@contextmanager
+def _debug_environment(debug: bool) -> Iterator[None]:
+    """`$BERTSCRATCH_DEBUG` set while the command runs when `debug`, as it was before afterwards."""
+    before = os.environ.get(DEBUG_ENV)
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DEBUG_ENV, None)
+        else:
+            os.environ[DEBUG_ENV] = before
+
+
 def run_command(command: str, argv: list[str], debug: bool = False) -> None:
     """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
     `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
     debug = debug or debugging()
     try:
-        _run(command, argv)
+        with _debug_environment(debug):  # the processes a command launches show their tracebacks too (`errors`)
+            _run(command, argv)
     except KeyboardInterrupt:
         print(f"{PROG} {command}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None

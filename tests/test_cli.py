@@ -494,6 +494,18 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         dispatch.main(["plot", str(tmp_path / "nope")])
 
 
+def test_debug_reaches_the_processes_a_command_launches_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bertscratch --debug pretrain` sets $BERTSCRATCH_DEBUG for the processes it launches (their tracebacks then,
+    not one line each), and only while the command runs."""
+    seen = []
+    fake = types.SimpleNamespace(main=lambda argv: seen.append(os.environ.get(hf_bertscratch_cli.DEBUG_ENV)))
+    monkeypatch.setitem(sys.modules, dispatch.FORWARDED["pretrain"], fake)
+    monkeypatch.delenv(hf_bertscratch_cli.DEBUG_ENV, raising=False)
+    dispatch.main(["--debug", "pretrain"])
+    dispatch.main(["pretrain"])
+    assert seen == ["1", None] and hf_bertscratch_cli.DEBUG_ENV not in os.environ
+
+
 @pytest.mark.parametrize("command", sorted(cli.INSPECTION_COMMANDS))
 def test_inspection_help(capsys, command: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
