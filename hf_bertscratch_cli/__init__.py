@@ -35,11 +35,12 @@ def check_sources(command: str, args: list[str]) -> None:
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
-    if command == "finetune":
-        check_task_names(flag_value(args, "--task"), flag_value(args, "--task_type"))
-    if command in ("finetune", "pretrain") and flag_value(args, "--data_dir"):
-        resolve_data_dir(flag_value(args, "--data_dir"))  # a folder that is not there
     task = flag_value(args, "--task") if command == "finetune" else None
+    if command == "finetune":
+        check_task_names(task, flag_value(args, "--task_type"))
+    data_dir = flag_value(args, "--data_dir") if command in ("finetune", "pretrain") else None
+    if data_dir:
+        resolve_data_dir(data_dir)  # a folder that is not there
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_hub_dataset(f"Task {task!r}'s dataset", None, "")
     check_data_files(command, args)

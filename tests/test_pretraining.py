@@ -854,10 +854,13 @@ def test_launched_processes_write_their_error_lines_and_the_launcher_reads_each_
     def fail() -> None:
         raise ValueError("bad\n value")
 
-    for rank in ("1", "0", "2"):
+    def fail_to_write() -> None:
+        raise OSError("disk")
+
+    for rank, failing in (("1", fail), ("0", fail), ("2", fail_to_write)):
         monkeypatch.setenv("RANK", rank)
         with pytest.raises(SystemExit):
-            errors.run_launched("pretrain", fail if rank != "2" else lambda: (_ for _ in ()).throw(OSError("disk")))
+            errors.run_launched("pretrain", failing)
     assert errors.launched_errors(tmp_path) == [
         "bertscratch pretrain: error: ValueError: bad value",
         "bertscratch pretrain: error: OSError: disk",
