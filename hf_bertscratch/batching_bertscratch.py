@@ -192,9 +192,16 @@ def _check_inputs(
         raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
     if input_ids is not None and input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, seq_len); got shape {tuple(input_ids.shape)}.")
+    if inputs_embeds is not None and (inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size):
+        raise ValueError(
+            f"inputs_embeds must have shape (batch, seq_len, hidden_size={config.hidden_size}); got shape "
+            f"{tuple(inputs_embeds.shape)}."
+        )
     given = input_ids if input_ids is not None else inputs_embeds
     assert given is not None  # exactly one of them, checked above
     shape = given.shape[0], given.shape[1]
+    if 0 in shape:
+        raise ValueError(f"The batch holds no tokens: inputs of shape {tuple(given.shape)}.")
     if shape[1] > config.max_position_embeddings:
         raise ValueError(
             f"Sequence length {shape[1]} exceeds max_position_embeddings={config.max_position_embeddings}; "
@@ -203,6 +210,26 @@ def _check_inputs(
     if attention_mask is not None and tuple(attention_mask.shape) != shape:
         raise ValueError(f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}.")
     return shape
+
+
+def _check_aligned(
+    shape: tuple[int, int],
+    token_type_ids: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    labels: torch.Tensor | None,
+) -> None:
+    """The per-token inputs beside the ids line up with them: token_type_ids and position_ids (B, T) or, shared by
+    every row, (1, T); a masked LM's labels (B, T). A mismatch would otherwise broadcast, or (sparse decoding reads
+    the labelled positions of the flattened labels) pair labels with the wrong tokens without an error."""
+    for name, tensor in (("token_type_ids", token_type_ids), ("position_ids", position_ids)):
+        if tensor is not None and (
+            tensor.dim() != 2 or tensor.shape[1] != shape[1] or tensor.shape[0] not in (1, shape[0])
+        ):
+            raise ValueError(
+                f"{name} must have the shape of input_ids {shape} (or (1, {shape[1]})); got {tuple(tensor.shape)}."
+            )
+    if labels is not None and tuple(labels.shape) != shape:
+        raise ValueError(f"labels must have the shape of input_ids {shape}; got {tuple(labels.shape)}.")
 
 
 # (name, ids, limit, the config field of the limit): an id tensor, or None, whose values must lie in [0, limit).
@@ -273,7 +300,9 @@ def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 # Keyword arguments a forward accepts beyond its named ones: transformers' (`TransformersKwargs`: output flags,
 # `num_items_in_batch`, attention-interface options) and `return_dict`. Anything else is a typo or an argument of
 # another model, and is refused by name instead of being dropped (transformers' BERT accepts `atention_mask=`).
-_KNOWN_KWARGS = frozenset(TransformersKwargs.__annotations__) | {"return_dict"}
+# `use_cache` is accepted and has no effect: transformers' BERT takes it (for its decoder use), generic training code
+# passes `use_cache=False` to any model, and an encoder keeps no cache.
+_KNOWN_KWARGS = frozenset(TransformersKwargs.__annotations__) | {"return_dict", "use_cache"}
 
 
 def check_kwargs(model: nn.Module, kwargs: dict[str, object]) -> None:
@@ -317,6 +346,7 @@ def plan_batch(
     unchecked, the batch runs padded and every mask is applied as given, which is correct, only slower.
     """
     batch_size, seq_len = _check_inputs(config, input_ids, attention_mask, inputs_embeds)
+    _check_aligned((batch_size, seq_len), token_type_ids, position_ids, labels)
     documents = document_ids(position_ids, kwargs, seq_len)  # (B or 1, T) or None: padding-free rows
     plan = BertScratchBatchPlan(batch_size, seq_len, None, attention_mask, documents)
     given = (input_ids, attention_mask, token_type_ids, position_ids, documents, labels)
@@ -489,16 +519,20 @@ def long_text_positions(
 ) -> torch.Tensor:
     """(B, max_length) positions to keep of (B, length) rows longer than `max_length`: [CLS] and the first
     `head_tokens` text tokens, then the last tokens up to the row's final [SEP] (its last real token). A row that fits
-    keeps its first `max_length` positions. With `head_tokens` = max_length - 2 that is the head of the text, with 0
-    its tail: the cut `tasks.shapes.truncate_ids` makes of the token ids."""
+    keeps its real tokens and the padding beside them: its first `max_length` positions, or its last where the batch
+    is padded on the left. With `head_tokens` = max_length - 2 that is the head of the text, with 0 its tail: the
+    cut `tasks.shapes.truncate_ids` makes of the token ids."""
     device = attention_mask.device if attention_mask is not None else None
     kept = torch.arange(max_length, device=device).expand(batch, max_length)  # (B, L)
     if attention_mask is None:
         real = torch.full((batch, 1), length, device=device)
+        start = torch.zeros((batch, 1), dtype=torch.long, device=device)
     else:
         real = attention_mask.sum(dim=1, keepdim=True)  # (B, 1): real tokens, [CLS] and [SEP] included
+        start = attention_mask.to(torch.int8).argmax(dim=1, keepdim=True)  # (B, 1): [CLS] (0 unless padded left)
     tail = real - max_length + kept  # the row's last max_length - 1 - head_tokens positions end at real - 1
-    return torch.where((kept <= head_tokens) | (real <= max_length), kept, tail)
+    fits = torch.clamp(start, max=length - max_length) + kept  # (B, L): right padding from 0, left up to the end
+    return torch.where(real <= max_length, fits, start + torch.where(kept <= head_tokens, kept, tail))
 
 
 def cut_long_texts(config: BertScratchConfig, inputs: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:

@@ -174,10 +174,17 @@ class BertScratchConfig(PretrainedConfig):
             raise ValueError(
                 f"BertScratchConfig.sinusoidal_position_std must be positive or None, got {self.sinusoidal_position_std}."
             )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
+            if value is not None and not 0.0 <= value < 1.0:
                 raise ValueError(f"BertScratchConfig.{name} must be in [0, 1), got {value}.")
+        if not self.layer_norm_eps > 0:
+            raise ValueError(f"BertScratchConfig.layer_norm_eps must be positive, got {self.layer_norm_eps}.")
+        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(
+                f"BertScratchConfig.pad_token_id must be None or in [0, vocab_size - 1 = {self.vocab_size - 1}], got "
+                f"{self.pad_token_id}."
+            )
 
     def validate_long_text(self) -> None:
         """Reject a long-text setting the sequence head cannot apply, naming the bad value (run by `@strict`)."""

@@ -358,6 +358,12 @@ class BertScratchPreTrainedModel(PreTrainedModel):
     # Task heads average their loss per batch: Trainer divides by the accumulation steps itself.
     accepts_loss_kwargs = False
 
+    def __init__(self, config: BertScratchConfig, *inputs: Any, **kwargs: Any) -> None:
+        # The config's checks run where it is made; values set on it after (`from_pretrained(..., num_attention_heads=3)`
+        # sets its keyword arguments on the loaded config) are checked here, before a layer is built from them.
+        config.validate()
+        super().__init__(config, *inputs, **kwargs)
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Normal(0, initializer_range) matrices and embeddings, zero biases, unit LayerNorms, zero [PAD] row; the
@@ -393,6 +399,7 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         The configuration and modeling files are copied next to the weights so that transformers alone can load the
         folder with `trust_remote_code=True`, through any Auto class of the family.
         """
+        self.config.validate()  # a config changed since the model was built: refused before any file is written
         # FSDP2 swaps the model's class for a subclass defined in torch; the code to ship is this file's class.
         model_class = next(c for c in type(self).__mro__ if c.__module__ == __name__)
         if kwargs.get("is_main_process", True):  # before the weights, so a push from save_pretrained takes it along

@@ -359,11 +359,13 @@ def test_max_and_mean_max_heads_read_the_real_tokens(pooling: str, unpad: bool) 
     _compare(got, expected, None, "logits")
 
 
+@pytest.mark.parametrize("padding_side", ["right", "left"])
 @pytest.mark.parametrize("strategy", ["head", "tail", "head+tail"])
-def test_a_long_text_is_cut_by_the_head_as_its_features_were(strategy: str) -> None:
+def test_a_long_text_is_cut_by_the_head_as_its_features_were(strategy: str, padding_side: str) -> None:
     """With `long_text_max_length` set, a classifier handed rows longer than it (a padded batch, as a pipeline or a
     user gives whole reviews) scores each as the features `truncate_ids` cut to that length: [CLS], the kept text
-    tokens, [SEP]. Rows that fit are read whole."""
+    tokens, [SEP]. Rows that fit are read whole, with their padding on the side the batch has it (left padding used
+    to keep a short row's first positions: padding only)."""
     from hf_bertscratch.tasks.shapes import truncate_ids
 
     config = BertScratchConfig(
@@ -377,19 +379,31 @@ def test_a_long_text_is_cut_by_the_head_as_its_features_were(strategy: str) -> N
     model = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
     generator = torch.Generator().manual_seed(1)
     texts = [torch.randint(5, config.vocab_size, (n,), generator=generator).tolist() for n in (30, 7, 10, 19)]
+
+    def padded(rows: list[list[int]], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, mask) of `rows` padded to `width` on `padding_side`."""
+        pads = [[0] * (width - len(row)) for row in rows]
+        if padding_side == "left":
+            return torch.tensor([p + r for p, r in zip(pads, rows)]), torch.tensor(
+                [p + [1] * len(r) for p, r in zip(pads, rows)]
+            )
+        return torch.tensor([r + p for p, r in zip(pads, rows)]), torch.tensor(
+            [[1] * len(r) + p for p, r in zip(pads, rows)]
+        )
+
     rows = [[2] + text + [3] for text in texts]  # [CLS]=2, [SEP]=3
-    width = max(map(len, rows))
-    input_ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
-    attention_mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
+    input_ids, attention_mask = padded(rows, max(map(len, rows)))
     with torch.no_grad():
         got = model(input_ids=input_ids, attention_mask=attention_mask).logits
         for i, text in enumerate(texts):
-            cut = torch.tensor([[2] + truncate_ids(text, 10, strategy, head_tokens=4) + [3]])
-            torch.testing.assert_close(got[i : i + 1], model(input_ids=cut).logits, atol=1e-5, rtol=1e-5)
+            cut_ids, cut_mask = padded([[2] + truncate_ids(text, 10, strategy, head_tokens=4) + [3]], 12)
+            expected = model(input_ids=cut_ids, attention_mask=cut_mask).logits
+            torch.testing.assert_close(got[i : i + 1], expected, atol=1e-5, rtol=1e-5)
         model.config.long_text_max_length = None  # read whole: the long row scores otherwise
         whole = model(input_ids=input_ids, attention_mask=attention_mask).logits
     assert (whole[0] - got[0]).abs().max() > 1e-4
-    torch.testing.assert_close(whole[1], got[1], atol=1e-5, rtol=1e-5)
+    if padding_side == "right":  # on the left, BERT's absolute positions move a short row with the batch's width
+        torch.testing.assert_close(whole[1], got[1], atol=1e-5, rtol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------------------- bad input
@@ -427,14 +441,52 @@ def tiny_model() -> hf_bertscratch.BertScratchModel:
             lambda x: x.update(input_ids=x["input_ids"][0]),
             r"input_ids must have shape \(batch, seq_len\); got shape \(9,\)",
         ),
+        (
+            lambda x: x.update(token_type_ids=x["token_type_ids"][:, :-1]),
+            r"token_type_ids must have the shape of input_ids \(3, 9\) \(or \(1, 9\)\); got \(3, 8\)",
+        ),
+        (
+            lambda x: x.update(position_ids=torch.arange(9).expand(2, -1)),
+            r"position_ids must have the shape of input_ids \(3, 9\) \(or \(1, 9\)\); got \(2, 9\)",
+        ),
+        (
+            lambda x: x.update({k: v[:, :0] for k, v in x.items()}),
+            r"The batch holds no tokens: inputs of shape \(3, 0\)",
+        ),
+        (
+            lambda x: x.update(inputs_embeds=torch.zeros(3, 9), input_ids=None),
+            r"inputs_embeds must have shape \(batch, seq_len, hidden_size=32\); got shape \(3, 9\)",
+        ),
     ],
-    ids=["id-too-large", "negative-id", "token-type", "mask-shape", "too-long", "1d-ids"],
+    ids=[
+        "id-too-large",
+        "negative-id",
+        "token-type",
+        "mask-shape",
+        "too-long",
+        "1d-ids",
+        "token-type-shape",
+        "position-shape",
+        "empty",
+        "2d-embeds",
+    ],
 )
 def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Callable, message: str) -> None:
     inputs = _inputs()
     change(inputs)
     with pytest.raises(ValueError, match=message):
         tiny_model(**inputs)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_mlm_labels_of_another_shape_are_refused(training: bool) -> None:
+    """Sparse decoding picks the labelled positions of the flattened labels: labels one token short of the ids would
+    pair every row's labels with the wrong tokens and still give a loss. transformers' BERT refuses the mismatch
+    (its cross-entropy's batch sizes differ); so does this model, naming both shapes."""
+    model = hf_bertscratch.BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(VOCAB))).train(training)
+    batch = _training_batch("right-padded")
+    with pytest.raises(ValueError, match=rf"labels must have the shape of input_ids \({BATCH}, {SEQ}\); got "):
+        model(**dict(batch, labels=batch["labels"][:, :-1]))
 
 
 @pytest.mark.parametrize("head", ["BertScratchForMaskedLM", "BertScratchForPreTraining"])
@@ -463,8 +515,10 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['atention_mask'\]"):
         ours(**inputs)
     inputs["attention_mask"] = inputs.pop("atention_mask")
-    with torch.no_grad():  # transformers' own keyword arguments pass
+    with torch.no_grad():  # transformers' own keyword arguments pass, and use_cache (an encoder keeps no cache)
         ours(**inputs, output_hidden_states=False, num_items_in_batch=None, return_dict=True)
+        first = next(iter(ours(**inputs).values()))
+        torch.testing.assert_close(next(iter(ours(**inputs, use_cache=False).values())), first, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(
@@ -478,6 +532,9 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
         ({"hidden_act": "softmax"}, r"hidden_act must be one of .* got 'softmax'"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\), got 1.5"),
         ({"sinusoidal_position_std": 0.0}, r"sinusoidal_position_std must be positive or None, got 0.0"),
+        ({"classifier_dropout": 2.0}, r"classifier_dropout must be in \[0, 1\), got 2.0"),
+        ({"layer_norm_eps": -1.0}, r"layer_norm_eps must be positive, got -1.0"),
+        ({"pad_token_id": 30522}, r"pad_token_id must be None or in \[0, vocab_size - 1 = 30521\], got 30522"),
         (
             {"classifier_pooling": "median"},
             r"classifier_pooling must be one of \('cls', 'mean', 'max', 'mean-max', 'segments'\), got 'median'",
@@ -503,6 +560,23 @@ def test_bad_configs_raise_clear_errors(kwargs: dict, message: str) -> None:
     assert isinstance(error.value, (ValueError, TypeError)) or isinstance(
         error.value.__cause__, (ValueError, TypeError)
     )
+
+
+def test_config_values_set_after_creation_are_checked_before_use(tmp_path: Path) -> None:
+    """`from_pretrained(folder, num_attention_heads=3)` sets its keyword arguments on the loaded config, after the
+    config's own checks: the model refuses them before building a layer (as transformers' BERT does), and
+    `save_pretrained` refuses a config changed since, before writing any file (it used to copy the code files and
+    then fail, leaving a folder without config.json or weights)."""
+    model = hf_bertscratch.BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(VOCAB)))
+    model.save_pretrained(tmp_path / "model")
+    with pytest.raises(Exception, match=r"hidden_size \(32\) must be divisible by num_attention_heads \(3\)"):
+        transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "model", num_attention_heads=3)
+    model.config.pad_token_id = VOCAB
+    with pytest.raises(
+        Exception, match=rf"pad_token_id must be None or in \[0, vocab_size - 1 = {VOCAB - 1}\], got {VOCAB}"
+    ):
+        model.save_pretrained(tmp_path / "changed")
+    assert not (tmp_path / "changed").exists()
 
 
 def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
