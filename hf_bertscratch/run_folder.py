@@ -43,6 +43,13 @@ class GuardedTrainingArguments(TrainingArguments):
     is there to read them (transformers warns at every evaluation on a CPU otherwise), and `--precision`, the numeric
     precision chosen for the device (`hardware.choose_precision`), which pretraining and fine-tuning share."""
 
+    output_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Folder the run writes: the model, its tokenizer, model card (README.md), all_results.json and "
+            "checkpoints (default: trainer_output, transformers' default)."
+        },
+    )
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
     )
