@@ -343,8 +343,20 @@ def test_hold_out_validation_draws_the_same_train_examples_every_time() -> None:
     assert list(hold_out_validation(splits, 10)["eval"]["i"]) == list(held["eval"]["i"])  # one draw, whatever the seed
     with pytest.raises(ValueError, match="has an eval and a test split"):
         hold_out_validation(held, 10)
+    alone = hold_out_validation(datasets.DatasetDict({"train": splits["train"]}), 10)  # a train file alone
+    assert (set(alone), list(alone["eval"]["i"])) == ({"train", "eval"}, list(held["eval"]["i"]))
     with pytest.raises(ValueError, match="validation_split_percentage"):
         DataArguments(task="imdb", validation_split_percentage=100)
+
+
+def test_a_train_file_alone_is_evaluated_on_the_examples_it_holds_out(tmp_path: Path) -> None:
+    """--validation_split_percentage with only --train_file: the held-out examples are the eval split, no test."""
+    from hf_bertscratch.tasks.data import check_data_arguments, load_task_datasets
+
+    rows = [(f"text number {i}", i % 2) for i in range(20)]
+    args = DataArguments(train_file=str(write_csv(tmp_path / "train.csv", rows)), validation_split_percentage=25)
+    splits = load_task_datasets(args, check_data_arguments(args))
+    assert {role: len(split) for role, split in splits.items()} == {"train": 15, "eval": 5}
 
 
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
@@ -1041,7 +1053,11 @@ def _no_validation_split(tmp_path: Path) -> list[str]:
         ),
         (_class_names_for_regression, r"regression task needs numeric labels.*\['high', 'low'\].*classification"),
         (_scores_for_classification, r"numbers such as \[0.5, 3.25\]: a classification task needs class ids or names"),
-        (_no_validation_split, r"no validation split to evaluate on \(its splits: \['train'\]\).*--validation_file"),
+        (
+            _no_validation_split,
+            r"no validation split to evaluate on \(its splits: \['train'\]\).*--validation_file.*"
+            r"--validation_split_percentage",
+        ),
         (
             lambda _: ["--task", "rte", "--task_type", "regression"],
             r"--task rte is a classification task, but --task_t",

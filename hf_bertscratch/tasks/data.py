@@ -255,11 +255,13 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             cache_dir=cache_dir,
         )
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split))
-    if not roles["eval"]:
+    if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
             f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
-            "or name one of its splits with --eval_split."
+            "name one of its splits with --eval_split, or hold out part of the train split with "
+            "--validation_split_percentage (e.g. 10)."
         )
+    roles = {role: split for role, split in roles.items() if split}  # no eval split: held out of train below
     for role, split in roles.items():
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
@@ -286,7 +288,7 @@ HELD_OUT = "held_out"  # the name of the split held out
 
 def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
     """`percentage` % of the train split, drawn with `HOLD_OUT_SEED`, as the eval split checkpoints are chosen on;
-    the former eval split becomes the test split, scored once at the end."""
+    the former eval split, if any, becomes the test split, scored once at the end."""
     if "test" in chosen:
         raise ValueError(
             f"--validation_split_percentage {percentage:g} holds out train examples for data without a validation "
@@ -302,6 +304,9 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
     # named apart from the train split (train_test_split keeps its name) and the eval one, for logs and records
     validation = split["test"].flatten_indices()
     validation = datasets.Dataset(validation.data, info=validation.info.copy(), split=datasets.NamedSplit(HELD_OUT))
+    if "eval" not in chosen:  # train data alone
+        logger.info("Checkpoints are chosen and scored on %s train examples held out (%g%%).", f"{held:,}", percentage)
+        return datasets.DatasetDict({"train": split["train"], "eval": validation})
     logger.info(
         "Checkpoints are chosen on %s train examples held out (%g%%, split %s); the %s examples of the "
         "%s split are scored once, at the end, as the test split.",
