@@ -425,8 +425,11 @@ def _copy_tokenizer(source: str | Path, destination: Path) -> None:
     """Carry the tokenizer over when the source has one (a folder with only weights converts without it)."""
     from transformers import AutoTokenizer
 
+    from .tokenization import check_vocabulary
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(source))
+        check_vocabulary(tokenizer, str(source), "save a tokenizer into the converted folder")
     except (OSError, ValueError) as error:
         logger.warning("No tokenizer carried over from %s: %s", source, error)
         return

@@ -51,6 +51,18 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+def check_vocabulary(tokenizer: PreTrainedTokenizerBase, name: str, remedy: str) -> None:
+    """Raise ValueError, ending with `remedy`, when `tokenizer` knows nothing but its special tokens: what
+    transformers builds from a model folder saved without its tokenizer (its config names the class, no file gives
+    the vocabulary). Every text would be read as [UNK]."""
+    size = len(tokenizer.get_vocab())
+    if size <= len(set(tokenizer.all_special_tokens)):
+        raise ValueError(
+            f"{name!r} holds no tokenizer: the one transformers builds from it knows only its {size} special tokens; "
+            f"{remedy}."
+        )
+
+
 def check_mask_token(tokenizer: PreTrainedTokenizerBase, name: str = "tokenizer") -> None:
     """Raise ValueError unless the tokenizer has a mask token that is in its vocabulary (MLM needs one).
 

@@ -201,3 +201,24 @@ def test_command_runs(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     assert result.returncode == 0, result.stderr
     assert "Saved BertScratchForMaskedLM (bertscratch)" in result.stdout
     assert (tmp_path / "out" / "config.json").is_file()
+
+
+def test_a_folder_without_a_tokenizer_converts_without_one(
+    tmp_path: Path, tokenizer: BertTokenizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """transformers builds a tokenizer of its 5 special tokens from a weights-only BERT folder; carried over, it
+    would read every text as [UNK]. The converted folder has no tokenizer instead, and the log says why. Fine-tuning
+    from such a folder is refused in one line naming --tokenizer_name."""
+    from hf_bertscratch.tasks.data import load_task_tokenizer
+
+    source = tmp_path / "bert"
+    BertForMaskedLM(BertConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(source)
+    with caplog.at_level("WARNING"):
+        convert.main([str(source), str(tmp_path / "scratch")])
+    assert not any((tmp_path / "scratch" / name).exists() for name in ("tokenizer.json", "vocab.txt"))
+    assert "knows only its 5 special tokens" in caplog.text
+    with pytest.raises(ValueError, match=r"'.*bert' holds no tokenizer: .* 5 special tokens; pass --tokenizer_name"):
+        load_task_tokenizer(str(source))
+    assert load_task_tokenizer(str(_bert_folder(tmp_path / "with", BertForMaskedLM, tokenizer))).get_vocab() == (
+        tokenizer.get_vocab()
+    )
