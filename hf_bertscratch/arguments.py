@@ -243,15 +243,11 @@ def parse_args_or_json(
     return tuple(parser.parse_dict(vars(namespace)))
 
 
-def check_max_seq_length(
-    max_seq_length: int | None, max_position_embeddings: int | None, chosen_by: str | None = None
-) -> None:
-    """Refuse a `--max_seq_length` beyond the model's position embeddings, naming both numbers, what would fit and,
-    where the length was not given but chosen (`chosen_by`: "the task imdb's default", say), what chose it. None
-    for either number passes: no length chosen, or a model without such a limit."""
+def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: int | None) -> None:
+    """Refuse a `--max_seq_length` beyond the model's position embeddings, naming both numbers and what would fit.
+    None for either number passes: no length chosen, or a model without such a limit."""
     if max_seq_length is not None and max_position_embeddings is not None and max_seq_length > max_position_embeddings:
-        origin = f" ({chosen_by})" if chosen_by else ""
         raise ValueError(
-            f"--max_seq_length {max_seq_length}{origin} exceeds the model's max_position_embeddings "
+            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
             f"{max_position_embeddings}: use --max_seq_length {max_position_embeddings} or less."
         )

@@ -24,7 +24,7 @@ from .hub import check_training_push
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
 from .tasks import finetune_defaults, recipe_name
-from .tasks.data import DataArguments
+from .tasks.data import DataArguments, fit_length_to_model
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
 AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
@@ -194,11 +194,13 @@ def choose_task_defaults(
 ) -> None:
     """Fill what the command line left to the task for the model of `config` (its width picks the recipe:
     `tasks.finetune_defaults`): --classifier_pooling and --head_init "auto", the learning rate and the epochs; log
-    them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). Refuses a --max_seq_length
-    beyond the model's position embeddings."""
-    by_task = f"max_seq_length {data_args.max_seq_length}" in data_args.chosen_defaults
-    chosen_by = f"task {data_args.task}'s default" if by_task else None
-    check_max_seq_length(data_args.max_seq_length, getattr(config, "max_position_embeddings", None), chosen_by)
+    them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). A max_seq_length the
+    task chose is cut to the model's position embeddings (`fit_length_to_model`); a --max_seq_length beyond them is
+    refused."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions is not None:
+        fit_length_to_model(data_args, positions)
+    check_max_seq_length(data_args.max_seq_length, positions)
     task = data_args.task_spec
     defaults = finetune_defaults(task, data_args.task, config.hidden_size)
     chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...

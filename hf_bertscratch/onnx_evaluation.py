@@ -63,7 +63,7 @@ from .onnx.quantize import int8_saturates
 from .onnx.runtime import BertScratchOnnxRuntimeModel
 from .records import write_record
 from .tasks import TaskSpec
-from .tasks.data import DataArguments, load_task_datasets, load_task_tokenizer
+from .tasks.data import DataArguments, fit_length_to_model, load_task_datasets, load_task_tokenizer
 from .tasks.shapes import FeatureSettings, TaskShape, build_shape
 from .tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 
@@ -186,6 +186,7 @@ def check_model(model: str, task: TaskSpec, shape: TaskShape, data_args: DataArg
     names = [config.id2label[i] for i in range(config.num_labels)]
     if shape.names and task.shape != "regression" and names != list(shape.names):
         logger.warning("%s names its labels %s; the task's are %s (scored by id).", model, names, shape.names)
+    fit_length_to_model(data_args, config.max_position_embeddings)  # a length the task chose, not one given
     check_max_seq_length(data_args.max_seq_length, config.max_position_embeddings)
     results = Path(model) / "all_results.json"
     recorded = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}

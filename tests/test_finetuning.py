@@ -403,8 +403,20 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     config.max_position_embeddings = 64  # one check, one message, before any data loads
     with pytest.raises(ValueError, match=r"^--max_seq_length 128 exceeds the model's max_position_embeddings 64: use "):
         choose_task_defaults(model, DataArguments(task="stsb", max_seq_length=128), given, config)
-    with pytest.raises(ValueError, match=r"^--max_seq_length 128 \(task stsb's default\) exceeds the model's "):
-        choose_task_defaults(model, DataArguments(task="stsb"), given, config)  # a length the user never gave
+    chosen = DataArguments(task="stsb")  # a length the user never gave is cut to the model's positions, and said
+    choose_task_defaults(model, chosen, given, config)
+    assert chosen.max_seq_length == 64
+    assert "max_seq_length 64 (the model's positions; the task's default is 128)" in chosen.chosen_defaults
+    squad = DataArguments(task="squad")  # 384 by default, its windows overlapping by 128: both follow the model
+    assert (squad.max_seq_length, squad.doc_stride) == (384, 128)
+    choose_task_defaults(model, squad, given, config)
+    assert (squad.max_seq_length, squad.doc_stride) == (64, 21)
+    assert {"max_seq_length 64 (the model's positions; the task's default is 384)", "doc_stride 21"} <= set(
+        squad.chosen_defaults
+    )
+    stride = DataArguments(task="squad", doc_stride=100)  # given: kept, and refused where it no longer fits
+    with pytest.raises(ValueError, match=r"--doc_stride must be in \[1, max_seq_length 64\), got 100"):
+        choose_task_defaults(model, stride, given, config)
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 

@@ -35,6 +35,9 @@ from .question_answering import is_squad_json, load_squad_json
 AUTO = "auto"  # a setting chosen for the task at hand
 logger = logging.getLogger(__name__)
 
+# Question answering's --doc_stride at most (BERT's SQuAD runs: 128 of max_seq_length 384).
+DOC_STRIDE = 128
+
 
 @dataclass
 class DataArguments:
@@ -146,9 +149,12 @@ class DataArguments:
             "max_seq_length, 128 of 512 as in Sun et al.)."
         },
     )
-    doc_stride: int = field(
-        default=128,
-        metadata={"help": "Question answering: tokens shared by consecutive windows of a long context."},
+    doc_stride: int | None = field(
+        default=None,
+        metadata={
+            "help": "Question answering: tokens shared by consecutive windows of a long context (default: a third of "
+            f"max_seq_length, at most {DOC_STRIDE}: {DOC_STRIDE} of 384 as in BERT's SQuAD runs)."
+        },
     )
     max_answer_length: int = field(default=30, metadata={"help": "Question answering: longest answer, in tokens."})
     n_best_size: int = field(
@@ -172,6 +178,8 @@ class DataArguments:
         # table, is kept (not a field: neither a flag nor part of the arguments' dict), with what the task's defaults
         # filled in (for the run's log) and, once loaded, each split's size before a subset is drawn (for the card).
         self.chosen_defaults: list[str] = []
+        self.length_chosen = False  # max_seq_length: the task's default, not given
+        self.derived_from_length: list[str] = []  # head_tokens, doc_stride: set from max_seq_length, not given
         self.split_sizes: dict[str, int] = {}
         self.task_spec: TaskSpec = check_data_arguments(self)
 
@@ -202,6 +210,7 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     task = resolve_task(task_overrides(args))
     defaults = finetune_defaults(task, args.task)
     args.chosen_defaults.clear()  # what the task's defaults fill in, for the run's log
+    args.length_chosen = args.max_seq_length is None
     if args.max_seq_length is None:
         args.max_seq_length = defaults.max_seq_length
         args.chosen_defaults.append(f"max_seq_length {args.max_seq_length}")
@@ -210,12 +219,9 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
         args.chosen_defaults.append(f"truncation {args.truncation}")
     if args.max_seq_length < 3:
         raise ValueError(f"--max_seq_length must be at least 3 ([CLS] text [SEP]), got {args.max_seq_length}.")
-    if args.head_tokens is None:
-        args.head_tokens = args.max_seq_length // 4
-        if args.truncation == "head+tail":
-            args.chosen_defaults.append(f"head_tokens {args.head_tokens}")
-    if args.truncation == "head+tail" and not 0 <= args.head_tokens <= args.max_seq_length - 2:
-        raise ValueError(f"--head_tokens must be in [0, max_seq_length - 2], got {args.head_tokens}.")
+    args.derived_from_length = [name for name in ("head_tokens", "doc_stride") if getattr(args, name) is None]
+    _derive_from_length(args, task)
+    _check_lengths(args, task)
     if args.validation_split_percentage is None:  # the task's, unless a test split is named: its eval split is kept
         given_test = args.test_file or args.test_split
         args.validation_split_percentage = 0 if given_test else task.validation_split_percentage
@@ -224,12 +230,52 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     if not 0 <= args.validation_split_percentage < 100:
         raise ValueError(f"--validation_split_percentage must be in [0, 100), got {args.validation_split_percentage}.")
     if task.shape == "question-answering":
-        if not 0 < args.doc_stride < args.max_seq_length:
-            raise ValueError(f"--doc_stride must be in [1, max_seq_length), got {args.doc_stride}.")
         for name in ("max_answer_length", "n_best_size"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}.")
     return task
+
+
+def _derive_from_length(args: DataArguments, task: TaskSpec) -> None:
+    """Set what was not given of --head_tokens and --doc_stride (`args.derived_from_length`) from max_seq_length,
+    naming them in the run's log where they apply (head+tail truncation; question answering)."""
+    length = args.max_seq_length
+    assert length is not None  # check_data_arguments fills it first
+    derived = {"head_tokens": length // 4, "doc_stride": min(DOC_STRIDE, length // 3)}
+    applies = {"head_tokens": args.truncation == "head+tail", "doc_stride": task.shape == "question-answering"}
+    args.chosen_defaults[:] = [entry for entry in args.chosen_defaults if entry.split()[0] not in derived]
+    for name in args.derived_from_length:
+        setattr(args, name, derived[name])
+        if applies[name]:
+            args.chosen_defaults.append(f"{name} {derived[name]}")
+
+
+def _check_lengths(args: DataArguments, task: TaskSpec) -> None:
+    """--head_tokens (head+tail truncation) and --doc_stride (question answering) within max_seq_length."""
+    length = args.max_seq_length
+    assert length is not None and args.head_tokens is not None and args.doc_stride is not None  # filled first
+    if args.truncation == "head+tail" and not 0 <= args.head_tokens <= length - 2:
+        raise ValueError(f"--head_tokens must be in [0, max_seq_length {length} - 2], got {args.head_tokens}.")
+    if task.shape == "question-answering" and not 0 < args.doc_stride < length:
+        raise ValueError(f"--doc_stride must be in [1, max_seq_length {length}), got {args.doc_stride}.")
+
+
+def fit_length_to_model(args: DataArguments, max_position_embeddings: int) -> bool:
+    """Cut a max_seq_length that the task chose (`args.length_chosen`: not given as --max_seq_length) to a model with
+    fewer positions, with what was derived from it; the run's log says so. Returns whether it was cut."""
+    length = args.max_seq_length
+    if not args.length_chosen or length is None or length <= max_position_embeddings:
+        return False
+    args.chosen_defaults[:] = [
+        f"max_seq_length {max_position_embeddings} (the model's positions; the task's default is {length})"
+        if entry == f"max_seq_length {length}"
+        else entry
+        for entry in args.chosen_defaults
+    ]
+    args.max_seq_length = max_position_embeddings
+    _derive_from_length(args, args.task_spec)
+    _check_lengths(args, args.task_spec)  # a --head_tokens or --doc_stride given may no longer fit
+    return True
 
 
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
