@@ -8,7 +8,9 @@ Four answers that need no training of the model:
 - the **bag of words**: TF-IDF features of a single text's words, and of its words and word pairs, with a logistic
   regression fitted on the train split (`bag_of_words`): the classical text classifier a fine-tuned model must beat;
 - the **zero-shot cosine**: the cosine of the two texts' mean-pooled last hidden states of the pretrained model,
-  no fine-tuning (`hf_bertscratch.similarity.pair_cosines`).
+  no fine-tuning (`hf_bertscratch.similarity.pair_cosines`);
+- for tagging, **each word's most frequent tag** in the train split, the commonest tag for a word never seen there
+  (`most_frequent_tags`): a lookup table, scored by entity as the tagger is.
 
 A score baseline is read as the task reads predictions: a regression task's correlations come straight from the
 scores; a classification task's accuracy, F1 and Matthews correlation come from one threshold on the score, chosen on
@@ -19,6 +21,7 @@ The metrics are the ones fine-tuning reports (`hf_bertscratch.metrics`), under t
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -131,6 +134,7 @@ BASELINE_NAMES = {
     "word_overlap": "word overlap",
     "bag_of_words": "bag of words",
     "bag_of_word_pairs": "bag of words and word pairs",
+    "most_frequent_tag": "each word's most frequent tag",
 }
 # n-gram range -> the name of its baseline
 BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
@@ -162,13 +166,61 @@ def bag_of_words(
     return out
 
 
+def most_frequent_tags(
+    train_words: Sequence[Sequence[str]], train_tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]]
+) -> list[list[str]]:
+    """Each word's tag in the train split most often (the first seen among equals), the train split's commonest tag
+    (O in named entities) for a word it never saw: one list of tags per sentence of `words`."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for sentence, tags in zip(train_words, train_tags, strict=True):
+        for word, tag in zip(sentence, tags, strict=True):
+            counts[word][tag] += 1
+    commonest = Counter(tag for tags in train_tags for tag in tags).most_common(1)[0][0]
+    table = {word: tags.most_common(1)[0][0] for word, tags in counts.items()}
+    return [[table.get(word, commonest) for word in sentence] for sentence in words]
+
+
+def tag_names(task, train: _Split) -> list[str] | None:
+    """The names of a token-classification split's tag ids: the task's label names, else the `ClassLabel` names of
+    the tags column's feature; None when the tags are names already or their names are not known."""
+    if task.label_names:
+        return list(task.label_names)
+    feature = getattr(getattr(train, "features", {}).get(task.columns["tags"]), "feature", None)
+    names = getattr(feature, "names", None)
+    return list(names) if names is not None else None
+
+
+def tagging_baseline(task, train: _Split, scored: Mapping[str, _Split]) -> dict[str, dict[str, float]]:
+    """`most_frequent_tags` fitted on the train split, scored on each split of `scored` (split -> raw split) with
+    the tagger's metric (entity-level `seqeval`, the `overall_*` scores); {} when tag ids have no known names."""
+    from .metrics import load_metric
+
+    words, tags = task.columns["tokens"], task.columns["tags"]
+    names = tag_names(task, train)
+
+    def named(split: _Split) -> list[list[str]]:
+        return [[names[t] if names is not None and not isinstance(t, str) else t for t in row] for row in split[tags]]
+
+    if names is None and any(not isinstance(t, str) for row in train[tags] for t in row):
+        return {}
+    train_tags = named(train)
+    seqeval = load_metric("seqeval")
+    out = {}
+    for name, split in scored.items():
+        predicted = most_frequent_tags(train[words], train_tags, split[words])
+        scores = seqeval.compute(predictions=predicted, references=named(split))
+        out[name] = {key: float(value) for key, value in scores.items() if key.startswith("overall_")}
+    return out
+
+
 def no_learning_scores(
     task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Every metric of each no-learning answer to a task on each split of `scored`: split -> answer -> metrics.
     The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
-    classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once). A split gets {}
-    for shapes without them (NER, QA) or when it has no labels.
+    classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once); for token
+    classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags). A split
+    gets {} for question answering or when it has no labels.
 
     Args:
         task: the run's `TaskSpec`.
@@ -178,6 +230,9 @@ def no_learning_scores(
     """
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
     scored = {name: split for name, split in scored.items() if len(split[1]) > 0}
+    if task.shape == "token-classification" and scored:
+        tagged = tagging_baseline(task, train, {name: split for name, (split, _) in scored.items()})
+        return {name: {"most_frequent_tag": tagged[name]} if name in tagged else {} for name in out}
     if task.shape not in ("classification", "regression", "embedding") or not scored:
         return out
     num_labels = len(task.label_names) if task.label_names else None
@@ -228,7 +283,9 @@ __all__ = [
     "task_baselines",
     "constant_answer",
     "fit_threshold",
+    "most_frequent_tags",
     "score_baseline",
+    "tagging_baseline",
     "threshold_predictions",
     "word_overlap",
     "word_overlaps",

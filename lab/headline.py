@@ -208,15 +208,15 @@ def render_headline(figures: Headline) -> str:
     return wrap(" ".join(parts)) + "\n"
 
 
-# The single-text tasks whose bag of words the headline states: (task, its name, metric).
-BAG_OF_WORDS_HEADLINE = (("sst2", "SST-2", "accuracy"), ("imdb", "IMDB", "accuracy"))
+# The single-text tasks whose bag of words the headline states: (task, its name, the split of its table row, metric).
+BAG_OF_WORDS_HEADLINE = (("sst2", "SST-2", "eval", "accuracy"), ("imdb", "IMDB", "test", "accuracy"))
 
 
 def _bag_of_words_sentence(no_learning: dict | None) -> list[str]:
     """The headline's bag-of-words sentence from a `lab.task_baselines` record: the best bag of words of each task."""
     shown = []
-    for task, name, metric in BAG_OF_WORDS_HEADLINE:
-        scores = (no_learning or {}).get("tasks", {}).get(task, {})
+    for task, name, split, metric in BAG_OF_WORDS_HEADLINE:
+        scores = (no_learning or {}).get("tasks", {}).get(task, {}).get(split, {})
         bags = {key: scores[key][metric] for key in ("bag_of_words", "bag_of_word_pairs") if key in scores}
         if bags:
             best = max(bags, key=bags.get)
@@ -225,8 +225,14 @@ def _bag_of_words_sentence(no_learning: dict | None) -> list[str]:
             )
     if not shown:
         return []
-    return [f"A bag of words with no pretraining (TF-IDF and logistic regression on the train split) scores "
-            f"{and_list(shown)} on the same splits."]  # fmt: skip
+    sentence = (f"A bag of words with no pretraining (TF-IDF and logistic regression on the train split) scores "
+                f"{and_list(shown)} on the same splits")  # fmt: skip
+    tagged = (no_learning or {}).get("tasks", {}).get("conll2003", {}).get("test", {}).get("most_frequent_tag")
+    if tagged:
+        sentence += (
+            f", and tagging each word as the train split tags it most often CoNLL-2003 {100 * tagged['overall_f1']:.1f}"
+        )
+    return [sentence + "."]
 
 
 def _pairs_sentence(record: dict) -> str:

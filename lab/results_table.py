@@ -282,11 +282,11 @@ def task_table_record(runs_dir: str | Path, command: str = "") -> dict:
 
 def row_baselines(row: dict, no_learning: dict | None) -> dict[str, float]:
     """A row's no-learning scores (x 100): those its runs recorded, else those of `no_learning` (a
-    `lab.task_baselines` record) for the row's task and metric."""
+    `lab.task_baselines` record: task -> split -> answer -> metrics) for the row's task, split and metric."""
     if row.get("baselines"):
         return row["baselines"]
-    metric = row["key"].removeprefix("eval_")
-    scores = (no_learning or {}).get("tasks", {}).get(row["task"], {}) if row["key"].startswith("eval_") else {}
+    split, metric = row["key"].split("_", 1)  # eval_accuracy, test_overall_f1
+    scores = (no_learning or {}).get("tasks", {}).get(row["task"], {}).get(split, {})
     return {
         BASELINE_NAMES[name]: 100 * metrics[metric]
         for name, metrics in scores.items()

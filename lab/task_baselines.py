@@ -1,6 +1,7 @@
-"""What each task of the task table scores with no learning, on the split the table reports: the constant answer,
-word overlap for sentence pairs, and the bags of words for single texts (`hf_bertscratch.baselines.
-no_learning_scores`, every metric). The task tables show them beside the fine-tuned scores (`lab.results_table`).
+"""What each task of the task table scores with no learning, on its eval split and on its test split where it has
+one (the splits the table's rows report): the constant answer, word overlap for sentence pairs, the bags of words
+for single texts, each word's most frequent tag for named entities (`hf_bertscratch.baselines.no_learning_scores`,
+every metric). The task tables show them beside the fine-tuned scores (`lab.results_table`).
 
     python -m lab.task_baselines --data_dir ../shared/data --record results/task_baselines.json
 """
@@ -21,20 +22,22 @@ from hf_bertscratch.run_folder import write_text_atomically
 from hf_bertscratch.tasks import TASKS
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 
-TASK_TABLE_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "imdb")  # the table's rows with a no-learning answer
+TASK_TABLE_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "imdb", "conll2003")  # the table's tasks
 
 
-def task_scores(name: str, data_dir: str | None) -> dict[str, dict[str, float]]:
-    """`no_learning_scores` of the table's task `name` on the split the table reports (its test split when it has
-    one, as IMDB's, else its eval split), fitted on the train split fine-tuning trains on, labels as it reads them."""
+def task_scores(name: str, data_dir: str | None) -> dict[str, dict[str, dict[str, float]]]:
+    """`no_learning_scores` of the table's task `name` on its eval split and, where it has one (IMDB's test reviews,
+    CoNLL-2003's test sentences), its test split: split -> answer -> metrics, fitted on the train split fine-tuning
+    trains on, labels as it reads them."""
     task = TASKS[name]
     raw = load_task_datasets(DataArguments(task=name, data_dir=data_dir), task)
-    reported = "test" if "test" in raw else "eval"
-    ids = {label: i for i, label in enumerate(task.label_names or ())}  # class names (RTE's files) -> ids
-    labels = {role: [ids.get(v, v) for v in raw[role][task.columns["label"]]] for role in ("train", reported)}
-    return no_learning_scores(task, raw["train"], labels["train"], {reported: (raw[reported], labels[reported])})[
-        reported
-    ]
+    roles = [role for role in ("eval", "test") if role in raw]
+    if task.shape == "token-classification":  # the tagging baseline reads the splits' own tags
+        labels = {role: raw[role][task.columns["tags"]] for role in ("train", *roles)}
+    else:
+        ids = {label: i for i, label in enumerate(task.label_names or ())}  # class names (RTE's files) -> ids
+        labels = {role: [ids.get(v, v) for v in raw[role][task.columns["label"]]] for role in ("train", *roles)}
+    return no_learning_scores(task, raw["train"], labels["train"], {role: (raw[role], labels[role]) for role in roles})
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for name in args.tasks:
         record["tasks"][name] = task_scores(name, data_dir)
-        print(name, {k: round(100 * v[TASKS[name].main_metric], 1) for k, v in record["tasks"][name].items()})
+        for split, answers in record["tasks"][name].items():
+            print(name, split, {k: round(100 * v[TASKS[name].main_metric], 1) for k, v in answers.items()})
     if args.record:
         write_text_atomically(args.record, json.dumps(record, indent=1) + "\n")
     return record

@@ -16,6 +16,8 @@ import hf_bertscratch
 from hf_bertscratch.baselines import (
     constant_answer,
     fit_threshold,
+    most_frequent_tags,
+    no_learning_scores,
     score_baseline,
     threshold_predictions,
     unigram_answer,
@@ -76,6 +78,35 @@ def test_constant_answer_is_the_commonest_train_class() -> None:
     assert scores["matthews_correlation"] == 0.0 and scores["top_class_share"] == 1.0
     regression = constant_answer([1.0, 3.0], [0.0, 4.0], None)
     assert (regression["spearmanr"], regression["mse"]) == (0.0, pytest.approx(((0 - 2) ** 2 + (4 - 2) ** 2) / 2))
+
+
+def test_most_frequent_tags_look_each_word_up_in_the_train_split() -> None:
+    words = [["Paris", "is", "big"], ["Paris", "Hilton", "is"], ["to", "Paris"]]
+    tags = [["B-LOC", "O", "O"], ["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
+    # Paris: LOC twice, PER once; unseen words get the commonest tag (O)
+    assert most_frequent_tags(words, tags, [["Paris", "Hilton", "sings"]]) == [["B-LOC", "I-PER", "O"]]
+
+
+def test_the_tagging_baseline_is_scored_by_entity_as_the_tagger() -> None:
+    """no_learning_scores of a token-classification task: each word's most frequent tag, its tag ids read by the
+    task's names, scored by the seqeval package's entity F1 (what the tagger's run reports)."""
+    import datasets
+    from seqeval.metrics import f1_score as entity_f1
+
+    from hf_bertscratch.tasks import TASKS
+
+    task = TASKS["conll2003"]
+    names = list(task.label_names)
+    train = datasets.Dataset.from_dict(
+        {"tokens": [["EU", "rejects", "German", "call"], ["Peter", "Blackburn"]], "ner_tags": [[3, 0, 7, 0], [1, 2]]}
+    )
+    dev = datasets.Dataset.from_dict(
+        {"tokens": [["German", "Peter", "rejects"], ["EU", "call", "Blackburn"]], "ner_tags": [[7, 1, 0], [3, 0, 2]]}
+    )
+    scores = no_learning_scores(task, train, [[0]], {"eval": (dev, [[0]])})["eval"]["most_frequent_tag"]
+    predicted = [["B-MISC", "B-PER", "O"], ["B-ORG", "O", "I-PER"]]
+    references = [[names[t] for t in row] for row in dev["ner_tags"]]
+    assert scores["overall_f1"] == pytest.approx(entity_f1(references, predicted))
 
 
 @pytest.fixture(scope="module")

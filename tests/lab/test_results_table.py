@@ -252,16 +252,20 @@ def test_readme_task_table_is_rendered_from_the_committed_record() -> None:
     rows = _task_table(table)
     assert rows["IMDB accuracy (test)"][3].startswith("constant answer 50.0, bag of words 88.8")  # no learning
     assert rows["MRPC F1 (dev)"][3].startswith("constant answer 81.2, word overlap 81.6")
+    assert rows["CoNLL-2003 entity F1 (test)"][3].startswith("each word's most frequent tag ")
 
 
 def test_task_table_rows_take_no_learning_from_their_runs_else_from_the_baselines_record() -> None:
     row = {"task": "sst2", "key": "eval_accuracy", "baselines": {}}
-    no_learning = {"tasks": {"sst2": {"constant": {"accuracy": 0.5}, "bag_of_words": {"accuracy": 0.8}}}}
+    no_learning = {"tasks": {"sst2": {"eval": {"constant": {"accuracy": 0.5}, "bag_of_words": {"accuracy": 0.8}}}}}
     assert results.row_baselines(row, no_learning) == {"constant answer": 50.0, "bag of words": 80.0}
     assert results.row_baselines({**row, "baselines": {"constant answer": 51.0}}, no_learning) == {
         "constant answer": 51.0
     }
-    assert results.row_baselines({**row, "key": "test_overall_f1"}, no_learning) == {}
+    assert results.row_baselines({**row, "key": "test_accuracy"}, no_learning) == {}  # the split is the row's
+    tagged = {"tasks": {"conll2003": {"test": {"most_frequent_tag": {"overall_f1": 0.6}}}}}
+    test_row = {"task": "conll2003", "key": "test_overall_f1", "baselines": {}}
+    assert results.row_baselines(test_row, tagged) == {"each word's most frequent tag": 60.0}
 
 
 def test_task_table_chart_draws_mean_and_sd_of_rows_with_values() -> None:
