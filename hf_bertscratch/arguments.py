@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import json
 import re
 import sys
 import typing
@@ -177,8 +178,35 @@ class ArgumentParser(HfArgumentParser):
         unknown = re.search(r"unrecognized arguments: (\S+)", message)
         if unknown:
             flags = [option for action in self._actions for option in action.option_strings]
-            return did_you_mean(unknown.group(1).split("=")[0], flags)
+            given = unknown.group(1).split("=")[0]
+            if FLAG_ALIASES.get(given) in flags:
+                return f"; did you mean {FLAG_ALIASES[given]!r}?"
+            return did_you_mean(given, flags)
         return ""
+
+
+# Flags of other training scripts and tools -> this package's (transformers' TrainingArguments names), suggested for
+# an unknown flag where its spelling alone would suggest something else (`--lr` is closest to `--help`).
+FLAG_ALIASES = {
+    "--lr": "--learning_rate",
+    "--batch_size": "--per_device_train_batch_size",
+    "--bs": "--per_device_train_batch_size",
+    "--train_batch_size": "--per_device_train_batch_size",
+    "--eval_batch_size": "--per_device_eval_batch_size",
+    "--epochs": "--num_train_epochs",
+    "--max_length": "--max_seq_length",
+    "--max_len": "--max_seq_length",
+    "--seq_len": "--max_seq_length",
+    "--model": "--model_name_or_path",
+    "--model_name": "--model_name_or_path",
+    "--tokenizer": "--tokenizer_name",
+    "--output": "--output_dir",
+    "--out_dir": "--output_dir",
+    "--dev_file": "--validation_file",
+    "--eval_file": "--validation_file",
+    "--warmup_ratio": "--warmup_steps",
+    "--resume": "--resume_from_checkpoint",
+}
 
 
 def described_values(descriptions: Mapping[str, str], values: Iterable[str]) -> str:
@@ -227,10 +255,16 @@ def parse_args_or_json(
     dataclass takes, are errors that name it (argparse's usage error, exit code 2).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].endswith(".json") and len(argv) > 1:
+        parser.error(
+            f"an arguments file is read alone: put {argv[1]} in {argv[0]}, or give flags only (expected flags, or "
+            "one .json file of them)"
+        )
     if len(argv) == 1 and argv[0].endswith(".json"):
         path = Path(argv[0])
         if not path.is_file():
             parser.error(f"arguments file {argv[0]!r} does not exist (expected flags, or one .json file of them)")
+        _check_json_keys(parser, path)
         return parser.parse_json_file(json_file=path.resolve())
     leading: list[str] = []
     while argv and not argv[0].startswith("-") and len(leading) < len(positional):
@@ -241,6 +275,22 @@ def parse_args_or_json(
     if remaining:
         parser.error(f"unrecognized arguments: {' '.join(remaining)}")
     return tuple(parser.parse_dict(vars(namespace)))
+
+
+def _check_json_keys(parser: HfArgumentParser, path: Path) -> None:
+    """Name, before any dataclass is made (whose own checks would speak first), a key of the arguments file `path`
+    that no flag of `parser` takes, with the closest flag's name."""
+    try:
+        given = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        parser.error(f"arguments file {str(path)!r} is not a JSON object of flags: {error}")
+    if not isinstance(given, dict):
+        parser.error(f"arguments file {str(path)!r} holds a {type(given).__name__}, expected a JSON object of flags")
+    taken = {f.name for dtype in parser.dataclass_types for f in dataclasses.fields(dtype) if f.init}
+    unknown = sorted(set(given) - taken)
+    if unknown:
+        hint = did_you_mean(unknown[0], taken)
+        parser.error(f"arguments file {str(path)!r} has key(s) no flag takes: {unknown}{hint}")
 
 
 def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: int | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
@@ -69,9 +70,44 @@ def test_each_dataclass_is_made_with_those_made_before_it(tmp_path: Path) -> Non
     assert parse_args_or_json(parser, ["--metric", "f1"])[1].metric == "f1"  # a value given is kept
     (alone,) = parse_args_or_json(ArgumentParser(_TrainArguments), [])
     assert alone.metric == "auto"  # nothing of the type it names was made before it
-    arguments.write_text(json.dumps({"task": "cola", "nope": 1}))
     with pytest.raises(ValueError, match=r"Some keys are not used by the HfArgumentParser: \['nope'\]"):
-        parse_args_or_json(parser, [str(arguments)])
+        parser.parse_dict({"task": "cola", "nope": 1})  # HfArgumentParser's check, after the dataclasses are made
+
+
+def test_an_arguments_file_with_an_unknown_key_or_beside_flags_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt key of an arguments file is named with the closest flag before any dataclass is made (their own
+    checks spoke first, then transformers' 'Some keys are not used by the HfArgumentParser'); flags after the file,
+    which argparse read as a missing --model_name_or_path, are refused as what they are."""
+    arguments = tmp_path / "args.json"
+    arguments.write_text(json.dumps({"output_dir": str(tmp_path / "out"), "learnin_rate": 1e-3}))
+    for argv, message in [
+        ([str(arguments)], r"has key\(s\) no flag takes: \['learnin_rate'\]; did you mean 'learning_rate'\?"),
+        ([str(arguments), "--max_steps", "2"], r"an arguments file is read alone: put --max_steps in .*args.json"),
+    ]:
+        with pytest.raises(SystemExit) as raised:
+            parse_pretraining_args(argv)
+        assert raised.value.code == 2
+        assert re.search(message, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("--lr", "--learning_rate"),
+        ("--batch_size", "--per_device_train_batch_size"),
+        ("--max_length", "--max_seq_length"),
+    ],
+)
+def test_flags_of_other_scripts_suggest_this_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str, meant: str
+) -> None:
+    """What another training script calls a flag suggests its name here (by spelling alone --lr is closest to
+    --help)."""
+    with pytest.raises(SystemExit):
+        parse_pretraining_args(["--output_dir", str(tmp_path / "out"), given, "8"])
+    assert f"unrecognized arguments: {given} 8; did you mean {meant!r}?" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("rate", ["-0.001", "0"])
