@@ -300,6 +300,11 @@ def classify(
         if value is not None and not value.strip():
             raise ValueError(f"{name} is empty: expected something to classify.")
     classifier = as_pipeline("text-classification", model, **load_kwargs)
+    if text_pair is None and getattr(classifier.model.config, "classifier_pooling", None) == "segments":
+        raise ValueError(
+            "This classifier reads a sentence pair (classifier_pooling segments: each text by its own mean), and a "
+            "single text has no second one: give the second text (--text_pair)."
+        )
     inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
     # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (say head+tail); the
     # tokenizer's cut would keep the head alone.

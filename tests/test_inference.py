@@ -53,6 +53,21 @@ def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     assert results[0]["score"] >= results[1]["score"]
 
 
+def test_a_pair_classifier_asks_for_the_second_text(model_dirs) -> None:
+    """A classifier that reads each text of a pair by its own mean (`segments`) scored a single text as if its second
+    text were empty; it asks for the pair instead, and scores the pair as the model does."""
+    pipe = inference.load_pipeline("text-classification", model_dirs["classifier"], device="cpu")
+    pipe.model.config.classifier_pooling = "segments"
+    pipe.model = hf_bertscratch.BertScratchForSequenceClassification(pipe.model.config).eval()
+    with pytest.raises(ValueError, match=r"reads a sentence pair .* give the second text \(--text_pair\)"):
+        inference.classify(pipe, "the cat sat")
+    scores = {r["label"]: r["score"] for r in inference.classify(pipe, "the cat sat", text_pair="a cat sat")}
+    encoding = pipe.tokenizer("the cat sat", "a cat sat", return_tensors="pt")
+    with torch.no_grad():
+        expected = pipe.model(**encoding).logits.softmax(-1)[0]
+    assert [scores["neg"], scores["pos"]] == pytest.approx(expected.tolist(), abs=1e-5)
+
+
 def test_a_pipeline_runs_in_bfloat16_when_asked_and_gives_the_float32_answer(model_dirs) -> None:
     """`dtype="bfloat16"` (for a GPU; the CPU runs it too) loads the weights in bfloat16: the class probabilities stay
     within bfloat16's precision of float32's."""
