@@ -209,6 +209,10 @@ def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
         updates.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     if args.init_from_scratch:
         config.update(updates)
+        logger.info(
+            "Starting from random weights (--init_from_scratch): the config and tokenizer of %s, none of its weights.",
+            args.model_name_or_path,
+        )
         return shape.auto_class.from_config(config)
     head = _task_head(config)
     wanted_head = shape.auto_class.__name__.removeprefix("AutoModel")  # "" for the bare encoder of an embedding

@@ -483,9 +483,11 @@ def test_bf16_finetuning_trains_under_cpu_autocast_and_records_it(
     assert results["precision"] == "bf16" and 0.0 <= results["eval_accuracy"] <= 1.0
 
 
-def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path) -> None:
+def test_init_from_scratch_ignores_pretrained_weights(model_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     pretrained = load_model(resolved(model_dir), classes("a", "b"))
-    scratch = load_model(resolved(model_dir, init_from_scratch=True), classes("a", "b"))
+    with caplog.at_level(logging.INFO):
+        scratch = load_model(resolved(model_dir, init_from_scratch=True), classes("a", "b"))
+    assert "Starting from random weights (--init_from_scratch)" in caplog.text  # the log says what the card says
     assert pretrained.config.to_dict()["hidden_size"] == scratch.config.to_dict()["hidden_size"]
     name = "bert.embeddings.word_embeddings.weight"
     assert not torch.equal(pretrained.state_dict()[name], scratch.state_dict()[name])
