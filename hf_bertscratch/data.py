@@ -32,7 +32,8 @@ class LocalDataset:
         folder: Sub-folder of the data directory.
         splits: Split name -> file path or glob, relative to `folder`.
         columns: Columns to keep (the Hub dataset's columns), in order; None keeps all.
-        builder_kwargs: extra arguments of the datasets builder (GLUE's TSVs: no quoting, a header or none).
+        builder_kwargs: extra arguments of the datasets builder, beyond its format's (`FILE_BUILDERS`): GLUE's
+            TSVs' encoding, a header or none.
         rename: column renames applied before `columns` is selected (file header -> the Hub dataset's name).
         builder: the reader, when the file extension does not say it ("conll": CoNLL-2003 text files).
     """
@@ -109,9 +110,6 @@ _SQUAD_CITATION = """@inproceedings{rajpurkar2016squad,
   year      = {2016},
   pages     = {2383--2392}
 }"""
-# GLUE's own TSV files (as in ../shared/data/glue): read with quoting off, as the Hub's `glue` loader does, since
-# MRPC and STS-B hold unbalanced '"' characters; MRPC starts with a byte-order mark, CoLA has no header.
-_GLUE_TSV: dict[str, object] = {"sep": "\t", "quoting": 3}  # 3 = csv.QUOTE_NONE
 
 
 def _glue_local(
@@ -120,9 +118,13 @@ def _glue_local(
     builder_kwargs: dict[str, object] | None = None,
     rename: dict[str, str] | None = None,
 ) -> LocalDataset:
-    """The local copy of one GLUE task: `glue/<folder>/{train,dev}.tsv`, as the Hub's train/validation splits."""
+    """The local copy of one GLUE task: `glue/<folder>/{train,dev}.tsv`, as the Hub's train/validation splits.
+
+    Read as every tsv file is, with quoting off (`data_files.TSV_READING`), as the Hub's `glue` loader reads them: MRPC
+    and STS-B hold unbalanced '"' characters. MRPC starts with a byte-order mark, CoLA has no header (`builder_kwargs`).
+    """
     splits = {"train": "train.tsv", "validation": "dev.tsv"}
-    return LocalDataset(f"glue/{folder}", splits, columns, {**_GLUE_TSV, **(builder_kwargs or {})}, rename or {})
+    return LocalDataset(f"glue/{folder}", splits, columns, builder_kwargs or {}, rename or {})
 
 
 def _glue_known(config: str, title: str, local: LocalDataset) -> KnownDataset:
@@ -221,7 +223,7 @@ DATASET_CITATIONS: dict[str, tuple[str, str]] = {
 DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
 
 
-def _builder_for(files: list[Path]) -> tuple[str, dict[str, str]]:
+def _builder_for(files: list[Path]) -> tuple[str, dict[str, object]]:
     """The datasets builder that reads `files`, all of which must share one format."""
     builders = []
     for path in files:

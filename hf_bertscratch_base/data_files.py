@@ -13,13 +13,17 @@ import zlib
 from pathlib import Path
 from typing import TextIO
 
+# How a tsv file is read: tab-separated with quoting off, as GLUE's own TSV files are (the Hub's `glue` loader reads
+# them so). TSV has no quoting convention, so a '"' is part of the text: with csv's quoting on, an unmatched one would
+# silently join every line up to the next '"' into one field.
+TSV_READING: dict[str, object] = {"sep": "\t", "quoting": csv.QUOTE_NONE}
 # File extension -> (datasets builder, extra builder kwargs). ".gz" is stripped first: datasets decompresses itself.
-FILE_BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
+FILE_BUILDERS: dict[str, tuple[str, dict[str, object]]] = {
     "txt": ("text", {}),
     "text": ("text", {}),
     "raw": ("text", {}),
     "csv": ("csv", {}),
-    "tsv": ("csv", {"sep": "\t"}),
+    "tsv": ("csv", TSV_READING),
     "json": ("json", {}),
     "jsonl": ("json", {}),
     "parquet": ("parquet", {}),
@@ -57,15 +61,23 @@ def read_columns(path: str | Path) -> list[str] | None:
     try:
         with open_text(path, encoding="utf-8-sig") as lines:  # -sig: a byte-order mark is no part of the header
             if builder == "csv":
-                return _csv_header(lines, kwargs.get("sep", ","))
+                return _csv_header(lines, kwargs)
             return _json_keys(lines.readline(FIRST_ROW_LIMIT))
     except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
         return None
 
 
-def _csv_header(lines: TextIO, delimiter: str) -> list[str] | None:
-    """The first row that is not blank (pandas, by which `datasets` reads csv, skips blank lines), or None."""
-    for row in csv.reader(lines, delimiter=delimiter):
+def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
+    """The first row that is not blank (pandas, by which `datasets` reads csv, skips blank lines), or None; `reading`
+    is the file's builder kwargs (`FILE_BUILDERS`), whose separator and quoting pandas reads it with."""
+    delimiter = str(reading.get("sep", ","))
+    quoted = reading.get("quoting") != csv.QUOTE_NONE
+    rows = (
+        csv.reader(lines, delimiter=delimiter)
+        if quoted
+        else csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+    )
+    for row in rows:
         if any(cell.strip() for cell in row):
             return row
     return None
@@ -83,4 +95,4 @@ def _json_keys(line: str) -> list[str] | None:
     return list(row)
 
 
-__all__ = ["FILE_BUILDERS", "TEXT_COLUMN", "file_extension", "open_text", "read_columns"]
+__all__ = ["FILE_BUILDERS", "TEXT_COLUMN", "TSV_READING", "file_extension", "open_text", "read_columns"]

@@ -80,6 +80,27 @@ def test_explicit_files_each_format(tmp_path: Path, suffix: str) -> None:
     assert set(raw) == {"train", "validation"}
 
 
+def test_a_tsv_file_is_read_without_quoting(tmp_path: Path) -> None:
+    """A '"' in a tsv file is part of its text, as in GLUE's files: an unmatched one does not join the rows after it."""
+    rows = ['"a quoted start', "middle one", "middle two", 'end of quote" said', "normal"]
+    path = tmp_path / "train.tsv"
+    path.write_text("text\tlabel\n" + "".join(f"{row}\t{i % 2}\n" for i, row in enumerate(rows)), encoding="utf-8")
+    raw = load_raw_datasets(train_file=str(path))
+    assert raw["train"]["text"] == rows and raw["train"]["label"] == [0, 1, 0, 1, 0]
+
+
+def test_glue_local_copy_keeps_unbalanced_quotes(tmp_path: Path) -> None:
+    mrpc = tmp_path / "glue" / "MRPC"
+    mrpc.mkdir(parents=True)
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    for name in ("train.tsv", "dev.tsv"):
+        text = header + '1\t1\t2\t"He said so\tShe agreed\n0\t3\t4\tNo quote\tOr here "\n'
+        (mrpc / name).write_text("\ufeff" + text, encoding="utf-8")
+    raw = load_raw_datasets("glue", "mrpc", data_dir=str(tmp_path))
+    assert raw["train"].column_names == ["sentence1", "sentence2", "label"]
+    assert raw["train"]["sentence1"] == ['"He said so', "No quote"] and raw["validation"]["sentence2"][1] == 'Or here "'
+
+
 def test_files_win_over_dataset_name(text_file: Path, tmp_path: Path) -> None:
     raw = load_raw_datasets(
         "wikitext", "wikitext-2-raw-v1", train_file=str(text_file), data_dir=str(_fake_data_dir(tmp_path))

@@ -38,6 +38,7 @@ def jsonl(*rows: dict) -> str:
     [
         ("train.csv", "text,label\nthe cat,0\n", ["text", "label"]),
         ("train.tsv", "sentence\tlabel\nthe cat\t0\n", ["sentence", "label"]),
+        ("quoted.tsv", '"sentence\tlabel"\nthe cat\t0\n', ['"sentence', 'label"']),  # tsv has no quoting
         ("train.csv.gz", 'review,"stars, given"\n"a, b",3\n', ["review", "stars, given"]),
         ("bom.csv", "\ufefftext,label\nthe cat,0\n", ["text", "label"]),
         ("blank.csv", "\n\ntext,label\nthe cat,0\n", ["text", "label"]),
