@@ -272,7 +272,15 @@ def _load_files(
     kwargs: dict[str, object] = {**found_kwargs, **(builder_kwargs or {})}
     data_files = {split: [str(f) for f in files] for split, files in split_files.items()}
     logger.info("Loading %s files: %s", builder, data_files)
-    return datasets.load_dataset(builder, data_files=data_files, streaming=streaming, cache_dir=cache_dir, **kwargs)
+    # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone (an
+    # id in the dev file) would fail the whole load; a run reads its own columns of each split and ignores the rest.
+    splits = {
+        split: datasets.load_dataset(
+            builder, data_files={split: files}, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs
+        )
+        for split, files in data_files.items()
+    }
+    return datasets.IterableDatasetDict(splits) if streaming else datasets.DatasetDict(splits)
 
 
 def _load_conll(

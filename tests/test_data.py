@@ -101,6 +101,18 @@ def test_glue_local_copy_keeps_unbalanced_quotes(tmp_path: Path) -> None:
     assert raw["train"]["sentence1"] == ['"He said so', "No quote"] and raw["validation"]["sentence2"][1] == 'Or here "'
 
 
+def test_a_column_in_one_split_alone_is_harmless(tmp_path: Path) -> None:
+    """Each split keeps its own columns: an id column in the dev file alone does not fail the load."""
+    train, dev = tmp_path / "train.csv", tmp_path / "dev.csv"
+    train.write_text("text,label\nthe cat,pos\n", encoding="utf-8")
+    dev.write_text("id,text,label\n7,the dog,neg\n", encoding="utf-8")
+    for streaming in (False, True):
+        raw = load_raw_datasets(train_file=str(train), validation_file=str(dev), streaming=streaming)
+        assert list(raw) == ["train", "validation"]
+        assert [dict(row) for row in raw["train"]] == [{"text": "the cat", "label": "pos"}]
+        assert [dict(row) for row in raw["validation"]] == [{"id": 7, "text": "the dog", "label": "neg"}]
+
+
 def test_files_win_over_dataset_name(text_file: Path, tmp_path: Path) -> None:
     raw = load_raw_datasets(
         "wikitext", "wikitext-2-raw-v1", train_file=str(text_file), data_dir=str(_fake_data_dir(tmp_path))

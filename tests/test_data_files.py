@@ -72,7 +72,7 @@ def test_a_start_that_does_not_say_the_columns_is_left_to_the_library(tmp_path: 
 
 
 def both(name: str, text: str) -> dict[str, str]:
-    """A train and a dev file of one format and the same columns (`datasets` reads the files of a run only so)."""
+    """A train and a dev file of one format and the same columns."""
     stem, _, extension = name.partition(".")
     return {f"train.{extension}": text, f"dev.{extension}": text}
 
@@ -129,7 +129,7 @@ def test_a_missing_column_fails_at_the_front_door_as_in_the_library(
 def test_the_front_door_names_the_split_that_lacks_the_column(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, argv: list, line: str
 ) -> None:
-    """Files of one run with different columns, which `datasets` refuses without naming a column, are named here."""
+    """Files of one run with different columns: the check names the split that lacks the column."""
     write(tmp_path / "train.csv", "text,label\na,0\n")
     write(tmp_path / "dev.csv", "text,stars\nb,1\n" if command == "finetune" else "body\nb\n")
     write(tmp_path / "notes.txt.gz", "hello\n")
