@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+from pandas.errors import ParserError
 
 from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, open_text
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, resolve_data_dir
@@ -275,12 +276,69 @@ def _load_files(
     # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone (an
     # id in the dev file) would fail the whole load; a run reads its own columns of each split and ignores the rest.
     splits = {
-        split: datasets.load_dataset(
-            builder, data_files={split: files}, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs
-        )
-        for split, files in data_files.items()
+        split: _load_split(builder, split, files, streaming, cache_dir, kwargs) for split, files in data_files.items()
     }
     return datasets.IterableDatasetDict(splits) if streaming else datasets.DatasetDict(splits)
+
+
+def _load_split(
+    builder: str, split: str, files: list[str], streaming: bool, cache_dir: str | None, kwargs: dict[str, object]
+) -> datasets.Dataset | datasets.IterableDataset:
+    """One split's files through `datasets.load_dataset`. A file it cannot read fails as a ValueError that names the
+    file and the cause, instead of the library's "An error occurred while generating the dataset" (whose cause only
+    its log shows): a ragged line, bytes that are not UTF-8, a header with no rows under it."""
+    try:
+        return datasets.load_dataset(
+            builder, data_files={split: files}, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs
+        )
+    except datasets.exceptions.DatasetGenerationError as error:
+        cause = error.__cause__ or error
+        if isinstance(cause, UnicodeDecodeError):
+            bad = cause.object[cause.start : cause.start + 1].hex()
+            reason = f"it is not UTF-8 (byte 0x{bad}: {cause.reason}); save it as UTF-8"
+            files = [f for f in files if not _is_utf8(Path(f))] or files
+        elif isinstance(cause, ParserError):
+            reason = f"{_first_line(cause)}; every line needs as many fields as the header"
+        else:
+            reason = f"{type(cause).__name__}: {_first_line(cause)}"
+        raise ValueError(f"Cannot read the {_split_files(split, files)}: {reason}.") from error
+    except ValueError as error:
+        if "corresponds to no data" not in str(error):  # the library's words for a split of zero rows
+            raise
+        verb = "holds" if len(files) == 1 else "hold"
+        raise ValueError(
+            f"The {_split_files(split, files)} {verb} no rows (a header alone); expected at least one example."
+        ) from error
+
+
+def _split_files(split: str, files: list[str]) -> str:
+    """How an error names a split's files: "train file 'a.csv'", or "train files ['a.csv', 'b.csv']"."""
+    return f"{split} file {files[0]!r}" if len(files) == 1 else f"{split} files {files}"
+
+
+# The library's own wording around a cause: its generic line, and pandas' prefix to a line that does not parse.
+_GENERIC_LINES = ("An error occurred while generating the dataset", "Error tokenizing data. C error: ")
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of `error`'s message that says more than the library's generic wording."""
+    for line in str(error).splitlines():
+        for generic in _GENERIC_LINES:
+            line = line.removeprefix(generic)
+        if line.strip():
+            return line.strip()
+    return "no message"
+
+
+def _is_utf8(path: Path) -> bool:
+    """Whether the whole file (decompressed when .gz) decodes as UTF-8."""
+    try:
+        with open_text(path) as text:
+            while text.read(1 << 20):
+                pass
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _load_conll(

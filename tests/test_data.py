@@ -137,6 +137,26 @@ def test_errors_name_the_bad_value(tmp_path: Path) -> None:
         load_raw_datasets()
 
 
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("ragged.tsv", b"a\tb\tlabel\nx\ty\t0\nx\ty\tz\t1\n", r"Expected 3 fields in line 3, saw 4; every line needs"),
+        ("latin1.csv", "text,label\ncaf\xe9,0\n".encode("latin-1"), r"it is not UTF-8 \(byte 0xe9: .*\); save it as UTF-8\.$"),
+        ("header.csv", b"text,label\n\n", r"^The train file '.*header.csv' holds no rows \(a header alone\); expected"),
+    ],
+)  # fmt: skip
+def test_a_file_the_library_cannot_read_names_itself_and_the_cause(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    """Not the library's "An error occurred while generating the dataset": the file, and what is wrong with it."""
+    (tmp_path / name).write_bytes(content)
+    dev = tmp_path / f"dev{Path(name).suffix}"
+    dev.write_text("text,label\nfine,0\n".replace(",", "\t" if dev.suffix == ".tsv" else ","), encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as error:
+        load_raw_datasets(train_file=str(tmp_path / name), validation_file=str(dev))
+    assert str(tmp_path / name) in str(error.value) and "\n" not in str(error.value)
+
+
 def test_a_table_dataset_without_its_local_copy_names_data_dir_when_the_hub_is_unreachable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
