@@ -7,6 +7,7 @@ import json
 import logging
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import datasets
@@ -33,6 +34,7 @@ from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.classification import ClassificationShape, make_text_tokenize_function
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
+from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
 from conftest import record_hub, tiny_config_kwargs
@@ -145,6 +147,22 @@ def test_pair_tokenization_uses_both_columns(tokenizer: BertTokenizer) -> None:
     out = tokenize({"a": ["the cat"], "b": ["the dog"], "label": [0]})
     assert out["input_ids"][0] == tokenizer("the cat", "the dog")["input_ids"]
     assert 1 in out["token_type_ids"][0]
+
+
+def test_a_missing_text_is_empty_in_a_pair_as_in_a_single_text(tokenizer: BertTokenizer) -> None:
+    """An empty csv field (None once read) is an empty text, on either side of a pair as for a single text."""
+    task = check_data_arguments(DataArguments(train_file="x.csv", text_column="a", text_pair_column="b"))
+    tokenize = make_text_tokenize_function(tokenizer, task, {0: 0}, 16, "head", 0)
+    out = tokenize({"a": ["the cat", None], "b": [None, "the dog"], "label": [0, 0]})
+    expected = tokenizer(["the cat", ""], ["", "the dog"])["input_ids"]  # [CLS] a [SEP] b [SEP], a side empty
+    assert out["input_ids"] == expected and [ids.count(tokenizer.sep_token_id) for ids in expected] == [2, 2]
+    single = check_data_arguments(DataArguments(train_file="x.csv", text_column="a"))
+    tokenize = make_text_tokenize_function(tokenizer, single, {0: 0}, 16, "head", 0)
+    assert tokenize({"a": [None], "label": [0]})["input_ids"] == [tokenizer("")["input_ids"]]
+    embedding = EmbeddingShape(replace(task, shape="embedding"), FeatureSettings(), tokenizer, "cosine")
+    rows = datasets.Dataset.from_dict({"a": ["the cat", None], "b": [None, "the dog"], "label": [1.0, 0.0]})
+    features = embedding.features(rows, training=False)
+    assert features["input_ids"][1] == features["pair_input_ids"][0] == tokenizer("")["input_ids"]
 
 
 # ---------------------------------------------------------------------------------------------- task table

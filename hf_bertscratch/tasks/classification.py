@@ -22,7 +22,7 @@ from transformers.trainer_utils import PredictionOutput
 
 from ..metrics import ClassificationMetrics, RegressionMetrics
 from . import TaskSpec
-from .features import FeatureSettings, class_config, prediction_logits, truncate_ids, write_csv
+from .features import FeatureSettings, class_config, prediction_logits, texts_of, truncate_ids, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +39,18 @@ def make_text_tokenize_function(
 
     Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
     review); their uncut length ([CLS] and [SEP] included) comes as `text_length`. Pairs use the tokenizer's own
-    longest-first truncation, which is what GLUE pair tasks use. Labels are
-    class ids through `label_map`, or floats for regression (`label_map` None).
+    longest-first truncation, which is what GLUE pair tasks use. A missing text, single or either side of a pair, is
+    an empty one (`texts_of`). Labels are class ids through `label_map`, or floats for regression (`label_map` None).
     """
     text, pair, label = task.column("text"), task.columns.get("text_pair"), task.column("label")
 
     def tokenize(batch: dict[str, list]) -> dict[str, list]:
         if pair:
-            encoded = dict(tokenizer(batch[text], batch[pair], truncation=True, max_length=max_seq_length))
+            encoded = dict(
+                tokenizer(texts_of(batch[text]), texts_of(batch[pair]), truncation=True, max_length=max_seq_length)
+            )
         else:
-            texts = [t if t is not None else "" for t in batch[text]]
+            texts = texts_of(batch[text])
             # uncut: cut below by `strategy` (and counted), so the tokenizer's "longer than the maximum" warning would
             # mislead
             pieces = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]

@@ -17,7 +17,7 @@ from transformers.trainer_utils import PredictionOutput
 from ..embedding import EMBEDDING_OBJECTIVES, PairCollator, write_sentence_transformers_files
 from ..metrics import RegressionMetrics
 from . import TaskSpec
-from .features import FeatureSettings, prediction_logits, write_csv
+from .features import FeatureSettings, prediction_logits, texts_of, write_csv
 
 
 class EmbeddingShape:
@@ -96,11 +96,11 @@ class EmbeddingShape:
             split = split.filter(lambda row: row[label] == 1, desc="Matching pairs")
 
         def tokenize(batch: dict[str, list]) -> dict[str, list]:
-            first = self.tokenizer(batch[text], truncation=True, max_length=limit)
+            first = self.tokenizer(texts_of(batch[text]), truncation=True, max_length=limit)
             encoded = dict(first)
             lengths = [len(ids) for ids in first["input_ids"]]
             if pair:
-                second = self.tokenizer(batch[pair], truncation=True, max_length=limit)
+                second = self.tokenizer(texts_of(batch[pair]), truncation=True, max_length=limit)
                 encoded.update({f"pair_{k}": v for k, v in second.items()})
                 lengths = [max(a, len(b)) for a, b in zip(lengths, second["input_ids"])]
             if label:

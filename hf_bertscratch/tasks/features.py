@@ -1,5 +1,5 @@
 """What every task shape shares in turning examples into features and predictions into files: the feature settings
-(`FeatureSettings`), the cut of a long text (`truncate_ids`), a head's label fields (`class_config`), the logits of a
+(`FeatureSettings`), the cut of a long text (`truncate_ids`), a missing text read as empty (`texts_of`), a head's label fields (`class_config`), the logits of a
 prediction (`prediction_logits`) and the predictions.csv writer (`write_csv`).
 
 The shapes themselves live beside their data (`tasks.classification`, `tasks.token_classification`,
@@ -48,6 +48,12 @@ def truncate_ids(ids: list[int], budget: int, strategy: str, head_tokens: int = 
         tail = budget - head_tokens
         return ids[:head_tokens] + (ids[len(ids) - tail :] if tail > 0 else [])
     raise ValueError(f"Unknown truncation strategy {strategy!r}; expected one of {list(TRUNCATION_STRATEGIES)}.")
+
+
+def texts_of(values: list[str | None]) -> list[str]:
+    """A text column's values as the tokenizer takes them: a missing text (an empty csv field, a JSON null) is an
+    empty text, in a single text and either side of a pair alike."""
+    return [value if value is not None else "" for value in values]
 
 
 def class_config(names: list[str]) -> dict:
