@@ -163,7 +163,8 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
 
     Raises:
         ValueError: an unknown task or shape, a shape that contradicts the named task's, a column role the shape
-            does not read, or class names given for a regression or question-answering task.
+            does not read, class names given for a regression or question-answering task, or a class name given
+            twice.
     """
     check_task_names(overrides.task, overrides.task_type)
     spec = TASKS.get(overrides.task) if overrides.task else None
@@ -180,6 +181,13 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
         raise ValueError(f"A {shape} task reads the columns {list(roles)}; {unknown} do not apply to it.")
     if overrides.label_names and shape in ("regression", "question-answering", "embedding"):
         raise ValueError(f"--class_names {overrides.label_names} given for a {shape} task, which has no classes.")
+    names = overrides.label_names or []
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # each name is one output of the head: a name given twice would be two classes no label tells apart
+        raise ValueError(
+            f"--class_names {','.join(names)} names {repeated} more than once; expected each class (or tag) once, "
+            "in id order."
+        )
     base = spec or TaskSpec(shape, "", None, "train", "", dict(roles))
     return replace(
         base,

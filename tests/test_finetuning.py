@@ -185,6 +185,10 @@ def test_task_table_defaults() -> None:
         ({"task": "cola", "task_type": "regression"}, "classification task"),
         ({"task": "conll2003", "text_column": "sentence"}, r"\['text'\] do not apply"),
         ({"task": "stsb", "class_names": "low,high"}, "regression task, which has no classes"),
+        (
+            {"train_file": "x.csv", "class_names": "pos, pos,neg"},
+            r"--class_names pos,pos,neg names \['pos'\] more than once",
+        ),
         ({"task": "squad", "doc_stride": 128, "max_seq_length": 128}, "doc_stride"),
         ({"task": "imdb", "truncation": "middle"}, "middle"),
         ({"task": "imdb", "truncation": "head+tail", "max_seq_length": 16, "head_tokens": 15}, "head_tokens"),
