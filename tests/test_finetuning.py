@@ -32,7 +32,7 @@ from hf_bertscratch import inference
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
 from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
-from hf_bertscratch.tasks.classification import ClassificationShape, make_text_tokenize_function
+from hf_bertscratch.tasks.classification import ClassificationShape, label_mapping, make_text_tokenize_function
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
 from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
@@ -254,6 +254,19 @@ def test_string_label_outside_class_names(tmp_path: Path, model_dir: Path) -> No
     dev = write_csv(tmp_path / "dev.csv", [("the cat", "neutral")])
     with pytest.raises(ValueError, match="neutral"):
         main(base_argv(model_dir, train, dev, tmp_path / "out") + ["--class_names", "neg,pos"])
+
+
+def test_integer_labels_not_from_zero_are_told_a_way_that_works() -> None:
+    """Labels 1..2 are not ids 0..K-1: the error names ways that work, and --class_names of their count does not."""
+    labels = datasets.Dataset.from_dict({"stars": [1, 2, 2]})
+    raw = datasets.DatasetDict({"train": labels, "eval": labels})
+    with pytest.raises(ValueError, match=r"'stars' holds \[1, 2\]: renumber them from 0 .*from 0 to 2 with --class_n"):
+        label_mapping(raw, "stars", None)
+    with pytest.raises(ValueError, match=r"Label\(s\) \[2\] in the train split .*ids into --class_names, from 0\.$"):
+        label_mapping(raw, "stars", ["bad", "good"])
+    assert label_mapping(raw, "stars", ["none", "bad", "good"]) == (["none", "bad", "good"], {0: 0, 1: 1, 2: 2})
+    renumbered = datasets.Dataset.from_dict({"stars": [0, 1, 1]})
+    assert label_mapping(datasets.DatasetDict({"train": renumbered}), "stars", ["bad", "good"])[1] == {0: 0, 1: 1}
 
 
 def resolved(model: Path, **kwargs: object) -> ModelArguments:

@@ -76,8 +76,8 @@ def make_text_tokenize_function(
 def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str] | None) -> tuple[list[str], dict]:
     """Class names and a map from raw label value to class id; raises on any label outside the label set.
 
-    Integer labels are ids into the names; string labels are names. Without given names, the sorted distinct
-    train labels are the classes (integers must then be 0..K-1).
+    Integer labels are ids into the names, 0..K-1 with names given or not; string labels are names. Without given
+    names, the sorted distinct train labels are the classes.
     """
     train_values = sorted(set(raw["train"][label_column]), key=lambda v: (str(type(v)), v))
     is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
@@ -86,10 +86,16 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
             f"The labels of column {label_column!r} are numbers such as {train_values[:5]}: a classification task "
             "needs class ids or names. For a score, run a regression task (--task_type regression)."
         )
+    given = names is not None
     if names is None:
         if is_int and train_values != list(range(len(train_values))):
+            top = int(train_values[-1])
+            ways = "renumber them from 0 in the data files"
+            if train_values[0] >= 0:  # ids from 1 (star ratings): names for 0..top work too, id 0 a class unseen
+                ways += f", or name every id from 0 to {top} with --class_names ({top + 1} names, in id order)"
             raise ValueError(
-                f"Integer labels must be 0..K-1, got {train_values[:20]}; pass --class_names to name the classes."
+                f"Integer labels are class ids 0..K-1, but the train split's {label_column!r} holds "
+                f"{train_values[:20]}: {ways}; for scores, run a regression task (--task_type regression)."
             )
         names = [str(v) for v in train_values]
     mapping = {i: i for i in range(len(names))} if is_int else {name: i for i, name in enumerate(names)}
@@ -98,8 +104,10 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
     for role, split in raw.items():
         bad = sorted({v for v in split[label_column] if v not in mapping}, key=str)
         if bad:
+            ids = "; integer labels are ids into --class_names, from 0" if is_int and given else ""
             raise ValueError(
-                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} (classes {names})."
+                f"Label(s) {bad[:10]} in the {role} split are outside the label set {list(mapping)} (classes "
+                f"{names}){ids}."
             )
     return names, mapping
 
