@@ -50,9 +50,10 @@ def word_overlap(first: str, second: str) -> float:
     return len(a & b) / len(union) if union else 0.0
 
 
-def word_overlaps(firsts: Sequence[str], seconds: Sequence[str]) -> np.ndarray:
-    """`word_overlap` of each pair: (N,) floats."""
-    return np.array([word_overlap(a, b) for a, b in zip(firsts, seconds, strict=True)], dtype=np.float64)
+def word_overlaps(firsts: Sequence[str | None], seconds: Sequence[str | None]) -> np.ndarray:
+    """`word_overlap` of each pair: (N,) floats; a missing text (None) is an empty one, as fine-tuning reads it."""
+    pairs = zip(firsts, seconds, strict=True)
+    return np.array([word_overlap(a or "", b or "") for a, b in pairs], dtype=np.float64)
 
 
 def fit_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, bool]:

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_word_overlap_is_the_jaccard_of_lower_cased_word_sets() -> None:
     assert word_overlap("The cat sat.", "the CAT ran") == pytest.approx(2 / 4)  # {the, cat} of {the, cat, sat, ran}
     assert word_overlap("", "") == 0.0 and word_overlap("a b", "c") == 0.0 and word_overlap("a, b", "b a") == 1.0
+    assert word_overlaps(["the cat", None], [None, None]).tolist() == [0.0, 0.0]  # a missing text is empty
     np.testing.assert_allclose(word_overlaps(["a b", "c"], ["b", "c d"]), [0.5, 0.5])
 
 

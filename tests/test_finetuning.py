@@ -736,10 +736,13 @@ def scored_pairs(n: int, seed: int) -> list[tuple[str, str, float]]:
 
 
 def run_on_scored_pairs(tmp_path: Path, model_dir: Path, task_type: str) -> tuple[Path, list[tuple], dict]:
-    """A run of `task_type` on 48 train and 16 dev scored pairs (text, text_pair, score): its output folder, the dev
-    rows and its all_results.json."""
+    """A run of `task_type` on 48 train and 16 dev scored pairs (text, text_pair, score), the first train pair's second
+    text missing (an empty csv field, read as an empty text): its output folder, the dev rows and its
+    all_results.json."""
     header = ("text", "text_pair", "score")
-    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
+    train_rows = scored_pairs(48, 0)
+    train_rows[0] = (train_rows[0][0], "", train_rows[0][2])
+    train = write_csv(tmp_path / "train.csv", train_rows, header)
     dev_rows = scored_pairs(16, 1)
     dev = write_csv(tmp_path / "dev.csv", dev_rows, header)
     output = tmp_path / "run"
