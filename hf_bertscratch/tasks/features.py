@@ -1,6 +1,7 @@
 """What every task shape shares in turning examples into features and predictions into files: the feature settings
-(`FeatureSettings`), the cut of a long text (`truncate_ids`), a missing text read as empty (`texts_of`), a head's label fields (`class_config`), the logits of a
-prediction (`prediction_logits`) and the predictions.csv writer (`write_csv`).
+(`FeatureSettings`), the cut of a long text (`truncate_ids`), a missing text read as empty (`texts_of`), a head's
+label fields (`class_config`), the logits of a prediction (`prediction_logits`) and the predictions.csv writer
+(`write_csv`).
 
 The shapes themselves live beside their data (`tasks.classification`, `tasks.token_classification`,
 `tasks.question_answering`, `tasks.embedding`), and `tasks.shapes` is their table (`build_shape`).
