@@ -19,7 +19,7 @@ from pathlib import Path
 import datasets
 from pandas.errors import ParserError
 
-from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, open_text
+from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, is_text_file, open_text
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, resolve_data_dir
 
 logger = logging.getLogger(__name__)
@@ -383,11 +383,13 @@ def load_raw_datasets(
     data_dir: str | None = None,
     streaming: bool = False,
     cache_dir: str | None = None,
+    text_files_as_conll: bool = False,
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
     """Load the raw (untokenised) splits of a dataset.
 
     Explicit files win; else a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the
-    Hub. Splits keep the names "train", "validation", "test" for whichever are present.
+    Hub. Splits keep the names "train", "validation", "test" for whichever are present. With `text_files_as_conll`
+    (a token-classification task), text files given are read as CoNLL-format sentences (`read_conll`).
 
     Returns:
         A `DatasetDict`, or an `IterableDatasetDict` when `streaming` is True.
@@ -402,7 +404,9 @@ def load_raw_datasets(
         if dataset_name:
             logger.warning("Both dataset_name=%r and data files were given; using the files.", dataset_name)
         split_files = {split: _expand(Path(f).expanduser(), split) for split, f in files.items()}
-        return _load_files(split_files, streaming, cache_dir)
+        every = [path for paths in split_files.values() for path in paths]
+        conll = text_files_as_conll and all(is_text_file(path) for path in every)
+        return _load_files(split_files, streaming, cache_dir, builder="conll" if conll else None)
     if not dataset_name:
         raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
 

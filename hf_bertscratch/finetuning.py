@@ -559,7 +559,7 @@ def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int
         best = max(baselines, key=lambda label: baselines[label], default=None)
         if best is not None and baselines[best] > value:
             logger.warning(
-                "The model's %s_%s %.4f is below the %s's %.4f, which needs no pretraining.",
+                "The model's %s_%s %.4f is below what no learning scores: %s %.4f.",
                 split, metric, value, best, baselines[best],
             )  # fmt: skip
     if results.get("eval_top_class_share") == 1.0:

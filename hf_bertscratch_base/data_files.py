@@ -47,6 +47,16 @@ def open_text(path: Path, encoding: str = "utf-8") -> TextIO:
     return path.open(encoding=encoding)
 
 
+# The columns of a text file read as CoNLL-format sentences (`word ... TAG` lines, blank lines between sentences):
+# what a token-classification task makes of a .txt file (`hf_bertscratch.data.read_conll`).
+CONLL_COLUMNS = ["id", "tokens", "ner_tags"]
+
+
+def is_text_file(path: str | Path) -> bool:
+    """Whether `datasets` reads `path` as plain lines of text (.txt, .text, .raw; gzipped or not)."""
+    return FILE_BUILDERS.get(file_extension(Path(path)), ("", {}))[0] == "text"
+
+
 def read_columns(path: str | Path) -> list[str] | None:
     """The columns `datasets` reads from a local data file, told from its start alone: a csv or tsv file's header row,
     the keys of a JSON Lines file's first row, a text file's one column ("text"). None when its start does not say:
@@ -95,4 +105,13 @@ def _json_keys(line: str) -> list[str] | None:
     return list(row)
 
 
-__all__ = ["FILE_BUILDERS", "TEXT_COLUMN", "TSV_READING", "file_extension", "open_text", "read_columns"]
+__all__ = [
+    "CONLL_COLUMNS",
+    "FILE_BUILDERS",
+    "TEXT_COLUMN",
+    "TSV_READING",
+    "file_extension",
+    "is_text_file",
+    "open_text",
+    "read_columns",
+]

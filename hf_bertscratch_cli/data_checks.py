@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from hf_bertscratch_base.data_files import TEXT_COLUMN, read_columns
+from hf_bertscratch_base.data_files import CONLL_COLUMNS, TEXT_COLUMN, is_text_file, read_columns
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
     TaskOverrides,
@@ -53,7 +53,10 @@ def check_task_files(args: list[str]) -> None:
         task = resolve_task(overrides)
     except ValueError:  # an unknown task, or flags that do not fit it: the command's own check names them
         return
-    columns = {split: read_columns(path) for split, path in files.items()}
+    conll = task.shape == "token-classification"  # a text file holds CoNLL-format sentences there
+    columns = {
+        split: CONLL_COLUMNS if conll and is_text_file(path) else read_columns(path) for split, path in files.items()
+    }
     roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split))
     for role, split in roles.items():
         found = columns.get(split)

@@ -370,6 +370,9 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
         return _jsonl([{"text": sentence(rng), "stars": round(rng.uniform(1, 5), 1)} for _ in range(count)])
     if stem == "paraphrase":
         return _csv(["question1", "question2", "label"], [[a, b, i % 2] for i, (a, b) in enumerate(pairs)])
+    if stem == "ner" and name.endswith(".txt"):  # CoNLL's layout: `word POS chunk TAG`, sentences apart
+        sentences = [_tagged(rng, ("ORG", "LOC")) for _ in range(count)]
+        return "".join("".join(f"{w} NN I-NP {t}\n" for w, t in zip(*pair)) + "\n" for pair in sentences)
     if stem == "ner":  # README names the columns words and labels (its command's flags), Fine-tuning the defaults
         columns = ("words", "labels") if page == "README.md" else ("tokens", "ner_tags")
         kinds = ("MISC",) if name.endswith("-misc.jsonl") else ("ORG", "LOC")  # MISC: a tag the train file lacks
@@ -407,7 +410,8 @@ USER_FILES: dict[str, tuple[str, ...]] = {
         f"{stem}-{split}.{extension}"
         for stem, extension in (
             ("sentiment", "csv"), ("reviews", "csv"), ("nli", "jsonl"), ("sts", "csv"), ("stars", "jsonl"),
-            ("ner", "jsonl"), ("ner-ids", "jsonl"), ("qa", "jsonl"), ("squad", "json"), ("paraphrase", "csv"),
+            ("ner", "jsonl"), ("ner", "txt"), ("ner-ids", "jsonl"), ("qa", "jsonl"), ("squad", "json"),
+            ("paraphrase", "csv"),
         )
         for split in ("train", "dev")
     ) + ("ner-dev-misc.jsonl",),

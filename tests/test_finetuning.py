@@ -876,6 +876,24 @@ def test_token_classification_end_to_end(tmp_path: Path, model_dir: Path) -> Non
     assert config["id2label"] == {str(i): name for i, name in enumerate(CONLL2003_LABELS)}
 
 
+def test_conll_text_files_of_ones_own_are_read_as_sentences(tmp_path: Path) -> None:
+    """A token-classification task given .txt files reads them as CoNLL-format sentences (`read_conll`), in the
+    front door's column check and in the loading alike; for other tasks a .txt file stays lines of text."""
+    from hf_bertscratch.tasks.data import check_data_arguments, load_task_datasets
+    from hf_bertscratch_cli.data_checks import check_task_files
+
+    train = write_conll(tmp_path / "train.txt", conll_sentences(6, 0))
+    dev = write_conll(tmp_path / "dev.txt", conll_sentences(3, 1))
+    flags = ["--task_type", "token-classification", "--train_file", str(train), "--validation_file", str(dev)]
+    check_task_files(flags)  # tokens and ner_tags: what read_conll gives
+    args = DataArguments(task_type="token-classification", train_file=str(train), validation_file=str(dev))
+    splits = load_task_datasets(args, check_data_arguments(args))
+    assert splits["train"]["tokens"] == [[w for w, _ in s] for s in conll_sentences(6, 0)]
+    assert splits["eval"]["ner_tags"] == [[t for _, t in s] for s in conll_sentences(3, 1)]
+    with pytest.raises(ValueError, match=r"not in the train split; it has \['text'\]"):
+        check_task_files(["--train_file", str(train), "--validation_file", str(dev)])  # classification: lines
+
+
 def test_token_classification_on_own_jsonl_columns(tmp_path: Path, model_dir: Path) -> None:
     from seqeval.metrics import f1_score
 

@@ -300,6 +300,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             test_file=args.test_file,
             data_dir=args.data_dir,
             cache_dir=cache_dir,
+            text_files_as_conll=task.shape == "token-classification",
         )
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split))
     if not roles["eval"] and not args.validation_split_percentage:
