@@ -16,13 +16,18 @@ A score baseline is read as the task reads predictions: a regression task's corr
 scores; a classification task's accuracy, F1 and Matthews correlation come from one threshold on the score, chosen on
 the train split (either direction: above it means the last class, or the first), then applied to the eval split.
 The metrics are the ones fine-tuning reports (`hf_bertscratch.metrics`), under the same names.
+
+A baseline is a yardstick beside a run, never a reason for the run to fail: an answer that cannot be computed on the
+data at hand (a bag of words of a few train texts that share no word) is logged in one line and recorded as not
+computed.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -30,6 +35,8 @@ import numpy as np
 from .metrics import ClassificationMetrics, RegressionMetrics
 
 _WORD = re.compile(r"\w+")
+
+logger = logging.getLogger(__name__)
 
 
 class _Split(Protocol):
@@ -155,7 +162,13 @@ def bag_of_words(
     from sklearn.linear_model import LogisticRegression
 
     vectorizer = TfidfVectorizer(ngram_range=ngram_range, **BAG_OF_WORDS)
-    features = vectorizer.fit_transform([text or "" for text in train_texts])
+    try:
+        features = vectorizer.fit_transform([text or "" for text in train_texts])
+    except ValueError as error:  # scikit-learn's "empty vocabulary" or "After pruning, no terms remain"
+        raise ValueError(
+            f"no word occurs in {BAG_OF_WORDS['min_df']} or more of the {len(train_texts)} train texts, as the bag of "
+            "words needs"
+        ) from error
     classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
     classifier.fit(features, np.asarray(train_labels, dtype=np.int64))
     out = []
@@ -191,27 +204,28 @@ def tag_names(task, train: _Split) -> list[str] | None:
     return list(names) if names is not None else None
 
 
-def tagging_baseline(task, train: _Split, scored: Mapping[str, _Split]) -> dict[str, dict[str, float]]:
-    """`most_frequent_tags` fitted on the train split, scored on each split of `scored` (split -> raw split) with
-    the tagger's metric (entity-level `seqeval`, the `overall_*` scores); {} when tag ids have no known names."""
+def tagging_baseline(task, train: _Split, splits: Sequence[_Split], names: list[str] | None) -> list[dict[str, float]]:
+    """`most_frequent_tags` fitted on the train split, scored on each of `splits` with the tagger's metric
+    (entity-level `seqeval`, its `overall_*` scores); tag ids are read as `names` (`tag_names`), names as given."""
     from .metrics import load_metric
 
     words, tags = task.columns["tokens"], task.columns["tags"]
-    names = tag_names(task, train)
 
     def named(split: _Split) -> list[list[str]]:
         return [[names[t] if names is not None and not isinstance(t, str) else t for t in row] for row in split[tags]]
 
-    if names is None and any(not isinstance(t, str) for row in train[tags] for t in row):
-        return {}
-    train_tags = named(train)
-    seqeval = load_metric("seqeval")
-    out = {}
-    for name, split in scored.items():
+    train_tags, seqeval = named(train), load_metric("seqeval")
+    out = []
+    for split in splits:
         predicted = most_frequent_tags(train[words], train_tags, split[words])
         scores = seqeval.compute(predictions=predicted, references=named(split))
-        out[name] = {key: float(value) for key, value in scores.items() if key.startswith("overall_")}
+        out.append({key: float(value) for key, value in scores.items() if key.startswith("overall_")})
     return out
+
+
+def _reason(error: Exception) -> str:
+    """What stopped a no-learning answer, in a few words for a log line."""
+    return (str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}").rstrip(".")
 
 
 def no_learning_scores(
@@ -221,7 +235,8 @@ def no_learning_scores(
     The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
     classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once); for token
     classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags). A split
-    gets {} for question answering or when it has no labels.
+    gets {} for question answering or when it has no labels. An answer that cannot be computed on this data gets {}
+    as its metrics, and one warning line per reason names the answers it stopped.
 
     Args:
         task: the run's `TaskSpec`.
@@ -231,28 +246,57 @@ def no_learning_scores(
     """
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
     scored = {name: split for name, split in scored.items() if len(split[1]) > 0}
-    if task.shape == "token-classification" and scored:
-        tagged = tagging_baseline(task, train, {name: split for name, (split, _) in scored.items()})
-        return {name: {"most_frequent_tag": tagged[name]} if name in tagged else {} for name in out}
-    if task.shape not in ("classification", "regression", "embedding") or not scored:
+    if task.shape not in ("classification", "regression", "embedding", "token-classification") or not scored:
         return out
+    not_computed: dict[str, list[str]] = {}  # reason -> the answers it stopped
+    for answer, compute in _answers(task, train, train_labels, scored).items():
+        try:
+            per_split = compute()
+        except Exception as error:  # noqa: BLE001 (any error: a yardstick beside a run must not cost it its model)
+            not_computed.setdefault(_reason(error), []).append(BASELINE_NAMES[answer])
+            per_split = [{} for _ in scored]
+        for name, metrics in zip(scored, per_split, strict=True):
+            out[name][answer] = metrics
+    for reason, names in not_computed.items():
+        logger.warning("No-learning baseline not computed: %s (%s).", ", ".join(names), reason)
+    return out
+
+
+def _answers(
+    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+) -> dict[str, Callable[[], list[dict[str, float]]]]:
+    """The no-learning answers that apply to the task (`no_learning_scores`), each a callable that gives its metrics
+    on every split of `scored`, in order."""
+    if task.shape == "token-classification":
+        names = tag_names(task, train)
+        if names is None and any(not isinstance(t, str) for row in train[task.columns["tags"]] for t in row):
+            return {}  # tag ids whose names are not known: nothing to score entities by
+        splits = [split for split, _ in scored.values()]
+        return {"most_frequent_tag": lambda: tagging_baseline(task, train, splits, names)}
     num_labels = len(task.label_names) if task.label_names else None
     if task.shape == "classification" and num_labels is None:
         num_labels = int(max(max(train_labels), *(max(labels) for _, labels in scored.values()))) + 1
-    for name, (_, labels) in scored.items():
-        out[name]["constant"] = constant_answer(train_labels, labels, num_labels)
+    answers: dict[str, Callable[[], list[dict[str, float]]]] = {
+        "constant": lambda: [constant_answer(train_labels, labels, num_labels) for _, labels in scored.values()]
+    }
     first, second = task.columns.get("text"), task.columns.get("text_pair")
     if second and num_labels in (None, 2):
-        train_overlaps = word_overlaps(train[first], train[second])
-        for name, (split, labels) in scored.items():
-            overlaps = word_overlaps(split[first], split[second])
-            out[name]["word_overlap"] = score_baseline(train_overlaps, train_labels, overlaps, labels, num_labels)
+
+        def overlaps() -> list[dict[str, float]]:
+            train_scores = word_overlaps(train[first], train[second])
+            return [
+                score_baseline(
+                    train_scores, train_labels, word_overlaps(split[first], split[second]), labels, num_labels
+                )
+                for split, labels in scored.values()
+            ]
+
+        answers["word_overlap"] = overlaps
     if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
         texts = [(split[first], labels) for split, labels in scored.values()]
         for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
-            for name, metrics in zip(scored, bag_of_words(train[first], train_labels, texts, num_labels, ngrams)):
-                out[name][answer] = metrics
-    return out
+            answers[answer] = lambda ngrams=ngrams: bag_of_words(train[first], train_labels, texts, num_labels, ngrams)
+    return answers
 
 
 def baseline_key(answer: str, split: str = "eval") -> str:
@@ -263,14 +307,17 @@ def baseline_key(answer: str, split: str = "eval") -> str:
 
 def task_baselines(
     task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     """`no_learning_scores` of the task's main metric, as a run's results record them (`baseline_key`): on the eval
     split `baseline_constant`, `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those
-    that apply); on a test split the same keys with `test_` in front."""
-    out = {}
+    that apply); on a test split the same keys with `test_` in front. An answer not computed on this data is
+    recorded as None (null in all_results.json)."""
+    out: dict[str, float | None] = {}
     for split, answers in no_learning_scores(task, train, train_labels, scored).items():
         for answer, metrics in answers.items():
-            if metrics.get(task.main_metric) is not None:
+            if not metrics:  # not computed on this data (`no_learning_scores` said why)
+                out[baseline_key(answer, split)] = None
+            elif metrics.get(task.main_metric) is not None:
                 out[baseline_key(answer, split)] = metrics[task.main_metric]
     return out
 

@@ -546,7 +546,12 @@ def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int
         value = results.get(f"{split}_{metric}", math.nan)
         keys = {name: baseline_key(answer, split) for answer, name in BASELINE_NAMES.items()}
         baselines = {name: results[key] for name, key in keys.items() if results.get(key) is not None}
-        beside = [f"{label} {score:.4f}" for label, score in baselines.items()]
+        # None: a baseline the data at hand did not allow (`baselines.no_learning_scores` logged why)
+        beside = [
+            f"{name} {results[key]:.4f}" if name in baselines else f"{name} not computed"
+            for name, key in keys.items()
+            if key in results
+        ]
         logger.info(
             "%s_%s %.4f (%d %s examples)%s",
             split,

@@ -222,7 +222,7 @@ def render_single_table(record: dict) -> str:
              "| what | how | score | per epoch | bag of words on the run's examples (words / and word pairs) |",
              "| --- | --- | ---: | --- | ---: |"]  # fmt: skip
     for key, name in SINGLE_BASELINES.items():
-        if key in record.get("no_learning", {}):
+        if record.get("no_learning", {}).get(key):  # {}: not computed on this data
             lines.append(
                 f"| {name} | no learning, the whole train and eval splits | {100 * record['no_learning'][key][metric]:.1f} "
                 "| | |"
@@ -241,7 +241,9 @@ def render_single_table(record: dict) -> str:
         flags = f"`{flags}`" + (f" ({', '.join(ran)})" if ran else "")
         curves = " / ".join(" ".join(f"{100 * v:.1f}" for v in run.get("dev", [])) for run in runs.values())
         bags = " / ".join(
-            f"{100 * first[k]:.1f}" for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs") if k in first
+            f"{100 * first[k]:.1f}"
+            for k in ("baseline_bag_of_words", "baseline_bag_of_word_pairs")
+            if first.get(k) is not None
         )
         lines.append(
             f"| fine-tuned: `{variant}` | {flags} | {variant_mean(record, variant, metric)} | {curves} | {bags} |"
@@ -269,7 +271,7 @@ def single_block(sources: Sources) -> str:
 def print_summary(record: dict, metric: str) -> None:
     print(f"\n{record['task']} {metric} x 100 (model {record['model']})")
     for name, scores in record.get("no_learning", {}).items():
-        print(f"  {name:32s} {100 * scores[metric]:6.1f}")
+        print(f"  {name:32s} {100 * scores[metric]:6.1f}" if scores else f"  {name:32s} not computed")
     for pooling in POOLINGS:
         if pooling in record.get("frozen_probes", {}):
             print(f"  frozen probe, {pooling:18s} {100 * record['frozen_probes'][pooling][metric]:6.1f}")

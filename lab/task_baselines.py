@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for name in args.tasks:
         record["tasks"][name] = task_scores(name, data_dir)
+        metric = TASKS[name].main_metric
         for split, answers in record["tasks"][name].items():
-            print(name, split, {k: round(100 * v[TASKS[name].main_metric], 1) for k, v in answers.items()})
+            print(name, split, {k: round(100 * v[metric], 1) if v else None for k, v in answers.items()})
     if args.record:
         write_text_atomically(args.record, json.dumps(record, indent=1) + "\n")
     return record

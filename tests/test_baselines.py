@@ -3,6 +3,7 @@ diagnostic that reports them (`lab/diagnose_pairs.py`), each against a direct co
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +20,14 @@ from hf_bertscratch.baselines import (
     most_frequent_tags,
     no_learning_scores,
     score_baseline,
+    task_baselines,
     threshold_predictions,
     unigram_answer,
     word_overlap,
     word_overlaps,
 )
 from hf_bertscratch.similarity import encode, pair_cosines
+from hf_bertscratch.tasks import TASKS
 
 from conftest import CORPUS, tiny_config_kwargs
 
@@ -108,6 +111,20 @@ def test_the_tagging_baseline_is_scored_by_entity_as_the_tagger() -> None:
     predicted = [["B-MISC", "B-PER", "O"], ["B-ORG", "O", "I-PER"]]
     references = [[names[t] for t in row] for row in dev["ner_tags"]]
     assert scores["overall_f1"] == pytest.approx(entity_f1(references, predicted))
+
+
+def test_a_baseline_the_data_does_not_allow_is_recorded_as_not_computed(caplog: pytest.LogCaptureFixture) -> None:
+    """Four train texts that share no word leave the bag of words no vocabulary (it keeps words seen in two texts):
+    both bags are recorded as None, in one warning line that says why, and the constant answer is still there."""
+    train = {"sentence": ["A wonderful film.", "Terrible acting.", "Loved every minute", "Boring and slow"]}
+    dev = {"sentence": ["a great film", "bad acting"]}
+    with caplog.at_level(logging.WARNING, logger="hf_bertscratch.baselines"):
+        scores = task_baselines(TASKS["sst2"], train, [1, 0, 1, 0], {"eval": (dev, [1, 0])})
+    assert scores == {"baseline_constant": 0.5, "baseline_bag_of_words": None, "baseline_bag_of_word_pairs": None}
+    assert [record.getMessage() for record in caplog.records] == [
+        "No-learning baseline not computed: bag of words, bag of words and word pairs (no word occurs in 2 or more "
+        "of the 4 train texts, as the bag of words needs)."
+    ]
 
 
 @pytest.fixture(scope="module")
