@@ -608,8 +608,8 @@ def main(argv: list[str] | None = None) -> None:
 
     # 4. Trainer and training, with the best checkpoint kept by the task's main metric.
     trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)
-    output_dir = Path(output_dir_of(training_args))
-    (output_dir / "all_results.json").unlink(missing_ok=True)  # a stale result must not outlive a failed rerun
+    # An earlier finished run's files (--overwrite_output_dir) stay until this run's replace them (finish_run), so a
+    # rerun that fails keeps the earlier run whole.
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 

@@ -669,6 +669,39 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6
 
 
+def test_a_tiny_train_set_finishes_and_a_failed_rerun_keeps_the_finished_run(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Four train texts that share no word leave the bag of words nothing to fit: the run still finishes, says so in
+    one line and records both bags as not computed (null). A rerun with --overwrite_output_dir that fails after
+    training leaves the finished run's files as they were: they are replaced only when the new run's move in."""
+    from hf_bertscratch import finetuning
+    from hf_bertscratch.run_folder import FINISHED_FILES
+
+    rows = [("A wonderful film.", 1), ("Terrible acting.", 0), ("Loved every minute", 1), ("Boring and slow", 0)]
+    train = write_csv(tmp_path / "train.csv", rows)
+    dev = write_csv(tmp_path / "dev.csv", [("a great film", 1), ("bad acting", 0)])
+    out = tmp_path / "run"
+    with caplog.at_level(logging.WARNING, logger="hf_bertscratch.baselines"):
+        main(base_argv(model_dir, train, dev, out))
+    results = json.loads((out / "all_results.json").read_text())
+    assert (results["baseline_bag_of_words"], results["baseline_bag_of_word_pairs"]) == (None, None)
+    assert results["baseline_constant"] == 0.5
+    assert [record.getMessage() for record in caplog.records if record.name == "hf_bertscratch.baselines"] == [
+        "No-learning baseline not computed: bag of words, bag of words and word pairs (no word occurs in 2 or more "
+        "of the 4 train texts, as the bag of words needs)."
+    ]
+    finished = {name: (out / name).read_bytes() for name in FINISHED_FILES}
+
+    def fails_after_training(*args, **kwargs):
+        raise RuntimeError("the evaluation failed")
+
+    monkeypatch.setattr(finetuning, "evaluate_best_model", fails_after_training)
+    with pytest.raises(RuntimeError, match="the evaluation failed"):
+        main(base_argv(model_dir, train, dev, out) + ["--overwrite_output_dir", "true"])
+    assert {name: (out / name).read_bytes() for name in FINISHED_FILES} == finished
+
+
 def test_push_to_hub_uploads_the_finished_classifier(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
