@@ -57,7 +57,7 @@ from .hardware import describe_hardware, describe_precision, precision_name, use
 from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
-from .run_folder import finish_run, output_dir_of
+from .run_folder import finish_run, log_resumption, output_dir_of
 from .tasks import TASKS, TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
@@ -610,6 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)
     # An earlier finished run's files (--overwrite_output_dir) stay until this run's replace them (finish_run), so a
     # rerun that fails keeps the earlier run whole.
+    log_resumption(checkpoint)
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 

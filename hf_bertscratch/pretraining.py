@@ -83,6 +83,7 @@ from .pretraining_data import (
 from .pretraining_report import card_info, show_fill_mask, summarise_run, unigram_metrics
 from .run_folder import (
     finish_run,
+    log_resumption,
     output_dir_of,
     resolve_checkpoint,
 )
@@ -577,6 +578,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)
+    log_resumption(checkpoint)
     metrics = train_and_evaluate(trainer, data_args, checkpoint)
     kept = save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():

@@ -3,12 +3,14 @@ the atomic writes every command uses (`atomic_write` for a file, `staged_folder`
 appears only when complete), with the permissions the umask gives.
 
 transformers 5 dropped `TrainingArguments.overwrite_output_dir` and its check; `GuardedTrainingArguments` puts them
-back, so that a finished run is never written over by accident, while a folder holding only `checkpoint-N/`
-folders is an interrupted run that `--resume_from_checkpoint last` continues.
+back, so that a finished run is never written over by accident; a folder holding only `checkpoint-N/` folders is an
+interrupted run, which `--resume_from_checkpoint last` continues and which is not started over by accident either.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import stat
@@ -26,6 +28,8 @@ from .hardware import choose_precision
 
 if TYPE_CHECKING:
     from transformers import Trainer
+
+logger = logging.getLogger(__name__)
 
 # Files whose presence makes an output folder look like a finished run; written last, and only on success.
 FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
@@ -51,7 +55,11 @@ class GuardedTrainingArguments(TrainingArguments):
         },
     )
     overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
+        default=False,
+        metadata={
+            "help": "Allow writing into an output_dir that already holds a finished run (its files are replaced when "
+            "this run's are moved in), or starting over beside an interrupted run's checkpoint-N folders."
+        },
     )
     # transformers' help for these describes its example scripts and the Trainer's own push, not these commands
     resume_from_checkpoint: str | None = field(
@@ -132,20 +140,42 @@ def output_dir_of(args: TrainingArguments | OutputFolderArguments) -> str:
 
 
 def check_output_dir(training_args: OutputFolderArguments, finished_files: Iterable[str] = FINISHED_FILES) -> None:
-    """Refuse to overwrite a finished run (one of `finished_files` present) unless asked or resuming."""
+    """Refuse to overwrite a finished run (one of `finished_files` present), or to start afresh in the folder of an
+    interrupted one (`checkpoint-N` folders and no finished files: the new run would train from step 0 beside them
+    and remove them when it ends), unless --overwrite_output_dir or --resume_from_checkpoint says which is meant."""
+    if training_args.overwrite_output_dir or resuming(training_args.resume_from_checkpoint):
+        return
     output_dir = Path(output_dir_of(training_args))
     finished = [name for name in finished_files if (output_dir / name).exists()]
-    if finished and not training_args.overwrite_output_dir and not training_args.resume_from_checkpoint:
+    if finished:
         raise ValueError(
             f"output_dir {str(output_dir)!r} already holds a finished run ({', '.join(finished)}); pass "
             "--overwrite_output_dir to replace it or choose another --output_dir."
         )
+    checkpoints = checkpoint_folders(output_dir)
+    if checkpoints:
+        raise ValueError(
+            f"output_dir {str(output_dir)!r} holds {checkpoints[-1].name} of an interrupted run; pass "
+            "--resume_from_checkpoint last to continue it or --overwrite_output_dir to start over."
+        )
+
+
+def resuming(resume_from_checkpoint: str | None) -> bool:
+    """Whether --resume_from_checkpoint asks to resume (`last`, `true` or a path; not unset, `false` or empty)."""
+    return resume_from_checkpoint is not None and str(resume_from_checkpoint).lower() not in ("false", "")
+
+
+def checkpoint_folders(output_dir: str | Path) -> list[Path]:
+    """The `checkpoint-N` folders of a run's output folder, by step (none for a folder that does not exist)."""
+    output_dir = Path(output_dir)
+    found = [path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda path: int(path.name.split("-")[-1]))
 
 
 def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
     """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last"."""
     resume = training_args.resume_from_checkpoint
-    if resume is None or str(resume).lower() in ("false", ""):
+    if resume is None or not resuming(resume):
         return None
     if str(resume).lower() in ("true", "last"):
         output_dir = output_dir_of(training_args)
@@ -156,6 +186,16 @@ def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
     if not os.path.isdir(resume):
         raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
     return resume
+
+
+def log_resumption(checkpoint: str | None) -> None:
+    """Say in one line which checkpoint a run resumes from, and at which step (nothing for a fresh start)."""
+    if checkpoint is None:
+        return
+    state = Path(checkpoint) / "trainer_state.json"
+    step = json.loads(state.read_text(encoding="utf-8")).get("global_step") if state.is_file() else None
+    at = f" at step {step}" if step is not None else ""
+    logger.info("Resuming from %s%s: its weights, optimizer, schedule and random state.", checkpoint, at)
 
 
 def _umask() -> int:
@@ -286,10 +326,7 @@ def prune_checkpoints(output_dir: str | Path, keep_last: bool, model: str = "the
         One sentence for the run's last lines: what the folder keeps and what was removed.
     """
     output_dir = Path(output_dir)
-    checkpoints = sorted(
-        (path for path in output_dir.glob("checkpoint-*") if path.name.split("-")[-1].isdigit()),
-        key=lambda path: int(path.name.split("-")[-1]),
-    )
+    checkpoints = checkpoint_folders(output_dir)
     kept = checkpoints[-1:] if keep_last else []
     removed = [path for path in checkpoints if path not in kept]
     size = sum(file.stat().st_size for path in removed for file in path.rglob("*") if file.is_file())
@@ -313,12 +350,15 @@ __all__ = [
     "OutputFolderArguments",
     "atomic_write",
     "check_output_dir",
+    "checkpoint_folders",
     "finish_run",
     "grant_usual_permissions",
+    "log_resumption",
     "output_dir_of",
     "prune_checkpoints",
     "publish_folder",
     "resolve_checkpoint",
+    "resuming",
     "staged_folder",
     "write_text_atomically",
 ]

@@ -622,7 +622,12 @@ def test_max_eval_samples_caps_the_test_split_too(
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
-    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys
+    tmp_path: Path,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     full, cut = tmp_path / "full", tmp_path / "cut"
     main(base_argv(model_dir, *data_files, full))
@@ -653,7 +658,15 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
         main(base_argv(model_dir, *data_files, cut))
     monkeypatch.setattr(OrderedEvalTrainer, "training_step", real_step)
     assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
-    main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
+    # The same command again would train from step 0 and remove checkpoint-6 at its end: refused, nothing touched.
+    with pytest.raises(
+        ValueError, match="holds checkpoint-6 of an interrupted run; pass --resume_from_checkpoint last"
+    ):
+        main(base_argv(model_dir, *data_files, cut))
+    assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.run_folder"):
+        main(base_argv(model_dir, *data_files, cut) + ["--resume_from_checkpoint", "last"])
+    assert f"Resuming from {cut / 'checkpoint-6'} at step 6" in caplog.text
     state = json.loads((cut / "trainer_state.json").read_text())
     assert state["global_step"] == 12
     resumed, uninterrupted = (load_file(str(folder / "model.safetensors")) for folder in (cut, full))

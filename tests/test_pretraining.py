@@ -281,6 +281,11 @@ def test_resume_matches_uninterrupted_run(
     assert sorted(p.name for p in cut.glob("checkpoint-*")) == ["checkpoint-3"]
     assert not any((cut / name).exists() for name in FINISHED_FILES)
     monkeypatch.undo()
+    # The same command without --resume_from_checkpoint would start over beside checkpoint-3: refused as parsed.
+    with pytest.raises(
+        ValueError, match="holds checkpoint-3 of an interrupted run; pass --resume_from_checkpoint last"
+    ):
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra))
     saved_optimizer = torch.load(cut / "checkpoint-3" / "optimizer.pt", weights_only=True)
     assert sorted(saved_optimizer) == (["param_groups", "state"] if "--no_muon" in optimizer else ["adamw", "muon"])
     if "--no_muon" not in optimizer:  # with --muon_split_qkv, the QKV weights as three matrices in a group of their own

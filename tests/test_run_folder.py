@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -107,3 +108,42 @@ def test_a_finished_run_keeps_only_the_checkpoint_a_later_run_continues_from(
     assert sentence.endswith(f"removed {removed} intermediate checkpoint(s) ({removed} MB), kept for resuming an "
                              "interrupted run only.")  # fmt: skip
     assert ("checkpoint-20, which `--resume_from_checkpoint last` continues" in sentence) == keep_last
+
+
+def _folder_args(output_dir: Path, overwrite: bool = False, resume: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(output_dir=str(output_dir), overwrite_output_dir=overwrite, resume_from_checkpoint=resume)
+
+
+def test_an_interrupted_run_is_not_started_over_by_accident(tmp_path: Path) -> None:
+    """A folder holding only checkpoint-N folders is an interrupted run: a command without --resume_from_checkpoint
+    would train from step 0 beside them and remove them at its end. It is refused in one line that names the
+    checkpoint and both ways on; either flag lets it through, as does a folder with no checkpoint."""
+    run_folder.check_output_dir(_folder_args(tmp_path / "new"))
+    for step in (6, 12):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    (tmp_path / "runs").mkdir()  # the Trainer's log folder is no checkpoint
+    with pytest.raises(ValueError) as refused:
+        run_folder.check_output_dir(_folder_args(tmp_path))
+    assert str(refused.value) == (
+        f"output_dir {str(tmp_path)!r} holds checkpoint-12 of an interrupted run; pass --resume_from_checkpoint last "
+        "to continue it or --overwrite_output_dir to start over."
+    )
+    with pytest.raises(ValueError, match="checkpoint-12 of an interrupted run"):
+        run_folder.check_output_dir(_folder_args(tmp_path, resume="false"))
+    run_folder.check_output_dir(_folder_args(tmp_path, resume="last"))
+    run_folder.check_output_dir(_folder_args(tmp_path, overwrite=True))
+    (tmp_path / "model.safetensors").write_text("weights")  # a finished run that kept its last checkpoint
+    with pytest.raises(ValueError, match="already holds a finished run"):
+        run_folder.check_output_dir(_folder_args(tmp_path))
+
+
+def test_a_resumed_run_says_where_it_resumes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    checkpoint = tmp_path / "checkpoint-6"
+    checkpoint.mkdir()
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 6}')
+    with caplog.at_level(logging.INFO, logger=run_folder.__name__):
+        run_folder.log_resumption(None)
+        run_folder.log_resumption(str(checkpoint))
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Resuming from {checkpoint} at step 6: its weights, optimizer, schedule and random state."
+    ]
