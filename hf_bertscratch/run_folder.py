@@ -41,6 +41,40 @@ STAGING = ".staging"
 GENERATOR_FOLDER = "generator"
 
 
+# Counts TrainingArguments takes without a check, though a bad one trains and then fails (a batch size of 0 at the
+# first batch, or at the first evaluation after training; a save_steps of 0 at the first step) or does nothing the
+# flag asks for (max_steps -5 is read as -1): flag -> (the values that run, what is expected). None is never checked.
+COUNTS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "per_device_train_batch_size": (lambda value: value >= 1, "a positive integer"),
+    "per_device_eval_batch_size": (lambda value: value >= 1, "a positive integer"),
+    "gradient_accumulation_steps": (lambda value: value >= 1, "a positive integer (1: no accumulation)"),
+    "eval_accumulation_steps": (lambda value: value >= 1, "a positive integer, or left out"),
+    "max_steps": (
+        lambda value: value > 0 or value == -1,
+        "a positive number of steps, or -1 (the default: the epochs or the time budget end the run)",
+    ),
+    "logging_steps": (lambda value: value > 0, "positive (steps, or a fraction of the run's steps below 1)"),
+    "save_steps": (lambda value: value > 0, "positive (steps, or a fraction of the run's steps below 1)"),
+    "eval_steps": (
+        lambda value: value >= 0,
+        "0 or more (steps, a fraction of the run's steps below 1, or 0 for --logging_steps's)",
+    ),
+    "dataloader_num_workers": (lambda value: value >= 0, "0 (batches loaded by the training process) or more"),
+}
+
+
+def check_counts(args: TrainingArguments) -> None:
+    """Refuse a count of `COUNTS` outside the values that run, and epochs that would train no step while they set
+    the run's length (--max_steps -1), naming the flag, the value and what is expected."""
+    for flag, (runs, expected) in COUNTS.items():
+        value = getattr(args, flag)
+        if value is not None and not runs(value):
+            raise ValueError(f"--{flag} must be {expected}, got {value:g}.")
+    epochs = args.num_train_epochs  # None until the task (finetune) or the budget (pretrain) chooses
+    if args.max_steps == -1 and epochs is not None and not epochs > 0:
+        raise ValueError(f"--num_train_epochs must be positive (passes over the training set), got {epochs:g}.")
+
+
 @dataclass
 class GuardedTrainingArguments(TrainingArguments):
     """`TrainingArguments` plus the output-folder guard that transformers 5 dropped, batches pinned only where a GPU
@@ -111,6 +145,7 @@ class GuardedTrainingArguments(TrainingArguments):
             raise ValueError(f"--threads must be a positive integer, got {self.threads}.")
         if self.learning_rate is not None and not self.learning_rate > 0:  # None: the task chooses (finetune)
             raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}.")
+        check_counts(self)  # before transformers' __post_init__ turns eval_steps 0 into logging_steps
         choose_precision(self)
         super().__post_init__()
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card
@@ -349,6 +384,7 @@ __all__ = [
     "GuardedTrainingArguments",
     "OutputFolderArguments",
     "atomic_write",
+    "check_counts",
     "check_output_dir",
     "checkpoint_folders",
     "finish_run",

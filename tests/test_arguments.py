@@ -123,3 +123,60 @@ def test_a_learning_rate_that_is_not_positive_is_refused_as_it_is_parsed(tmp_pat
         parse_finetuning_args(["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "f"),
                                "--learning_rate", rate])  # fmt: skip
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--num_train_epochs", "0", "positive (passes over the training set)"),
+        ("--num_train_epochs", "-1", "positive (passes over the training set)"),
+        ("--per_device_train_batch_size", "0", "a positive integer"),
+        ("--per_device_eval_batch_size", "0", "a positive integer"),
+        ("--gradient_accumulation_steps", "0", "a positive integer (1: no accumulation)"),
+        ("--eval_accumulation_steps", "0", "a positive integer, or left out"),
+        (
+            "--max_steps",
+            "-5",
+            "a positive number of steps, or -1 (the default: the epochs or the time budget end the run)",
+        ),
+        (
+            "--max_steps",
+            "0",
+            "a positive number of steps, or -1 (the default: the epochs or the time budget end the run)",
+        ),
+        ("--save_steps", "0", "positive (steps, or a fraction of the run's steps below 1)"),
+        ("--logging_steps", "-1", "positive (steps, or a fraction of the run's steps below 1)"),
+        ("--eval_steps", "-2", "0 or more (steps, a fraction of the run's steps below 1, or 0 for --logging_steps's)"),
+        ("--dataloader_num_workers", "-1", "0 (batches loaded by the training process) or more"),
+    ],
+)
+def test_a_count_that_cannot_run_is_refused_as_it_is_parsed(
+    tmp_path: Path, flag: str, value: str, expected: str
+) -> None:
+    """transformers takes these counts unchecked: 0 epochs train no step and then fail to plot, a batch size of 0
+    fails at the first batch (the eval one only after training), a save_steps of 0 at the first step, max_steps -5
+    is read as -1. Both training commands name the flag, the value and what is expected before anything loads."""
+    from hf_bertscratch.finetuning_arguments import parse_args as parse_finetuning_args
+
+    message = f"{flag} must be {expected}, got {float(value):g}."
+    with pytest.raises(ValueError) as pretraining_error:
+        parse_pretraining_args(["--output_dir", str(tmp_path / "p"), flag, value])
+    with pytest.raises(ValueError) as finetuning_error:
+        parse_finetuning_args(["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "f"),
+                               flag, value])  # fmt: skip
+    assert str(pretraining_error.value) == str(finetuning_error.value) == message
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--max_steps", "-1"], ["--max_steps", "10", "--num_train_epochs", "0"], ["--eval_steps", "0"],
+     ["--eval_steps", "0.5", "--save_steps", "0.25", "--logging_steps", "0.1"]],
+)  # fmt: skip
+def test_counts_transformers_gives_a_meaning_are_kept(tmp_path: Path, flags: list[str]) -> None:
+    """-1 steps: the epochs decide; epochs beside --max_steps are unused; eval_steps 0: every logging_steps; below 1:
+    a fraction of the run's steps."""
+    from hf_bertscratch.finetuning_arguments import parse_args as parse_finetuning_args
+
+    parse_pretraining_args(["--output_dir", str(tmp_path / "p"), *flags])
+    parse_finetuning_args(["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "f"), *flags])
