@@ -28,6 +28,7 @@ import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -295,7 +296,7 @@ def _answers(
     if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
         texts = [(split[first], labels) for split, labels in scored.values()]
         for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
-            answers[answer] = lambda ngrams=ngrams: bag_of_words(train[first], train_labels, texts, num_labels, ngrams)
+            answers[answer] = partial(bag_of_words, train[first], train_labels, texts, num_labels, ngrams)
     return answers
 
 
