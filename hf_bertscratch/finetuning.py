@@ -538,9 +538,17 @@ def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:
     return f"; {', '.join(drawn)} (drawn at random with seed {seed})" if drawn else ""
 
 
-def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int]) -> None:
+# A regressor whose eval scores spread less than this share of the eval labels' spread gives every example nearly the
+# same score: a constant answer, whatever the labels' scale (STS-B's 0-5, a user's 0-1 or 0-100).
+LOW_SPREAD = 0.01
+
+
+def report_against_baselines(
+    results: dict, task: TaskSpec, sizes: dict[str, int], prediction: PredictionOutput, names: list[str]
+) -> None:
     """Log the main metric of each scored split (`sizes`: "eval", and "test" when there is one: split -> examples)
-    beside its no-learning baselines; warn when a baseline beats the model, and when the model answers one thing."""
+    beside its no-learning baselines; warn when a baseline beats the model, and when the model answers one thing
+    (read from the eval `prediction`, its classes named by `names`)."""
     metric = task.main_metric
     for split, examples in sizes.items():
         value = results.get(f"{split}_{metric}", math.nan)
@@ -567,16 +575,31 @@ def report_against_baselines(results: dict, task: TaskSpec, sizes: dict[str, int
                 "The model's %s_%s %.4f is below what no learning scores: %s %.4f.",
                 split, metric, value, best, baselines[best],
             )  # fmt: skip
+    warn_of_a_constant_answer(results, prediction, names)
+
+
+def warn_of_a_constant_answer(results: dict, prediction: PredictionOutput, names: list[str]) -> None:
+    """Warn when the model gives every eval example the same class (`eval_top_class_share` 1), naming it, or scores
+    that hardly vary against the labels' own spread (`eval_prediction_std` below `LOW_SPREAD` of it): a constant
+    answer, which reads nothing of the texts. The constant answer of the baselines is the train split's commonest
+    class; the model's may be another."""
     if results.get("eval_top_class_share") == 1.0:
+        logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
+        index = int(np.asarray(logits).reshape(len(logits), -1)[0].argmax())
         logger.warning(
-            "The model gives every eval example the same class: its eval_%s is the constant answer's, it has learnt "
-            "nothing beyond it (try more epochs or another learning rate).",
-            metric,
+            "The model gives the same class (%s) to every eval example: a constant answer, which reads nothing of the "
+            "texts (try more epochs or another learning rate).",
+            names[index] if index < len(names) else index,
         )
-    elif results.get("eval_prediction_std", 1.0) < 1e-3:
-        logger.warning(
-            "The model gives every eval pair nearly the same score (spread %.1e).", results["eval_prediction_std"]
-        )
+    elif "eval_prediction_std" in results and prediction.label_ids is not None:
+        spread = float(np.std(np.asarray(prediction.label_ids, dtype=np.float64)))
+        if results["eval_prediction_std"] < LOW_SPREAD * spread:
+            logger.warning(
+                "The model gives every eval example nearly the same score (spread %.2g against the labels' %.2g): "
+                "close to a constant answer (try more epochs or another learning rate).",
+                results["eval_prediction_std"],
+                spread,
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------- main
@@ -626,7 +649,8 @@ def main(argv: list[str] | None = None) -> None:
             folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
         ),
     )
-    report_against_baselines(results, task, {role: len(raw[role]) for role in ("eval", "test") if role in raw})
+    sizes = {role: len(raw[role]) for role in ("eval", "test") if role in raw}
+    report_against_baselines(results, task, sizes, prediction, shape.names)
     print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
     if trainer.is_world_process_zero():
         push_training_output(training_args)

@@ -715,6 +715,38 @@ def test_a_tiny_train_set_finishes_and_a_failed_rerun_keeps_the_finished_run(
     assert {name: (out / name).read_bytes() for name in FINISHED_FILES} == finished
 
 
+def test_a_constant_answer_is_named_as_the_model_gives_it(caplog: pytest.LogCaptureFixture) -> None:
+    """A classifier that gives every eval example the class that is not the train split's commonest scores other than
+    the constant answer: the warning names the class it gives and calls that a constant answer, without claiming the
+    baseline's score. A regressor's scores are flat against the labels' own spread, whatever their scale."""
+    from transformers.trainer_utils import PredictionOutput
+
+    from hf_bertscratch.finetuning import report_against_baselines
+
+    def warnings_of(results: dict, task: str, prediction: PredictionOutput, names: list[str]) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_bertscratch.finetuning"):
+            report_against_baselines(results, TASKS[task], {"eval": len(prediction.label_ids)}, prediction, names)
+        return [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+
+    logits = np.tile([[-1.0, 2.0]], (12, 1))  # class 1 ("positive") for all 12; 7 of them are 1
+    one_class = PredictionOutput(logits, np.array([1] * 7 + [0] * 5), None)
+    results = {"eval_accuracy": 7 / 12, "baseline_constant": 5 / 12, "eval_top_class_share": 1.0}
+    assert warnings_of(results, "sst2", one_class, ["negative", "positive"]) == [
+        "The model gives the same class (positive) to every eval example: a constant answer, which reads nothing of "
+        "the texts (try more epochs or another learning rate)."
+    ]
+    labels = np.linspace(0.0, 5.0, 60)  # spread 1.5
+    flat = {"eval_spearmanr": -0.01, "baseline_constant": 0.0, "eval_prediction_std": 0.0024}
+    assert warnings_of(flat, "stsb", PredictionOutput(np.zeros(60), labels, None), []) == [
+        "The model's eval_spearmanr -0.0100 is below the constant answer's 0.0000, which needs no pretraining.",
+        "The model gives every eval example nearly the same score (spread 0.0024 against the labels' 1.5): close to "
+        "a constant answer (try more epochs or another learning rate).",
+    ]
+    narrow = {"eval_spearmanr": 0.8, "baseline_constant": 0.0, "eval_prediction_std": 5e-4}  # labels spread 1e-3
+    assert warnings_of(narrow, "stsb", PredictionOutput(np.zeros(60), labels / 5000, None), []) == []
+
+
 def test_push_to_hub_uploads_the_finished_classifier(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
