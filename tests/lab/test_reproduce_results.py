@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_bertscratch.baselines import BASELINE_NAMES, baseline_key
 from lab import finetune_tasks as task_runs
 from lab import results_table as results
 
@@ -158,10 +159,12 @@ def _check_row(cells: list[str], chosen: dict[str, list[dict]], key: str) -> Non
     values = {init: [100 * run[key] for run in runs] for init, runs in chosen.items()}
     pretrained, scratch, difference, baselines, how = cells
     first = chosen["pretrained"][0]
-    if key == f"eval_{first['main_metric']}" and "baseline_constant" in first:  # NER and QA have none
-        assert baselines.startswith(f"constant answer {100 * first['baseline_constant']:.1f}")
-        if "baseline_bag_of_words" in first:
-            assert f"bag of words {100 * first['baseline_bag_of_words']:.1f}" in baselines
+    split = key.split("_", 1)[0]  # the row's split: its baselines are the runs' on that split
+    recorded = {name: first.get(baseline_key(answer, split)) for answer, name in BASELINE_NAMES.items()}
+    if key == f"{split}_{first['main_metric']}":  # the task's main metric (QA records none)
+        assert baselines == ", ".join(
+            f"{name} {100 * value:.1f}" for name, value in recorded.items() if value is not None
+        )
     else:
         assert baselines == ""
     assert (pretrained, scratch) == (_expected_cell(values["pretrained"]), _expected_cell(values["scratch"]))
