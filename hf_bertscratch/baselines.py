@@ -10,7 +10,9 @@ Four answers that need no training of the model:
 - the **zero-shot cosine**: the cosine of the two texts' mean-pooled last hidden states of the pretrained model,
   no fine-tuning (`hf_bertscratch.similarity.pair_cosines`);
 - for tagging, **each word's most frequent tag** in the train split, the commonest tag for a word never seen there
-  (`most_frequent_tags`): a lookup table, scored by entity as the tagger is.
+  (`most_frequent_tags`): a lookup table, scored by entity as the tagger is;
+- for extractive question answering, **the sentence of the context that shares the most words with the question**
+  (`best_sentence_answers`), scored by SQuAD's exact match and F1 as the reader is.
 
 A score baseline is read as the task reads predictions: a regression task's correlations come straight from the
 scores; a classification task's accuracy, F1 and Matthews correlation come from one threshold on the score, chosen on
@@ -144,6 +146,7 @@ BASELINE_NAMES = {
     "bag_of_words": "bag of words",
     "bag_of_word_pairs": "bag of words and word pairs",
     "most_frequent_tag": "each word's most frequent tag",
+    "best_sentence": "the context's sentence most like the question",
 }
 # n-gram range -> the name of its baseline
 BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
@@ -224,6 +227,39 @@ def tagging_baseline(task, train: _Split, splits: Sequence[_Split], names: list[
     return out
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def best_sentence_answers(questions: Sequence[str], contexts: Sequence[str]) -> list[str]:
+    """For each question, the sentence of its context (split after `.`, `!` or `?`) that shares the most lower-cased
+    words with it (`word_set`), the first among equals: an answer found by word overlap alone."""
+    answers = []
+    for question, context in zip(questions, contexts, strict=True):
+        asked = word_set(question or "")
+        sentences = [part for part in _SENTENCE_END.split(context or "") if part.strip()] or [context or ""]
+        answers.append(max(sentences, key=lambda sentence: len(asked & word_set(sentence))).strip())
+    return answers
+
+
+def reading_baseline(task, splits: Sequence[_Split]) -> list[dict[str, float]]:
+    """`best_sentence_answers` on each of `splits`, scored with the reader's metric (SQuAD v1.1's exact match and
+    F1, 0-100, against every gold answer)."""
+    from .metrics import load_metric
+
+    squad, c = load_metric("squad"), task.columns
+    out = []
+    for split in splits:
+        ids = [str(i) for i in split[c["id"]]]  # made up where the data has none (`tasks.data.load_task_datasets`)
+        answers = best_sentence_answers(split[c["question"]], split[c["context"]])
+        out.append(
+            squad.compute(
+                predictions=[{"id": i, "prediction_text": a} for i, a in zip(ids, answers, strict=True)],
+                references=[{"id": i, "answers": g} for i, g in zip(ids, split[c["answers"]], strict=True)],
+            )
+        )
+    return out
+
+
 def _reason(error: Exception) -> str:
     """What stopped a no-learning answer, in a few words for a log line."""
     return (str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}").rstrip(".")
@@ -235,9 +271,10 @@ def no_learning_scores(
     """Every metric of each no-learning answer to a task on each split of `scored`: split -> answer -> metrics.
     The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
     classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once); for token
-    classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags). A split
-    gets {} for question answering or when it has no labels. An answer that cannot be computed on this data gets {}
-    as its metrics, and one warning line per reason names the answers it stopped.
+    classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags); for
+    question answering, "best_sentence" alone (`reading_baseline`: from the splits' questions, contexts and answers).
+    A split gets {} when it has no labels. An answer that cannot be computed on this data gets {} as its metrics, and
+    one warning line per reason names the answers it stopped.
 
     Args:
         task: the run's `TaskSpec`.
@@ -247,7 +284,7 @@ def no_learning_scores(
     """
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
     scored = {name: split for name, split in scored.items() if len(split[1]) > 0}
-    if task.shape not in ("classification", "regression", "embedding", "token-classification") or not scored:
+    if not scored:
         return out
     not_computed: dict[str, list[str]] = {}  # reason -> the answers it stopped
     for answer, compute in _answers(task, train, train_labels, scored).items():
@@ -273,7 +310,9 @@ def _answers(
         if names is None and any(not isinstance(t, str) for row in train[task.columns["tags"]] for t in row):
             return {}  # tag ids whose names are not known: nothing to score entities by
         splits = [split for split, _ in scored.values()]
-        return {"most_frequent_tag": lambda: tagging_baseline(task, train, splits, names)}
+        return {"most_frequent_tag": partial(tagging_baseline, task, train, splits, names)}
+    if task.shape == "question-answering":
+        return {"best_sentence": partial(reading_baseline, task, [split for split, _ in scored.values()])}
     num_labels = len(task.label_names) if task.label_names else None
     if task.shape == "classification" and num_labels is None:
         num_labels = int(max(max(train_labels), *(max(labels) for _, labels in scored.values()))) + 1
@@ -332,7 +371,9 @@ __all__ = [
     "task_baselines",
     "constant_answer",
     "fit_threshold",
+    "best_sentence_answers",
     "most_frequent_tags",
+    "reading_baseline",
     "score_baseline",
     "tagging_baseline",
     "threshold_predictions",

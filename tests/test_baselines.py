@@ -15,6 +15,7 @@ from transformers import AutoModel, AutoModelForMaskedLM, BertTokenizer
 
 import hf_bertscratch
 from hf_bertscratch.baselines import (
+    best_sentence_answers,
     constant_answer,
     fit_threshold,
     most_frequent_tags,
@@ -111,6 +112,38 @@ def test_the_tagging_baseline_is_scored_by_entity_as_the_tagger() -> None:
     predicted = [["B-MISC", "B-PER", "O"], ["B-ORG", "O", "I-PER"]]
     references = [[names[t] for t in row] for row in dev["ner_tags"]]
     assert scores["overall_f1"] == pytest.approx(entity_f1(references, predicted))
+
+
+def test_the_reading_baseline_answers_with_the_sentence_most_like_the_question() -> None:
+    """Question answering's no-learning answer: the context's sentence sharing the most words with the question,
+    scored by the official SQuAD v1.1 script's exact match and F1 (tests/reference_squad_v1.py) as the reader is."""
+    import datasets
+    import reference_squad_v1 as official
+
+    from hf_bertscratch.tasks import TASKS
+
+    context = "George Washington was born in Virginia. He led the army! Where did he live? He lived at Mount Vernon."
+    questions = ["Where was Washington born?", "Where did Washington live?", "Who led the army?"]
+    assert best_sentence_answers(questions, [context] * 3) == [
+        "George Washington was born in Virginia.",
+        "Where did he live?",  # the most shared words, not the answer: what no reading gives
+        "He led the army!",
+    ]
+    golds = [["Virginia"], ["Mount Vernon"], ["George Washington", "Washington"]]
+    dev = datasets.Dataset.from_dict(
+        {
+            "id": ["a", "b", "c"],
+            "question": questions,
+            "context": [context] * 3,
+            "answers": [{"text": g, "answer_start": [context.index(g[0])]} for g in golds],
+        }
+    )
+    scores = task_baselines(TASKS["squad"], dev, [], {"eval": (dev, dev["answers"])})
+    paragraphs = [{"qas": [{"id": i, "answers": [{"text": t} for t in g]} for i, g in zip(dev["id"], golds)]}]
+    predictions = dict(zip(dev["id"], best_sentence_answers(questions, [context] * 3)))
+    assert scores == {
+        "baseline_best_sentence": pytest.approx(official.evaluate([{"paragraphs": paragraphs}], predictions)["f1"])
+    }
 
 
 def test_a_baseline_the_data_does_not_allow_is_recorded_as_not_computed(caplog: pytest.LogCaptureFixture) -> None:
