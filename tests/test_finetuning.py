@@ -122,7 +122,7 @@ def test_head_plus_tail_all_head() -> None:
     assert truncate_ids(list(range(10)), 4, "head+tail", head_tokens=4) == [0, 1, 2, 3]
 
 
-def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -> None:
+def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
     task = check_data_arguments(DataArguments(task="imdb"))
     text = "paris is the capital of france . the cat sat on the mat . i love it !"
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -130,7 +130,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer) -
         tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
     )
     # The text is longer than the tokenizer's maximum, but cut here: no "indexing errors" warning from transformers.
-    tokenizer.model_max_length = 10
+    monkeypatch.setattr(tokenizer, "model_max_length", 10)  # the session's tokenizer: put back after this test
     tokenizer.deprecation_warnings.pop("sequence-length-is-longer-than-the-specified-maximum", None)  # warned once
     with CaptureLogger(transformers_logging.get_logger("transformers.tokenization_utils_base")) as captured:
         out = tokenize({"text": [text, "the cat"], "label": [1, 0]})
