@@ -159,9 +159,9 @@ class ArgumentParser(HfArgumentParser):
         `HfArgumentParser`, whose `parse_json_file` calls this)."""
         made: list[Any] = []
         for dtype in self.dataclass_types:
-            names = {f.name for f in dataclasses.fields(dtype) if f.init}
+            names = _field_names(dtype)
             made.append(dtype(**{k: v for k, v in args.items() if k in names}, **_handed_over(dtype, made)))
-        taken = {f.name for dtype in self.dataclass_types for f in dataclasses.fields(dtype) if f.init}
+        taken = set().union(*map(_field_names, self.dataclass_types))
         if not allow_extra_keys and set(args) - taken:
             raise ValueError(f"Some keys are not used by the HfArgumentParser: {sorted(set(args) - taken)}")
         return tuple(made)
@@ -220,6 +220,11 @@ def described_values(descriptions: Mapping[str, str], values: Iterable[str]) -> 
         raise ValueError(f"Described values the flag does not take: {sorted(extra)}; it takes {values}.")
     items = [f"{value} ({descriptions[value]})" for value in values]
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def _field_names(dtype: type) -> set[str]:
+    """The fields of the dataclass `dtype` that its constructor takes: the keys of an arguments file or dict."""
+    return {f.name for f in dataclasses.fields(dtype) if f.init}
 
 
 def _handed_over(dtype: type, made: list[Any]) -> dict[str, Any]:
@@ -286,7 +291,7 @@ def _check_json_keys(parser: HfArgumentParser, path: Path) -> None:
         parser.error(f"arguments file {str(path)!r} is not a JSON object of flags: {error}")
     if not isinstance(given, dict):
         parser.error(f"arguments file {str(path)!r} holds a {type(given).__name__}, expected a JSON object of flags")
-    taken = {f.name for dtype in parser.dataclass_types for f in dataclasses.fields(dtype) if f.init}
+    taken = set().union(*map(_field_names, parser.dataclass_types))
     unknown = sorted(set(given) - taken)
     if unknown:
         hint = did_you_mean(unknown[0], taken)

@@ -35,7 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .metrics import ClassificationMetrics, RegressionMetrics
+from .metrics import ClassificationMetrics, RegressionMetrics, load_metric
 
 _WORD = re.compile(r"\w+")
 
@@ -211,8 +211,6 @@ def tag_names(task, train: _Split) -> list[str] | None:
 def tagging_baseline(task, train: _Split, splits: Sequence[_Split], names: list[str] | None) -> list[dict[str, float]]:
     """`most_frequent_tags` fitted on the train split, scored on each of `splits` with the tagger's metric
     (entity-level `seqeval`, its `overall_*` scores); tag ids are read as `names` (`tag_names`), names as given."""
-    from .metrics import load_metric
-
     words, tags = task.columns["tokens"], task.columns["tags"]
 
     def named(split: _Split) -> list[list[str]]:
@@ -244,8 +242,6 @@ def best_sentence_answers(questions: Sequence[str], contexts: Sequence[str]) -> 
 def reading_baseline(task, splits: Sequence[_Split]) -> list[dict[str, float]]:
     """`best_sentence_answers` on each of `splits`, scored with the reader's metric (SQuAD v1.1's exact match and
     F1, 0-100, against every gold answer)."""
-    from .metrics import load_metric
-
     squad, c = load_metric("squad"), task.columns
     out = []
     for split in splits:
