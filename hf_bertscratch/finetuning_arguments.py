@@ -18,7 +18,7 @@ from dataclasses import InitVar, dataclass, field
 
 from transformers import PretrainedConfig
 
-from .arguments import ArgumentParser, check_max_seq_length, described_values, parse_args_or_json
+from .arguments import ArgumentParser, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
@@ -197,10 +197,7 @@ def choose_task_defaults(
     them with what `DataArguments` chose (`chosen_defaults`) and why (`tasks.recipe_name`). A max_seq_length the
     task chose is cut to the model's position embeddings (`fit_length_to_model`); a --max_seq_length beyond them is
     refused."""
-    positions = getattr(config, "max_position_embeddings", None)
-    if positions is not None:
-        fit_length_to_model(data_args, positions)
-    check_max_seq_length(data_args.max_seq_length, positions)
+    fit_length_to_model(data_args, getattr(config, "max_position_embeddings", None))
     task = data_args.task_spec
     defaults = finetune_defaults(task, data_args.task, config.hidden_size)
     chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...

@@ -52,7 +52,7 @@ from transformers import AutoConfig, EvalPrediction
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 
-from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .data import sample_examples
 from .hardware import cpu_has_native_bf16, cpu_model, describe_hardware
 from .inference import check_task_head
@@ -186,8 +186,7 @@ def check_model(model: str, task: TaskSpec, shape: TaskShape, data_args: DataArg
     names = [config.id2label[i] for i in range(config.num_labels)]
     if shape.names and task.shape != "regression" and names != list(shape.names):
         logger.warning("%s names its labels %s; the task's are %s (scored by id).", model, names, shape.names)
-    fit_length_to_model(data_args, config.max_position_embeddings)  # a length the task chose, not one given
-    check_max_seq_length(data_args.max_seq_length, config.max_position_embeddings)
+    fit_length_to_model(data_args, config.max_position_embeddings)  # a length the task chose is cut, one given checked
     results = Path(model) / "all_results.json"
     recorded = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
     for name in ("max_seq_length", "truncation"):

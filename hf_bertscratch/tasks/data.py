@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from ..arguments import check_max_seq_length
 from ..data import check_max_samples, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
 from ..tokenization import check_vocabulary
@@ -260,22 +261,22 @@ def _check_lengths(args: DataArguments, task: TaskSpec) -> None:
         raise ValueError(f"--doc_stride must be in [1, max_seq_length {length}), got {args.doc_stride}.")
 
 
-def fit_length_to_model(args: DataArguments, max_position_embeddings: int) -> bool:
-    """Cut a max_seq_length that the task chose (`args.length_chosen`: not given as --max_seq_length) to a model with
-    fewer positions, with what was derived from it; the run's log says so. Returns whether it was cut."""
-    length = args.max_seq_length
-    if not args.length_chosen or length is None or length <= max_position_embeddings:
-        return False
-    args.chosen_defaults[:] = [
-        f"max_seq_length {max_position_embeddings} (the model's positions; the task's default is {length})"
-        if entry == f"max_seq_length {length}"
-        else entry
-        for entry in args.chosen_defaults
-    ]
-    args.max_seq_length = max_position_embeddings
-    _derive_from_length(args, args.task_spec)
-    _check_lengths(args, args.task_spec)  # a --head_tokens or --doc_stride given may no longer fit
-    return True
+def fit_length_to_model(args: DataArguments, max_position_embeddings: int | None) -> None:
+    """Make max_seq_length fit a model of `max_position_embeddings` positions (None: no such limit): one the task
+    chose (`args.length_chosen`) is cut to them, with what was derived from it, and the run's log says so; a
+    --max_seq_length given beyond them is refused (`check_max_seq_length`)."""
+    length, positions = args.max_seq_length, max_position_embeddings
+    if args.length_chosen and length is not None and positions is not None and length > positions:
+        args.chosen_defaults[:] = [
+            f"max_seq_length {positions} (the model's positions; the task's default is {length})"
+            if entry == f"max_seq_length {length}"
+            else entry
+            for entry in args.chosen_defaults
+        ]
+        args.max_seq_length = positions
+        _derive_from_length(args, args.task_spec)
+        _check_lengths(args, args.task_spec)  # a --head_tokens or --doc_stride given may no longer fit
+    check_max_seq_length(args.max_seq_length, positions)
 
 
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
