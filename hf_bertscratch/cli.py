@@ -66,7 +66,13 @@ def _pooling_field() -> Any:
 class CommandArguments:
     """Options every inspection command takes."""
 
-    debug: bool = field(default=False, metadata={"help": "On error, show the full traceback instead of one line."})
+    debug: bool = field(
+        default=False,
+        metadata={
+            "help": "On error, show the full traceback instead of one line; show transformers' logs, progress bars and "
+            "the CPU choices made (GEMM path, decoding) too."
+        },
+    )
 
 
 @dataclass(kw_only=True)
@@ -437,26 +443,33 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
 
 
 @contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Inspection commands print results only: hide load reports and progress bars (warnings still show), and
-    put both settings back afterwards, since a command may run in-process (tests, notebooks)."""
+def _results_only() -> Iterator[None]:
+    """Inspection commands print results only: hide load reports, progress bars and the CPU choices' lines
+    (`cpu_matmul`: the GEMM path and decoding; warnings still show), and put the settings back afterwards, since a
+    command may run in-process (tests, notebooks)."""
     from transformers.utils import logging as hf_logging
 
+    from . import cpu_matmul
+
     verbosity, progress_bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    choices_logger = logging.getLogger(cpu_matmul.__name__)
+    choices_level = choices_logger.level
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    choices_logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
         hf_logging.set_verbosity(verbosity)
         if progress_bar:
             hf_logging.enable_progress_bar()
+        choices_logger.setLevel(choices_level)
 
 
 def run_inspection_command(command: str, argv: list[str]) -> None:
     """Parse an inspection command's arguments and run it, printing its results only (its --debug: transformers'
-    logging and progress bars too)."""
+    logging, progress bars and the CPU choices too)."""
     args = parse_command_arguments(command, argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    with _quiet_transformers() if not args.debug else nullcontext():
+    with _results_only() if not args.debug else nullcontext():
         INSPECTION_COMMANDS[command][1](args)

@@ -102,7 +102,8 @@ class CurrentStderrHandler(logging.StreamHandler):
 
 def show_gemm_path() -> None:
     """Print, once per process and on stderr, which CPU GEMM path the model's inference chose
-    (`hf_bertscratch.cpu_matmul`), when it is first chosen, whatever the command's own logging shows."""
+    (`hf_bertscratch.cpu_matmul`), when it is first chosen, whatever the command's own logging shows (the inspection
+    commands, which print results only, show it under their --debug)."""
     from hf_bertscratch import cpu_matmul  # torch and transformers load here
 
     gemm_logger = logging.getLogger(cpu_matmul.__name__)

@@ -183,6 +183,20 @@ def test_fill_mask_puts_memorised_token_first(capsys, memorised_dir: Path) -> No
     assert lines[0].split()[:2] == ["1.", "capital"], out
 
 
+def test_inspection_commands_print_the_cpu_choices_under_debug_only(
+    capsys, monkeypatch: pytest.MonkeyPatch, memorised_dir: Path
+) -> None:
+    """The GEMM path is logged when a process first chooses it: an inspection command prints its results alone, and
+    the choice too under --debug."""
+    for debug in ([], ["--debug"]):
+        monkeypatch.setattr(hf_bertscratch.cpu_matmul, "_forced", "default")
+        monkeypatch.setattr(hf_bertscratch.cpu_matmul, "_choice", None)  # chosen (and logged) afresh by the command
+        capsys.readouterr()
+        dispatch.main(["fill-mask", str(memorised_dir), "paris is the [MASK] of france .", *debug])
+        err = capsys.readouterr().err
+        assert ("CPU GEMM path: fp32 default" in err) == bool(debug), err
+
+
 def test_fill_mask_json_matches_model(capsys, memorised_dir: Path, tokenizer) -> None:
     text = "[MASK] is the capital of [MASK] ."
     results = json.loads(run_cli(capsys, "fill-mask", memorised_dir, text, "--top_k", "2", "--json"))
