@@ -58,7 +58,7 @@ from .hub import push_training_output
 from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, log_resumption, output_dir_of
-from .tasks import TASKS, TaskSpec
+from .tasks import TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 
@@ -498,8 +498,8 @@ def _write_card(
     except ImportError:  # the cards module is optional at run time: a missing card must not lose a finished run
         logger.warning("hf_bertscratch.cards is not available; no model card written.")
         return
-    spec = TASKS.get(data_args.task) if data_args.task else None
-    dataset_id = data_args.dataset_name or (spec.dataset_name if spec else None)
+    task = data_args.task_spec
+    dataset_id = data_args.dataset_name or task.dataset_name or None
     args = trainer.args
     write_model_card(
         folder,
@@ -508,6 +508,10 @@ def _write_card(
             "model_name": run_name,
             "base_model": None if model_args.init_from_scratch else model_args.model_name_or_path,
             "datasets": [dataset_id] if dataset_id else [],
+            # which of the dataset's tasks (GLUE's sst2, rte, ...) and split the eval results measure; a split held
+            # out of train (--validation_split_percentage) is none of the dataset's own
+            "dataset_config": (data_args.dataset_config_name or task.dataset_config_name) if dataset_id else None,
+            "eval_split": None if data_args.validation_split_percentage else task.eval_split or None,
             "dataset_description": f"{data_args.task or dataset_id or data_args.train_file}, "
             f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}"
             + _subsets(data_args, results, args.seed),

@@ -14,6 +14,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from transformers import (
     AutoConfig,
@@ -335,6 +336,9 @@ def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_onc
     state = json.loads((output / "trainer_state.json").read_text())
     assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # chosen per epoch on the held-out part
     assert not any("test_accuracy" in log for log in state["log_history"])
+    # Examples held out of train are no split of the data: the card's model-index names none for them.
+    card = ModelCard.load(output / "README.md")
+    assert {r.metric_name: r.dataset_split for r in card.data.eval_results}["eval_accuracy"] is None
     with data_files[1].open() as handle:
         dev_labels = [int(row["label"]) for row in csv.DictReader(handle)]
     predictions = AutoModelForSequenceClassification.from_pretrained(output).eval()
@@ -1120,6 +1124,11 @@ def test_sentence_pair_classification_from_the_table(tmp_path: Path, model_dir: 
     assert all(abs(float(r["p_entailment"]) + float(r["p_not_entailment"]) - 1) < 1e-4 for r in rows)
     config = json.loads((output / "config.json").read_text())
     assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}  # the table's order, not sorted labels
+    # The card's model-index says which of GLUE's tasks and which split its results measure.
+    card = ModelCard.load(output / "README.md")
+    assert {(r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
+        ("glue", "rte", "validation")
+    }
 
 
 # ------------------------------------------------------------------------- every shape's bad data, before training
