@@ -100,11 +100,13 @@ def test_classifier_card_names_base_model_labels_and_dataset_citation(tmp_path: 
     assert "@inproceedings{maas2011learning" in text
 
 
-def test_card_without_results_has_no_model_index(tmp_path: Path) -> None:
-    card = ModelCard.load(cards.write_model_card(tmp_path, "classifier", {}))
+@pytest.mark.parametrize("kind", ["classifier", "pretrained"])
+def test_card_without_results_has_no_model_index(tmp_path: Path, kind: str) -> None:
+    card = ModelCard.load(cards.write_model_card(tmp_path, kind, {}))
     assert "model-index" not in card.data.to_dict()
     assert "model_name" not in card.data.to_dict()
     assert "No evaluation was recorded" in card.text
+    assert "The results above" not in card.text  # no results to point at
 
 
 def test_set_card_repo_points_the_example_at_the_repo_and_branch(tmp_path: Path) -> None:
