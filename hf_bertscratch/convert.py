@@ -273,6 +273,8 @@ _FROM_TRANSFORMERS: dict[
     "bert": ("BertModel", ARCHITECTURES, bert_config_to_bertscratch, bert_to_bertscratch),
     "electra": ("ElectraModel", ELECTRA_ARCHITECTURES, electra_config_to_bertscratch, electra_to_bertscratch),
 }
+# The model types `bertscratch convert` turns into BertScratch.
+CONVERTIBLE_MODEL_TYPES = tuple(_FROM_TRANSFORMERS)
 # The way back: (transformers class -> BertScratch class, conversion), by the BertScratch class a checkpoint holds.
 _TO_TRANSFORMERS: list[tuple[dict[str, str], Callable[[PreTrainedModel], PreTrainedModel]]] = [
     (ARCHITECTURES, bertscratch_to_bert),
@@ -500,6 +502,7 @@ __all__ = [
     "convert_checkpoint",
     "family_checkpoint",
     "ACCEPTED_CHECKPOINTS",
+    "CONVERTIBLE_MODEL_TYPES",
     "ConvertArguments",
     "main",
     "parse_args",

@@ -32,6 +32,7 @@ from hf_bertscratch_base.model_reference import hub_offline
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
+from .convert import CONVERTIBLE_MODEL_TYPES
 from .modeling_bertscratch import code_files, family_auto_map
 from .run_folder import GENERATOR_FOLDER, output_dir_of, staged_folder
 
@@ -159,9 +160,14 @@ def check_model_folder(model_dir: str | Path) -> Path:
         )
     model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
     if model_type != BertScratchConfig.model_type:
+        hint = (
+            f" Convert it first: bertscratch convert {path} OUTPUT_DIR."
+            if model_type in CONVERTIBLE_MODEL_TYPES
+            else ""
+        )
         raise ValueError(
             f"{str(path)!r} holds a model of type {model_type!r}, expected "
-            f"{BertScratchConfig.model_type!r} (a BertScratch model)."
+            f"{BertScratchConfig.model_type!r} (a BertScratch model).{hint}"
         )
     BertScratchConfig.from_pretrained(path)  # its own validation names any bad field
     if not any(path.glob("*.safetensors")):

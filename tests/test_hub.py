@@ -425,7 +425,7 @@ def _break(folder: Path, mlm_dir: Path, how: str) -> Path:
     ("how", "message"),
     [
         ("no_config", "no config.json"),
-        ("other_model_type", "'bert'"),
+        ("other_model_type", "type 'bert', expected 'bertscratch' .* Convert it first: bertscratch convert .*broken"),
         ("no_safetensors", "pytorch_model.bin"),
         ("no_tokenizer", "tokenizer.json or vocab.txt"),
         ("no_tokenizer_config", "tokenizer_config.json"),
