@@ -119,6 +119,22 @@ def check_repo_id(repo_id: str | None) -> str:
     return repo_id
 
 
+# What git (and so the Hub) refuses in a branch name: spaces and control characters, ~ ^ : ? * [ \, "..", "//",
+# "@{", a component starting with "." or ending with ".lock", a leading "/" or "-", a trailing "/" or ".".
+_BAD_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|//|@\{|(^|/)\.|\.lock(/|$)|^[/-]|[/.]$|^@$")
+
+
+def check_revision(revision: str | None) -> str | None:
+    """Return `revision` (None: main) if git accepts it as a branch name, else raise ValueError naming it."""
+    if revision is not None and _BAD_BRANCH.search(revision):
+        raise ValueError(
+            f"revision {revision!r} is not a branch name the Hub accepts: expected a git branch name such as 'v1' "
+            "or 'experiments/run-2' (no spaces, '..', '~', '^', ':', '?', '*', '[', '\\', and not starting "
+            "with '/', '-' or '.')."
+        )
+    return revision
+
+
 # How `bertscratch push` takes a token, and what it can do without one (`resolve_token`'s message).
 PUSH_TOKEN_HINT = "pass --token (or use --dry_run DIR to inspect the upload without a token)"
 
@@ -252,6 +268,7 @@ def push_to_hub(
         The `CommitInfo` of the upload, or the dry-run folder.
     """
     check_repo_id(repo_id)
+    check_revision(revision)
     check_model_folder(model_dir)
     if dry_run is not None:
         folder = prepare_upload_folder(model_dir, dry_run, repo_id=repo_id, revision=revision)
@@ -293,6 +310,7 @@ def check_training_push(training_args: TrainingArguments) -> None:
     if training_args.hub_model_id is None:
         raise ValueError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repository to upload to).")
     check_repo_id(training_args.hub_model_id)
+    check_revision(training_args.hub_revision)
     resolve_token(training_args.hub_token, "pass --hub_token")
     check_hub_online("train without --push_to_hub and upload the saved folder later (bertscratch push OUTPUT_DIR)")
 
@@ -404,6 +422,7 @@ __all__ = [
     "PushToHubArguments",
     "check_model_folder",
     "check_repo_id",
+    "check_revision",
     "check_training_push",
     "list_folder",
     "main",

@@ -460,6 +460,25 @@ def test_bad_repo_id_fails_before_any_upload(
     assert no_network == []
 
 
+@pytest.mark.parametrize("revision", ["v 1", "a..b", "x~1", "feature/", "-v1", ".hidden", "v1.lock", "a:b"])
+def test_bad_revision_fails_before_any_upload_or_training(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str], revision: str
+) -> None:
+    """A branch name git refuses would fail at create_branch, after the repo is created (after training, for a
+    run's --hub_revision): it is refused first, by name."""
+    with pytest.raises(ValueError, match=f"revision {revision!r} is not a branch name"):
+        hub.push_to_hub(mlm_dir, "alice/tiny", revision=revision, token="hf_x")
+    with pytest.raises(ValueError, match=f"revision {revision!r} is not a branch name"):
+        hub.push_to_hub(mlm_dir, "alice/tiny", revision=revision, dry_run=tmp_path / "dry")
+    training = TrainingArguments(
+        output_dir=str(tmp_path / "run"), push_to_hub=True, hub_model_id="alice/tiny", hub_revision=revision
+    )
+    with pytest.raises(ValueError, match=f"revision {revision!r} is not a branch name"):
+        hub.check_training_push(training)
+    assert no_network == []
+    assert hub.check_revision("experiments/run-2") == "experiments/run-2"
+
+
 def test_no_token_fails_before_any_upload(
     mlm_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
