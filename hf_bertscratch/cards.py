@@ -182,6 +182,9 @@ _ORIGINS: dict[str, tuple[str, str, str]] = {
     "classifier.md": ("trained from random weights, without pretraining", "fine-tuned from {base}", ""),
 }
 
+# Result keys that are no score of the model, shown nowhere in the card: the scores of answers given without
+# learning that runs record beside the model's (`test_baseline_bag_of_words`, pretraining's `eval_unigram_accuracy`).
+_NOT_THE_MODELS = re.compile(r"(^|_)(baseline|unigram)_")
 # Result keys that measure speed, not quality: shown nowhere in the metadata.
 # Speed counters, and how the predictions spread (fine-tuning's check for a model that answers one thing).
 _NON_METRIC_SUFFIXES = (
@@ -327,10 +330,16 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
         info["num_parameters"] = num_parameters
     results_file = model_dir / "all_results.json"
     if results_file.is_file():
-        info["results"] = json.loads(results_file.read_text(encoding="utf-8"))
+        info["results"] = evaluation_results(json.loads(results_file.read_text(encoding="utf-8")))
     if kind in ("classifier", "token-classifier") and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
     return kind, CardInfo.of(info)
+
+
+def evaluation_results(all_results: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of a run's `all_results.json` that its evaluation measured (`eval_` and `test_` keys): the rest
+    records the run's settings and counters (seed, learning rate, steps), which are no results of the model."""
+    return {key: value for key, value in all_results.items() if key.startswith(("eval_", "test_"))}
 
 
 def _card_kind(kind: str) -> CardKind:
@@ -345,7 +354,7 @@ def _quality_metrics(results: dict[str, Any]) -> dict[str, float]:
     for key, value in results.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             continue
-        if key.endswith(_NON_METRIC_SUFFIXES) or key.startswith("train_"):
+        if key.endswith(_NON_METRIC_SUFFIXES) or key.startswith("train_") or _NOT_THE_MODELS.search(key):
             continue
         metrics[key] = float(value)
     return metrics
@@ -542,6 +551,7 @@ __all__ = [
     "CardInfo",
     "REPO_PLACEHOLDER",
     "build_model_card",
+    "evaluation_results",
     "info_from_model_folder",
     "set_card_repo",
     "template_path",

@@ -494,7 +494,7 @@ def _write_card(
     data_args: DataArguments,
 ) -> None:
     try:
-        from .cards import write_model_card
+        from .cards import evaluation_results, write_model_card
     except ImportError:  # the cards module is optional at run time: a missing card must not lose a finished run
         logger.warning("hf_bertscratch.cards is not available; no model card written.")
         return
@@ -529,7 +529,7 @@ def _write_card(
             },
             "hardware": results.get("machine"),
             "wall_time_seconds": results.get("train_runtime"),
-            "results": {k: v for k, v in results.items() if k.startswith(("eval_", "test_"))},
+            "results": evaluation_results(results),
             "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )

@@ -161,14 +161,20 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     tiny_config.id2label = {0: "neg", 1: "pos"}
     model = hf_bertscratch.BertScratchForSequenceClassification(tiny_config)
     model.save_pretrained(tmp_path)
-    (tmp_path / "all_results.json").write_text(json.dumps({"eval_accuracy": 0.75}), encoding="utf-8")
+    # What fine-tuning's all_results.json holds besides the scores: settings, counters and the no-learning answers.
+    recorded = {"eval_accuracy": 0.75, "seed": 42, "learning_rate": 1e-3, "global_step": 5, "num_parameters": 9}
+    recorded |= {"baseline_constant": 0.5, "test_baseline_bag_of_words": 0.6, "test_accuracy": 0.7}
+    (tmp_path / "all_results.json").write_text(json.dumps(recorded), encoding="utf-8")
     kind, info = cards.info_from_model_folder(tmp_path)
     assert kind == "classifier"
     assert info.labels == ["neg", "pos"]
-    assert info.results == {"eval_accuracy": 0.75}
+    card = cards.build_model_card(kind, info)
+    # Only the model's own scores are its results: in the model-index and in the card's table.
+    assert {result.metric_name for result in card.data.eval_results} == {"eval_accuracy", "test_accuracy"}
+    assert "seed" not in card.text.split("## Evaluation results")[1] and "baseline" not in card.text
     # The folder does not say where training started: its card claims neither a base model nor random weights.
     assert info.base_model is None and info.base_model_known is False
-    text = cards.build_model_card(kind, info).text
+    text = card.text
     assert "random weights" not in text and "fine-tuned from" not in text and "Starting point" not in text
     # Tied weights are stored once; the header count equals the model's own unique-parameter count.
     assert info.num_parameters == model.num_parameters()
@@ -232,7 +238,9 @@ def test_discriminator_card_indexes_its_own_results_and_loads_the_generator(tmp_
 
 
 def test_test_split_results_are_indexed_under_the_test_split(tmp_path: Path) -> None:
-    info = {**CLASSIFIER_INFO, "eval_split": "validation", "results": {"eval_accuracy": 0.87, "test_accuracy": 0.85}}
+    # A test split's no-learning answers are recorded beside the model's score, not as the model's.
+    results = {"eval_accuracy": 0.87, "test_accuracy": 0.85, "test_baseline_constant": 0.5}
+    info = {**CLASSIFIER_INFO, "eval_split": "validation", "results": results}
     card = ModelCard.load(cards.write_model_card(tmp_path, "classifier", info))
     splits = {result.metric_name: result.dataset_split for result in card.data.eval_results}
     assert splits == {"eval_accuracy": "validation", "test_accuracy": "test"}
