@@ -13,7 +13,6 @@ stage 3 is replaced by writing the folder to DIR and listing it: nothing touches
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import re
@@ -33,13 +32,15 @@ from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .convert import CONVERTIBLE_MODEL_TYPES
+from .embedding import POOLING_FOLDER
 from .modeling_bertscratch import code_files, family_auto_map
 from .run_folder import GENERATOR_FOLDER, output_dir_of, staged_folder
 
 logger = logging.getLogger(__name__)
 
-# What goes up, by file-name pattern (top level of the model folder and of its `MODEL_SUBFOLDERS` only): checkpoints,
-# optimizer states, TensorBoard logs, pickled training arguments and pytorch_model.bin stay home.
+# What goes up, by path pattern inside the model folder and each of its `MODEL_SUBFOLDERS` (a pattern without a folder
+# matches the top level only): checkpoints, optimizer states, TensorBoard logs, pickled training arguments and
+# pytorch_model.bin stay home.
 UPLOAD_PATTERNS: dict[str, str] = {
     "config.json": "configuration with the auto_map for remote code",
     "*.safetensors": "weights",
@@ -57,6 +58,10 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "*_results.json": "metrics",
     "*.png": "training curves and confusion matrix",
     "README.md": "model card",
+    "modules.json": "sentence-transformers: the modules of an embedding model",
+    "sentence_bert_config.json": "sentence-transformers: its maximum sequence length",
+    "config_sentence_transformers.json": "sentence-transformers: its similarity function",
+    f"{POOLING_FOLDER}/config.json": "sentence-transformers: the pooling it was trained with",
 }
 # Subfolders holding a model of their own, uploaded beside the main one when present.
 MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fill-mask model"}
@@ -359,9 +364,10 @@ def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | N
 
 def _copy_model(source: Path, target: Path) -> None:
     """Copy the `UPLOAD_PATTERNS` files of one model folder and make it loadable with remote code on its own."""
-    for path in sorted(source.iterdir()):
-        if path.is_file() and any(fnmatch.fnmatch(path.name, pattern) for pattern in UPLOAD_PATTERNS):
-            shutil.copy2(path, target / path.name)
+    for path in sorted({path for pattern in UPLOAD_PATTERNS for path in source.glob(pattern) if path.is_file()}):
+        copy = target / path.relative_to(source)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
     _complete_auto_map(target / "config.json")
     for code_file in map(Path, code_files()):  # the code `trust_remote_code` imports
         if not (target / code_file.name).exists():

@@ -336,6 +336,31 @@ def test_electra_upload_carries_a_loadable_generator(
         _assert_same_outputs(remote[key], reference, "token_str")
 
 
+def test_embedding_upload_keeps_its_sentence_transformers_pooling(tokenizer, tmp_path: Path) -> None:
+    """An embedding run's folder goes up with sentence-transformers' files, so `SentenceTransformer(repo_id)` (its
+    card's snippet) pools as the model was trained, not with the mean pooling it makes up for a bare encoder."""
+    from sentence_transformers import SentenceTransformer
+
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    torch.manual_seed(3)
+    source = tmp_path / "embedding-run"
+    model = hf_bertscratch.BertScratchModel(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer))))
+    model.save_pretrained(source)
+    tokenizer.save_pretrained(source)
+    write_sentence_transformers_files(source, "cls", max_seq_length=32, dimension=model.config.hidden_size)
+    cards.write_model_card(source, "embedding", {"model_name": "embedding-run"})
+    upload = hub.push_to_hub(source, "alice/tiny-embedding", dry_run=tmp_path / "dry")
+    for name in ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"):
+        assert (upload / name).read_bytes() == (source / name).read_bytes(), name
+    texts = ["a man plays a guitar .", "the movie was great and the acting was wonderful ."]
+    vectors = [
+        SentenceTransformer(str(folder), trust_remote_code=True, device="cpu").encode(texts, convert_to_numpy=True)
+        for folder in (source, upload)
+    ]
+    torch.testing.assert_close(torch.tensor(vectors[1]), torch.tensor(vectors[0]))
+
+
 def test_broken_generator_fails_before_any_upload(
     electra_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
