@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitInfo, HfApi, get_token
+import yaml
+from huggingface_hub import CommitInfo, HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import TrainingArguments
 
@@ -168,7 +169,7 @@ def check_model_folder(model_dir: str | Path) -> Path:
     Raises:
         FileNotFoundError: the folder does not exist.
         ValueError: naming the folder and what is missing or wrong (no config.json, another model_type, no
-            safetensors weights, no tokenizer files).
+            safetensors weights, no tokenizer files, a model card whose metadata does not parse).
     """
     path = Path(model_dir)
     if not path.is_dir():
@@ -202,9 +203,23 @@ def check_model_folder(model_dir: str | Path) -> Path:
             f"{str(path)!r} lacks tokenizer files: {', '.join(missing)}. Save the tokenizer next to the "
             f"model with tokenizer.save_pretrained({str(path)!r})."
         )
+    check_model_card(path / "README.md")
     for subfolder in model_subfolders(path):
         check_model_folder(path / subfolder)
     return path
+
+
+def check_model_card(card_file: Path) -> None:
+    """Raise ValueError naming `card_file` when it exists and its YAML metadata block is one the Hub cannot read."""
+    if not card_file.is_file():
+        return
+    try:
+        ModelCard.load(card_file)
+    except (ValueError, yaml.YAMLError) as error:
+        raise ValueError(
+            f"The model card {str(card_file)!r} has a metadata block the Hub cannot read (expected YAML mapping "
+            f"between '---' lines): {' '.join(str(error).split())}"
+        ) from error
 
 
 def model_subfolders(model_dir: str | Path) -> list[str]:

@@ -443,6 +443,8 @@ def _break(folder: Path, mlm_dir: Path, how: str) -> Path:
         (folder / "tokenizer.json").unlink()
     elif how == "no_tokenizer_config":
         (folder / "tokenizer_config.json").unlink()
+    elif how == "bad_card_metadata":
+        (folder / "README.md").write_text("---\nlicense: [mit\n---\n# my model\n", encoding="utf-8")
     return folder
 
 
@@ -454,6 +456,7 @@ def _break(folder: Path, mlm_dir: Path, how: str) -> Path:
         ("no_safetensors", "pytorch_model.bin"),
         ("no_tokenizer", "tokenizer.json or vocab.txt"),
         ("no_tokenizer_config", "tokenizer_config.json"),
+        ("bad_card_metadata", "broken/README.md' has a metadata block the Hub cannot read"),
     ],
 )
 def test_bad_model_folder_fails_before_any_upload(
