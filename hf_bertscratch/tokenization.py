@@ -17,6 +17,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN
+from hf_bertscratch_base.model_reference import check_not_a_missing_path
 from hf_bertscratch_base.task_table import check_columns
 
 from .arguments import ArgumentParser, parse_args_or_json
@@ -32,10 +33,14 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     """Load a tokenizer from a tokenizer folder, a folder with only `vocab.txt`, a `vocab.txt` file, or a Hub id.
 
     Raises:
+        FileNotFoundError: if `name_or_path` is a path that does not exist (rather than the Hub's "Repo id must be
+            in the form ..." or a connection error for a mistyped folder).
         ValueError: if the tokenizer has no mask token (masked language modelling needs one).
     """
     path = Path(name_or_path).expanduser()
     tokenizer: PreTrainedTokenizerBase
+    if not path.exists():
+        check_not_a_missing_path(name_or_path, "Tokenizer", "a tokenizer folder, a vocab.txt file or its folder")
     if path.is_file():
         tokenizer = BertTokenizer(vocab=str(path))
     elif path.is_dir() and not any((path / name).is_file() for name in _TOKENIZER_FILES):

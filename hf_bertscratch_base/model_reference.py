@@ -95,11 +95,7 @@ def check_model_reference(model: str | Path) -> str:
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"Model folder {model!r} has no config.json: is it a saved model folder?")
         return str(path)
-    if model.startswith((".", "/", "~")) or not _HUB_ID.match(model):
-        raise FileNotFoundError(f"Model {model!r} does not exist: expected a model folder or a Hub id (user/name).")
-    namespace = model.split("/")[0] if "/" in model else None
-    if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
-        raise FileNotFoundError(f"Model folder {model!r} does not exist (there is a local folder {namespace!r}).")
+    check_not_a_missing_path(model, "Model", "a model folder")
     if hub_offline() and not _in_hub_cache(model):
         raise FileNotFoundError(
             f"Model {model!r} is not a local folder, and the Hub is offline (HF_HUB_OFFLINE is set): expected a model "
@@ -112,6 +108,17 @@ def check_model_reference(model: str | Path) -> str:
             f"({unreachable}): expected a model folder, or a Hub id with the network up."
         )
     return model
+
+
+def check_not_a_missing_path(reference: str, kind: str, local: str) -> None:
+    """Fail in one line when `reference`, which names no existing path, cannot be a Hub id either: a path
+    (`./x`, `/x`, `~/x`, `a/b/c`) or `runs/nope` where `runs/` is a local folder (not a Hub user). `kind` names the
+    thing ("Model", "Tokenizer"), `local` what a local one is ("a model folder")."""
+    if reference.startswith((".", "/", "~")) or not _HUB_ID.match(reference):
+        raise FileNotFoundError(f"{kind} {reference!r} does not exist: expected {local} or a Hub id (user/name).")
+    namespace = reference.split("/")[0] if "/" in reference else None
+    if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
+        raise FileNotFoundError(f"{kind} folder {reference!r} does not exist (there is a local folder {namespace!r}).")
 
 
 def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None) -> None:
@@ -153,6 +160,7 @@ __all__ = [
     "HUB_PROBE_TIMEOUT",
     "check_hub_dataset",
     "check_model_reference",
+    "check_not_a_missing_path",
     "hub_offline",
     "hub_unreachable",
     "resolve_data_dir",

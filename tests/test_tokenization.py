@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,22 @@ def test_load_tokenizer_rejects_missing_mask_and_empty_folder(vocab_file: Path, 
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         load_tokenizer(str(tmp_path / "empty"))
+
+
+def test_load_tokenizer_names_a_missing_path_instead_of_trying_it_on_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mistyped folder or vocab.txt is not sent to the Hub (whose answer is "Repo id must be in the form ..." or a
+    connection error): the message names the path and the forms a tokenizer comes in."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    for missing, message in [
+        (str(tmp_path / "nope"), "does not exist: expected a tokenizer folder, a vocab.txt file or its folder"),
+        ("./nope/vocab.txt", "does not exist: expected a tokenizer folder"),
+        ("runs/nope", "Tokenizer folder 'runs/nope' does not exist (there is a local folder 'runs')"),
+    ]:
+        with pytest.raises(FileNotFoundError, match=re.escape(message)):
+            load_tokenizer(missing)
 
 
 def test_train_wordpiece_tokenizer_round_trips(tmp_path: Path) -> None:
