@@ -3,6 +3,7 @@
 `load_raw_datasets` is the one entry point. It resolves, in order:
 
 1. explicit `train_file` / `validation_file` / `test_file` (text, csv, tsv, json/jsonl, parquet; optionally .gz);
+   a `dataset_name` that is a folder written by `datasets`' `save_to_disk`;
 2. a local copy of a named Hub dataset inside a data directory (`data_dir`, or `$BERTSCRATCH_DATA_DIR`), found
    through `LOCAL_DATASETS`, a table from (name, config) to files, so offline machines run the same commands;
 3. a copy shipped inside the package (`BUNDLED_DATASETS`: WikiText-2 raw, the default pretraining corpus);
@@ -242,11 +243,47 @@ def _builder_for(files: list[Path]) -> tuple[str, dict[str, object]]:
 
 
 def _check_file(path: Path, split: str) -> Path:
+    if path.is_dir():
+        raise IsADirectoryError(_folder_given(path, split))
     if not path.is_file():
         raise FileNotFoundError(f"The {split} file {str(path)!r} does not exist.")
     if path.stat().st_size == 0:
         raise ValueError(f"The {split} file {str(path)!r} is empty; expected at least one example.")
     return path
+
+
+def _folder_given(path: Path, split: str) -> str:
+    """What to do with a folder named as a data file: a dataset saved with `save_to_disk` is a `--dataset_name`;
+    other files are named with a glob, shown with the extension of the first data file in the folder."""
+    if _saved_to_disk(path):
+        return (
+            f"The {split} file {str(path)!r} is a dataset saved with save_to_disk: pass the folder as --dataset_name."
+        )
+    files = sorted(f for f in path.iterdir() if f.is_file() and file_extension(f) in FILE_BUILDERS)
+    pattern = path / f"*{''.join(files[0].suffixes)}" if files else path / "*.txt"
+    return f"The {split} file {str(path)!r} is a folder: name the files in it with a glob, e.g. {str(pattern)!r}."
+
+
+def _saved_to_disk(path: Path) -> bool:
+    """Whether `path` is a folder that `datasets`' `save_to_disk` wrote (a `Dataset` or a `DatasetDict`)."""
+    return (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file() or (
+        path / datasets.config.DATASETDICT_JSON_FILENAME
+    ).is_file()
+
+
+def _load_saved(path: Path, streaming: bool) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    """A folder `save_to_disk` wrote, through `load_from_disk`: a `DatasetDict` keeps its splits, a `Dataset` is the
+    train split."""
+    logger.info("Loading the dataset saved in %s", path)
+    saved = datasets.load_from_disk(str(path))
+    return _streamed(
+        saved if isinstance(saved, datasets.DatasetDict) else datasets.DatasetDict({"train": saved}), streaming
+    )
+
+
+def _streamed(raw: datasets.DatasetDict, streaming: bool) -> datasets.DatasetDict | datasets.IterableDatasetDict:
+    """`raw`, as iterable splits when `streaming`."""
+    return datasets.IterableDatasetDict({k: v.to_iterable_dataset() for k, v in raw.items()}) if streaming else raw
 
 
 def _expand(pattern: Path, split: str) -> list[Path]:
@@ -350,8 +387,7 @@ def _load_conll(
         split: datasets.concatenate_datasets([read_conll(f) for f in files]) if len(files) > 1 else read_conll(files[0])
         for split, files in split_files.items()
     }
-    raw = datasets.DatasetDict(splits)
-    return datasets.IterableDatasetDict({k: v.to_iterable_dataset() for k, v in raw.items()}) if streaming else raw
+    return _streamed(datasets.DatasetDict(splits), streaming)
 
 
 def _find_local(
@@ -387,8 +423,8 @@ def load_raw_datasets(
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
     """Load the raw (untokenised) splits of a dataset.
 
-    Explicit files win; else a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the
-    Hub. Splits keep the names "train", "validation", "test" for whichever are present. With `text_files_as_conll`
+    Explicit files win; else a folder `dataset_name` that `save_to_disk` wrote (a `Dataset` is the train split); else
+    a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the Hub. Splits keep the names "train", "validation", "test" for whichever are present. With `text_files_as_conll`
     (a token-classification task), text files given are read as CoNLL-format sentences (`read_conll`).
 
     Returns:
@@ -409,6 +445,8 @@ def load_raw_datasets(
         return _load_files(split_files, streaming, cache_dir, builder="conll" if conll else None)
     if not dataset_name:
         raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
+    if _saved_to_disk(Path(dataset_name).expanduser()):
+        return _load_saved(Path(dataset_name).expanduser(), streaming)
 
     local_dir = resolve_data_dir(data_dir)
     for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):

@@ -165,15 +165,20 @@ class DataArguments:
     dataset_name: str | None = field(
         default=None,
         metadata={
-            "help": "Hub dataset id, e.g. wikitext. With none of this, --train_file and --task_text: WikiText-2 "
-            "raw (wikitext / wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
+            "help": "Hub dataset id, e.g. wikitext, or a folder that datasets' save_to_disk wrote (a Dataset is the "
+            "train split). With none of this, --train_file and --task_text: WikiText-2 raw (wikitext / "
+            "wikitext-2-raw-v1), read from the copy shipped in the package (offline)."
         },
     )
     dataset_config_name: str | None = field(
         default=None, metadata={"help": "Hub dataset config, e.g. wikitext-2-raw-v1."}
     )
     train_file: str | None = field(
-        default=None, metadata={"help": "Training data file (txt, csv, tsv, json/jsonl, parquet; .gz ok)."}
+        default=None,
+        metadata={
+            "help": "Training data file (txt: one row per line; csv, tsv, json/jsonl, parquet; .gz ok), or several "
+            "of one format through a quoted glob ('texts/*.txt')."
+        },
     )
     validation_file: str | None = field(
         default=None, metadata={"help": "Validation data file, same formats as train_file."}

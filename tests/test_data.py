@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import time
 from pathlib import Path
 
@@ -135,6 +136,38 @@ def test_errors_name_the_bad_value(tmp_path: Path) -> None:
         load_raw_datasets(train_file=str(tmp_path / "a.txt"), validation_file=str(tmp_path / "b.csv"))
     with pytest.raises(ValueError, match="No data given"):
         load_raw_datasets()
+
+
+def test_a_folder_named_as_a_file_says_how_to_name_its_files(tmp_path: Path) -> None:
+    """Not "does not exist": a folder of files gets the glob that names them, a folder that `save_to_disk` wrote the
+    flag that reads it."""
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt.gz").write_bytes(gzip.compress(b"one\n"))
+    with pytest.raises(
+        IsADirectoryError,
+        match=re.escape(
+            f"is a folder: name the files in it with a glob, e.g. {str(tmp_path / 'texts' / '*.txt.gz')!r}."
+        ),
+    ):
+        load_raw_datasets(train_file=str(tmp_path / "texts"))
+    datasets.Dataset.from_dict({"text": ["one", "two"]}).save_to_disk(tmp_path / "saved")
+    with pytest.raises(
+        IsADirectoryError, match="is a dataset saved with save_to_disk: pass the folder as --dataset_name"
+    ):
+        load_raw_datasets(train_file=str(tmp_path / "saved"))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_dataset_name_that_save_to_disk_wrote_loads_from_disk(tmp_path: Path, streaming: bool) -> None:
+    """A saved `Dataset` is the train split; a saved `DatasetDict` keeps its splits."""
+    one = datasets.Dataset.from_dict({"text": ["one", "two"]})
+    one.save_to_disk(tmp_path / "dataset")
+    datasets.DatasetDict({"train": one, "validation": one.select([1])}).save_to_disk(tmp_path / "dict")
+    raw = load_raw_datasets(str(tmp_path / "dataset"), streaming=streaming)
+    assert list(raw) == ["train"] and [row["text"] for row in raw["train"]] == ["one", "two"]
+    raw = load_raw_datasets(str(tmp_path / "dict"), streaming=streaming)
+    assert list(raw) == ["train", "validation"] and [row["text"] for row in raw["validation"]] == ["two"]
+    assert isinstance(raw["train"], datasets.IterableDataset) == streaming
 
 
 @pytest.mark.parametrize(
