@@ -143,10 +143,12 @@ def _load_named_text_splits(
     for name, data in (("train", train), ("validation", validation)):
         if data is not None:
             check_columns(_column_names(data), {"text": data_args.text_column}, name)
+            _check_text_column(data, data_args.text_column, name)
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
         train, validation = train.skip(held_out), train.take(held_out)
     elif validation is None:
+        _check_rows_to_hold_out(len(train), data_args.validation_split_percentage)
         # The last rows, not a random sample: keeps documents contiguous for packing and NSP.
         split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, shuffle=False)
         train, validation = split["train"], split["test"]
@@ -155,6 +157,28 @@ def _load_named_text_splits(
     if data_args.streaming:
         train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
     return train, validation
+
+
+def _check_text_column(split: datasets.Dataset | datasets.IterableDataset, column: str, name: str) -> None:
+    """Refuse a --text_column whose values are not text (a csv column of numbers, say), naming its type."""
+    feature = split.features.get(column) if split.features is not None else None
+    if feature is not None and getattr(feature, "dtype", None) not in ("string", "large_string"):
+        kind = getattr(feature, "dtype", None) or type(feature).__name__
+        raise ValueError(
+            f"--text_column {column!r} of the {name} split holds {kind} values, not text: name the column of raw "
+            "text with --text_column."
+        )
+
+
+def _check_rows_to_hold_out(rows: int, percentage: int) -> None:
+    """Refuse a train split too short to hold out `percentage`% of its rows (at least one) and keep one to train on,
+    before `train_test_split` fails in its own words."""
+    if rows - math.ceil(rows * percentage / 100) < 1:
+        raise ValueError(
+            f"The train split has {rows} row(s) (a text file gives one per line), too few to hold out "
+            f"--validation_split_percentage {percentage}% for validation and train on the rest: give a "
+            "--validation_file, or more rows."
+        )
 
 
 def build_tokenizer(
@@ -204,7 +228,7 @@ def make_pack_function(
 
     def pack(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(
-            batch[text_column],
+            [text or "" for text in batch[text_column]],  # an empty csv cell or a json null reads as None
             add_special_tokens=False,
             return_attention_mask=False,
             return_token_type_ids=False,

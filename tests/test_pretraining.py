@@ -384,6 +384,12 @@ def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:
     assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()  # WWM replaces with [MASK] only
 
 
+def test_packing_reads_an_empty_cell_as_an_empty_text(tokenizer: BertTokenizer) -> None:
+    """A csv's empty cell or a json null arrives as None: packed as no text, as a blank line is."""
+    pack = make_pack_function(tokenizer, "text", max_seq_length=8, with_offsets=False)
+    assert pack({"text": [CORPUS[0], None, CORPUS[1]]}) == pack({"text": [CORPUS[0], "", CORPUS[1]]})
+
+
 def test_whole_word_mask_through_main_masks_whole_words(
     text_file: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -462,6 +468,8 @@ def _write(path: Path, text: str) -> Path:
         "empty_file",
         "bad_column",
         "empty_after_filtering",
+        "one_row",
+        "numbers_column",
         "too_long",
         "no_mask_token",
         "finished_output",
@@ -481,6 +489,12 @@ def test_bad_input_fails_before_training(
         match = r"Column\(s\) \['text'\] not in the train split; it has \['sentence'\]: name yours with --text_column\."
     elif case == "empty_after_filtering":
         train, error, match = _write(tmp_path / "blank.txt", "\n \n\n"), ValueError, "no example"
+    elif case == "one_row":  # one long line, say: nothing to hold out for validation
+        train, error = _write(tmp_path / "one.txt", "paris is the capital of france . " * 50 + "\n"), ValueError
+        match = r"^The train split has 1 row\(s\) .* too few to hold out --validation_split_percentage 20% .*--validation_file"
+    elif case == "numbers_column":
+        train, error = _write(tmp_path / "n.csv", "id,text\n1,2\n3,4\n"), ValueError
+        match = r"--text_column 'text' of the train split holds int64 values, not text"
     elif case == "too_long":
         extra, error, match = (
             ["--max_seq_length", "128"],
