@@ -83,7 +83,8 @@ class ModelArguments:
         default=None,
         metadata={
             "help": "Tokenizer: a tokenizer folder, a folder with only vocab.txt, a vocab.txt, or a Hub id. "
-            "Default: train a WordPiece tokenizer on the training text."
+            "Default: the --model_name_or_path model's own, else a WordPiece tokenizer of --tokenizer_vocab_size "
+            "tokens trained on the training text."
         },
     )
     tokenizer_vocab_size: int = field(
@@ -404,7 +405,7 @@ class PretrainingArguments(GuardedTrainingArguments):
 
 # What `--help` lists: the flags a first run needs (every other flag: --help_all).
 FIRST_RUN_FLAGS = (
-    *("model_size", "model_name_or_path", "objective"),
+    *("model_size", "model_name_or_path", "tokenizer_name", "objective"),
     *("train_file", "validation_file", "dataset_name", "dataset_config_name", "data_dir", "text_column", "streaming"),
     *("max_seq_length", "max_train_samples"),
     *("output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_train_minutes", "max_steps"),

@@ -627,6 +627,7 @@ def test_training_help_lists_what_a_first_run_needs_and_the_rest_behind_help_all
     headings = [line for line in short.splitlines() if line.endswith(":") and not line.startswith(" ")]
     assert headings == ["options:", "model:", "data:", "training:"]
     assert "--max_train_minutes" in short or command == "finetune"
+    assert "--tokenizer_name" in short or command == "finetune"  # own text: a vocab.txt of one's own, or trained
     assert "--data_dir" in short and "--learning_rate" in short and "--output_dir" in short
     assert "--label_smoothing_factor" not in short and "--weight_decay" not in short  # --help_all only
     assert "--label_smoothing_factor" in full and "--weight_decay" in full
