@@ -32,6 +32,7 @@ from .run_folder import (
     GuardedTrainingArguments,
     check_output_dir,
 )
+from .tokenization import SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
 
@@ -478,6 +479,16 @@ def check_model_arguments(model_args: ModelArguments) -> None:
     ):
         raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
     check_num_attention_heads(model_args)
+    if model_args.tokenizer_name is None and model_args.model_name_or_path is None:  # a tokenizer is trained
+        if model_args.tokenizer_vocab_size <= len(SPECIAL_TOKENS):
+            raise ValueError(
+                f"tokenizer_vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens "
+                f"({' '.join(SPECIAL_TOKENS)}), got {model_args.tokenizer_vocab_size}."
+            )
+        if model_args.tokenizer_train_samples < 1:
+            raise ValueError(
+                f"tokenizer_train_samples must be a positive number of texts, got {model_args.tokenizer_train_samples}."
+            )
     if not 0.0 <= model_args.dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {model_args.dropout}.")
     if model_args.sinusoidal_position_std < 0:

@@ -138,7 +138,10 @@ def _load_named_text_splits(
         streaming=data_args.streaming,
     )
     if "train" not in raw:
-        raise ValueError(f"The data has no train split; splits found: {sorted(raw)}.")
+        raise ValueError(
+            f"The data has no train split (splits found: {sorted(raw)}): give the training text with --train_file, "
+            "or a --dataset_name that has a train split."
+        )
     train, validation = raw["train"], raw.get("validation")
     for name, data in (("train", train), ("validation", validation)):
         if data is not None:

@@ -516,6 +516,16 @@ def test_bad_input_fails_before_training(
         _assert_not_finished(out)
 
 
+def test_validation_file_alone_asks_for_the_training_text(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    argv = pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "out", "--max_steps", "2")
+    argv[argv.index("--train_file")] = "--validation_file"
+    with pytest.raises(ValueError, match=r"^The data has no train split .*--train_file"):
+        main(argv)
+    _assert_not_finished(tmp_path / "out")
+
+
 PROBABILITIES = (
     "mlm_probability",
     "eval_mlm_probability",
@@ -537,6 +547,12 @@ PROBABILITIES = (
         ),
         ("--nsp_random_probability", "2.0", "nsp_random_probability must be in [0, 1], got 2.0."),
         ("--prediction_fraction", "0", "prediction_fraction must be positive, got 0.0."),
+        (
+            "--tokenizer_vocab_size",
+            "3",
+            "tokenizer_vocab_size must exceed the 5 special tokens ([PAD] [UNK] [CLS] [SEP] [MASK]), got 3.",
+        ),
+        ("--tokenizer_train_samples", "0", "tokenizer_train_samples must be a positive number of texts, got 0."),
     ],
 )
 def test_unknown_size_and_probabilities_outside_the_unit_interval_fail_before_training(
