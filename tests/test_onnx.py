@@ -244,6 +244,14 @@ def test_export_bad_task(model_dirs, tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_export_refuses_a_head_the_checkpoint_lacks(model_dirs, tmp_path: Path) -> None:
+    """A masked LM exported as a classifier would get a randomly initialised classifier: refused, as `classify`
+    refuses it, before anything is written."""
+    with pytest.raises(ValueError, match="BertScratchForMaskedLM checkpoint; text-classification needs one of"):
+        onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", task="text-classification")
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real_import = common.importlib.import_module
 

@@ -343,7 +343,8 @@ def export_onnx(
     """Export the model folder (or Hub id) `model` to ONNX in `output_dir`, with its config and tokenizer.
 
     Args:
-        task: one of `ONNX_TASKS`; None: the task of the checkpoint's head (`default_task`).
+        task: one of `ONNX_TASKS`; None: the task of the checkpoint's head (`default_task`). A task whose head the
+            checkpoint lacks (text-classification of a masked LM) is refused, as the inference commands refuse it.
         tokenizer: tokenizer folder, vocab.txt or Hub id; None: the one saved with the model.
         opset: ONNX opset; None: torch.onnx's default.
         overwrite: replace an `output_dir` that already holds files (otherwise refused).
@@ -362,6 +363,7 @@ def export_onnx(
         `output_dir`, written in one rename once complete.
     """
     from ..convert import family_checkpoint
+    from ..inference import check_task_head
     from ..tokenization import load_tokenizer
 
     model = family_checkpoint(model)  # transformers' BERT converted on load
@@ -375,6 +377,7 @@ def export_onnx(
     config = AutoConfig.from_pretrained(model)
     task = task or default_task(config.architectures)
     spec = check_task(task)
+    check_task_head(model, task)  # a head the checkpoint lacks would be exported with random weights
     torch_model = getattr(importlib.import_module("transformers"), spec.auto_class).from_pretrained(
         model, dtype=torch.float32
     )
