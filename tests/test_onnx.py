@@ -27,6 +27,7 @@ from hf_bertscratch.onnx.common import (
     INT8_AGREEMENT,
     INT8_RTOL,
     MASKED_POSITIONS,
+    ONNX_FILE,
     ONNX_TASKS,
     example_batch,
 )
@@ -250,6 +251,24 @@ def test_export_refuses_a_head_the_checkpoint_lacks(model_dirs, tmp_path: Path) 
     with pytest.raises(ValueError, match="BertScratchForMaskedLM checkpoint; text-classification needs one of"):
         onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", task="text-classification")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("opset", [16, 99])
+def test_export_refuses_an_opset_it_did_not_write(model_dirs, tmp_path: Path, opset: int) -> None:
+    """torch.onnx answers an opset below what it converts to, or past its newest, with a warning and a graph of
+    another opset (past the newest, one ONNX Runtime cannot load): the export names the opset asked and the one
+    written, and writes nothing."""
+    with pytest.raises(ValueError, match=rf"opset={opset} cannot be exported: torch\.onnx .* wrote opset 18 instead"):
+        onnx_export.export_onnx(model_dirs["feature-extraction"], tmp_path / "out", opset=opset)
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_writes_the_opset_asked_for(model_dirs, tmp_path: Path) -> None:
+    folder = onnx_export.export_onnx(model_dirs["feature-extraction"], tmp_path / "out", opset=21, check=False)
+    import onnx  # onnxscript's dependency
+
+    imports = onnx.load(str(folder / ONNX_FILE)).opset_import
+    assert [each.version for each in imports if each.domain == ""] == [21]
 
 
 def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -148,7 +148,23 @@ def export_graph(
         )
     assert program is not None, "the dynamo exporter returns its program"
     program.save(str(path), external_data=False)
+    if opset is not None:
+        check_opset(path, opset)
     return names
+
+
+def check_opset(path: Path, opset: int) -> None:
+    """Raise unless the ONNX file `path` has the standard opset `opset`: asked for one it cannot write, torch.onnx
+    warns and writes another (one it cannot convert down to: 18; one past its translator's newest: a graph labelled
+    18 that ONNX Runtime refuses to load)."""
+    onnx = require("onnx")
+    imports = onnx.load(str(path), load_external_data=False).opset_import
+    written = next((each.version for each in imports if each.domain in ("", "ai.onnx")), None)
+    if written != opset:
+        raise ValueError(
+            f"opset={opset} cannot be exported: torch.onnx {torch.__version__} wrote opset {written} instead. "
+            "Pass an opset torch.onnx writes, or none for its default."
+        )
 
 
 class BertScratchOnnxEncoder(nn.Module):
@@ -418,6 +434,7 @@ def check_export(folder: Path, model: PreTrainedModel, task: str, names: tuple[s
 __all__ = [
     "BertScratchOnnxEncoder",
     "check_export",
+    "check_opset",
     "export_graph",
     "export_onnx",
     "onnx_runtime_layout",
