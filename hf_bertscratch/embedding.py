@@ -182,6 +182,15 @@ def saved_pooling(folder: str | Path) -> str | None:
     raise ValueError(f"{path} asks for pooling {modes}; hf_bertscratch computes mean and cls pooling only.")
 
 
+def saved_max_seq_length(folder: str | Path) -> int | None:
+    """The tokens an embedding folder's texts are cut to (its sentence_bert_config.json's `max_seq_length`, what it
+    was trained on and where sentence-transformers cuts), None for a folder without one (a pretrained encoder)."""
+    path = Path(folder) / "sentence_bert_config.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8")).get("max_seq_length")
+
+
 __all__ = [
     "EMBEDDING_OBJECTIVES",
     "EmbeddingTrainer",
@@ -190,6 +199,7 @@ __all__ = [
     "embed_batch",
     "in_batch_loss",
     "objective_for_labels",
+    "saved_max_seq_length",
     "saved_pooling",
     "write_sentence_transformers_files",
 ]

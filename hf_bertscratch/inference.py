@@ -345,18 +345,34 @@ def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> st
     return (saved_pooling(folder) if folder is not None and Path(folder).is_dir() else None) or "mean"
 
 
+def embedding_truncation(extractor: Pipeline) -> dict:
+    """Tokenizer arguments that cut a text where an embedding folder was trained to read (its
+    sentence_bert_config.json's max_seq_length, where sentence-transformers cuts it too), else at the model's
+    positions (`truncation_kwargs`)."""
+    from .embedding import saved_max_seq_length
+
+    kwargs = truncation_kwargs(extractor.model)
+    folder = extractor.model.name_or_path
+    trained = saved_max_seq_length(folder) if folder and Path(folder).is_dir() else None
+    if trained:
+        kwargs["max_length"] = min(trained, kwargs["max_length"])
+    return kwargs
+
+
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: object) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
     ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state; "auto" pools as
-    an embedding folder was trained to (`embedding_pooling`), else by the mean. Text beyond the model's
-    max_position_embeddings tokens is cut off. A checkpoint fine-tuned for a task is refused (`check_encoder`)."""
+    an embedding folder was trained to (`embedding_pooling`), else by the mean. Text beyond an embedding folder's
+    max_seq_length tokens (the model's max_position_embeddings for another encoder) is cut off, as
+    sentence-transformers cuts it (`embedding_truncation`). A checkpoint fine-tuned for a task is refused
+    (`check_encoder`)."""
     pooling = embedding_pooling(model, pooling)
     if not text.strip():
         raise ValueError("Text is empty: expected a sentence to embed.")
     if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
         check_encoder(check_model_reference(model))
     extractor = as_pipeline("feature-extraction", model, **load_kwargs)
-    outputs = extractor(text, return_tensors=True, tokenize_kwargs=truncation_kwargs(extractor.model))
+    outputs = extractor(text, return_tensors=True, tokenize_kwargs=embedding_truncation(extractor))
     hidden = outputs[0].float()  # (T, H)
     vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]
     return vector.numpy()
@@ -568,6 +584,7 @@ __all__ = [
     "classify",
     "embed",
     "embedding_pooling",
+    "embedding_truncation",
     "fill_mask",
     "load_pipeline",
     "masked_positions",

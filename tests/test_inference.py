@@ -45,6 +45,22 @@ def test_embed_truncates_long_text_to_the_positions(model_dirs, tokenizer) -> No
     np.testing.assert_allclose(vector, reference.numpy(), atol=1e-5)
 
 
+def test_embed_cuts_an_embedding_folders_text_where_sentence_transformers_does(tmp_path: Path, tokenizer) -> None:
+    """An embedding folder trained on 16-token texts: `embed` cuts a long text at its max_seq_length, as
+    sentence-transformers does (not at the model's 64 positions), and gives sentence-transformers' vector."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    hf_bertscratch.BertScratchModel(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    write_sentence_transformers_files(tmp_path, "mean", 16, config.hidden_size)
+    encoder = sentence_transformers.SentenceTransformer(str(tmp_path), trust_remote_code=True, device="cpu")
+    reference = encoder.encode([LONG_TEXT], convert_to_numpy=True)[0]
+    np.testing.assert_allclose(inference.embed(tmp_path, LONG_TEXT), reference, atol=1e-5)
+
+
 def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     pipe = inference.load_pipeline("text-classification", model_dirs["classifier"], device="cpu")
     results = inference.classify(pipe, LONG_TEXT)
