@@ -359,7 +359,7 @@ def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Pat
     with staged_folder(output_dir) as staging:
         model.save_pretrained(staging)
         _copy_tokenizer(source, staging)
-        return _copy_sentence_transformers_files(source, staging)
+        return copy_sentence_transformers_files(source, staging)
 
 
 # Checkpoints converted on load in this process: what a command was given -> the BertScratch folder it loads.
@@ -404,10 +404,10 @@ def family_checkpoint(model: str | Path) -> str:
 SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
 
 
-def _copy_sentence_transformers_files(source: str | Path, destination: Path) -> list[str]:
+def copy_sentence_transformers_files(source: str | Path, destination: Path) -> list[str]:
     """Keep an embedding folder one: its sentence-transformers files and module folders (1_Pooling/, ...) go along,
-    so sentence-transformers and embedding servers read the converted encoder with the pooling it was trained with,
-    not their own default. The first module, the transformer at the folder's root, is the converted model. Returns
+    so sentence-transformers, embedding servers and `bertscratch embed` read the converted (or exported) encoder
+    with the pooling and length it was trained with, not their own default. The first module, the transformer at the folder's root, is the converted model. Returns
     the modules' types (none when `source` is no sentence-transformers folder)."""
     source = Path(source)
     if not (source / "modules.json").is_file():
@@ -500,6 +500,7 @@ __all__ = [
     "electra_to_bertscratch",
     "bertscratch_to_electra",
     "convert_checkpoint",
+    "copy_sentence_transformers_files",
     "family_checkpoint",
     "ACCEPTED_CHECKPOINTS",
     "CONVERTIBLE_MODEL_TYPES",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -341,6 +342,21 @@ def test_cli_embed_backends_agree(capsys, model_dirs, cli_exports, pooling: str)
         capsys, "embed", cli_exports["feature-extraction"], text, "--pooling", pooling, "--backend", "onnxruntime"
     )
     assert len(onnx_vector) == 32
+    np.testing.assert_allclose(onnx_vector, torch_vector, rtol=0, atol=ATOL)
+
+
+def test_an_exported_embedding_model_pools_and_cuts_as_trained(capsys, model_dirs, tmp_path: Path) -> None:
+    """An embedding folder trained with [CLS] pooling on 8-token texts keeps both in its export: `embed` on the
+    export (pooling auto) gives the PyTorch folder's vector for a text longer than 8 tokens."""
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    folder = tmp_path / "embedding"
+    shutil.copytree(model_dirs["feature-extraction"], folder)
+    write_sentence_transformers_files(folder, "cls", 8, 32)
+    exported = onnx_export.export_onnx(folder, tmp_path / "exported")
+    text = "the cat sat on the mat and the dog sat on the rug ."
+    torch_vector = cli_json(capsys, "embed", folder, text)
+    onnx_vector = cli_json(capsys, "embed", exported, text, "--backend", "onnxruntime")
     np.testing.assert_allclose(onnx_vector, torch_vector, rtol=0, atol=ATOL)
 
 

@@ -378,7 +378,7 @@ def export_onnx(
     Returns:
         `output_dir`, written in one rename once complete.
     """
-    from ..convert import family_checkpoint
+    from ..convert import copy_sentence_transformers_files, family_checkpoint
     from ..inference import check_task_head
     from ..tokenization import load_tokenizer
 
@@ -403,6 +403,7 @@ def export_onnx(
         torch_model.config.save_pretrained(staging)
         shutil.copy(configuration_bertscratch.__file__, staging / Path(configuration_bertscratch.__file__).name)
         loaded_tokenizer.save_pretrained(staging)
+        copy_sentence_transformers_files(model, staging)  # an embedding model's pooling and length
         if check:
             difference = check_export(staging, torch_model, task, names)
             logger.info("ONNX Runtime matches PyTorch: largest difference %.1e", difference)
