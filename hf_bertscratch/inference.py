@@ -194,13 +194,8 @@ def load_pipeline(
     model = family_checkpoint(model)  # transformers' BERT converted on load
     check_task_head(model, task)
     loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
-    exported = Path(model) / "model.onnx"
-    weights = [*Path(model).glob("*.safetensors"), *Path(model).glob("pytorch_model*.bin")]
-    if backend == "pytorch" and exported.is_file() and not weights:
-        raise ValueError(
-            f"{model} holds an ONNX export ({exported.name}) and no PyTorch weights: pass --backend onnxruntime "
-            "(in Python: backend='onnxruntime')."
-        )
+    if backend == "pytorch":
+        check_pytorch_weights(model)
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, loaded, device)
     # dtype="auto" would load a checkpoint saved in half precision as is: the type is always chosen here.
@@ -213,6 +208,23 @@ def load_pipeline(
         dtype=torch_dtype,
         pipeline_class=PIPELINE_CLASSES[task],
     )
+
+
+# The commands that run an exported folder (`--backend onnxruntime`); `answer` and `attention` need PyTorch weights.
+ONNX_COMMANDS = ("fill-mask", "classify", "tag", "embed", "similarity")
+
+
+def check_pytorch_weights(model: str | Path) -> None:
+    """Raise if the folder `model` holds an ONNX export and no PyTorch weights, saying what runs it (transformers'
+    own error names weight files only)."""
+    exported = Path(model) / "model.onnx"
+    weights = [*Path(model).glob("*.safetensors"), *Path(model).glob("pytorch_model*.bin")]
+    if exported.is_file() and not weights:
+        raise ValueError(
+            f"{model} holds an ONNX export ({exported.name}) and no PyTorch weights: run it with --backend "
+            f"onnxruntime ({', '.join(ONNX_COMMANDS)}; in Python: backend='onnxruntime'), or pass the model folder "
+            "it was exported from."
+        )
 
 
 def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
@@ -515,6 +527,7 @@ def _load_qa_model(
     else:
         name = family_checkpoint(model)  # transformers' BERT converted on load
         check_task_head(name, "question-answering")
+        check_pytorch_weights(name)
         # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
         qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
@@ -581,6 +594,7 @@ __all__ = [
     "attention_weights",
     "check_encoder",
     "check_model_reference",
+    "check_pytorch_weights",
     "classify",
     "embed",
     "embedding_pooling",

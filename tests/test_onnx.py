@@ -414,13 +414,26 @@ def test_cli_onnx_backend_prints_answers_only(
     assert not caplog.records, caplog.text
 
 
-def test_an_export_run_without_the_onnxruntime_backend_is_one_line_naming_it(capsys, onnx_dirs) -> None:
+@pytest.mark.parametrize(
+    "task, argv",
+    [
+        ("fill-mask", ["fill-mask", "{model}", "paris is the [MASK] of france ."]),
+        ("feature-extraction", ["attention", "{model}", "the cat sat .", "--output", "{tmp}/attention.png"]),
+        ("question-answering", ["answer", "{model}", "--question", "who sat ?", "--context", "the cat sat ."]),
+    ],
+)
+def test_an_export_run_without_the_onnxruntime_backend_is_one_line_naming_it(
+    capsys, onnx_dirs, tmp_path: Path, task: str, argv: list[str]
+) -> None:
+    """Every command that loads PyTorch weights says what runs an export (answer failed with transformers' missing
+    weight files; attention, which has no --backend, was told to pass one)."""
     with pytest.raises(SystemExit):
-        cli.main(["fill-mask", str(onnx_dirs["fill-mask"]), "paris is the [MASK] of france ."])
+        cli.main([arg.format(model=onnx_dirs[task], tmp=tmp_path) for arg in argv])
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
-        f"bertscratch fill-mask: error: ValueError: {onnx_dirs['fill-mask']} holds an ONNX export (model.onnx) and "
-        "no PyTorch weights: pass --backend onnxruntime (in Python: backend='onnxruntime')."
+        f"bertscratch {argv[0]}: error: ValueError: {onnx_dirs[task]} holds an ONNX export (model.onnx) and "
+        "no PyTorch weights: run it with --backend onnxruntime (fill-mask, classify, tag, embed, similarity; in "
+        "Python: backend='onnxruntime'), or pass the model folder it was exported from."
     )
 
 
