@@ -272,6 +272,13 @@ def test_export_writes_the_opset_asked_for(model_dirs, tmp_path: Path) -> None:
     assert [each.version for each in imports if each.domain == ""] == [21]
 
 
+def test_export_refuses_reduce_range_without_quantize(model_dirs, tmp_path: Path) -> None:
+    """--reduce_range only sets the bits of int8 weights: on an fp32 export it did nothing, silently."""
+    with pytest.raises(ValueError, match=r"reduce_range=True sets the bits of int8 weights.*pass --quantize dynamic"):
+        onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", reduce_range=True)
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real_import = common.importlib.import_module
 

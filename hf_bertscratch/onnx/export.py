@@ -390,6 +390,11 @@ def export_onnx(
         )
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize={quantize!r} is not supported: expected one of {QUANTIZATIONS} or none.")
+    if reduce_range is not None and quantize is None:
+        raise ValueError(
+            f"reduce_range={reduce_range} sets the bits of int8 weights, and this export is fp32: pass --quantize "
+            "dynamic with it, or leave it out."
+        )
     config = AutoConfig.from_pretrained(model)
     task = task or default_task(config.architectures)
     spec = check_task(task)
