@@ -82,10 +82,14 @@ def check_task_head(model: str, task: str) -> None:
     heads = TASK_HEADS[task]
     architectures = AutoConfig.from_pretrained(model).architectures or []
     if heads and architectures and not any(name.endswith(heads) for name in architectures):
+        where = (
+            "a masked-LM folder, as `bertscratch pretrain` writes it"
+            if task == "fill-mask"
+            else f"a pretrained checkpoint must first be fine-tuned for {task}: `bertscratch finetune`"
+        )
         raise ValueError(
             f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
-            f"{', '.join('*' + head for head in heads)} (a pretrained checkpoint must first be fine-tuned for {task}: "
-            "`bertscratch finetune`)."
+            f"{', '.join('*' + head for head in heads)} ({where})."
         )
 
 

@@ -61,6 +61,14 @@ def test_embed_cuts_an_embedding_folders_text_where_sentence_transformers_does(t
     np.testing.assert_allclose(inference.embed(tmp_path, LONG_TEXT), reference, atol=1e-5)
 
 
+def test_fill_mask_on_a_classifier_points_to_a_masked_lm(model_dirs) -> None:
+    """Fine-tuning cannot give a classifier its masked-LM head back: the error points to a pretraining folder."""
+    with pytest.raises(
+        ValueError, match=r"fill-mask needs one of the heads .*\(a masked-LM folder, as `bertscratch pre"
+    ):
+        inference.fill_mask(model_dirs["classifier"], "the [MASK] sat .")
+
+
 def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     pipe = inference.load_pipeline("text-classification", model_dirs["classifier"], device="cpu")
     results = inference.classify(pipe, LONG_TEXT)
