@@ -49,7 +49,7 @@ from .convert import family_checkpoint
 from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
 from .similarity import POOLINGS
-from .tokenization import load_tokenizer
+from .tokenization import check_tokenizer_fits, load_tokenizer
 
 if TYPE_CHECKING:
     from .onnx.runtime import BertScratchOnnxRuntimeModel
@@ -198,6 +198,7 @@ def load_pipeline(
     model = family_checkpoint(model)  # transformers' BERT converted on load
     check_task_head(model, task)
     loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    check_tokenizer_fits(loaded, AutoConfig.from_pretrained(model).vocab_size)
     if backend == "pytorch":
         check_pytorch_weights(model)
     if backend == "onnxruntime":
@@ -536,6 +537,7 @@ def _load_qa_model(
         qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
             tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else name))
+        check_tokenizer_fits(tokenizer, qa_model.config.vocab_size)
     if device is not None:
         # PreTrainedModel.to is functools.wraps(nn.Module.to), which typeshed types as unbound: self comes first.
         qa_model = qa_model.to(device)  # type: ignore[arg-type]

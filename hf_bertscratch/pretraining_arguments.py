@@ -32,7 +32,7 @@ from .run_folder import (
     GuardedTrainingArguments,
     check_output_dir,
 )
-from .tokenization import SPECIAL_TOKENS
+from .tokenization import SPECIAL_TOKENS, check_tokenizer_fits
 
 logger = logging.getLogger(__name__)
 
@@ -739,7 +739,4 @@ def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerB
 def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:
     """Refuse a model whose positions or vocabulary are too small for the data, naming both numbers."""
     check_max_seq_length(data_args.max_seq_length, config.max_position_embeddings)
-    if len(tokenizer) > config.vocab_size:
-        raise ValueError(
-            f"The tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {config.vocab_size}."
-        )
+    check_tokenizer_fits(tokenizer, config.vocab_size)

@@ -68,6 +68,16 @@ def check_vocabulary(tokenizer: PreTrainedTokenizerBase, name: str, remedy: str)
         )
 
 
+def check_tokenizer_fits(tokenizer: PreTrainedTokenizerBase, vocab_size: int, name: str = "tokenizer") -> None:
+    """Raise ValueError when `tokenizer` has more tokens than the model's embedding rows (`vocab_size`): its ids past
+    the last row would fail the model at the first text that uses them, or, in an exported graph, at run time."""
+    if len(tokenizer) > vocab_size:
+        raise ValueError(
+            f"The {name} has {len(tokenizer)} tokens but the model's vocab_size is {vocab_size}: pass the tokenizer "
+            "the model was trained with (the one saved with it)."
+        )
+
+
 def check_mask_token(tokenizer: PreTrainedTokenizerBase, name: str = "tokenizer") -> None:
     """Raise ValueError unless the tokenizer has a mask token that is in its vocabulary (MLM needs one).
 
@@ -152,7 +162,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 
 
-__all__ = ["SPECIAL_TOKENS", "check_mask_token", "load_tokenizer", "main", "train_wordpiece_tokenizer"]
+__all__ = [
+    "SPECIAL_TOKENS",
+    "check_mask_token",
+    "check_tokenizer_fits",
+    "load_tokenizer",
+    "main",
+    "train_wordpiece_tokenizer",
+]
 
 
 if __name__ == "__main__":

@@ -69,6 +69,20 @@ def test_fill_mask_on_a_classifier_points_to_a_masked_lm(model_dirs) -> None:
         inference.fill_mask(model_dirs["classifier"], "the [MASK] sat .")
 
 
+def test_a_tokenizer_larger_than_the_vocabulary_is_refused_on_loading(model_dirs, tokenizer, tmp_path: Path) -> None:
+    """Refused when the model loads, naming both sizes, not at the first text holding a token past the embeddings."""
+    config = hf_bertscratch.BertScratchConfig.from_pretrained(model_dirs["mlm"])
+    hf_bertscratch.BertScratchForQuestionAnswering(config).save_pretrained(tmp_path / "qa")
+    big = tmp_path / "vocab.txt"
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(config.vocab_size)]
+    big.write_text("\n".join(words))
+    message = rf"tokenizer has {config.vocab_size + 5} tokens but the model's vocab_size is {config.vocab_size}"
+    with pytest.raises(ValueError, match=message):
+        inference.fill_mask(model_dirs["mlm"], "the [MASK] sat .", tokenizer=big)
+    with pytest.raises(ValueError, match=message):
+        inference.answer_question(tmp_path / "qa", "who ?", "the cat .", tokenizer=big)
+
+
 def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     pipe = inference.load_pipeline("text-classification", model_dirs["classifier"], device="cpu")
     results = inference.classify(pipe, LONG_TEXT)

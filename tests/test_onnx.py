@@ -279,6 +279,17 @@ def test_export_refuses_reduce_range_without_quantize(model_dirs, tmp_path: Path
     assert not (tmp_path / "out").exists()
 
 
+def test_export_refuses_a_tokenizer_larger_than_the_vocabulary(model_dirs, tmp_path: Path) -> None:
+    """A --tokenizer with more tokens than the model's embedding rows exported a folder whose graph fails at run
+    time on the first text with such a token (the check's random ids never reach them)."""
+    big = tmp_path / "vocab.txt"
+    vocab_size = hf_bertscratch.BertScratchConfig.from_pretrained(model_dirs["fill-mask"]).vocab_size
+    big.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(vocab_size)]))
+    with pytest.raises(ValueError, match=rf"tokenizer has {vocab_size + 5} tokens but the model's vocab_size is"):
+        onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", tokenizer=big)
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real_import = common.importlib.import_module
 

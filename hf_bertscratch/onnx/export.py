@@ -380,7 +380,7 @@ def export_onnx(
     """
     from ..convert import copy_sentence_transformers_files, family_checkpoint
     from ..inference import check_task_head
-    from ..tokenization import load_tokenizer
+    from ..tokenization import check_tokenizer_fits, load_tokenizer
 
     model = family_checkpoint(model)  # transformers' BERT converted on load
     output_dir = Path(output_dir)
@@ -403,6 +403,7 @@ def export_onnx(
         model, dtype=torch.float32
     )
     loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    check_tokenizer_fits(loaded_tokenizer, config.vocab_size)
     with staged_folder(output_dir) as staging:
         names = export_graph(torch_model, task, staging / ONNX_FILE, opset, masked_positions, optimize)
         torch_model.config.save_pretrained(staging)
