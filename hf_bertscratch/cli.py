@@ -132,7 +132,8 @@ class TagArguments(InferenceArguments):
         default="simple",
         metadata={
             "help": "How word pieces become entities (transformers' token-classification pipeline): simple groups "
-            "adjacent pieces of one type; first/average/max score whole words; none lists every piece."
+            "adjacent pieces of one type; first/average/max score whole words; none lists every piece, of a text "
+            "longer than the model reads the first window only (the others tag it all, window by window)."
         },
     )
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})

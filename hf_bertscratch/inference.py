@@ -410,13 +410,13 @@ def similarity(
     return float(first @ second / norms) if norms > 0 else 0.0
 
 
-def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, int]:
+def _cover_whole_text(tagger: Pipeline, text: str, aggregation_strategy: str) -> dict[str, int]:
     """Pipeline arguments that tag a text longer than the model's positions in overlapping windows.
 
     The pipeline cuts input at the tokenizer's model_max_length, which a tokenizer saved without one sets to ~1e30
     (so a long text would overrun the position embeddings); capping it at the model's positions and giving a stride
     tags the whole text, window by window, instead of failing. The pipeline refuses a stride without aggregation, so
-    "none" tags only the first window.
+    "none" tags only the first window, and says so in a warning.
     """
     positions = getattr(getattr(tagger.model, "config", None), "max_position_embeddings", None)
     if positions is None:
@@ -424,7 +424,17 @@ def _cover_whole_text(tagger: Pipeline, aggregation_strategy: str) -> dict[str, 
     tokenizer = tagger.tokenizer
     assert tokenizer is not None, "a token-classification pipeline is always built with its tokenizer"
     tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
-    return {} if aggregation_strategy == "none" else {"stride": tokenizer.model_max_length // 4}
+    if aggregation_strategy != "none":
+        return {"stride": tokenizer.model_max_length // 4}
+    pieces = len(tokenizer(text)["input_ids"])
+    if pieces > tokenizer.model_max_length:
+        logger.warning(
+            "aggregation_strategy 'none' tags the first %d of the text's %d tokens only (transformers' pipeline "
+            "takes no stride without grouping); simple, first, average or max tag the whole text in windows.",
+            tokenizer.model_max_length,
+            pieces,
+        )
+    return {}
 
 
 def tag_entities(
@@ -462,7 +472,7 @@ def tag_entities(
         )
     tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
     entities = tagger(
-        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, aggregation_strategy)
+        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, text, aggregation_strategy)
     )
     # The pipeline's scores are numpy float32, which json cannot write.
     return [{**entity, "score": float(entity["score"])} for entity in entities]
