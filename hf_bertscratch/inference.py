@@ -199,17 +199,16 @@ def load_pipeline(
     check_task_head(model, task)
     loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
     check_tokenizer_fits(loaded, AutoConfig.from_pretrained(model).vocab_size)
-    if backend == "pytorch":
-        check_pytorch_weights(model)
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, loaded, device)
+    check_pytorch_weights(model)
     # dtype="auto" would load a checkpoint saved in half precision as is: the type is always chosen here.
     # transformers' overloads of pipeline() name each task literally and take only its own tokenizer and model classes.
     return pipeline(  # type: ignore[call-overload]
         task,
         model=model,
         tokenizer=loaded,
-        device=device,
+        device=torch_device(device),
         dtype=torch_dtype,
         pipeline_class=PIPELINE_CLASSES[task],
     )
@@ -230,6 +229,25 @@ def check_pytorch_weights(model: str | Path) -> None:
             f"onnxruntime ({', '.join(ONNX_COMMANDS)}; in Python: backend='onnxruntime'), or pass the model folder "
             "it was exported from."
         )
+
+
+def torch_device(device: str | int | torch.device | None) -> str | int | torch.device | None:
+    """`device` as pipelines and `Module.to` take it, a GPU index given as text (`--device 0`) made an int; raises
+    naming it where torch cannot run (a name torch does not know, a CUDA device on a machine without one)."""
+    given = device
+    if isinstance(device, str) and device.strip().isdigit():
+        device = int(device)
+    if device is None or (isinstance(device, int) and device < 0):  # a pipeline's -1 is the CPU
+        return device
+    try:
+        kind = torch.device("cuda", device).type if isinstance(device, int) else torch.device(device).type
+    except RuntimeError as error:
+        raise ValueError(
+            f"device={given!r} is not a device torch knows: expected cpu, cuda, cuda:N or a GPU index N."
+        ) from error
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={given!r} is a CUDA GPU and torch sees none here: pass --device cpu or leave it out.")
+    return device
 
 
 def inference_dtype(dtype: str, backend: str = "pytorch") -> torch.dtype:
@@ -548,9 +566,10 @@ def _load_qa_model(
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
             tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else name))
         check_tokenizer_fits(tokenizer, qa_model.config.vocab_size)
-    if device is not None:
+    target = torch_device(device)
+    if target is not None:
         # PreTrainedModel.to is functools.wraps(nn.Module.to), which typeshed types as unbound: self comes first.
-        qa_model = qa_model.to(device)  # type: ignore[arg-type]
+        qa_model = qa_model.to(target)  # type: ignore[arg-type]
     return qa_model.eval(), tokenizer
 
 
@@ -622,5 +641,6 @@ __all__ = [
     "similarity",
     "tag_entities",
     "takes_masked_positions",
+    "torch_device",
     "truncation_kwargs",
 ]

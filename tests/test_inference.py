@@ -83,6 +83,33 @@ def test_a_tokenizer_larger_than_the_vocabulary_is_refused_on_loading(model_dirs
         inference.answer_question(tmp_path / "qa", "who ?", "the cat .", tokenizer=big)
 
 
+@pytest.mark.parametrize("device", ["0", "cuda", "cuda:1"])
+def test_a_gpu_device_without_one_is_refused_naming_it(model_dirs, device: str) -> None:
+    """--device 0 (a GPU index, as the docs offer it) failed as torch's 'Invalid device string'; a CUDA device on a
+    machine without one as an AssertionError from inside torch."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    message = rf"device={device!r} is a CUDA GPU and torch sees none here"
+    with pytest.raises(ValueError, match=message):
+        inference.classify(model_dirs["classifier"], "a film", device=device)
+    with pytest.raises(ValueError, match=message):
+        inference.fill_mask(model_dirs["mlm"], "the [MASK] sat .", device=device)
+
+
+def test_device_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert [inference.torch_device(d) for d in ("0", " 1", "cuda:1", "cpu", None, -1)] == [
+        0,
+        1,
+        "cuda:1",
+        "cpu",
+        None,
+        -1,
+    ]
+    with pytest.raises(ValueError, match=r"device='gpu' is not a device torch knows: expected cpu, cuda"):
+        inference.torch_device("gpu")
+
+
 def test_classify_long_text_and_reuse_pipeline(model_dirs) -> None:
     pipe = inference.load_pipeline("text-classification", model_dirs["classifier"], device="cpu")
     results = inference.classify(pipe, LONG_TEXT)
