@@ -240,6 +240,17 @@ def test_export_refuses_to_clobber(model_dirs, tmp_path: Path) -> None:
     assert (out / "keep.txt").read_text() == "work"
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_export_refuses_a_file_as_output(model_dirs, tmp_path: Path, overwrite: bool) -> None:
+    """A file was called a non-empty folder, and with --overwrite failed as a bare NotADirectoryError after the
+    whole export."""
+    out = tmp_path / "out"
+    out.write_text("work")
+    with pytest.raises(NotADirectoryError, match=r"Output '.*out' is a file: expected a folder to write"):
+        onnx_export.export_onnx(model_dirs["fill-mask"], out, overwrite=overwrite)
+    assert out.read_text() == "work"
+
+
 def test_export_bad_task(model_dirs, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="task='summarization' cannot be exported: expected one of"):
         onnx_export.export_onnx(model_dirs["fill-mask"], tmp_path / "out", task="summarization")

@@ -384,7 +384,9 @@ def export_onnx(
 
     model = family_checkpoint(model)  # transformers' BERT converted on load
     output_dir = Path(output_dir)
-    if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
+    if output_dir.exists() and not output_dir.is_dir():
+        raise NotADirectoryError(f"Output {str(output_dir)!r} is a file: expected a folder to write (or a new path).")
+    if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
         raise FileExistsError(
             f"Output {str(output_dir)!r} already exists and is not empty; pass --overwrite to replace it."
         )
