@@ -80,8 +80,8 @@ TIMING_NOTE = (
     "tokens/s: real (non-pad) tokens over the forward passes alone, each backend's passes run one after another on "
     "the same batches and threads (not interleaved), after one warm-up batch; indicative only. They are this model's "
     "at this data's lengths: a small model on short texts spends much of its time in per-operator overhead, which "
-    "ONNX Runtime's fused graph removes, so it can run several times PyTorch's speed here, where README's 0.9-1.2x "
-    "is BERT-mini's encoder on 128-token batches, interleaved (`bertscratch benchmark`)."
+    "ONNX Runtime's fused graph removes, so it can run several times PyTorch's speed here, unlike BERT-mini's "
+    "encoder on 128-token batches, timed interleaved in README's Speed table (`bertscratch benchmark`)."
 )
 
 
