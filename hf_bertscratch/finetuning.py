@@ -55,9 +55,9 @@ from .finetuning_arguments import (
 )
 from .hardware import describe_hardware, describe_precision, precision_name, use_threads
 from .hub import push_training_output
-from .inference import FINE_TUNED_HEADS
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, log_resumption, output_dir_of
+from .task_heads import FINE_TUNED_HEADS
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape

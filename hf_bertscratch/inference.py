@@ -49,6 +49,7 @@ from .convert import family_checkpoint
 from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
 from .similarity import POOLINGS
+from .task_heads import FINE_TUNED_HEADS, TASK_HEADS, check_task_head
 from .tokenization import check_tokenizer_fits, load_tokenizer
 
 if TYPE_CHECKING:
@@ -56,18 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor reads the bare
-# encoder, which every checkpoint of the family holds. Every task but question-answering is a transformers pipeline;
-# transformers 5 has none for question answering: `answer_question` serves it.
-TASK_HEADS: dict[str, tuple[str, ...]] = {
-    "fill-mask": ("ForMaskedLM", "ForPreTraining"),
-    "text-classification": ("ForSequenceClassification",),
-    "question-answering": ("ForQuestionAnswering",),
-    "token-classification": ("ForTokenClassification",),
-    "feature-extraction": (),
-}
-# Heads a checkpoint fine-tuned for a task has: its states are that task's, not sentence vectors.
-FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 BACKENDS = ("pytorch", "onnxruntime")
 # The token-classification pipeline's aggregation strategies: "none" tags each piece, the others group pieces into
 # entities (`tag_entities`).
@@ -75,22 +64,6 @@ AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 # Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU); tf32:
 # float32 weights whose matrix products run as TensorFloat-32 on a CUDA GPU that has it (Ampere and later).
 DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def check_task_head(model: str, task: str) -> None:
-    """Raise if the checkpoint's `architectures` show it has no trained head for `task`."""
-    heads = TASK_HEADS[task]
-    architectures = AutoConfig.from_pretrained(model).architectures or []
-    if heads and architectures and not any(name.endswith(heads) for name in architectures):
-        where = (
-            "a masked-LM folder, as `bertscratch pretrain` writes it"
-            if task == "fill-mask"
-            else f"a pretrained checkpoint must first be fine-tuned for {task}: `bertscratch finetune`"
-        )
-        raise ValueError(
-            f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
-            f"{', '.join('*' + head for head in heads)} ({where})."
-        )
 
 
 def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tensor:
@@ -620,10 +593,8 @@ def attention_weights(
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
-    "FINE_TUNED_HEADS",
     "PIPELINE_CLASSES",
     "POOLINGS",
-    "TASK_HEADS",
     "BertScratchFillMaskPipeline",
     "answer_question",
     "attention_weights",

@@ -55,13 +55,13 @@ import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with 
 from .arguments import ArgumentParser, parse_args_or_json
 from .data import sample_examples
 from .hardware import cpu_has_native_bf16, cpu_model, describe_hardware
-from .inference import check_task_head
 from .model_reference import check_model_reference
 from .onnx.common import INPUT_NAMES, ONNX_TASKS
 from .onnx.export import export_onnx
 from .onnx.quantize import int8_saturates
 from .onnx.runtime import BertScratchOnnxRuntimeModel
 from .records import write_record
+from .task_heads import check_task_head
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, fit_length_to_model, load_task_datasets, load_task_tokenizer
 from .tasks.shapes import FeatureSettings, TaskShape, build_shape

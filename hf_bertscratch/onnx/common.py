@@ -19,6 +19,8 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
+from ..task_heads import TASK_HEADS
+
 logger = logging.getLogger(__name__)
 
 
@@ -42,19 +44,17 @@ class OnnxTask:
     auto_class: str
     outputs: tuple[str, ...]
     output_class: type[ModelOutput]
-    architectures: tuple[str, ...]  # checkpoint architecture suffixes whose default task this is
     optimum_class: str  # the Optimum class that loads the exported folder
     per_sequence: tuple[str, ...] = ()  # outputs with one row per sequence (B, ...), not per token (B, T, ...)
     decisions: tuple[str, ...] = ()  # outputs whose top-1 over the last axis is the prediction (a class, a token)
 
 
-# Task names are Optimum's (and the pipelines').
+# Task names are Optimum's (and the pipelines'); the heads each reads are `TASK_HEADS`'.
 ONNX_TASKS: dict[str, OnnxTask] = {
     "feature-extraction": OnnxTask(
         "AutoModel",
         ("last_hidden_state", "pooler_output"),
         BaseModelOutputWithPooling,
-        (),
         "ORTModelForFeatureExtraction",
         per_sequence=("pooler_output",),
     ),
@@ -62,7 +62,6 @@ ONNX_TASKS: dict[str, OnnxTask] = {
         "AutoModelForMaskedLM",
         ("logits",),
         MaskedLMOutput,
-        ("ForMaskedLM", "ForPreTraining"),
         "ORTModelForMaskedLM",
         decisions=("logits",),
     ),
@@ -70,7 +69,6 @@ ONNX_TASKS: dict[str, OnnxTask] = {
         "AutoModelForSequenceClassification",
         ("logits",),
         SequenceClassifierOutput,
-        ("ForSequenceClassification",),
         "ORTModelForSequenceClassification",
         per_sequence=("logits",),
         decisions=("logits",),
@@ -79,7 +77,6 @@ ONNX_TASKS: dict[str, OnnxTask] = {
         "AutoModelForTokenClassification",
         ("logits",),
         TokenClassifierOutput,
-        ("ForTokenClassification",),
         "ORTModelForTokenClassification",
         decisions=("logits",),
     ),
@@ -87,7 +84,6 @@ ONNX_TASKS: dict[str, OnnxTask] = {
         "AutoModelForQuestionAnswering",
         ("start_logits", "end_logits"),
         QuestionAnsweringModelOutput,
-        ("ForQuestionAnswering",),
         "ORTModelForQuestionAnswering",
     ),
 }
@@ -106,9 +102,9 @@ def require(package: str) -> ModuleType:
 
 def default_task(architectures: list[str] | None) -> str:
     """The task of the checkpoint's trained head (feature-extraction for a bare encoder or an unexported head)."""
-    for task, spec in ONNX_TASKS.items():
+    for task in ONNX_TASKS:
         for name in architectures or []:
-            if spec.architectures and name.endswith(spec.architectures):
+            if TASK_HEADS[task] and name.endswith(TASK_HEADS[task]):
                 return task
     return "feature-extraction"
 

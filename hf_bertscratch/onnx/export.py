@@ -52,6 +52,7 @@ from .. import configuration_bertscratch
 from ..cpu_matmul import BertScratchLinear
 from ..modeling_bertscratch import BertScratchAttention, BertScratchEncoder, BertScratchLayer, BertScratchModel
 from ..run_folder import staged_folder
+from ..task_heads import check_task_head
 from .common import (
     ATOL,
     INPUT_NAMES,
@@ -379,7 +380,6 @@ def export_onnx(
         `output_dir`, written in one rename once complete.
     """
     from ..convert import copy_sentence_transformers_files, family_checkpoint
-    from ..inference import check_task_head
     from ..tokenization import check_tokenizer_fits, load_tokenizer
 
     model = family_checkpoint(model)  # transformers' BERT converted on load
