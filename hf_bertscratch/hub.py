@@ -32,16 +32,15 @@ from hf_bertscratch_base.model_reference import hub_offline
 from .arguments import ArgumentParser, parse_args_or_json
 from .cards import info_from_model_folder, set_card_repo, write_model_card
 from .configuration_bertscratch import BertScratchConfig
-from .convert import CONVERTIBLE_MODEL_TYPES
-from .embedding import POOLING_FOLDER
+from .convert import CONVERTIBLE_MODEL_TYPES, copy_sentence_transformers_files
 from .modeling_bertscratch import code_files, family_auto_map
 from .run_folder import GENERATOR_FOLDER, output_dir_of, staged_folder
 
 logger = logging.getLogger(__name__)
 
-# What goes up, by path pattern inside the model folder and each of its `MODEL_SUBFOLDERS` (a pattern without a folder
-# matches the top level only): checkpoints, optimizer states, TensorBoard logs, pickled training arguments and
-# pytorch_model.bin stay home.
+# What goes up, by file-name pattern (top level of the model folder and of its `MODEL_SUBFOLDERS` only), with an
+# embedding model's sentence-transformers files and module folders (`copy_sentence_transformers_files`):
+# checkpoints, optimizer states, TensorBoard logs, pickled training arguments and pytorch_model.bin stay home.
 UPLOAD_PATTERNS: dict[str, str] = {
     "config.json": "configuration with the auto_map for remote code",
     "*.safetensors": "weights",
@@ -59,10 +58,6 @@ UPLOAD_PATTERNS: dict[str, str] = {
     "*_results.json": "metrics",
     "*.png": "training curves and confusion matrix",
     "README.md": "model card",
-    "modules.json": "sentence-transformers: the modules of an embedding model",
-    "sentence_bert_config.json": "sentence-transformers: its maximum sequence length",
-    "config_sentence_transformers.json": "sentence-transformers: its similarity function",
-    f"{POOLING_FOLDER}/config.json": "sentence-transformers: the pooling it was trained with",
 }
 # Subfolders holding a model of their own, uploaded beside the main one when present.
 MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fill-mask model"}
@@ -233,7 +228,7 @@ def prepare_upload_folder(
     """Write into `output_dir` exactly the files a Hub repository of this model needs, and return `output_dir`.
 
     Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir` and of each of its `MODEL_SUBFOLDERS`
-    (into a subfolder of the same name); completes `auto_map` in each config.json and adds the package's
+    (into a subfolder of the same name), and an embedding model's sentence-transformers files; completes `auto_map` in each config.json and adds the package's
     configuration/modeling code where missing (so `trust_remote_code=True` can load every head, subfolders
     included); keeps the model card, pointing its loading example at `repo_id`/`revision`, or writes one from the
     folder's config and metrics. `output_dir` must be new or empty; it is assembled beside itself and renamed, so
@@ -380,9 +375,8 @@ def _assemble(source: Path, target: Path, repo_id: str | None, revision: str | N
 def _copy_model(source: Path, target: Path) -> None:
     """Copy the `UPLOAD_PATTERNS` files of one model folder and make it loadable with remote code on its own."""
     for path in sorted({path for pattern in UPLOAD_PATTERNS for path in source.glob(pattern) if path.is_file()}):
-        copy = target / path.relative_to(source)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
+        shutil.copy2(path, target / path.name)
+    copy_sentence_transformers_files(source, target)
     _complete_auto_map(target / "config.json")
     for code_file in map(Path, code_files()):  # the code `trust_remote_code` imports
         if not (target / code_file.name).exists():
