@@ -475,6 +475,17 @@ def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir
     check_hub_dataset(f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None)
 
 
+def check_text_column(split: datasets.Dataset | datasets.IterableDataset, column: str, name: str) -> None:
+    """Refuse a --text_column whose values are not text (a csv column of numbers, say), naming its type."""
+    feature = split.features.get(column) if split.features is not None else None
+    if feature is not None and getattr(feature, "dtype", None) not in ("string", "large_string"):
+        kind = getattr(feature, "dtype", None) or type(feature).__name__
+        raise ValueError(
+            f"--text_column {column!r} of the {name} split holds {kind} values, not text: name the column of raw "
+            "text with --text_column."
+        )
+
+
 def sample_examples(
     split: datasets.Dataset | datasets.IterableDataset, max_samples: int | None, seed: int
 ) -> datasets.Dataset | datasets.IterableDataset:
@@ -589,6 +600,7 @@ __all__ = [
     "KnownDataset",
     "LocalDataset",
     "check_max_samples",
+    "check_text_column",
     "load_raw_datasets",
     "read_conll",
     "resolve_data_dir",

@@ -24,7 +24,7 @@ from transformers import (
     TrainingArguments,
 )
 
-from .data import load_raw_datasets, sample_examples
+from .data import check_text_column, load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
 from .pretraining_arguments import DataArguments, ModelArguments, adds_task_text
 from .tasks import check_columns, task_texts
@@ -146,7 +146,7 @@ def _load_named_text_splits(
     for name, data in (("train", train), ("validation", validation)):
         if data is not None:
             check_columns(_column_names(data), {"text": data_args.text_column}, name)
-            _check_text_column(data, data_args.text_column, name)
+            check_text_column(data, data_args.text_column, name)
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
         train, validation = train.skip(held_out), train.take(held_out)
@@ -160,17 +160,6 @@ def _load_named_text_splits(
     if data_args.streaming:
         train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
     return train, validation
-
-
-def _check_text_column(split: datasets.Dataset | datasets.IterableDataset, column: str, name: str) -> None:
-    """Refuse a --text_column whose values are not text (a csv column of numbers, say), naming its type."""
-    feature = split.features.get(column) if split.features is not None else None
-    if feature is not None and getattr(feature, "dtype", None) not in ("string", "large_string"):
-        kind = getattr(feature, "dtype", None) or type(feature).__name__
-        raise ValueError(
-            f"--text_column {column!r} of the {name} split holds {kind} values, not text: name the column of raw "
-            "text with --text_column."
-        )
 
 
 def _check_rows_to_hold_out(rows: int, percentage: int) -> None:

@@ -149,7 +149,7 @@ class TrainTokenizerArguments:
 
 def main(argv: list[str] | None = None) -> None:
     """Train a WordPiece tokenizer on a dataset's train split and save it (`bertscratch train-tokenizer`)."""
-    from .data import load_raw_datasets
+    from .data import check_text_column, load_raw_datasets
 
     parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     train = raw["train"]
     check_columns(train.column_names, {"text": args.text_column}, "train")
+    check_text_column(train, args.text_column, "train")
     tokenizer = train_wordpiece_tokenizer(train[args.text_column], args.vocab_size, args.output_dir, args.lowercase)
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 

@@ -81,3 +81,12 @@ def test_main_trains_from_a_file(text_file: Path, tmp_path: Path) -> None:
     assert len(load_tokenizer(str(tmp_path / "tok"))) <= 70
     with pytest.raises(ValueError, match="'sentence'"):
         main(["--train_file", str(text_file), "--text_column", "sentence", "--output_dir", str(tmp_path / "x")])
+
+
+def test_main_refuses_a_text_column_that_is_not_text(tmp_path: Path) -> None:
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("id,text\n1,hello there\n2,general kenobi\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="'id' of the train split holds int64 values, not text"):
+        main(["--train_file", str(numbers), "--text_column", "id", "--output_dir", str(tmp_path / "tok")])
+    assert not (tmp_path / "tok").exists()
+
