@@ -147,12 +147,26 @@ class TrainTokenizerArguments:
     lowercase: bool = field(default=True, metadata={"help": "Lowercase and strip accents (BERT uncased)."})
 
 
+def check_tokenizer_output_dir(output_dir: str) -> None:
+    """Refuse an `output_dir` that is a file (`save_pretrained` would write nothing) or a model's folder (the new
+    tokenizer would replace the model's own, whose ids its embeddings were trained on)."""
+    path = Path(output_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--output_dir {output_dir!r} is a file; expected a folder to save the tokenizer in.")
+    if (path / "config.json").is_file():
+        raise ValueError(
+            f"--output_dir {output_dir!r} holds a model (config.json): the new tokenizer would replace the model's "
+            "own, whose ids its embeddings were trained on; choose another --output_dir."
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Train a WordPiece tokenizer on a dataset's train split and save it (`bertscratch train-tokenizer`)."""
     from .data import check_text_column, load_raw_datasets
 
     parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
+    check_tokenizer_output_dir(args.output_dir)
     raw = load_raw_datasets(
         args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir
     )

@@ -90,3 +90,16 @@ def test_main_refuses_a_text_column_that_is_not_text(tmp_path: Path) -> None:
         main(["--train_file", str(numbers), "--text_column", "id", "--output_dir", str(tmp_path / "tok")])
     assert not (tmp_path / "tok").exists()
 
+
+def test_main_refuses_an_output_dir_it_would_not_write_or_would_spoil(text_file: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("kept\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="is a file; expected a folder"):
+        main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(a_file)])
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds a model"):
+        main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(model)])
+    assert sorted(path.name for path in model.iterdir()) == ["config.json"]
+    assert a_file.read_text(encoding="utf-8") == "kept\n"
