@@ -219,6 +219,8 @@ def test_dropout_disabled_restores_rates() -> None:
         (["--variants", "jit"], "jit"),
         (["--precisions", "fp8"], "fp8"),
         (["--repeats", "0"], "repeats"),
+        (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
+        (["--num_threads", "0"], "--num_threads must be at least 1, got 0"),
     ],
 )
 def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:

@@ -109,9 +109,10 @@ class BenchmarkArguments:
         _check_choices("gemm_path", [self.gemm_path], ("auto", *cpu_matmul.PATHS))
         _check_choices("decoding", [self.decoding], DECODINGS)
         check_case_grid(self.seq_lens, self.paddings)
-        for name in ("batch_size", "repeats"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
+        for name, least in (("batch_size", 1), ("repeats", 1), ("warmup", 0), ("num_threads", 1)):
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise ValueError(f"--{name} must be at least {least}, got {value}.")
         if not 0.0 < self.mask_probability <= 1.0:
             raise ValueError(f"--mask_probability must be in (0, 1], got {self.mask_probability}.")
         if not 0.0 <= self.dropout < 1.0:
