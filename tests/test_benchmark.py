@@ -266,3 +266,11 @@ def test_records_name_paths_relative_to_where_the_command_ran(tmp_path, monkeypa
     monkeypatch.chdir(repository)
     given = [str(repository / "runs" / "x"), str(tmp_path / "shared" / "data"), "--seq_len", "128", "relative/path"]
     assert records.portable_paths(given) == ["runs/x", "../shared/data", "--seq_len", "128", "relative/path"]
+
+
+def test_a_mistyped_flag_is_named_in_one_line_not_taken_as_an_abbreviation(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--repeat", "1"])
+    error = capsys.readouterr().err
+    assert "did you mean '--repeats'?" in error
+    assert len(error.strip().splitlines()) == 1

@@ -53,10 +53,8 @@ import logging
 import sys
 from dataclasses import asdict
 
-from transformers import HfArgumentParser
-
 from .. import cpu_matmul
-from ..arguments import parse_args_or_json
+from ..arguments import ArgumentParser, parse_args_or_json
 from ..records import RunStart, environment_line, run_record, write_record
 from ..run_folder import write_text_atomically
 from .arguments import (
@@ -127,8 +125,7 @@ def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: d
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
     """Arguments from the command line, or from a single .json file argument."""
-    # transformers types the dataclasses as a NewType of Any, which no class is without calling it.
-    parser = HfArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])  # type: ignore[arg-type]
+    parser = ArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
     (args,) = parse_args_or_json(parser, argv)
     return args
 
