@@ -5,7 +5,11 @@ checkpoint has no trained classifier, and transformers would silently attach a r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from transformers import AutoConfig
+
+from .run_folder import GENERATOR_FOLDER
 
 # Task -> the architecture suffixes whose checkpoints hold a trained head for it. The feature extractor reads the bare
 # encoder, which every checkpoint of the family holds. Every task but question-answering is a transformers pipeline
@@ -31,6 +35,10 @@ def check_task_head(model: str, task: str) -> None:
             if task == "fill-mask"
             else f"a pretrained checkpoint must first be fine-tuned for {task}: `bertscratch finetune`"
         )
+        if task == "fill-mask" and any(name.endswith("ForReplacedTokenDetection") for name in architectures):
+            where = f"an ELECTRA run's masked LM is its generator, the folder's {GENERATOR_FOLDER}/"
+            if Path(model).is_dir():
+                where += f": {str(Path(model) / GENERATOR_FOLDER)!r}"
         raise ValueError(
             f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
             f"{', '.join('*' + head for head in heads)} ({where})."

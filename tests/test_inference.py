@@ -3,6 +3,7 @@ transformers' pipeline), bad input fails early and clearly."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -305,3 +306,12 @@ def test_attention_weights_match_model_output(tiny_config, tokenizer) -> None:
 def test_attention_weights_of_an_empty_text(tiny_config, tokenizer) -> None:
     with pytest.raises(ValueError, match="text is empty"):
         inference.attention_weights(hf_bertscratch.BertScratchForMaskedLM(tiny_config), tokenizer, "  ")
+
+
+def test_fill_mask_on_an_electra_discriminator_points_to_its_generator(tokenizer, tmp_path: Path) -> None:
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    hf_bertscratch.BertScratchForReplacedTokenDetection(config).save_pretrained(tmp_path / "electra")
+    tokenizer.save_pretrained(tmp_path / "electra")
+    generator = re.escape(repr(str(tmp_path / "electra" / "generator")))
+    with pytest.raises(ValueError, match=f"fill-mask needs .* masked LM is its generator, .*: {generator}"):
+        inference.fill_mask(tmp_path / "electra", "the [MASK] sat")
