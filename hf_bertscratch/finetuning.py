@@ -20,8 +20,6 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +53,7 @@ from .finetuning_arguments import (
 )
 from .hardware import describe_hardware, describe_precision, precision_name, use_threads
 from .hub import push_training_output
+from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, log_resumption, output_dir_of
 from .task_heads import FINE_TUNED_HEADS
@@ -145,28 +144,6 @@ def _same_outputs(config, updates: dict, head_class: str, wanted_head: str) -> b
     wanted = {k: v for k, v in updates.items() if k in ("num_labels", "id2label", "problem_type")}
     current = {"num_labels": config.num_labels, "id2label": config.id2label, "problem_type": config.problem_type}
     return all(current[k] == v for k, v in wanted.items())
-
-
-@contextmanager
-def quiet_loading_report() -> Iterator[None]:
-    """Hold back transformers' LOAD REPORT table (warnings of `transformers.modeling_utils`) while a pretrained
-    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped.
-
-    A filter rather than the logger's level: transformers checks a model's tensor-parallel plan only while that
-    logger's level is WARNING or above, and logs every layer of a model without one ("The following layers were not
-    sharded: ...", a thousand characters)."""
-    reporter = logging.getLogger("transformers.modeling_utils")
-    below_errors = _BelowErrors()
-    reporter.addFilter(below_errors)
-    try:
-        yield
-    finally:
-        reporter.removeFilter(below_errors)
-
-
-class _BelowErrors(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
 
 
 def long_text_settings(shape, max_positions: int) -> dict:

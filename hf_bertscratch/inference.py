@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -64,6 +66,28 @@ AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 # Inference dtypes by name: float32 everywhere; bfloat16 and float16 where the device runs them fast (a GPU); tf32:
 # float32 weights whose matrix products run as TensorFloat-32 on a CUDA GPU that has it (Ampere and later).
 DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@contextmanager
+def quiet_loading_report() -> Iterator[None]:
+    """Hold back transformers' LOAD REPORT table (warnings of `transformers.modeling_utils`) while a pretrained
+    encoder is loaded under a new head: the weights it lists as missing or unexpected are the heads swapped.
+
+    A filter rather than the logger's level: transformers checks a model's tensor-parallel plan only while that
+    logger's level is WARNING or above, and logs every layer of a model without one ("The following layers were not
+    sharded: ...", a thousand characters)."""
+    reporter = logging.getLogger("transformers.modeling_utils")
+    below_errors = _BelowErrors()
+    reporter.addFilter(below_errors)
+    try:
+        yield
+    finally:
+        reporter.removeFilter(below_errors)
+
+
+class _BelowErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
 
 
 def masked_positions(input_ids: torch.Tensor, mask_token_id: int) -> torch.Tensor:

@@ -195,9 +195,10 @@ def show_fill_mask(model_dir: str | Path, top_k: int = 3) -> list[str]:
 
     Loads the folder as a user would (`pipeline("fill-mask", model=model_dir)`), so it also checks the output.
     """
-    from .inference import fill_mask, load_pipeline
+    from .inference import fill_mask, load_pipeline, quiet_loading_report
 
-    fill = load_pipeline("fill-mask", model_dir)
+    with quiet_loading_report():  # an MLM + NSP folder under the fill-mask head: the NSP head and pooler are left out
+        fill = load_pipeline("fill-mask", model_dir)
     lines = []
     assert fill.tokenizer is not None, "load_pipeline always hands the pipeline a tokenizer"
     for template in FILL_MASK_EXAMPLES:

@@ -30,8 +30,9 @@ from transformers.utils import logging as transformers_logging
 
 import hf_bertscratch
 from hf_bertscratch import inference
-from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main, quiet_loading_report
+from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
 from hf_bertscratch.finetuning_arguments import ModelArguments
+from hf_bertscratch.inference import quiet_loading_report
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.classification import ClassificationShape, label_mapping, make_text_tokenize_function
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments

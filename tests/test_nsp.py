@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import torch
 from transformers import BertTokenizer, DataCollatorForLanguageModeling
 
+from hf_bertscratch import BertScratchConfig, BertScratchForPreTraining
 from hf_bertscratch.nsp import make_nsp_pairs_function, split_documents
+from hf_bertscratch.pretraining_report import show_fill_mask
+
+from conftest import tiny_config_kwargs
 
 
 def _documents(n_docs: int = 12, n_sentences: int = 6) -> list[str]:
@@ -98,3 +106,23 @@ def test_collator_masks_pairs_and_keeps_nsp_labels(tokenizer: BertTokenizer) -> 
     assert batch["input_ids"].shape == batch["token_type_ids"].shape == batch["labels"].shape == (8, width)
     special = (batch["input_ids"] == tokenizer.cls_token_id) | (batch["attention_mask"] == 0)
     assert (batch["labels"][special] == -100).all() and (batch["labels"] != -100).any()
+
+
+def test_the_runs_fill_mask_examples_of_an_mlm_nsp_folder_show_no_load_report(
+    tokenizer: BertTokenizer, tmp_path: Path
+) -> None:
+    """The fill-mask examples a run ends with load its folder under the fill-mask head; for an MLM + NSP folder
+    transformers' LOAD REPORT would list the NSP head and pooler, which fill-mask leaves out by design."""
+    torch.manual_seed(0)
+    BertScratchForPreTraining(BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    reported: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = reported.append  # type: ignore[method-assign]
+    reporter = logging.getLogger("transformers.modeling_utils")
+    reporter.addHandler(handler)
+    try:
+        assert len(show_fill_mask(tmp_path)) == 3
+    finally:
+        reporter.removeHandler(handler)
+    assert not [record for record in reported if "nsp.weight" in record.getMessage()]
