@@ -440,7 +440,7 @@ def _copy_tokenizer(source: str | Path, destination: Path) -> None:
 
 @dataclass
 class ConvertArguments:
-    """Arguments of `convert_checkpoint.py` (SOURCE and OUTPUT_DIR may be given positionally, or all as one .json)."""
+    """Arguments of `bertscratch convert` (SOURCE and OUTPUT_DIR may be given positionally, or all as one .json)."""
 
     source: str | None = field(
         default=None,
@@ -470,7 +470,8 @@ def parse_args(argv: list[str] | None = None) -> ConvertArguments:
     )
     (args,) = parse_args_or_json(parser, argv, positional=("source", "output_dir"))
     if args.source is None or args.output_dir is None:
-        raise ValueError("Give both folders: convert_checkpoint.py SOURCE OUTPUT_DIR (see --help).")
+        missing = " and ".join(name.upper() for name in ("source", "output_dir") if getattr(args, name) is None)
+        raise ValueError(f"Give both folders: {parser.prog} SOURCE OUTPUT_DIR; {missing} is missing (see --help).")
     return args
 
 

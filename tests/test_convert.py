@@ -178,8 +178,9 @@ def test_non_empty_output_is_kept_unless_overwrite(tmp_path: Path, tokenizer: Be
 
 
 def test_arguments(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(ValueError, match="SOURCE OUTPUT_DIR"):
+    with pytest.raises(ValueError, match="SOURCE OUTPUT_DIR; OUTPUT_DIR is missing") as missing:
         convert.parse_args([str(tmp_path)])
+    assert "convert_checkpoint.py" not in str(missing.value)  # a script that does not exist
     with pytest.raises(SystemExit) as exit_info:
         convert.parse_args(["--help"])
     assert exit_info.value.code == 0
