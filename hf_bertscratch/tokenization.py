@@ -116,6 +116,15 @@ def train_wordpiece_tokenizer(
     if not learned:
         raise ValueError("Cannot train a tokenizer: the texts given contain no characters to learn from.")
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + learned)}
+    if len(vocab) > vocab_size:
+        characters = sum(len(token) == 1 for token in learned)
+        logger.warning(
+            "The tokenizer has %d tokens, more than vocab_size %d: WordPiece keeps each of the text's %d distinct "
+            "characters as a token (and as a ## continuation where it occurs inside a word), whatever the size asked.",
+            len(vocab),
+            vocab_size,
+            characters,
+        )
     tokenizer = BertTokenizer(vocab=vocab, do_lower_case=lowercase)
     if output_dir is not None:
         tokenizer.save_pretrained(output_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -103,3 +104,13 @@ def test_main_refuses_an_output_dir_it_would_not_write_or_would_spoil(text_file:
         main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(model)])
     assert sorted(path.name for path in model.iterdir()) == ["config.json"]
     assert a_file.read_text(encoding="utf-8") == "kept\n"
+
+
+def test_a_vocabulary_larger_than_asked_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    """WordPiece keeps every character of the text, so a text of many characters overshoots a small vocab_size."""
+    texts = [" ".join(chr(code) for code in range(0x4E00 + i, 0x4E00 + i + 40)) for i in range(0, 400, 40)]
+    with caplog.at_level(logging.WARNING, logger="hf_bertscratch.tokenization"):
+        tokenizer = train_wordpiece_tokenizer(texts, vocab_size=50)
+    assert len(tokenizer) > 50
+    assert f"has {len(tokenizer)} tokens, more than vocab_size 50" in caplog.text
+    assert "400 distinct characters" in caplog.text
