@@ -117,6 +117,7 @@ class ArgumentParser(HfArgumentParser):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         kwargs.setdefault("allow_abbrev", False)  # `--learning_rat` is a typo to name, not --learning_rate
         super().__init__(dataclass_types, **kwargs)
+        self._describe_negations()
         self.hidden_help: dict[argparse.Action, str | None] = {}
         inherited = _inherited_trainer_fields(self.dataclass_types)
         if first_run is not None:
@@ -136,6 +137,14 @@ class ArgumentParser(HfArgumentParser):
             self.add_argument(
                 HELP_ALL, action=_HelpAllAction, help="Show every flag, transformers' TrainingArguments too, and exit."
             )
+
+    def _describe_negations(self) -> None:
+        """Give each `--no_X` that HfArgumentParser adds for a flag on by default its own help: it repeats X's, and
+        its "(default: False)" read as if X were off by default."""
+        for action in self._actions:
+            if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no_"):
+                action.help = f"Same as --{action.dest} false."
+                action.default = None  # X's default, which X's own help gives; none appended here
 
     def _hide_all_but(self, shown: set[str]) -> None:
         """Leave out of `--help` every flag whose name is not in `shown` (`--help_all` lists them, in their groups),

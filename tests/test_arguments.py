@@ -180,3 +180,21 @@ def test_counts_transformers_gives_a_meaning_are_kept(tmp_path: Path, flags: lis
 
     parse_pretraining_args(["--output_dir", str(tmp_path / "p"), *flags])
     parse_finetuning_args(["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "f"), *flags])
+
+
+@dataclass
+class _SwitchedOn:
+    """A flag on by default, for which HfArgumentParser adds --no_loud."""
+
+    loud: bool = field(default=True, metadata={"help": "Speak up."})
+
+
+def test_a_negated_flag_says_what_it_does_rather_than_repeating_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = ArgumentParser(_SwitchedOn)
+    assert parser.parse_args_into_dataclasses([])[0].loud is True
+    assert parser.parse_args_into_dataclasses(["--no_loud"])[0].loud is False
+    parser.print_help()
+    lines = capsys.readouterr().out.splitlines()
+    (no_loud,) = [line for line in lines if line.strip().startswith("--no_loud")]
+    assert no_loud.split(None, 1)[1] == "Same as --loud false."
+    assert "Speak up. (default: True)" in "\n".join(lines)
