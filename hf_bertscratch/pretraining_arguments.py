@@ -16,7 +16,7 @@ from safetensors import safe_open
 from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
 from transformers.training_args import OptimizerNames
 
-from hf_bertscratch_base.data_files import TEXT_COLUMN
+from hf_bertscratch_base.data_files import TEXT_COLUMN, TEXT_TRAIN_FILE_HELP
 from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
@@ -177,10 +177,7 @@ class DataArguments:
     )
     train_file: str | None = field(
         default=None,
-        metadata={
-            "help": "Training data file (txt: one row per line; csv, tsv, json/jsonl, parquet; .gz ok), or several "
-            "of one format through a quoted glob ('texts/*.txt')."
-        },
+        metadata={"help": TEXT_TRAIN_FILE_HELP},
     )
     validation_file: str | None = field(
         default=None, metadata={"help": "Validation data file, same formats as train_file."}

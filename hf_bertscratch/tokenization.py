@@ -16,7 +16,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
-from hf_bertscratch_base.data_files import TEXT_COLUMN
+from hf_bertscratch_base.data_files import TEXT_COLUMN, TEXT_TRAIN_FILE_HELP
 from hf_bertscratch_base.model_reference import check_not_a_missing_path
 from hf_bertscratch_base.task_table import check_columns
 
@@ -146,9 +146,7 @@ class TrainTokenizerArguments:
     dataset_config_name: str | None = field(
         default=None, metadata={"help": "Hub dataset config (e.g. wikitext-2-raw-v1)."}
     )
-    train_file: str | None = field(
-        default=None, metadata={"help": "Training text file (txt, csv, json/jsonl, parquet)."}
-    )
+    train_file: str | None = field(default=None, metadata={"help": TEXT_TRAIN_FILE_HELP})
     data_dir: str | None = field(
         default=None, metadata={"help": "Local copies of Hub datasets (default: $BERTSCRATCH_DATA_DIR)."}
     )

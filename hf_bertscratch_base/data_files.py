@@ -29,6 +29,12 @@ FILE_BUILDERS: dict[str, tuple[str, dict[str, object]]] = {
     "parquet": ("parquet", {}),
 }
 TEXT_COLUMN = "text"  # the one column of a text file (a row per line), and the default --text_column of pretraining
+# The --train_file help of the commands that read raw text (pretraining, train-tokenizer): the formats and globs
+# `hf_bertscratch.data.load_raw_datasets` reads.
+TEXT_TRAIN_FILE_HELP = (
+    "Training data file (txt: one row per line; csv, tsv, json/jsonl, parquet; .gz ok), or several of one format "
+    "through a quoted glob ('texts/*.txt')."
+)
 FIRST_ROW_LIMIT = 1 << 20  # characters of a JSON Lines file's first line read; a longer one is left to the library
 
 

@@ -114,3 +114,17 @@ def test_a_vocabulary_larger_than_asked_is_said(caplog: pytest.LogCaptureFixture
     assert len(tokenizer) > 50
     assert f"has {len(tokenizer)} tokens, more than vocab_size 50" in caplog.text
     assert "400 distinct characters" in caplog.text
+
+
+def test_main_reads_the_files_of_a_quoted_glob_as_its_help_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "quoted glob ('texts/*.txt')" in " ".join(capsys.readouterr().out.split())
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt").write_text("zebra zebra zebra\n" * 20, encoding="utf-8")
+    (tmp_path / "texts" / "b.txt").write_text("quokka quokka quokka\n" * 20, encoding="utf-8")
+    main(["--train_file", str(tmp_path / "texts" / "*.txt"), "--vocab_size", "60", "--output_dir", str(tmp_path / "t")])
+    vocab = load_tokenizer(str(tmp_path / "t")).get_vocab()
+    assert "zebra" in vocab and "quokka" in vocab
