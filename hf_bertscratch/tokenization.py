@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
     (args,) = parse_args_or_json(parser, argv)
     check_tokenizer_output_dir(args.output_dir)
+    if not (args.train_file or args.dataset_name):
+        raise ValueError("No text to learn from: give --train_file FILE or --dataset_name NAME (a Hub dataset id).")
     raw = load_raw_datasets(
         args.dataset_name, args.dataset_config_name, train_file=args.train_file, data_dir=args.data_dir
     )

@@ -82,6 +82,9 @@ def test_main_trains_from_a_file(text_file: Path, tmp_path: Path) -> None:
     assert len(load_tokenizer(str(tmp_path / "tok"))) <= 70
     with pytest.raises(ValueError, match="'sentence'"):
         main(["--train_file", str(text_file), "--text_column", "sentence", "--output_dir", str(tmp_path / "x")])
+    with pytest.raises(ValueError, match=r"give --train_file FILE or --dataset_name NAME") as no_text:
+        main(["--output_dir", str(tmp_path / "x")])
+    assert "validation_file" not in str(no_text.value)  # a flag this command does not take
 
 
 def test_main_refuses_a_text_column_that_is_not_text(tmp_path: Path) -> None:
