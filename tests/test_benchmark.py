@@ -221,6 +221,8 @@ def test_dropout_disabled_restores_rates() -> None:
         (["--repeats", "0"], "repeats"),
         (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
         (["--num_threads", "0"], "--num_threads must be at least 1, got 0"),
+        (["--gemm_path", "fast"], r"--gemm_path got 'fast'; expected one of \['auto', "),
+        (["--decoding", "x"], r"--decoding got 'x'; expected one of \['auto', 'model'\]"),
     ],
 )
 def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:

@@ -106,8 +106,8 @@ class BenchmarkArguments:
         _check_choices("workloads", self.workloads, WORKLOADS)
         _check_choices("variants", self.variants, VARIANTS)
         _check_choices("precisions", self.precisions, PRECISIONS)
-        _check_choices("gemm_path", [self.gemm_path], ("auto", *cpu_matmul.PATHS))
-        _check_choices("decoding", [self.decoding], DECODINGS)
+        _check_choices("gemm_path", self.gemm_path, ("auto", *cpu_matmul.PATHS))
+        _check_choices("decoding", self.decoding, DECODINGS)
         check_case_grid(self.seq_lens, self.paddings)
         for name, least in (("batch_size", 1), ("repeats", 1), ("warmup", 0), ("num_threads", 1)):
             value = getattr(self, name)
@@ -129,7 +129,12 @@ def check_case_grid(seq_lens: list[int], paddings: list[float]) -> None:
             raise ValueError(f"--paddings values must be in [0, 0.5], got {padding}.")
 
 
-def _check_choices(name: str, values: list[str], allowed: tuple[str, ...] | list[str]) -> None:
+def _check_choices(name: str, values: list[str] | str, allowed: tuple[str, ...] | list[str]) -> None:
+    """Refuse a value of a list flag (`values` a list) or of a one-value flag (`values` a str) not in `allowed`."""
+    if isinstance(values, str):
+        if values not in allowed:
+            raise ValueError(f"--{name} got {values!r}; expected one of {list(allowed)}.")
+        return
     bad = [value for value in values if value not in allowed]
     if bad or not values:
         raise ValueError(f"--{name} got {bad or 'nothing'}; expected one or more of {list(allowed)}.")
