@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -373,22 +374,41 @@ def run_attention(args: AttentionArguments) -> None:
     print(f"Wrote {path}")
 
 
-def run_export(args: ExportArguments) -> None:
-    from .onnx.export import export_onnx
+@contextmanager
+def _shown_on_stderr(name: str) -> Iterator[None]:
+    """Print logger `name`'s INFO records too on stderr while the block runs (the root logger's handler, which the
+    inspection commands give warnings only, is bypassed so that nothing prints twice)."""
+    shown = logging.getLogger(name)
+    handler, level, propagate = logging.StreamHandler(sys.stderr), shown.level, shown.propagate
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    shown.addHandler(handler)
+    shown.setLevel(logging.INFO)
+    shown.propagate = False
+    try:
+        yield
+    finally:
+        shown.removeHandler(handler)
+        shown.setLevel(level)
+        shown.propagate = propagate
 
-    output = export_onnx(
-        args.model,
-        args.output_dir,
-        task=args.task,
-        tokenizer=args.tokenizer,
-        opset=args.opset,
-        overwrite=args.overwrite,
-        check=args.check,
-        masked_positions=args.masked_positions,
-        quantize=args.quantize,
-        optimize=args.optimize,
-        reduce_range=args.reduce_range,
-    )
+
+def run_export(args: ExportArguments) -> None:
+    from .onnx import export
+
+    with _shown_on_stderr(export.__name__):  # the check's figures: ONNX Runtime against PyTorch (fp32, int8)
+        output = export.export_onnx(
+            args.model,
+            args.output_dir,
+            task=args.task,
+            tokenizer=args.tokenizer,
+            opset=args.opset,
+            overwrite=args.overwrite,
+            check=args.check,
+            masked_positions=args.masked_positions,
+            quantize=args.quantize,
+            optimize=args.optimize,
+            reduce_range=args.reduce_range,
+        )
     checked = "checked against PyTorch with ONNX Runtime" if args.check else "not checked"
     kind = "int8 " if args.quantize else ""
     print(f"Wrote {kind}{output / 'model.onnx'} with its config and tokenizer ({checked})")
@@ -442,6 +462,8 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
 
 # ------------------------------------------------------------------------------------------------------ running
 
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"  # the inspection commands' warnings (and export's check)
+
 
 @contextmanager
 def _results_only() -> Iterator[None]:
@@ -471,6 +493,6 @@ def run_inspection_command(command: str, argv: list[str]) -> None:
     """Parse an inspection command's arguments and run it, printing its results only (its --debug: transformers'
     logging, progress bars and the CPU choices too)."""
     args = parse_command_arguments(command, argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     with _results_only() if not args.debug else nullcontext():
         INSPECTION_COMMANDS[command][1](args)

@@ -265,6 +265,19 @@ def test_export_refuses_a_head_the_checkpoint_lacks(model_dirs, tmp_path: Path) 
     assert not (tmp_path / "out").exists()
 
 
+def test_export_command_shows_its_checks_figures(capsys, model_dirs, tmp_path: Path) -> None:
+    """`bertscratch export` prints how close ONNX Runtime came to PyTorch, once, as its check measured it."""
+    capsys.readouterr()
+    cli.main(["export", str(model_dirs["fill-mask"]), str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    (line,) = [line for line in captured.err.splitlines() if "matches PyTorch" in line]
+    assert re.fullmatch(
+        r"INFO hf_bertscratch\.onnx\.export: ONNX Runtime matches PyTorch: largest difference \S+", line
+    )
+    assert float(line.rsplit(" ", 1)[1]) <= onnx_export.ATOL
+    assert captured.out.startswith("Wrote ")
+
+
 @pytest.mark.parametrize("opset", [16, 99])
 def test_export_refuses_an_opset_it_did_not_write(model_dirs, tmp_path: Path, opset: int) -> None:
     """torch.onnx answers an opset below what it converts to, or past its newest, with a warning and a graph of
