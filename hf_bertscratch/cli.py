@@ -374,24 +374,6 @@ def run_attention(args: AttentionArguments) -> None:
     print(f"Wrote {path}")
 
 
-@contextmanager
-def _shown_on_stderr(name: str) -> Iterator[None]:
-    """Print logger `name`'s INFO records too on stderr while the block runs (the root logger's handler, which the
-    inspection commands give warnings only, is bypassed so that nothing prints twice)."""
-    shown = logging.getLogger(name)
-    handler, level, propagate = logging.StreamHandler(sys.stderr), shown.level, shown.propagate
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    shown.addHandler(handler)
-    shown.setLevel(logging.INFO)
-    shown.propagate = False
-    try:
-        yield
-    finally:
-        shown.removeHandler(handler)
-        shown.setLevel(level)
-        shown.propagate = propagate
-
-
 def run_export(args: ExportArguments) -> None:
     from .onnx import export
 
@@ -463,6 +445,24 @@ def parse_command_arguments(command: str, argv: list[str]) -> CommandArguments:
 # ------------------------------------------------------------------------------------------------------ running
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"  # the inspection commands' warnings (and export's check)
+
+
+@contextmanager
+def _shown_on_stderr(name: str) -> Iterator[None]:
+    """Print logger `name`'s INFO records too on stderr while the block runs (the root logger's handler, which the
+    inspection commands give warnings only, is bypassed so that nothing prints twice)."""
+    shown = logging.getLogger(name)
+    handler, level, propagate = logging.StreamHandler(sys.stderr), shown.level, shown.propagate
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    shown.addHandler(handler)
+    shown.setLevel(logging.INFO)
+    shown.propagate = False
+    try:
+        yield
+    finally:
+        shown.removeHandler(handler)
+        shown.setLevel(level)
+        shown.propagate = propagate
 
 
 @contextmanager

@@ -407,8 +407,9 @@ SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "con
 def copy_sentence_transformers_files(source: str | Path, destination: Path) -> list[str]:
     """Keep an embedding folder one: its sentence-transformers files and module folders (1_Pooling/, ...) go along,
     so sentence-transformers, embedding servers and `bertscratch embed` read the converted (or exported) encoder
-    with the pooling and length it was trained with, not their own default. The first module, the transformer at the folder's root, is the converted model. Returns
-    the modules' types (none when `source` is no sentence-transformers folder)."""
+    with the pooling and length it was trained with, not their own default. The first module, the transformer at
+    the folder's root, is the converted model. Returns the modules' types (none when `source` is no
+    sentence-transformers folder)."""
     source = Path(source)
     if not (source / "modules.json").is_file():
         return []

@@ -424,8 +424,9 @@ def load_raw_datasets(
     """Load the raw (untokenised) splits of a dataset.
 
     Explicit files win; else a folder `dataset_name` that `save_to_disk` wrote (a `Dataset` is the train split); else
-    a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the Hub. Splits keep the names "train", "validation", "test" for whichever are present. With `text_files_as_conll`
-    (a token-classification task), text files given are read as CoNLL-format sentences (`read_conll`).
+    a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the Hub. Splits keep the names
+    "train", "validation", "test" for whichever are present. With `text_files_as_conll` (a token-classification
+    task), text files given are read as CoNLL-format sentences (`read_conll`).
 
     Returns:
         A `DatasetDict`, or an `IterableDatasetDict` when `streaming` is True.
@@ -445,8 +446,9 @@ def load_raw_datasets(
         return _load_files(split_files, streaming, cache_dir, builder="conll" if conll else None)
     if not dataset_name:
         raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
-    if _saved_to_disk(Path(dataset_name).expanduser()):
-        return _load_saved(Path(dataset_name).expanduser(), streaming)
+    saved = Path(dataset_name).expanduser()
+    if _saved_to_disk(saved):
+        return _load_saved(saved, streaming)
 
     local_dir = resolve_data_dir(data_dir)
     for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):

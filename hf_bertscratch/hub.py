@@ -228,11 +228,11 @@ def prepare_upload_folder(
     """Write into `output_dir` exactly the files a Hub repository of this model needs, and return `output_dir`.
 
     Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir` and of each of its `MODEL_SUBFOLDERS`
-    (into a subfolder of the same name), and an embedding model's sentence-transformers files; completes `auto_map` in each config.json and adds the package's
-    configuration/modeling code where missing (so `trust_remote_code=True` can load every head, subfolders
-    included); keeps the model card, pointing its loading example at `repo_id`/`revision`, or writes one from the
-    folder's config and metrics. `output_dir` must be new or empty; it is assembled beside itself and renamed, so
-    it never looks finished after a failure.
+    (into a subfolder of the same name), and an embedding model's sentence-transformers files; completes `auto_map`
+    in each config.json and adds the package's configuration/modeling code where missing (so
+    `trust_remote_code=True` can load every head, subfolders included); keeps the model card, pointing its loading
+    example at `repo_id`/`revision`, or writes one from the folder's config and metrics. `output_dir` must be new or
+    empty; it is assembled beside itself and renamed, so it never looks finished after a failure.
     """
     source = check_model_folder(model_dir)
     if repo_id is not None:

@@ -132,7 +132,7 @@ def test_tokenize_head_plus_tail_keeps_start_and_end(tokenizer: BertTokenizer, m
         tokenizer, task, {0: 0, 1: 1}, max_seq_length=10, strategy="head+tail", head_tokens=3
     )
     # The text is longer than the tokenizer's maximum, but cut here: no "indexing errors" warning from transformers.
-    monkeypatch.setattr(tokenizer, "model_max_length", 10)  # the session's tokenizer: put back after this test
+    monkeypatch.setattr(tokenizer, "model_max_length", 10)  # a tokenizer every test shares: put back after this one
     tokenizer.deprecation_warnings.pop("sequence-length-is-longer-than-the-specified-maximum", None)  # warned once
     with CaptureLogger(transformers_logging.get_logger("transformers.tokenization_utils_base")) as captured:
         out = tokenize({"text": [text, "the cat"], "label": [1, 0]})

@@ -230,8 +230,8 @@ def test_tag_entities_without_aggregation_tags_each_piece(ner_model_dir: Path) -
 
 
 def test_tag_entities_without_aggregation_warns_that_a_long_text_is_cut(ner_model_dir: Path, caplog) -> None:
-    """Aggregation "none" tags the first window only (the pipeline takes no stride without grouping): a long text's later pieces
-    were left out without a word."""
+    """Aggregation "none" tags the first window only (the pipeline takes no stride without grouping): a long text's
+    later pieces were left out without a word."""
     text = " ".join(["the cat sat on the mat ."] * 30)  # 210 pieces, the tiny model has 64 positions
     with caplog.at_level("WARNING", logger="hf_bertscratch.inference"):
         pieces = tag_entities(ner_model_dir, text, aggregation_strategy="none")
