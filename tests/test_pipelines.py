@@ -5,11 +5,12 @@ Each pipeline's answer is checked against the model's own logits or hidden state
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertTokenizer, pipeline
+from transformers import AutoTokenizer, BertConfig, BertTokenizer, pipeline
 
 import hf_bertscratch
 
@@ -108,4 +109,22 @@ def test_pipeline_with_tokenizer_from_vocab_file(tmp_path: Path, vocab_file: Pat
         "paris is the [MASK] of france ."
     )
     assert len(predictions) == 5 and all(0.0 <= p["score"] <= 1.0 for p in predictions)
+    assert all(p["sequence"].startswith("paris is the ") for p in predictions)
+
+
+def test_a_folder_with_a_bare_vocab_file_loads_its_tokenizer_as_berts_does(tmp_path: Path, vocab_file: Path) -> None:
+    """config.json and vocab.txt, no tokenizer_config.json (as Google's BERT checkpoints ship): AutoTokenizer, and so
+    any pipeline, builds the tokenizer it builds for transformers' BERT from the same files."""
+    kwargs = tiny_config_kwargs(len(vocab_file.read_text(encoding="utf-8").split()))
+    folders = {"bert": tmp_path / "bert", "bertscratch": tmp_path / "bertscratch"}
+    BertConfig(**kwargs).save_pretrained(folders["bert"])
+    hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**kwargs)).save_pretrained(
+        folders["bertscratch"]
+    )
+    for folder in folders.values():
+        shutil.copy(vocab_file, folder / "vocab.txt")
+    bert, ours = (AutoTokenizer.from_pretrained(str(folder)) for folder in folders.values())
+    assert type(ours) is type(bert)
+    assert ours(TEXT, "the cat sat .")["input_ids"] == bert(TEXT, "the cat sat .")["input_ids"]
+    predictions = pipeline("fill-mask", model=str(folders["bertscratch"]))(TEXT.replace("capital", "[MASK]"))
     assert all(p["sequence"].startswith("paris is the ") for p in predictions)
