@@ -359,6 +359,14 @@ class BertScratchPreTrainedModel(PreTrainedModel):
     accepts_loss_kwargs = False
 
     def __init__(self, config: BertScratchConfig, *inputs: Any, **kwargs: Any) -> None:
+        # Another model's config (transformers' `BertConfig` say) lacks this family's fields, which would fail later
+        # as a missing attribute; compared by model type, so the class of a remote-code module passes too.
+        if getattr(config, "model_type", None) != BertScratchConfig.model_type:
+            raise TypeError(
+                f"{type(self).__name__} needs a BertScratchConfig, got {type(config).__name__} (model_type "
+                f"{getattr(config, 'model_type', None)!r}); convert a BERT config with "
+                "hf_bertscratch.convert.bert_config_to_bertscratch(config)."
+            )
         # The config's checks run where it is made; values set on it after (`from_pretrained(..., num_attention_heads=3)`
         # sets its keyword arguments on the loaded config) are checked here, before a layer is built from them.
         config.validate()

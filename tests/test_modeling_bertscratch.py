@@ -585,6 +585,21 @@ def test_checkpoint_of_another_model_type_is_refused(tmp_path: Path) -> None:
         hf_bertscratch.BertScratchForMaskedLM.from_pretrained(tmp_path)
 
 
+@pytest.mark.parametrize("head", HEADS)
+def test_a_config_of_another_model_is_refused_by_name(head: str, tmp_path: Path) -> None:
+    """transformers' `BertConfig` handed to a BertScratch head, built or loaded, is refused where it enters, naming
+    the converter, instead of failing later on a field BertConfig lacks; the converted config builds the model."""
+    name = head.replace("Bert", "BertScratch", 1)
+    model_class = getattr(hf_bertscratch, name)
+    model_class(BertScratchConfig(**tiny_config_kwargs(VOCAB))).save_pretrained(tmp_path)
+    expected = rf"{name} needs a BertScratchConfig, got BertConfig \(model_type 'bert'\).*bert_config_to_bertscratch"
+    with pytest.raises(TypeError, match=expected):
+        model_class(_bert_config())
+    with pytest.raises(TypeError, match=expected):
+        model_class.from_pretrained(tmp_path, config=_bert_config())
+    assert isinstance(model_class(convert.bert_config_to_bertscratch(_bert_config())), model_class)
+
+
 # ------------------------------------------------------------------------------------------- family and presets
 
 
