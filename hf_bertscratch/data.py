@@ -424,7 +424,8 @@ def load_raw_datasets(
     """Load the raw (untokenised) splits of a dataset.
 
     Explicit files win; else a folder `dataset_name` that `save_to_disk` wrote (a `Dataset` is the train split); else
-    a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else the Hub. Splits keep the names
+    a local copy of `dataset_name` in the data directory (see `LOCAL_DATASETS`); else a copy shipped inside the package
+    (`BUNDLED_DATASETS`: WikiText-2 raw); else the Hub. Splits keep the names
     "train", "validation", "test" for whichever are present. With `text_files_as_conll` (a token-classification
     task), text files given are read as CoNLL-format sentences (`read_conll`).
 
