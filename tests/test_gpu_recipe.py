@@ -225,7 +225,7 @@ def test_the_documented_one_gpu_command_is_the_recipe_the_script_runs(gpu_recipe
 
 
 def test_fine_tunes_start_seed_by_seed_imdb_and_sst2_first(gpu_recipe: ModuleType, tmp_path: Path) -> None:
-    """A deadline then leaves whole seeds of both tasks the aims name, before any other task starts."""
+    """A deadline then leaves whole seeds of IMDB and SST-2, the tasks the recipe runs first, before any other starts."""
     args = gpu_recipe.GpuRecipeArguments(data_dir=str(tmp_path), tasks=["rte", "imdb", "sst2"], seeds=[42, 43])
     assert gpu_recipe.finetune_order(args) == [
         (task, seed, init)
