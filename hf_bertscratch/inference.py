@@ -192,8 +192,8 @@ def load_pipeline(
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not supported: expected one of {BACKENDS}.")
     torch_dtype = inference_dtype(dtype, backend)
-    model = family_checkpoint(model)  # transformers' BERT converted on load
-    check_task_head(model, task)
+    given, model = str(model), family_checkpoint(model)  # transformers' BERT converted on load
+    check_task_head(model, task, shown=given)
     loaded = load_tokenizer(str(tokenizer if tokenizer is not None else model))
     check_tokenizer_fits(loaded, AutoConfig.from_pretrained(model).vocab_size)
     if backend == "onnxruntime":
@@ -556,7 +556,7 @@ def _load_qa_model(
             raise ValueError(f"Model is a {type(qa_model).__name__}; question answering needs a *{heads[0]} model.")
     else:
         name = family_checkpoint(model)  # transformers' BERT converted on load
-        check_task_head(name, "question-answering")
+        check_task_head(name, "question-answering", shown=str(model))
         check_pytorch_weights(name)
         # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
         qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))

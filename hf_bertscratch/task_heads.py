@@ -25,8 +25,10 @@ TASK_HEADS: dict[str, tuple[str, ...]] = {
 FINE_TUNED_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
 
 
-def check_task_head(model: str, task: str) -> None:
-    """Raise if the checkpoint's `architectures` show it has no trained head for `task`."""
+def check_task_head(model: str, task: str, shown: str | None = None) -> None:
+    """Raise if the checkpoint's `architectures` show it has no trained head for `task`; the error names `shown`,
+    the model as the user gave it, where `model` is the folder it was converted into on load (None: `model`)."""
+    shown = model if shown is None else shown
     heads = TASK_HEADS[task]
     architectures = AutoConfig.from_pretrained(model).architectures or []
     if heads and architectures and not any(name.endswith(heads) for name in architectures):
@@ -37,10 +39,10 @@ def check_task_head(model: str, task: str) -> None:
         )
         if task == "fill-mask" and any(name.endswith("ForReplacedTokenDetection") for name in architectures):
             where = f"an ELECTRA run's masked LM is its generator, the folder's {GENERATOR_FOLDER}/"
-            if Path(model).is_dir():
-                where += f": {str(Path(model) / GENERATOR_FOLDER)!r}"
+            if Path(shown).is_dir():
+                where += f": {str(Path(shown) / GENERATOR_FOLDER)!r}"
         raise ValueError(
-            f"Model {model!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
+            f"Model {shown!r} is a {', '.join(architectures)} checkpoint; {task} needs one of the heads "
             f"{', '.join('*' + head for head in heads)} ({where})."
         )
 

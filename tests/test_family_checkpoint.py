@@ -155,6 +155,21 @@ def test_a_bert_checkpoint_converts_once_and_gives_transformers_logits(
         torch.testing.assert_close(ours(**batch).logits[real], reference(**batch).logits[real], atol=1e-5, rtol=1e-4)
 
 
+def test_a_converted_checkpoint_without_the_head_is_named_as_given(
+    bert_mlm: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A command refusing a converted checkpoint for the head it lacks names the folder the user gave, not the
+    temporary folder it was converted into (which is gone when the command exits)."""
+    for argv in (
+        ["classify", str(bert_mlm), "a wonderful film"],
+        ["answer", str(bert_mlm), "--question", "Who?", "--context", "Paris is in France."],
+        ["export", str(bert_mlm), str(tmp_path / "exported"), "--task", "text-classification"],
+    ):
+        code, _, err = _run(argv, capsys)
+        assert code == 1 and f"Model {str(bert_mlm)!r} is a BertScratchForMaskedLM checkpoint" in err, (argv, err)
+        assert "bertscratch-converted-" not in err, err
+
+
 def test_a_bertscratch_checkpoint_is_loaded_as_it_is(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
     hf_bertscratch.BertScratchForMaskedLM(config).save_pretrained(tmp_path)

@@ -382,7 +382,7 @@ def export_onnx(
     from ..convert import copy_sentence_transformers_files, family_checkpoint
     from ..tokenization import check_tokenizer_fits, load_tokenizer
 
-    model = family_checkpoint(model)  # transformers' BERT converted on load
+    given, model = str(model), family_checkpoint(model)  # transformers' BERT converted on load
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise NotADirectoryError(f"Output {str(output_dir)!r} is a file: expected a folder to write (or a new path).")
@@ -400,7 +400,7 @@ def export_onnx(
     config = AutoConfig.from_pretrained(model)
     task = task or default_task(config.architectures)
     spec = check_task(task)
-    check_task_head(model, task)  # a head the checkpoint lacks would be exported with random weights
+    check_task_head(model, task, shown=given)  # a head the checkpoint lacks would be exported with random weights
     torch_model = getattr(importlib.import_module("transformers"), spec.auto_class).from_pretrained(
         model, dtype=torch.float32
     )
