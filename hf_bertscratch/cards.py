@@ -257,7 +257,8 @@ class CardInfo:
 
 
 def template_path(kind: str) -> Path:
-    """The Jinja template of a card kind ("pretrained" or "classifier"), wherever the package is installed."""
+    """The Jinja template of a card kind (`CARD_KINDS`; each is drawn from `pretrained.md` or `classifier.md`),
+    wherever the package is installed."""
     card_kind = _card_kind(kind)
     path = Path(str(resources.files("hf_bertscratch") / "model_cards" / card_kind.template))
     if not path.is_file():
@@ -282,7 +283,8 @@ def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping
 
     Args:
         output_dir: Folder of the saved model (created if missing).
-        kind: "pretrained" (masked-LM pretraining) or "classifier" (fine-tuned sequence classifier).
+        kind: one of `CARD_KINDS`: "pretrained" (masked-LM pretraining), "discriminator" (an ELECTRA run),
+            "classifier" (sequence classification or regression), "token-classifier" or "question-answering".
         info: What the run knows: a `CardInfo`, or a mapping of its fields (checked the same way).
 
     The file is written to a temporary name beside it and renamed, so a failure never leaves a half card.
