@@ -207,6 +207,13 @@ def test_bad_task_arguments(kwargs: dict, message: str) -> None:
     "dev_rows, header, extra, message",
     [
         ([("the cat", 0), ("the dog", 5)], ("text", "label"), [], r"\[5\].*outside the label set"),
+        (
+            [("the cat", 0), ("the dog", "")],
+            ("text", "label"),
+            [],
+            r"^1 of the 2 examples of the eval split have no "
+            r"label in column 'label' \(an empty field or a null; the first is example 1, counting from 0\)",
+        ),
         ([("the cat", 0)], ("text", "label"), ["--text_column", "review"], r"Column\(s\) \['review'\]"),
         ([], ("text", "label"), [], "empty"),
     ],

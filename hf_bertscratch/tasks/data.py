@@ -315,6 +315,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
+        check_labels_given(split, task.columns.get("label"), role)
     if args.validation_split_percentage:
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
     for role, split in chosen.items():
@@ -327,6 +329,20 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
+
+
+def check_labels_given(split: datasets.Dataset, column: str | None, role: str) -> None:
+    """Fail in one line when rows of the `role` split have no value in the label `column` (an empty csv field, a JSON
+    null), before the label set is read: a missing label is no class (`None` would become one) and no number."""
+    if not column or column not in split.column_names:
+        return
+    missing = [i for i, value in enumerate(split[column]) if value is None]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of the {len(split)} examples of the {role} split have no label in column {column!r} (an "
+            f"empty field or a null; the first is example {missing[0]}, counting from 0): give each example its "
+            "label, or remove those rows."
+        )
 
 
 # Which train examples are held out (`hold_out_validation`): one draw, the same for every run and seed, so that runs
