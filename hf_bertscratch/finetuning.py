@@ -7,7 +7,7 @@ question-answering) with the columns named by flags. One setup serves every shap
 head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`, and the arguments with their checks in
 `hf_bertscratch.finetuning_arguments`. `main()` reads as its stages:
 
-    parse and check -> data (splits, tokenizer, task shape) -> model (and features, a probed head) -> Trainer.train
+    parse and check -> data (tokenizer, splits, task shape) -> model (and features, a probed head) -> Trainer.train
     -> evaluate (the best model on eval, test once, no-learning baselines) -> report (all_results.json,
     predictions.csv, a picture fit for the shape, loss_curve.png, the model card)
 
@@ -60,6 +60,7 @@ from .task_heads import FINE_TUNED_HEADS
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
+from .tokenization import check_tokenizer_fits
 
 logger = logging.getLogger(__name__)
 
@@ -598,19 +599,23 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = resolve_paths(model_args, training_args)
     threads = use_threads(training_args.threads)
     logger.info("Training on %s at %s: %s.", describe_hardware(), describe_precision(training_args), threads.describe())
-    choose_task_defaults(model_args, data_args, training_args, model_config(model_args))  # BERT's for a wide model
+    config = model_config(model_args)
+    choose_task_defaults(model_args, data_args, training_args, config)  # BERT's for a wide model
     task = data_args.task_spec  # the task the flags name, from the table
 
-    # 2. Data: the splits and their labels, checked before any training, and the shape that makes their features.
-    raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
-    tokenizer = load_task_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path, model_args.cache_dir)
+    # 2. Data: the tokenizer (checked against the model's vocabulary), the splits and their labels, checked before any
+    # training, and the shape that makes their features.
+    tokenizer_name = model_args.tokenizer_name or model_args.model_name_or_path
+    tokenizer = load_task_tokenizer(tokenizer_name, model_args.cache_dir)
+    check_tokenizer_fits(tokenizer, config.vocab_size, f"tokenizer of {tokenizer_name!r}")
     tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
+    raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
     features = make_features(shape, raw, data_args, training_args)
-    warn_of_unknown_tokens(features["train"], tokenizer, model_args.tokenizer_name or model_args.model_name_or_path)
+    warn_of_unknown_tokens(features["train"], tokenizer, tokenizer_name)
     if checkpoint is None:
         fit_head(model, model_args, shape, features["train"])
 

@@ -243,6 +243,19 @@ def test_a_missing_column_names_the_flag_that_picks_it(tmp_path: Path, model_dir
         main(base_argv(model_dir, train, train, tmp_path / "out"))
 
 
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused_before_the_data_loads(
+    tmp_path: Path, tokenizer: BertTokenizer
+) -> None:
+    """A model folder whose tokenizer has ids past the model's embedding rows stops in one line naming both sizes,
+    before the data is read (the train file named here does not exist), not at the first batch holding such an id."""
+    model = tmp_path / "model"
+    AutoModelForMaskedLM.from_config(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(10))).save_pretrained(model)
+    tokenizer.save_pretrained(model)
+    missing = tmp_path / "missing.csv"
+    with pytest.raises(ValueError, match=rf"has {len(tokenizer)} tokens but the model's vocab_size is 10: pass the"):
+        main(base_argv(model, missing, missing, tmp_path / "out"))
+
+
 def test_a_new_head_is_loaded_without_the_load_report_or_a_layer_list(model_dir: Path) -> None:
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
