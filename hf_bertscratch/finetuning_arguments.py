@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import InitVar, dataclass, field
 
-from transformers import PretrainedConfig
+from transformers import PretrainedConfig, TrainingArguments
 
 from .arguments import ArgumentParser, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
@@ -118,6 +118,12 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         if self.metric_for_best_model == AUTO_METRIC and data_args is not None:
             # The task's main metric; every main metric is higher-is-better.
             self.metric_for_best_model, self.greater_is_better = data_args.task_spec.main_metric, True
+        # Checkpoints where the evaluations are, unless told otherwise: the best one is kept by its score.
+        if self.save_strategy is None:
+            self.save_strategy = self.eval_strategy
+        if self.save_steps is None:
+            steps = self.eval_steps or self.logging_steps  # eval_steps unset or 0: transformers' logging_steps
+            self.save_steps = steps if self.save_strategy == "steps" and steps > 0 else TrainingArguments.save_steps
         super().__post_init__()
 
     # fp32 by default, unlike pretraining: the Trainer evaluates under the training's autocast too, and the scores a
@@ -131,7 +137,20 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         },
     )
     eval_strategy: str = field(default="epoch", metadata={"help": "When to evaluate: 'no', 'steps' or 'epoch'."})
-    save_strategy: str = field(default="epoch", metadata={"help": "When to checkpoint: must match eval_strategy."})
+    save_strategy: str | None = field(  # type: ignore[assignment]
+        default=None,
+        metadata={
+            "help": "When to checkpoint: 'no', 'steps', 'epoch' or 'best' (default: as --eval_strategy, so the best "
+            "checkpoint is kept by its evaluation)."
+        },
+    )
+    save_steps: float | None = field(  # type: ignore[assignment]
+        default=None,
+        metadata={
+            "help": "With --save_strategy steps: checkpoint every this many steps, or this fraction of the steps if "
+            "< 1 (default: --eval_steps)."
+        },
+    )
     load_best_model_at_end: bool = field(default=True, metadata={"help": "Reload the best checkpoint at the end."})
     metric_for_best_model: str | None = field(
         default=AUTO_METRIC,

@@ -480,6 +480,31 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert FinetuneTrainingArguments(output_dir=str(tmp_path)).warmup_steps == 0.1  # transformers 5's warm-up field
 
 
+@pytest.mark.parametrize(
+    "flags, strategy, steps",
+    [
+        (["--eval_strategy", "steps"], "steps", 0.02),  # eval_steps unset: transformers' logging_steps
+        (["--eval_strategy", "steps", "--eval_steps", "50"], "steps", 50),
+        (["--eval_strategy", "steps", "--save_strategy", "steps", "--eval_steps", "50"], "steps", 50),
+        (["--eval_strategy", "steps", "--eval_steps", "50", "--save_steps", "100"], "steps", 100),
+        (["--eval_strategy", "no"], "no", 500),
+        ([], "epoch", 500),
+    ],
+)
+def test_checkpoints_follow_the_evaluations_unless_told(
+    tmp_path: Path, flags: list[str], strategy: str, steps: float
+) -> None:
+    """The best checkpoint is chosen among evaluated ones, so --eval_strategy steps (with or without --eval_steps)
+    saves where it evaluates, as run_glue's users pass it, instead of failing on a save strategy left at 'epoch' or
+    save_steps 500 beside a fraction; a --save_strategy or --save_steps given is kept."""
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    base = ["--model_name_or_path", "unused", "--task", "sst2", "--output_dir", str(tmp_path / "out")]
+    training_args = parse_args(base + flags)[2]
+    assert (training_args.save_strategy, training_args.save_steps) == (strategy, steps)
+    assert training_args.load_best_model_at_end
+
+
 @pytest.mark.parametrize("task", ["sst2", "cola", "mrpc", "stsb", "conll2003", "squad"])
 def test_parsing_picks_the_tasks_main_metric_for_the_best_checkpoint(tmp_path: Path, task: str) -> None:
     """--metric_for_best_model auto (the default) is the task's main metric once the flags are parsed (the parser hands
