@@ -215,6 +215,7 @@ FLAG_ALIASES = {
     "--eval_file": "--validation_file",
     "--warmup_ratio": "--warmup_steps",
     "--resume": "--resume_from_checkpoint",
+    "--task_name": "--task",  # run_glue's and run_ner's (by spelling alone: --dataset_name)
 }
 
 

@@ -110,6 +110,16 @@ def test_flags_of_other_scripts_suggest_this_ones(
     assert f"unrecognized arguments: {given} 8; did you mean {meant!r}?" in capsys.readouterr().err
 
 
+def test_run_glues_task_name_suggests_the_task_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--task_name rte`, as run_glue.py and run_ner.py take it, points at --task, not --dataset_name (the closest
+    spelling, a Hub dataset id)."""
+    from hf_bertscratch.finetuning_arguments import parse_args as parse_finetuning_args
+
+    with pytest.raises(SystemExit):
+        parse_finetuning_args(["--model_name_or_path", "m", "--task_name", "rte", "--output_dir", str(tmp_path)])
+    assert "unrecognized arguments: --task_name rte; did you mean '--task'?" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("rate", ["-0.001", "0"])
 def test_a_learning_rate_that_is_not_positive_is_refused_as_it_is_parsed(tmp_path: Path, rate: str) -> None:
     """Both training commands name the flag and the value before any data or model loads (torch's AdamW would
