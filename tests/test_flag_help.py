@@ -8,12 +8,13 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from transformers.trainer_utils import IntervalStrategy
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from hf_bertscratch import benchmark, cli, cpu_matmul, finetuning_arguments, hardware, pretraining_arguments
 from hf_bertscratch.arguments import ArgumentParser, _inherited_trainer_fields, described_values
 from hf_bertscratch.configuration_bertscratch import CLASSIFIER_POOLINGS, PRESETS
 from hf_bertscratch.onnx.common import ONNX_TASKS
+from hf_bertscratch.tasks import COLUMN_ROLES, SHAPE_COLUMNS
 
 # (command, flag) -> the values the flag takes, for flags whose values are checked in code rather than by argparse's
 # choices (each tuple is the one its check uses).
@@ -23,6 +24,7 @@ CHECKED_IN_CODE: dict[tuple[str, str], tuple[str, ...]] = {
     ("pretrain", "precision"): hardware.PRECISIONS,
     ("finetune", "precision"): hardware.PRECISIONS,
     ("finetune", "eval_strategy"): tuple(strategy.value for strategy in IntervalStrategy),
+    ("finetune", "save_strategy"): tuple(strategy.value for strategy in SaveStrategy),
     ("benchmark", "presets"): tuple(PRESETS),
     ("benchmark", "workloads"): benchmark.WORKLOADS,
     ("benchmark", "variants"): benchmark.VARIANTS,
@@ -121,3 +123,22 @@ def test_the_inspection_commands_take_the_values_the_library_takes() -> None:
     for arguments in (cli.EmbedArguments, cli.SimilarityArguments):
         assert values(arguments, "pooling") == {"auto", *similarity.POOLINGS}
     assert values(cli.ExportArguments, "quantize") == set(QUANTIZATIONS)
+
+
+SHAPE_WORDS = {  # how a column flag's help names each shape
+    "classification": "classification",
+    "regression": "regression",
+    "token-classification": "token classification",
+    "question-answering": "question answering",
+    "embedding": "embedding",
+}
+
+
+@pytest.mark.parametrize("role", COLUMN_ROLES)
+def test_a_column_flags_help_names_every_shape_that_reads_it(role: str) -> None:
+    """`--text_column`, `--label_column`, ...: the help names each shape of `SHAPE_COLUMNS` that reads the column
+    (an embedding task reads text, text_pair and label), so none looks as if a shape ignored it."""
+    (help,) = [help for name, action, help in FLAGS if (name, action.dest) == ("finetune", f"{role}_column")]
+    readers = [shape for shape, roles in SHAPE_COLUMNS.items() if role in roles]
+    missing = [shape for shape in readers if SHAPE_WORDS[shape] not in help.lower()]
+    assert not missing, f"--{role}_column: {help!r} does not name {missing}"

@@ -89,13 +89,19 @@ class DataArguments:
         },
     )
     text_column: str | None = field(
-        default=None, metadata={"help": "Classification/regression: the text column (default: text, or the task's)."}
+        default=None,
+        metadata={"help": "Classification/regression/embedding: the text column (default: text, or the task's)."},
     )
     text_pair_column: str | None = field(
-        default=None, metadata={"help": "Classification/regression: the second text of a sentence pair."}
+        default=None,
+        metadata={"help": "Classification/regression/embedding: the second text of a sentence pair."},
     )
     label_column: str | None = field(
-        default=None, metadata={"help": "Classification: class ids or names; regression: numbers (default: label)."}
+        default=None,
+        metadata={
+            "help": "Classification: class ids or names; regression: numbers; embedding: similarity scores or 0/1 "
+            "match labels (default: label)."
+        },
     )
     tokens_column: str | None = field(
         default=None, metadata={"help": "Token classification: a column of word lists (default: tokens)."}
