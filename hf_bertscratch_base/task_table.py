@@ -23,6 +23,8 @@ SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
     "question-answering": {"id": "id", "question": "question", "context": "context", "answers": "answers"},
     "embedding": {"text": "text", "text_pair": None, "label": "label"},  # labels optional for training
 }
+# The column roles that hold what an example is scored against (its labels, tags or answers).
+SCORED_ROLES = ("label", "tags", "answers")
 # Every column role, in the order a shape names them; `--{role}_column` picks role's column (`column_flag`).
 COLUMN_ROLES = tuple(dict.fromkeys(role for roles in SHAPE_COLUMNS.values() for role in roles))
 
@@ -247,8 +249,11 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
     missing = [column for column in required.values() if column not in columns]
     if missing:
         flags = ", ".join(column_flag(role) for role, column in required.items() if column in missing)
+        hint = ""
+        if split == "test" and any(required.get(role) in missing for role in SCORED_ROLES):
+            hint = " The test split is scored against its labels: leave out a test file without them."
         raise ValueError(
-            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}."
+            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}.{hint}"
         )
 
 

@@ -122,6 +122,7 @@ def test_a_missing_column_fails_at_the_front_door_as_in_the_library(
     "command, argv, line",
     [
         ("finetune", ["--train_file", "train.csv", "--validation_file", "dev.csv"], "['label'] not in the eval split; it has ['text', 'stars']: name yours with --label_column"),
+        ("finetune", ["--train_file", "train.csv", "--validation_file", "train.csv", "--test_file", "test.csv"], "['label'] not in the test split; it has ['text']: name yours with --label_column. The test split is scored against its labels: leave out a test file without them"),
         ("pretrain", ["--train_file", "train.csv", "--validation_file", "dev.csv"], "['text'] not in the validation split; it has ['body']: name yours with --text_column"),
         ("train-tokenizer", ["--train_file", "notes.txt.gz", "--text_column", "body"], "['body'] not in the train split; it has ['text']: name yours with --text_column"),
     ],
@@ -129,10 +130,12 @@ def test_a_missing_column_fails_at_the_front_door_as_in_the_library(
 def test_the_front_door_names_the_split_that_lacks_the_column(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, argv: list, line: str
 ) -> None:
-    """Files of one run with different columns: the check names the split that lacks the column."""
+    """Files of one run with different columns: the check names the split that lacks the column (a test split
+    without labels, that it is scored against them)."""
     write(tmp_path / "train.csv", "text,label\na,0\n")
     write(tmp_path / "dev.csv", "text,stars\nb,1\n" if command == "finetune" else "body\nb\n")
     write(tmp_path / "notes.txt.gz", "hello\n")
+    write(tmp_path / "test.csv", "text\nc\n")  # unlabelled, as GLUE's own test files are
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError) as error:
         check_data_files(command, argv)

@@ -64,7 +64,8 @@ class DataArguments:
     )
     validation_file: str | None = field(default=None, metadata={"help": "An evaluation file, same formats."})
     test_file: str | None = field(
-        default=None, metadata={"help": "A test file, scored once with the chosen model at the end (optional)."}
+        default=None,
+        metadata={"help": "A test file with labels, scored once with the chosen model at the end (optional)."},
     )
     data_dir: str | None = field(
         default=None,
