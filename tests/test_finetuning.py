@@ -291,6 +291,16 @@ def test_integer_labels_not_from_zero_are_told_a_way_that_works() -> None:
     assert label_mapping(datasets.DatasetDict({"train": renumbered}), "stars", ["bad", "good"])[1] == {0: 0, 1: 1}
 
 
+def test_boolean_labels_are_classes_of_their_own() -> None:
+    """JSON's true and false (an `is_duplicate` column) are two classes named as they read, not labels outside a
+    label set of their own names."""
+    raw = datasets.DatasetDict(
+        {"train": datasets.Dataset.from_dict({"label": [True, False, True]}),
+         "eval": datasets.Dataset.from_dict({"label": [False, True]})}
+    )  # fmt: skip
+    assert label_mapping(raw, "label", None) == (["False", "True"], {False: 0, True: 1})
+
+
 def resolved(model: Path, **kwargs: object) -> ModelArguments:
     """The model arguments of `model` as `choose_task_defaults` leaves them for a classification task with a small
     model: [CLS] pooling."""

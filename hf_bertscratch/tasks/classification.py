@@ -77,7 +77,7 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
     """Class names and a map from raw label value to class id; raises on any label outside the label set.
 
     Integer labels are ids into the names, 0..K-1 with names given or not; string labels are names. Without given
-    names, the sorted distinct train labels are the classes.
+    names, the sorted distinct train labels are the classes (booleans too: `False`, `True`).
     """
     train_values = sorted(set(raw["train"][label_column]), key=lambda v: (str(type(v)), v))
     is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
@@ -98,7 +98,13 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
                 f"{train_values[:20]}: {ways}; for scores, run a regression task (--task_type regression)."
             )
         names = [str(v) for v in train_values]
-    mapping = {i: i for i in range(len(names))} if is_int else {name: i for i, name in enumerate(names)}
+    mapping: dict
+    if is_int:
+        mapping = {i: i for i in range(len(names))}
+    elif given:
+        mapping = {name: i for i, name in enumerate(names)}
+    else:  # the train values themselves, so labels that are no strings (JSON's true and false) map as they are read
+        mapping = {value: i for i, value in enumerate(train_values)}
     if len(names) < 2:
         raise ValueError(f"Classification needs at least two labels, got {names}.")
     for role, split in raw.items():
