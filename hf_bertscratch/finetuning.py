@@ -342,19 +342,18 @@ def build_trainer(
 # ------------------------------------------------------------------------------------------------------- results
 def evaluate_best_model(
     trainer: OrderedEvalTrainer, shape: TaskShape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
-) -> tuple[PredictionOutput, dict]:
-    """The best model's eval predictions and the eval (and test) metrics. The evaluation comes from training when it
-    was made there; else one pass now gives both the metrics and the per-example predictions. The test split, when
-    the task has one, is scored once."""
+) -> tuple[dict[str, PredictionOutput], dict]:
+    """The best model's predictions (split -> its per-example predictions: "eval", and "test" when the task has a
+    test split) and the eval (and test) metrics. The evaluation comes from training when it was made there; else one
+    pass now gives both the metrics and the per-example predictions. The test split is scored once."""
     prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
-    metrics = dict(prediction.metrics)
+    predictions, metrics = {"eval": prediction}, dict(prediction.metrics)
     if "test" in features:
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
-        test = trainer.predict(features["test"], metric_key_prefix="test")
-        assert test.metrics is not None, "Trainer's evaluation loop always reports metrics"
-        metrics.update(test.metrics)
-    return prediction, metrics
+        predictions["test"] = trainer.predict(features["test"], metric_key_prefix="test")
+        metrics.update(predictions["test"].metrics or {})
+    return predictions, metrics
 
 
 def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
@@ -428,23 +427,25 @@ def write_reports(
     folder: Path,
     trainer: Trainer,
     shape: TaskShape,
-    raw_eval: datasets.Dataset,
-    eval_features: datasets.Dataset,
-    prediction: PredictionOutput,
+    raw: datasets.DatasetDict,
+    features: dict[str, datasets.Dataset],
+    predictions: dict[str, PredictionOutput],
     results: dict,
     model_args: ModelArguments,
     data_args: DataArguments,
     task: TaskSpec,
 ) -> None:
-    """predictions.csv, the shape's picture, loss_curve.png, the model card and all_results.json in `folder` (the
-    run's staging folder, holding trainer_state.json), from the best model's eval `prediction`."""
+    """predictions.csv and the shape's picture (test_predictions.csv and test_<picture> for a test split),
+    loss_curve.png, the model card and all_results.json in `folder` (the run's staging folder, holding
+    trainer_state.json), from the best model's `predictions` (split -> its per-example predictions)."""
     from .plotting import plot_training_curves
 
     name = data_args.task or data_args.dataset_name or "eval"
-    main_value = results.get(f"eval_{task.main_metric}", math.nan)
-    shape.write_predictions(
-        folder, raw_eval, eval_features, prediction, f"{name}: {task.metric_label} {main_value:.4f}"
-    )
+    for role, prediction in predictions.items():
+        main_value = results.get(f"{role}_{task.main_metric}", math.nan)
+        title = f"{name}{' test' if role == 'test' else ''}: {task.metric_label} {main_value:.4f}"
+        prefix = "" if role == "eval" else f"{role}_"
+        shape.write_predictions(folder, raw[role], features[role], prediction, title, prefix=prefix)
     plot_training_curves(folder)  # titled with the output_dir's name, not the staging folder's
     _write_card(
         folder, Path(output_dir_of(trainer.args)).resolve().name, trainer, shape, results, model_args, data_args
@@ -628,7 +629,8 @@ def main(argv: list[str] | None = None) -> None:
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
     # 5. Evaluate: the best model on eval, the test split once, and what no learning scores.
-    prediction, scores = evaluate_best_model(trainer, shape, raw, features)
+    predictions, scores = evaluate_best_model(trainer, shape, raw, features)
+    prediction = predictions["eval"]
     results = {**train_result.metrics, **scores, **run_baselines(task, raw, features, prediction)}
     results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
 
@@ -636,7 +638,7 @@ def main(argv: list[str] | None = None) -> None:
     kept = finish_run(
         trainer,
         lambda folder: write_reports(
-            folder, trainer, shape, raw["eval"], features["eval"], prediction, results, model_args, data_args, task
+            folder, trainer, shape, raw, features, predictions, results, model_args, data_args, task
         ),
     )
     sizes = {role: len(raw[role]) for role in ("eval", "test") if role in raw}

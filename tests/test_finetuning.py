@@ -677,6 +677,9 @@ def test_max_eval_samples_caps_the_test_split_too(
     main(base_argv(model_dir, *data_files, output) + ["--test_file", str(data_files[1]), *subsets])
     results = json.loads((output / "all_results.json").read_text())
     assert (results["eval_samples"], results["test_samples"]) == (4, 4) and "test_accuracy" in results
+    test_rows = read_rows(output / "test_predictions.csv")  # the test split's own predictions, as scored
+    assert len(test_rows) == 4 and (output / "test_confusion_matrix.png").is_file()
+    assert results["test_accuracy"] == pytest.approx(np.mean([r["label"] == r["prediction"] for r in test_rows]))
     card = " ".join((output / "README.md").read_text(encoding="utf-8").split())
     assert "trained on 40 of the 48 training examples, evaluated on 4 of the 10 evaluation examples" in card
 
@@ -1004,9 +1007,14 @@ def test_token_classification_end_to_end(tmp_path: Path, model_dir: Path) -> Non
     assert results["eval_overall_precision"] == pytest.approx(precision_score(references, predictions))
     assert results["eval_overall_recall"] == pytest.approx(recall_score(references, predictions))
     assert results["eval_overall_accuracy"] == pytest.approx(accuracy_score(references, predictions))
-    # The test split is scored once, with the chosen (saved) model.
+    # The test split is scored once, with the chosen (saved) model, and its predictions written beside the eval ones.
     test_predictions = first_piece_tags(output, words["test"], 24)
     assert results["test_overall_f1"] == pytest.approx(f1_score(gold["test"], test_predictions))
+    test_rows = read_rows(output / "test_predictions.csv")
+    assert [r["tokens"] for r in test_rows] == [" ".join(w) for w in words["test"]]
+    assert [r["label"].split() for r in test_rows] == gold["test"]
+    assert [r["prediction"].split() for r in test_rows] == test_predictions
+    assert (output / "test_per_type_f1.png").is_file()
     assert results["eval_overall_f1"] > 0  # something was learnt: the comparisons above are not of empty sets
 
     assert (output / "per_type_f1.png").is_file()

@@ -170,9 +170,16 @@ class ClassificationShape:
         return [raw[i][self.task.columns["text"]]] + ([raw[i][pair]] if pair else [])
 
     def write_predictions(
-        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None:
-        """predictions.csv (index, text, [text_pair], label, prediction, p_<class>...) and the confusion matrix."""
+        """predictions.csv (index, text, [text_pair], label, prediction, p_<class>...) and the confusion matrix, each
+        name after `prefix` (test_ for the test split)."""
         from ..plotting import plot_confusion_matrix  # matplotlib loads only when a picture is drawn
 
         logits = prediction_logits(prediction)
@@ -185,8 +192,10 @@ class ClassificationShape:
             + [f"{p:.6f}" for p in probs[i]]
             for i in range(len(raw))
         ]
-        write_csv(folder / "predictions.csv", header, rows)
-        plot_confusion_matrix(labels.tolist(), logits.argmax(-1).tolist(), self.names, folder / self.picture, title)
+        write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        plot_confusion_matrix(
+            labels.tolist(), logits.argmax(-1).tolist(), self.names, folder / f"{prefix}{self.picture}", title
+        )
 
 
 class RegressionShape(ClassificationShape):
@@ -213,7 +222,13 @@ class RegressionShape(ClassificationShape):
         return RegressionMetrics()
 
     def write_predictions(
-        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None:
         """predictions.csv (index, text, [text_pair], label, prediction) and the predicted-vs-gold scatter."""
         from ..plotting import plot_regression  # matplotlib loads only when a picture is drawn
@@ -224,8 +239,8 @@ class RegressionShape(ClassificationShape):
         # Scores keep float32's full precision (9 digits): a regressor whose scores differ only past the 4th decimal
         # (early in training) must still give back the Pearson/Spearman reported from this file.
         rows = [[i, *self._text_columns(raw, i), f"{labels[i]:.7g}", f"{scores[i]:.9g}"] for i in range(len(raw))]
-        write_csv(folder / "predictions.csv", header + ["label", "prediction"], rows)
-        plot_regression(labels, scores, folder / self.picture, title)
+        write_csv(folder / f"{prefix}predictions.csv", header + ["label", "prediction"], rows)
+        plot_regression(labels, scores, folder / f"{prefix}{self.picture}", title)
 
 
 __all__ = ["ClassificationShape", "RegressionShape", "label_mapping", "make_text_tokenize_function"]

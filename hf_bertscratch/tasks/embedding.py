@@ -117,7 +117,13 @@ class EmbeddingShape:
         return RegressionMetrics()
 
     def write_predictions(
-        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None:
         """predictions.csv (index, text, text_pair, label, cosine), the cosine-vs-label scatter, and the
         sentence-transformers files that make the folder a `SentenceTransformer`."""
@@ -130,8 +136,8 @@ class EmbeddingShape:
             [i, raw[i][c["text"]], raw[i][c["text_pair"]], f"{labels[i]:.7g}", f"{cosines[i]:.9g}"]
             for i in range(len(raw))
         ]
-        write_csv(folder / "predictions.csv", ["index", "text", "text_pair", "label", "prediction"], rows)
-        plot_regression(labels, cosines, folder / self.picture, title)
+        write_csv(folder / f"{prefix}predictions.csv", ["index", "text", "text_pair", "label", "prediction"], rows)
+        plot_regression(labels, cosines, folder / f"{prefix}{self.picture}", title)
         dimension = json.loads((folder / "config.json").read_text(encoding="utf-8"))["hidden_size"]
         write_sentence_transformers_files(folder, self.pooling, self.settings.max_seq_length, dimension)
 

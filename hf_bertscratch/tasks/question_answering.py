@@ -282,7 +282,13 @@ class QuestionAnsweringShape:
         return compute
 
     def write_predictions(
-        self, folder: Path, raw: Dataset, features: Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: Dataset,
+        features: Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None:
         """predictions.csv: index, id, question, gold answers (" | "-joined), predicted answer, its score."""
         answers = self._answers(raw, features, prediction)
@@ -292,4 +298,6 @@ class QuestionAnsweringShape:
             found = answers[str(example[c["id"]])]
             gold = " | ".join(example[c["answers"]]["text"])
             rows.append([i, example[c["id"]], example[c["question"]], gold, found["text"], f"{found['score']:.6f}"])
-        write_csv(folder / "predictions.csv", ["index", "id", "question", "label", "prediction", "score"], rows)
+        write_csv(
+            folder / f"{prefix}predictions.csv", ["index", "id", "question", "label", "prediction", "score"], rows
+        )

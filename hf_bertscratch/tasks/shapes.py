@@ -65,7 +65,13 @@ class TaskShape(Protocol):
     ) -> Callable[[EvalPrediction], dict]: ...
 
     def write_predictions(
-        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None: ...
 
 

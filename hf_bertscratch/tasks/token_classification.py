@@ -285,7 +285,13 @@ class TokenClassificationShape:
         return compute
 
     def write_predictions(
-        self, folder: Path, raw: datasets.Dataset, features: datasets.Dataset, prediction: PredictionOutput, title: str
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
     ) -> None:
         """predictions.csv (index, tokens, tags, predicted tags; space-joined) and the per-type F1 bars."""
         from ..plotting import plot_per_type_f1  # matplotlib loads only when a picture is drawn
@@ -296,8 +302,8 @@ class TokenClassificationShape:
             [i, " ".join(tokens[i][: len(references[i])]), " ".join(references[i]), " ".join(predictions[i])]
             for i in range(len(raw))
         ]
-        write_csv(folder / "predictions.csv", ["index", "tokens", "label", "prediction"], rows)
+        write_csv(folder / f"{prefix}predictions.csv", ["index", "tokens", "label", "prediction"], rows)
         scores = load_metric("seqeval").compute(predictions=predictions, references=references)
         per_type = {name: value for name, value in scores.items() if isinstance(value, dict)}
         if per_type:
-            plot_per_type_f1(per_type, folder / self.picture, title)
+            plot_per_type_f1(per_type, folder / f"{prefix}{self.picture}", title)
