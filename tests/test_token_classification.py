@@ -113,6 +113,16 @@ def test_label_names_from_strings_and_classlabel(conll_file: Path) -> None:
     assert label_names_from(splits, "ner_tags") == list(CONLL2003_LABELS)
 
 
+def test_a_row_without_tags_is_named_once_the_label_list_is_read() -> None:
+    """A row whose tags are null (JSON Lines) leaves the label list to the other rows, and `check_tags` names it,
+    rather than the label list failing on iterating None."""
+    train = _sentences([(["EU"], ["B-ORG"]), (["rejects"], None)])
+    names = label_names_from(train, "ner_tags")
+    assert names == ["B-ORG"]
+    with pytest.raises(ValueError, match=r"^Row 1 of the train split: .* must hold lists .* and NoneType None\.$"):
+        check_tags(train, "tokens", "ner_tags", names, "train")
+
+
 def test_check_tags_accepts_names_and_ids() -> None:
     check_tags(_sentences([(["EU", "rejects"], ["B-ORG", "O"])]), "tokens", "ner_tags", CONLL2003_LABELS, "train")
     check_tags(_sentences([(["EU", "rejects"], [3, 0])]), "tokens", "ner_tags", CONLL2003_LABELS, "train")

@@ -61,7 +61,7 @@ def label_names_from(dataset: datasets.Dataset | datasets.DatasetDict, tags_colu
     feature = getattr(dataset.features[tags_column], "feature", None)  # the element type of a list column
     if isinstance(feature, datasets.ClassLabel):
         return list(feature.names)
-    tags = {tag for row in dataset[tags_column] for tag in row}
+    tags = {tag for row in dataset[tags_column] if isinstance(row, list) for tag in row}  # others: `check_tags`
     if not all(isinstance(tag, str) for tag in tags):
         raise ValueError(
             f"Column {tags_column!r} holds non-string tags {sorted(map(repr, tags))[:10]} without ClassLabel names: "
