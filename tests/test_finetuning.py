@@ -1367,6 +1367,19 @@ def test_a_classifier_is_refused_where_sentence_vectors_are_needed(tmp_path: Pat
     assert embed(str(model_dir), "the cat sat").shape == (tiny_config_kwargs(10)["hidden_size"],)  # an encoder is fine
 
 
+def test_boolean_match_labels_train_an_embedding_as_0_and_1(tokenizer: BertTokenizer) -> None:
+    """JSON's true and false in the label column (an is_duplicate column) are 0/1 match labels: in-batch negatives
+    are chosen for them and the shape takes them as 0.0 and 1.0, rather than refusing them as not numbers."""
+    from hf_bertscratch.embedding import objective_for_labels
+
+    task = check_data_arguments(DataArguments(train_file="x.csv", task_type="embedding", text_pair_column="b"))
+    pairs = datasets.Dataset.from_dict({"text": ["a cat", "a dog"], "b": ["the cat", "a bird"], "label": [True, False]})
+    assert objective_for_labels(pairs["label"]) == "in-batch"
+    shape = EmbeddingShape(task, FeatureSettings(), tokenizer, "in-batch")
+    shape.prepare_labels(datasets.DatasetDict({"train": pairs, "eval": pairs}))
+    assert shape.features(pairs, training=False)["labels"] == [1.0, 0.0]
+
+
 def test_embedding_objective_auto_is_chosen_from_the_train_labels() -> None:
     from hf_bertscratch.embedding import objective_for_labels
 

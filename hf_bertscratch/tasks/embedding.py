@@ -57,11 +57,12 @@ class EmbeddingShape:
         return list(split[column]) if column and column in split.column_names else None
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
-        """Check that labels are numbers, read the cosine objective's label range, and require scored eval pairs."""
+        """Check that labels are numbers (or booleans, JSON's true and false: match labels), read the cosine
+        objective's label range, and require scored eval pairs."""
         column = self.task.columns.get("label")
         for role, split in raw.items():
             values = self._labels(split)
-            bad = [v for v in values or [] if isinstance(v, (str, bool)) or not isinstance(v, (int, float))]
+            bad = [v for v in values or [] if not isinstance(v, (int, float))]  # a bool is an int: 0/1
             if bad:
                 raise ValueError(
                     f"An embedding task's labels are similarity scores or 0/1 match labels, but the {role} split's "
