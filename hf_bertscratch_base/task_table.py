@@ -165,8 +165,8 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
 
     Raises:
         ValueError: an unknown task or shape, a shape that contradicts the named task's, a column role the shape
-            does not read, class names given for a regression or question-answering task, or a class name given
-            twice.
+            does not read, class names given for a regression or question-answering task, one class name for a
+            classification task, or a class name given twice.
     """
     check_task_names(overrides.task, overrides.task_type)
     spec = TASKS.get(overrides.task) if overrides.task else None
@@ -184,6 +184,8 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     if overrides.label_names and shape in ("regression", "question-answering", "embedding"):
         raise ValueError(f"--class_names {overrides.label_names} given for a {shape} task, which has no classes.")
     names = overrides.label_names or []
+    if shape == "classification" and len(names) == 1:
+        raise ValueError(f"--class_names {names[0]} names one class; a classifier needs two or more, in id order.")
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:  # each name is one output of the head: a name given twice would be two classes no label tells apart
         raise ValueError(

@@ -191,6 +191,7 @@ def test_task_table_defaults() -> None:
             {"train_file": "x.csv", "class_names": "pos, pos,neg"},
             r"--class_names pos,pos,neg names \['pos'\] more than once",
         ),
+        ({"task": "sst2", "class_names": "good"}, r"^--class_names good names one class; a classifier needs two or"),
         ({"task": "squad", "doc_stride": 128, "max_seq_length": 128}, "doc_stride"),
         ({"task": "imdb", "truncation": "middle"}, "middle"),
         ({"task": "imdb", "truncation": "head+tail", "max_seq_length": 16, "head_tokens": 15}, "head_tokens"),
