@@ -18,6 +18,8 @@ from dataclasses import InitVar, dataclass, field
 
 from transformers import PretrainedConfig, TrainingArguments
 
+from hf_bertscratch_base import did_you_mean
+
 from .arguments import ArgumentParser, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
@@ -42,6 +44,29 @@ POOLING_READS = {
 }
 
 logger = logging.getLogger(__name__)
+
+# Task shape -> the metrics its evaluation reports beside the loss (`compute_metrics` of `tasks.shapes`), which
+# --metric_for_best_model may name; token classification also reports `<TYPE>_f1` for each entity type of the data.
+SHAPE_METRICS = {
+    "classification": ("accuracy", "f1", "matthews_correlation", "top_class_share"),
+    "regression": ("pearson", "spearmanr", "combined_score", "mse", "prediction_std"),
+    "token-classification": ("overall_precision", "overall_recall", "overall_f1", "overall_accuracy"),
+    "question-answering": ("exact_match", "f1"),
+    "embedding": ("pearson", "spearmanr", "combined_score", "mse", "prediction_std"),
+}
+
+
+def check_metric_for_best_model(metric: str, shape: str) -> None:
+    """Refuse a --metric_for_best_model that the task's evaluation does not report (with or without `eval_`), naming
+    those it does: transformers finds out only at the first evaluation, after an epoch of training."""
+    name = metric.removeprefix("eval_")
+    if name == "loss" or name in SHAPE_METRICS[shape] or (shape == "token-classification" and name.endswith("_f1")):
+        return
+    known = ["loss", *SHAPE_METRICS[shape]] + (["<TYPE>_f1"] if shape == "token-classification" else [])
+    raise ValueError(
+        f"--metric_for_best_model {metric!r} is not a metric a {shape} task reports{did_you_mean(name, known) or '.'} "
+        f"Expected one of {known} (or {AUTO_METRIC!r}: the task's main metric)."
+    )
 
 
 @dataclass
@@ -118,6 +143,8 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         if self.metric_for_best_model == AUTO_METRIC and data_args is not None:
             # The task's main metric; every main metric is higher-is-better.
             self.metric_for_best_model, self.greater_is_better = data_args.task_spec.main_metric, True
+        elif self.metric_for_best_model is not None and data_args is not None:
+            check_metric_for_best_model(self.metric_for_best_model, data_args.task_spec.shape)
         # Checkpoints where the evaluations are, unless told otherwise: the best one is kept by its score.
         if self.save_strategy is None:
             self.save_strategy = self.eval_strategy

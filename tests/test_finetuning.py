@@ -516,6 +516,35 @@ def test_checkpoints_follow_the_evaluations_unless_told(
     assert training_args.load_best_model_at_end
 
 
+def test_a_metric_for_best_model_the_task_does_not_report_is_refused_as_parsed(tmp_path: Path) -> None:
+    """A misspelt --metric_for_best_model fails as the flags are parsed, naming the metrics the task reports, rather
+    than at the first evaluation after an epoch of training; each shape's table is what its metrics return."""
+    from hf_bertscratch.finetuning_arguments import SHAPE_METRICS, parse_args
+    from hf_bertscratch.metrics import ClassificationMetrics, RegressionMetrics, load_metric
+
+    base = ["--model_name_or_path", "unused", "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(ValueError, match=r"^--metric_for_best_model 'acuracy' is not a metric a classification task "
+                       r"reports; did you mean 'accuracy'\? Expected one of \['loss', 'accuracy', "):  # fmt: skip
+        parse_args([*base, "--task", "sst2", "--metric_for_best_model", "acuracy"])
+    with pytest.raises(ValueError, match=r"'spearman' is not a metric a regression task reports; did you mean 'spe"):
+        parse_args([*base, "--task", "stsb", "--metric_for_best_model", "spearman"])
+    for task, metric in (("sst2", "eval_f1"), ("conll2003", "PER_f1"), ("squad", "exact_match"), ("stsb", "mse")):
+        assert parse_args([*base, "--task", task, "--metric_for_best_model", metric])[2].metric_for_best_model
+    reported = {
+        "classification": ClassificationMetrics(2, pairs=True).compute([0, 1, 1], [0, 1, 0]),
+        "regression": RegressionMetrics().compute([0.1, 0.5, 0.9], [0.0, 1.0, 0.5]),
+        "question-answering": load_metric("squad").compute(
+            predictions=[{"id": "q", "prediction_text": "a"}],
+            references=[{"id": "q", "answers": {"text": ["a"], "answer_start": [0]}}],
+        ),
+    }
+    for shape, metrics in reported.items():
+        assert set(metrics) == set(SHAPE_METRICS[shape]), shape
+    assert SHAPE_METRICS["embedding"] == SHAPE_METRICS["regression"]  # its metric is RegressionMetrics
+    seqeval = load_metric("seqeval").compute(predictions=[["B-PER", "O"]], references=[["B-PER", "O"]])
+    assert {key for key in seqeval if key.startswith("overall_")} == set(SHAPE_METRICS["token-classification"])
+
+
 @pytest.mark.parametrize("task", ["sst2", "cola", "mrpc", "stsb", "conll2003", "squad"])
 def test_parsing_picks_the_tasks_main_metric_for_the_best_checkpoint(tmp_path: Path, task: str) -> None:
     """--metric_for_best_model auto (the default) is the task's main metric once the flags are parsed (the parser hands
