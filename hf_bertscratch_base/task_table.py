@@ -152,10 +152,10 @@ class TaskOverrides:
 def check_task_names(task: str | None, task_type: str | None) -> None:
     """Raise ValueError for a `--task` not in the table or a `--task_type` not a shape, with the closest name."""
     if task is not None and task not in TASKS:
-        hint = did_you_mean(task, TASKS)
+        hint = did_you_mean(task, TASKS) or "."
         raise ValueError(f"Unknown --task {task!r}{hint} Expected one of {list(TASKS)} (or give a dataset).")
     if task_type is not None and task_type not in SHAPES:
-        hint = did_you_mean(task_type, SHAPES)
+        hint = did_you_mean(task_type, SHAPES) or "."
         raise ValueError(f"Unknown --task_type {task_type!r}{hint} Expected one of {list(SHAPES)}.")
 
 

@@ -184,6 +184,11 @@ def test_task_table_defaults() -> None:
     [
         ({"task": "colaa"}, "colaa"),
         ({"task": "mrcp"}, "Unknown --task 'mrcp'; did you mean 'mrpc'?"),
+        ({"task": "foo"}, r"^Unknown --task 'foo'\. Expected one of \['cola', "),
+        (
+            {"train_file": "x.csv", "task_type": "ner"},
+            r"^Unknown --task_type 'ner'\. Expected one of \['classification', ",
+        ),
         ({"task": "cola", "task_type": "regression"}, "classification task"),
         ({"task": "conll2003", "text_column": "sentence"}, r"\['text'\] do not apply"),
         ({"task": "stsb", "class_names": "low,high"}, "regression task, which has no classes"),
