@@ -129,8 +129,8 @@ class LaunchArguments(Protocol):
 
 def use_cpu_process_group() -> None:
     """Under torchrun or accelerate launch without GPUs, make TrainingArguments build the CPU (gloo) process group:
-    it builds it only when told to use the CPU, and otherwise trains each process alone. Must run before the
-    arguments are parsed."""
+    it builds it only when told to use the CPU, and otherwise trains each process alone. Must run before
+    `TrainingArguments.__post_init__` (`run_folder.GuardedTrainingArguments` calls it)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
         os.environ.setdefault("ACCELERATE_USE_CPU", "true")
 

@@ -26,7 +26,7 @@ from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
 )
-from .hardware import available_cores, device_defaults, use_cpu_process_group, visible_gpus
+from .hardware import available_cores, device_defaults, visible_gpus
 from .hub import check_training_push
 from .run_folder import (
     GuardedTrainingArguments,
@@ -425,7 +425,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
     """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses (each
     checked and completed as it is made)."""
     parser = build_parser()
-    use_cpu_process_group()
     model_args, data_args, training_args = parse_args_or_json(parser, argv)
     return model_args, data_args, training_args
 

@@ -24,7 +24,7 @@ import torch
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
-from .hardware import choose_precision
+from .hardware import choose_precision, use_cpu_process_group
 
 if TYPE_CHECKING:
     from transformers import Trainer
@@ -147,6 +147,7 @@ class GuardedTrainingArguments(TrainingArguments):
             raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}.")
         check_counts(self)  # before transformers' __post_init__ turns eval_steps 0 into logging_steps
         choose_precision(self)
+        use_cpu_process_group()  # else each process of a CPU torchrun or accelerate launch would train alone
         super().__post_init__()
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card
         # and remote code (hf_bertscratch.hub.push_training_output). The Trainer's own push, which would create the

@@ -5,8 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -778,6 +783,36 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
         main(base_argv(model_dir, *data_files, cut))
     main(base_argv(model_dir, *data_files, cut) + ["--overwrite_output_dir", "true", "--num_train_epochs", "1"])
     assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6
+
+
+def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+) -> None:
+    """`torchrun --nproc_per_node 2 scripts/finetune.py` on a CPU, without --use_cpu: the two processes train one
+    model in a gloo process group (each a share of every batch, so half the steps of one process), and rank 0
+    writes the folder once."""
+    output = tmp_path / "ddp"
+    argv = base_argv(model_dir, *data_files, output)
+    assert argv[-2:] == ["--use_cpu", "true"]
+    argv = argv[:-2]  # with --use_cpu, TrainingArguments builds the gloo group whatever the command does
+    argv += ["--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "2", "--num_train_epochs", "1"]
+    script = Path(__file__).parents[1] / "scripts" / "finetune.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", str(script)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}
+    # Its own process group (start_new_session), so a hang kills torchrun's workers too rather than leaving them behind.
+    with subprocess.Popen(
+        [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as process:
+        try:
+            _, stderr = process.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    assert process.returncode == 0, stderr[-3000:]
+    train_rows = len(list(csv.DictReader(data_files[0].open())))
+    results = json.loads((output / "all_results.json").read_text())
+    assert results["global_step"] == math.ceil(train_rows / (2 * 4))  # an effective batch of 2 processes x 4
+    assert stderr.count("Wrote the classifier model card") == 1
 
 
 def test_a_tiny_train_set_finishes_and_a_failed_rerun_keeps_the_finished_run(
