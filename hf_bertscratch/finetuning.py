@@ -244,10 +244,11 @@ def fit_head(model: PreTrainedModel, args: ModelArguments, shape: TaskShape, tra
 class OrderedEvalTrainer(Trainer):
     """`Trainer` that evaluates in dataset order, and keeps the predictions of its evaluations while training.
 
-    transformers 5 also length-groups (and so reorders) the eval set under train_sampling_strategy=group_by_length;
-    predictions must line up row by row with the eval features (predictions.csv, question answering's windows),
-    so evaluation stays sequential. The end of a run reads the best checkpoint's predictions from the evaluation
-    that chose it (`evaluation_of_current_weights`) instead of evaluating the same weights again.
+    transformers 5 also length-groups (and so reorders) the eval set under train_sampling_strategy=group_by_length,
+    with one process or several; predictions must line up row by row with the eval features (predictions.csv,
+    question answering's windows), so evaluation stays sequential. The end of a run reads the best checkpoint's
+    predictions from the evaluation that chose it (`evaluation_of_current_weights`) instead of evaluating the same
+    weights again.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -270,8 +271,9 @@ class OrderedEvalTrainer(Trainer):
         return None if output is None else PredictionOutput(output.predictions, output.label_ids, output.metrics)
 
     def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
-        if self.args.world_size > 1 or not hasattr(eval_dataset, "__len__"):
+        if not hasattr(eval_dataset, "__len__"):
             return super()._get_eval_sampler(eval_dataset)
+        # Under several processes too: accelerate deals the batches out in turn and gathers them back in order.
         return torch.utils.data.SequentialSampler(eval_dataset)
 
 

@@ -813,6 +813,13 @@ def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
     results = json.loads((output / "all_results.json").read_text())
     assert results["global_step"] == math.ceil(train_rows / (2 * 4))  # an effective batch of 2 processes x 4
     assert stderr.count("Wrote the classifier model card") == 1
+    # The predictions gathered from both processes line up with the eval examples (texts of several lengths, 2 a
+    # batch: a length-grouped evaluation would reorder them).
+    with (output / "predictions.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    dev = list(csv.DictReader(data_files[1].open()))
+    assert [r["text"] for r in rows] == [d["text"] for d in dev]
+    assert [r["label"] for r in rows] == [d["label"] for d in dev]
 
 
 def test_a_tiny_train_set_finishes_and_a_failed_rerun_keeps_the_finished_run(
