@@ -643,10 +643,10 @@ def main(argv: list[str] | None = None) -> None:
             folder, trainer, shape, raw, features, predictions, results, model_args, data_args, task
         ),
     )
-    sizes = {role: len(raw[role]) for role in ("eval", "test") if role in raw}
-    report_against_baselines(results, task, sizes, prediction, shape.names)
-    print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
-    if trainer.is_world_process_zero():
+    if trainer.is_world_process_zero():  # every process holds the results; the first reports them
+        sizes = {role: len(raw[role]) for role in ("eval", "test") if role in raw}
+        report_against_baselines(results, task, sizes, prediction, shape.names)
+        print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
         push_training_output(training_args)
         print(kept)  # the intermediate checkpoints removed: a finished fine-tune resumes from none
 

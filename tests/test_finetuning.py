@@ -804,7 +804,7 @@ def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
         [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     ) as process:
         try:
-            _, stderr = process.communicate(timeout=240)
+            stdout, stderr = process.communicate(timeout=240)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             raise
@@ -813,6 +813,7 @@ def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
     results = json.loads((output / "all_results.json").read_text())
     assert results["global_step"] == math.ceil(train_rows / (2 * 4))  # an effective batch of 2 processes x 4
     assert stderr.count("Wrote the classifier model card") == 1
+    assert stdout.count('"eval_accuracy"') == stderr.count("with no learning:") == 1  # the results, reported once
     # The predictions gathered from both processes line up with the eval examples (texts of several lengths, 2 a
     # batch: a length-grouped evaluation would reorder them).
     with (output / "predictions.csv").open() as handle:
