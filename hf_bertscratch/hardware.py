@@ -76,6 +76,7 @@ def describe_hardware() -> str:
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")  # --precision of pretrain and finetune
+MIXED_PRECISION_ENV = "ACCELERATE_MIXED_PRECISION"  # accelerate launch's --mixed_precision, or its config file's
 
 
 class PrecisionArguments(Protocol):
@@ -91,13 +92,22 @@ def choose_precision(args: PrecisionArguments) -> None:
     """Complete `args.bf16`/`args.fp16` from `args.precision` (`device_defaults`: auto is bf16 autocast where the
     device computes bf16 fast, a GPU that supports it or a CPU with native bf16, and fp32 elsewhere) unless `--bf16` or
     `--fp16` was given; bf16 on a machine without a GPU in sight sets `use_cpu`, as `TrainingArguments` wants for bf16
-    off a GPU (it refuses `--bf16` on a CPU otherwise)."""
+    off a GPU (it refuses `--bf16` on a CPU otherwise).
+
+    Under `accelerate launch`, auto is the launch's mixed precision where that is bf16 or fp16, and an fp32 choice
+    sets the launch's to none: `TrainingArguments` trains at the launch's unless told bf16 or fp16, and the run
+    would record a precision it did not train at."""
     if args.precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {args.precision!r}.")
+    launched = os.environ.get(MIXED_PRECISION_ENV, "no")
+    if args.precision == "auto" and launched in ("bf16", "fp16"):
+        args.precision = launched
     gpus = visible_gpus(args.use_cpu)
     if not (args.bf16 or args.fp16):
         chosen = device_defaults(gpus, fast_bf16(gpus), available_cores(), args.precision)
         args.bf16, args.fp16 = chosen["bf16"], chosen["fp16"]
+    if launched != "no" and not (args.bf16 or args.fp16):
+        os.environ[MIXED_PRECISION_ENV] = "no"
     args.use_cpu = args.use_cpu or (args.bf16 and gpus == 0)
 
 

@@ -597,6 +597,24 @@ def test_finetuning_trains_in_fp32_unless_told_and_takes_bf16_on_a_cpu(
         parse_args([*given, "--precision", "half"])
 
 
+@pytest.mark.parametrize("asked, trains", [(["--precision", "auto"], "bf16"), ([], "fp32")])
+def test_accelerate_launchs_mixed_precision_is_the_precision_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: list[str], trains: str
+) -> None:
+    """`accelerate launch` with a config of mixed_precision bf16 (scripts/configs/ddp.yaml): --precision auto trains
+    at the launch's bf16, and fine-tuning's default, fp32, at fp32, TrainingArguments' mixed precision and the run's
+    own record (`bf16`, `fp16`: all_results.json's precision) agreeing either way."""
+    from hf_bertscratch import hardware
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "fma"})  # no native bf16: auto alone is fp32
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
+    given = ["--model_name_or_path", "unused", "--task", "sst2", "--output_dir", str(tmp_path / "out"), *asked]
+    _, _, training = parse_args(given)
+    assert hardware.precision_name(training.bf16, training.fp16) == trains
+    assert training.mixed_precision == {"bf16": "bf16", "fp32": "no"}[trains]
+
+
 def test_bf16_finetuning_trains_under_cpu_autocast_and_records_it(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
