@@ -22,11 +22,13 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -518,8 +520,10 @@ def save_outputs(
 
 
 # torchrun, except that children that fail are not reported again by torchrun's log and traceback: they have said why
-# (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report).
+# (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report);
+# nor is a signal that stopped the run, which torchrun passes on to the children.
 TORCHRUN = """import logging, sys
+from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main
 for name in list(logging.root.manager.loggerDict):
@@ -529,7 +533,32 @@ try:
     main()
 except ChildFailedError:
     sys.exit(1)
+except SignalException as stopped:
+    sys.exit(128 + int(stopped.sigval))
 """
+
+
+# What stops a run from outside: Ctrl-C reaches every process of a terminal's job, but a signal sent to this
+# command alone (kill, a job scheduler, timeout) must reach torchrun's agent, which stops its training processes.
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def forwarding_signals(child: subprocess.Popen) -> Iterator[list[int]]:
+    """Pass `FORWARDED_SIGNALS` on to `child` while the block runs, instead of ending this process and leaving the
+    child's processes training; yields the list of the signals received."""
+    received: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        child.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def launch_processes(argv: list[str], processes: int, threads: int) -> None:
@@ -545,17 +574,20 @@ def launch_processes(argv: list[str], processes: int, threads: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bertscratch-errors-") as errors:
         environment = {WAIT_POLICY_ENV: TRAINING_WAIT_POLICY, **os.environ, THREADS_ENV: str(threads)}
         environment[LAUNCHED_ERRORS_ENV] = errors
-        done = subprocess.run(command, env=environment, check=False)
+        with subprocess.Popen(command, env=environment) as child, forwarding_signals(child) as received:
+            returncode = child.wait()
         lines = launched_errors(errors)
-    if done.returncode != 0:
+    if received:  # stopped from outside, as asked: nothing failed
+        raise SystemExit(128 + received[0])
+    if returncode != 0:
         if not lines and not debugging():  # with $BERTSCRATCH_DEBUG, torchrun has reported it
             lines = [
-                f"{PROG} pretrain: error: a training process ended with exit code {done.returncode} and no error of "
+                f"{PROG} pretrain: error: a training process ended with exit code {returncode} and no error of "
                 f"its own (killed: out of memory?); {DEBUG_ENV}=1 shows torchrun's report"
             ]
         for line in lines:
             print(line, file=sys.stderr)
-        raise SystemExit(done.returncode)
+        raise SystemExit(returncode)
 
 
 def main(argv: list[str] | None = None) -> None:

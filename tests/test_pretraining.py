@@ -3,6 +3,7 @@ masking, bad input, and a 2-process gloo run under torchrun."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -14,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -832,6 +834,63 @@ def test_torchrun_two_processes_keep_ranks_identical(
         assert infos[0]["steps"] >= 3
 
 
+class _TimedPopen(subprocess.Popen):
+    """The launcher's `Popen`, whose wait for the launched processes fails a test that hangs."""
+
+    def wait(self, timeout: float | None = 240) -> int:
+        return super().wait(timeout)
+
+
+def test_a_signal_to_the_command_alone_stops_the_processes_it_launched(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) stops
+    the two training processes it launched too, rather than leaving them training into the output folder; the
+    command ends with the signal's exit status and no error."""
+    out = tmp_path / "stopped"
+    argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "2", "--max_steps", "100000")
+    argv += ["--save_strategy", "steps", "--save_steps", "2"]
+    env = {key: value for key, value in os.environ.items() if key not in ("WORLD_SIZE", "OMP_NUM_THREADS")}
+    env.update(TOKENIZERS_PARALLELISM="false", CUDA_VISIBLE_DEVICES="")
+    script = Path(__file__).parents[1] / "scripts" / "pretrain.py"
+    # stderr in a file: processes left behind would hold a pipe open.
+    with (
+        (tmp_path / "stderr.txt").open("w") as log,
+        subprocess.Popen([sys.executable, str(script), *argv], stderr=log, env=env) as process,
+    ):
+        try:
+            deadline = time.monotonic() + 240
+            while not (out / "checkpoint-2").is_dir() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert (out / "checkpoint-2").is_dir(), "the run saved no checkpoint"
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+            deadline = time.monotonic() + 60
+            while _processes_writing(out) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _processes_writing(out), "training processes outlived the command"
+        finally:
+            for pid in _processes_writing(out):  # torchrun starts its workers in sessions of their own
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert process.returncode == 128 + signal.SIGTERM
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert "Traceback" not in stderr and "pretrain: error" not in stderr, stderr[-3000:]
+    assert not (out / "model.safetensors").exists()
+
+
+def _processes_writing(output_dir: Path) -> list[int]:
+    """The processes whose command line names `output_dir` (Linux's /proc)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(output_dir).encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            pass
+    return pids
+
+
 def test_num_processes_auto_launches_two_processes_that_share_the_budget(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -844,7 +903,7 @@ def test_num_processes_auto_launches_two_processes_that_share_the_budget(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the processes it launches: gloo on the CPU, GPU or none
-    monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
+    monkeypatch.setattr(pretraining.subprocess, "Popen", _TimedPopen)  # a hang fails
     assert pretraining.resolve_num_processes(parse_args(["--output_dir", "unused"])[2]) == 2
     out = tmp_path / "auto"
     main(
@@ -868,7 +927,7 @@ def test_an_error_in_the_launched_processes_is_one_line(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    monkeypatch.setattr(pretraining.subprocess, "run", functools.partial(subprocess.run, timeout=240))  # a hang fails
+    monkeypatch.setattr(pretraining.subprocess, "Popen", _TimedPopen)  # a hang fails
     argv = ["--task_text", "sst2", "--data_dir", str(tmp_path / "nowhere"), "--output_dir", str(tmp_path / "out")]
     argv += ["--tokenizer_name", str(tokenizer_dir), "--config_name", str(config_dir), "--num_processes", "2"]
     with pytest.raises(SystemExit) as stopped:
