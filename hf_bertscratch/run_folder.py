@@ -182,7 +182,7 @@ def check_output_dir(training_args: OutputFolderArguments, finished_files: Itera
     if training_args.overwrite_output_dir or resuming(training_args.resume_from_checkpoint):
         return
     output_dir = Path(output_dir_of(training_args))
-    finished = [name for name in finished_files if (output_dir / name).exists()]
+    finished = finished_files_in(output_dir, finished_files)
     if finished:
         raise ValueError(
             f"output_dir {str(output_dir)!r} already holds a finished run ({', '.join(finished)}); pass "
@@ -194,6 +194,11 @@ def check_output_dir(training_args: OutputFolderArguments, finished_files: Itera
             f"output_dir {str(output_dir)!r} holds {checkpoints[-1].name} of an interrupted run; pass "
             "--resume_from_checkpoint last to continue it or --overwrite_output_dir to start over."
         )
+
+
+def finished_files_in(output_dir: str | Path, finished_files: Iterable[str] = FINISHED_FILES) -> list[str]:
+    """The `finished_files` present in `output_dir`: none for a folder that holds no finished run."""
+    return [name for name in finished_files if (Path(output_dir) / name).exists()]
 
 
 def resuming(resume_from_checkpoint: str | None) -> bool:
@@ -208,14 +213,22 @@ def checkpoint_folders(output_dir: str | Path) -> list[Path]:
     return sorted(found, key=lambda path: int(path.name.split("-")[-1]))
 
 
-def resolve_checkpoint(training_args: TrainingArguments) -> str | None:
-    """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last"."""
+def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments) -> str | None:
+    """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last". A folder with no
+    checkpoint left is refused, saying whether it holds a finished run (which removed its checkpoints) or none."""
     resume = training_args.resume_from_checkpoint
     if resume is None or not resuming(resume):
         return None
     if str(resume).lower() in ("true", "last"):
         output_dir = output_dir_of(training_args)
         last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None and finished_files_in(output_dir):
+            raise ValueError(
+                f"--resume_from_checkpoint {resume}: the run in {output_dir!r} finished "
+                f"({', '.join(finished_files_in(output_dir))}) and kept no checkpoint-* folder to continue from; pass "
+                "--overwrite_output_dir to train it again from the start, or choose another --output_dir (with "
+                f"--model_name_or_path {output_dir} to train its model further)."
+            )
         if last is None:
             raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {output_dir!r}.")
         return last
@@ -389,6 +402,7 @@ __all__ = [
     "check_output_dir",
     "checkpoint_folders",
     "finish_run",
+    "finished_files_in",
     "grant_usual_permissions",
     "log_resumption",
     "output_dir_of",

@@ -147,3 +147,24 @@ def test_a_resumed_run_says_where_it_resumes(tmp_path: Path, caplog: pytest.LogC
     assert [record.getMessage() for record in caplog.records] == [
         f"Resuming from {checkpoint} at step 6: its weights, optimizer, schedule and random state."
     ]
+
+
+@pytest.mark.parametrize("resume", ["last", "true"])
+def test_resuming_a_finished_run_says_it_finished(tmp_path: Path, resume: str) -> None:
+    """A finished fine-tuning run removes its checkpoints: `--resume_from_checkpoint last` on its folder says the run
+    there finished and how to go on, not merely that no checkpoint is there; an empty folder still says that."""
+    with pytest.raises(ValueError) as refused:
+        run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
+    assert str(refused.value) == f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {str(tmp_path)!r}."
+    for name in ("model.safetensors", "all_results.json"):
+        (tmp_path / name).write_text(name)
+    with pytest.raises(ValueError) as refused:
+        run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {resume}: the run in {str(tmp_path)!r} finished (model.safetensors, "
+        "all_results.json) and kept no checkpoint-* folder to continue from; pass --overwrite_output_dir to train it "
+        f"again from the start, or choose another --output_dir (with --model_name_or_path {tmp_path} to train its "
+        "model further)."
+    )
+    (tmp_path / "checkpoint-20").mkdir()  # a finished pretraining run keeps its last checkpoint, which continues
+    assert run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume)) == str(tmp_path / "checkpoint-20")
