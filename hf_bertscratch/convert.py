@@ -347,18 +347,19 @@ def convert_checkpoint(source: str | Path, output_dir: str | Path, overwrite: bo
     else:
         architecture, convert = _conversion_from_transformers(source, config)
     model = convert(_model_class(architecture).from_pretrained(str(source)))
-    modules = _save_atomically(model, source, output_dir)
+    modules = _save_atomically(model, source, output_dir, f"save one into {output_dir} (tokenizer.save_pretrained)")
     kept = f", with the sentence-transformers modules {', '.join(modules)}" if modules else ""
     logger.info("Converted %s (%s) into %s (%s)%s", source, architecture, output_dir, type(model).__name__, kept)
     return model
 
 
-def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path) -> list[str]:
+def _save_atomically(model: PreTrainedModel, source: str | Path, output_dir: Path, remedy: str) -> list[str]:
     """Save `model` with `source`'s tokenizer and sentence-transformers files into `output_dir` in one rename;
-    returns the sentence-transformers modules kept (none for a plain checkpoint)."""
+    returns the sentence-transformers modules kept (none for a plain checkpoint). `remedy` ends the warning for a
+    source without a tokenizer (`_copy_tokenizer`)."""
     with staged_folder(output_dir) as staging:
         model.save_pretrained(staging)
-        _copy_tokenizer(source, staging)
+        _copy_tokenizer(source, staging, remedy)
         return copy_sentence_transformers_files(source, staging)
 
 
@@ -387,7 +388,14 @@ def family_checkpoint(model: str | Path) -> str:
     folder = Path(tempfile.mkdtemp(prefix="bertscratch-converted-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     converted = convert(_model_class(architecture).from_pretrained(model))
-    _save_atomically(converted, model, folder / "model")
+    # The converted folder is removed at exit: a missing tokenizer is saved into the user's folder, or given apart.
+    save = f"save one into {model}, or " if Path(model).is_dir() else ""
+    _save_atomically(
+        converted,
+        model,
+        folder / "model",
+        f"{save}pass the command's tokenizer (--tokenizer; finetune: --tokenizer_name)",
+    )
     _CONVERTED[model] = str(folder / "model")
     logger.info(
         "%s is transformers' %s (model_type %r): converted on load into %s with the same weights "
@@ -424,15 +432,16 @@ def copy_sentence_transformers_files(source: str | Path, destination: Path) -> l
     return [module["type"] for module in modules]
 
 
-def _copy_tokenizer(source: str | Path, destination: Path) -> None:
-    """Carry the tokenizer over when the source has one (a folder with only weights converts without it)."""
+def _copy_tokenizer(source: str | Path, destination: Path, remedy: str) -> None:
+    """Carry the tokenizer over when the source has one (a folder with only weights converts without it, with a
+    warning that ends with `remedy`: what to do where the converted folder is the user's, or a temporary one)."""
     from transformers import AutoTokenizer
 
     from .tokenization import check_vocabulary
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(source))
-        check_vocabulary(tokenizer, str(source), "save a tokenizer into the converted folder")
+        check_vocabulary(tokenizer, str(source), remedy)
     except (OSError, ValueError) as error:
         logger.warning("No tokenizer carried over from %s: %s", source, error)
         return

@@ -346,3 +346,22 @@ def test_a_wide_model_gets_berts_recipe() -> None:
     embedding = check_data_arguments(DataArguments(task="stsb", task_type="embedding"))
     assert finetune_defaults(embedding, None, 768) == finetune_defaults(embedding, None, 128)
     assert finetune_defaults(TASKS["sst2"], "sst2", 256).classifier_pooling == "mean-max"  # 256 is still small
+
+
+def test_a_checkpoint_without_a_tokenizer_is_told_where_to_save_one(
+    tmp_path: Path, tokenizer: BertTokenizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Converted on load, a folder saved without its tokenizer goes into a temporary folder removed at exit: the
+    warning says to save a tokenizer into the user's folder (or pass one), while `convert` names its output folder."""
+    source = tmp_path / "weights-only"
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(source)
+    with caplog.at_level("WARNING", logger="hf_bertscratch.convert"):
+        convert.family_checkpoint(source)
+        convert.convert_checkpoint(source, tmp_path / "converted")
+    warnings = [r.getMessage() for r in caplog.records if r.getMessage().startswith("No tokenizer carried over")]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].endswith(
+        f"; save one into {source}, or pass the command's tokenizer (--tokenizer; finetune: --tokenizer_name)."
+    )
+    assert warnings[1].endswith(f"; save one into {tmp_path / 'converted'} (tokenizer.save_pretrained).")
