@@ -59,7 +59,7 @@ from .electra import (
     replaced_token_metrics,
     replaced_token_reductions,
 )
-from .hardware import THREADS_ENV, describe_device_choice, fit_threads, resolve_num_processes
+from .hardware import THREADS_ENV, ThreadChoice, describe_device_choice, fit_threads, resolve_num_processes
 from .hub import push_training_output
 from .initialisation import start_decoder_bias_at_unigram, start_saved_segments_as_first
 from .modeling_bertscratch import BertScratchForMaskedLM, BertScratchForReplacedTokenDetection
@@ -590,6 +590,19 @@ def launch_processes(argv: list[str], processes: int, threads: int) -> None:
         raise SystemExit(returncode)
 
 
+def device_choice_to_print(
+    training_args: PretrainingArguments, processes: int, threads: ThreadChoice | None = None
+) -> str | None:
+    """The "Training on ..." line (`describe_device_choice`) this process prints, once per run: before this command
+    launches its own processes (`launch_processes`, whose processes do not print it again), or on the main process
+    (RANK 0) of a run launched by torchrun or accelerate launch, for all its WORLD_SIZE processes; None elsewhere."""
+    if "WORLD_SIZE" not in os.environ:
+        return describe_device_choice(training_args, processes, threads)
+    if LAUNCHED_ERRORS_ENV in os.environ or os.environ.get("RANK", "0") != "0":
+        return None
+    return describe_device_choice(training_args, int(os.environ["WORLD_SIZE"]), threads)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Pretrain a BertScratch model on raw text and save a fill-mask-ready model folder (see --help)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -597,8 +610,9 @@ def main(argv: list[str] | None = None) -> None:
     model_args, data_args, training_args = parse_args(argv)
     processes = resolve_num_processes(training_args)
     threads = fit_threads(training_args.threads, processes)
-    if "WORLD_SIZE" not in os.environ:
-        print(describe_device_choice(training_args, processes, threads))
+    line = device_choice_to_print(training_args, processes, threads)
+    if line is not None:
+        print(line)
     if processes > 1:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logger.setLevel(logging.INFO)

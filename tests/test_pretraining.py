@@ -1748,6 +1748,26 @@ def test_the_cpu_run_is_what_it_was_and_says_what_it_chose(
         pretraining.parse_args(["--output_dir", "D", "--precision", "half"])
 
 
+def test_the_device_line_is_printed_once_however_the_run_was_launched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bertscratch pretrain` prints "Training on ..." before it launches its own processes, which do not print it
+    again; under torchrun or accelerate launch the main process prints it, with the run's WORLD_SIZE processes."""
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "fma"})
+    _, _, args = pretraining.parse_args(["--output_dir", "D", "--use_cpu", "true"])
+    for name in ("WORLD_SIZE", "RANK", errors.LAUNCHED_ERRORS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    alone = pretraining.device_choice_to_print(args, 2)
+    assert alone == pretraining.describe_device_choice(args, 2)
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("RANK", "0")
+    assert pretraining.device_choice_to_print(args, 1) == pretraining.describe_device_choice(args, 3)
+    assert "3 process(es)" in pretraining.describe_device_choice(args, 3)
+    monkeypatch.setenv("RANK", "2")
+    assert pretraining.device_choice_to_print(args, 1) is None  # not the main process
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv(errors.LAUNCHED_ERRORS_ENV, "errors")  # a process `bertscratch pretrain` launched: it said so
+    assert pretraining.device_choice_to_print(args, 1) is None
+
+
 def test_threads_fit_the_cores_the_process_may_use_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
     """`fit_threads`: --threads, else OMP_NUM_THREADS, else the cores this process may use (its affinity), shared
     among the run's processes, at least 1; the load average at start is said with it; in the run's first line."""
