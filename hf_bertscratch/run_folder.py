@@ -39,6 +39,25 @@ _WRITTEN_LAST = ("all_results.json", "README.md")
 STAGING = ".staging"
 # The subfolder of an ELECTRA run's output folder that holds its generator, a fill-mask model of its own.
 GENERATOR_FOLDER = "generator"
+# The shapes' pictures of fine-tuning's evaluation (`TaskShape.picture`), each also drawn for a test split (test_).
+_PICTURES = ("confusion_matrix.png", "regression.png", "per_type_f1.png")
+# What pretraining and fine-tuning write into an output folder beside what every run saves (the model, its tokenizer
+# and code, trainer_state.json, all_results.json, the model card): reports, an embedding model's sentence-transformers
+# files (`embedding.write_sentence_transformers_files`) and ELECTRA's generator. Those an earlier run left
+# (--overwrite_output_dir) that the new run does not write again are removed when it finishes (`finish_run`), so the
+# folder holds one run; no other file of the folder is touched.
+RUN_OUTPUTS = (
+    "loss_curve.png",
+    "predictions.csv",
+    "test_predictions.csv",
+    *_PICTURES,
+    *(f"test_{picture}" for picture in _PICTURES),
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling",
+    GENERATOR_FOLDER,
+)
 
 
 # Counts TrainingArguments takes without a check, though a bad one trains and then fails (a batch size of 0 at the
@@ -92,7 +111,9 @@ class GuardedTrainingArguments(TrainingArguments):
         default=False,
         metadata={
             "help": "Allow writing into an output_dir that already holds a finished run (its files are replaced when "
-            "this run's are moved in), or starting over beside an interrupted run's checkpoint-N folders."
+            "this run's are moved in; those this run does not write, such as another task's predictions, are then "
+            "removed, files the commands never write kept), or starting over beside an interrupted run's "
+            "checkpoint-N folders."
         },
     )
     # transformers' help for these describes its example scripts and the Trainer's own push, not these commands
@@ -355,19 +376,39 @@ def finish_run(
         return None
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
+    stale = [name for name in RUN_OUTPUTS if (Path(output_dir) / name).exists() and not (staging / name).exists()]
     publish_folder(staging, output_dir, last=_WRITTEN_LAST)
+    remove_stale_outputs(output_dir, stale)
     model = "the final model"
     if getattr(trainer.args, "load_best_model_at_end", False) and trainer.state.best_model_checkpoint:
         metric = trainer.args.metric_for_best_model or "loss"
         model = f"the best model (by eval {metric}, from {Path(trainer.state.best_model_checkpoint).name})"
     if getattr(trainer.args, "keep_checkpoints", False):
         return f"{output_dir} keeps {model} and every checkpoint (--keep_checkpoints)."
-    return prune_checkpoints(output_dir, keep_last_checkpoint, model)
+    return prune_checkpoints(output_dir, keep_last_checkpoint, model, trainer.state.global_step)
 
 
-def prune_checkpoints(output_dir: str | Path, keep_last: bool, model: str = "the final model") -> str:
+def remove_stale_outputs(output_dir: str | Path, stale: list[str]) -> None:
+    """Remove `stale`, the `RUN_OUTPUTS` an earlier run left in `output_dir` that the run just finished did not
+    write (another task's predictions and picture, an ELECTRA generator beside a masked LM, the sentence-transformers
+    files that would load a classifier as an embedding model), saying so in one line."""
+    for name in stale:
+        path = Path(output_dir) / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    if stale:
+        logger.info("Removed the earlier run's %s from %s: this run does not write them.", ", ".join(stale), output_dir)
+
+
+def prune_checkpoints(
+    output_dir: str | Path, keep_last: bool, model: str = "the final model", last_step: int | None = None
+) -> str:
     """Remove a finished run's `checkpoint-N` folders: all of them, or all but the last with `keep_last` (what
     `--resume_from_checkpoint last` continues from, where a finished run can go on: pretraining with a larger budget).
+    With `last_step`, the run's final step, a checkpoint past it is an earlier run's (--overwrite_output_dir) and is
+    never the one kept.
     Intermediate checkpoints serve an interrupted run only; the finished folder holds `model` (the final model, or
     the best where the run loaded it at the end).
 
@@ -376,7 +417,8 @@ def prune_checkpoints(output_dir: str | Path, keep_last: bool, model: str = "the
     """
     output_dir = Path(output_dir)
     checkpoints = checkpoint_folders(output_dir)
-    kept = checkpoints[-1:] if keep_last else []
+    ours = [path for path in checkpoints if last_step is None or int(path.name.split("-")[-1]) <= last_step]
+    kept = ours[-1:] if keep_last else []
     removed = [path for path in checkpoints if path not in kept]
     size = sum(file.stat().st_size for path in removed for file in path.rglob("*") if file.is_file())
     for path in removed:
@@ -397,6 +439,7 @@ __all__ = [
     "FINISHED_FILES",
     "GuardedTrainingArguments",
     "OutputFolderArguments",
+    "RUN_OUTPUTS",
     "atomic_write",
     "check_counts",
     "check_output_dir",
@@ -408,6 +451,7 @@ __all__ = [
     "output_dir_of",
     "prune_checkpoints",
     "publish_folder",
+    "remove_stale_outputs",
     "resolve_checkpoint",
     "resuming",
     "staged_folder",

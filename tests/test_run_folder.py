@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hf_bertscratch import run_folder
+from hf_bertscratch import convert, run_folder
 from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run, publish_folder
 
 
@@ -19,7 +19,7 @@ class _Trainer:
     def __init__(self, output_dir: Path, main_process: bool = True) -> None:
         self.args = SimpleNamespace(output_dir=str(output_dir))
         self.accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
-        self.state = SimpleNamespace(save_to_json=lambda path: Path(path).write_text("{}"))
+        self.state = SimpleNamespace(save_to_json=lambda path: Path(path).write_text("{}"), global_step=20)
         self.main_process = main_process
 
     def is_world_process_zero(self) -> bool:
@@ -168,3 +168,54 @@ def test_resuming_a_finished_run_says_it_finished(tmp_path: Path, resume: str) -
     )
     (tmp_path / "checkpoint-20").mkdir()  # a finished pretraining run keeps its last checkpoint, which continues
     assert run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume)) == str(tmp_path / "checkpoint-20")
+
+
+def _finetune_reports(staging: Path) -> None:
+    """A fine-tune's files: the reports every run writes, the predictions and picture of its eval and test splits,
+    and an embedding model's sentence-transformers files."""
+    _reports(staging)
+    for name in ("predictions.csv", "confusion_matrix.png", "test_predictions.csv", "test_confusion_matrix.png"):
+        (staging / name).write_text(name)
+    (staging / "modules.json").write_text("[]")
+    (staging / "1_Pooling").mkdir()
+    (staging / "1_Pooling" / "config.json").write_text("{}")
+
+
+def test_a_run_over_another_leaves_only_its_own_outputs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """--overwrite_output_dir over a finished run of another kind: the files the earlier run wrote that this one
+    does not (its predictions, pictures, sentence-transformers files, generator, a checkpoint past this run's last
+    step) go once this run has finished, so the folder holds one run; files the commands never write stay."""
+    out = tmp_path / "run"
+    finish_run(_Trainer(out), _finetune_reports)
+    (out / "generator").mkdir()  # an ELECTRA run's generator
+    (out / "generator" / "model.safetensors").write_text("generator")
+    (out / "checkpoint-500").mkdir()  # the earlier run's last checkpoint, past this run's 20 steps
+    (out / "notes.txt").write_text("the user's own")
+    (out / "checkpoint-20").mkdir()  # this run's, as its Trainer saves them
+    (out / "checkpoint-10").mkdir()
+    with caplog.at_level(logging.INFO, logger=run_folder.__name__):
+        sentence = finish_run(_Trainer(out), _reports, keep_last_checkpoint=True)
+    assert sorted(path.name for path in out.iterdir()) == [
+        "README.md",
+        "all_results.json",
+        "checkpoint-20",
+        "loss_curve.png",
+        "model.safetensors",
+        "notes.txt",
+        "trainer_state.json",
+    ]
+    assert sentence is not None and "checkpoint-20, which `--resume_from_checkpoint last` continues" in sentence
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("Removed")] == [
+        f"Removed the earlier run's predictions.csv, test_predictions.csv, confusion_matrix.png, "
+        f"test_confusion_matrix.png, modules.json, 1_Pooling, generator from {out}: this run does not write them."
+    ]
+
+
+def test_the_outputs_removed_over_another_run_are_those_the_commands_write() -> None:
+    from hf_bertscratch.embedding import POOLING_FOLDER
+    from hf_bertscratch.tasks.shapes import SHAPE_CLASSES
+
+    pictures = {shape.picture for shape in SHAPE_CLASSES.values() if shape.picture is not None}
+    assert pictures and all(p in run_folder.RUN_OUTPUTS and f"test_{p}" in run_folder.RUN_OUTPUTS for p in pictures)
+    assert POOLING_FOLDER in run_folder.RUN_OUTPUTS
+    assert set(convert.SENTENCE_TRANSFORMERS_FILES) <= set(run_folder.RUN_OUTPUTS)
