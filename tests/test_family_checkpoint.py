@@ -365,3 +365,23 @@ def test_a_checkpoint_without_a_tokenizer_is_told_where_to_save_one(
         f"; save one into {source}, or pass the command's tokenizer (--tokenizer; finetune: --tokenizer_name)."
     )
     assert warnings[1].endswith(f"; save one into {tmp_path / 'converted'} (tokenizer.save_pretrained).")
+
+
+def test_a_converted_checkpoint_without_a_tokenizer_is_named_as_given(
+    tmp_path: Path, tokenizer: BertTokenizer, capsys: pytest.CaptureFixture
+) -> None:
+    """The inference commands and export load a converted checkpoint's tokenizer from the folder the user gave: a
+    folder saved without one is named, not the temporary folder it was converted into (gone when the command exits)."""
+    source = tmp_path / "weights-only"
+    torch.manual_seed(0)
+    BertForSequenceClassification(BertConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(source)
+    for argv in (
+        ["classify", str(source), "a wonderful film"],
+        ["export", str(source), str(tmp_path / "exported")],
+    ):
+        code, _, err = _run(argv, capsys)
+        assert code == 1 and f"Tokenizer folder {str(source)!r} holds neither" in err, (argv, err)
+        assert "bertscratch-converted-" not in err, err
+    tokenizer.save_pretrained(source)  # with its tokenizer, the same folder classifies
+    code, out, err = _run(["classify", str(source), "a wonderful film"], capsys)
+    assert code == 0 and "LABEL_" in out, err

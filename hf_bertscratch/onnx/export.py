@@ -404,7 +404,7 @@ def export_onnx(
     torch_model = getattr(importlib.import_module("transformers"), spec.auto_class).from_pretrained(
         model, dtype=torch.float32
     )
-    loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))
+    loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else given))  # as the user gave it
     check_tokenizer_fits(loaded_tokenizer, config.vocab_size)
     with staged_folder(output_dir) as staging:
         names = export_graph(torch_model, task, staging / ONNX_FILE, opset, masked_positions, optimize)
