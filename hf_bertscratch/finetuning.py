@@ -597,7 +597,9 @@ def main(argv: list[str] | None = None) -> None:
     # 1. Parse: every flag is checked as it is parsed; then what the flags point to, and the task's defaults for the
     # model's width, before anything loads.
     model_args, data_args, training_args = parse_args(argv)
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    # Under torchrun or accelerate launch, the other processes log warnings only: each line once, as pretraining does.
+    level = logging.INFO if training_args.should_log else logging.WARNING
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
     set_seed(training_args.seed)
     checkpoint = resolve_paths(model_args, training_args)
     threads = use_threads(training_args.threads)

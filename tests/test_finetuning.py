@@ -831,6 +831,7 @@ def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
     results = json.loads((output / "all_results.json").read_text())
     assert results["global_step"] == math.ceil(train_rows / (2 * 4))  # an effective batch of 2 processes x 4
     assert stderr.count("Wrote the classifier model card") == 1
+    assert stderr.count("Training on ") == 1  # the other process logs warnings only
     assert stdout.count('"eval_accuracy"') == stderr.count("with no learning:") == 1  # the results, reported once
     # The predictions gathered from both processes line up with the eval examples (texts of several lengths, 2 a
     # batch: a length-grouped evaluation would reorder them).
