@@ -376,9 +376,7 @@ def finish_run(
         return None
     trainer.state.save_to_json(str(staging / "trainer_state.json"))
     write_reports(staging)
-    stale = [name for name in RUN_OUTPUTS if (Path(output_dir) / name).exists() and not (staging / name).exists()]
-    publish_folder(staging, output_dir, last=_WRITTEN_LAST)
-    remove_stale_outputs(output_dir, stale)
+    publish_run(staging, output_dir, last=_WRITTEN_LAST)
     model = "the final model"
     if getattr(trainer.args, "load_best_model_at_end", False) and trainer.state.best_model_checkpoint:
         metric = trainer.args.metric_for_best_model or "loss"
@@ -386,6 +384,13 @@ def finish_run(
     if getattr(trainer.args, "keep_checkpoints", False):
         return f"{output_dir} keeps {model} and every checkpoint (--keep_checkpoints)."
     return prune_checkpoints(output_dir, keep_last_checkpoint, model, trainer.state.global_step)
+
+
+def publish_run(staging: str | Path, output_dir: str | Path, last: Iterable[str]) -> None:
+    """`publish_folder`, then `remove_stale_outputs`: the `RUN_OUTPUTS` an earlier run left that `staging` lacks."""
+    stale = [name for name in RUN_OUTPUTS if (Path(output_dir) / name).exists() and not (Path(staging) / name).exists()]
+    publish_folder(staging, output_dir, last=last)
+    remove_stale_outputs(output_dir, stale)
 
 
 def remove_stale_outputs(output_dir: str | Path, stale: list[str]) -> None:
@@ -451,6 +456,7 @@ __all__ = [
     "output_dir_of",
     "prune_checkpoints",
     "publish_folder",
+    "publish_run",
     "remove_stale_outputs",
     "resolve_checkpoint",
     "resuming",

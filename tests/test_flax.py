@@ -267,7 +267,13 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
         "--learning_rate",
         "1e-3",
     ]
+    output_dir.mkdir()
+    for leftover in ("predictions.csv", "confusion_matrix.png", "notes.txt"):  # an earlier fine-tune's, and the user's
+        (output_dir / leftover).write_text("earlier")
     cli_main(["pretrain-flax", *argv])
+    assert sorted(
+        path.name for path in output_dir.glob("*.*") if path.stem in ("predictions", "confusion_matrix", "notes")
+    ) == ["notes.txt"]
 
     results = json.loads((output_dir / "all_results.json").read_text())
     assert results["train_steps"] == 3 and np.isfinite(results["eval_loss"]) and 0 <= results["eval_accuracy"] <= 1

@@ -42,7 +42,7 @@ from ..pretraining_data import (
     masking_collators,
     tokenize_splits,
 )
-from ..run_folder import STAGING, check_output_dir, publish_folder
+from ..run_folder import STAGING, check_output_dir, publish_run
 from ..tokenization import check_mask_token
 from .modeling_flax_bertscratch import FlaxBertScratchForMaskedLM
 from .training import Batch, make_mlm_train_step, make_optimizer, masked_lm_loss, num_predictions_for
@@ -225,14 +225,14 @@ def save_outputs(
     model: FlaxBertScratchForMaskedLM, tokenizer: PreTrainedTokenizerBase, metrics: dict[str, Any], output_dir: str
 ) -> None:
     """Model, tokenizer and all_results.json, assembled in a hidden staging folder and moved in file by file at the
-    end, so a failure never leaves a folder that looks finished."""
+    end, so a failure never leaves a folder that looks finished; the reports an earlier run left are removed."""
     staging = Path(output_dir) / STAGING
     shutil.rmtree(staging, ignore_errors=True)
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "all_results.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-        publish_folder(staging, output_dir, last=("all_results.json",))
+        publish_run(staging, output_dir, last=("all_results.json",))  # an earlier run's reports go
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
