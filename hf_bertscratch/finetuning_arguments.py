@@ -47,12 +47,13 @@ logger = logging.getLogger(__name__)
 
 # Task shape -> the metrics its evaluation reports beside the loss (`compute_metrics` of `tasks.shapes`), which
 # --metric_for_best_model may name; token classification also reports `<TYPE>_f1` for each entity type of the data.
+_REGRESSION_METRICS = ("pearson", "spearmanr", "combined_score", "mse", "prediction_std")  # `RegressionMetrics`
 SHAPE_METRICS = {
     "classification": ("accuracy", "f1", "matthews_correlation", "top_class_share"),
-    "regression": ("pearson", "spearmanr", "combined_score", "mse", "prediction_std"),
+    "regression": _REGRESSION_METRICS,
     "token-classification": ("overall_precision", "overall_recall", "overall_f1", "overall_accuracy"),
     "question-answering": ("exact_match", "f1"),
-    "embedding": ("pearson", "spearmanr", "combined_score", "mse", "prediction_std"),
+    "embedding": _REGRESSION_METRICS,  # an embedding task's cosines are scored as a regressor's scores
 }
 
 

@@ -227,11 +227,16 @@ def resuming(resume_from_checkpoint: str | None) -> bool:
     return resume_from_checkpoint is not None and str(resume_from_checkpoint).lower() not in ("false", "")
 
 
+def checkpoint_step(path: Path) -> int:
+    """The step N of a `checkpoint-N` folder."""
+    return int(path.name.split("-")[-1])
+
+
 def checkpoint_folders(output_dir: str | Path) -> list[Path]:
     """The `checkpoint-N` folders of a run's output folder, by step (none for a folder that does not exist)."""
     output_dir = Path(output_dir)
     found = [path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name.split("-")[-1].isdigit()]
-    return sorted(found, key=lambda path: int(path.name.split("-")[-1]))
+    return sorted(found, key=checkpoint_step)
 
 
 def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments) -> str | None:
@@ -243,10 +248,11 @@ def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments)
     if str(resume).lower() in ("true", "last"):
         output_dir = output_dir_of(training_args)
         last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None and finished_files_in(output_dir):
+        finished = finished_files_in(output_dir) if last is None else []
+        if finished:
             raise ValueError(
                 f"--resume_from_checkpoint {resume}: the run in {output_dir!r} finished "
-                f"({', '.join(finished_files_in(output_dir))}) and kept no checkpoint-* folder to continue from; pass "
+                f"({', '.join(finished)}) and kept no checkpoint-* folder to continue from; pass "
                 "--overwrite_output_dir to train it again from the start, or choose another --output_dir (with "
                 f"--model_name_or_path {output_dir} to train its model further)."
             )
@@ -422,7 +428,7 @@ def prune_checkpoints(
     """
     output_dir = Path(output_dir)
     checkpoints = checkpoint_folders(output_dir)
-    ours = [path for path in checkpoints if last_step is None or int(path.name.split("-")[-1]) <= last_step]
+    ours = [path for path in checkpoints if last_step is None or checkpoint_step(path) <= last_step]
     kept = ours[-1:] if keep_last else []
     removed = [path for path in checkpoints if path not in kept]
     size = sum(file.stat().st_size for path in removed for file in path.rglob("*") if file.is_file())
@@ -449,6 +455,7 @@ __all__ = [
     "check_counts",
     "check_output_dir",
     "checkpoint_folders",
+    "checkpoint_step",
     "finish_run",
     "finished_files_in",
     "grant_usual_permissions",

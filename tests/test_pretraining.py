@@ -870,7 +870,7 @@ def test_a_signal_to_the_command_alone_stops_the_processes_it_launched(
                 time.sleep(0.2)
             assert not _processes_writing(out), "training processes outlived the command"
         finally:
-            for pid in _processes_writing(out):  # torchrun starts its workers in sessions of their own
+            for pid in _processes_writing(out):  # torchrun's workers run outside this process group (setsid)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
     assert process.returncode == 128 + signal.SIGTERM
