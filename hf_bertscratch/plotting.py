@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .run_folder import atomic_write, final_path
+from .run_folder import atomic_write, checkpoint_folders, final_path
 
 if TYPE_CHECKING:
     import torch
@@ -76,10 +76,7 @@ def find_trainer_state(run_dir: str | Path) -> Path:
     state = run_dir / "trainer_state.json"
     if state.is_file():
         return state
-    checkpoints = sorted(
-        (p for p in run_dir.glob("checkpoint-*/trainer_state.json") if p.parent.name.split("-")[-1].isdigit()),
-        key=lambda p: int(p.parent.name.split("-")[-1]),
-    )
+    checkpoints = [state for path in checkpoint_folders(run_dir) if (state := path / "trainer_state.json").is_file()]
     if checkpoints:
         return checkpoints[-1]
     raise FileNotFoundError(
