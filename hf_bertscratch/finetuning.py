@@ -12,6 +12,10 @@ head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`, and the argum
     predictions.csv, a picture fit for the shape, loss_curve.png, the model card)
 
     python scripts/finetune.py --model_name_or_path RUN --task conll2003 --data_dir ../shared/data --output_dir OUT
+
+A test split without labels (no label, tags or answers column, or one wholly empty: GLUE's own test files) is
+predicted, not scored, as transformers' run_glue.py does with --do_predict: test_predictions.csv holds the chosen
+model's prediction for each of its examples, and no test metrics or baselines are written.
 """
 
 from __future__ import annotations
@@ -342,19 +346,39 @@ def build_trainer(
 
 
 # ------------------------------------------------------------------------------------------------------- results
+def scored_splits(task: TaskSpec, raw: datasets.DatasetDict) -> list[str]:
+    """The splits scored against their labels: "eval", and "test" when the task has one with labels (a test split
+    without them is predicted, not scored)."""
+    return [role for role in ("eval", "test") if role in raw and task.has_labels(raw[role].column_names)]
+
+
+def log_predicted_test(task: TaskSpec, raw: datasets.DatasetDict) -> None:
+    """Say in one line, before training, that a test split without labels will be predicted, not scored."""
+    if "test" in raw and "test" not in scored_splits(task, raw):
+        logger.info(
+            "The test split has no labels (no %r column, or an empty one): its %s examples are predicted with the "
+            "chosen model at the end, not scored (test_predictions.csv, no test metrics).",
+            task.scored_column,
+            f"{len(raw['test']):,}",
+        )
+
+
 def evaluate_best_model(
     trainer: OrderedEvalTrainer, shape: TaskShape, raw: datasets.DatasetDict, features: dict[str, datasets.Dataset]
 ) -> tuple[dict[str, PredictionOutput], dict]:
     """The best model's predictions (split -> its per-example predictions: "eval", and "test" when the task has a
     test split) and the eval (and test) metrics. The evaluation comes from training when it was made there; else one
-    pass now gives both the metrics and the per-example predictions. The test split is scored once."""
+    pass now gives both the metrics and the per-example predictions. The test split is scored once; one without
+    labels is predicted, and gives no metrics."""
     prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
     predictions, metrics = {"eval": prediction}, dict(prediction.metrics)
     if "test" in features:
-        trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"])
+        scored = "test" in scored_splits(shape.task, raw)
+        trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"]) if scored else None
         predictions["test"] = trainer.predict(features["test"], metric_key_prefix="test")
-        metrics.update(predictions["test"].metrics or {})
+        if scored:
+            metrics.update(predictions["test"].metrics or {})
     return predictions, metrics
 
 
@@ -362,7 +386,7 @@ def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, pre
     """What the task scores with no learning (`baselines.task_baselines`), for the run's results."""
     if task.shape == "question-answering":  # answers are read from the examples (features are context windows)
         answers = task.columns["answers"]
-        scored = {role: (raw[role], raw[role][answers]) for role in ("eval", "test") if role in raw}
+        scored = {role: (raw[role], raw[role][answers]) for role in scored_splits(task, raw)}
         return task_baselines(task, raw["train"], [], scored)
     if "labels" not in features["train"].column_names or prediction.label_ids is None:
         return {}
@@ -437,9 +461,9 @@ def write_reports(
     data_args: DataArguments,
     task: TaskSpec,
 ) -> None:
-    """predictions.csv and the shape's picture (test_predictions.csv and test_<picture> for a test split),
-    loss_curve.png, the model card and all_results.json in `folder` (the run's staging folder, holding
-    trainer_state.json), from the best model's `predictions` (split -> its per-example predictions)."""
+    """predictions.csv and the shape's picture (test_predictions.csv and test_<picture> for a test split; no picture
+    for one without labels), loss_curve.png, the model card and all_results.json in `folder` (the run's staging
+    folder, holding trainer_state.json), from the best model's `predictions` (split -> its per-example predictions)."""
     from .plotting import plot_training_curves
 
     name = data_args.task or data_args.dataset_name or "eval"
@@ -615,6 +639,7 @@ def main(argv: list[str] | None = None) -> None:
     check_tokenizer_fits(tokenizer, config.vocab_size, f"tokenizer of {tokenizer_name!r}")
     tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
+    log_predicted_test(task, raw)
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
@@ -632,7 +657,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
-    # 5. Evaluate: the best model on eval, the test split once, and what no learning scores.
+    # 5. Evaluate: the best model on eval, the test split once (predicted alone when it has no labels), and what no
+    # learning scores.
     predictions, scores = evaluate_best_model(trainer, shape, raw, features)
     prediction = predictions["eval"]
     results = {**train_result.metrics, **scores, **run_baselines(task, raw, features, prediction)}
@@ -646,7 +672,7 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     if trainer.is_world_process_zero():  # every process holds the results; the first reports them
-        sizes = {role: len(raw[role]) for role in ("eval", "test") if role in raw}
+        sizes = {role: len(raw[role]) for role in scored_splits(task, raw)}
         report_against_baselines(results, task, sizes, prediction, shape.names)
         print(json.dumps({k: v for k, v in results.items() if k.startswith(("eval_", "test_"))}, indent=2))
         push_training_output(training_args)

@@ -436,6 +436,11 @@ def load_split_features(
     """The task shape (labels read from the data, the model checked against it), and the raw examples and
     fine-tuning's evaluation features of every split scored, each keyed by role ("eval", "test")."""
     raw = load_task_datasets(data_args, task)
+    if "test" in raw and not task.has_labels(raw["test"].column_names):  # fine-tuning predicts such a split
+        raise ValueError(
+            f"The test split has no labels (no {task.scored_column!r} column, or an empty one): evaluate-onnx scores "
+            "each split against its labels; give a test file with them, or leave it out."
+        )
     if args.split is not None and args.split not in raw:
         raise ValueError(
             f"The data has no {args.split} split (it has {[role for role in SPLITS if role in raw]}): give "

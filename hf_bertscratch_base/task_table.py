@@ -78,6 +78,16 @@ class TaskSpec:
         if not self.metric_label:
             object.__setattr__(self, "metric_label", self.main_metric)
 
+    @property
+    def scored_column(self) -> str | None:
+        """The column an example is scored against: its label, tags or answers (None where none is named)."""
+        return next((self.columns[role] for role in SCORED_ROLES if self.columns.get(role)), None)
+
+    def has_labels(self, columns: Collection[str]) -> bool:
+        """Whether a split of these `columns` holds what its examples are scored against (`scored_column`). A test
+        split without it is predicted, not scored; an embedding task trains on pairs without it too."""
+        return self.scored_column in columns
+
     def column(self, role: str) -> str:
         """The column of `role`, one the shape always reads (every role but "text_pair", and an embedding task's
         "label", is named); `columns[role]` for the roles that may be None."""
@@ -236,12 +246,13 @@ def split_roles(
 def required_columns(task: TaskSpec, role: str, train_columns: Collection[str] | None) -> dict[str, str]:
     """Column role -> the column the `role` split ("train", "eval", "test") of `task` must have. Question answering
     makes up ids when the train split (`train_columns`; None: not known) has none; an embedding task trains on
-    unlabelled pairs too."""
+    unlabelled pairs too; a test split without labels (tags, answers) is predicted, not scored."""
     required = {name: column for name, column in task.columns.items() if column}
     if task.shape == "question-answering" and (train_columns is None or required.get("id") not in train_columns):
         required.pop("id", None)
-    if task.shape == "embedding" and role == "train":
-        required.pop("label", None)
+    if (task.shape == "embedding" and role == "train") or role == "test":
+        for scored in SCORED_ROLES:
+            required.pop(scored, None)
     return required
 
 
@@ -251,11 +262,8 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
     missing = [column for column in required.values() if column not in columns]
     if missing:
         flags = ", ".join(column_flag(role) for role, column in required.items() if column in missing)
-        hint = ""
-        if split == "test" and any(required.get(role) in missing for role in SCORED_ROLES):
-            hint = " The test split is scored against its labels: leave out a test file without them."
         raise ValueError(
-            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}.{hint}"
+            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}."
         )
 
 

@@ -122,7 +122,7 @@ def test_a_missing_column_fails_at_the_front_door_as_in_the_library(
     "command, argv, line",
     [
         ("finetune", ["--train_file", "train.csv", "--validation_file", "dev.csv"], "['label'] not in the eval split; it has ['text', 'stars']: name yours with --label_column"),
-        ("finetune", ["--train_file", "train.csv", "--validation_file", "train.csv", "--test_file", "test.csv"], "['label'] not in the test split; it has ['text']: name yours with --label_column. The test split is scored against its labels: leave out a test file without them"),
+        ("finetune", ["--train_file", "train.csv", "--validation_file", "train.csv", "--test_file", "notes.csv"], "['text'] not in the test split; it has ['body']: name yours with --text_column"),
         ("pretrain", ["--train_file", "train.csv", "--validation_file", "dev.csv"], "['text'] not in the validation split; it has ['body']: name yours with --text_column"),
         ("train-tokenizer", ["--train_file", "notes.txt.gz", "--text_column", "body"], "['body'] not in the train split; it has ['text']: name yours with --text_column"),
     ],
@@ -130,16 +130,38 @@ def test_a_missing_column_fails_at_the_front_door_as_in_the_library(
 def test_the_front_door_names_the_split_that_lacks_the_column(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, argv: list, line: str
 ) -> None:
-    """Files of one run with different columns: the check names the split that lacks the column (a test split
-    without labels, that it is scored against them)."""
+    """Files of one run with different columns: the check names the split that lacks the column."""
     write(tmp_path / "train.csv", "text,label\na,0\n")
     write(tmp_path / "dev.csv", "text,stars\nb,1\n" if command == "finetune" else "body\nb\n")
     write(tmp_path / "notes.txt.gz", "hello\n")
-    write(tmp_path / "test.csv", "text\nc\n")  # unlabelled, as GLUE's own test files are
+    write(tmp_path / "notes.csv", "body\nc\n")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError) as error:
         check_data_files(command, argv)
     assert str(error.value) == f"Column(s) {line}."
+
+
+@pytest.mark.parametrize(
+    "flags, test",
+    [
+        ([], "text\nc\n"),  # as GLUE's own test files come
+        (["--task_type", "token-classification"], '{"tokens": ["c"]}\n'),
+        (["--task_type", "question-answering"], '{"question": "q", "context": "c"}\n'),
+        (["--task_type", "embedding", "--text_pair_column", "pair"], "text,pair\nc,d\n"),
+    ],
+    ids=["classification", "token-classification", "question-answering", "embedding"],
+)
+def test_a_test_file_without_labels_passes_the_front_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list, test: str
+) -> None:
+    """A test file without labels (tags, answers) is predicted, not scored: only the columns read as input are
+    required of it."""
+    extension = ".csv" if test.startswith("text") else ".jsonl"
+    write(tmp_path / f"test{extension}", test)
+    write(tmp_path / "train.parquet", "PAR1")  # columns not read before torch loads
+    monkeypatch.chdir(tmp_path)
+    files = ["--train_file", "train.parquet", "--validation_file", "train.parquet", "--test_file", f"test{extension}"]
+    check_data_files("finetune", [*flags, *files])
 
 
 @pytest.mark.parametrize(

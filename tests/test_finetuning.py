@@ -40,7 +40,7 @@ from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.inference import quiet_loading_report
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.classification import ClassificationShape, label_mapping, make_text_tokenize_function
-from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
+from hf_bertscratch.tasks.data import DataArguments, check_data_arguments, load_task_datasets
 from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
@@ -1592,3 +1592,227 @@ def test_a_tokenizer_that_does_not_cover_the_text_is_warned_of(
         finetuning.warn_of_unknown_tokens(foreign, tokenizer, "runs/model")
     (record,) = [record for record in caplog.records if record.name == finetuning.__name__]
     assert record.getMessage().startswith("62% of the training text's tokens are [UNK]: the tokenizer of runs/model")
+
+
+# ---------------------------------------------------------------- a test split without labels: predicted, not scored
+def assert_predicted_not_scored(
+    output: Path, caplog: pytest.LogCaptureFixture, column: str, examples: int
+) -> list[dict[str, str]]:
+    """What every run given a test split without labels shows, whatever its shape: one log line saying the split is
+    predicted, not scored; test_predictions.csv with a prediction and no label for each of its examples; no test
+    metric, baseline or picture. Returns test_predictions.csv's rows."""
+    said = [r.getMessage() for r in caplog.records if "test split has no labels" in r.getMessage()]
+    assert said == [
+        f"The test split has no labels (no {column!r} column, or an empty one): its {examples} examples are "
+        "predicted with the chosen model at the end, not scored (test_predictions.csv, no test metrics)."
+    ]
+    results = json.loads((output / "all_results.json").read_text())
+    assert [key for key in results if key.startswith("test")] == ["test_samples"]
+    assert results["test_samples"] == examples
+    assert any(key.startswith("eval_") for key in results)  # the eval split is scored as ever
+    assert not list(output.glob("test_*.png"))
+    rows = read_rows(output / "test_predictions.csv")
+    assert len(rows) == examples and "label" not in rows[0] and all(row["prediction"] for row in rows)
+    assert "label" in read_rows(output / "predictions.csv")[0]
+    return rows
+
+
+def test_a_test_file_without_labels_is_predicted_not_scored(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A test file without a label column (as GLUE's own test files come) gets the chosen model's class and
+    probabilities for each example, as the saved classifier gives them, as run_glue.py's --do_predict does."""
+    texts = [text for text, _ in sentiment_rows(6, 2)]
+    test = write_csv(tmp_path / "test.csv", [(text,) for text in texts], ("text",))
+    output = tmp_path / "run"
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, *data_files, output) + ["--test_file", str(test)])
+    rows = assert_predicted_not_scored(output, caplog, "label", len(texts))
+    assert list(rows[0]) == ["index", "text", "prediction", "p_0", "p_1"]
+    assert [row["text"] for row in rows] == texts
+    classifier = inference.load_pipeline("text-classification", str(output))
+    for row in rows:
+        best = inference.classify(classifier, row["text"])[0]
+        assert row["prediction"] == best["label"] and float(row[f"p_{best['label']}"]) == pytest.approx(best["score"])
+
+
+def test_a_wholly_empty_label_column_is_no_labels(tmp_path: Path) -> None:
+    """A test split whose label column holds no value at all (empty csv fields; -1 in a ClassLabel column, as the
+    Hub's GLUE test splits hold) is read as one without labels, to be predicted."""
+    from hf_bertscratch.tasks.data import without_empty_labels
+
+    train = write_csv(tmp_path / "train.csv", [("the film", 0), ("the movie", 1)])
+    test = write_csv(tmp_path / "test.csv", [("the film", ""), ("the movie", "")])
+    args = DataArguments(train_file=str(train), validation_file=str(train), test_file=str(test))
+    raw = load_task_datasets(args, args.task_spec)
+    assert raw["test"].column_names == ["text"] and len(raw["test"]) == 2
+    assert raw["eval"].column_names == ["text", "label"]
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["a", "b"])})
+    glue_test = datasets.Dataset.from_dict({"text": ["x", "y"], "label": [-1, -1]}, features=features)
+    assert without_empty_labels(glue_test, "label").column_names == ["text"]
+    some = datasets.Dataset.from_dict({"text": ["x", "y"], "label": [-1, 1]}, features=features)
+    assert without_empty_labels(some, "label").column_names == ["text", "label"]  # left for check_labels_given
+
+
+def _some_labels(tmp_path: Path) -> list[str]:
+    train = write_csv(tmp_path / "train.csv", [("the film", 0), ("the movie", 1)])
+    test = write_csv(tmp_path / "test.csv", [("the film", 0), ("the movie", ""), ("a film", 1)])
+    return ["--train_file", str(train), "--validation_file", str(train), "--test_file", str(test)]
+
+
+def _some_tags(tmp_path: Path) -> list[str]:
+    rows = [{"tokens": ["paris", "is", "big"], "ner_tags": ["B-LOC", "O", "O"]}]
+    flags = _own_jsonl(tmp_path, rows, "--task_type", "token-classification")
+    test = tmp_path / "test.jsonl"
+    lines = [json.dumps({**rows[0], "ner_tags": tags}) for tags in (["O"] * 3, None, ["O"] * 3)]
+    test.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [*flags, "--test_file", str(test)]
+
+
+def _some_answers(tmp_path: Path) -> list[str]:
+    train = write_squad(tmp_path / "train.json", 0, articles=1, paragraphs=1)
+    test = json.loads(train.read_text())
+    del test["data"][0]["paragraphs"][0]["qas"][2]["answers"]
+    (tmp_path / "test.json").write_text(json.dumps(test), encoding="utf-8")
+    files = ["--train_file", str(train), "--validation_file", str(train), "--test_file", str(tmp_path / "test.json")]
+    return [*files, "--task_type", "question-answering"]
+
+
+@pytest.mark.parametrize(
+    "data_flags, column, missing, first",
+    [(_some_labels, "label", 1, 1), (_some_tags, "ner_tags", 1, 1), (_some_answers, "answers", 1, 2)],
+    ids=["labels", "tags", "answers"],
+)
+def test_a_test_split_with_some_labels_missing_is_refused(
+    tmp_path: Path, data_flags, column: str, missing: int, first: int
+) -> None:
+    """Only some labels (tags, answers) of a test split missing is a data error, refused as in the train and eval
+    splits, naming the column, how many and the first; only a test split with none is predicted."""
+    argv = data_flags(tmp_path)
+    kwargs = {argv[i].lstrip("-"): argv[i + 1] for i in range(0, len(argv), 2)}
+    args = DataArguments(**kwargs)
+    with pytest.raises(ValueError) as error:
+        load_task_datasets(args, args.task_spec)
+    assert str(error.value).startswith(
+        f"{missing} of the 3 examples of the test split have no label in column {column!r} (an empty field or a "
+        f"null; the first is example {first}, counting from 0)"
+    )
+
+
+def test_a_sentence_pair_test_file_in_glues_layout_is_predicted(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RTE's test.tsv as GLUE ships it (index, sentence1, sentence2: no label) beside its train and dev files."""
+    write_rte(tmp_path, 32, seed=0)
+    write_rte(tmp_path, 10, seed=1)
+    pairs = [
+        (f"{city} is the capital of {country} .", f"{country} has a capital .") for city, country in CITIES.items()
+    ]
+    test = tmp_path / "test.tsv"
+    lines = ["index\tsentence1\tsentence2"] + [f"{i}\t{a}\t{b}" for i, (a, b) in enumerate(pairs)]
+    test.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files = [f"--{split}_file" for split in ("train", "validation", "test")]
+    paths = [tmp_path / "train.tsv", tmp_path / "dev.tsv", test]
+    output = tmp_path / "run"
+    with caplog.at_level(logging.INFO):
+        main(run_argv(model_dir, output) + ["--task", "rte", *[str(a) for pair in zip(files, paths) for a in pair]])
+    rows = assert_predicted_not_scored(output, caplog, "label", len(pairs))
+    assert list(rows[0]) == ["index", "text", "text_pair", "prediction", "p_entailment", "p_not_entailment"]
+    assert [(row["text"], row["text_pair"]) for row in rows] == pairs
+    classifier = inference.load_pipeline("text-classification", str(output))
+    for row in rows:
+        assert row["prediction"] == inference.classify(classifier, row["text"], row["text_pair"])[0]["label"]
+
+
+def test_a_regression_test_file_without_scores_is_predicted(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """STS-B's shape: each test pair gets the saved regressor's score."""
+    header = ("text", "text_pair", "score")
+    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
+    dev = write_csv(tmp_path / "dev.csv", scored_pairs(16, 1), header)
+    pairs = [(text, pair) for text, pair, _ in scored_pairs(6, 2)]
+    test = write_csv(tmp_path / "test.csv", pairs, ("text", "text_pair"))
+    output = tmp_path / "run"
+    columns = ["--label_column", "score", "--text_pair_column", "text_pair", "--test_file", str(test)]
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, train, dev, output) + ["--task_type", "regression", *columns])
+    rows = assert_predicted_not_scored(output, caplog, "score", len(pairs))
+    assert list(rows[0]) == ["index", "text", "text_pair", "prediction"]
+    regressor = inference.load_pipeline("text-classification", str(output))
+    for row, (text, pair) in zip(rows, pairs, strict=True):
+        assert float(row["prediction"]) == pytest.approx(
+            inference.classify(regressor, text, pair)[0]["score"], abs=1e-5
+        )
+
+
+def test_a_token_classification_test_file_without_tags_is_predicted(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sentences of words alone get the saved tagger's tag of each word, read on its first piece as in evaluation."""
+
+    def write_jsonl(path: Path, sentences: list[list[tuple[str, str]]], tags: bool = True) -> Path:
+        rows = [{"tokens": [w for w, _ in s], **({"ner_tags": [t for _, t in s]} if tags else {})} for s in sentences]
+        path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+        return path
+
+    train = write_jsonl(tmp_path / "train.jsonl", conll_sentences(32, 0))
+    dev = write_jsonl(tmp_path / "dev.jsonl", conll_sentences(8, 1))
+    test = write_jsonl(tmp_path / "test.jsonl", conll_sentences(6, 2), tags=False)
+    output = tmp_path / "run"
+    flags = ["--task_type", "token-classification", "--test_file", str(test), "--learning_rate", "1e-2"]
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, train, dev, output) + flags)
+    rows = assert_predicted_not_scored(output, caplog, "ner_tags", 6)
+    assert list(rows[0]) == ["index", "tokens", "prediction"]
+    words = [[w for w, _ in s] for s in conll_sentences(6, 2)]
+    assert [row["tokens"] for row in rows] == [" ".join(w) for w in words]
+    assert [row["prediction"].split() for row in rows] == first_piece_tags(output, words, 24)
+
+
+def test_a_question_answering_test_file_without_answers_is_predicted(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A SQuAD file whose questions carry no answers gets the saved model's answer, a span of its context, for each
+    question."""
+    from hf_bertscratch.inference import answer_question
+
+    train = write_squad(tmp_path / "train.json", 0, articles=2, paragraphs=2)
+    dev = write_squad(tmp_path / "dev.json", 1, articles=1, paragraphs=1)
+    test = json.loads(write_squad(tmp_path / "test.json", 2, articles=1, paragraphs=2).read_text())
+    for paragraph in test["data"][0]["paragraphs"]:
+        for qa in paragraph["qas"]:
+            del qa["answers"]
+    (tmp_path / "test.json").write_text(json.dumps(test), encoding="utf-8")
+    examples = [(qa, p["context"]) for p in test["data"][0]["paragraphs"] for qa in p["qas"]]
+    output = tmp_path / "run"
+    flags = ["--task_type", "question-answering", "--max_seq_length", "48", "--doc_stride", "16"]
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, train, dev, output) + [*flags, "--test_file", str(tmp_path / "test.json")])
+    rows = assert_predicted_not_scored(output, caplog, "answers", len(examples))
+    assert list(rows[0]) == ["index", "id", "question", "prediction", "score"]
+    assert [(row["id"], row["question"]) for row in rows] == [(qa["id"], qa["question"]) for qa, _ in examples]
+    for (qa, context), row in zip(examples, rows, strict=True):
+        found = answer_question(output, qa["question"], context, max_seq_length=48, doc_stride=16)
+        assert found["answer"] == row["prediction"] == context[found["start"] : found["end"]]
+
+
+def test_an_embedding_test_file_without_scores_gets_each_pairs_cosine(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bi-encoder predicts how alike a pair's texts are: the cosine of their vectors, as `similarity` gives it."""
+    from hf_bertscratch.inference import similarity
+
+    header = ("text", "text_pair", "score")
+    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
+    dev = write_csv(tmp_path / "dev.csv", scored_pairs(16, 1), header)
+    pairs = [(text, pair) for text, pair, _ in scored_pairs(4, 2)]
+    test = write_csv(tmp_path / "test.csv", pairs, ("text", "text_pair"))
+    output = tmp_path / "run"
+    columns = ["--label_column", "score", "--text_pair_column", "text_pair", "--test_file", str(test)]
+    with caplog.at_level(logging.INFO):
+        main(base_argv(model_dir, train, dev, output) + ["--task_type", "embedding", *columns])
+    rows = assert_predicted_not_scored(output, caplog, "score", len(pairs))
+    assert list(rows[0]) == ["index", "text", "text_pair", "prediction"]
+    for row, (text, pair) in zip(rows, pairs, strict=True):
+        assert float(row["prediction"]) == pytest.approx(similarity(str(output), text, pair), abs=1e-5)

@@ -254,6 +254,16 @@ def test_bad_requests_fail_before_any_export(no_export, data_dir, classifier_dir
         evaluate(data_dir, classifier_dir, *argv)
 
 
+def test_a_test_file_without_labels_is_refused(no_export, data_dir, classifier_dir, tmp_path) -> None:
+    """Fine-tuning predicts a test split without labels; evaluate-onnx scores every split, so it refuses one."""
+    test = tmp_path / "test.tsv"
+    test.write_text("sentence\na fine film\n", encoding="utf-8")
+    files = [f"--{split}_file" for split in ("train", "validation", "test")]
+    paths = [data_dir / "sst2" / "train.tsv", data_dir / "sst2" / "dev.tsv", test]
+    with pytest.raises(ValueError, match=r"^The test split has no labels \(no 'label' column, or an empty one\)"):
+        evaluate(data_dir, classifier_dir, "--task", "sst2", *[str(a) for pair in zip(files, paths) for a in pair])
+
+
 def test_a_model_of_other_labels_is_refused(no_export, data_dir, tokenizer, tmp_path) -> None:
     labels = {"id2label": {0: "negative", 1: "neutral", 2: "positive"}}
     model = save_model(hf_bertscratch.BertScratchForSequenceClassification, tokenizer, tmp_path, **labels)

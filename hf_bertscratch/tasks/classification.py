@@ -22,7 +22,15 @@ from transformers.trainer_utils import PredictionOutput
 
 from ..metrics import ClassificationMetrics, RegressionMetrics
 from . import TaskSpec
-from .features import FeatureSettings, class_config, prediction_logits, texts_of, truncate_ids, write_csv
+from .features import (
+    FeatureSettings,
+    class_config,
+    prediction_labels,
+    prediction_logits,
+    texts_of,
+    truncate_ids,
+    write_csv,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +48,8 @@ def make_text_tokenize_function(
     Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
     review); their uncut length ([CLS] and [SEP] included) comes as `text_length`. Pairs use the tokenizer's own
     longest-first truncation, which is what GLUE pair tasks use. A missing text, single or either side of a pair, is
-    an empty one (`texts_of`). Labels are class ids through `label_map`, or floats for regression (`label_map` None).
+    an empty one (`texts_of`). Labels are class ids through `label_map`, or floats for regression (`label_map` None);
+    a split without the label column (a test split to predict) gets none.
     """
     text, pair, label = task.column("text"), task.columns.get("text_pair"), task.column("label")
 
@@ -65,8 +74,9 @@ def make_text_tokenize_function(
                 "attention_mask": [[1] * len(ids) for ids in input_ids],
                 "text_length": [len(ids) + 2 for ids in pieces],
             }
-        values = batch[label]
-        encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
+        if label in batch:
+            values = batch[label]
+            encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
         encoded["length"] = [len(ids) for ids in encoded["input_ids"]]
         return encoded
 
@@ -108,6 +118,8 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
     if len(names) < 2:
         raise ValueError(f"Classification needs at least two labels, got {names}.")
     for role, split in raw.items():
+        if label_column not in split.column_names:  # a test split without labels: predicted, not scored
+            continue
         bad = sorted({v for v in split[label_column] if v not in mapping}, key=str)
         if bad:
             ids = "; integer labels are ids into --class_names, from 0" if is_int and given else ""
@@ -179,20 +191,24 @@ class ClassificationShape:
         prefix: str = "",
     ) -> None:
         """predictions.csv (index, text, [text_pair], label, prediction, p_<class>...) and the confusion matrix, each
-        name after `prefix` (test_ for the test split)."""
+        name after `prefix` (test_ for the test split). A split without labels (`prediction.label_ids` None) gets its
+        predictions alone: no label column, no confusion matrix."""
         from ..plotting import plot_confusion_matrix  # matplotlib loads only when a picture is drawn
 
         logits = prediction_logits(prediction)
-        labels = np.asarray(prediction.label_ids)
+        labels = prediction_labels(prediction)
         probs = torch.softmax(torch.as_tensor(logits, dtype=torch.float32), dim=-1).numpy()  # (N, num_labels)
         header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
-        header += ["label", "prediction"] + [f"p_{name}" for name in self.names]
+        header += (["label"] if labels is not None else []) + ["prediction"] + [f"p_{name}" for name in self.names]
         rows = [
-            [i, *self._text_columns(raw, i), self.names[labels[i]], self.names[int(probs[i].argmax())]]
+            [i, *self._text_columns(raw, i), *([] if labels is None else [self.names[labels[i]]])]
+            + [self.names[int(probs[i].argmax())]]
             + [f"{p:.6f}" for p in probs[i]]
             for i in range(len(raw))
         ]
         write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        if labels is None:
+            return
         plot_confusion_matrix(
             labels.tolist(), logits.argmax(-1).tolist(), self.names, folder / f"{prefix}{self.picture}", title
         )
@@ -207,7 +223,8 @@ class RegressionShape(ClassificationShape):
         """Every label must be a number; class names (strings) are refused."""
         column = self.task.columns["label"]
         for role, split in raw.items():
-            bad = [v for v in split[column] if isinstance(v, (str, bool)) or not isinstance(v, (int, float))]
+            values = split[column] if column in split.column_names else []  # none: a test split to predict
+            bad = [v for v in values if isinstance(v, (str, bool)) or not isinstance(v, (int, float))]
             if bad:
                 raise ValueError(
                     f"A regression task needs numeric labels, but the {role} split's {column!r} holds {bad[:5]}: "
@@ -230,17 +247,23 @@ class RegressionShape(ClassificationShape):
         title: str,
         prefix: str = "",
     ) -> None:
-        """predictions.csv (index, text, [text_pair], label, prediction) and the predicted-vs-gold scatter."""
+        """predictions.csv (index, text, [text_pair], label, prediction) and the predicted-vs-gold scatter; a split
+        without labels (`prediction.label_ids` None) its predictions alone, with no label column and no scatter."""
         from ..plotting import plot_regression  # matplotlib loads only when a picture is drawn
 
         scores = np.asarray(prediction_logits(prediction), dtype=np.float64).reshape(-1)
-        labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
+        labels = prediction_labels(prediction, scores=True)
         header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
+        header += (["label"] if labels is not None else []) + ["prediction"]
         # Scores keep float32's full precision (9 digits): a regressor whose scores differ only past the 4th decimal
         # (early in training) must still give back the Pearson/Spearman reported from this file.
-        rows = [[i, *self._text_columns(raw, i), f"{labels[i]:.7g}", f"{scores[i]:.9g}"] for i in range(len(raw))]
-        write_csv(folder / f"{prefix}predictions.csv", header + ["label", "prediction"], rows)
-        plot_regression(labels, scores, folder / f"{prefix}{self.picture}", title)
+        rows = [
+            [i, *self._text_columns(raw, i), *([] if labels is None else [f"{labels[i]:.7g}"]), f"{scores[i]:.9g}"]
+            for i in range(len(raw))
+        ]
+        write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        if labels is not None:
+            plot_regression(labels, scores, folder / f"{prefix}{self.picture}", title)
 
 
 __all__ = ["ClassificationShape", "RegressionShape", "label_mapping", "make_text_tokenize_function"]

@@ -65,7 +65,10 @@ class DataArguments:
     validation_file: str | None = field(default=None, metadata={"help": "An evaluation file, same formats."})
     test_file: str | None = field(
         default=None,
-        metadata={"help": "A test file with labels, scored once with the chosen model at the end (optional)."},
+        metadata={
+            "help": "A test file, scored once against its labels with the chosen model at the end (optional); one "
+            "without labels, as GLUE's come, is predicted instead: test_predictions.csv, no test metrics."
+        },
     )
     data_dir: str | None = field(
         default=None,
@@ -79,7 +82,11 @@ class DataArguments:
         default=None, metadata={"help": "Split to evaluate on (default: the task's, else validation, else test)."}
     )
     test_split: str | None = field(
-        default=None, metadata={"help": "Split scored once at the end with the chosen model (default: the task's)."}
+        default=None,
+        metadata={
+            "help": "Split scored once at the end with the chosen model, or predicted when it has no labels (default: "
+            "the task's)."
+        },
     )
     validation_split_percentage: float | None = field(
         default=None,
@@ -322,8 +329,10 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    if "test" in chosen:  # predicted, not scored, where it has no labels at all
+        chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
-        check_labels_given(split, task.columns.get("label"), role)
+        check_labels_given(split, task.scored_column, role)
     if args.validation_split_percentage:
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
     for role, split in chosen.items():
@@ -338,12 +347,29 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     return chosen
 
 
+def unlabelled_rows(split: datasets.Dataset, column: str) -> list[int]:
+    """The rows of `split` with no value in its label `column` (labels, tags or answers): an empty csv field, a JSON
+    null, or -1 in a ClassLabel column (how `datasets` marks a missing class: the Hub's GLUE test splits)."""
+    classes = isinstance(split.features[column], datasets.ClassLabel)
+    return [i for i, value in enumerate(split[column]) if value is None or (classes and value == -1)]
+
+
+def without_empty_labels(split: datasets.Dataset, column: str | None) -> datasets.Dataset:
+    """A test split whose label `column` holds no value at all (`unlabelled_rows`) as one without that column, so
+    that it is predicted, not scored, as a test split without the column is. A column with some values stays, for
+    `check_labels_given` to refuse the rows without one."""
+    if column and column in split.column_names and len(unlabelled_rows(split, column)) == len(split):
+        return split.remove_columns(column)
+    return split
+
+
 def check_labels_given(split: datasets.Dataset, column: str | None, role: str) -> None:
-    """Fail in one line when rows of the `role` split have no value in the label `column` (an empty csv field, a JSON
-    null), before the label set is read: a missing label is no class (`None` would become one) and no number."""
+    """Fail in one line when rows of the `role` split have no value in the label `column` (labels, tags or answers:
+    `unlabelled_rows`), before the label set is read: a missing label is no class (`None` would become one) and no
+    number."""
     if not column or column not in split.column_names:
         return
-    missing = [i for i, value in enumerate(split[column]) if value is None]
+    missing = unlabelled_rows(split, column)
     if missing:
         raise ValueError(
             f"{len(missing)} of the {len(split)} examples of the {role} split have no label in column {column!r} (an "

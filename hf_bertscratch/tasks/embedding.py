@@ -17,7 +17,7 @@ from transformers.trainer_utils import PredictionOutput
 from ..embedding import EMBEDDING_OBJECTIVES, PairCollator, write_sentence_transformers_files
 from ..metrics import RegressionMetrics
 from . import TaskSpec
-from .features import FeatureSettings, prediction_logits, texts_of, write_csv
+from .features import FeatureSettings, prediction_labels, prediction_logits, texts_of, write_csv
 
 
 class EmbeddingShape:
@@ -127,18 +127,22 @@ class EmbeddingShape:
         prefix: str = "",
     ) -> None:
         """predictions.csv (index, text, text_pair, label, cosine), the cosine-vs-label scatter, and the
-        sentence-transformers files that make the folder a `SentenceTransformer`."""
+        sentence-transformers files that make the folder a `SentenceTransformer`. A split without labels (a test
+        split predicted, not scored) gets each pair's cosine alone: no label column, no scatter."""
         from ..plotting import plot_regression  # matplotlib loads only when a picture is drawn
 
         cosines = np.asarray(prediction_logits(prediction), dtype=np.float64).reshape(-1)
-        labels = np.asarray(prediction.label_ids, dtype=np.float64).reshape(-1)
+        labels = prediction_labels(prediction, scores=True)
         c = self.task.columns
         rows = [
-            [i, raw[i][c["text"]], raw[i][c["text_pair"]], f"{labels[i]:.7g}", f"{cosines[i]:.9g}"]
+            [i, raw[i][c["text"]], raw[i][c["text_pair"]], *([] if labels is None else [f"{labels[i]:.7g}"])]
+            + [f"{cosines[i]:.9g}"]
             for i in range(len(raw))
         ]
-        write_csv(folder / f"{prefix}predictions.csv", ["index", "text", "text_pair", "label", "prediction"], rows)
-        plot_regression(labels, cosines, folder / f"{prefix}{self.picture}", title)
+        header = ["index", "text", "text_pair"] + (["label"] if labels is not None else []) + ["prediction"]
+        write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        if labels is not None:
+            plot_regression(labels, cosines, folder / f"{prefix}{self.picture}", title)
         dimension = json.loads((folder / "config.json").read_text(encoding="utf-8"))["hidden_size"]
         write_sentence_transformers_files(folder, self.pooling, self.settings.max_seq_length, dimension)
 

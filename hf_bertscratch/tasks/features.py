@@ -1,7 +1,7 @@
 """What every task shape shares in turning examples into features and predictions into files: the feature settings
 (`FeatureSettings`), the cut of a long text (`truncate_ids`), a missing text read as empty (`texts_of`), a head's
-label fields (`class_config`), the logits of a prediction (`prediction_logits`) and the predictions.csv writer
-(`write_csv`).
+label fields (`class_config`), the logits and labels of a prediction (`prediction_logits`, `prediction_labels`: none
+for a test split predicted, not scored) and the predictions.csv writer (`write_csv`).
 
 The shapes themselves live beside their data (`tasks.classification`, `tasks.token_classification`,
 `tasks.question_answering`, `tasks.embedding`), and `tasks.shapes` is their table (`build_shape`).
@@ -72,6 +72,16 @@ def prediction_logits(prediction: EvalPrediction | PredictionOutput) -> np.ndarr
     return predictions[0] if isinstance(predictions, tuple) else predictions
 
 
+def prediction_labels(prediction: EvalPrediction | PredictionOutput, scores: bool = False) -> np.ndarray | None:
+    """The labels of a prediction as an array, one float per example with `scores` (regression, embedding), or None
+    for a split without labels: a test split that is predicted, not scored, whose predictions.csv has no label column
+    and no picture beside it."""
+    if prediction.label_ids is None:
+        return None
+    labels = np.asarray(prediction.label_ids)
+    return labels.astype(np.float64).reshape(-1) if scores else labels
+
+
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     """A csv file of `header` and `rows` (predictions.csv)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -85,6 +95,7 @@ __all__ = [
     "TRUNCATION_STRATEGIES",
     "FeatureSettings",
     "class_config",
+    "prediction_labels",
     "prediction_logits",
     "truncate_ids",
     "write_csv",

@@ -55,7 +55,8 @@ def load_squad_json(path: str | Path) -> Dataset:
 
     Returns:
         A Dataset with the Hub `squad` columns: id, title, context, question and
-        answers = {"text": [...], "answer_start": [...]}. An article without a title gets "".
+        answers = {"text": [...], "answer_start": [...]}. An article without a title gets "", a question without
+        an "answers" field None (a test file to predict, not score).
 
     Raises:
         ValueError: the file is not JSON or not nested as SQuAD is; the message names the file and the place.
@@ -98,16 +99,16 @@ def _squad_rows(document: object) -> Iterator[dict]:
             context = _field(paragraph, "context", str, where)
             for q, qa in enumerate(_field(paragraph, "qas", list, where)):
                 where = f"data[{a}].paragraphs[{p}].qas[{q}]"
-                answers = [
-                    _squad_answer(answer, f"{where}.answers[{i}]")
-                    for i, answer in enumerate(_field(qa, "answers", list, where))
-                ]
+                given = _field(qa, "answers", list, where, default=None)  # none: a question to predict
+                answers = [_squad_answer(answer, f"{where}.answers[{i}]") for i, answer in enumerate(given or [])]
                 yield {
                     "id": _field(qa, "id", str, where),
                     "title": title,
                     "context": context,
                     "question": _field(qa, "question", str, where),
-                    "answers": {"text": [t for t, _ in answers], "answer_start": [s for _, s in answers]},
+                    "answers": None
+                    if given is None
+                    else {"text": [t for t, _ in answers], "answer_start": [s for _, s in answers]},
                 }
 
 
@@ -234,8 +235,11 @@ class QuestionAnsweringShape:
         }
 
     def prepare_labels(self, raw: DatasetDict) -> None:
-        for role, split in raw.items():  # every split is trained on or scored, and SQuAD scores need an answer
-            check_answers(split, split_name=role, require_answer=True, **self._columns())
+        """Check every split's answers: each split is trained on or scored, and SQuAD scores need an answer; a test
+        split without answers is predicted, not scored."""
+        for role, split in raw.items():
+            if self.task.has_labels(split.column_names) or role != "test":
+                check_answers(split, split_name=role, require_answer=True, **self._columns())
 
     def config_updates(self) -> dict:
         return {"num_labels": 2}
@@ -245,7 +249,7 @@ class QuestionAnsweringShape:
         kwargs = {"tokenizer": self.tokenizer, "max_seq_length": s.max_seq_length, "doc_stride": s.doc_stride}
         kwargs.update(self._columns())
         if not training:  # evaluation windows keep their example's id and the context's character offsets
-            kwargs.update(id_column=self.task.columns["id"], with_positions=True)
+            kwargs.update(id_column=self.task.columns["id"], with_positions=self.task.has_labels(split.column_names))
         prepare = prepare_train_features if training else prepare_eval_features
         return split.map(
             prepare, fn_kwargs=kwargs, batched=True, remove_columns=split.column_names, desc="Windowing", **map_kwargs
@@ -290,14 +294,15 @@ class QuestionAnsweringShape:
         title: str,
         prefix: str = "",
     ) -> None:
-        """predictions.csv: index, id, question, gold answers (" | "-joined), predicted answer, its score."""
+        """predictions.csv: index, id, question, gold answers (" | "-joined), predicted answer, its score; a split
+        without answers (a test split predicted, not scored) has no gold column."""
         answers = self._answers(raw, features, prediction)
         c = self.task.columns
+        labelled = self.task.has_labels(raw.column_names)
         rows = []
         for i, example in enumerate(raw):
             found = answers[str(example[c["id"]])]
-            gold = " | ".join(example[c["answers"]]["text"])
-            rows.append([i, example[c["id"]], example[c["question"]], gold, found["text"], f"{found['score']:.6f}"])
-        write_csv(
-            folder / f"{prefix}predictions.csv", ["index", "id", "question", "label", "prediction", "score"], rows
-        )
+            gold = [" | ".join(example[c["answers"]]["text"])] if labelled else []
+            rows.append([i, example[c["id"]], example[c["question"]], *gold, found["text"], f"{found['score']:.6f}"])
+        header = ["index", "id", "question"] + (["label"] if labelled else []) + ["prediction", "score"]
+        write_csv(folder / f"{prefix}predictions.csv", header, rows)

@@ -14,6 +14,10 @@ data, what they share in `tasks.features`:
 | token-classification | `tasks.token_classification` | equal-length tokens/tags lists, tags inside the tag list | per_type_f1.png |
 | question-answering | `tasks.question_answering` | answer texts found at their offsets in the context | (none) |
 | embedding | `tasks.embedding` | numeric scores or 0/1 labels, scored eval pairs | regression.png (cosine vs gold) |
+
+A test split without labels (`TaskSpec.has_labels`: no label, tags or answers column) is predicted, not scored: each
+shape makes its features without labels, and `write_predictions`, handed a prediction whose `label_ids` is None,
+writes the predictions alone (no label column, no picture).
 """
 
 from __future__ import annotations

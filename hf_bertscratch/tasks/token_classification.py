@@ -36,7 +36,7 @@ from . import (
     CONLL2003_LABELS,  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
     TaskSpec,
 )
-from .features import FeatureSettings, class_config, prediction_logits, write_csv
+from .features import FeatureSettings, class_config, prediction_labels, prediction_logits, write_csv
 
 IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
 
@@ -159,7 +159,9 @@ def make_word_tokenize_function(
 
     Words are tokenised with is_split_into_words=True and cut at max_seq_length pieces; words past the cut (and words
     the tokenizer turns into no piece) get no label, so they are not scored. Map with
-    `remove_columns=dataset.column_names` to keep only these columns.
+    `remove_columns=dataset.column_names` to keep only these columns. Sentences without tags (a test split to
+    predict: no `tags_column`) get `word_starts` instead of labels: 0 on the first piece of each word, -100 elsewhere,
+    the positions its predicted tags are read at.
 
     Args:
         tags_column: tag strings, mapped by `label_to_id`, or ints (a ClassLabel column), taken as ids already.
@@ -180,15 +182,17 @@ def make_word_tokenize_function(
             return_token_type_ids=True,
             return_attention_mask=True,
         )
-        labels = [
-            align_labels_with_pieces(encoded.word_ids(i), _tag_ids(tags, label_to_id))
-            for i, tags in enumerate(batch[tags_column])
-        ]
+        if tags_column in batch:
+            name = "labels"
+            word_labels = [_tag_ids(tags, label_to_id) for tags in batch[tags_column]]
+        else:  # no tags to learn or score: where each word starts, to read its predicted tag there
+            name = "word_starts"
+            word_labels = [[0] * len(words) for words in batch[tokens_column]]
         return {
             "input_ids": encoded["input_ids"],
             "token_type_ids": encoded["token_type_ids"],
             "attention_mask": encoded["attention_mask"],
-            "labels": labels,
+            name: [align_labels_with_pieces(encoded.word_ids(i), ids) for i, ids in enumerate(word_labels)],
             "length": [len(ids) for ids in encoded["input_ids"]],
         }
 
@@ -244,10 +248,13 @@ class TokenClassificationShape:
         self.names: list[str] = []
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
+        """Read the tag list (the task's, else the train split's) and check every split's tags; a test split without
+        tags is predicted, not scored."""
         tokens, tags = self.task.column("tokens"), self.task.column("tags")
         names = list(self.task.label_names) if self.task.label_names else label_names_from(raw["train"], tags)
         for role, split in raw.items():
-            check_tags(split, tokens, tags, names, role)
+            if self.task.has_labels(split.column_names) or role != "test":
+                check_tags(split, tokens, tags, names, role)
         self.names = names
 
     def config_updates(self) -> dict:
@@ -267,10 +274,18 @@ class TokenClassificationShape:
     def collator(self):
         return DataCollatorForTokenClassification(self.tokenizer, pad_to_multiple_of=8)
 
-    def _word_tags(self, prediction: EvalPrediction | PredictionOutput) -> tuple[list[list[str]], list[list[str]]]:
-        return logits_to_word_tags(
-            prediction_logits(prediction), np.asarray(prediction.label_ids), dict(enumerate(self.names))
-        )
+    def _word_tags(
+        self, prediction: EvalPrediction | PredictionOutput, features: datasets.Dataset | None = None
+    ) -> tuple[list[list[str]], list[list[str]]]:
+        """Predicted and gold tags per sentence; for a split without tags, read where its `features`' words start
+        (the gold tags then mean nothing)."""
+        logits, labels = prediction_logits(prediction), prediction_labels(prediction)
+        if labels is None:
+            assert features is not None, "a split without tags is read where its features' words start"
+            labels = np.full(logits.shape[:2], IGNORE_INDEX)  # (N, T), T the logits' padded length
+            for row, starts in enumerate(features["word_starts"]):
+                labels[row, : len(starts)] = starts
+        return logits_to_word_tags(logits, labels, dict(enumerate(self.names)))
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
         seqeval = load_metric("seqeval")
@@ -293,16 +308,22 @@ class TokenClassificationShape:
         title: str,
         prefix: str = "",
     ) -> None:
-        """predictions.csv (index, tokens, tags, predicted tags; space-joined) and the per-type F1 bars."""
+        """predictions.csv (index, tokens, tags, predicted tags; space-joined) and the per-type F1 bars; a split
+        without tags (`prediction.label_ids` None) its predicted tags alone, with no label column and no bars."""
         from ..plotting import plot_per_type_f1  # matplotlib loads only when a picture is drawn
 
-        predictions, references = self._word_tags(prediction)
+        predictions, references = self._word_tags(prediction, features)
+        labelled = prediction.label_ids is not None
         tokens = raw[self.task.columns["tokens"]]
         rows = [
-            [i, " ".join(tokens[i][: len(references[i])]), " ".join(references[i]), " ".join(predictions[i])]
+            [i, " ".join(tokens[i][: len(predictions[i])]), *([" ".join(references[i])] if labelled else [])]
+            + [" ".join(predictions[i])]
             for i in range(len(raw))
         ]
-        write_csv(folder / f"{prefix}predictions.csv", ["index", "tokens", "label", "prediction"], rows)
+        header = ["index", "tokens"] + (["label"] if labelled else []) + ["prediction"]
+        write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        if not labelled:
+            return
         scores = load_metric("seqeval").compute(predictions=predictions, references=references)
         per_type = {name: value for name, value in scores.items() if isinstance(value, dict)}
         if per_type:
