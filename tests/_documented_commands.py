@@ -355,6 +355,8 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
         return "\n".join(sentence(rng) if i % 8 else "" for i in range(25 * count)) + "\n"
     if name in ("train.csv", "dev.csv"):
         return _csv(["review", "stars"], [[sentence(rng), ("bad", "ok", "good")[i % 3]] for i in range(count)])
+    if name == "sentiment-test.csv":  # a test file without labels, to be predicted
+        return _csv(["text"], [[sentence(rng, "pos" if i % 2 else "neg")] for i in range(count)])
     if stem == "sentiment":
         rows = [[sentence(rng, "pos" if i % 2 else "neg") + ", it said", ("negative", "positive")[i % 2]]
                 for i in range(count)]  # fmt: skip
@@ -414,7 +416,7 @@ USER_FILES: dict[str, tuple[str, ...]] = {
             ("paraphrase", "csv"),
         )
         for split in ("train", "dev")
-    ) + ("ner-dev-misc.jsonl",),
+    ) + ("ner-dev-misc.jsonl", "sentiment-test.csv"),
 }  # fmt: skip
 
 
