@@ -279,9 +279,12 @@ def _check_logits(start_logits: np.ndarray, end_logits: np.ndarray, n_features: 
 def _valid_spans(
     start_logits: np.ndarray, end_logits: np.ndarray, offsets: Offsets, n_best_size: int, max_answer_length: int
 ) -> Iterator[_Span]:
-    """The valid spans among one feature's top start x top end tokens; logits are (T,)."""
-    top_starts = np.argsort(start_logits)[::-1][:n_best_size]
-    top_ends = np.argsort(end_logits)[::-1][:n_best_size]
+    """The valid spans among one feature's top start x top end tokens; logits are (T,), T >= the feature's length.
+    Only the feature's own tokens are ranked: padding past them (a batch padded to a longer feature) takes no place
+    among the top tokens, so a feature's spans are the same in any batch."""
+    length = len(offsets)
+    top_starts = np.argsort(start_logits[:length])[::-1][:n_best_size]
+    top_ends = np.argsort(end_logits[:length])[::-1][:n_best_size]
     for start in top_starts:
         for end in top_ends:
             if _is_valid_span(int(start), int(end), offsets, max_answer_length):

@@ -208,6 +208,22 @@ def test_postprocess_reads_datasets_and_logits_padded_by_a_trainer(qa_tokenizer,
     assert from_datasets == from_dicts and from_dicts["q"]["text"] == answer
 
 
+def test_padding_past_a_feature_takes_no_place_among_its_top_tokens(qa_tokenizer, long_example) -> None:
+    """Features batched with a longer one carry logits past their tokens that may outrank them: the n-best spans,
+    and so the answer and its score, are those of the features alone."""
+    examples, answer, start = long_example
+    features = prepare_eval_features(examples, qa_tokenizer, **WINDOW)
+    start_logits, end_logits = np.zeros((5, 20)), np.zeros((5, 20))
+    start_logits[1, token_at(features["offset_mapping"][1], char_start=start)] = 5.0
+    end_logits[1, token_at(features["offset_mapping"][1], char_end=start + len(answer))] = 5.0
+    pad = np.full((5, 6), 50.0)
+    alone = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=3)
+    padded = postprocess_predictions(
+        examples, features, np.hstack([start_logits, pad]), np.hstack([end_logits, pad]), n_best_size=3
+    )
+    assert padded == alone and alone["q"]["text"] == answer
+
+
 def test_the_same_span_from_two_windows_counts_once(qa_tokenizer) -> None:
     context, answer, start = words_context(30, ["paris"], 13)  # context token 13: in windows 1 and 2
     examples = {"id": ["q"], "question": [QUESTION], "context": [context]}
