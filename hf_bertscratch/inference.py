@@ -5,6 +5,8 @@ Thin wrappers over transformers pipelines (the same code path users get from `pi
 command line needs: the model must have the head the task reads (a masked-LM checkpoint has no trained classifier,
 and transformers would silently attach a random one), and the text must be usable (a [MASK] for fill-mask).
 Each function takes a model folder / Hub id or an already built pipeline, so a notebook can reuse one pipeline.
+Each has a `*_many` form that runs a list of inputs through the pipeline `batch_size` at a time and yields the
+results in input order; the one-text function is that form on a batch of one.
 Question answering, which transformers 5 has no pipeline for, is `answer_question`: the windows and answer spans of
 `hf_bertscratch.qa_windows` around one batched forward pass. `attention_weights` runs a model for the attention maps
 `hf_bertscratch.plotting.plot_attention` draws.
@@ -23,8 +25,9 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -131,12 +134,31 @@ class BertScratchFillMaskPipeline(FillMaskPipeline):
         return outputs
 
 
-# Pipeline task -> the class `load_pipeline` builds: transformers' own, but for fill-mask.
+class BertScratchFeatureExtractionPipeline(FeatureExtractionPipeline):
+    """transformers' feature-extraction pipeline, whose result for each text holds that text's tokens alone.
+
+    Run with `batch_size` > 1, transformers' own returns each text's states padded to the longest text of its batch,
+    so a mean over them would count the padding; here the batch's attention mask travels with the outputs and each
+    text's states are cut to its real tokens: (1, T_text, H), the same as the text alone gives.
+    """
+
+    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> ModelOutput:  # type: ignore[override]
+        outputs = self.model(**model_inputs)
+        outputs["attention_mask"] = model_inputs["attention_mask"]  # (B, T), sliced per text with the states
+        return outputs
+
+    def postprocess(self, model_outputs: ModelOutput, return_tensors: bool = False) -> Any:  # type: ignore[override]
+        real = model_outputs["attention_mask"][0].bool()  # (T,)
+        states = model_outputs[0][:, real]  # (1, T_text, H)
+        return states if return_tensors else states.tolist()
+
+
+# Pipeline task -> the class `load_pipeline` builds: transformers' own, but for fill-mask and feature extraction.
 PIPELINE_CLASSES: dict[str, type[Pipeline]] = {
     "fill-mask": BertScratchFillMaskPipeline,
     "text-classification": TextClassificationPipeline,
     "token-classification": TokenClassificationPipeline,
-    "feature-extraction": FeatureExtractionPipeline,
+    "feature-extraction": BertScratchFeatureExtractionPipeline,
 }
 
 
@@ -299,8 +321,42 @@ def truncation_kwargs(model: PreTrainedModel) -> dict:
     return {"truncation": True, "max_length": model.config.max_position_embeddings}
 
 
-def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: object) -> list[list[dict]]:
-    """The `top_k` most likely tokens for each mask token in `text`.
+def check_batch_size(batch_size: int) -> None:
+    """Raise unless `batch_size` (inputs per forward pass) is at least 1."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+
+
+def _input_name(name: str, index: int, count: int) -> str:
+    """How an error names input `index` (from 0) of `count`: `name` when it is the only one, else "Text 3 of 10"
+    (the third text of a file, its third line or row)."""
+    return name if count == 1 else f"{name} {index + 1} of {count}"
+
+
+def _check_not_empty(values: Sequence[str], name: str, expected: str) -> None:
+    """Raise naming the first of `values` that is empty or blank ("Text 3 of 10 is empty: expected ...")."""
+    for index, value in enumerate(values):
+        if not value.strip():
+            raise ValueError(f"{_input_name(name, index, len(values))} is empty: expected {expected}.")
+
+
+def _check_pairs(
+    firsts: Sequence[str], seconds: Sequence[str] | None, names: tuple[str, str] = ("texts", "text_pairs")
+) -> None:
+    """Raise unless `seconds` (if given) has one for each of `firsts` (a second text for each text, a context for
+    each question)."""
+    if seconds is not None and len(seconds) != len(firsts):
+        raise ValueError(f"{len(firsts)} {names[0]} and {len(seconds)} {names[1]}: expected one of each per input.")
+
+
+def _streamed(values: Sequence[Any]) -> Iterator[Any]:
+    """`values` as the generator by which a pipeline returns its results one at a time, as each batch is done (a
+    list would be run to the end first)."""
+    return (value for value in values)
+
+
+def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kwargs: Any) -> list[list[dict]]:
+    """The `top_k` most likely tokens for each mask token in `text`: `fill_mask_many` on a batch of one.
 
     The pipeline `load_pipeline` builds (`BertScratchFillMaskPipeline`) decodes the vocabulary at the mask tokens
     only; a pipeline passed in runs as it was built.
@@ -308,48 +364,79 @@ def fill_mask(model: str | Path | Pipeline, text: str, top_k: int = 5, **load_kw
     Returns:
         One list per mask, in text order, of {"token_str", "score", "token", "sequence"} dicts, best first.
     """
+    (results,) = fill_mask_many(model, [text], top_k, **load_kwargs)
+    return results
+
+
+def fill_mask_many(
+    model: str | Path | Pipeline, texts: Sequence[str], top_k: int = 5, batch_size: int = 1, **load_kwargs: object
+) -> Iterator[list[list[dict]]]:
+    """`fill_mask` of each of `texts`, in order, `batch_size` texts per forward pass (padded to the longest of the
+    batch); every text is checked before the model runs, and the results come as each batch is done."""
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}.")
+    check_batch_size(batch_size)
     fill = as_pipeline("fill-mask", model, **load_kwargs)
     assert fill.tokenizer is not None, "a fill-mask pipeline is always built with its tokenizer"
     mask = fill.tokenizer.mask_token
-    if mask not in text:
-        raise ValueError(f"Text {text!r} has no {mask} token: write the word to predict as {mask}.")
-    results = fill(text, top_k=top_k)
-    return results if text.count(mask) > 1 else [results]  # the pipeline un-nests a single mask's list
+    for index, text in enumerate(texts):
+        if mask not in text:
+            name = _input_name("Text", index, len(texts))
+            raise ValueError(f"{name} {text!r} has no {mask} token: write the word to predict as {mask}.")
+    results = fill(_streamed(texts), top_k=top_k, batch_size=batch_size)
+    # The pipeline un-nests a single mask's list.
+    return (result if text.count(mask) > 1 else [result] for text, result in zip(texts, results, strict=True))
 
 
-def classify(
-    model: str | Path | Pipeline, text: str, text_pair: str | None = None, **load_kwargs: object
-) -> list[dict]:
-    """Score every label for `text` (and `text_pair`, for a sentence-pair task such as MRPC or RTE).
+def classify(model: str | Path | Pipeline, text: str, text_pair: str | None = None, **load_kwargs: Any) -> list[dict]:
+    """Score every label for `text` (and `text_pair`, for a sentence-pair task such as MRPC or RTE):
+    `classify_many` on a batch of one.
 
     Returns:
         A classifier's [{"label", "score"}, ...], best first, scores summing to 1; a regressor's (STS-B)
         [{"label": "score", "score": the predicted value}].
     """
-    for name, value in (("Text", text), ("Text pair", text_pair)):
-        if value is not None and not value.strip():
-            raise ValueError(f"{name} is empty: expected something to classify.")
+    (results,) = classify_many(model, [text], None if text_pair is None else [text_pair], **load_kwargs)
+    return results
+
+
+def classify_many(
+    model: str | Path | Pipeline,
+    texts: Sequence[str],
+    text_pairs: Sequence[str] | None = None,
+    batch_size: int = 1,
+    **load_kwargs: object,
+) -> Iterator[list[dict]]:
+    """`classify` of each of `texts` (with the same position of `text_pairs`, for a sentence-pair task), in order,
+    `batch_size` inputs per forward pass; every input is checked before the model runs, and the results come as each
+    batch is done."""
+    check_batch_size(batch_size)
+    _check_pairs(texts, text_pairs)
+    _check_not_empty(texts, "Text", "something to classify")
+    _check_not_empty(text_pairs or [], "Text pair", "something to classify")
     classifier = as_pipeline("text-classification", model, **load_kwargs)
-    if text_pair is None and getattr(classifier.model.config, "classifier_pooling", None) == "segments":
+    if text_pairs is None and getattr(classifier.model.config, "classifier_pooling", None) == "segments":
         raise ValueError(
             "This classifier reads a sentence pair (classifier_pooling segments: each text by its own mean), and a "
-            "single text has no second one: give the second text (--text_pair)."
+            "single text has no second one: give the second text (--text_pair), or a file's column of second texts "
+            "(--text_pair_column)."
         )
-    inputs = text if text_pair is None else {"text": text, "text_pair": text_pair}
+    if text_pairs is None:
+        inputs: Sequence[str | dict[str, str]] = texts
+    else:
+        inputs = [{"text": text, "text_pair": pair} for text, pair in zip(texts, text_pairs, strict=True)]
     # A fine-tuned single-text classifier cuts a long text itself, as fine-tuning cut it (say head+tail); the
     # tokenizer's cut would keep the head alone.
-    cuts_itself = text_pair is None and getattr(classifier.model.config, "long_text_max_length", None)
+    cuts_itself = text_pairs is None and getattr(classifier.model.config, "long_text_max_length", None)
     if cuts_itself and classifier.tokenizer is not None:
         # The tokenizer would warn that a text longer than its model_max_length "will result in indexing errors":
         # not for this model, which cuts it. transformers warns once per tokenizer; mark it as warned.
         classifier.tokenizer.deprecation_warnings[TOO_LONG_WARNING] = True
-    results = classifier(inputs, top_k=None, **({} if cuts_itself else truncation_kwargs(classifier.model)))
-    results = results[0] if results and isinstance(results[0], list) else results
+    truncation = {} if cuts_itself else truncation_kwargs(classifier.model)
+    results = classifier(_streamed(inputs), top_k=None, batch_size=batch_size, **truncation)
     if classifier.model.config.num_labels == 1:  # a regressor: one score, whatever its label was named
-        return [{"label": "score", "score": results[0]["score"]}]
-    return results
+        return ([{"label": "score", "score": result[0]["score"]}] for result in results)
+    return iter(results)
 
 
 def check_encoder(model: str | Path) -> None:
@@ -391,42 +478,84 @@ def embedding_truncation(extractor: Pipeline) -> dict:
     return kwargs
 
 
-def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: object) -> np.ndarray:
+def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: Any) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
-    ([CLS] and [SEP] included; one unpadded text has no padding to leave out), or the [CLS] state; "auto" pools as
-    an embedding folder was trained to (`embedding_pooling`), else by the mean. Text beyond an embedding folder's
-    max_seq_length tokens (the model's max_position_embeddings for another encoder) is cut off, as
-    sentence-transformers cuts it (`embedding_truncation`). A checkpoint fine-tuned for a task is refused
-    (`check_encoder`)."""
+    ([CLS] and [SEP] included, padding left out), or the [CLS] state; "auto" pools as an embedding folder was trained
+    to (`embedding_pooling`), else by the mean. Text beyond an embedding folder's max_seq_length tokens (the model's
+    max_position_embeddings for another encoder) is cut off, as sentence-transformers cuts it
+    (`embedding_truncation`). A checkpoint fine-tuned for a task is refused (`check_encoder`). `embed_many` on a
+    batch of one."""
+    (vector,) = embed_many(model, [text], pooling, **load_kwargs)
+    return vector
+
+
+def embed_many(
+    model: str | Path | Pipeline,
+    texts: Sequence[str],
+    pooling: str = "auto",
+    batch_size: int = 1,
+    **load_kwargs: object,
+) -> Iterator[np.ndarray]:
+    """`embed` of each of `texts`, in order, `batch_size` texts per forward pass; every text is checked before the
+    model runs, and the vectors come as each batch is done. A pipeline passed in must leave each text's states
+    unpadded, as `load_pipeline`'s does (`BertScratchFeatureExtractionPipeline`), for batch_size > 1."""
     pooling = embedding_pooling(model, pooling)
-    if not text.strip():
-        raise ValueError("Text is empty: expected a sentence to embed.")
+    check_batch_size(batch_size)
+    _check_not_empty(texts, "Text", "a sentence to embed")
     if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
         check_encoder(check_model_reference(model))
     extractor = as_pipeline("feature-extraction", model, **load_kwargs)
-    outputs = extractor(text, return_tensors=True, tokenize_kwargs=embedding_truncation(extractor))
-    hidden = outputs[0].float()  # (T, H)
-    vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]
-    return vector.numpy()
+    outputs = extractor(
+        _streamed(texts), return_tensors=True, tokenize_kwargs=embedding_truncation(extractor), batch_size=batch_size
+    )
+    return (_pooled(states[0].float(), pooling) for states in outputs)
+
+
+def _pooled(hidden: torch.Tensor, pooling: str) -> np.ndarray:
+    """(T, H) states of one text -> its (H,) vector: their mean, or the [CLS] state."""
+    return (hidden.mean(dim=0) if pooling == "mean" else hidden[0]).numpy()
 
 
 def similarity(
     model: str | Path | Pipeline, text: str, text_pair: str, pooling: str = "auto", **load_kwargs: Any
 ) -> float:
-    """The cosine similarity of the two texts' `embed` vectors (one model load for both)."""
+    """The cosine similarity of the two texts' `embed` vectors (one model load for both): `similarity_many` on a
+    batch of one."""
+    (score,) = similarity_many(model, [text], [text_pair], pooling, **load_kwargs)
+    return score
+
+
+def similarity_many(
+    model: str | Path | Pipeline,
+    texts: Sequence[str],
+    text_pairs: Sequence[str],
+    pooling: str = "auto",
+    batch_size: int = 1,
+    **load_kwargs: Any,
+) -> Iterator[float]:
+    """The cosine similarity of each of `texts` with the same position of `text_pairs`, in order; each pair's two
+    texts are embedded side by side, `batch_size` texts per forward pass."""
+    _check_pairs(texts, text_pairs)
+    _check_not_empty(texts, "Text", "a sentence to embed")
+    _check_not_empty(text_pairs, "Text pair", "a sentence to embed")
     pooling = embedding_pooling(model, pooling)
     if not isinstance(model, Pipeline):
         backend = load_kwargs.get("backend", "pytorch")
         if backend == "pytorch":
             check_encoder(check_model_reference(model))
         model = load_pipeline("feature-extraction", model, **load_kwargs)
-    first, second = embed(model, text, pooling), embed(model, text_pair, pooling)
+    side_by_side = list(chain.from_iterable(zip(texts, text_pairs, strict=True)))  # text 0, pair 0, text 1, ...
+    vectors = embed_many(model, side_by_side, pooling, batch_size)
+    return (_cosine(first, second) for first, second in zip(vectors, vectors))  # the same iterator: in twos
+
+
+def _cosine(first: np.ndarray, second: np.ndarray) -> float:
     norms = float(np.linalg.norm(first) * np.linalg.norm(second))
     return float(first @ second / norms) if norms > 0 else 0.0
 
 
-def _cover_whole_text(tagger: Pipeline, text: str, aggregation_strategy: str) -> dict[str, int]:
-    """Pipeline arguments that tag a text longer than the model's positions in overlapping windows.
+def _cover_whole_text(tagger: Pipeline, texts: Sequence[str], aggregation_strategy: str) -> dict[str, int]:
+    """Pipeline arguments that tag texts longer than the model's positions in overlapping windows.
 
     The pipeline cuts input at the tokenizer's model_max_length, which a tokenizer saved without one sets to ~1e30
     (so a long text would overrun the position embeddings); capping it at the model's positions and giving a stride
@@ -441,13 +570,15 @@ def _cover_whole_text(tagger: Pipeline, text: str, aggregation_strategy: str) ->
     tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
     if aggregation_strategy != "none":
         return {"stride": tokenizer.model_max_length // 4}
-    pieces = len(tokenizer(text)["input_ids"])
-    if pieces > tokenizer.model_max_length:
+    longer = [len(ids) for ids in tokenizer(list(texts))["input_ids"] if len(ids) > tokenizer.model_max_length]
+    if longer:
+        which = "the text's" if len(texts) == 1 else f"{len(longer)} of the {len(texts)} texts, the longest of"
         logger.warning(
-            "aggregation_strategy 'none' tags the first %d of the text's %d tokens only (transformers' pipeline "
-            "takes no stride without grouping); simple, first, average or max tag the whole text in windows.",
+            "aggregation_strategy 'none' tags the first %d of %s %d tokens only (transformers' pipeline takes no "
+            "stride without grouping); simple, first, average or max tag the whole text in windows.",
             tokenizer.model_max_length,
-            pieces,
+            which,
+            max(longer),
         )
     return {}
 
@@ -458,9 +589,10 @@ def tag_entities(
     tokenizer: str | Path | None = None,
     aggregation_strategy: str = "simple",
     device: str | int | None = None,
-    **load_kwargs: object,
+    **load_kwargs: Any,
 ) -> list[dict]:
-    """The named entities in `text`, through transformers' "token-classification" pipeline.
+    """The named entities in `text`, through transformers' "token-classification" pipeline: `tag_entities_many` on
+    a batch of one.
 
     The pipeline tags each word piece, then groups pieces into entities by `aggregation_strategy` ("simple": runs
     of pieces with the same entity type, a B- tag starting a new one; "first", "average", "max": one tag per whole
@@ -479,18 +611,36 @@ def tag_entities(
         uncased tokenizer). With "none", one dict per piece, with "entity" (the tag) and "index" (the piece's
         position) in place of "entity_group".
     """
-    if not text.strip():
-        raise ValueError("Text is empty: expected a sentence to tag.")
+    (entities,) = tag_entities_many(model, [text], tokenizer, aggregation_strategy, device, **load_kwargs)
+    return entities
+
+
+def tag_entities_many(
+    model: str | Path | Pipeline,
+    texts: Sequence[str],
+    tokenizer: str | Path | None = None,
+    aggregation_strategy: str = "simple",
+    device: str | int | None = None,
+    batch_size: int = 1,
+    **load_kwargs: object,
+) -> Iterator[list[dict]]:
+    """`tag_entities` of each of `texts`, in order, `batch_size` windows per forward pass; every text is checked
+    before the model runs, and the entities come as each batch is done."""
+    check_batch_size(batch_size)
+    _check_not_empty(texts, "Text", "a sentence to tag")
     if aggregation_strategy not in AGGREGATION_STRATEGIES:
         raise ValueError(
             f"aggregation_strategy={aggregation_strategy!r} is not supported: expected one of {AGGREGATION_STRATEGIES}."
         )
     tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
-    entities = tagger(
-        text, aggregation_strategy=aggregation_strategy, **_cover_whole_text(tagger, text, aggregation_strategy)
+    found = tagger(
+        _streamed(texts),
+        aggregation_strategy=aggregation_strategy,
+        batch_size=batch_size,
+        **_cover_whole_text(tagger, texts, aggregation_strategy),
     )
     # The pipeline's scores are numpy float32, which json cannot write.
-    return [{**entity, "score": float(entity["score"])} for entity in entities]
+    return ([{**entity, "score": float(entity["score"])} for entity in entities] for entities in found)
 
 
 def answer_question(
@@ -505,7 +655,8 @@ def answer_question(
     device: str | torch.device | None = None,
     dtype: str = "float32",
 ) -> dict:
-    """Extract the answer to `question` from `context` with a question-answering model.
+    """Extract the answer to `question` from `context` with a question-answering model: `answer_question_many` on a
+    batch of one.
 
     All the windows of the context go through the model in one batch.
 
@@ -522,22 +673,80 @@ def answer_question(
         {"answer", "start", "end", "score"}: `context[start:end] == answer`, score as in `postprocess_predictions`
         (a probability among the n-best spans). "" with start = end = 0 and score 0.0 if no span is valid.
     """
-    if not question.strip():
-        raise ValueError("Question is empty: expected a question to answer.")
-    if not context.strip():
-        raise ValueError("Context is empty: expected a text to find the answer in.")
+    (answer,) = answer_question_many(
+        model,
+        [question],
+        [context],
+        tokenizer=tokenizer,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_answer_length=max_answer_length,
+        n_best_size=n_best_size,
+        device=device,
+        dtype=dtype,
+    )
+    return answer
+
+
+def answer_question_many(
+    model: str | Path | tuple[PreTrainedModel, PreTrainedTokenizerBase],
+    questions: Sequence[str],
+    contexts: Sequence[str],
+    tokenizer: str | Path | PreTrainedTokenizerBase | None = None,
+    max_seq_length: int | None = None,
+    doc_stride: int = 128,
+    max_answer_length: int = 30,
+    n_best_size: int = 20,
+    device: str | torch.device | None = None,
+    dtype: str = "float32",
+    batch_size: int = 1,
+) -> Iterator[dict]:
+    """`answer_question` of each question with the same position of `contexts`, in order: `batch_size` questions
+    per forward pass, each with all its context's windows. Every input is checked before the model runs, and the
+    answers come as each batch is done."""
+    check_batch_size(batch_size)
+    _check_pairs(questions, contexts, ("questions", "contexts"))
+    _check_not_empty(questions, "Question", "a question to answer")
+    _check_not_empty(contexts, "Context", "a text to find the answer in")
     qa_model, tokenizer = _load_qa_model(model, tokenizer, device, dtype)
     positions = getattr(qa_model.config, "max_position_embeddings", None) or 384
     if max_seq_length is None:
         max_seq_length = min(384, positions)
         doc_stride = min(doc_stride, max_seq_length // 3)
     check_max_seq_length(max_seq_length, positions)
-    examples = {"id": ["0"], "question": [question], "context": [context]}
+    settings = {
+        "max_seq_length": max_seq_length,
+        "doc_stride": doc_stride,
+        "n_best_size": n_best_size,
+        "max_answer_length": max_answer_length,
+    }
+    batches = (
+        _answer_batch(qa_model, tokenizer, questions[at : at + batch_size], contexts[at : at + batch_size], **settings)
+        for at in range(0, len(questions), batch_size)
+    )
+    return chain.from_iterable(batches)
+
+
+def _answer_batch(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    questions: Sequence[str],
+    contexts: Sequence[str],
+    max_seq_length: int,
+    doc_stride: int,
+    n_best_size: int,
+    max_answer_length: int,
+) -> list[dict]:
+    """The answers to `questions` from `contexts`, the windows of all of them in one forward pass."""
+    ids = [str(index) for index in range(len(questions))]
+    examples = {"id": ids, "question": list(questions), "context": list(contexts)}
     features = prepare_eval_features(examples, tokenizer, max_seq_length, doc_stride)
-    start_logits, end_logits = _qa_logits(qa_model, tokenizer, features)
-    prediction = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size, max_answer_length)
-    best = prediction["0"]
-    return {"answer": best["text"], "start": best["start_char"], "end": best["end_char"], "score": best["score"]}
+    start_logits, end_logits = _qa_logits(model, tokenizer, features)
+    predictions = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size, max_answer_length)
+    return [
+        {"answer": best["text"], "start": best["start_char"], "end": best["end_char"], "score": best["score"]}
+        for best in (predictions[index] for index in ids)
+    ]
 
 
 def _load_qa_model(
@@ -619,22 +828,30 @@ __all__ = [
     "AGGREGATION_STRATEGIES",
     "PIPELINE_CLASSES",
     "POOLINGS",
+    "BertScratchFeatureExtractionPipeline",
     "BertScratchFillMaskPipeline",
     "answer_question",
+    "answer_question_many",
     "attention_weights",
     "check_encoder",
     "check_model_reference",
     "check_pytorch_weights",
+    "check_batch_size",
     "classify",
+    "classify_many",
     "embed",
+    "embed_many",
     "embedding_pooling",
     "embedding_truncation",
     "fill_mask",
+    "fill_mask_many",
     "load_pipeline",
     "masked_positions",
     "onnx_pipeline_class",
     "similarity",
+    "similarity_many",
     "tag_entities",
+    "tag_entities_many",
     "takes_masked_positions",
     "torch_device",
     "truncation_kwargs",

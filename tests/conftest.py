@@ -101,6 +101,23 @@ def tiny_config_kwargs(vocab_size: int) -> dict:
     )
 
 
+def assert_same_results(batch: object, single: object, atol: float = 1e-5) -> None:
+    """The same nesting, keys and strings; numbers within `atol` (a batch is padded to its longest input, which moves
+    float32 sums in their last bits)."""
+    if isinstance(single, dict):
+        assert isinstance(batch, dict) and list(batch) == list(single), (batch, single)
+        for key in single:
+            assert_same_results(batch[key], single[key], atol)
+    elif isinstance(single, list):
+        assert isinstance(batch, list) and len(batch) == len(single), (batch, single)
+        for each, expected in zip(batch, single):
+            assert_same_results(each, expected, atol)
+    elif isinstance(single, float):
+        assert batch == pytest.approx(single, abs=atol)
+    else:
+        assert batch == single
+
+
 @pytest.fixture(scope="module")
 def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny BertScratch config.json (vocabulary 100) for `--config_name`."""

@@ -16,7 +16,7 @@ import hf_bertscratch_base.model_reference
 from hf_bertscratch import inference
 from hf_bertscratch.model_reference import check_model_reference
 
-from conftest import tiny_config_kwargs
+from conftest import assert_same_results, tiny_config_kwargs
 
 LONG_TEXT = " ".join(["the cat sat on the mat ."] * 30)  # 211 tokens, beyond the tiny model's 64 positions
 
@@ -279,6 +279,13 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypat
         (lambda d: inference.load_pipeline("summarization", d["mlm"]), "No pipeline for task 'summarization'"),
         (lambda d: inference.load_pipeline("question-answering", d["mlm"]), "answer_question"),
         (lambda d: inference.classify(d["classifier"], "  "), "Text is empty"),
+        (lambda d: inference.classify_many(d["classifier"], ["a cat", " "]), "Text 2 of 2 is empty"),
+        (lambda d: inference.classify_many(d["classifier"], ["a"], ["b", "c"]), "1 texts and 2 text_pairs"),
+        (lambda d: inference.embed_many(d["mlm"], ["a cat"], batch_size=0), "batch_size must be at least 1, got 0"),
+        (
+            lambda d: inference.fill_mask_many(d["mlm"], ["the [MASK]", "a cat"]),
+            r"Text 2 of 2 'a cat' has no \[MASK\] token",
+        ),
         (lambda d: inference.load_pipeline("fill-mask", d["mlm"], dtype="half"), "dtype='half' is not supported"),
         (
             lambda d: inference.load_pipeline("fill-mask", d["mlm"], backend="onnxruntime", dtype="bfloat16"),
@@ -289,6 +296,37 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypat
 def test_bad_arguments(model_dirs, call, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call(model_dirs)
+
+
+BATCH_TEXTS = ["the cat sat .", LONG_TEXT, "the [MASK] sat on the mat .", "a [MASK] ."]
+
+
+def test_the_feature_extraction_pipeline_gives_each_text_its_own_tokens_in_a_batch(model_dirs) -> None:
+    """transformers' own hands back each text's states padded to the longest text of its batch; the pipeline
+    `load_pipeline` builds cuts them to the text's tokens, the states the text alone gives."""
+    extractor = inference.load_pipeline("feature-extraction", model_dirs["mlm"])
+    cut = {"truncation": True, "max_length": 64}
+    batched = extractor(BATCH_TEXTS, batch_size=2, return_tensors=True, tokenize_kwargs=cut)
+    for text, states in zip(BATCH_TEXTS, batched, strict=True):
+        alone = extractor(text, return_tensors=True, tokenize_kwargs=cut)  # (1, T, H)
+        assert states.shape == alone.shape
+        torch.testing.assert_close(states, alone, atol=1e-5, rtol=0)
+
+
+def test_a_batch_gives_each_text_what_it_gives_alone(model_dirs) -> None:
+    """Texts of different lengths (one cut to the model's positions) in batches: the results come in input order,
+    each the one-text function's result for it."""
+    encoder = inference.load_pipeline("feature-extraction", model_dirs["mlm"])
+    vectors = list(inference.embed_many(encoder, BATCH_TEXTS, batch_size=2))
+    assert len(vectors) == len(BATCH_TEXTS)
+    for vector, text in zip(vectors, BATCH_TEXTS):
+        np.testing.assert_allclose(vector, inference.embed(encoder, text), atol=1e-5)
+    classifier = inference.load_pipeline("text-classification", model_dirs["classifier"])
+    results = list(inference.classify_many(classifier, BATCH_TEXTS, batch_size=3))
+    assert_same_results(results, [inference.classify(classifier, text) for text in BATCH_TEXTS])
+    fill, masked = inference.load_pipeline("fill-mask", model_dirs["mlm"]), BATCH_TEXTS[2:]
+    results = list(inference.fill_mask_many(fill, masked, top_k=3, batch_size=2))
+    assert_same_results(results, [inference.fill_mask(fill, text, top_k=3) for text in masked])
 
 
 def test_attention_weights_match_model_output(tiny_config, tokenizer) -> None:
