@@ -6,6 +6,7 @@
     bertscratch answer MODEL --question "Who went?" --context "George Washington went to Washington ."
     bertscratch embed MODEL "a text" [--output v.npy]
     bertscratch similarity MODEL "a text" "another text"
+    bertscratch classify MODEL --input_file texts.csv [--output_file results.jsonl]   (any of the six above)
     bertscratch export MODEL OUT          ONNX model + config + tokenizer, laid out for Optimum's ORTModelFor*
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
     bertscratch plot OUTPUT_DIR
@@ -14,6 +15,10 @@ Each parses its own arguments with `HfArgumentParser` over the dataclasses below
 `positional` in their metadata) and prints its result (`run_inspection_command`). The command's front door, the layer
 above the library, runs them (and the training-side commands, `pretrain`, `finetune`, ..., by their modules'
 `main(argv)`), and turns any error into one line on stderr and exit status 1 (`--debug`: the traceback).
+
+The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
+fine-tuning reads its files), `--batch_size` inputs per forward pass through the same functions as one input (a batch
+of one), and print one JSON line per input in the file's order (`show_results`).
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import numpy as np
 
 from hf_bertscratch_base import PROG
+from hf_bertscratch_base.data_files import TEXT_COLUMN, is_text_file
+from hf_bertscratch_base.task_table import SHAPE_COLUMNS, column_flag
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
@@ -41,6 +48,48 @@ from .run_folder import atomic_write
 
 def _positional(help: str) -> Any:
     return field(metadata={"positional": True, "help": help})
+
+
+def _optional_positional(help: str) -> Any:
+    """A positional argument that may be left out (given as --input_file's column instead)."""
+    return field(default=None, metadata={"positional": True, "help": help})
+
+
+def _input_file_field(instead_of: str, row: str) -> Any:
+    return field(
+        default=None,
+        metadata={
+            "help": f"Run on every input of this file instead of {instead_of}: a .txt file holds one text per line; "
+            f"a .csv, .tsv, .json/.jsonl or .parquet file (.gz too) one input per row, {row}. Prints one JSON line "
+            "per input, in the file's order: what one input prints as JSON."
+        },
+    )
+
+
+# How --input_file's help describes a row of text pairs.
+PAIR_ROW = "its texts in the columns --text_column and --text_pair_column name"
+QA_COLUMNS = SHAPE_COLUMNS["question-answering"]  # finetune's default question and context columns
+
+
+def _column_field(default: str | None, help: str) -> Any:
+    return field(default=default, metadata={"help": f"With --input_file (not .txt): {help}"})
+
+
+def _batch_size_field() -> Any:
+    return field(
+        default=8,
+        metadata={"help": "With --input_file: inputs per forward pass, each batch padded to its longest input."},
+    )
+
+
+def _output_file_field() -> Any:
+    return field(
+        default=None,
+        metadata={
+            "help": "With --input_file: write the JSON lines to this file (in one rename, once all are done) "
+            "instead of printing them."
+        },
+    )
 
 
 def _dtype_field() -> Any:
@@ -77,11 +126,10 @@ class CommandArguments:
 
 
 @dataclass(kw_only=True)
-class ModelTextArguments(CommandArguments):
-    """A model and one text to run it on."""
+class ModelArguments(CommandArguments):
+    """A model and where it runs."""
 
     model: str = _positional("Model folder (a training output_dir) or Hub id.")
-    text: str = _positional("The text to run the model on (quote it).")
     tokenizer: str | None = field(
         default=None,
         metadata={"help": "Tokenizer folder, vocab.txt or Hub id; None: the tokenizer saved with the model."},
@@ -93,9 +141,21 @@ class ModelTextArguments(CommandArguments):
 
 
 @dataclass(kw_only=True)
-class InferenceArguments(ModelTextArguments):
-    """A model, one text, and what runs the forward pass."""
+class ModelTextArguments(ModelArguments):
+    """A model and one text to run it on."""
 
+    text: str = _positional("The text to run the model on (quote it).")
+
+
+@dataclass(kw_only=True)
+class InferenceArguments(ModelArguments):
+    """A model, one text or a file of them, and what runs the forward pass."""
+
+    text: str | None = _optional_positional("The text to run the model on (quote it); or give --input_file.")
+    input_file: str | None = _input_file_field("TEXT", "its text in the column --text_column names")
+    text_column: str = _column_field(TEXT_COLUMN, "the column of texts.")
+    batch_size: int = _batch_size_field()
+    output_file: str | None = _output_file_field()
     backend: Literal["pytorch", "onnxruntime"] = field(
         default="pytorch",
         metadata={
@@ -107,7 +167,8 @@ class InferenceArguments(ModelTextArguments):
 
 @dataclass(kw_only=True)
 class FillMaskArguments(InferenceArguments):
-    """Predict the tokens hidden behind each [MASK] of TEXT, best first, with their probabilities."""
+    """Predict the tokens hidden behind each [MASK] of TEXT (or of each text of --input_file), best first, with their
+    probabilities."""
 
     top_k: int = field(default=5, metadata={"help": "How many candidates to show for each mask."})
     json: bool = field(default=False, metadata={"help": "Print the pipeline's results as JSON instead of a table."})
@@ -115,19 +176,24 @@ class FillMaskArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class ClassifyArguments(InferenceArguments):
-    """Classify TEXT, or a sentence pair, with a fine-tuned classifier or regressor.
+    """Classify TEXT, or a sentence pair (or each input of --input_file), with a fine-tuned classifier or regressor.
 
     Prints every label's probability, best first, or a regressor's score (STS-B)."""
 
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
     )
+    input_file: str | None = _input_file_field("TEXT (and --text_pair)", PAIR_ROW)
+    text_pair_column: str | None = _column_field(
+        None, "the column of the second texts of sentence pairs; None: single texts."
+    )
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
 
 
 @dataclass(kw_only=True)
 class TagArguments(InferenceArguments):
-    """Find the named entities in TEXT with a fine-tuned token classifier: each entity's type, text, span, score."""
+    """Find the named entities in TEXT (or in each text of --input_file) with a fine-tuned token classifier: each
+    entity's type, text, span, score."""
 
     aggregation_strategy: Literal["simple", "first", "average", "max", "none"] = field(
         default="simple",
@@ -142,13 +208,24 @@ class TagArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class AnswerArguments(CommandArguments):
-    """Answer QUESTION from CONTEXT with a fine-tuned extractive question-answering model.
+    """Answer QUESTION from CONTEXT (or each question of --input_file from its context) with a fine-tuned extractive
+    question-answering model.
 
     Prints the answer's text, its character span in the context and its score."""
 
     model: str = _positional("Model folder (a fine-tuning output_dir) or Hub id.")
-    question: str = field(metadata={"help": "The question (quote it)."})
-    context: str = field(metadata={"help": "The text that holds the answer (quote it)."})
+    question: str | None = field(default=None, metadata={"help": "The question (quote it); or give --input_file."})
+    context: str | None = field(
+        default=None, metadata={"help": "The text that holds the answer (quote it); or give --input_file."}
+    )
+    input_file: str | None = _input_file_field(
+        "--question and --context",
+        "its question and context in the columns --question_column and --context_column name",
+    )
+    question_column: str = _column_field(QA_COLUMNS["question"], "the column of questions.")
+    context_column: str = _column_field(QA_COLUMNS["context"], "the column of contexts.")
+    batch_size: int = _batch_size_field()
+    output_file: str | None = _output_file_field()
     tokenizer: str | None = field(
         default=None,
         metadata={"help": "Tokenizer folder or Hub id; None: the tokenizer saved with the model."},
@@ -166,20 +243,27 @@ class AnswerArguments(CommandArguments):
 
 @dataclass(kw_only=True)
 class EmbedArguments(InferenceArguments):
-    """Embed TEXT as one sentence vector from the encoder's last layer and print it (or save it)."""
+    """Embed TEXT (or each text of --input_file) as one sentence vector from the encoder's last layer and print it
+    (or save it)."""
 
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
     output: str | None = field(
-        default=None, metadata={"help": "Write the vector to this .npy or .json file; None: print it as a JSON list."}
+        default=None,
+        metadata={
+            "help": "Write the vector to this .npy or .json file (with --input_file: an (N, H) array, a row per "
+            "input); None: print it as a JSON list."
+        },
     )
 
 
 @dataclass(kw_only=True)
 class SimilarityArguments(InferenceArguments):
-    """Print the cosine similarity of TEXT and TEXT_PAIR's sentence vectors (the vectors `embed` prints), from an
-    embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
+    """Print the cosine similarity of TEXT and TEXT_PAIR's sentence vectors (the vectors `embed` prints; or of each
+    pair of --input_file), from an embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
 
-    text_pair: str = _positional("The second text (quote it).")
+    text_pair: str | None = _optional_positional("The second text (quote it); or give --input_file.")
+    input_file: str | None = _input_file_field("TEXT and TEXT_PAIR", PAIR_ROW)
+    text_pair_column: str | None = _column_field(None, "the column of the second texts (required).")
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
 
 
@@ -277,9 +361,14 @@ def load_kwargs(args: CommandArguments) -> dict[str, Any]:
 
 
 def run_fill_mask(args: FillMaskArguments) -> None:
-    from .inference import fill_mask
+    from .inference import fill_mask_many
 
-    results = fill_mask(args.model, args.text, args.top_k, **load_kwargs(args))
+    texts = command_inputs(args, ("text",))["text"]
+    results = fill_mask_many(args.model, texts, args.top_k, args.batch_size, **load_kwargs(args))
+    show_results(args, results, len(texts), _show_fill_mask)
+
+
+def _show_fill_mask(args: FillMaskArguments, results: list[list[dict]]) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -291,9 +380,14 @@ def run_fill_mask(args: FillMaskArguments) -> None:
 
 
 def run_classify(args: ClassifyArguments) -> None:
-    from .inference import classify
+    from .inference import classify_many
 
-    results = classify(args.model, args.text, args.text_pair, **load_kwargs(args))
+    inputs = command_inputs(args, ("text",), optional=("text_pair",))
+    results = classify_many(args.model, inputs["text"], inputs.get("text_pair"), args.batch_size, **load_kwargs(args))
+    show_results(args, results, len(inputs["text"]), _show_classification)
+
+
+def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -302,9 +396,20 @@ def run_classify(args: ClassifyArguments) -> None:
 
 
 def run_tag(args: TagArguments) -> None:
-    from .inference import tag_entities
+    from .inference import tag_entities_many
 
-    entities = tag_entities(args.model, args.text, aggregation_strategy=args.aggregation_strategy, **load_kwargs(args))
+    texts = command_inputs(args, ("text",))["text"]
+    entities = tag_entities_many(
+        args.model,
+        texts,
+        aggregation_strategy=args.aggregation_strategy,
+        batch_size=args.batch_size,
+        **load_kwargs(args),
+    )
+    show_results(args, entities, len(texts), _show_entities)
+
+
+def _show_entities(args: TagArguments, entities: list[dict]) -> None:
     if args.json:
         print(json.dumps(entities, indent=2, default=float))
         return
@@ -316,17 +421,23 @@ def run_tag(args: TagArguments) -> None:
 
 
 def run_answer(args: AnswerArguments) -> None:
-    from .inference import answer_question
+    from .inference import answer_question_many
 
-    result = answer_question(
+    inputs = command_inputs(args, ("question", "context"))
+    answers = answer_question_many(
         args.model,
-        args.question,
-        args.context,
+        inputs["question"],
+        inputs["context"],
         max_seq_length=args.max_seq_length,
         doc_stride=args.doc_stride,
         max_answer_length=args.max_answer_length,
+        batch_size=args.batch_size,
         **load_kwargs(args),
     )
+    show_results(args, answers, len(inputs["question"]), _show_answer)
+
+
+def _show_answer(args: AnswerArguments, result: dict) -> None:
     if args.json:
         print(json.dumps(result, indent=2, default=float))
         return
@@ -334,33 +445,196 @@ def run_answer(args: AnswerArguments) -> None:
 
 
 def run_embed(args: EmbedArguments) -> None:
-    from .inference import embed
+    from .inference import embed_many
 
     output = Path(args.output) if args.output else None
     if output is not None and output.suffix not in EMBEDDING_FORMATS:
         raise ValueError(f"--output {args.output!r} must end in one of {EMBEDDING_FORMATS}.")
-    vector = embed(args.model, args.text, args.pooling, **load_kwargs(args))
+    if output is not None and args.output_file is not None:
+        raise ValueError(
+            f"--output {args.output!r} and --output_file {args.output_file!r} were both given: --output writes the "
+            "vectors as one array, --output_file as JSON lines; give one."
+        )
+    texts = command_inputs(args, ("text",))["text"]
+    vectors = embed_many(args.model, texts, args.pooling, args.batch_size, **load_kwargs(args))
     if output is None:
-        print(json.dumps(vector.tolist()))
+        show_results(args, (vector.tolist() for vector in vectors), len(texts), _show_embedding)
         return
-    _write_embedding(vector, output)
-    print(f"Wrote a {vector.shape[0]}-dimensional embedding to {output}")
+    if args.input_file is None:
+        (vector,) = vectors
+        _write_embedding(vector, output)
+        print(f"Wrote a {vector.shape[0]}-dimensional embedding to {output}")
+        return
+    array = np.stack(list(with_progress(vectors, len(texts), prints_results=False)))  # (N, H)
+    _write_embedding(array, output)
+    print(f"Wrote {array.shape[0]} {array.shape[1]}-dimensional embeddings, one row per input, to {output}")
+
+
+def _show_embedding(args: EmbedArguments, vector: list[float]) -> None:
+    print(json.dumps(vector))
 
 
 def run_similarity(args: SimilarityArguments) -> None:
-    from .inference import similarity
+    from .inference import similarity_many
 
-    score = similarity(args.model, args.text, args.text_pair, args.pooling, **load_kwargs(args))
+    inputs = command_inputs(args, ("text", "text_pair"))
+    scores = similarity_many(
+        args.model, inputs["text"], inputs["text_pair"], args.pooling, args.batch_size, **load_kwargs(args)
+    )
+    show_results(args, scores, len(inputs["text"]), _show_similarity)
+
+
+def _show_similarity(args: SimilarityArguments, score: float) -> None:
     print(f"{score:.4f}")
 
 
-def _write_embedding(vector: np.ndarray, output: Path) -> None:
-    """Save (H,) `vector` as .npy or .json through a temp file and a rename, so a failure leaves no partial file."""
+def _write_embedding(vectors: np.ndarray, output: Path) -> None:
+    """Save (H,) or (N, H) `vectors` as .npy or .json through a temp file and a rename, so a failure leaves no partial
+    file."""
     with atomic_write(output) as tmp, open(tmp, "wb") as handle:
         if output.suffix == ".npy":
-            np.save(handle, vector)
+            np.save(handle, vectors)
         else:
-            handle.write(json.dumps(vector.tolist()).encode("utf-8"))
+            handle.write(json.dumps(vectors.tolist()).encode("utf-8"))
+
+
+# ------------------------------------------------------------------------------------------ a file of inputs
+
+
+def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Input role ("text", "text_pair", "question", "context", each a field of `args`) -> the command's inputs, in
+    order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names (a role
+    of `optional` given neither way is left out).
+
+    Raises naming what is given both ways (TEXT and --input_file) or neither, and --output_file without
+    --input_file."""
+    roles = (*required, *optional)
+    given = {role: getattr(args, role) for role in roles if getattr(args, role) is not None}
+    if args.input_file is None:
+        missing = [_shown(args, role) for role in required if role not in given]
+        if missing:
+            raise ValueError(f"Give {' and '.join(missing)}, or a file of inputs with --input_file.")
+        if args.output_file is not None:
+            raise ValueError(
+                f"--output_file {args.output_file!r} is where the results of --input_file go: give --input_file, or "
+                "leave --output_file out to print the one result."
+            )
+        return {role: [value] for role, value in given.items()}
+    if given:
+        shown = " and ".join(_shown(args, role) for role in given)
+        flags = " and ".join(column_flag(role) for role in roles)
+        raise ValueError(
+            f"{shown} and --input_file {args.input_file!r} were both given: give the input on the command line, or "
+            f"a file of inputs with --input_file (its columns named by {flags})."
+        )
+    columns = {role: getattr(args, f"{role}_column") for role in roles}
+    for role in required:
+        if columns[role] is None:
+            raise ValueError(
+                f"--input_file {args.input_file!r}: name the column that holds {_shown(args, role)} with "
+                f"{column_flag(role)}."
+            )
+    named = {role: column for role, column in columns.items() if column is not None}
+    return read_input_file(args.input_file, named, quiet=not args.debug)
+
+
+def _shown(args: Any, name: str) -> str:
+    """How the command line gives the field `name`: TEXT for a positional argument, --question for a flag."""
+    fields = {each.name: each for each in dataclasses.fields(args)}
+    return name.upper() if fields[name].metadata.get("positional") else f"--{name}"
+
+
+def read_input_file(path: str, columns: dict[str, str], quiet: bool = True) -> dict[str, list[str]]:
+    """Role -> the texts of its column (`columns`: role -> column name) in the data file `path`, row by row (a .txt
+    file: line by line, its one column "text"), read and checked as fine-tuning reads its files
+    (`data.load_data_file`). Raises naming a column the file lacks, with the columns it has, and the first row
+    whose value is empty or not text."""
+    from .data import load_data_file
+
+    with _datasets_quiet(quiet):
+        rows = load_data_file(path)
+    missing = {role: column for role, column in columns.items() if column not in rows.column_names}
+    if missing:
+        flags = ", ".join(column_flag(role) for role in missing)
+        raise ValueError(
+            f"Column(s) {list(missing.values())} not in --input_file {path!r}; it has {rows.column_names}: name "
+            f"yours with {flags}."
+        )
+    inputs = {role: list(rows[column]) for role, column in columns.items()}
+    for role, values in inputs.items():
+        _check_texts(values, path, columns[role], column_flag(role))
+    return inputs
+
+
+def _check_texts(values: list[Any], path: str, column: str, flag: str) -> None:
+    """Raise naming the first of `values` (the column `column` of the file `path`) that is empty or not text."""
+    for index, value in enumerate(values):
+        if isinstance(value, str) and value.strip():
+            continue
+        found = "is empty" if value is None or isinstance(value, str) else f"holds {value!r}, not text"
+        if is_text_file(path):
+            raise ValueError(f"Line {index + 1} of --input_file {path!r} {found}: expected one text on every line.")
+        raise ValueError(
+            f"Row {index + 1} of --input_file {path!r} (counting from 1, the header not counted) {found} in column "
+            f"{column!r} ({flag}): expected a text in every row."
+        )
+
+
+@contextmanager
+def _datasets_quiet(quiet: bool) -> Iterator[None]:
+    """Hide `datasets`' progress bars and info lines while a file loads (`quiet`), and put them back afterwards."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import logging as datasets_logging
+
+    if not quiet:
+        yield
+        return
+    hidden, verbosity = are_progress_bars_disabled(), datasets_logging.get_verbosity()
+    disable_progress_bars()
+    datasets_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        datasets_logging.set_verbosity(verbosity)
+        if not hidden:
+            enable_progress_bars()
+
+
+def show_results(args: Any, results: Iterator[Any], count: int, show_one: Callable[[Any, Any], None]) -> None:
+    """Show the command's results: the one result as `show_one` shows it (a table, or its --json), or with
+    --input_file one JSON line per input, in order, printed as each batch is done or written to --output_file."""
+    if args.input_file is None:
+        (result,) = results
+        show_one(args, result)
+        return
+    with _output_lines(args.output_file) as lines:
+        for result in with_progress(results, count, prints_results=args.output_file is None):
+            lines.write(json.dumps(result, default=float) + "\n")
+    if args.output_file is not None:
+        print(f"Wrote {count} results, one JSON line per input, to {args.output_file}")
+
+
+@contextmanager
+def _output_lines(output_file: str | None) -> Iterator[TextIO]:
+    """stdout, or a file written through a temp file and a rename (`atomic_write`): a failure leaves no partial
+    file, and a file that was there stays as it was."""
+    if output_file is None:
+        yield sys.stdout
+        return
+    with atomic_write(output_file) as tmp, open(tmp, "w", encoding="utf-8") as lines:
+        yield lines
+
+
+def with_progress(results: Iterator[Any], count: int, prints_results: bool) -> Iterator[Any]:
+    """`results`, counted on a progress bar on stderr (tqdm, as transformers shows one) where stderr is a terminal
+    and the results are not printed on it."""
+    from tqdm.auto import tqdm
+
+    hidden = not sys.stderr.isatty() or (prints_results and sys.stdout.isatty())
+    with tqdm(total=count, unit="input", disable=hidden, file=sys.stderr) as bar:
+        for result in results:
+            yield result
+            bar.update()
 
 
 def run_attention(args: AttentionArguments) -> None:
@@ -425,7 +699,8 @@ class CommandParser(ArgumentParser):
     @staticmethod
     def _parse_dataclass_field(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
         if field.metadata.get("positional"):
-            parser.add_argument(field.name, metavar=field.name.upper(), help=field.metadata["help"])
+            optional = {} if field.default is dataclasses.MISSING else {"nargs": "?", "default": field.default}
+            parser.add_argument(field.name, metavar=field.name.upper(), help=field.metadata["help"], **optional)
         else:
             ArgumentParser._parse_dataclass_field(parser, field)
 

@@ -1,6 +1,6 @@
 """Raw datasets for pretraining and fine-tuning: explicit files, a local data directory, or the Hub.
 
-`load_raw_datasets` is the one entry point. It resolves, in order:
+`load_raw_datasets` is the one entry point (`load_data_file` reads a single file its way). It resolves, in order:
 
 1. explicit `train_file` / `validation_file` / `test_file` (text, csv, tsv, json/jsonl, parquet; optionally .gz);
    a `dataset_name` that is a folder written by `datasets`' `save_to_disk`;
@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import datasets
 from pandas.errors import ParserError
@@ -471,6 +472,15 @@ def load_raw_datasets(
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
 
 
+def load_data_file(path: str | Path, name: str = "input", cache_dir: str | None = None) -> datasets.Dataset:
+    """One local data file (txt: a row per line, in column "text"; csv, tsv, json/jsonl, parquet; .gz too), or the
+    files of one format a glob matches, read as `load_raw_datasets` reads a split's files, with its checks: an error
+    names it as the `name` file (missing, a folder, empty, an unknown extension, not UTF-8, a header alone)."""
+    files = _expand(Path(path).expanduser(), name)
+    loaded = _load_files({name: files}, streaming=False, cache_dir=cache_dir)
+    return cast("datasets.Dataset", loaded[name])
+
+
 def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir: Path | None) -> None:
     """Fail at once when the Hub cannot be reached, naming the local copy's folder (`check_hub_dataset`)."""
     name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
@@ -604,6 +614,7 @@ __all__ = [
     "LocalDataset",
     "check_max_samples",
     "check_text_column",
+    "load_data_file",
     "load_raw_datasets",
     "read_conll",
     "resolve_data_dir",

@@ -29,7 +29,7 @@ import hf_bertscratch_cli
 from hf_bertscratch import cli
 from hf_bertscratch_cli import dispatch
 
-from conftest import PRETRAIN_FAST, tiny_config_kwargs
+from conftest import PRETRAIN_FAST, assert_same_results, tiny_config_kwargs
 
 SENTENCE = "paris is the capital of france ."
 
@@ -446,6 +446,220 @@ def test_embed_bad_output_format(capsys, tmp_path: Path, memorised_dir: Path) ->
     err = run_cli_error(capsys, "embed", memorised_dir, SENTENCE, "--output", tmp_path / "v.txt")
     assert "must end in one of ('.npy', '.json')" in err
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------------------ a file of inputs
+
+
+def write_inputs(path: Path, rows: list[dict[str, str]]) -> Path:
+    """Write `rows` as the file `path` names by its extension: a .txt file one text per line (the rows' one column),
+    csv or tsv with a header, jsonl one object per line."""
+    if path.suffix == ".txt":
+        lines = [next(iter(row.values())) for row in rows]
+    elif path.suffix == ".jsonl":
+        lines = [json.dumps(row) for row in rows]
+    else:
+        sep = "\t" if path.suffix == ".tsv" else ","
+        quote = (lambda value: value) if sep == "\t" else (lambda value: '"' + value.replace('"', '""') + '"')
+        lines = [sep.join(rows[0])] + [sep.join(quote(value) for value in row.values()) for row in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def json_lines(out: str) -> list:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+FILL_TEXTS = ["paris is the [MASK] of france .", "[MASK] is the capital of [MASK] .", "the [MASK] ."]
+
+
+def test_fill_mask_on_a_text_file_is_each_line_alone(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    """Three lines in batches of two (one padded, one short): a JSON line per text, in order, each what the text
+    alone prints under --json (one and two masks)."""
+    path = write_inputs(tmp_path / "texts.txt", [{"text": text} for text in FILL_TEXTS])
+    out = run_cli(capsys, "fill-mask", memorised_dir, "--input_file", path, "--batch_size", "2", "--top_k", "3")
+    singles = [
+        json.loads(run_cli(capsys, "fill-mask", memorised_dir, text, "--top_k", "3", "--json")) for text in FILL_TEXTS
+    ]
+    assert_same_results(json_lines(out), singles)
+    assert json_lines(out)[0][0][0]["token_str"] == "capital"
+
+
+PAIRS = [
+    {"premise": PREMISE, "hypothesis": HYPOTHESIS},
+    {"premise": "a city .", "hypothesis": "paris is the capital of france , a big city ."},
+    {"premise": "the movie was great and the acting was wonderful .", "hypothesis": "the film was bad ."},
+]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_classify_a_file_of_pairs_is_each_pair_alone(
+    capsys, tmp_path: Path, pair_classifier_dir: Path, suffix: str
+) -> None:
+    path = write_inputs(tmp_path / f"pairs{suffix}", PAIRS)
+    columns = ["--text_column", "premise", "--text_pair_column", "hypothesis"]
+    out = run_cli(capsys, "classify", pair_classifier_dir, "--input_file", path, *columns, "--batch_size", "2")
+    singles = [
+        json.loads(
+            run_cli(capsys, "classify", pair_classifier_dir, row["premise"], "--text_pair", row["hypothesis"], "--json")
+        )
+        for row in PAIRS
+    ]
+    assert_same_results(json_lines(out), singles)
+
+
+def test_classify_a_file_with_the_fine_tuned_classifier_writes_its_output_file(
+    capsys, tmp_path: Path, finetuned_dir: Path
+) -> None:
+    """The fine-tuning file's own layout (text, label) read with the defaults; --output_file holds what stdout would,
+    written in one rename (no temporary file left), and stdout says where it went."""
+    rows = [{"text": text, "label": str(label)} for text, label in REVIEWS]
+    path = write_inputs(tmp_path / "reviews.csv", rows)
+    printed = run_cli(capsys, "classify", finetuned_dir, "--input_file", path, "--batch_size", "3")
+    singles = [json.loads(run_cli(capsys, "classify", finetuned_dir, row["text"], "--json")) for row in rows]
+    assert_same_results(json_lines(printed), singles)
+    output = tmp_path / "out" / "results.jsonl"
+    out = run_cli(capsys, "classify", finetuned_dir, "--input_file", path, "--output_file", output)
+    assert out == f"Wrote 4 results, one JSON line per input, to {output}\n"
+    assert_same_results(json_lines(output.read_text(encoding="utf-8")), singles)
+    assert [p.name for p in output.parent.iterdir()] == [output.name]
+
+
+def test_classify_a_file_of_regression_pairs(capsys, tmp_path: Path, regressor_dir: Path) -> None:
+    rows = [{"text": row["premise"], "text_pair": row["hypothesis"]} for row in PAIRS]
+    path = write_inputs(tmp_path / "pairs.csv", rows)
+    out = run_cli(capsys, "classify", regressor_dir, "--input_file", path, "--text_pair_column", "text_pair")
+    singles = [
+        json.loads(run_cli(capsys, "classify", regressor_dir, row["text"], "--text_pair", row["text_pair"], "--json"))
+        for row in rows
+    ]
+    assert_same_results(json_lines(out), singles)
+
+
+@pytest.mark.parametrize("aggregation", ["simple", "none"])
+def test_tag_a_file_is_each_text_alone(capsys, tmp_path: Path, tagger_dir: Path, aggregation: str) -> None:
+    """Texts of several lengths, one longer than the model's 64 positions (tagged in windows, or its first window
+    alone without aggregation), in batches of two."""
+    texts = [TAG_TEXT, "Berlin is big .", " ".join([TAG_TEXT] * 6)]
+    path = write_inputs(tmp_path / "texts.jsonl", [{"sentence": text} for text in texts])
+    flags = ["--aggregation_strategy", aggregation]
+    out = run_cli(
+        capsys, "tag", tagger_dir, "--input_file", path, "--text_column", "sentence", "--batch_size", "2", *flags
+    )
+    singles = [json.loads(run_cli(capsys, "tag", tagger_dir, text, *flags, "--json")) for text in texts]
+    assert_same_results(json_lines(out), singles)
+    assert any(singles)  # entities to compare
+
+
+def test_answer_a_file_is_each_question_alone(capsys, tmp_path: Path, reader_dir: Path) -> None:
+    """Contexts of one window and of several (a 24-token window), in batches of two questions."""
+    long_context = " ".join([CONTEXT, "paris is the capital of france .", "berlin is big ."] * 3)
+    rows = [
+        {"id": "a", "question": QUESTION, "context": CONTEXT},
+        {"id": "b", "question": "what is big ?", "context": long_context},
+        {"id": "c", "question": "where ?", "context": "berlin is big ."},
+    ]
+    path = write_inputs(tmp_path / "questions.csv", rows)
+    windows = ["--max_seq_length", "24", "--doc_stride", "8"]
+    out = run_cli(capsys, "answer", reader_dir, "--input_file", path, "--batch_size", "2", *windows)
+    singles = [
+        json.loads(
+            run_cli(
+                capsys,
+                "answer",
+                reader_dir,
+                "--question",
+                row["question"],
+                "--context",
+                row["context"],
+                *windows,
+                "--json",
+            )
+        )
+        for row in rows
+    ]
+    assert_same_results(json_lines(out), singles)
+
+
+EMBED_TEXTS = [SENTENCE, "the capital .", "paris is the capital of france and berlin is big ."]
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_embed_a_file_is_each_text_alone(capsys, tmp_path: Path, memorised_dir: Path, pooling: str) -> None:
+    """JSON lines of vectors, or with --output one (N, H) array; each the text's vector alone (the mean leaves the
+    batch's padding out)."""
+    path = write_inputs(tmp_path / "texts.txt", [{"text": text} for text in EMBED_TEXTS])
+    flags = ["--pooling", pooling, "--batch_size", "3"]
+    singles = [json.loads(run_cli(capsys, "embed", memorised_dir, text, "--pooling", pooling)) for text in EMBED_TEXTS]
+    assert_same_results(json_lines(run_cli(capsys, "embed", memorised_dir, "--input_file", path, *flags)), singles)
+    output = tmp_path / "vectors.npy"
+    out = run_cli(capsys, "embed", memorised_dir, "--input_file", path, *flags, "--output", output)
+    assert out == f"Wrote 3 32-dimensional embeddings, one row per input, to {output}\n"
+    np.testing.assert_allclose(np.load(output), np.array(singles), atol=1e-5)
+
+
+def test_similarity_a_file_of_pairs_is_each_pair_alone(capsys, tmp_path: Path, memorised_dir: Path) -> None:
+    path = write_inputs(tmp_path / "pairs.tsv", PAIRS)
+    columns = ["--text_column", "premise", "--text_pair_column", "hypothesis"]
+    out = run_cli(capsys, "similarity", memorised_dir, "--input_file", path, *columns, "--batch_size", "2")
+    singles = [float(run_cli(capsys, "similarity", memorised_dir, row["premise"], row["hypothesis"])) for row in PAIRS]
+    assert_same_results(json_lines(out), singles, atol=1e-4)  # the single score is printed to 4 decimals
+
+
+@pytest.mark.parametrize(
+    "argv, files, message",
+    [
+        (["classify", "{classifier}", "a text", "--input_file", "{reviews.csv}"], {},
+         "TEXT and --input_file '{reviews.csv}' were both given: give the input on the command line, or a file"),
+        (["classify", "{classifier}", "--text_pair", "a", "--input_file", "{reviews.csv}"], {},
+         "--text_pair and --input_file '{reviews.csv}' were both given"),
+        (["classify", "{classifier}"], {}, "Give TEXT, or a file of inputs with --input_file."),
+        (["similarity", "{classifier}", "a text"], {}, "Give TEXT_PAIR, or a file of inputs with --input_file."),
+        (["answer", "{classifier}"], {}, "Give --question and --context, or a file of inputs with --input_file."),
+        (["classify", "{classifier}", "a text", "--output_file", "{out.jsonl}"], {},
+         "--output_file '{out.jsonl}' is where the results of --input_file go"),
+        (["classify", "{classifier}", "--input_file", "{missing.csv}"], {},
+         "The input file '{missing.csv}' does not exist."),
+        (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--text_column", "review"], {},
+         "Column(s) ['review'] not in --input_file '{reviews.csv}'; it has ['text', 'label']: name yours with "
+         "--text_column."),
+        (["answer", "{classifier}", "--input_file", "{reviews.csv}"], {},
+         "Column(s) ['question', 'context'] not in --input_file '{reviews.csv}'; it has ['text', 'label']: name "
+         "yours with --question_column, --context_column."),
+        (["classify", "{classifier}", "--input_file", "{empty.txt}"], {"empty.txt": ""},
+         "The input file '{empty.txt}' is empty; expected at least one example."),
+        (["classify", "{classifier}", "--input_file", "{header.csv}"], {"header.csv": "text,label\n"},
+         "The input file '{header.csv}' holds no rows (a header alone); expected at least one example."),
+        (["classify", "{classifier}", "--input_file", "{texts.doc}"], {"texts.doc": "a text\n"},
+         "Cannot read '{texts.doc}': extension 'doc' is not one of"),
+        (["classify", "{classifier}", "--input_file", "{blank.txt}"], {"blank.txt": "a text\n\nanother\n"},
+         "Line 2 of --input_file '{blank.txt}' is empty: expected one text on every line."),
+        (["classify", "{classifier}", "--input_file", "{gap.csv}"], {"gap.csv": 'text,label\n"a",1\n,0\n'},
+         "Row 2 of --input_file '{gap.csv}' (counting from 1, the header not counted) is empty in column 'text' "
+         "(--text_column): expected a text in every row."),
+        (["classify", "{classifier}", "--input_file", "{numbers.csv}", "--text_column", "label"], {},
+         "Row 1 of --input_file '{numbers.csv}' (counting from 1, the header not counted) holds 1, not text in "
+         "column 'label'"),
+        (["similarity", "{classifier}", "--input_file", "{reviews.csv}"], {},
+         "--input_file '{reviews.csv}': name the column that holds TEXT_PAIR with --text_pair_column."),
+        (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--batch_size", "0"], {},
+         "batch_size must be at least 1, got 0."),
+    ],
+)  # fmt: skip
+def test_a_bad_file_of_inputs_is_one_line_naming_it(
+    capsys, tmp_path: Path, finetuned_dir: Path, argv: list[str], files: dict[str, str], message: str
+) -> None:
+    """Each before the model runs: a missing, empty or unreadable file, a column it lacks (with the columns it has),
+    a row without text, an input given twice or not at all."""
+    rows = "text,label\n" + "".join(f'"{text}",{label}\n' for text, label in REVIEWS)
+    for name, text in {"reviews.csv": rows, "numbers.csv": rows, **files}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    names = {name: str(tmp_path / name[1:-1]) for name in re.findall(r"\{[^}]+\}", " ".join(argv))}
+    names["{classifier}"] = str(finetuned_dir)
+    err = run_cli_error(capsys, *(names.get(arg, arg) for arg in argv))
+    for placeholder, value in names.items():
+        message = message.replace(placeholder, value)
+    assert message in err, err
 
 
 # -------------------------------------------------------------------------------------------------- attention

@@ -36,7 +36,7 @@ from hf_bertscratch.onnx.export import export_graph, operator_counts
 from hf_bertscratch.onnx.runtime import onnx_session, run_session
 from hf_bertscratch_cli import dispatch as cli
 
-from conftest import tiny_config_kwargs
+from conftest import assert_same_results, tiny_config_kwargs
 
 pytest.importorskip("onnxruntime", reason="the ONNX tests need onnxruntime (pip install -e '.[onnx]')")
 pytest.importorskip("onnxscript", reason="torch.onnx's exporter needs onnxscript (pip install -e '.[onnx]')")
@@ -385,6 +385,39 @@ def test_cli_embed_backends_agree(capsys, model_dirs, cli_exports, pooling: str)
     )
     assert len(onnx_vector) == 32
     np.testing.assert_allclose(onnx_vector, torch_vector, rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    "command, task, texts",
+    [
+        (
+            "classify",
+            "text-classification",
+            ["the movie was great and the acting was wonderful , the best film .", "a film .", "the plot was bad ."],
+        ),
+        ("fill-mask", "fill-mask", ["[MASK] is the capital of [MASK] .", "the [MASK] sat .", "paris [MASK] ."]),
+        ("embed", "feature-extraction", ["the cat sat on the mat .", "the cat .", "a dog sat on the rug ."]),
+    ],
+)
+def test_cli_onnx_backend_runs_a_file_as_each_text_alone(
+    capsys, tmp_path: Path, model_dirs, cli_exports, command: str, task: str, texts: list[str]
+) -> None:
+    """A file of texts in batches of two, padded (the first classifier text is longer than the 12 tokens the
+    classifier cuts to, on the host): each JSON line is what the text alone prints, and what PyTorch prints for the
+    file."""
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    onnx, as_json = ["--backend", "onnxruntime"], [] if command == "embed" else ["--json"]
+
+    def lines(*argv: object) -> list:
+        capsys.readouterr()
+        cli.main([str(arg) for arg in argv])
+        return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    batch = lines(command, cli_exports[task], "--input_file", path, "--batch_size", "2", *onnx)
+    singles = [cli_json(capsys, command, cli_exports[task], text, *as_json, *onnx) for text in texts]
+    assert_same_results(batch, singles)
+    assert_same_results(batch, lines(command, model_dirs[task], "--input_file", path, "--batch_size", "2"), atol=ATOL)
 
 
 def test_an_exported_embedding_model_pools_and_cuts_as_trained(capsys, model_dirs, tmp_path: Path) -> None:
