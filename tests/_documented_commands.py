@@ -353,6 +353,8 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
     pairs = [(sentence(rng), sentence(rng)) for _ in range(count)]
     if name == "notes.txt":  # raw text: documents apart by blank lines
         return "\n".join(sentence(rng) if i % 8 else "" for i in range(25 * count)) + "\n"
+    if name == "reviews.txt":  # texts to classify, one per line
+        return "\n".join(sentence(rng) for _ in range(count)) + "\n"
     if name in ("train.csv", "dev.csv"):
         return _csv(["review", "stars"], [[sentence(rng), ("bad", "ok", "good")[i % 3]] for i in range(count)])
     if name == "sentiment-test.csv":  # a test file without labels, to be predicted
@@ -417,6 +419,7 @@ USER_FILES: dict[str, tuple[str, ...]] = {
         )
         for split in ("train", "dev")
     ) + ("ner-dev-misc.jsonl", "sentiment-test.csv"),
+    "docs/using-a-model.md": ("reviews.txt", "reviews.csv"),
 }  # fmt: skip
 
 

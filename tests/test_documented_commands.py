@@ -92,7 +92,7 @@ SCRIPTS: dict[str, str] = {
     "scripts/evaluate_onnx.py": "evaluate-onnx",
 }
 # Flags that name a file of "your own data" (see `test_every_data_file_a_command_names_is_written`).
-DATA_FILE_FLAGS = ("--train_file", "--validation_file", "--test_file")
+DATA_FILE_FLAGS = ("--train_file", "--validation_file", "--test_file", "--input_file")
 # Absolute paths outside the page's folder, moved into it (a dry run's `/tmp/upload`).
 PATH_PREFIXES: dict[str, str] = {"/tmp/": "tmp/"}
 
@@ -130,6 +130,7 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     "docs/fine-tuning.md": ("runs/bert-tiny-wikitext2", "runs/rte"),
     "docs/hub.md": ("runs/bert-tiny-wikitext2", "runs/imdb"),
     "docs/onnx.md": ("runs/bert-tiny-wikitext2", "runs/sst2", "runs/ner"),
+    "docs/using-a-model.md": ("runs/sst2",),
 }
 # Folders whose command reads nothing from a page's folder (only the data directory): a page running that command
 # gets the folder and the outcome of its one run in this process instead of training it again.
