@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -607,11 +608,25 @@ def show_results(args: Any, results: Iterator[Any], count: int, show_one: Callab
         (result,) = results
         show_one(args, result)
         return
-    with _output_lines(args.output_file) as lines:
-        for result in with_progress(results, count, prints_results=args.output_file is None):
-            lines.write(json.dumps(result, default=float) + "\n")
+    try:
+        with _output_lines(args.output_file) as lines:
+            for result in with_progress(results, count, prints_results=args.output_file is None):
+                lines.write(json.dumps(result, default=float) + "\n")
+    except BrokenPipeError:
+        if args.output_file is not None:
+            raise
+        _reader_gone()
+        return
     if args.output_file is not None:
         print(f"Wrote {count} results, one JSON line per input, to {args.output_file}")
+
+
+def _reader_gone() -> None:
+    """What reads the printed lines stopped reading (`| head`): the command stops too, quietly, its stdout pointed
+    at the null device so that Python's flush at exit does not fail on the closed pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 @contextmanager

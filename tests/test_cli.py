@@ -606,6 +606,40 @@ def test_similarity_a_file_of_pairs_is_each_pair_alone(capsys, tmp_path: Path, m
     assert_same_results(json_lines(out), singles, atol=1e-4)  # the single score is printed to 4 decimals
 
 
+def test_the_progress_bar_shows_on_a_terminal_the_results_do_not_go_to(
+    capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, memorised_dir: Path
+) -> None:
+    path = write_inputs(tmp_path / "texts.txt", [{"text": text} for text in EMBED_TEXTS])
+    output = ["--output_file", str(tmp_path / "vectors.jsonl")]
+    for stderr_is_a_terminal, stdout_is_a_terminal, flags, shown in (
+        (True, False, [], True),  # printed into a pipe or a file
+        (True, True, output, True),
+        (True, True, [], False),  # printed on the terminal the bar would be drawn on
+        (False, False, output, False),
+    ):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: stderr_is_a_terminal)
+        monkeypatch.setattr(sys.stdout, "isatty", lambda: stdout_is_a_terminal)
+        capsys.readouterr()
+        dispatch.main(["embed", str(memorised_dir), "--input_file", str(path), *flags])
+        assert ("3/3" in capsys.readouterr().err) == shown
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, finetuned_dir: Path) -> None:
+    """`bertscratch classify --input_file texts.txt | head -1`: more lines than a pipe holds, so the command is still
+    printing when the reader closes it; it stops with status 0 and no error."""
+    path = write_inputs(tmp_path / "texts.txt", [{"text": text} for text, _ in REVIEWS * 300])
+    argv = ["classify", str(finetuned_dir), "--input_file", str(path), "--batch_size", "64"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hf_bertscratch_cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    first = json.loads(process.stdout.readline())
+    process.stdout.close()
+    _, err = process.communicate(timeout=300)
+    assert {result["label"] for result in first} == {"neg", "pos"}
+    assert process.returncode == 0 and b"rror" not in err, err.decode()
+
+
 @pytest.mark.parametrize(
     "argv, files, message",
     [
