@@ -382,13 +382,23 @@ def _is_utf8(path: Path) -> bool:
 def _load_conll(
     split_files: dict[str, list[Path]], streaming: bool
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
-    """CoNLL-2003-format text files (`word POS chunk TAG` lines, sentences apart by blank lines) as tokens/ner_tags."""
+    """CoNLL-2003-format text files (`word POS chunk TAG` lines, sentences apart by blank lines) as tokens/ner_tags;
+    files of words alone (one per line) as tokens."""
     logger.info("Loading CoNLL files: %s", {split: [str(f) for f in files] for split, files in split_files.items()})
-    splits = {
-        split: datasets.concatenate_datasets([read_conll(f) for f in files]) if len(files) > 1 else read_conll(files[0])
-        for split, files in split_files.items()
-    }
+    splits = {split: _read_conll_split(split, files) for split, files in split_files.items()}
     return _streamed(datasets.DatasetDict(splits), streaming)
+
+
+def _read_conll_split(split: str, files: list[Path]) -> datasets.Dataset:
+    """One split's CoNLL files as one dataset; files of words alone beside files with tags are refused, naming them."""
+    parts = [read_conll(f) for f in files]
+    untagged = [str(f) for f, part in zip(files, parts, strict=True) if "ner_tags" not in part.column_names]
+    if untagged and len(untagged) < len(parts):
+        raise ValueError(
+            f"The {split} files {[str(f) for f in files]} mix sentences with tags and words alone: {untagged} have no "
+            "tag column. Give every file of a split its tags, or none."
+        )
+    return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
 
 
 def _find_local(
@@ -524,7 +534,8 @@ def check_max_samples(data_args: object) -> None:
             raise ValueError(f"--{name} must be a positive number of examples (or left out for all), got {value}.")
 
 
-# The columns `read_conll` gives, named as in the Hub `conll2003` dataset (whose ner_tags are ClassLabel ids).
+# The columns `read_conll` gives, named as in the Hub `conll2003` dataset (whose ner_tags are ClassLabel ids); a file
+# of words alone (a test file to predict) gives no ner_tags.
 CONLL_FEATURES = datasets.Features(
     {
         "id": datasets.Value("string"),
@@ -532,27 +543,36 @@ CONLL_FEATURES = datasets.Features(
         "ner_tags": datasets.List(datasets.Value("string")),
     }
 )
+CONLL_WORDS_FEATURES = datasets.Features({name: kind for name, kind in CONLL_FEATURES.items() if name != "ner_tags"})
 _DOCSTART = "-DOCSTART-"
 
 
 # ------------------------------------------------------------------------------------------------ reading CoNLL
+def _columns_said(count: int) -> str:
+    """How an error names a token line's column count: "a word alone" for one column, "N columns" otherwise."""
+    return "a word alone" if count == 1 else f"{count} columns"
+
+
 def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, line_number: int) -> None:
-    """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout."""
+    """Raise ValueError, naming the file and line, when a token line does not fit the file's column layout: as many
+    columns as its first token line, and a tag column after the word unless that line is a word alone."""
     where = f"{path}, line {line_number}"
     if len(fields) != columns:
         raise ValueError(
-            f"{where}: {len(fields)} columns ({' '.join(fields)!r}), but the file's first token line has {columns}; "
-            "expected one token per line as `word ... TAG`."
+            f"{where}: {_columns_said(len(fields))} ({' '.join(fields)!r}), but the file's first token line has "
+            f"{_columns_said(columns)}; every line of a file gives its word's tag (`word ... TAG`, the tag in the "
+            "last column) or none does (one word per line: a test file to predict)."
         )
-    if columns < 2 or not -columns <= tag_column < columns or tag_column % columns == 0:
+    if columns > 1 and (not -columns <= tag_column < columns or tag_column % columns == 0):
         raise ValueError(
             f"{where}: tag_column={tag_column} does not pick a tag column after the word in {' '.join(fields)!r} "
             f"({columns} columns)."
         )
 
 
-def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str]]]:
-    """(words, tags) per sentence: blank lines end sentences, -DOCSTART- lines are skipped."""
+def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str] | None]]:
+    """(words, tags) per sentence, tags None in a file of words alone: blank lines end sentences, -DOCSTART- lines
+    are skipped."""
     words: list[str] = []
     tags: list[str] = []
     columns = 0  # set by the first token line; every token line must have as many
@@ -561,19 +581,21 @@ def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], l
             fields = line.split()
             if not fields or fields[0] == _DOCSTART:
                 if words:
-                    yield words, tags
+                    yield words, tags if columns > 1 else None
                 words, tags = [], []
                 continue
             columns = columns or len(fields)
             _check_line(fields, columns, tag_column, path, line_number)
             words.append(fields[0])
-            tags.append(fields[tag_column])
+            if columns > 1:
+                tags.append(fields[tag_column])
     if words:  # a file need not end with a blank line
-        yield words, tags
+        yield words, tags if columns > 1 else None
 
 
 def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:
-    """Read a CoNLL-format file (`word POS chunk NER` per line, blank line between sentences; .gz accepted).
+    """Read a CoNLL-format file (`word POS chunk NER` per line, blank line between sentences; .gz accepted), or one of
+    words alone (one word per line, no tag column: a test file to predict).
 
     Args:
         path: the file; a name ending in .gz is decompressed.
@@ -581,25 +603,21 @@ def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:
 
     Returns:
         One row per sentence with columns id (str, the sentence's index in the file, as the Hub gives it),
-        tokens (list[str]) and ner_tags (list[str], tag strings such as "B-PER"); -DOCSTART- lines and empty
-        sentences are left out.
+        tokens (list[str]) and ner_tags (list[str], tag strings such as "B-PER"), no ner_tags for a file of words
+        alone; -DOCSTART- lines and empty sentences are left out.
 
     Raises:
-        ValueError: naming the file and line of a token line whose column count differs from the first one's, or
-            when the file holds no sentence.
+        ValueError: naming the file and line of a token line whose column count differs from the first one's (words
+            with and without tags in one file), or when the file holds no sentence.
     """
     path = Path(path)
     sentences = list(_conll_sentences(path, tag_column))
     if not sentences:
         raise ValueError(f"{path} holds no sentence: expected `word ... TAG` lines with blank lines between sentences.")
-    return datasets.Dataset.from_dict(
-        {
-            "id": [str(index) for index in range(len(sentences))],
-            "tokens": [words for words, _ in sentences],
-            "ner_tags": [tags for _, tags in sentences],
-        },
-        features=CONLL_FEATURES,
-    )
+    columns = {"id": [str(index) for index in range(len(sentences))], "tokens": [words for words, _ in sentences]}
+    if sentences[0][1] is None:  # words alone: no tags to read
+        return datasets.Dataset.from_dict(columns, features=CONLL_WORDS_FEATURES)
+    return datasets.Dataset.from_dict({**columns, "ner_tags": [tags for _, tags in sentences]}, features=CONLL_FEATURES)
 
 
 __all__ = [
@@ -607,6 +625,7 @@ __all__ = [
     "DATASET_CITATIONS",
     "DATA_DIR_ENV",
     "CONLL_FEATURES",
+    "CONLL_WORDS_FEATURES",
     "DEFAULT_PRETRAINING_DATASET",
     "KNOWN_DATASETS",
     "LOCAL_DATASETS",

@@ -1746,19 +1746,33 @@ def test_a_regression_test_file_without_scores_is_predicted(
         )
 
 
+def write_words(path: Path, sentences: list[list[tuple[str, str]]]) -> Path:
+    """A CoNLL-format file of words alone: one word per line, a blank line after each sentence, no tag column."""
+    path.write_text("".join("\n".join(word for word, _ in s) + "\n\n" for s in sentences), encoding="utf-8")
+    return path
+
+
+def write_tagged_jsonl(path: Path, sentences: list[list[tuple[str, str]]], tags: bool = True) -> Path:
+    """JSON Lines sentences: `tokens`, and their `ner_tags` unless `tags` is False."""
+    rows = [{"tokens": [w for w, _ in s], **({"ner_tags": [t for _, t in s]} if tags else {})} for s in sentences]
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("form", ["jsonl", "conll"])
 def test_a_token_classification_test_file_without_tags_is_predicted(
-    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture, form: str
 ) -> None:
-    """Sentences of words alone get the saved tagger's tag of each word, read on its first piece as in evaluation."""
-
-    def write_jsonl(path: Path, sentences: list[list[tuple[str, str]]], tags: bool = True) -> Path:
-        rows = [{"tokens": [w for w, _ in s], **({"ner_tags": [t for _, t in s]} if tags else {})} for s in sentences]
-        path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
-        return path
-
-    train = write_jsonl(tmp_path / "train.jsonl", conll_sentences(32, 0))
-    dev = write_jsonl(tmp_path / "dev.jsonl", conll_sentences(8, 1))
-    test = write_jsonl(tmp_path / "test.jsonl", conll_sentences(6, 2), tags=False)
+    """Sentences of words alone (JSON Lines without `ner_tags`, or a CoNLL file of one word per line) get the saved
+    tagger's tag of each word, read on its first piece as in evaluation."""
+    if form == "jsonl":
+        train = write_tagged_jsonl(tmp_path / "train.jsonl", conll_sentences(32, 0))
+        dev = write_tagged_jsonl(tmp_path / "dev.jsonl", conll_sentences(8, 1))
+        test = write_tagged_jsonl(tmp_path / "test.jsonl", conll_sentences(6, 2), tags=False)
+    else:
+        train = write_conll(tmp_path / "train.txt", conll_sentences(32, 0))
+        dev = write_conll(tmp_path / "dev.txt", conll_sentences(8, 1))
+        test = write_words(tmp_path / "test.txt", conll_sentences(6, 2))
     output = tmp_path / "run"
     flags = ["--task_type", "token-classification", "--test_file", str(test), "--learning_rate", "1e-2"]
     with caplog.at_level(logging.INFO):
@@ -1768,6 +1782,35 @@ def test_a_token_classification_test_file_without_tags_is_predicted(
     words = [[w for w, _ in s] for s in conll_sentences(6, 2)]
     assert [row["tokens"] for row in rows] == [" ".join(w) for w in words]
     assert [row["prediction"].split() for row in rows] == first_piece_tags(output, words, 24)
+
+
+@pytest.mark.parametrize(
+    "files, named, role",
+    [
+        ({"train_file": "words", "validation_file": "dev"}, "train_file", "train"),
+        ({"train_file": "train", "validation_file": "words"}, "validation_file", "eval"),
+        ({"train_file": "train", "test_file": "words"}, "test_file", "eval"),  # the test file is the eval split
+    ],
+    ids=["train", "validation", "test-as-eval"],
+)
+def test_a_conll_file_of_words_alone_is_refused_where_tags_are_scored(
+    tmp_path: Path, files: dict[str, str], named: str, role: str
+) -> None:
+    """A CoNLL file without a tag column is a test file to predict; as a train or eval split it is refused, naming the
+    file and where the tags are expected, before its words could be taken for anything else."""
+    paths = {
+        "train": write_conll(tmp_path / "train.txt", conll_sentences(4, 0)),
+        "dev": write_conll(tmp_path / "dev.txt", conll_sentences(2, 1)),
+        "words": write_words(tmp_path / "words.txt", conll_sentences(2, 2)),
+    }
+    args = DataArguments(task_type="token-classification", **{flag: str(paths[name]) for flag, name in files.items()})
+    with pytest.raises(ValueError) as error:
+        load_task_datasets(args, args.task_spec)
+    assert str(error.value).startswith(
+        f"The {role} split's file {str(paths['words'])!r} (--{named}) holds words without tags (one column per "
+        f"line), but the {role} split needs each word's tag: the last whitespace-separated column of its line "
+        "(`word ... TAG`, as CoNLL-2003 has them). Only a test file may hold words alone, to be predicted."
+    )
 
 
 def test_a_question_answering_test_file_without_answers_is_predicted(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 from pathlib import Path
 
 import datasets
@@ -14,7 +15,7 @@ import torch
 from transformers import BertTokenizer, BertTokenizerLegacy
 
 import hf_bertscratch
-from hf_bertscratch.data import DATA_DIR_ENV, read_conll
+from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, read_conll
 from hf_bertscratch.inference import tag_entities
 from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
@@ -93,6 +94,53 @@ def test_read_conll_names_file_and_line_of_a_malformed_line(tmp_path: Path, conl
     for column in (4, 0, -4):  # past the last column, and the word column itself
         with pytest.raises(ValueError, match=rf"train\.txt, line 3: tag_column={column} does not pick"):
             read_conll(conll_file, tag_column=column)
+
+
+def test_read_conll_of_words_alone_gives_no_tags(tmp_path: Path) -> None:
+    """A file of one word per line (a test file to predict) is read as sentences of words, with no tag column, rather
+    than each word taken for its own tag."""
+    path = tmp_path / "words.txt"
+    path.write_text("-DOCSTART-\n\nEU\nrejects\n\nPeter\nBlackburn\n", encoding="utf-8")
+    dataset = read_conll(path)
+    assert dataset.column_names == ["id", "tokens"]
+    assert dataset["tokens"] == [["EU", "rejects"], ["Peter", "Blackburn"]]
+    assert read_conll(path, tag_column=1).column_names == ["id", "tokens"]  # no column is a tag column
+
+
+@pytest.mark.parametrize(
+    "text, line, found",
+    [
+        (
+            CONLL_TEXT.replace("call NN I-NP O", "call"),
+            6,
+            r"a word alone \('call'\), but the file's first token line has 4 columns",
+        ),
+        (
+            "EU\nrejects NNP B-NP O\n",
+            2,
+            r"4 columns \('rejects NNP B-NP O'\), but the file's first token line has a word alone",
+        ),
+    ],
+    ids=["tagged-then-word", "word-then-tagged"],
+)
+def test_read_conll_refuses_words_with_and_without_tags_in_one_file(
+    tmp_path: Path, text: str, line: int, found: str
+) -> None:
+    """Lines with a tag column and lines without one in the same file are refused at the first line that differs."""
+    path = tmp_path / "mixed.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}, line {line}: {found}; every line of a file"):
+        read_conll(path)
+
+
+def test_a_split_of_conll_files_with_and_without_tags_is_refused(tmp_path: Path, conll_file: Path) -> None:
+    """Files of one split (a glob) are all tagged or all words alone; a mix names the files without tags."""
+    (tmp_path / "words.txt").write_text("EU\nrejects\n", encoding="utf-8")
+    pattern = str(tmp_path / "*.txt")
+    with pytest.raises(
+        ValueError, match=r"^The test files .* mix sentences with tags and words alone: \[.*words\.txt'\]"
+    ):
+        load_raw_datasets(test_file=pattern, text_files_as_conll=True)
 
 
 def test_read_conll_without_sentences(tmp_path: Path) -> None:

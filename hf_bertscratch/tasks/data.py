@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from hf_bertscratch_base.data_files import is_text_file
+
 from ..arguments import check_max_seq_length
 from ..data import check_max_samples, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
@@ -329,6 +331,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    check_tagged_conll_files(args, task, roles, chosen)
     if "test" in chosen:  # predicted, not scored, where it has no labels at all
         chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
@@ -345,6 +348,35 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
+
+
+# The flag that names the file of each split `load_raw_datasets` reads from files.
+SPLIT_FILE_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+
+
+def check_tagged_conll_files(
+    args: DataArguments, task: TaskSpec, roles: dict[str, str], chosen: datasets.DatasetDict
+) -> None:
+    """Fail in one line, naming the file, when a train or eval split of a token-classification task comes from a
+    CoNLL text file of words alone (`hf_bertscratch.data.read_conll` gives it no tags column): such a file is a test
+    file to predict, and the column check would only ask for a --tags_column."""
+    if task.shape != "token-classification":
+        return
+    for role, split in roles.items():
+        flag = SPLIT_FILE_FLAGS.get(split, "")
+        path = getattr(args, flag, None)
+        if role == "test" or not path or not is_text_file(path) or task.scored_column in chosen[role].column_names:
+            continue
+        doubled = (
+            " The test file is the eval split here (no --validation_file): give one with tags."
+            if split == "test"
+            else ""
+        )
+        raise ValueError(
+            f"The {role} split's file {path!r} (--{flag}) holds words without tags (one column per line), but the "
+            f"{role} split needs each word's tag: the last whitespace-separated column of its line (`word ... TAG`, as "
+            f"CoNLL-2003 has them). Only a test file may hold words alone, to be predicted.{doubled}"
+        )
 
 
 def unlabelled_rows(split: datasets.Dataset, column: str) -> list[int]:
