@@ -79,9 +79,14 @@ class TaskSpec:
             object.__setattr__(self, "metric_label", self.main_metric)
 
     @property
+    def scored_role(self) -> str | None:
+        """What an example is scored against: "label", "tags" or "answers" (None where no such column is named)."""
+        return next((role for role in SCORED_ROLES if self.columns.get(role)), None)
+
+    @property
     def scored_column(self) -> str | None:
         """The column an example is scored against: its label, tags or answers (None where none is named)."""
-        return next((self.columns[role] for role in SCORED_ROLES if self.columns.get(role)), None)
+        return self.columns[self.scored_role] if self.scored_role else None
 
     def has_labels(self, columns: Collection[str]) -> bool:
         """Whether a split of these `columns` holds what its examples are scored against (`scored_column`). A test

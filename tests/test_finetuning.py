@@ -1679,23 +1679,28 @@ def _some_answers(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "data_flags, column, missing, first",
-    [(_some_labels, "label", 1, 1), (_some_tags, "ner_tags", 1, 1), (_some_answers, "answers", 1, 2)],
+    "data_flags, what, column, missing, first",
+    [
+        (_some_labels, "label", "label", 1, 1),
+        (_some_tags, "tags", "ner_tags", 1, 1),
+        (_some_answers, "answers", "answers", 1, 2),
+    ],
     ids=["labels", "tags", "answers"],
 )
 def test_a_test_split_with_some_labels_missing_is_refused(
-    tmp_path: Path, data_flags, column: str, missing: int, first: int
+    tmp_path: Path, data_flags, what: str, column: str, missing: int, first: int
 ) -> None:
     """Only some labels (tags, answers) of a test split missing is a data error, refused as in the train and eval
-    splits, naming the column, how many and the first; only a test split with none is predicted."""
+    splits, naming what is missing (label, tags, answers), the column, how many and the first; only a test split with
+    none is predicted."""
     argv = data_flags(tmp_path)
     kwargs = {argv[i].lstrip("-"): argv[i + 1] for i in range(0, len(argv), 2)}
     args = DataArguments(**kwargs)
     with pytest.raises(ValueError) as error:
         load_task_datasets(args, args.task_spec)
     assert str(error.value).startswith(
-        f"{missing} of the 3 examples of the test split have no label in column {column!r} (an empty field or a "
-        f"null; the first is example {first}, counting from 0)"
+        f"{missing} of the 3 examples of the test split have no {what} in column {column!r} (an empty field or a "
+        f"null; the first is example {first}, counting from 0): give each example its {what}, or remove those rows."
     )
 
 

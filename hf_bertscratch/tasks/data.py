@@ -335,7 +335,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     if "test" in chosen:  # predicted, not scored, where it has no labels at all
         chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
-        check_labels_given(split, task.scored_column, role)
+        check_labels_given(split, task, role)
     if args.validation_split_percentage:
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
     for role, split in chosen.items():
@@ -395,18 +395,19 @@ def without_empty_labels(split: datasets.Dataset, column: str | None) -> dataset
     return split
 
 
-def check_labels_given(split: datasets.Dataset, column: str | None, role: str) -> None:
-    """Fail in one line when rows of the `role` split have no value in the label `column` (labels, tags or answers:
-    `unlabelled_rows`), before the label set is read: a missing label is no class (`None` would become one) and no
-    number."""
+def check_labels_given(split: datasets.Dataset, task: TaskSpec, role: str) -> None:
+    """Fail in one line when rows of the `role` split have no value in the task's label, tags or answers column
+    (`unlabelled_rows`), naming which of them it is, before the label set is read: a missing label is no class (`None`
+    would become one) and no number."""
+    column, what = task.scored_column, task.scored_role
     if not column or column not in split.column_names:
         return
     missing = unlabelled_rows(split, column)
     if missing:
         raise ValueError(
-            f"{len(missing)} of the {len(split)} examples of the {role} split have no label in column {column!r} (an "
+            f"{len(missing)} of the {len(split)} examples of the {role} split have no {what} in column {column!r} (an "
             f"empty field or a null; the first is example {missing[0]}, counting from 0): give each example its "
-            "label, or remove those rows."
+            f"{what}, or remove those rows."
         )
 
 
