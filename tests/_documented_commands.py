@@ -374,6 +374,8 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
         return _jsonl([{"text": sentence(rng), "stars": round(rng.uniform(1, 5), 1)} for _ in range(count)])
     if stem == "paraphrase":
         return _csv(["question1", "question2", "label"], [[a, b, i % 2] for i, (a, b) in enumerate(pairs)])
+    if name == "ner-test.txt":  # CoNLL's layout of words alone: a test file without tags, to be predicted
+        return "".join("".join(f"{w}\n" for w in _tagged(rng, ("ORG", "LOC"))[0]) + "\n" for _ in range(count))
     if stem == "ner" and name.endswith(".txt"):  # CoNLL's layout: `word POS chunk TAG`, sentences apart
         sentences = [_tagged(rng, ("ORG", "LOC")) for _ in range(count)]
         return "".join("".join(f"{w} NN I-NP {t}\n" for w, t in zip(*pair)) + "\n" for pair in sentences)
@@ -418,7 +420,7 @@ USER_FILES: dict[str, tuple[str, ...]] = {
             ("paraphrase", "csv"),
         )
         for split in ("train", "dev")
-    ) + ("ner-dev-misc.jsonl", "sentiment-test.csv"),
+    ) + ("ner-dev-misc.jsonl", "sentiment-test.csv", "ner-test.txt"),
     "docs/using-a-model.md": ("reviews.txt", "reviews.csv"),
 }  # fmt: skip
 
