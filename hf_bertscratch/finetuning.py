@@ -356,8 +356,9 @@ def log_predicted_test(task: TaskSpec, raw: datasets.DatasetDict) -> None:
     """Say in one line, before training, that a test split without labels will be predicted, not scored."""
     if "test" in raw and "test" not in scored_splits(task, raw):
         logger.info(
-            "The test split has no labels (no %r column, or an empty one): its %s examples are predicted with the "
+            "The test split has no %s (no %r column, or an empty one): its %s examples are predicted with the "
             "chosen model at the end, not scored (test_predictions.csv, no test metrics).",
+            task.scored_what,
             task.scored_column,
             f"{len(raw['test']):,}",
         )

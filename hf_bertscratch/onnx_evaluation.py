@@ -438,7 +438,7 @@ def load_split_features(
     raw = load_task_datasets(data_args, task)
     if "test" in raw and not task.has_labels(raw["test"].column_names):  # fine-tuning predicts such a split
         raise ValueError(
-            f"The test split has no labels (no {task.scored_column!r} column, or an empty one): evaluate-onnx scores "
+            f"The test split has no {task.scored_what} (no {task.scored_column!r} column, or an empty one): evaluate-onnx scores "
             "each split against its labels; give a test file with them, or leave it out."
         )
     if args.split is not None and args.split not in raw:

@@ -84,6 +84,11 @@ class TaskSpec:
         return next((role for role in SCORED_ROLES if self.columns.get(role)), None)
 
     @property
+    def scored_what(self) -> str:
+        """What a split lacking `scored_column` lacks, in words: "labels", "tags" or "answers"."""
+        return "labels" if self.scored_role in (None, "label") else str(self.scored_role)
+
+    @property
     def scored_column(self) -> str | None:
         """The column an example is scored against: its label, tags or answers (None where none is named)."""
         return self.columns[self.scored_role] if self.scored_role else None

@@ -1596,14 +1596,14 @@ def test_a_tokenizer_that_does_not_cover_the_text_is_warned_of(
 
 # ---------------------------------------------------------------- a test split without labels: predicted, not scored
 def assert_predicted_not_scored(
-    output: Path, caplog: pytest.LogCaptureFixture, column: str, examples: int
+    output: Path, caplog: pytest.LogCaptureFixture, column: str, examples: int, what: str = "labels"
 ) -> list[dict[str, str]]:
     """What every run given a test split without labels shows, whatever its shape: one log line saying the split is
     predicted, not scored; test_predictions.csv with a prediction and no label for each of its examples; no test
     metric, baseline or picture. Returns test_predictions.csv's rows."""
-    said = [r.getMessage() for r in caplog.records if "test split has no labels" in r.getMessage()]
+    said = [r.getMessage() for r in caplog.records if "The test split has no" in r.getMessage()]
     assert said == [
-        f"The test split has no labels (no {column!r} column, or an empty one): its {examples} examples are "
+        f"The test split has no {what} (no {column!r} column, or an empty one): its {examples} examples are "
         "predicted with the chosen model at the end, not scored (test_predictions.csv, no test metrics)."
     ]
     results = json.loads((output / "all_results.json").read_text())
@@ -1782,7 +1782,7 @@ def test_a_token_classification_test_file_without_tags_is_predicted(
     flags = ["--task_type", "token-classification", "--test_file", str(test), "--learning_rate", "1e-2"]
     with caplog.at_level(logging.INFO):
         main(base_argv(model_dir, train, dev, output) + flags)
-    rows = assert_predicted_not_scored(output, caplog, "ner_tags", 6)
+    rows = assert_predicted_not_scored(output, caplog, "ner_tags", 6, "tags")
     assert list(rows[0]) == ["index", "tokens", "prediction"]
     words = [[w for w, _ in s] for s in conll_sentences(6, 2)]
     assert [row["tokens"] for row in rows] == [" ".join(w) for w in words]
@@ -1837,7 +1837,7 @@ def test_a_question_answering_test_file_without_answers_is_predicted(
     flags = ["--task_type", "question-answering", "--max_seq_length", "48", "--doc_stride", "16"]
     with caplog.at_level(logging.INFO):
         main(base_argv(model_dir, train, dev, output) + [*flags, "--test_file", str(tmp_path / "test.json")])
-    rows = assert_predicted_not_scored(output, caplog, "answers", len(examples))
+    rows = assert_predicted_not_scored(output, caplog, "answers", len(examples), "answers")
     assert list(rows[0]) == ["index", "id", "question", "prediction", "score"]
     assert [(row["id"], row["question"]) for row in rows] == [(qa["id"], qa["question"]) for qa, _ in examples]
     for (qa, context), row in zip(examples, rows, strict=True):
