@@ -143,7 +143,11 @@ def main(argv: list[str] | None = None) -> dict:
             grads[path] = (loss.detach(), [p.grad.clone() for p in model.parameters()])
         torch.testing.assert_close(grads["fused"][0], grads["plain"][0], atol=1e-4, rtol=1e-4)
         for fused, plain in zip(grads["fused"][1], grads["plain"][1], strict=True):
-            torch.testing.assert_close(fused, plain, atol=1e-3 if precision == "bf16" else 1e-5, rtol=1e-2)
+            # bf16 rounds each summed term to 8 bits (2^-8 = 0.4%), so a gradient summed over many tokens differs
+            # between the paths by about that share of its largest values, wherever the element: measured against
+            # its tensor's scale (1%), as an element near zero can differ by more than itself.
+            scale = 1e-2 * plain.abs().max().item() if precision == "bf16" else 1e-5
+            torch.testing.assert_close(fused, plain, atol=scale, rtol=1e-2)
         times: dict[str, list[float]] = {path: [] for path in paths}
         for _ in range(args.rounds):
             for path in paths:
