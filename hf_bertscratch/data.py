@@ -486,7 +486,13 @@ def load_data_file(path: str | Path, name: str = "input", cache_dir: str | None 
     """One local data file (txt: a row per line, in column "text"; csv, tsv, json/jsonl, parquet; .gz too), or the
     files of one format a glob matches, read as `load_raw_datasets` reads a split's files, with its checks: an error
     names it as the `name` file (missing, a folder, empty, an unknown extension, not UTF-8, a header alone)."""
-    files = _expand(Path(path).expanduser(), name)
+    given = Path(path).expanduser()
+    if given.is_dir() and _saved_to_disk(given):  # what reads this file has no --dataset_name to read that folder
+        raise IsADirectoryError(
+            f"The {name} file {str(given)!r} is a dataset saved with save_to_disk, not a data file: write its rows to "
+            "one (Dataset.to_csv, to_json or to_parquet) and give that."
+        )
+    files = _expand(given, name)
     loaded = _load_files({name: files}, streaming=False, cache_dir=cache_dir)
     return cast("datasets.Dataset", loaded[name])
 

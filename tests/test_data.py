@@ -11,7 +11,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, resolve_data_dir
+from hf_bertscratch.data import DATA_DIR_ENV, load_data_file, load_raw_datasets, resolve_data_dir
 from hf_bertscratch_base import model_reference
 
 
@@ -155,6 +155,15 @@ def test_a_folder_named_as_a_file_says_how_to_name_its_files(tmp_path: Path) -> 
         IsADirectoryError, match="is a dataset saved with save_to_disk: pass the folder as --dataset_name"
     ):
         load_raw_datasets(train_file=str(tmp_path / "saved"))
+
+
+def test_a_saved_dataset_named_as_a_single_data_file_is_refused_without_a_dataset_flag(tmp_path: Path) -> None:
+    """`load_data_file` reads the file of a command that has no --dataset_name (the inference commands'
+    --input_file): a folder that `save_to_disk` wrote is no data file, and the error does not point at that flag."""
+    datasets.Dataset.from_dict({"text": ["one", "two"]}).save_to_disk(tmp_path / "saved")
+    with pytest.raises(IsADirectoryError, match="is a dataset saved with save_to_disk, not a data file") as error:
+        load_data_file(tmp_path / "saved")
+    assert "--dataset_name" not in str(error.value)
 
 
 @pytest.mark.parametrize("streaming", [False, True])
