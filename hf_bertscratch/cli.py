@@ -507,8 +507,8 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
     order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names (a role
     of `optional` given neither way is left out).
 
-    Raises naming what is given both ways (TEXT and --input_file) or neither, and --output_file without
-    --input_file."""
+    Raises naming what is given both ways (TEXT and --input_file) or neither, and --output_file or a column flag
+    without --input_file."""
     roles = (*required, *optional)
     given = {role: getattr(args, role) for role in roles if getattr(args, role) is not None}
     if args.input_file is None:
@@ -520,6 +520,7 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
                 f"--output_file {args.output_file!r} is where the results of --input_file go: give --input_file, or "
                 "leave --output_file out to print the one result."
             )
+        _check_no_columns_named(args, roles)
         return {role: [value] for role, value in given.items()}
     if given:
         shown = " and ".join(_shown(args, role) for role in given)
@@ -537,6 +538,19 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
             )
     named = {role: column for role, column in columns.items() if column is not None}
     return read_input_file(args.input_file, named, quiet=not args.debug)
+
+
+def _check_no_columns_named(args: Any, roles: tuple[str, ...]) -> None:
+    """Raise naming a column flag (--text_column, ...) set to other than its default without --input_file: only a
+    file has columns, and the flag would do nothing."""
+    defaults = {each.name: each.default for each in dataclasses.fields(args)}
+    for role in roles:
+        name = f"{role}_column"
+        if getattr(args, name) != defaults[name]:
+            raise ValueError(
+                f"{column_flag(role)} {getattr(args, name)!r} names a column of --input_file, and none was given: "
+                f"give --input_file, or leave {column_flag(role)} out."
+            )
 
 
 def _shown(args: Any, name: str) -> str:

@@ -652,6 +652,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, fine
         (["answer", "{classifier}"], {}, "Give --question and --context, or a file of inputs with --input_file."),
         (["classify", "{classifier}", "a text", "--output_file", "{out.jsonl}"], {},
          "--output_file '{out.jsonl}' is where the results of --input_file go"),
+        (["classify", "{classifier}", "a text", "--text_column", "review"], {},
+         "--text_column 'review' names a column of --input_file, and none was given: give --input_file, or leave "
+         "--text_column out."),
+        (["answer", "{classifier}", "--question", "who ?", "--context", "me .", "--context_column", "passage"], {},
+         "--context_column 'passage' names a column of --input_file"),
         (["classify", "{classifier}", "--input_file", "{missing.csv}"], {},
          "The input file '{missing.csv}' does not exist."),
         (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--text_column", "review"], {},
@@ -684,7 +689,7 @@ def test_a_bad_file_of_inputs_is_one_line_naming_it(
     capsys, tmp_path: Path, finetuned_dir: Path, argv: list[str], files: dict[str, str], message: str
 ) -> None:
     """Each before the model runs: a missing, empty or unreadable file, a column it lacks (with the columns it has),
-    a row without text, an input given twice or not at all."""
+    a row without text, an input given twice or not at all, a column flag or --output_file without a file."""
     rows = "text,label\n" + "".join(f'"{text}",{label}\n' for text, label in REVIEWS)
     for name, text in {"reviews.csv": rows, "numbers.csv": rows, **files}.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
