@@ -561,13 +561,14 @@ def _shown(args: Any, name: str) -> str:
 
 def read_input_file(path: str, columns: dict[str, str], quiet: bool = True) -> dict[str, list[str]]:
     """Role -> the texts of its column (`columns`: role -> column name) in the data file `path`, row by row (a .txt
-    file: line by line, its one column "text"), read and checked as fine-tuning reads its files
-    (`data.load_data_file`). Raises naming a column the file lacks, with the columns it has, and the first row
-    whose value is empty or not text."""
+    file: line by line, its one column "text"; a SQuAD-layout .json file: question by question), read and checked as
+    fine-tuning reads its files (`data.load_data_file`, `load_squad_json`). Raises naming a column the file lacks,
+    with the columns it has, and the first row whose value is empty or not text."""
     from .data import load_data_file
+    from .tasks.question_answering import is_squad_json, load_squad_json
 
     with _datasets_quiet(quiet):
-        rows = load_data_file(path)
+        rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
     missing = {role: column for role, column in columns.items() if column not in rows.column_names}
     if missing:
         flags = ", ".join(column_flag(role) for role in missing)

@@ -581,6 +581,22 @@ def test_answer_a_file_is_each_question_alone(capsys, tmp_path: Path, reader_dir
     assert_same_results(json_lines(out), singles)
 
 
+def test_answer_a_squad_json_file_as_finetune_reads_it(capsys, tmp_path: Path, reader_dir: Path) -> None:
+    """A SQuAD-layout .json file (data -> paragraphs -> qas, the layout finetune reads) gives one JSON line per
+    question, each what the question alone prints; not the file's two top-level columns."""
+    questions = [QUESTION, "where ?"]
+    qas = [{"id": str(index), "question": question} for index, question in enumerate(questions)]
+    squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]}
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad), encoding="utf-8")
+    out = run_cli(capsys, "answer", reader_dir, "--input_file", path)
+    singles = [
+        json.loads(run_cli(capsys, "answer", reader_dir, "--question", question, "--context", CONTEXT, "--json"))
+        for question in questions
+    ]
+    assert_same_results(json_lines(out), singles)
+
+
 EMBED_TEXTS = [SENTENCE, "the capital .", "paris is the capital of france and berlin is big ."]
 
 
