@@ -534,7 +534,9 @@ def similarity_many(
     **load_kwargs: Any,
 ) -> Iterator[float]:
     """The cosine similarity of each of `texts` with the same position of `text_pairs`, in order; each pair's two
-    texts are embedded side by side, `batch_size` texts per forward pass."""
+    texts are embedded side by side, `batch_size` pairs (2 x `batch_size` texts) per forward pass, as a pair is one
+    input of `classify_many`. Every input is checked before the model loads."""
+    check_batch_size(batch_size)
     _check_pairs(texts, text_pairs)
     _check_not_empty(texts, "Text", "a sentence to embed")
     _check_not_empty(text_pairs, "Text pair", "a sentence to embed")
@@ -545,7 +547,7 @@ def similarity_many(
             check_encoder(check_model_reference(model))
         model = load_pipeline("feature-extraction", model, **load_kwargs)
     side_by_side = list(chain.from_iterable(zip(texts, text_pairs, strict=True)))  # text 0, pair 0, text 1, ...
-    vectors = embed_many(model, side_by_side, pooling, batch_size)
+    vectors = embed_many(model, side_by_side, pooling, 2 * batch_size)
     return (_cosine(first, second) for first, second in zip(vectors, vectors))  # the same iterator: in twos
 
 

@@ -329,6 +329,27 @@ def test_a_batch_gives_each_text_what_it_gives_alone(model_dirs) -> None:
     assert_same_results(results, [inference.fill_mask(fill, text, top_k=3) for text in masked])
 
 
+def test_similarity_runs_batch_size_pairs_per_forward_pass(model_dirs, monkeypatch) -> None:
+    """A pair is one input, as in `classify_many` (and --batch_size counts inputs): both texts of `batch_size` pairs
+    go through each forward pass; a batch size below 1 is refused before the model loads."""
+    encoder = inference.load_pipeline("feature-extraction", model_dirs["mlm"])
+    sizes: list[int] = []
+    forward = encoder.model.forward
+
+    def counted(**inputs: torch.Tensor) -> object:
+        sizes.append(len(inputs["input_ids"]))
+        return forward(**inputs)
+
+    monkeypatch.setattr(encoder.model, "forward", counted)
+    texts, pairs = ["the cat sat .", "a cat .", "the mat ."], ["the dog sat .", "a dog .", "the rug ."]
+    scores = list(inference.similarity_many(encoder, texts, pairs, batch_size=2))
+    assert sizes == [4, 2]
+    assert_same_results(scores, [inference.similarity(encoder, text, pair) for text, pair in zip(texts, pairs)])
+    monkeypatch.setattr(inference, "load_pipeline", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        inference.similarity_many(model_dirs["mlm"], texts, pairs, batch_size=0)
+
+
 def test_attention_weights_match_model_output(tiny_config, tokenizer) -> None:
     model = hf_bertscratch.BertScratchForMaskedLM(tiny_config).train()
     tokens, weights = inference.attention_weights(model, tokenizer, "paris is the capital of france .")
