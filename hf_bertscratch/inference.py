@@ -383,9 +383,25 @@ def fill_mask_many(
         if mask not in text:
             name = _input_name("Text", index, len(texts))
             raise ValueError(f"{name} {text!r} has no {mask} token: write the word to predict as {mask}.")
+    _check_fits_positions(fill, texts)
     results = fill(_streamed(texts), top_k=top_k, batch_size=batch_size)
     # The pipeline un-nests a single mask's list.
     return (result if text.count(mask) > 1 else [result] for text, result in zip(texts, results, strict=True))
+
+
+def _check_fits_positions(fill: Pipeline, texts: Sequence[str]) -> None:
+    """Raise naming the first of `texts` with more tokens than the model has positions: fill-mask cannot cut a text
+    (the cut could drop its masks), and the model would fail at an index past its position embeddings."""
+    positions = getattr(getattr(fill.model, "config", None), "max_position_embeddings", None)
+    assert fill.tokenizer is not None, "a fill-mask pipeline is always built with its tokenizer"
+    if positions is None:
+        return
+    for index, ids in enumerate(fill.tokenizer(list(texts), verbose=False)["input_ids"]):
+        if len(ids) > positions:
+            raise ValueError(
+                f"{_input_name('Text', index, len(texts))} is {len(ids)} tokens long ([CLS] and [SEP] included), and "
+                f"the model reads at most {positions}: shorten it around its {fill.tokenizer.mask_token}."
+            )
 
 
 def classify(model: str | Path | Pipeline, text: str, text_pair: str | None = None, **load_kwargs: Any) -> list[dict]:

@@ -286,6 +286,11 @@ def test_check_model_reference_accepts_hub_ids_and_folders(model_dirs, monkeypat
             lambda d: inference.fill_mask_many(d["mlm"], ["the [MASK]", "a cat"]),
             r"Text 2 of 2 'a cat' has no \[MASK\] token",
         ),
+        (
+            lambda d: inference.fill_mask_many(d["mlm"], ["the [MASK] .", f"{LONG_TEXT} the [MASK] ."]),
+            r"Text 2 of 2 is \d+ tokens long \(\[CLS\] and \[SEP\] included\), and the model reads at most 64: "
+            r"shorten it around its \[MASK\]\.",
+        ),
         (lambda d: inference.load_pipeline("fill-mask", d["mlm"], dtype="half"), "dtype='half' is not supported"),
         (
             lambda d: inference.load_pipeline("fill-mask", d["mlm"], backend="onnxruntime", dtype="bfloat16"),
