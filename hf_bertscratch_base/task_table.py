@@ -277,6 +277,22 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
         )
 
 
+def check_test_file_as_eval(
+    task: TaskSpec, roles: dict[str, str], eval_columns: Collection[str], test_file: str | None
+) -> None:
+    """Fail in one line, naming the file, when `test_file` (--test_file) stands in for the eval split (`roles`: no
+    validation split) and its `eval_columns` hold no labels (tags, answers): checkpoints are chosen on the eval
+    split's scores, so it cannot be predicted alone, and the column check would only ask for a --label_column."""
+    column = task.scored_column
+    if roles.get("eval") != "test" or not test_file or not column or task.has_labels(eval_columns):
+        return
+    raise ValueError(
+        f"The test file {test_file!r} has no {task.scored_what} (no {column!r} column), and it is the eval split here "
+        f"(no --validation_file), which checkpoints are chosen on: give a --validation_file with {task.scored_what}; "
+        "the test file is then predicted, not scored."
+    )
+
+
 __all__ = [
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
@@ -288,6 +304,7 @@ __all__ = [
     "TaskSpec",
     "check_columns",
     "check_task_names",
+    "check_test_file_as_eval",
     "column_flag",
     "embedding_task",
     "required_columns",

@@ -15,6 +15,7 @@ from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
     TaskOverrides,
     check_columns,
+    check_test_file_as_eval,
     column_flag,
     required_columns,
     resolve_task,
@@ -58,6 +59,8 @@ def check_task_files(args: list[str]) -> None:
         split: CONLL_COLUMNS if conll and is_text_file(path) else read_columns(path) for split, path in files.items()
     }
     roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split))
+    if (eval_columns := columns.get(roles["eval"])) is not None:
+        check_test_file_as_eval(task, roles, eval_columns, files.get("test"))
     for role, split in roles.items():
         found = columns.get(split)
         if found is not None:

@@ -164,6 +164,22 @@ def test_a_test_file_without_labels_passes_the_front_door(
     check_data_files("finetune", [*flags, *files])
 
 
+def test_a_test_file_without_labels_as_the_eval_split_is_refused_at_the_front_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a validation file the test file is the eval split, which checkpoints are chosen on: one without labels
+    is refused as that, not asked for a --label_column."""
+    write(tmp_path / "train.csv", "text,label\na,0\n")
+    write(tmp_path / "test.csv", "text\nc\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as error:
+        check_data_files("finetune", ["--train_file", "train.csv", "--test_file", "test.csv"])
+    assert str(error.value).startswith(
+        "The test file 'test.csv' has no labels (no 'label' column), and it is the eval split here (no "
+        "--validation_file), which checkpoints are chosen on: give a --validation_file with labels"
+    )
+
+
 @pytest.mark.parametrize(
     "command, files, flags",
     [

@@ -1704,6 +1704,21 @@ def test_a_test_split_with_some_labels_missing_is_refused(
     )
 
 
+def test_a_test_file_without_labels_that_stands_in_for_the_eval_split_is_refused(tmp_path: Path) -> None:
+    """Without a validation file the test file is the eval split, which checkpoints are chosen on: one without
+    labels cannot be that, and the error says so instead of asking for a --label_column."""
+    train = write_csv(tmp_path / "train.csv", [("the film", 0), ("the movie", 1)])
+    test = write_csv(tmp_path / "test.csv", [("the film",), ("a movie",)], ("text",))
+    args = DataArguments(train_file=str(train), test_file=str(test))
+    with pytest.raises(ValueError) as error:
+        load_task_datasets(args, args.task_spec)
+    assert str(error.value) == (
+        f"The test file {str(test)!r} has no labels (no 'label' column), and it is the eval split here (no "
+        "--validation_file), which checkpoints are chosen on: give a --validation_file with labels; the test file "
+        "is then predicted, not scored."
+    )
+
+
 def test_a_sentence_pair_test_file_in_glues_layout_is_predicted(
     tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -15,6 +15,7 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import is_text_file
+from hf_bertscratch_base.task_table import check_test_file_as_eval
 
 from ..arguments import check_max_seq_length
 from ..data import check_max_samples, load_raw_datasets, sample_examples
@@ -332,6 +333,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
     check_tagged_conll_files(args, task, roles, chosen)
+    check_test_file_as_eval(task, roles, chosen["eval"].column_names, args.test_file)
     if "test" in chosen:  # predicted, not scored, where it has no labels at all
         chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
