@@ -396,12 +396,19 @@ def _check_fits_positions(fill: Pipeline, texts: Sequence[str]) -> None:
     assert fill.tokenizer is not None, "a fill-mask pipeline is always built with its tokenizer"
     if positions is None:
         return
-    for index, ids in enumerate(fill.tokenizer(list(texts), verbose=False)["input_ids"]):
-        if len(ids) > positions:
+    for index, count in enumerate(token_counts(fill.tokenizer, texts)):
+        if count > positions:
             raise ValueError(
-                f"{_input_name('Text', index, len(texts))} is {len(ids)} tokens long ([CLS] and [SEP] included), and "
+                f"{_input_name('Text', index, len(texts))} is {count} tokens long ([CLS] and [SEP] included), and "
                 f"the model reads at most {positions}: shorten it around its {fill.tokenizer.mask_token}."
             )
+
+
+def token_counts(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], chunk: int = 1024) -> Iterator[int]:
+    """The number of tokens of each of `texts` ([CLS] and [SEP] included), tokenized `chunk` texts at a time so that
+    the ids of a long file's texts are never all held at once."""
+    for start in range(0, len(texts), chunk):
+        yield from (len(ids) for ids in tokenizer(list(texts[start : start + chunk]), verbose=False)["input_ids"])
 
 
 def classify(model: str | Path | Pipeline, text: str, text_pair: str | None = None, **load_kwargs: Any) -> list[dict]:
@@ -588,7 +595,7 @@ def _cover_whole_text(tagger: Pipeline, texts: Sequence[str], aggregation_strate
     tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
     if aggregation_strategy != "none":
         return {"stride": tokenizer.model_max_length // 4}
-    longer = [len(ids) for ids in tokenizer(list(texts))["input_ids"] if len(ids) > tokenizer.model_max_length]
+    longer = [count for count in token_counts(tokenizer, texts) if count > tokenizer.model_max_length]
     if longer:
         which = "the text's" if len(texts) == 1 else f"{len(longer)} of the {len(texts)} texts, the longest of"
         logger.warning(
