@@ -333,7 +333,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
     check_tagged_conll_files(args, task, roles, chosen)
-    check_test_file_as_eval(task, roles, chosen["eval"].column_names, args.test_file)
+    if "eval" in chosen:  # none when it is held out of train below
+        check_test_file_as_eval(task, roles, chosen["eval"].column_names, args.test_file)
     if "test" in chosen:  # predicted, not scored, where it has no labels at all
         chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
