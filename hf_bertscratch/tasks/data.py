@@ -296,10 +296,13 @@ def fit_length_to_model(args: DataArguments, max_position_embeddings: int | None
     check_max_seq_length(args.max_seq_length, positions)
 
 
+# The flag that names the file of each split `load_raw_datasets` reads from files.
+SPLIT_FILE_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+
+
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
-    named = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
-    files = {split: path for split, path in named.items() if path}
+    files = {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
     if not files or not all(is_squad_json(path) for path in files.values()):
         return None
     return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
@@ -351,10 +354,6 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
-
-
-# The flag that names the file of each split `load_raw_datasets` reads from files.
-SPLIT_FILE_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
 
 
 def check_tagged_conll_files(
