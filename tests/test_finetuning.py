@@ -1744,20 +1744,29 @@ def test_a_sentence_pair_test_file_in_glues_layout_is_predicted(
         assert row["prediction"] == inference.classify(classifier, row["text"], row["text_pair"])[0]["label"]
 
 
-def test_a_regression_test_file_without_scores_is_predicted(
-    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """STS-B's shape: each test pair gets the saved regressor's score."""
+def predict_unscored_pairs(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture, task_type: str, count: int
+) -> tuple[Path, list[tuple[str, str]], list[dict[str, str]]]:
+    """Fine-tune a scored-pairs `task_type` (regression, embedding) on scored train and dev pairs with a test file of
+    `count` pairs without scores, checked as predicted, not scored: the output folder, the test pairs and
+    test_predictions.csv's rows."""
     header = ("text", "text_pair", "score")
     train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
     dev = write_csv(tmp_path / "dev.csv", scored_pairs(16, 1), header)
-    pairs = [(text, pair) for text, pair, _ in scored_pairs(6, 2)]
+    pairs = [(text, pair) for text, pair, _ in scored_pairs(count, 2)]
     test = write_csv(tmp_path / "test.csv", pairs, ("text", "text_pair"))
     output = tmp_path / "run"
     columns = ["--label_column", "score", "--text_pair_column", "text_pair", "--test_file", str(test)]
     with caplog.at_level(logging.INFO):
-        main(base_argv(model_dir, train, dev, output) + ["--task_type", "regression", *columns])
-    rows = assert_predicted_not_scored(output, caplog, "score", len(pairs))
+        main(base_argv(model_dir, train, dev, output) + ["--task_type", task_type, *columns])
+    return output, pairs, assert_predicted_not_scored(output, caplog, "score", len(pairs))
+
+
+def test_a_regression_test_file_without_scores_is_predicted(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """STS-B's shape: each test pair gets the saved regressor's score."""
+    output, pairs, rows = predict_unscored_pairs(tmp_path, model_dir, caplog, "regression", 6)
     assert list(rows[0]) == ["index", "text", "text_pair", "prediction"]
     regressor = inference.load_pipeline("text-classification", str(output))
     for row, (text, pair) in zip(rows, pairs, strict=True):
@@ -1866,16 +1875,7 @@ def test_an_embedding_test_file_without_scores_gets_each_pairs_cosine(
     """A bi-encoder predicts how alike a pair's texts are: the cosine of their vectors, as `similarity` gives it."""
     from hf_bertscratch.inference import similarity
 
-    header = ("text", "text_pair", "score")
-    train = write_csv(tmp_path / "train.csv", scored_pairs(48, 0), header)
-    dev = write_csv(tmp_path / "dev.csv", scored_pairs(16, 1), header)
-    pairs = [(text, pair) for text, pair, _ in scored_pairs(4, 2)]
-    test = write_csv(tmp_path / "test.csv", pairs, ("text", "text_pair"))
-    output = tmp_path / "run"
-    columns = ["--label_column", "score", "--text_pair_column", "text_pair", "--test_file", str(test)]
-    with caplog.at_level(logging.INFO):
-        main(base_argv(model_dir, train, dev, output) + ["--task_type", "embedding", *columns])
-    rows = assert_predicted_not_scored(output, caplog, "score", len(pairs))
+    output, pairs, rows = predict_unscored_pairs(tmp_path, model_dir, caplog, "embedding", 4)
     assert list(rows[0]) == ["index", "text", "text_pair", "prediction"]
     for row, (text, pair) in zip(rows, pairs, strict=True):
         assert float(row["prediction"]) == pytest.approx(similarity(str(output), text, pair), abs=1e-5)

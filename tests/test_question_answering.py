@@ -192,12 +192,19 @@ def test_the_window_holding_the_answer_gives_its_exact_characters(qa_tokenizer, 
     assert examples["context"][0][prediction["start_char"] : prediction["end_char"]] == answer
 
 
-def test_postprocess_reads_datasets_and_logits_padded_by_a_trainer(qa_tokenizer, long_example) -> None:
-    examples, answer, start = long_example
-    features = prepare_eval_features(examples, qa_tokenizer, **WINDOW)
+def answer_in_window_1(features: dict, answer: str, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end logits, (5, 20) zeros, but 5.0 where window 1 of `features` starts and ends `answer` (at
+    character `start` of the context)."""
     start_logits, end_logits = np.zeros((5, 20)), np.zeros((5, 20))
     start_logits[1, token_at(features["offset_mapping"][1], char_start=start)] = 5.0
     end_logits[1, token_at(features["offset_mapping"][1], char_end=start + len(answer))] = 5.0
+    return start_logits, end_logits
+
+
+def test_postprocess_reads_datasets_and_logits_padded_by_a_trainer(qa_tokenizer, long_example) -> None:
+    examples, answer, start = long_example
+    features = prepare_eval_features(examples, qa_tokenizer, **WINDOW)
+    start_logits, end_logits = answer_in_window_1(features, answer, start)
     # Trainer pads each batch's logits to a common width with -100; a pad value above that must still be ignored.
     pad = np.full((5, 6), 50.0)
     padded_start, padded_end = np.hstack([start_logits, pad]), np.hstack([end_logits, pad])
@@ -213,9 +220,7 @@ def test_padding_past_a_feature_takes_no_place_among_its_top_tokens(qa_tokenizer
     and so the answer and its score, are those of the features alone."""
     examples, answer, start = long_example
     features = prepare_eval_features(examples, qa_tokenizer, **WINDOW)
-    start_logits, end_logits = np.zeros((5, 20)), np.zeros((5, 20))
-    start_logits[1, token_at(features["offset_mapping"][1], char_start=start)] = 5.0
-    end_logits[1, token_at(features["offset_mapping"][1], char_end=start + len(answer))] = 5.0
+    start_logits, end_logits = answer_in_window_1(features, answer, start)
     pad = np.full((5, 6), 50.0)
     alone = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=3)
     padded = postprocess_predictions(
