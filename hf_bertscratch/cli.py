@@ -39,7 +39,7 @@ import numpy as np
 
 from hf_bertscratch_base import PROG
 from hf_bertscratch_base.data_files import TEXT_COLUMN, is_text_file
-from hf_bertscratch_base.task_table import SHAPE_COLUMNS, column_flag
+from hf_bertscratch_base.task_table import SHAPE_COLUMNS, check_columns, column_flag
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
@@ -569,13 +569,7 @@ def read_input_file(path: str, columns: dict[str, str], quiet: bool = True) -> d
 
     with _datasets_quiet(quiet):
         rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
-    missing = {role: column for role, column in columns.items() if column not in rows.column_names}
-    if missing:
-        flags = ", ".join(column_flag(role) for role in missing)
-        raise ValueError(
-            f"Column(s) {list(missing.values())} not in --input_file {path!r}; it has {rows.column_names}: name "
-            f"yours with {flags}."
-        )
+    check_columns(rows.column_names, columns, "input", where=f"--input_file {path!r}")  # as the front door does
     inputs = {role: list(rows[column]) for role, column in columns.items()}
     for role, values in inputs.items():
         _check_texts(values, path, columns[role], column_flag(role))

@@ -21,7 +21,7 @@ from typing import cast
 import datasets
 from pandas.errors import ParserError
 
-from hf_bertscratch_base.data_files import FILE_BUILDERS, file_extension, is_text_file, open_text
+from hf_bertscratch_base.data_files import CONLL_DOCSTART, FILE_BUILDERS, file_extension, is_text_file, open_text
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, resolve_data_dir
 
 logger = logging.getLogger(__name__)
@@ -550,7 +550,6 @@ CONLL_FEATURES = datasets.Features(
     }
 )
 CONLL_WORDS_FEATURES = datasets.Features({name: kind for name, kind in CONLL_FEATURES.items() if name != "ner_tags"})
-_DOCSTART = "-DOCSTART-"
 
 
 # ------------------------------------------------------------------------------------------------ reading CoNLL
@@ -585,7 +584,7 @@ def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], l
     with open_text(path) as lines:
         for line_number, line in enumerate(lines, start=1):
             fields = line.split()
-            if not fields or fields[0] == _DOCSTART:
+            if not fields or fields[0] == CONLL_DOCSTART:
                 if words:
                     yield words, tags if columns > 1 else None
                 words, tags = [], []

@@ -54,8 +54,10 @@ def open_text(path: Path, encoding: str = "utf-8") -> TextIO:
 
 
 # The columns of a text file read as CoNLL-format sentences (`word ... TAG` lines, blank lines between sentences):
-# what a token-classification task makes of a .txt file (`hf_bertscratch.data.read_conll`).
+# what a token-classification task makes of a .txt file (`hf_bertscratch.data.read_conll`); a file of words alone
+# (one column per line: a test file to predict) has no "ner_tags".
 CONLL_COLUMNS = ["id", "tokens", "ner_tags"]
+CONLL_DOCSTART = "-DOCSTART-"  # a CoNLL file's document separator line, no token
 
 
 def is_text_file(path: str | Path) -> bool:
@@ -81,6 +83,24 @@ def read_columns(path: str | Path) -> list[str] | None:
             return _json_keys(lines.readline(FIRST_ROW_LIMIT))
     except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
         return None
+
+
+def read_conll_columns(path: str | Path) -> list[str] | None:
+    """The columns `hf_bertscratch.data.read_conll` gives a CoNLL-format text file, told from its first token line
+    (the first that is neither blank nor -DOCSTART-, which sets the columns of every line): `CONLL_COLUMNS`, without
+    "ner_tags" where that line is a word alone. None where the file holds no token line, or cannot be read."""
+    path = Path(path).expanduser()
+    if not is_text_file(path) or not path.is_file():
+        return None
+    try:
+        with open_text(path) as lines:
+            for line in lines:
+                fields = line.split()
+                if fields and fields[0] != CONLL_DOCSTART:
+                    return CONLL_COLUMNS if len(fields) > 1 else CONLL_COLUMNS[:-1]
+    except (OSError, EOFError, ValueError, zlib.error):  # unreadable, not gzip, not UTF-8
+        return None
+    return None
 
 
 def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
@@ -113,6 +133,7 @@ def _json_keys(line: str) -> list[str] | None:
 
 __all__ = [
     "CONLL_COLUMNS",
+    "CONLL_DOCSTART",
     "FILE_BUILDERS",
     "TEXT_COLUMN",
     "TSV_READING",
@@ -120,4 +141,5 @@ __all__ = [
     "is_text_file",
     "open_text",
     "read_columns",
+    "read_conll_columns",
 ]

@@ -266,15 +266,15 @@ def required_columns(task: TaskSpec, role: str, train_columns: Collection[str] |
     return required
 
 
-def check_columns(columns: Collection[str], required: dict[str, str], split: str) -> None:
+def check_columns(columns: Collection[str], required: dict[str, str], split: str, where: str | None = None) -> None:
     """Fail in one line when the `split` split's `columns` lack a `required` one (role -> column), naming the missing
-    columns, the columns there are, and the flag that picks each missing one."""
+    columns, the columns there are, and the flag that picks each missing one; `where` names the place otherwise
+    than as the split (the file of an inference command's inputs: "--input_file 'x.csv'")."""
     missing = [column for column in required.values() if column not in columns]
     if missing:
         flags = ", ".join(column_flag(role) for role, column in required.items() if column in missing)
-        raise ValueError(
-            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}."
-        )
+        place = where or f"the {split} split"
+        raise ValueError(f"Column(s) {missing} not in {place}; it has {list(columns)}: name yours with {flags}.")
 
 
 def check_test_file_as_eval(
@@ -293,6 +293,23 @@ def check_test_file_as_eval(
     )
 
 
+def check_tagged_conll_file(task: TaskSpec, role: str, split: str, path: str, columns: Collection[str]) -> None:
+    """Fail in one line, naming the file, when the train or eval split (`role`) of a token-classification task comes
+    from a CoNLL text file of words alone (`columns`, which then hold no tags column): such a file is a test file to
+    predict, and the column check would only ask for a --tags_column. `split` is the split the file gives
+    (--{split}_file: train, validation or test)."""
+    if task.shape != "token-classification" or role == "test" or task.has_labels(columns):
+        return
+    doubled = (
+        " The test file is the eval split here (no --validation_file): give one with tags." if split == "test" else ""
+    )
+    raise ValueError(
+        f"The {role} split's file {path!r} (--{split}_file) holds words without tags (one column per line), but the "
+        f"{role} split needs each word's tag: the last whitespace-separated column of its line (`word ... TAG`, as "
+        f"CoNLL-2003 has them). Only a test file may hold words alone, to be predicted.{doubled}"
+    )
+
+
 __all__ = [
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
@@ -303,6 +320,7 @@ __all__ = [
     "TaskOverrides",
     "TaskSpec",
     "check_columns",
+    "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",
     "column_flag",

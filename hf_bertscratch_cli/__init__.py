@@ -31,7 +31,8 @@ OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
 def check_sources(command: str, args: list[str]) -> None:
     """What the arguments point to that can fail before torch loads, checked in a second: the model (a folder, or a
     Hub id with the Hub reachable), finetune's --task without a data directory when the Hub cannot be reached, and
-    the columns of the local data files a training command reads (`check_data_files`)."""
+    the columns of the local data files a training command, or an inference command's --input_file, reads
+    (`check_data_files`)."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)

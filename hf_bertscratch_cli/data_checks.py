@@ -1,20 +1,24 @@
 """The front door's check that the local data files a command names have the columns it reads, before torch loads:
-their headers (`hf_bertscratch_base.data_files.read_columns`) against the task table's columns and the `--*_column`
-flags, failing with the library's own line (`task_table.check_columns`, which stays for users of the API). A file
-whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json, a file that is not UTF-8) is
-left to the library; a named file that does not exist fails here.
+their headers (`hf_bertscratch_base.data_files.read_columns`; a CoNLL text file's first token line,
+`read_conll_columns`) against the task table's columns, or an inference command's input columns, and the
+`--*_column` flags, failing with the library's own line (`task_table.check_columns`, `check_tagged_conll_file`,
+which stay for users of the API). A file whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json,
+a file that is not UTF-8) is left to the library; a named file that does not exist fails here.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from hf_bertscratch_base.data_files import CONLL_COLUMNS, TEXT_COLUMN, is_text_file, read_columns
+from hf_bertscratch_base.data_files import TEXT_COLUMN, is_text_file, read_columns, read_conll_columns
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
+    SHAPE_COLUMNS,
     TaskOverrides,
     check_columns,
+    check_tagged_conll_file,
     check_test_file_as_eval,
     column_flag,
     required_columns,
@@ -56,9 +60,14 @@ def check_task_files(args: list[str]) -> None:
         return
     conll = task.shape == "token-classification"  # a text file holds CoNLL-format sentences there
     columns = {
-        split: CONLL_COLUMNS if conll and is_text_file(path) else read_columns(path) for split, path in files.items()
+        split: read_conll_columns(path) if conll and is_text_file(path) else read_columns(path)
+        for split, path in files.items()
     }
     roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split))
+    for role, split in roles.items():
+        found = columns.get(split)
+        if conll and found is not None and is_text_file(files[split]):
+            check_tagged_conll_file(task, role, split, files[split], found)
     if (eval_columns := columns.get(roles["eval"])) is not None:
         check_test_file_as_eval(task, roles, eval_columns, files.get("test"))
     for role, split in roles.items():
@@ -79,12 +88,43 @@ def check_text_files(args: list[str]) -> None:
             check_columns(found, {"text": TEXT_COLUMN if text_column is None else text_column}, split)
 
 
+QA_COLUMNS = SHAPE_COLUMNS["question-answering"]  # finetune's default question and context columns
+# Inference command -> the input roles a row of its --input_file holds, each with the column its --{role}_column
+# flag names by default (None: none unless the flag names one), as `hf_bertscratch.cli`'s arguments have them.
+INPUT_FILE_COLUMNS: dict[str, dict[str, str | None]] = {
+    "fill-mask": {"text": TEXT_COLUMN},
+    "classify": {"text": TEXT_COLUMN, "text_pair": None},
+    "tag": {"text": TEXT_COLUMN},
+    "answer": {"question": QA_COLUMNS["question"], "context": QA_COLUMNS["context"]},
+    "embed": {"text": TEXT_COLUMN},
+    "similarity": {"text": TEXT_COLUMN, "text_pair": None},
+}
+
+
+def check_input_file(command: str, args: list[str]) -> None:
+    """An inference command's --input_file has the columns the command reads from it, by its column flags and their
+    defaults (`INPUT_FILE_COLUMNS`; `hf_bertscratch.cli.read_input_file` checks them, with the same line)."""
+    path = _given_files(args, ("input",)).get("input")
+    if path is None:
+        return
+    found = read_columns(path)
+    if found is None:
+        return
+    named = {
+        role: column
+        for role, default in INPUT_FILE_COLUMNS[command].items()
+        if (column := flag_value(args, column_flag(role)) or default)
+    }
+    check_columns(found, named, "input", where=f"--input_file {path!r}")
+
+
 # Command -> the check of the data files its arguments name.
 DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
     "finetune": check_task_files,
     "pretrain": check_text_files,
     "pretrain-flax": check_text_files,
     "train-tokenizer": check_text_files,
+    **{command: functools.partial(check_input_file, command) for command in INPUT_FILE_COLUMNS},
 }
 
 
@@ -97,4 +137,11 @@ def check_data_files(command: str, args: list[str]) -> None:
         check(args)
 
 
-__all__ = ["DATA_FILE_CHECKS", "check_data_files", "check_task_files", "check_text_files"]
+__all__ = [
+    "DATA_FILE_CHECKS",
+    "INPUT_FILE_COLUMNS",
+    "check_data_files",
+    "check_input_file",
+    "check_task_files",
+    "check_text_files",
+]

@@ -1027,14 +1027,37 @@ def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
             ["pretrain", "--task_text", "sst2", "--data_dir", "nowhere"],
             "NotADirectoryError: data_dir='nowhere' is not a directory; expected a folder of local datasets.",
         ),
+        (
+            ["answer", "model", "--input_file", "questions.csv"],
+            "FileNotFoundError: The input file 'questions.csv' (--input_file) does not exist.",
+        ),
+        (
+            ["classify", "model", "--input_file", "dev.csv", "--text_pair_column", "second"],
+            "ValueError: Column(s) ['second'] not in --input_file 'dev.csv'; it has ['id', 'text']: name yours with "
+            "--text_pair_column.",
+        ),
+        (
+            ["finetune", "--model_name_or_path", "model", "--task_type", "token-classification"]
+            + ["--train_file", "words.txt", "--validation_file", "words.txt"],
+            "ValueError: The train split's file 'words.txt' (--train_file) holds words without tags (one column per "
+            "line), but the train split needs each word's tag",
+        ),
     ],
-    ids=["missing-train-file", "misspelt-task", "missing-data-dir"],
+    ids=[
+        "missing-train-file",
+        "misspelt-task",
+        "missing-data-dir",
+        "missing-input-file",
+        "input-column",
+        "conll-words",
+    ],
 )
 def test_a_missing_file_or_folder_or_an_unknown_task_is_named_before_torch_loads(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], error: str
 ) -> None:
     """What the arguments name that is not there fails in one line within a second, before torch loads: a
-    --train_file (before another file's columns are checked), a --task, a --data_dir."""
+    --train_file (before another file's columns are checked), a --task, a --data_dir, an --input_file or a column
+    of it; and a CoNLL training file of words without tags."""
     code = (
         "import sys, hf_bertscratch_cli\n"
         "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
@@ -1043,6 +1066,7 @@ def test_a_missing_file_or_folder_or_an_unknown_task_is_named_before_torch_loads
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "dev.csv").write_text("id,text\n1,the cat\n")  # no label column: the train file is the error
+    (tmp_path / "words.txt").write_text("-DOCSTART-\n\nthe\ncat\n")
     done = subprocess.run(
         [sys.executable, "-c", code, *argv, "--output_dir", "out"],
         capture_output=True, text=True, check=False, cwd=tmp_path, env=closed_port_hub(monkeypatch),

@@ -1,9 +1,10 @@
 """Tests for hf_bertscratch_base.data_files and hf_bertscratch_cli.data_checks: a data file's columns read from its start with the standard library, as
-`datasets` reads them, and the front door's column check, which fails with the library's own line (the launcher's
-timing and its torch-free import: tests/test_cli.py)."""
+`datasets` reads them, and the front door's column checks of training files and inference commands' --input_file,
+which fail with the library's own line (the launcher's timing and its torch-free import: tests/test_cli.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ from hf_bertscratch.pretraining_data import load_text_splits
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch_base.data_files import read_columns
 from hf_bertscratch_cli.commands import flag_value
-from hf_bertscratch_cli.data_checks import check_data_files
+from hf_bertscratch_cli.data_checks import INPUT_FILE_COLUMNS, check_data_files
 
 SQUAD_ROW = {"question": "Who?", "context": "Ann went.", "answers": {"text": ["Ann"], "answer_start": [0]}}
 
@@ -206,3 +207,127 @@ def test_flag_value_reads_a_flag_as_the_parser_does() -> None:
     assert flag_value(args, "--text_column") == "a"
     assert flag_value(args, "--label_column") == "c"  # the last one given, as argparse keeps it
     assert flag_value(args, "--task") is None and flag_value(args, "--tags_column") is None
+
+
+TAGGED = "-DOCSTART- -X- O O\n\nAnn NNP B-PER\nwent VBD O\n\nBob NNP B-PER\n"
+WORDS = "-DOCSTART-\n\n\nAnn\nwent\n\nBob\n"  # a -DOCSTART- line and blank lines before the first word
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"--train_file": "words.txt", "--validation_file": "tagged.txt"},
+        {"--train_file": "tagged.txt", "--validation_file": "words.txt.gz"},
+        {"--train_file": "tagged.txt", "--test_file": "words.txt"},  # the test file is the eval split
+    ],
+    ids=["train", "validation", "test-as-eval"],
+)
+def test_a_conll_file_of_words_alone_fails_at_the_front_door_as_in_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> None:
+    """A CoNLL text file whose first token line is a word alone is a test file to predict; as a train or eval split
+    it is refused before torch loads, with the library's line, read from its first token line."""
+    for name, text in {"tagged.txt": TAGGED, "words.txt": WORDS, "words.txt.gz": WORDS}.items():
+        write(tmp_path / name, text)
+    monkeypatch.chdir(tmp_path)
+    argv = ["--task_type", "token-classification", *(arg for pair in files.items() for arg in pair)]
+    with pytest.raises(ValueError) as error:
+        check_data_files("finetune", argv)
+    assert "holds words without tags (one column per line)" in str(error.value)
+    assert str(error.value) == library_error("finetune", argv)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"--train_file": "tagged.txt", "--validation_file": "tagged.txt", "--test_file": "words.txt"},
+        {"--train_file": "tagged.txt", "--validation_file": "blank.txt"},  # no token line: left to the library
+    ],
+    ids=["test-predicted", "no-token-line"],
+)
+def test_conll_files_that_the_front_door_leaves_to_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> None:
+    for name, text in {"tagged.txt": TAGGED, "words.txt": WORDS, "blank.txt": "-DOCSTART-\n\n"}.items():
+        write(tmp_path / name, text)
+    monkeypatch.chdir(tmp_path)
+    check_data_files("finetune", ["--task_type", "token-classification", *(a for pair in files.items() for a in pair)])
+
+
+# An inference command's --input_file: (command, file, its text, flags, the line it fails with).
+INPUT_MISSING = [
+    ("classify", "reviews.csv", "text,label\na,0\n", ["--text_column", "review"], "['review'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_column"),
+    ("classify", "pairs.tsv", "text\tlabel\na\t0\n", ["--text-pair-column", "second"], "['second'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_pair_column"),
+    ("similarity", "pairs.jsonl", jsonl({"a": "x", "b": "y"}), ["--text_pair_column=b"], "['text'] not in --input_file '{path}'; it has ['a', 'b']: name yours with --text_column"),
+    ("answer", "questions.csv.gz", "text,label\na,0\n", [], "['question', 'context'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --question_column, --context_column"),
+    ("answer", "questions.jsonl", QUESTIONS, ["--question_column", "query"], "['query', 'context'] not in --input_file '{path}'; it has ['question', 'answers']: name yours with --question_column, --context_column"),
+    ("tag", "texts.jsonl", jsonl({"sentence": "Ann went ."}), [], "['text'] not in --input_file '{path}'; it has ['sentence']: name yours with --text_column"),
+    ("embed", "notes.txt", "hello\n", ["--text_column", "body"], "['body'] not in --input_file '{path}'; it has ['text']: name yours with --text_column"),
+    ("fill-mask", "texts.csv", "body\nthe [MASK] .\n", [], "['text'] not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
+]  # fmt: skip
+
+
+def library_input_error(command: str, path: Path, argv: list[str]) -> str:
+    """The library's own line for an inference command's --input_file (`cli.read_input_file`, once torch has
+    loaded), the command's arguments parsed by its own parser."""
+    from hf_bertscratch import cli
+
+    args = cli.parse_command_arguments(command, ["model", "--input_file", str(path), *argv])
+    roles = INPUT_FILE_COLUMNS[command]
+    columns = {role: column for role in roles if (column := getattr(args, f"{role}_column"))}
+    with pytest.raises(ValueError) as error:
+        cli.read_input_file(str(path), columns)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("command, name, text, flags, missing", INPUT_MISSING)
+def test_an_input_file_without_the_commands_columns_fails_at_the_front_door_as_in_the_library(
+    tmp_path: Path, command: str, name: str, text: str, flags: list[str], missing: str
+) -> None:
+    path = write(tmp_path / name, text)
+    with pytest.raises(ValueError) as error:
+        check_data_files(command, ["model", "--input_file", str(path), *flags])
+    assert str(error.value) == f"Column(s) {missing.format(path=path)}."
+    assert str(error.value) == library_input_error(command, path, flags)
+
+
+@pytest.mark.parametrize(
+    "command, files, flags",
+    [
+        ("classify", {"reviews.csv": "review,label\na,0\n"}, ["--text_column", "review"]),
+        ("classify", {"pairs.tsv": "text\tsecond\na\tb\n"}, ["--text_pair_column", "second"]),
+        ("similarity", {"pairs.jsonl": jsonl({"a": "x", "b": "y"})}, ["--text_column", "a", "--text_pair_column", "b"]),
+        ("answer", {"questions.jsonl": jsonl(SQUAD_ROW)}, []),
+        ("answer", {"dev.json": json.dumps({"version": "1.1", "data": []})}, []),  # SQuAD's layout: the library's
+        ("tag", {"texts.txt": "Ann went .\n"}, []),
+        ("embed", {"texts.parquet": "PAR1"}, ["--text_column", "body"]),  # columns not read before torch loads
+        ("fill-mask", {}, ["the [MASK] ."]),  # no --input_file
+    ],
+)  # fmt: skip
+def test_input_files_with_the_commands_columns_pass_the_front_door(
+    tmp_path: Path, command: str, files: dict[str, str], flags: list[str]
+) -> None:
+    paths = [str(write(tmp_path / name, text)) for name, text in files.items()]
+    check_data_files(command, ["model", *(arg for path in paths for arg in ("--input_file", path)), *flags])
+
+
+def test_a_missing_input_file_fails_at_the_front_door(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as error:
+        check_data_files("embed", ["model", "--input_file", str(tmp_path / "texts.csv")])
+    assert str(error.value) == f"The input file {str(tmp_path / 'texts.csv')!r} (--input_file) does not exist."
+
+
+def test_the_front_door_reads_the_input_columns_the_commands_read() -> None:
+    """`INPUT_FILE_COLUMNS` is each inference command's input roles and their column flags' defaults."""
+    from hf_bertscratch import cli
+
+    commands = {
+        command
+        for command, (arguments, _) in cli.INSPECTION_COMMANDS.items()
+        if "input_file" in {each.name for each in dataclasses.fields(arguments)}
+    }
+    assert set(INPUT_FILE_COLUMNS) == commands
+    for command, roles in INPUT_FILE_COLUMNS.items():
+        fields = {each.name: each.default for each in dataclasses.fields(cli.INSPECTION_COMMANDS[command][0])}
+        assert {name[: -len("_column")] for name in fields if name.endswith("_column")} == set(roles), command
+        assert {role: fields[f"{role}_column"] for role in roles} == roles, command

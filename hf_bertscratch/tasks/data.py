@@ -15,7 +15,7 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import is_text_file
-from hf_bertscratch_base.task_table import check_test_file_as_eval
+from hf_bertscratch_base.task_table import check_tagged_conll_file, check_test_file_as_eval
 
 from ..arguments import check_max_seq_length
 from ..data import check_max_samples, load_raw_datasets, sample_examples
@@ -361,24 +361,12 @@ def check_tagged_conll_files(
 ) -> None:
     """Fail in one line, naming the file, when a train or eval split of a token-classification task comes from a
     CoNLL text file of words alone (`hf_bertscratch.data.read_conll` gives it no tags column): such a file is a test
-    file to predict, and the column check would only ask for a --tags_column."""
-    if task.shape != "token-classification":
-        return
+    file to predict, and the column check would only ask for a --tags_column (`check_tagged_conll_file`, which the
+    front door runs on the file's first token line)."""
     for role, split in roles.items():
-        flag = SPLIT_FILE_FLAGS.get(split, "")
-        path = getattr(args, flag, None)
-        if role == "test" or not path or not is_text_file(path) or task.scored_column in chosen[role].column_names:
-            continue
-        doubled = (
-            " The test file is the eval split here (no --validation_file): give one with tags."
-            if split == "test"
-            else ""
-        )
-        raise ValueError(
-            f"The {role} split's file {path!r} (--{flag}) holds words without tags (one column per line), but the "
-            f"{role} split needs each word's tag: the last whitespace-separated column of its line (`word ... TAG`, as "
-            f"CoNLL-2003 has them). Only a test file may hold words alone, to be predicted.{doubled}"
-        )
+        path = getattr(args, SPLIT_FILE_FLAGS.get(split, ""), None)
+        if path and is_text_file(path):
+            check_tagged_conll_file(task, role, split, path, chosen[role].column_names)
 
 
 def unlabelled_rows(split: datasets.Dataset, column: str) -> list[int]:
