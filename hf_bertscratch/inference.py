@@ -8,7 +8,8 @@ Each function takes a model folder / Hub id or an already built pipeline, so a n
 Each has a `*_many` form that runs a list of inputs through the pipeline `batch_size` at a time and yields the
 results in input order; the one-text function is that form on a batch of one.
 Question answering, which transformers 5 has no pipeline for, is `answer_question`: the windows and answer spans of
-`hf_bertscratch.qa_windows` around one batched forward pass. `attention_weights` runs a model for the attention maps
+`hf_bertscratch.qa_windows` around batched forward passes, `batch_size` windows each as in the token-classification
+pipeline. `attention_weights` runs a model for the attention maps
 `hf_bertscratch.plotting.plot_attention` draws.
 
 `backend="onnxruntime"` runs the same pipeline on a folder written by `bertscratch export` (see
@@ -681,9 +682,7 @@ def answer_question(
     dtype: str = "float32",
 ) -> dict:
     """Extract the answer to `question` from `context` with a question-answering model: `answer_question_many` on a
-    batch of one.
-
-    All the windows of the context go through the model in one batch.
+    list of one, its windows one per forward pass (as transformers' pipelines run with their default batch_size).
 
     Args:
         model: a model folder / Hub id with a *ForQuestionAnswering head, or an already loaded (model, tokenizer).
@@ -726,9 +725,10 @@ def answer_question_many(
     dtype: str = "float32",
     batch_size: int = 1,
 ) -> Iterator[dict]:
-    """`answer_question` of each question with the same position of `contexts`, in order: `batch_size` questions
-    per forward pass, each with all its context's windows. Every input is checked before the model runs, and the
-    answers come as each batch is done."""
+    """`answer_question` of each question with the same position of `contexts`, in order, `batch_size` windows per
+    forward pass (a context longer than a window gives several, as transformers' chunked pipelines count a batch);
+    the windows of `batch_size` questions at a time are made and read together. Every input is checked before the
+    model runs, and the answers come as each `batch_size` questions are done."""
     check_batch_size(batch_size)
     _check_pairs(questions, contexts, ("questions", "contexts"))
     _check_not_empty(questions, "Question", "a question to answer")
@@ -746,7 +746,9 @@ def answer_question_many(
         "max_answer_length": max_answer_length,
     }
     batches = (
-        _answer_batch(qa_model, tokenizer, questions[at : at + batch_size], contexts[at : at + batch_size], **settings)
+        _answer_batch(
+            qa_model, tokenizer, questions[at : at + batch_size], contexts[at : at + batch_size], batch_size, **settings
+        )
         for at in range(0, len(questions), batch_size)
     )
     return chain.from_iterable(batches)
@@ -757,16 +759,17 @@ def _answer_batch(
     tokenizer: PreTrainedTokenizerBase,
     questions: Sequence[str],
     contexts: Sequence[str],
+    batch_size: int,
     max_seq_length: int,
     doc_stride: int,
     n_best_size: int,
     max_answer_length: int,
 ) -> list[dict]:
-    """The answers to `questions` from `contexts`, the windows of all of them in one forward pass."""
+    """The answers to `questions` from `contexts`, their windows `batch_size` per forward pass."""
     ids = [str(index) for index in range(len(questions))]
     examples = {"id": ids, "question": list(questions), "context": list(contexts)}
     features = prepare_eval_features(examples, tokenizer, max_seq_length, doc_stride)
-    start_logits, end_logits = _qa_logits(model, tokenizer, features)
+    start_logits, end_logits = _qa_logits(model, tokenizer, features, batch_size)
     predictions = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size, max_answer_length)
     return [
         {"answer": best["text"], "start": best["start_char"], "end": best["end_char"], "score": best["score"]}
@@ -805,16 +808,23 @@ def _load_qa_model(
 
 
 def _qa_logits(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, features: dict[str, list]
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, features: dict[str, list], batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end logits, each (F, T), of the features in one right-padded batch."""
+    """Start and end logits, each (F, T) with T the longest feature's length, `batch_size` features per forward
+    pass, each batch right-padded to its longest feature (past a feature's own tokens a row holds zeros, which
+    `postprocess_predictions` does not read)."""
     names = ("input_ids", "token_type_ids", "attention_mask")
-    inputs: dict[str, list] = {name: features[name] for name in names if name in features}
-    # Right padding keeps token t of each feature at index t, where its offset_mapping entry is.
-    batch = tokenizer.pad(inputs, padding_side="right", return_tensors="pt").to(model.device)
-    with torch.inference_mode():
-        outputs = model(**batch)
-    return outputs.start_logits.float().cpu().numpy(), outputs.end_logits.float().cpu().numpy()
+    count, width = len(features["input_ids"]), max(map(len, features["input_ids"]))
+    start_logits, end_logits = np.zeros((count, width), np.float32), np.zeros((count, width), np.float32)
+    for at in range(0, count, batch_size):
+        inputs = {name: features[name][at : at + batch_size] for name in names if name in features}
+        # Right padding keeps token t of each feature at index t, where its offset_mapping entry is.
+        batch = tokenizer.pad(inputs, padding_side="right", return_tensors="pt").to(model.device)
+        with torch.inference_mode():
+            outputs = model(**batch)
+        for logits, found in ((start_logits, outputs.start_logits), (end_logits, outputs.end_logits)):
+            logits[at : at + batch_size, : found.shape[1]] = found.float().cpu().numpy()
+    return start_logits, end_logits
 
 
 @torch.no_grad()

@@ -9,7 +9,7 @@ The work is split as in transformers' `run_qa.py` / `utils_qa.py`:
 2. postprocess: `postprocess_predictions` turns the start/end logits of all the windows of an example back into a
    character span of its context.
 
-`hf_bertscratch.inference.answer_question` runs 1 and 2 around one forward pass of a `*ForQuestionAnswering` model;
+`hf_bertscratch.inference.answer_question` runs 1 and 2 around the forward passes of a `*ForQuestionAnswering` model;
 `hf_bertscratch.tasks.question_answering` reads and checks SQuAD data and fine-tuning maps its splits through 1 and
 scores 2's answers.
 

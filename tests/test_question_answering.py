@@ -468,6 +468,44 @@ def test_answer_question_reads_the_answer_from_the_right_window(qa_tokenizer, mo
         answer_question((model, qa_tokenizer), QUESTION, context, tokenizer=qa_tokenizer, **WINDOW)
 
 
+class RowCountingForQuestionAnswering(FixedSpanForQuestionAnswering):
+    """`FixedSpanForQuestionAnswering` that notes the rows (windows) of each forward pass."""
+
+    def __init__(self, start_id: int, end_id: int) -> None:
+        super().__init__(start_id, end_id)
+        self.rows: list[int] = []
+
+    def forward(self, input_ids: torch.Tensor, **kwargs: torch.Tensor) -> QuestionAnsweringModelOutput:
+        self.rows.append(len(input_ids))
+        return super().forward(input_ids, **kwargs)
+
+
+def test_answer_question_many_runs_batch_size_windows_per_forward_pass(qa_tokenizer) -> None:
+    """batch_size counts windows, as transformers' chunked pipelines (token classification) count a batch: a long
+    context's windows are split across forward passes, and the answers are those of one pass over all windows."""
+    long_context, answer, start = words_context(30, ANSWER_WORDS, 28)
+    contexts = [long_context, SHORT_CONTEXT, long_context]
+    examples = {"id": ["0", "1", "2"], "question": [QUESTION] * 3, "context": contexts}
+    windows = len(prepare_eval_features(examples, qa_tokenizer, **WINDOW)["input_ids"])
+    assert windows > 2 * len(contexts)  # several windows a question
+    model = RowCountingForQuestionAnswering(*qa_tokenizer.convert_tokens_to_ids(ANSWER_WORDS))
+    answers = list(
+        inference.answer_question_many((model, qa_tokenizer), [QUESTION] * 3, contexts, batch_size=2, **WINDOW)
+    )
+    assert max(model.rows) <= 2 and sum(model.rows) == windows
+    model.rows.clear()
+    assert (
+        list(
+            inference.answer_question_many(
+                (model, qa_tokenizer), [QUESTION] * 3, contexts, batch_size=windows, **WINDOW
+            )
+        )
+        == answers
+    )
+    assert model.rows == [windows]
+    assert (answers[0]["answer"], answers[0]["start"]) == (answer, start) and answers[2] == answers[0]
+
+
 def test_postprocess_needs_unique_example_ids(qa_tokenizer) -> None:
     examples = {"id": ["q", "q"], "question": [QUESTION] * 2, "context": [SHORT_CONTEXT] * 2}
     features = prepare_eval_features(examples, qa_tokenizer, **ONE_WINDOW)

@@ -11,7 +11,7 @@ in transformers' `run_qa.py` / `utils_qa.py`, three parts kept apart:
 3. metric: exact match / F1 compare `prediction["text"]` with the examples' answers; no part of this module.
 
 1 and 2 live in `hf_bertscratch.qa_windows`, below this module, because inference runs them too
-(`hf_bertscratch.inference.answer_question`, around one forward pass); this module passes them on.
+(`hf_bertscratch.inference.answer_question`, around its forward passes); this module passes them on.
 
 `QuestionAnsweringShape` (at the end) is fine-tuning's task shape (`hf_bertscratch.tasks.shapes`): 1 and 2, and the
 metric (3) as the official SQuAD script computes it.
