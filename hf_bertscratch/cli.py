@@ -17,8 +17,9 @@ above the library, runs them (and the training-side commands, `pretrain`, `finet
 `main(argv)`), and turns any error into one line on stderr and exit status 1 (`--debug`: the traceback).
 
 The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
-fine-tuning reads its files), `--batch_size` inputs per forward pass through the same functions as one input (a batch
-of one), and print one JSON line per input in the file's order (`show_results`).
+fine-tuning reads its files), `--batch_size` model rows per forward pass (an input each; `tag` and `answer` count
+windows, as transformers' chunked pipelines do) through the same functions as one input (a list of one), and print
+one JSON line per input in the file's order (`show_results`).
 """
 
 from __future__ import annotations
@@ -76,11 +77,10 @@ def _column_field(default: str | None, help: str) -> Any:
     return field(default=default, metadata={"help": f"With --input_file (not .txt): {help}"})
 
 
-def _batch_size_field() -> Any:
-    return field(
-        default=8,
-        metadata={"help": "With --input_file: inputs per forward pass, each batch padded to its longest input."},
-    )
+def _batch_size_field(counts: str = "With --input_file: texts per forward pass", windows: str = "") -> Any:
+    """--batch_size, its help saying what a forward pass counts (`counts`) for the command, and for a command that
+    counts windows, what makes them (`windows`)."""
+    return field(default=8, metadata={"help": f"{counts}, each batch padded to its longest{windows}."})
 
 
 def _output_file_field() -> Any:
@@ -188,6 +188,7 @@ class ClassifyArguments(InferenceArguments):
     text_pair_column: str | None = _column_field(
         None, "the column of the second texts of sentence pairs; None: single texts."
     )
+    batch_size: int = _batch_size_field("With --input_file: inputs (a text, or a sentence pair) per forward pass")
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
 
 
@@ -203,6 +204,11 @@ class TagArguments(InferenceArguments):
             "adjacent pieces of one type; first/average/max score whole words; none lists every piece, of a text "
             "longer than the model reads the first window only (the others tag it all, window by window)."
         },
+    )
+    batch_size: int = _batch_size_field(
+        "Windows per forward pass (as transformers' token-classification pipeline counts them)",
+        ": a text the model's positions hold is one window, a longer one several (one with --aggregation_strategy "
+        "none), and a batch takes the windows of consecutive texts of --input_file",
     )
     json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
 
@@ -225,7 +231,11 @@ class AnswerArguments(CommandArguments):
     )
     question_column: str = _column_field(QA_COLUMNS["question"], "the column of questions.")
     context_column: str = _column_field(QA_COLUMNS["context"], "the column of contexts.")
-    batch_size: int = _batch_size_field()
+    batch_size: int = _batch_size_field(
+        "Windows of question + context per forward pass (as tag counts them)",
+        ": a context longer than --max_seq_length gives several, and a batch takes the windows of consecutive "
+        "questions of --input_file",
+    )
     output_file: str | None = _output_file_field()
     tokenizer: str | None = field(
         default=None,
@@ -265,6 +275,7 @@ class SimilarityArguments(InferenceArguments):
     text_pair: str | None = _optional_positional("The second text (quote it); or give --input_file.")
     input_file: str | None = _input_file_field("TEXT and TEXT_PAIR", PAIR_ROW)
     text_pair_column: str | None = _column_field(None, "the column of the second texts (required).")
+    batch_size: int = _batch_size_field("With --input_file: pairs per forward pass (2 x this many texts)")
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
 
 
