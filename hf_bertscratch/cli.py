@@ -83,6 +83,13 @@ def _batch_size_field(counts: str = "With --input_file: texts per forward pass",
     return field(default=8, metadata={"help": f"{counts}, each batch padded to its longest{windows}."})
 
 
+def _json_field(help: str) -> Any:
+    return field(
+        default=False,
+        metadata={"help": f"{help} One input only: --input_file prints a JSON line per input, and refuses --json."},
+    )
+
+
 def _output_file_field() -> Any:
     return field(
         default=None,
@@ -172,7 +179,7 @@ class FillMaskArguments(InferenceArguments):
     probabilities."""
 
     top_k: int = field(default=5, metadata={"help": "How many candidates to show for each mask."})
-    json: bool = field(default=False, metadata={"help": "Print the pipeline's results as JSON instead of a table."})
+    json: bool = _json_field("Print the pipeline's results as JSON instead of a table.")
 
 
 @dataclass(kw_only=True)
@@ -189,7 +196,7 @@ class ClassifyArguments(InferenceArguments):
         None, "the column of the second texts of sentence pairs; None: single texts."
     )
     batch_size: int = _batch_size_field("With --input_file: inputs (a text, or a sentence pair) per forward pass")
-    json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
+    json: bool = _json_field("Print the results as JSON instead of a table.")
 
 
 @dataclass(kw_only=True)
@@ -210,7 +217,7 @@ class TagArguments(InferenceArguments):
         ": a text the model's positions hold is one window, a longer one several (one with --aggregation_strategy "
         "none), and a batch takes the windows of consecutive texts of --input_file",
     )
-    json: bool = field(default=False, metadata={"help": "Print the results as JSON instead of a table."})
+    json: bool = _json_field("Print the results as JSON instead of a table.")
 
 
 @dataclass(kw_only=True)
@@ -249,7 +256,7 @@ class AnswerArguments(CommandArguments):
         metadata={"help": "Tokens per window of question + context; None: 384, or the model's positions if fewer."},
     )
     doc_stride: int = field(default=128, metadata={"help": "Tokens shared by consecutive windows of a long context."})
-    json: bool = field(default=False, metadata={"help": "Print the result as JSON."})
+    json: bool = _json_field("Print the result as JSON.")
 
 
 @dataclass(kw_only=True)
@@ -518,8 +525,8 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
     order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names (a role
     of `optional` given neither way is left out).
 
-    Raises naming what is given both ways (TEXT and --input_file) or neither, and --output_file or a column flag
-    without --input_file."""
+    Raises naming what is given both ways (TEXT and --input_file) or neither, --output_file or a column flag
+    without --input_file, and --json with it."""
     roles = (*required, *optional)
     given = {role: getattr(args, role) for role in roles if getattr(args, role) is not None}
     if args.input_file is None:
@@ -533,6 +540,11 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
             )
         _check_no_columns_named(args, roles)
         return {role: [value] for role, value in given.items()}
+    if getattr(args, "json", False):
+        raise ValueError(
+            f"--json prints one input's result as JSON; with --input_file {args.input_file!r} every result is printed "
+            "as a JSON line already: leave --json out."
+        )
     if given:
         shown = " and ".join(_shown(args, role) for role in given)
         flags = " and ".join(column_flag(role) for role in roles)

@@ -699,13 +699,19 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, fine
          "--input_file '{reviews.csv}': name the column that holds TEXT_PAIR with --text_pair_column."),
         (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--batch_size", "0"], {},
          "batch_size must be at least 1, got 0."),
+        (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--json"], {},
+         "--json prints one input's result as JSON; with --input_file '{reviews.csv}' every result is printed as a "
+         "JSON line already: leave --json out."),
+        (["answer", "{classifier}", "--input_file", "{reviews.csv}", "--json"], {},
+         "--json prints one input's result as JSON; with --input_file '{reviews.csv}'"),
     ],
 )  # fmt: skip
 def test_a_bad_file_of_inputs_is_one_line_naming_it(
     capsys, tmp_path: Path, finetuned_dir: Path, argv: list[str], files: dict[str, str], message: str
 ) -> None:
     """Each before the model runs: a missing, empty or unreadable file, a column it lacks (with the columns it has),
-    a row without text, an input given twice or not at all, a column flag or --output_file without a file."""
+    a row without text, an input given twice or not at all, a column flag or --output_file without a file, --json
+    with one (its results are JSON lines either way)."""
     rows = "text,label\n" + "".join(f'"{text}",{label}\n' for text, label in REVIEWS)
     for name, text in {"reviews.csv": rows, "numbers.csv": rows, **files}.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
