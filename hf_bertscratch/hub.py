@@ -7,8 +7,9 @@ Stages: (1) validate the model folder, the repo id and the token, before anythin
 modeling code for `trust_remote_code=True`, the tokenizer, metrics, plots and the model card (pointed at the repo);
 a model subfolder (the `generator/` of an ELECTRA run) goes up beside them with its own weights, config, code and
 tokenizer, so it loads with `from_pretrained(repo_id, subfolder=...)`;
-(3) hand that folder to `huggingface_hub` (`HfApi.create_repo`, `create_branch`, `upload_folder`). With `--dry_run DIR`
-stage 3 is replaced by writing the folder to DIR and listing it: nothing touches the network.
+(3) hand that folder to `huggingface_hub` (`HfApi.create_repo`, with `repo_info` and `update_repo_settings` making an
+existing public repository private under `--private`; `create_branch`, `upload_folder`). With `--dry_run DIR` stage 3
+is replaced by writing the folder to DIR and listing it: nothing touches the network.
 """
 
 from __future__ import annotations
@@ -84,7 +85,13 @@ class PushToHubArguments:
     repo_id: str | None = field(
         default=None, metadata={"help": "Hub repository to create or update, as USER/NAME or ORG/NAME."}
     )
-    private: bool = field(default=False, metadata={"help": "Create the repository as private (if it does not exist)."})
+    private: bool = field(
+        default=False,
+        metadata={
+            "help": "Make the repository private: create it private, or make an existing public one private before "
+            "uploading. Without it the visibility is left as it is (a new repository gets its owner's default)."
+        },
+    )
     revision: str | None = field(
         default=None, metadata={"help": "Branch to upload to (created from main if missing); default: main."}
     )
@@ -273,7 +280,9 @@ def push_to_hub(
     Args:
         model_dir: Saved model folder (weights, config, tokenizer; metrics, plots and card when present).
         repo_id: "USER/NAME" or "ORG/NAME".
-        private: Create the repository as private (no effect on an existing repository).
+        private: Make the repository private before uploading: create it private, or make an existing public one
+            private (`create_repo` alone leaves an existing repository as it is). False leaves the visibility as it
+            is: a new repository gets its owner's default, an existing private one stays private.
         revision: Branch to commit to, created from main when missing; None for main.
         commit_message: Commit message; a default one when None.
         token: Write token; HF_TOKEN or the saved login when None.
@@ -294,7 +303,7 @@ def push_to_hub(
     with tempfile.TemporaryDirectory(prefix="bertscratch-upload-") as tmp:
         folder = prepare_upload_folder(model_dir, Path(tmp) / "upload", repo_id=repo_id, revision=revision)
         api = HfApi(token=token)
-        repo_url = api.create_repo(repo_id, private=private, repo_type="model", exist_ok=True)
+        repo_url = create_or_keep_repo(api, repo_id, private)
         if revision:
             api.create_branch(repo_id, branch=revision, repo_type="model", exist_ok=True)
         commit = api.upload_folder(
@@ -307,6 +316,22 @@ def push_to_hub(
         )
     logger.info("Uploaded %s to %s (%s)", model_dir, repo_url, commit.commit_url)
     return commit
+
+
+def create_or_keep_repo(api: HfApi, repo_id: str, private: bool) -> str:
+    """Create the model repository `repo_id` when it is missing, make it private when `private` asks, and return its
+    URL.
+
+    `create_repo(exist_ok=True)` ignores `private` for a repository that exists, so a public one is read back
+    (`repo_info`) and made private (`update_repo_settings`) before anything is uploaded. Without `private` no
+    visibility is sent at all: a new repository gets its owner's default (an organisation's may be private), and an
+    existing private one is never made public.
+    """
+    repo_url = api.create_repo(repo_id, private=True if private else None, repo_type="model", exist_ok=True)
+    if private and not api.repo_info(repo_id, repo_type="model").private:
+        logger.warning("%s is public: making it private, as asked, before uploading.", repo_id)
+        api.update_repo_settings(repo_id, private=True, repo_type="model")
+    return str(repo_url)
 
 
 def wants_push(training_args: TrainingArguments) -> bool:
@@ -439,6 +464,7 @@ __all__ = [
     "check_repo_id",
     "check_revision",
     "check_training_push",
+    "create_or_keep_repo",
     "list_folder",
     "main",
     "model_subfolders",

@@ -189,11 +189,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
-    """Record the calls that reach huggingface_hub's HfApi (the network boundary), with the files uploaded."""
-    from huggingface_hub import CommitInfo, HfApi
+def record_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, bool] | None = None) -> list[tuple[str, dict]]:
+    """Record the calls that reach huggingface_hub's HfApi (the network boundary), with the files uploaded and the
+    token each call carries.
+
+    `repos` (repository id -> whether it is private) stands for the model repositories on the Hub, and is updated as
+    the Hub would be: `create_repo` adds a missing one (private only when asked, as for an account whose default is
+    public) and leaves an existing one as it is, `update_repo_settings` changes its visibility, `repo_info` reads it.
+    """
+    from huggingface_hub import CommitInfo, HfApi, ModelInfo
 
     calls: list[tuple[str, dict]] = []
+    repos = {} if repos is None else repos
 
     def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
         folder = Path(kwargs["folder_path"])  # temporary: read it at the moment it is handed over
@@ -207,15 +214,27 @@ def record_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
         )
 
     def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
-        calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
+        calls.append(("create_repo", {"repo_id": repo_id, **kwargs, "token": self.token}))
+        repos.setdefault(repo_id, kwargs.get("private") is True)
         return f"https://huggingface.co/{repo_id}"
 
     def create_branch(self: HfApi, repo_id: str, **kwargs) -> None:
-        calls.append(("create_branch", {"repo_id": repo_id, **kwargs}))
+        calls.append(("create_branch", {"repo_id": repo_id, **kwargs, "token": self.token}))
+
+    def repo_info(self: HfApi, repo_id: str, **kwargs) -> ModelInfo:
+        calls.append(("repo_info", {"repo_id": repo_id, **kwargs, "token": self.token}))
+        return ModelInfo(id=repo_id, private=repos[repo_id])
+
+    def update_repo_settings(self: HfApi, repo_id: str, **kwargs) -> None:
+        calls.append(("update_repo_settings", {"repo_id": repo_id, **kwargs, "token": self.token}))
+        if kwargs.get("private") is not None:
+            repos[repo_id] = kwargs["private"]
 
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "create_branch", create_branch)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(HfApi, "repo_info", repo_info)
+    monkeypatch.setattr(HfApi, "update_repo_settings", update_repo_settings)
     monkeypatch.setenv("HF_TOKEN", "hf_test")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the recorded Hub is reachable
     return calls

@@ -1,8 +1,8 @@
 """Sharing on the Hub: the dry-run folder loads with transformers alone, and push_to_hub uploads exactly that folder,
-an ELECTRA run's generator/ subfolder included.
+an ELECTRA run's generator/ subfolder included, into a repository that is private whenever private was asked for.
 
-The Hub is unreachable here, so uploads are checked at huggingface_hub's boundary (`HfApi.create_repo`,
-`create_branch`, `upload_folder` patched); everything up to that call runs for real.
+The Hub is unreachable here, so uploads are checked at huggingface_hub's boundary (`HfApi.create_repo`, `repo_info`,
+`update_repo_settings`, `create_branch`, `upload_folder` patched); everything up to those calls runs for real.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from huggingface_hub import CommitInfo, HfApi, ModelCard
+from huggingface_hub import HfApi, ModelCard
 from transformers import TrainingArguments, pipeline
 
 import hf_bertscratch
@@ -92,7 +92,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return call
 
-    for name in ("create_repo", "create_branch", "upload_folder"):
+    for name in ("create_repo", "repo_info", "update_repo_settings", "create_branch", "upload_folder"):
         monkeypatch.setattr(HfApi, name, refuse(name))
     return calls
 
@@ -378,52 +378,77 @@ def test_push_to_hub_uploads_exactly_the_dry_run_folder(
     mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, revision: str | None
 ) -> None:
     expected = _snapshot(hub.push_to_hub(mlm_dir, "alice/tiny-mlm", revision=revision, dry_run=tmp_path / "dry"))
-    calls: dict[str, dict] = {}
-
-    def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
-        calls["create_repo"] = {"repo_id": repo_id, "token": self.token, **kwargs}
-        return f"https://huggingface.co/{repo_id}"
-
-    def create_branch(self: HfApi, repo_id: str, **kwargs) -> None:
-        calls["create_branch"] = {"repo_id": repo_id, **kwargs}
-
-    def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
-        # The folder is temporary: read what is in it at the moment it is handed over.
-        calls["upload_folder"] = {**kwargs, "files": _snapshot(Path(kwargs["folder_path"])), "token": self.token}
-        return CommitInfo(
-            commit_url=f"https://huggingface.co/{kwargs['repo_id']}/commit/abc",
-            commit_message="",
-            commit_description="",
-            oid="abc",
-        )
-
-    monkeypatch.setattr(HfApi, "create_repo", create_repo)
-    monkeypatch.setattr(HfApi, "create_branch", create_branch)
-    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    calls = record_hub(monkeypatch)
     monkeypatch.setenv("HF_TOKEN", "hf_from_env")
     commit = hub.push_to_hub(mlm_dir, "alice/tiny-mlm", private=True, revision=revision, commit_message="first")
 
     assert commit.oid == "abc"
-    assert calls["create_repo"] == {
+    recorded = dict(calls)
+    assert recorded["create_repo"] == {
         "repo_id": "alice/tiny-mlm",
         "token": "hf_from_env",
         "private": True,
         "repo_type": "model",
         "exist_ok": True,
     }
-    assert ("create_branch" in calls) == (revision is not None)
-    upload = calls["upload_folder"]
+    assert ("create_branch" in recorded) == (revision is not None)
+    upload = recorded["upload_folder"]
     assert upload["files"] == expected
     assert (upload["repo_id"], upload["revision"], upload["commit_message"]) == ("alice/tiny-mlm", revision, "first")
     assert upload["token"] == "hf_from_env"
     if revision:
-        assert calls["create_branch"] == {
+        assert recorded["create_branch"] == {
             "repo_id": "alice/tiny-mlm",
             "branch": revision,
             "repo_type": "model",
             "exist_ok": True,
+            "token": "hf_from_env",
         }
         assert f'revision = "{revision}"'.encode() in upload["files"]["README.md"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "private", "calls_before_upload", "private_after"),
+    [
+        # asked for private: a new repository is created private, an existing public one is made private first
+        (None, True, ["create_repo", "repo_info"], True),
+        (False, True, ["create_repo", "repo_info", "update_repo_settings"], True),
+        (True, True, ["create_repo", "repo_info"], True),
+        # not asked: the visibility is left to the Hub (the owner's default), an existing private repo stays private
+        (None, False, ["create_repo"], False),
+        (False, False, ["create_repo"], False),
+        (True, False, ["create_repo"], True),
+    ],
+)
+def test_private_holds_for_an_existing_repository_and_is_never_undone(
+    mlm_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    existing: bool | None,
+    private: bool,
+    calls_before_upload: list[str],
+    private_after: bool,
+) -> None:
+    """`create_repo(exist_ok=True, private=True)` leaves an existing public repository public: asked for private, the
+    push makes it private before anything is uploaded; not asked, it never sends a visibility at all."""
+    repos = {} if existing is None else {"alice/tiny": existing}
+    calls = record_hub(monkeypatch, repos)
+    with caplog.at_level("INFO", logger="hf_bertscratch.hub"):
+        hub.push_to_hub(mlm_dir, "alice/tiny", private=private)
+    assert [name for name, _ in calls] == [*calls_before_upload, "upload_folder"]
+    assert repos == {"alice/tiny": private_after}
+    recorded = dict(calls)
+    assert recorded["create_repo"]["private"] is (True if private else None)
+    if "update_repo_settings" in recorded:
+        assert recorded["update_repo_settings"] == {
+            "repo_id": "alice/tiny",
+            "private": True,
+            "repo_type": "model",
+            "token": "hf_test",
+        }
+    made_private = [record.getMessage() for record in caplog.records if "private" in record.getMessage()]
+    expected = ["alice/tiny is public: making it private, as asked, before uploading."]
+    assert made_private == (expected if "update_repo_settings" in calls_before_upload else [])
 
 
 def _break(folder: Path, mlm_dir: Path, how: str) -> Path:
