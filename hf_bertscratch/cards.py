@@ -206,14 +206,17 @@ class CardInfo:
 
     Attributes:
         model_name / repo_id: how the card names the model (repo_id's last part when no name is given).
-        base_model: Hub id or path of the weights training started from (fine-tuning, or continued pretraining).
+        base_model: Hub id or path of the weights training started from (fine-tuning, or continued pretraining); the
+            card names a local one by its folder's name alone (`source_name`).
         base_model_known: False when the starting weights were not recorded (a folder read back without its card):
             the card then neither names a base model nor says "from scratch". True with no base_model: random
             initial weights.
         task_text: the fine-tuning tasks (a name or a list of names) whose unlabelled train text the model was
             pretrained on (task-adaptive pretraining, `pretrain --task_text`).
-        datasets: Hub dataset ids (their titles and citations come from `data.KNOWN_DATASETS`); dataset_config,
-            eval_split and dataset_description say which part and how it was shaped.
+        datasets: Hub dataset ids (their titles and citations come from `data.KNOWN_DATASETS`; a local folder among
+            them is left out of the card, whose dataset_description names it); dataset_config,
+            eval_split and dataset_description say which part and how it was shaped (a local source named by
+            `source_name`, not by its path).
         model_size, num_parameters, hyperparameters, hardware, wall_time_seconds, train_tokens: how it was trained.
         results: metric -> value (eval_accuracy, perplexity, eval_loss; speed counters are left out of the card).
         task: "fill-mask" or "text-classification" (default: the card kind's); labels: class names in id order.
@@ -386,7 +389,7 @@ def _indexed_metrics(card_kind: CardKind, info: CardInfo) -> dict[str, tuple[str
 
 def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
     """The YAML metadata block: what the Hub indexes and shows in the model-index widget."""
-    datasets = list(info.datasets or [])
+    datasets = _hub_datasets(info)
     metrics = _indexed_metrics(card_kind, info)
     pipeline_tag = info.task or card_kind.pipeline_tag
     eval_dataset = datasets[0] if datasets else "custom"
@@ -412,7 +415,7 @@ def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
         tags=list(_COMMON_TAGS + card_kind.tags),
         datasets=datasets or None,
         metrics=sorted({metric for metric, _, _ in metrics.values()}) or None,
-        base_model=_hub_model_id(info.base_model),
+        base_model=hub_id(info.base_model),
         # model_name only names the model-index entry; without results it would be a stray metadata key.
         model_name=_model_name(info) if eval_results else None,
         eval_results=eval_results or None,
@@ -421,7 +424,7 @@ def _card_data(card_kind: CardKind, info: CardInfo) -> ModelCardData:
 
 def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
     """Everything the Jinja template shows besides the metadata, pre-formatted as strings."""
-    datasets = list(info.datasets or [])
+    datasets = _hub_datasets(info)
     hyperparameters = info.hyperparameters or {}
     results = _quality_metrics(info.results or {})
     return {
@@ -451,8 +454,12 @@ def _model_name(info: CardInfo) -> str:
 
 
 def _base_model_link(name: str) -> str:
-    """A Hub id as a link to its page; a local path as code."""
-    return f"[`{name}`](https://huggingface.co/{name})" if _hub_model_id(name) else f"`{name}`"
+    """A Hub id (a folder of the Hub cache included) as a link to its page; a local checkpoint by its folder's name
+    alone, which says nothing of the machine it was on."""
+    repo = hub_id(name)
+    if repo:
+        return f"[`{repo}`](https://huggingface.co/{repo})"
+    return f"a local checkpoint (`{local_name(name)}`)"
 
 
 def _origin(card_kind: CardKind, info: CardInfo) -> str:
@@ -489,15 +496,55 @@ def _procedure(card_kind: CardKind, info: CardInfo) -> list[tuple[str, str]]:
     return [(name, value) for name, value in rows.items() if value]
 
 
-def _hub_model_id(name: str | None) -> str | None:
-    """`name` if it can be a Hub model id, None for a local path: the Hub rejects a `base_model` it cannot resolve."""
-    if not name or os.path.exists(name):
+def hub_id(reference: str | Path | None, repo_type: str = "model") -> str | None:
+    """The Hub id `reference` came from, or None for a local path that came from no repository of the Hub.
+
+    A reference that is no local path and is shaped like a Hub id is one. A path inside huggingface_hub's cache,
+    `.../models--OWNER--NAME/snapshots/COMMIT/...` (`datasets--` for a dataset; "--" stands for "/", and no Hub id holds
+    "--"), names the repository it was downloaded from. Any other local path is None: the Hub rejects a `base_model` it
+    cannot resolve.
+    """
+    if not reference:
         return None
+    name = str(reference)
+    path = Path(name).expanduser()
+    if not path.exists():
+        return name if _is_repo_id(name) else None
+    parts = Path(os.path.abspath(path)).parts  # not resolved: the cache's files are links into its blobs/
+    for folder, below in zip(parts, parts[1:]):
+        if below == "snapshots" and folder.startswith(f"{repo_type}s--"):
+            repo = folder.removeprefix(f"{repo_type}s--").replace("--", "/")
+            return repo if _is_repo_id(repo) else None
+    return None
+
+
+def local_name(reference: str | Path) -> str:
+    """The part of a local path a model card shows: the file's or folder's own name (`runs/bert-tiny/` ->
+    `bert-tiny`; a glob keeps its folder's name, `texts/*.txt`), never where on the machine it is."""
+    path = Path(os.path.abspath(Path(str(reference)).expanduser()))
+    if any(character in path.name for character in "*?[") and path.parent.name:
+        return f"{path.parent.name}/{path.name}"
+    return path.name or "/"
+
+
+def source_name(reference: str | Path, repo_type: str = "model") -> str:
+    """How a model card names where a model or data came from: its Hub id when it came from the Hub (`hub_id`), else
+    the local file's or folder's name alone (`local_name`); a run's own records keep the full path."""
+    return hub_id(reference, repo_type) or local_name(reference)
+
+
+def _is_repo_id(name: str) -> bool:
     try:
         validate_repo_id(name)
     except HFValidationError:
-        return None
-    return name
+        return False
+    return True
+
+
+def _hub_datasets(info: CardInfo) -> list[str]:
+    """The Hub ids of `info.datasets`, each once: a dataset loaded from a local folder is none of the Hub's, and its
+    path stays out of the card (the card's description names it)."""
+    return list(dict.fromkeys(filter(None, (hub_id(name, "dataset") for name in info.datasets or ()))))
 
 
 def _dataset_citations(datasets: list[str]) -> list[str]:
@@ -554,8 +601,11 @@ __all__ = [
     "REPO_PLACEHOLDER",
     "build_model_card",
     "evaluation_results",
+    "hub_id",
     "info_from_model_folder",
+    "local_name",
     "set_card_repo",
+    "source_name",
     "template_path",
     "write_model_card",
 ]

@@ -500,12 +500,14 @@ def _write_card(
     data_args: DataArguments,
 ) -> None:
     try:
-        from .cards import evaluation_results, write_model_card
+        from .cards import evaluation_results, source_name, write_model_card
     except ImportError:  # the cards module is optional at run time: a missing card must not lose a finished run
         logger.warning("hf_bertscratch.cards is not available; no model card written.")
         return
     task = data_args.task_spec
     dataset_id = data_args.dataset_name or task.dataset_name or None
+    named = dataset_id or data_args.train_file
+    source = data_args.task or (source_name(named, "dataset") if named else None)  # a local one by its name alone
     args = trainer.args
     write_model_card(
         folder,
@@ -518,7 +520,7 @@ def _write_card(
             # out of train (--validation_split_percentage) is none of the dataset's own
             "dataset_config": (data_args.dataset_config_name or task.dataset_config_name) if dataset_id else None,
             "eval_split": None if data_args.validation_split_percentage else task.eval_split or None,
-            "dataset_description": f"{data_args.task or dataset_id or data_args.train_file}, "
+            "dataset_description": f"{source}, "
             f"max_seq_length {data_args.max_seq_length}, truncation {data_args.truncation}"
             + _subsets(data_args, results, args.seed),
             "num_parameters": results.get("num_parameters"),

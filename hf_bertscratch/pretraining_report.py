@@ -12,6 +12,7 @@ import datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from .baselines import unigram_answer
+from .cards import source_name
 from .electra import ElectraPretrainingModel
 from .hardware import describe_hardware
 from .pretraining_arguments import (
@@ -174,8 +175,13 @@ def card_datasets(data_args: DataArguments) -> list[str]:
 
 
 def _describe_data(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments) -> str:
-    """One sentence on what the model saw: source, example shape, and split sizes where known."""
-    source = data_args.train_file or " / ".join(filter(None, [data_args.dataset_name, data_args.dataset_config_name]))
+    """One sentence on what the model saw: source (a Hub id, or a local file's or folder's name, never its path),
+    example shape, and split sizes where known."""
+    if data_args.train_file:
+        source = source_name(data_args.train_file, "dataset")
+    else:
+        named = source_name(data_args.dataset_name, "dataset") if data_args.dataset_name else None
+        source = " / ".join(filter(None, [named, data_args.dataset_config_name]))
     if adds_task_text(data_args):
         source += f"` and the train text of `{', '.join(data_args.task_text or ())}"
     shape = (

@@ -189,6 +189,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def assert_no_local_path(card: str | bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A model card (its text) names no folder of the tests' own: the models and data a test run makes live under
+    pytest's base temporary folder, and a card on the Hub names where they came from by Hub id or by name alone."""
+    text = card.decode() if isinstance(card, bytes) else card
+    root = tmp_path_factory.getbasetemp()
+    for folder in dict.fromkeys((str(root), str(root.resolve()))):
+        assert folder not in text, f"the card names a local path under {folder}:\n{text}"
+
+
 def record_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, bool] | None = None) -> list[tuple[str, dict]]:
     """Record the calls that reach huggingface_hub's HfApi (the network boundary), with the files uploaded and the
     token each call carries.

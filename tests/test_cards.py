@@ -180,14 +180,22 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     assert info.num_parameters == model.num_parameters()
 
 
-def test_local_base_model_stays_out_of_hub_metadata(tmp_path: Path) -> None:
-    # A run fine-tuned from a local folder: the Hub would reject `base_model: runs/pre`, so only the text names it.
-    local = tmp_path / "pre"
-    local.mkdir()
-    info = {**CLASSIFIER_INFO, "base_model": str(local), "results": {"eval_accuracy": 0.5, "eval_samples": 24}}
-    card = ModelCard.load(cards.write_model_card(tmp_path / "out", "classifier", info))
-    assert card.data.base_model is None
-    assert f"fine-tuned from `{local}`" in card.text
+def test_local_sources_stay_out_of_hub_metadata_and_show_by_name(tmp_path: Path) -> None:
+    """A run fine-tuned from a local folder on a dataset that save_to_disk wrote: the Hub would reject `base_model:
+    runs/pre`, and their paths would mean nothing to a reader on the Hub (and tell of the author's machine), so only
+    the text names them, by name alone."""
+    local, saved = tmp_path / "runs" / "pre", tmp_path / "my-corpus"
+    local.mkdir(parents=True)
+    saved.mkdir()
+    results = {"eval_accuracy": 0.5, "eval_samples": 24}
+    info = {**CLASSIFIER_INFO, "base_model": str(local), "datasets": [str(saved), "imdb"], "results": results}
+    path = cards.write_model_card(tmp_path / "out", "classifier", info)
+    assert str(tmp_path) not in path.read_text(encoding="utf-8")
+    card = ModelCard.load(path)
+    assert card.data.base_model is None and card.data.datasets == ["imdb"]
+    assert "fine-tuned from a local checkpoint (`pre`)" in card.text
+    assert "| Starting point | a local checkpoint (`pre`) |" in card.text
+    assert {result.dataset_type for result in card.data.eval_results} == {"imdb"}
     assert [result.metric_name for result in card.data.eval_results] == ["eval_accuracy"]  # a count is no metric
 
 
@@ -210,12 +218,15 @@ def test_continued_pretraining_card_names_the_base_model_and_the_task_text(tmp_p
     assert "| Starting point | [`someone/bertscratch-mini-wikitext`]" in card.text
     assert "from scratch" not in card.text and "random weights" not in card.text
     assert "Size preset" not in card.text  # the base model's size, not a preset this run chose
-    # A local base folder is named in the text only: the Hub would reject it as base_model.
+    # A local base folder is named in the text only, by its name: the Hub would reject it as base_model.
     local = tmp_path / "base"
     local.mkdir()
     card = ModelCard.load(cards.write_model_card(tmp_path / "local", "pretrained", {**info, "base_model": str(local)}))
     assert card.data.base_model is None
-    assert f"continued from `{local}` on the unlabelled text of the `rte` task's train split" in card.text
+    assert (
+        "continued from a local checkpoint (`base`) on the unlabelled text of the `rte` task's train split" in card.text
+    )
+    assert str(tmp_path) not in str(card)
     several = {**info, "task_text": ["rte", "cola", "sst2"]}
     card = ModelCard.load(cards.write_model_card(tmp_path / "several", "pretrained", several))
     assert "on the unlabelled text of the train splits of the `rte`, `cola` and `sst2` tasks" in card.text
@@ -255,3 +266,32 @@ def test_what_a_run_did_not_record_is_left_out(tmp_path: Path) -> None:
     scratch = cards.write_model_card(tmp_path / "scratch", "classifier", {}).read_text(encoding="utf-8")
     assert "A BERT text classifier trained from random weights, without pretraining," in scratch
     assert "| Starting point | random weights |" in scratch
+
+
+def test_a_base_model_from_the_hub_cache_is_named_by_its_hub_id(tmp_path: Path) -> None:
+    """A checkpoint loaded from a folder of huggingface_hub's cache came from the Hub: the card names and links its
+    Hub id, as if it had been given by id."""
+    cached = tmp_path / "hub" / "models--someone--bert-mini" / "snapshots" / "0123abcd"
+    cached.mkdir(parents=True)
+    path = cards.write_model_card(tmp_path / "cached", "pretrained", {"base_model": str(cached)})
+    assert str(tmp_path) not in path.read_text(encoding="utf-8")
+    card = ModelCard.load(path)
+    assert card.data.base_model == "someone/bert-mini"
+    assert "continued from [`someone/bert-mini`](https://huggingface.co/someone/bert-mini)" in card.text
+
+
+def test_source_name_is_a_hub_id_or_a_name_without_its_path(tmp_path: Path) -> None:
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "train.txt").write_text("a line\n", encoding="utf-8")
+    assert cards.source_name(texts / "train.txt", "dataset") == "train.txt"
+    assert cards.source_name(f"{texts}/", "dataset") == "texts"
+    assert cards.source_name(f"{texts}/*.txt", "dataset") == "texts/*.txt"  # a glob keeps its folder's name
+    assert cards.source_name("wikitext", "dataset") == "wikitext"
+    assert cards.source_name("google-bert/bert-base-uncased") == "google-bert/bert-base-uncased"
+    downloaded = tmp_path / "datasets--stanfordnlp--imdb" / "snapshots" / "e6281661" / "plain_text"
+    downloaded.mkdir(parents=True)
+    (downloaded / "train.parquet").write_bytes(b"")
+    assert cards.source_name(downloaded / "train.parquet", "dataset") == "stanfordnlp/imdb"
+    assert cards.source_name(downloaded / "train.parquet") == "train.parquet"  # a dataset's file, not a model's
+    assert cards.hub_id(texts) is None and cards.hub_id("/no/such/folder") is None

@@ -222,7 +222,8 @@ def test_finetune_a_transformers_masked_lm_on_single_texts(
     assert (config["model_type"], config["architectures"]) == ("bertscratch", ["BertScratchForSequenceClassification"])
     results = json.loads((output / "all_results.json").read_text())
     assert results["model_name_or_path"] == str(bert_mlm)  # the source, not the conversion's temporary folder
-    assert f"| Starting point | `{bert_mlm}` |" in (output / "README.md").read_text()  # the card names it too
+    card = (output / "README.md").read_text()
+    assert f"| Starting point | a local checkpoint (`{bert_mlm.name}`) |" in card  # the card names it too, by name
     # The encoder it started from is the source's: the fine-tuned model's word embeddings moved from those.
     started = BertForMaskedLM.from_pretrained(bert_mlm).bert.embeddings.word_embeddings.weight
     tuned = AutoModelForSequenceClassification.from_pretrained(output).bert.embeddings.word_embeddings.weight

@@ -44,7 +44,7 @@ from hf_bertscratch.tasks.data import DataArguments, check_data_arguments, load_
 from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
-from conftest import record_hub, tiny_config_kwargs
+from conftest import assert_no_local_path, record_hub, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -908,9 +908,14 @@ def test_a_constant_answer_is_named_as_the_model_gives_it(caplog: pytest.LogCapt
 
 
 def test_push_to_hub_uploads_the_finished_classifier(
-    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Fine-tuning's --push_to_hub: one upload of the finished folder with the classifier card and remote code."""
+    """Fine-tuning's --push_to_hub: one upload of the finished folder with the classifier card and remote code. The
+    card names the local base model and training file by their names alone; the run's records keep the paths."""
     from hf_bertscratch import hub
 
     calls = record_hub(monkeypatch)
@@ -932,7 +937,13 @@ def test_push_to_hub_uploads_the_finished_classifier(
     expected = hub.push_to_hub(out, "alice/classifier", dry_run=tmp_path / "dry")
     assert sorted(upload["files"]) == sorted(name for name, _ in hub.list_folder(expected))
     assert "training_args.bin" not in upload["files"] and "modeling_bertscratch.py" in upload["files"]
-    assert "text-classification" in upload["files"]["README.md"].decode()
+    card = upload["files"]["README.md"].decode()
+    assert "text-classification" in card
+    assert f"fine-tuned from a local checkpoint (`{model_dir.name}`)" in card
+    assert "train.csv, max_seq_length" in card
+    assert_no_local_path(card, tmp_path_factory)
+    assert_no_local_path((out / "README.md").read_text(encoding="utf-8"), tmp_path_factory)
+    assert json.loads((out / "all_results.json").read_text(encoding="utf-8"))["model_name_or_path"] == str(model_dir)
 
 
 def test_dropout_is_set_for_fine_tuning(model_dir: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import hf_bertscratch
 from hf_bertscratch import cards, hub, modeling_bertscratch
 from hf_bertscratch.electra import GENERATOR_FOLDER, ElectraPretrainingModel
 
-from conftest import record_hub, tiny_config_kwargs
+from conftest import assert_no_local_path, record_hub, tiny_config_kwargs
 
 FILL_MASK_TEXT = "paris is the [MASK] of france ."
 CLASSIFY_TEXT = "the movie was great and the acting was wonderful ."
@@ -129,7 +129,9 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]  # no staging folder left
 
 
-def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: Path) -> None:
+def test_missing_code_auto_map_and_card_are_completed(
+    mlm_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
     for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
@@ -137,7 +139,8 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     config = json.loads((mlm_dir / "config.json").read_text(encoding="utf-8"))
     config["auto_map"] = {"AutoModelForMaskedLM": "modeling_bertscratch.BertScratchForMaskedLM"}
     (bare / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    folder = hub.prepare_upload_folder(bare, tmp_path / "up", repo_id="alice/bare")
+    folder = hub.push_to_hub(bare, "alice/bare", dry_run=tmp_path / "up")
+    assert isinstance(folder, Path)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert config["auto_map"] == modeling_bertscratch.family_auto_map()
     code_files = [Path(name) for name in modeling_bertscratch.code_files()]
@@ -153,6 +156,8 @@ def test_missing_code_auto_map_and_card_are_completed(mlm_dir: Path, tmp_path: P
     card = ModelCard.load(folder / "README.md")
     assert card.data.pipeline_tag == "fill-mask"
     assert 'repo_id = "alice/bare"' in card.text
+    assert "# bare\n" in card.text  # the folder by its name, not its path
+    assert_no_local_path(card.text, tmp_path_factory)
 
 
 # Runs in a fresh interpreter where `import hf_bertscratch` must fail: only transformers and the downloaded code.

@@ -47,7 +47,7 @@ from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 from hf_bertscratch_base import errors
 from hf_bertscratch_base.heap import heap_policy
 
-from conftest import CORPUS, PRETRAIN_ONE_PROCESS, pretrain_args, record_hub
+from conftest import CORPUS, PRETRAIN_ONE_PROCESS, assert_no_local_path, pretrain_args, record_hub
 
 
 def _typed(value: str) -> object:
@@ -1282,10 +1282,16 @@ def test_default_data_is_the_shipped_wikitext2() -> None:
 
 
 def test_push_to_hub_uploads_the_finished_folder_once(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """--push_to_hub uploads the finished output folder once, at the end, as `bertscratch push` would: the
-    project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes."""
+    project's card and remote code, no staging folder, checkpoints or training_args.bin; the Trainer never pushes.
+    The card names the local training file by its name alone."""
     from hf_bertscratch import hub
 
     calls = record_hub(monkeypatch)
@@ -1323,6 +1329,9 @@ def test_push_to_hub_uploads_the_finished_folder_once(
     )
     card = upload["files"]["README.md"].decode()
     assert "fill-mask" in card and "alice/run" in card and "unknown dataset" not in card
+    assert "Raw text from `train.txt`" in card
+    assert_no_local_path(card, tmp_path_factory)
+    assert_no_local_path((out / "README.md").read_text(encoding="utf-8"), tmp_path_factory)
 
 
 def test_push_to_hub_checks_first_and_uploads_nothing_when_training_fails(

@@ -16,7 +16,7 @@ import hf_bertscratch
 from hf_bertscratch import pretraining, pretraining_arguments, pretraining_report
 from hf_bertscratch.tasks import SHAPE_TEXTS, SHAPES, TASKS, task_texts
 
-from conftest import CORPUS, PRETRAIN_ONE_PROCESS, tiny_config_kwargs
+from conftest import CORPUS, PRETRAIN_ONE_PROCESS, assert_no_local_path, tiny_config_kwargs
 
 # A fake GLUE RTE: train pairs from the shared corpus, dev pairs that share no sentence with them.
 RTE_TRAIN = [(CORPUS[i], CORPUS[i + 1], "entailment" if i % 4 else "not_entailment") for i in range(0, 12, 2)]
@@ -199,6 +199,7 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     base_dir: Path,
     tokenizer: BertTokenizer,
     tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
     seen: dict[str, list[str]],
     trained: list[tuple[int, int]],
 ) -> None:
@@ -222,7 +223,9 @@ def test_continues_a_model_on_the_train_text_of_rte_within_a_budget(
     card = (out / "README.md").read_text()
     assert f"({train_blocks:,} training and {dev_blocks:,} validation examples)" in card
     assert "Raw text from `glue / rte`" in card
-    assert f"continued from `{base_dir}` on the unlabelled text of the `rte` task's train split" in card
+    # the local base model by its folder's name alone: its path means nothing on the Hub
+    assert f"continued from a local checkpoint (`{base_dir.name}`) on the unlabelled text of the `rte` task's" in card
+    assert_no_local_path(card, tmp_path_factory)
     assert "from scratch" not in card
 
 
