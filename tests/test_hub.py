@@ -582,6 +582,7 @@ def test_main_requires_a_repo_id(mlm_dir: Path) -> None:
 def test_training_push_is_checked_before_training_and_uploads_the_run(
     mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[str]
 ) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the push is checked as with the Hub reachable
     args = TrainingArguments(output_dir=str(mlm_dir), push_to_hub=True, hub_token="hf_x", report_to=[])
     with pytest.raises(ValueError, match="--hub_model_id"):
         hub.check_training_push(args)
