@@ -463,23 +463,48 @@ def load_raw_datasets(
         return _load_saved(saved, streaming)
 
     local_dir = resolve_data_dir(data_dir)
-    for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):
-        spec = _find_local(root, dataset_name, dataset_config_name, table) if root else None
-        if root and spec is not None:
-            folder = root / spec.folder
-            name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
-            logger.info("Using the local copy of %s in %s", name, folder)
-            split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
-            raw = _load_files(split_files, streaming, cache_dir, spec.builder_kwargs, spec.builder)
-            if spec.rename:
-                raw = raw.rename_columns(spec.rename)
-            return _select_columns(raw, spec.columns)
+    copy = _local_copy(dataset_name, dataset_config_name, local_dir)
+    if copy is not None:
+        folder, spec = copy
+        logger.info("Using the local copy of %s in %s", _dataset_id(dataset_name, dataset_config_name), folder)
+        split_files = {split: _expand(folder / pattern, split) for split, pattern in spec.splits.items()}
+        raw = _load_files(split_files, streaming, cache_dir, spec.builder_kwargs, spec.builder)
+        if spec.rename:
+            raw = raw.rename_columns(spec.rename)
+        return _select_columns(raw, spec.columns)
     if local_dir:
         logger.info(
             "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir
         )
     _check_hub_for(dataset_name, dataset_config_name, local_dir)
     return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
+
+
+def _local_copy(
+    dataset_name: str, dataset_config_name: str | None, local_dir: Path | None
+) -> tuple[Path, LocalDataset] | None:
+    """The copy of a named dataset that `load_raw_datasets` reads before the Hub, with its layout: its folder in the
+    data directory `local_dir`, else the one shipped inside the package; None when there is neither."""
+    for root, table in ((local_dir, LOCAL_DATASETS), (BUNDLED_DIR, BUNDLED_DATASETS)):
+        spec = _find_local(root, dataset_name, dataset_config_name, table) if root else None
+        if root and spec is not None:
+            return root / spec.folder, spec
+    return None
+
+
+def _dataset_id(dataset_name: str, dataset_config_name: str | None) -> str:
+    """A named dataset as logs name it: "glue/rte", or "imdb" without a configuration."""
+    return f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
+
+
+def dataset_source(dataset_name: str, dataset_config_name: str | None = None, data_dir: str | None = None) -> str:
+    """Where `load_raw_datasets` reads a named dataset from, in words: "the local copy of glue/rte in D/glue/RTE",
+    "imdb saved in D" (a folder `save_to_disk` wrote), or "the Hub's glue/rte"."""
+    name = _dataset_id(dataset_name, dataset_config_name)
+    if _saved_to_disk(Path(dataset_name).expanduser()):
+        return f"{name} saved in {Path(dataset_name).expanduser()}"
+    copy = _local_copy(dataset_name, dataset_config_name, resolve_data_dir(data_dir))
+    return f"the local copy of {name} in {copy[0]}" if copy else f"the Hub's {name}"
 
 
 def load_data_file(path: str | Path, name: str = "input", cache_dir: str | None = None) -> datasets.Dataset:
@@ -499,7 +524,7 @@ def load_data_file(path: str | Path, name: str = "input", cache_dir: str | None 
 
 def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir: Path | None) -> None:
     """Fail at once when the Hub cannot be reached, naming the local copy's folder (`check_hub_dataset`)."""
-    name = f"{dataset_name}/{dataset_config_name}" if dataset_config_name else dataset_name
+    name = _dataset_id(dataset_name, dataset_config_name)
     spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
     check_hub_dataset(f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None)
 

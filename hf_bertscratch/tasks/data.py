@@ -18,7 +18,7 @@ from hf_bertscratch_base.data_files import is_text_file
 from hf_bertscratch_base.task_table import check_tagged_conll_file, check_test_file_as_eval
 
 from ..arguments import check_max_seq_length
-from ..data import check_max_samples, load_raw_datasets, sample_examples
+from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
 from ..tokenization import check_vocabulary
 from . import (
@@ -77,7 +77,8 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Folder with local copies of the table's datasets (imdb/, sst2/, glue/, conll2003/ as in "
-            "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise."
+            "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise. A --train_file, --validation_file or "
+            "--test_file replaces the split it names alone."
         },
     )
     train_split: str | None = field(default=None, metadata={"help": "Split to train on (default: the task's/train)."})
@@ -308,13 +309,15 @@ def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict 
     return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
 
 
-def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
-    """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
-    presence, columns and emptiness before any training."""
+def _read_split_files(
+    args: DataArguments, task: TaskSpec, cache_dir: str | None, unread: str | None
+) -> datasets.DatasetDict:
+    """The splits the --*_file flags give, each read from its file; `unread`: a dataset named but not read, which
+    the log says."""
     raw = _read_question_answering_files(args) if task.shape == "question-answering" else None
     if raw is None:
         raw = load_raw_datasets(
-            dataset_name=args.dataset_name or task.dataset_name or None,
+            dataset_name=unread,
             dataset_config_name=args.dataset_config_name or task.dataset_config_name,
             train_file=args.train_file,
             validation_file=args.validation_file,
@@ -323,7 +326,40 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
             cache_dir=cache_dir,
             text_files_as_conll=task.shape == "token-classification",
         )
+    return raw
+
+
+def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
+    """The data's splits by name: each one a --*_file names from that file, the others from the dataset the task
+    reads (its local copy under --data_dir, else the Hub), which is read only where the run needs a split (the task's
+    train, eval or test split) that no file gives. Where files and the dataset mix, one line of the log says which
+    split comes from where."""
+    files = {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
+    dataset = args.dataset_name or task.dataset_name or None
+    config = args.dataset_config_name or task.dataset_config_name
+    needed = [split for split in (task.train_split, task.eval_split or "validation", task.test_split) if split]
+    if files and (dataset is None or all(split in files for split in needed)):
+        return _read_split_files(args, task, cache_dir, dataset)
+    raw = load_raw_datasets(
+        dataset_name=dataset, dataset_config_name=config, data_dir=args.data_dir, cache_dir=cache_dir
+    )
+    if not files:
+        return raw
+    assert dataset is not None  # files leave splits to a dataset only where there is one
+    given = _read_split_files(args, task, cache_dir, None)
+    kept = [split for split in raw if split not in given]
+    from_files = "; ".join(f"{split} from {files[split]!r} (--{SPLIT_FILE_FLAGS[split]})" for split in given)
+    source = dataset_source(dataset, config, args.data_dir)
+    logger.info("Splits: %s; %s from %s.", from_files, ", ".join(kept) or "none", source)
+    return datasets.DatasetDict({**{split: raw[split] for split in kept}, **given})
+
+
+def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
+    """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
+    presence, columns and emptiness before any training."""
+    raw = _load_splits(args, task, cache_dir)
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split))
+    check_files_read(args, roles)
     if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
             f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
@@ -354,6 +390,19 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
+
+
+def check_files_read(args: DataArguments, roles: dict[str, str]) -> None:
+    """Fail in one line when a --*_file gives a split that the run reads as none of train, eval and test (`roles`),
+    naming the file and the splits read: a file given is never left unread."""
+    for split, flag in SPLIT_FILE_FLAGS.items():
+        path = getattr(args, flag)
+        if path and split not in roles.values():
+            read = ", ".join(f"{role} {name!r}" for role, name in roles.items() if name)
+            raise ValueError(
+                f"The {split} file {path!r} (--{flag}) is no split the run reads (it reads {read}): name its split "
+                f"{split!r} with --eval_split or --test_split, or leave the file out."
+            )
 
 
 def check_tagged_conll_files(

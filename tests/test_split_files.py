@@ -1,0 +1,114 @@
+"""Which data becomes which split of a fine-tuning run (`hf_bertscratch.tasks.data.load_task_datasets`): a --*_file
+replaces the split it names alone, the task's dataset (its local copy under --data_dir) gives the others."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from pathlib import Path
+
+import datasets
+import pytest
+
+from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+
+RTE_HEADER = ("index", "sentence1", "sentence2", "label")
+
+
+def rte_rows(n: int, start: int) -> list[tuple[str, ...]]:
+    """`n` rows in GLUE RTE's layout, numbered from `start` so that each file's sentences are its own."""
+    labels = ("not_entailment", "entailment")
+    return [(str(i), f"sentence {i} .", f"hypothesis {i} .", labels[i % 2]) for i in range(start, start + n)]
+
+
+def write_tsv(path: Path, rows: list[tuple[str, ...]], header: tuple[str, ...] = RTE_HEADER) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join("\t".join(row) for row in [header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A data directory with RTE's local copy (20 train, 6 dev rows) and IMDB's (40 train, 10 test reviews)."""
+    root = tmp_path / "data"
+    write_tsv(root / "glue" / "RTE" / "train.tsv", rte_rows(20, 0))
+    write_tsv(root / "glue" / "RTE" / "dev.tsv", rte_rows(6, 20))
+    (root / "imdb").mkdir()
+    for split, n in (("train", 40), ("test", 10)):
+        with gzip.open(root / "imdb" / f"{split}.csv.gz", "wt", encoding="utf-8") as handle:
+            handle.write("text,label\n" + "".join(f"{split} review {i},{i % 2}\n" for i in range(n)))
+    return root
+
+
+def load(caplog: pytest.LogCaptureFixture, **flags: str | float) -> tuple[datasets.DatasetDict, DataArguments]:
+    """The splits a run of these data `flags` reads, keyed by role, and its arguments."""
+    args = DataArguments(**flags)
+    with caplog.at_level(logging.INFO):
+        return load_task_datasets(args, args.task_spec), args
+
+
+def sizes(splits: datasets.DatasetDict) -> dict[str, int]:
+    return {role: len(split) for role, split in splits.items()}
+
+
+def said(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.getMessage().startswith(start)]
+
+
+def test_a_test_file_replaces_the_test_split_alone(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--task rte --data_dir D --test_file X`: train and dev from RTE's local copy, the test split from X, scored
+    once at the end; one log line says which split comes from where."""
+    test = write_tsv(tmp_path / "test.tsv", rte_rows(4, 100))
+    splits, args = load(caplog, task="rte", data_dir=str(data_dir), test_file=str(test))
+    assert sizes(splits) == {"train": 20, "eval": 6, "test": 4}
+    assert splits["train"]["sentence1"] == [row[1] for row in rte_rows(20, 0)]
+    assert splits["eval"]["sentence1"] == [row[1] for row in rte_rows(6, 20)]
+    assert splits["test"]["sentence1"] == [row[1] for row in rte_rows(4, 100)]
+    assert args.validation_split_percentage == 0  # RTE has its dev split: nothing held out
+    assert said(caplog, "Splits: ") == [
+        f"Splits: test from {str(test)!r} (--test_file); train, validation from the local copy of glue/rte in "
+        f"{data_dir / 'glue' / 'RTE'}."
+    ]
+
+
+@pytest.mark.parametrize(
+    "split, flag, role", [("train", "train_file", "train"), ("validation", "validation_file", "eval")]
+)
+def test_a_train_or_validation_file_replaces_its_split_alone(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, split: str, flag: str, role: str
+) -> None:
+    path = write_tsv(tmp_path / f"{split}.tsv", rte_rows(3, 200))
+    splits, _ = load(caplog, task="rte", data_dir=str(data_dir), **{flag: str(path)})
+    assert splits[role]["sentence1"] == [row[1] for row in rte_rows(3, 200)]
+    other, rows = ("eval", rte_rows(6, 20)) if role == "train" else ("train", rte_rows(20, 0))
+    assert splits[other]["sentence1"] == [row[1] for row in rows]  # from the local copy
+    kept = "validation" if split == "train" else "train"
+    assert said(caplog, "Splits: ") == [
+        f"Splits: {split} from {str(path)!r} (--{flag}); {kept} from the local copy of glue/rte in "
+        f"{data_dir / 'glue' / 'RTE'}."
+    ]
+
+
+def test_files_for_every_split_the_task_reads_leave_the_local_copy_unread(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    train = write_tsv(tmp_path / "train.tsv", rte_rows(5, 300))
+    dev = write_tsv(tmp_path / "dev.tsv", rte_rows(2, 400))
+    splits, _ = load(caplog, task="rte", data_dir=str(data_dir), train_file=str(train), validation_file=str(dev))
+    assert sizes(splits) == {"train": 5, "eval": 2}
+    assert not said(caplog, "Splits: ") and not said(caplog, "Using the local copy")
+
+
+def test_a_file_the_run_does_not_read_is_refused(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """IMDB evaluates on its test split (5% of train held out): a validation file would be left unread."""
+    dev = write_tsv(tmp_path / "dev.tsv", [("fine", "1")], ("text", "label"))
+    with pytest.raises(ValueError) as error:
+        load(caplog, task="imdb", data_dir=str(data_dir), validation_file=str(dev))
+    assert str(error.value) == (
+        f"The validation file {str(dev)!r} (--validation_file) is no split the run reads (it reads train 'train', "
+        "eval 'test'): name its split 'validation' with --eval_split or --test_split, or leave the file out."
+    )
