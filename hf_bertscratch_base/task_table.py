@@ -37,6 +37,10 @@ SHAPE_MAIN_METRIC: dict[str, str] = {
     "embedding": "spearmanr",
 }
 
+# The share (%) of the train split held out to choose checkpoints on where the data has no validation split and its
+# test split is scored once, at the end (IMDB; a --train_file with a --test_file and no --validation_file).
+HOLD_OUT_PERCENTAGE = 5
+
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
 
@@ -141,7 +145,8 @@ TASKS: dict[str, TaskSpec] = {
     # Sentiment of long reviews (Maas et al. 2011): no validation split, so checkpoints are chosen on 5% of the train
     # reviews held out, and the test split is scored once at the end.
     "imdb": TaskSpec(
-        "classification", "imdb", None, "train", "test", _single("text"), ("neg", "pos"), validation_split_percentage=5
+        "classification", "imdb", None, "train", "test", _single("text"), ("neg", "pos"),
+        validation_split_percentage=HOLD_OUT_PERCENTAGE,
     ),
     # Named entities (Tjong Kim Sang & De Meulder 2003): checkpoints chosen on validation, test scored at the end.
     "conll2003": TaskSpec(
@@ -240,16 +245,25 @@ def column_flag(role: str) -> str:
 
 
 def split_roles(
-    task: TaskSpec, splits: Collection[str], test_file: bool = False, test_split_named: bool = False
+    task: TaskSpec,
+    splits: Collection[str],
+    test_file: bool = False,
+    test_split_named: bool = False,
+    eval_split_named: bool = False,
 ) -> dict[str, str]:
     """Which split of the data each role reads: "train" the task's train split; "eval" its eval split, else
     "validation", else "test", whichever `splits` has ("" when neither); "test", when the task has a test split (or
-    `test_file` gives one) that `splits` has or that `test_split_named` (--test_split) asks for."""
+    `test_file` gives one) that `splits` has or that `test_split_named` (--test_split) asks for.
+
+    The test split is scored once, at the end: unless `eval_split_named` (--eval_split) asks for it, it is not the eval
+    split too ("" then: a share of the train split is held out to choose checkpoints on, as for IMDB)."""
     eval_split = task.eval_split or next((s for s in ("validation", "test") if s in splits), "")
     roles = {"train": task.train_split, "eval": eval_split}
     test_split = task.test_split or ("test" if test_file else None)
     if test_split and (test_split in splits or test_split_named):
         roles["test"] = test_split
+        if eval_split == test_split and not eval_split_named:
+            roles["eval"] = ""
     return roles
 
 
@@ -280,16 +294,16 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
 def check_test_file_as_eval(
     task: TaskSpec, roles: dict[str, str], eval_columns: Collection[str], test_file: str | None
 ) -> None:
-    """Fail in one line, naming the file, when `test_file` (--test_file) stands in for the eval split (`roles`: no
-    validation split) and its `eval_columns` hold no labels (tags, answers): checkpoints are chosen on the eval
-    split's scores, so it cannot be predicted alone, and the column check would only ask for a --label_column."""
+    """Fail in one line, naming the file, when `test_file` (--test_file) is the eval split too (`roles`: --eval_split
+    test asks for it) and its `eval_columns` hold no labels (tags, answers): checkpoints are chosen on the eval split's
+    scores, so it cannot be predicted alone, and the column check would only ask for a --label_column."""
     column = task.scored_column
     if roles.get("eval") != "test" or not test_file or not column or task.has_labels(eval_columns):
         return
     raise ValueError(
-        f"The test file {test_file!r} has no {task.scored_what} (no {column!r} column), and it is the eval split here "
-        f"(no --validation_file), which checkpoints are chosen on: give a --validation_file with {task.scored_what}; "
-        "the test file is then predicted, not scored."
+        f"The test file {test_file!r} has no {task.scored_what} (no {column!r} column), and --eval_split test makes it "
+        "the eval split, which checkpoints are chosen on: leave out --eval_split test, and the test file is predicted, "
+        "not scored."
     )
 
 
@@ -300,9 +314,7 @@ def check_tagged_conll_file(task: TaskSpec, role: str, split: str, path: str, co
     (--{split}_file: train, validation or test)."""
     if task.shape != "token-classification" or role == "test" or task.has_labels(columns):
         return
-    doubled = (
-        " The test file is the eval split here (no --validation_file): give one with tags." if split == "test" else ""
-    )
+    doubled = " --eval_split test makes the test file the eval split here: leave it out." if split == "test" else ""
     raise ValueError(
         f"The {role} split's file {path!r} (--{split}_file) holds words without tags (one column per line), but the "
         f"{role} split needs each word's tag: the last whitespace-separated column of its line (`word ... TAG`, as "
@@ -313,6 +325,7 @@ def check_tagged_conll_file(task: TaskSpec, role: str, split: str, path: str, co
 __all__ = [
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
+    "HOLD_OUT_PERCENTAGE",
     "SHAPES",
     "SHAPE_COLUMNS",
     "SHAPE_MAIN_METRIC",

@@ -63,7 +63,7 @@ def check_task_files(args: list[str]) -> None:
         split: read_conll_columns(path) if conll and is_text_file(path) else read_columns(path)
         for split, path in files.items()
     }
-    roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split))
+    roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split), bool(overrides.eval_split))
     for role, split in roles.items():
         found = columns.get(split)
         if conll and found is not None and is_text_file(files[split]):

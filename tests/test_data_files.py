@@ -168,17 +168,20 @@ def test_a_test_file_without_labels_passes_the_front_door(
 def test_a_test_file_without_labels_as_the_eval_split_is_refused_at_the_front_door(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without a validation file the test file is the eval split, which checkpoints are chosen on: one without labels
-    is refused as that, not asked for a --label_column."""
+    """--eval_split test makes the test file the eval split, which checkpoints are chosen on: one without labels is
+    refused as that, not asked for a --label_column. Without the flag it is predicted (train examples are held out to
+    choose on), and passes."""
     write(tmp_path / "train.csv", "text,label\na,0\n")
     write(tmp_path / "test.csv", "text\nc\n")
     monkeypatch.chdir(tmp_path)
+    files = ["--train_file", "train.csv", "--test_file", "test.csv"]
     with pytest.raises(ValueError) as error:
-        check_data_files("finetune", ["--train_file", "train.csv", "--test_file", "test.csv"])
+        check_data_files("finetune", [*files, "--eval_split", "test"])
     assert str(error.value).startswith(
-        "The test file 'test.csv' has no labels (no 'label' column), and it is the eval split here (no "
-        "--validation_file), which checkpoints are chosen on: give a --validation_file with labels"
+        "The test file 'test.csv' has no labels (no 'label' column), and --eval_split test makes it the eval split, "
+        "which checkpoints are chosen on: leave out --eval_split test"
     )
+    check_data_files("finetune", files)
 
 
 @pytest.mark.parametrize(
@@ -218,7 +221,7 @@ WORDS = "-DOCSTART-\n\n\nAnn\nwent\n\nBob\n"  # a -DOCSTART- line and blank line
     [
         {"--train_file": "words.txt", "--validation_file": "tagged.txt"},
         {"--train_file": "tagged.txt", "--validation_file": "words.txt.gz"},
-        {"--train_file": "tagged.txt", "--test_file": "words.txt"},  # the test file is the eval split
+        {"--train_file": "tagged.txt", "--test_file": "words.txt", "--eval_split": "test"},  # the test file is eval
     ],
     ids=["train", "validation", "test-as-eval"],
 )

@@ -440,6 +440,27 @@ def test_a_train_file_alone_is_evaluated_on_the_examples_it_holds_out(tmp_path: 
     assert {role: len(split) for role, split in splits.items()} == {"train": 15, "eval": 5}
 
 
+def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """--train_file and a labelled --test_file, no --validation_file: checkpoints are chosen on 5% of the train
+    examples held out (2 of 48), and the 10 test examples are scored once, with the chosen model, at the end."""
+    output = tmp_path / "run"
+    files = ["--train_file", str(data_files[0]), "--test_file", str(data_files[1])]
+    with caplog.at_level(logging.INFO):
+        main(files + run_argv(model_dir, output))
+    results = json.loads((output / "all_results.json").read_text())
+    assert (results["eval_samples"], results["test_samples"]) == (2, 10)
+    assert "test_accuracy" in results and "test_baseline_constant" in results
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # per epoch, on the held-out examples
+    assert not any(key.startswith("test_") for log in state["log_history"] for key in log)
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("No validation split")] == [
+        "No validation split: checkpoints are chosen on 2 train examples held out (5%, split held_out), not on the "
+        "10 examples of the test split, which the chosen model meets once, at the end."
+    ]
+
+
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -457,7 +478,8 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
     assert imdb.chosen_defaults == [
         "max_seq_length 512", "truncation head+tail", "head_tokens 128", "validation_split_percentage 5"
     ]  # fmt: skip
-    assert DataArguments(task="imdb", test_file="t.csv").validation_split_percentage == 0  # its eval split is kept
+    # with a test file, whether a share of train is held out waits for the data's splits (`load_task_datasets`)
+    assert DataArguments(task="imdb", test_file="t.csv").validation_split_percentage is None
     assert DataArguments(task="sst2").validation_split_percentage == 0  # a task with a dev split holds nothing out
     short = DataArguments(task="imdb", max_seq_length=64)  # a shorter length keeps a quarter of it from the start
     assert (short.truncation, short.head_tokens) == ("head+tail", 16)
@@ -1715,18 +1737,18 @@ def test_a_test_split_with_some_labels_missing_is_refused(
     )
 
 
-def test_a_test_file_without_labels_that_stands_in_for_the_eval_split_is_refused(tmp_path: Path) -> None:
-    """Without a validation file the test file is the eval split, which checkpoints are chosen on: one without
-    labels cannot be that, and the error says so instead of asking for a --label_column."""
+def test_a_test_file_without_labels_made_the_eval_split_too_is_refused(tmp_path: Path) -> None:
+    """--eval_split test makes the test file the eval split, which checkpoints are chosen on: one without labels
+    cannot be that, and the error says so instead of asking for a --label_column."""
     train = write_csv(tmp_path / "train.csv", [("the film", 0), ("the movie", 1)])
     test = write_csv(tmp_path / "test.csv", [("the film",), ("a movie",)], ("text",))
-    args = DataArguments(train_file=str(train), test_file=str(test))
+    args = DataArguments(train_file=str(train), test_file=str(test), eval_split="test")
     with pytest.raises(ValueError) as error:
         load_task_datasets(args, args.task_spec)
     assert str(error.value) == (
-        f"The test file {str(test)!r} has no labels (no 'label' column), and it is the eval split here (no "
-        "--validation_file), which checkpoints are chosen on: give a --validation_file with labels; the test file "
-        "is then predicted, not scored."
+        f"The test file {str(test)!r} has no labels (no 'label' column), and --eval_split test makes it the eval "
+        "split, which checkpoints are chosen on: leave out --eval_split test, and the test file is predicted, not "
+        "scored."
     )
 
 
@@ -1829,7 +1851,7 @@ def test_a_token_classification_test_file_without_tags_is_predicted(
     [
         ({"train_file": "words", "validation_file": "dev"}, "train_file", "train"),
         ({"train_file": "train", "validation_file": "words"}, "validation_file", "eval"),
-        ({"train_file": "train", "test_file": "words"}, "test_file", "eval"),  # the test file is the eval split
+        ({"train_file": "train", "test_file": "words", "eval_split": "test"}, "test_file", "eval"),  # eval split too
     ],
     ids=["train", "validation", "test-as-eval"],
 )
@@ -1843,13 +1865,17 @@ def test_a_conll_file_of_words_alone_is_refused_where_tags_are_scored(
         "dev": write_conll(tmp_path / "dev.txt", conll_sentences(2, 1)),
         "words": write_words(tmp_path / "words.txt", conll_sentences(2, 2)),
     }
-    args = DataArguments(task_type="token-classification", **{flag: str(paths[name]) for flag, name in files.items()})
+    flags = {flag: str(paths[name]) if name in paths else name for flag, name in files.items()}
+    args = DataArguments(task_type="token-classification", **flags)
     with pytest.raises(ValueError) as error:
         load_task_datasets(args, args.task_spec)
-    assert str(error.value).startswith(
+    doubled = (
+        " --eval_split test makes the test file the eval split here: leave it out." if "eval_split" in files else ""
+    )
+    assert str(error.value) == (
         f"The {role} split's file {str(paths['words'])!r} (--{named}) holds words without tags (one column per "
         f"line), but the {role} split needs each word's tag: the last whitespace-separated column of its line "
-        "(`word ... TAG`, as CoNLL-2003 has them). Only a test file may hold words alone, to be predicted."
+        "(`word ... TAG`, as CoNLL-2003 has them). Only a test file may hold words alone, to be predicted." + doubled
     )
 
 

@@ -1,5 +1,6 @@
 """Which data becomes which split of a fine-tuning run (`hf_bertscratch.tasks.data.load_task_datasets`): a --*_file
-replaces the split it names alone, the task's dataset (its local copy under --data_dir) gives the others."""
+replaces the split it names alone, the task's dataset (its local copy under --data_dir) gives the others; a test split
+given without a validation split is scored once, at the end, and checkpoints are chosen on train examples held out."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import datasets
 import pytest
 
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE
 
 RTE_HEADER = ("index", "sentence1", "sentence2", "label")
 
@@ -101,6 +103,64 @@ def test_files_for_every_split_the_task_reads_leave_the_local_copy_unread(
     assert not said(caplog, "Splits: ") and not said(caplog, "Using the local copy")
 
 
+def test_a_labelled_test_file_without_a_validation_file_is_scored_once_and_train_is_held_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--train_file T --test_file X`: checkpoints are chosen on a share of T held out (the share IMDB holds out),
+    never on X, which is the test split alone, scored once at the end."""
+    train = write_tsv(tmp_path / "train.tsv", rte_rows(40, 0))
+    test = write_tsv(tmp_path / "test.tsv", rte_rows(6, 100))
+    pair = {"text_column": "sentence1", "text_pair_column": "sentence2"}
+    splits, args = load(caplog, train_file=str(train), test_file=str(test), **pair)
+    held = round(40 * HOLD_OUT_PERCENTAGE / 100)
+    assert sizes(splits) == {"train": 40 - held, "eval": held, "test": 6}
+    assert splits["test"]["sentence1"] == [row[1] for row in rte_rows(6, 100)]
+    drawn = [*splits["train"]["sentence1"], *splits["eval"]["sentence1"]]
+    assert sorted(drawn) == sorted(row[1] for row in rte_rows(40, 0))  # a partition of the train file
+    assert splits["eval"].split == "held_out"
+    assert args.validation_split_percentage == HOLD_OUT_PERCENTAGE
+    assert said(caplog, "No validation split") == [
+        f"No validation split: checkpoints are chosen on {held} train examples held out ({HOLD_OUT_PERCENTAGE}%, "
+        "split held_out), not on the 6 examples of the test split, which the chosen model meets once, at the end."
+    ]
+
+
+def test_a_test_file_without_labels_and_no_validation_file_is_predicted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    train = write_tsv(tmp_path / "train.tsv", [(f"text {i}", str(i % 2)) for i in range(20)], ("text", "label"))
+    test = write_tsv(tmp_path / "test.tsv", [("a text",), ("another",)], ("text",))
+    splits, _ = load(caplog, train_file=str(train), test_file=str(test))
+    assert sizes(splits) == {"train": 19, "eval": 1, "test": 2}
+    assert "label" not in splits["test"].column_names and "label" in splits["eval"].column_names
+
+
+def test_imdb_with_a_test_file_holds_out_its_share_of_train(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """IMDB evaluates on its test split; a test file given replaces that split, which is then scored once at the end,
+    and checkpoints are chosen on 5% of the local train reviews, as without the file."""
+    test = write_tsv(tmp_path / "test.tsv", [("a fine film", "1"), ("dull", "0"), ("good", "1")], ("text", "label"))
+    splits, args = load(caplog, task="imdb", data_dir=str(data_dir), test_file=str(test))
+    assert sizes(splits) == {"train": 38, "eval": 2, "test": 3}
+    assert splits["test"]["text"] == ["a fine film", "dull", "good"]
+    assert all(text.startswith("train review") for text in splits["eval"]["text"])
+    assert args.validation_split_percentage == 5
+
+
+def test_explicit_split_flags_keep_their_meaning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """--validation_split_percentage holds out the share it names, or none; --eval_split test makes the test file the
+    eval split too."""
+    train = write_tsv(tmp_path / "train.tsv", [(f"text {i}", str(i % 2)) for i in range(20)], ("text", "label"))
+    test = write_tsv(tmp_path / "test.tsv", [("a", "0"), ("b", "1")], ("text", "label"))
+    files = {"train_file": str(train), "test_file": str(test)}
+    assert sizes(load(caplog, **files, validation_split_percentage=20)[0]) == {"train": 16, "eval": 4, "test": 2}
+    explicit, args = load(caplog, **files, eval_split="test")
+    assert sizes(explicit) == {"train": 20, "eval": 2, "test": 2} and args.validation_split_percentage == 0
+    with pytest.raises(ValueError, match=r"^The data has no validation split to evaluate on \(its splits: \['train', "):
+        load(caplog, **files, validation_split_percentage=0)
+
+
 def test_a_file_the_run_does_not_read_is_refused(
     tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -112,3 +172,17 @@ def test_a_file_the_run_does_not_read_is_refused(
         f"The validation file {str(dev)!r} (--validation_file) is no split the run reads (it reads train 'train', "
         "eval 'test'): name its split 'validation' with --eval_split or --test_split, or leave the file out."
     )
+
+
+def test_a_conll_test_file_of_words_alone_without_a_validation_file_is_predicted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tagged CoNLL train file and a test file of words alone: the test file is predicted, and checkpoints are
+    chosen on train sentences held out, so no split scored needs the tags the test file lacks."""
+    train = tmp_path / "train.txt"
+    train.write_text("".join(f"Paris{i} NNP B-NP B-LOC\nsleeps VBZ B-VP O\n\n" for i in range(20)), encoding="utf-8")
+    test = tmp_path / "test.txt"
+    test.write_text("Rome\nwakes\n\nOslo\n\n", encoding="utf-8")
+    splits, _ = load(caplog, task_type="token-classification", train_file=str(train), test_file=str(test))
+    assert sizes(splits) == {"train": 19, "eval": 1, "test": 2}
+    assert splits["test"]["tokens"] == [["Rome", "wakes"], ["Oslo"]] and "ner_tags" not in splits["test"].column_names

@@ -15,7 +15,7 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import is_text_file
-from hf_bertscratch_base.task_table import check_tagged_conll_file, check_test_file_as_eval
+from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE, check_tagged_conll_file, check_test_file_as_eval
 
 from ..arguments import check_max_seq_length
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
@@ -97,7 +97,9 @@ class DataArguments:
         metadata={
             "help": "For data without a validation split: hold out this percentage of the train split (the same "
             "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
-            "test split. Default: the task's (IMDB 5), otherwise 0 (none held out)."
+            f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} where a test file "
+            "or split is given and there is no validation split (the test split is scored once, not chosen on); "
+            "otherwise 0 (none held out)."
         },
     )
     text_column: str | None = field(
@@ -241,13 +243,15 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     args.derived_from_length = [name for name in ("head_tokens", "doc_stride") if getattr(args, name) is None]
     _derive_from_length(args, task)
     _check_lengths(args, task)
-    if args.validation_split_percentage is None:  # the task's, unless a test split is named: its eval split is kept
-        given_test = args.test_file or args.test_split
-        args.validation_split_percentage = 0 if given_test else task.validation_split_percentage
+    # The task's; where a test split is given, whether a share is held out waits for the data's splits
+    # (`load_task_datasets`: only where there is no validation split).
+    if args.validation_split_percentage is None and not (args.test_file or args.test_split):
+        args.validation_split_percentage = task.validation_split_percentage
         if args.validation_split_percentage:
             args.chosen_defaults.append(f"validation_split_percentage {args.validation_split_percentage:g}")
-    if not 0 <= args.validation_split_percentage < 100:
-        raise ValueError(f"--validation_split_percentage must be in [0, 100), got {args.validation_split_percentage}.")
+    percentage = args.validation_split_percentage
+    if percentage is not None and not 0 <= percentage < 100:
+        raise ValueError(f"--validation_split_percentage must be in [0, 100), got {percentage}.")
     if task.shape == "question-answering":
         for name in ("max_answer_length", "n_best_size"):
             if getattr(args, name) < 1:
@@ -356,9 +360,15 @@ def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = No
 
 def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
     """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
-    presence, columns and emptiness before any training."""
+    presence, columns and emptiness before any training. Without a validation split, where a test split is given,
+    a share of the train split is held out to choose checkpoints on (`HOLD_OUT_PERCENTAGE`, or the task's), and the
+    test split is scored once, at the end."""
     raw = _load_splits(args, task, cache_dir)
-    roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split))
+    roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
+    if args.validation_split_percentage is None:  # a test split is given (`check_data_arguments`)
+        args.validation_split_percentage = (
+            0 if roles["eval"] else task.validation_split_percentage or HOLD_OUT_PERCENTAGE
+        )
     check_files_read(args, roles)
     if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
@@ -458,8 +468,9 @@ HELD_OUT = "held_out"  # the name of the split held out
 
 def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
     """`percentage` % of the train split, drawn with `HOLD_OUT_SEED`, as the eval split checkpoints are chosen on;
-    the former eval split, if any, becomes the test split, scored once at the end."""
-    if "test" in chosen:
+    the former eval split, if any, becomes the test split, scored once at the end (a test split without an eval
+    split stays the test split)."""
+    if "eval" in chosen and "test" in chosen:
         raise ValueError(
             f"--validation_split_percentage {percentage:g} holds out train examples for data without a validation "
             "split, but this data has an eval and a test split: give --validation_split_percentage 0."
@@ -474,6 +485,13 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
     # named apart from the train split (train_test_split keeps its name) and the eval one, for logs and records
     validation = split["test"].flatten_indices()
     validation = datasets.Dataset(validation.data, info=validation.info.copy(), split=datasets.NamedSplit(HELD_OUT))
+    if "test" in chosen:  # no validation split: the test split is not chosen on
+        logger.info(
+            "No validation split: checkpoints are chosen on %s train examples held out (%g%%, split %s), not on the %s "
+            "examples of the test split, which the chosen model meets once, at the end.",
+            f"{held:,}", percentage, HELD_OUT, f"{len(chosen['test']):,}",
+        )  # fmt: skip
+        return datasets.DatasetDict({"train": split["train"], "eval": validation, "test": chosen["test"]})
     if "eval" not in chosen:  # train data alone
         logger.info("Checkpoints are chosen and scored on %s train examples held out (%g%%).", f"{held:,}", percentage)
         return datasets.DatasetDict({"train": split["train"], "eval": validation})
