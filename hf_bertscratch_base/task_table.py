@@ -253,13 +253,15 @@ def split_roles(
 ) -> dict[str, str]:
     """Which split of the data each role reads: "train" the task's train split; "eval" its eval split, else
     "validation", else "test", whichever `splits` has ("" when neither); "test", when the task has a test split (or
-    `test_file` gives one) that `splits` has or that `test_split_named` (--test_split) asks for.
+    `test_file` gives one, or the data has one and no validation split) that `splits` has or that `test_split_named`
+    (--test_split) asks for.
 
     The test split is scored once, at the end: unless `eval_split_named` (--eval_split) asks for it, it is not the eval
     split too ("" then: a share of the train split is held out to choose checkpoints on, as for IMDB)."""
     eval_split = task.eval_split or next((s for s in ("validation", "test") if s in splits), "")
     roles = {"train": task.train_split, "eval": eval_split}
-    test_split = task.test_split or ("test" if test_file else None)
+    test_only = not task.eval_split and "test" in splits and "validation" not in splits
+    test_split = task.test_split or ("test" if test_file or test_only else None)
     if test_split and (test_split in splits or test_split_named):
         roles["test"] = test_split
         if eval_split == test_split and not eval_split_named:

@@ -186,3 +186,36 @@ def test_a_conll_test_file_of_words_alone_without_a_validation_file_is_predicted
     splits, _ = load(caplog, task_type="token-classification", train_file=str(train), test_file=str(test))
     assert sizes(splits) == {"train": 19, "eval": 1, "test": 2}
     assert splits["test"]["tokens"] == [["Rome", "wakes"], ["Oslo"]] and "ner_tags" not in splits["test"].column_names
+
+
+def test_a_dataset_with_train_and_test_splits_only_is_chosen_on_train_held_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dataset (`--dataset_name`, here a local `save_to_disk` folder) with a train and a test split and no
+    validation split, as the Hub's IMDB has them: checkpoints are chosen on train examples held out and the test split
+    is scored once, at the end; `--eval_split test` still chooses on the test split."""
+    folder = tmp_path / "reviews"
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict(
+                {"text": [f"{split} {i}" for i in range(n)], "label": [i % 2 for i in range(n)]}
+            )
+            for split, n in (("train", 40), ("test", 10))
+        }
+    ).save_to_disk(str(folder))
+    splits, args = load(caplog, dataset_name=str(folder), task_type="classification")
+    assert sizes(splits) == {"train": 38, "eval": 2, "test": 10}
+    assert args.validation_split_percentage == HOLD_OUT_PERCENTAGE
+    assert not set(splits["eval"]["text"]) & set(splits["test"]["text"])
+    assert said(caplog, "No validation split: checkpoints are chosen on 2 train examples held out")
+    splits, _ = load(caplog, dataset_name=str(folder), task_type="classification", eval_split="test")
+    assert sizes(splits) == {"train": 40, "eval": 10}
+    with_validation = tmp_path / "with-validation"
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict({"text": ["a", "b", "c"], "label": [0, 1, 0]})
+            for split in ("train", "validation")
+        }
+    ).save_to_disk(str(with_validation))
+    splits, args = load(caplog, dataset_name=str(with_validation), task_type="classification")
+    assert sizes(splits) == {"train": 3, "eval": 3} and args.validation_split_percentage == 0

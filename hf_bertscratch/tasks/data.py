@@ -98,7 +98,8 @@ class DataArguments:
             "help": "For data without a validation split: hold out this percentage of the train split (the same "
             "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
             f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} where a test file "
-            "or split is given and there is no validation split (the test split is scored once, not chosen on); "
+            "or split is given, or the dataset has one, and there is no validation split (the test split is scored "
+            "once, not chosen on); "
             "otherwise 0 (none held out)."
         },
     )
@@ -243,9 +244,9 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     args.derived_from_length = [name for name in ("head_tokens", "doc_stride") if getattr(args, name) is None]
     _derive_from_length(args, task)
     _check_lengths(args, task)
-    # The task's; where a test split is given, whether a share is held out waits for the data's splits
-    # (`load_task_datasets`: only where there is no validation split).
-    if args.validation_split_percentage is None and not (args.test_file or args.test_split):
+    # The task's; where a test split is given, or a dataset may have one, whether a share is held out waits for the
+    # data's splits (`load_task_datasets`: only where there is a test split and no validation split).
+    if args.validation_split_percentage is None and not (args.test_file or args.test_split or args.dataset_name):
         args.validation_split_percentage = task.validation_split_percentage
         if args.validation_split_percentage:
             args.chosen_defaults.append(f"validation_split_percentage {args.validation_split_percentage:g}")
@@ -365,10 +366,9 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     test split is scored once, at the end."""
     raw = _load_splits(args, task, cache_dir)
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
-    if args.validation_split_percentage is None:  # a test split is given (`check_data_arguments`)
-        args.validation_split_percentage = (
-            0 if roles["eval"] else task.validation_split_percentage or HOLD_OUT_PERCENTAGE
-        )
+    if args.validation_split_percentage is None:  # a test split given, or a dataset's (`check_data_arguments`)
+        held_out = not roles["eval"] and roles.get("test")
+        args.validation_split_percentage = (task.validation_split_percentage or HOLD_OUT_PERCENTAGE) if held_out else 0
     check_files_read(args, roles)
     if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
