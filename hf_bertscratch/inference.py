@@ -680,9 +680,10 @@ def answer_question(
     n_best_size: int = 20,
     device: str | torch.device | None = None,
     dtype: str = "float32",
+    batch_size: int = 1,
 ) -> dict:
     """Extract the answer to `question` from `context` with a question-answering model: `answer_question_many` on a
-    list of one, its windows one per forward pass (as transformers' pipelines run with their default batch_size).
+    list of one, its windows `batch_size` per forward pass (1, as transformers' pipelines run by default).
 
     Args:
         model: a model folder / Hub id with a *ForQuestionAnswering head, or an already loaded (model, tokenizer).
@@ -708,6 +709,7 @@ def answer_question(
         n_best_size=n_best_size,
         device=device,
         dtype=dtype,
+        batch_size=batch_size,
     )
     return answer
 

@@ -504,6 +504,14 @@ def test_answer_question_many_runs_batch_size_windows_per_forward_pass(qa_tokeni
     )
     assert model.rows == [windows]
     assert (answers[0]["answer"], answers[0]["start"]) == (answer, start) and answers[2] == answers[0]
+    model.rows.clear()  # one question: its windows batch_size at a time, one per pass by default
+    assert (
+        inference.answer_question((model, qa_tokenizer), QUESTION, long_context, batch_size=4, **WINDOW) == answers[0]
+    )
+    assert max(model.rows) == 4 and len(model.rows) > 1
+    model.rows.clear()
+    assert inference.answer_question((model, qa_tokenizer), QUESTION, long_context, **WINDOW) == answers[0]
+    assert set(model.rows) == {1}
 
 
 def test_postprocess_needs_unique_example_ids(qa_tokenizer) -> None:
