@@ -105,7 +105,7 @@ def check_input_file(command: str, args: list[str]) -> None:
     """An inference command's --input_file has the columns the command reads from it, by its column flags and their
     defaults (`INPUT_FILE_COLUMNS`; `hf_bertscratch.cli.read_input_file` checks them, with the same line)."""
     path = _given_files(args, ("input",)).get("input")
-    if path is None:
+    if path is None or "--json" in args:  # --json with a file: the library's refusal of it comes first
         return
     found = read_columns(path)
     if found is None:

@@ -305,6 +305,7 @@ def test_an_input_file_without_the_commands_columns_fails_at_the_front_door_as_i
         ("tag", {"texts.txt": "Ann went .\n"}, []),
         ("embed", {"texts.parquet": "PAR1"}, ["--text_column", "body"]),  # columns not read before torch loads
         ("fill-mask", {}, ["the [MASK] ."]),  # no --input_file
+        ("answer", {"reviews.csv": "text,label\na,0\n"}, ["--json"]),  # the library refuses --json with a file first
     ],
 )  # fmt: skip
 def test_input_files_with_the_commands_columns_pass_the_front_door(

@@ -164,14 +164,26 @@ def test_explicit_split_flags_keep_their_meaning(tmp_path: Path, caplog: pytest.
 def test_a_file_the_run_does_not_read_is_refused(
     tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """IMDB evaluates on its test split (5% of train held out): a validation file would be left unread."""
+    """IMDB chooses on 5% of train held out and scores its test split at the end: a validation file would be left
+    unread. The advice given makes it the split checkpoints are chosen on."""
     dev = write_tsv(tmp_path / "dev.tsv", [("fine", "1")], ("text", "label"))
     with pytest.raises(ValueError) as error:
         load(caplog, task="imdb", data_dir=str(data_dir), validation_file=str(dev))
     assert str(error.value) == (
-        f"The validation file {str(dev)!r} (--validation_file) is no split the run reads (it reads train 'train', "
-        "eval 'test'): name its split 'validation' with --eval_split or --test_split, or leave the file out."
+        f"The validation file {str(dev)!r} (--validation_file) is no split the run reads (it reads train 'train', 5% "
+        "of it held out to choose on, 'test' scored at the end): to choose on it, add --eval_split validation "
+        "--test_split test --validation_split_percentage 0, or leave the file out."
     )
+    splits, _ = load(
+        caplog,
+        task="imdb",
+        data_dir=str(data_dir),
+        validation_file=str(dev),
+        eval_split="validation",
+        test_split="test",
+        validation_split_percentage=0,
+    )
+    assert sizes(splits) == {"train": 40, "eval": 1, "test": 10}
 
 
 def test_a_conll_test_file_of_words_alone_without_a_validation_file_is_predicted(
@@ -219,3 +231,29 @@ def test_a_dataset_with_train_and_test_splits_only_is_chosen_on_train_held_out(
     ).save_to_disk(str(with_validation))
     splits, args = load(caplog, dataset_name=str(with_validation), task_type="classification")
     assert sizes(splits) == {"train": 3, "eval": 3} and args.validation_split_percentage == 0
+
+
+def test_imdb_from_a_named_dataset_keeps_its_hold_out(
+    data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--task imdb --dataset_name D` (a copy of IMDB with train and test splits) chooses on IMDB's share of train
+    held out, never on the test reviews, as `--task imdb` does."""
+    folder = tmp_path / "imdb-copy"
+    datasets.load_dataset(
+        "csv", data_files={s: str(data_dir / "imdb" / f"{s}.csv.gz") for s in ("train", "test")}
+    ).save_to_disk(str(folder))
+    splits, args = load(caplog, task="imdb", dataset_name=str(folder))
+    assert sizes(splits) == {"train": 38, "eval": 2, "test": 10}
+    assert args.validation_split_percentage == HOLD_OUT_PERCENTAGE
+
+
+def test_train_and_validation_files_are_read_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files that give the train and eval splits of a table task are read alone, offline too: the task's test split
+    (CoNLL-2003's) comes from --test_file only, and its dataset is not looked for."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tagged = tmp_path / "tagged.txt"
+    tagged.write_text("".join(f"Paris{i} NNP B-NP B-LOC\nsleeps VBZ B-VP O\n\n" for i in range(4)), encoding="utf-8")
+    splits, _ = load(caplog, task="conll2003", train_file=str(tagged), validation_file=str(tagged))
+    assert sizes(splits) == {"train": 4, "eval": 4}

@@ -78,12 +78,16 @@ class DataArguments:
         metadata={
             "help": "Folder with local copies of the table's datasets (imdb/, sst2/, glue/, conll2003/ as in "
             "../shared/data); default $BERTSCRATCH_DATA_DIR; the Hub otherwise. A --train_file, --validation_file or "
-            "--test_file replaces the split it names alone."
+            "--test_file replaces the split it names alone; train and validation files are read alone."
         },
     )
     train_split: str | None = field(default=None, metadata={"help": "Split to train on (default: the task's/train)."})
     eval_split: str | None = field(
-        default=None, metadata={"help": "Split to evaluate on (default: the task's, else validation, else test)."}
+        default=None,
+        metadata={
+            "help": "Split to choose checkpoints on (default: the task's, else validation; without one, a share of "
+            "train held out, the test split scored once at the end)."
+        },
     )
     test_split: str | None = field(
         default=None,
@@ -337,12 +341,12 @@ def _read_split_files(
 def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
     """The data's splits by name: each one a --*_file names from that file, the others from the dataset the task
     reads (its local copy under --data_dir, else the Hub), which is read only where the run needs a split (the task's
-    train, eval or test split) that no file gives. Where files and the dataset mix, one line of the log says which
-    split comes from where."""
+    train or eval split) that no file gives; it then gives the task's test split too, unless --test_file does. Where
+    files and the dataset mix, one line of the log says which split comes from where."""
     files = {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
     dataset = args.dataset_name or task.dataset_name or None
     config = args.dataset_config_name or task.dataset_config_name
-    needed = [split for split in (task.train_split, task.eval_split or "validation", task.test_split) if split]
+    needed = [split for split in (task.train_split, task.eval_split or "validation") if split]
     if files and (dataset is None or all(split in files for split in needed)):
         return _read_split_files(args, task, cache_dir, dataset)
     raw = load_raw_datasets(
@@ -368,7 +372,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
     if args.validation_split_percentage is None:  # a test split given, or a dataset's (`check_data_arguments`)
         held_out = not roles["eval"] and roles.get("test")
-        args.validation_split_percentage = (task.validation_split_percentage or HOLD_OUT_PERCENTAGE) if held_out else 0
+        task_share = task.validation_split_percentage or 0  # IMDB's, from a named copy of its dataset too
+        args.validation_split_percentage = (task_share or HOLD_OUT_PERCENTAGE) if held_out else task_share
     check_files_read(args, roles)
     if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
@@ -404,14 +409,24 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
 
 def check_files_read(args: DataArguments, roles: dict[str, str]) -> None:
     """Fail in one line when a --*_file gives a split that the run reads as none of train, eval and test (`roles`),
-    naming the file and the splits read: a file given is never left unread."""
+    naming the file and the splits read: a file given is never left unread. Where a share of train is held out to
+    choose on (IMDB), the advice also turns that off, so that the file is what checkpoints are chosen on."""
     for split, flag in SPLIT_FILE_FLAGS.items():
         path = getattr(args, flag)
         if path and split not in roles.values():
-            read = ", ".join(f"{role} {name!r}" for role, name in roles.items() if name)
+            share = args.validation_split_percentage
+            if share:
+                read = f"train {roles['train']!r}, {share:g}% of it held out to choose on"
+                scored = [name for role, name in roles.items() if role != "train" and name]  # the test split
+                read += "".join(f", {name!r} scored at the end" for name in scored)
+                tests = "".join(f" --test_split {name}" for name in scored)
+                fix = f"to choose on it, add --eval_split {split}{tests} --validation_split_percentage 0"
+            else:
+                read = ", ".join(f"{role} {name!r}" for role, name in roles.items() if name)
+                fix = f"name its split {split!r} with --eval_split or --test_split"
             raise ValueError(
-                f"The {split} file {path!r} (--{flag}) is no split the run reads (it reads {read}): name its split "
-                f"{split!r} with --eval_split or --test_split, or leave the file out."
+                f"The {split} file {path!r} (--{flag}) is no split the run reads (it reads {read}): {fix}, or leave "
+                "the file out."
             )
 
 
