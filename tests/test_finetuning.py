@@ -172,6 +172,24 @@ def test_a_missing_text_is_empty_in_a_pair_as_in_a_single_text(tokenizer: BertTo
     assert features["input_ids"][1] == features["pair_input_ids"][0] == tokenizer("")["input_ids"]
 
 
+def test_texts_cut_to_max_seq_length_are_counted_and_logged_only_when_there_are_some(
+    tokenizer: BertTokenizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each split's texts longer than max_seq_length are counted; the line saying they are cut comes only when some
+    are (a line that says none is cut tells nothing)."""
+    task = check_data_arguments(DataArguments(train_file="x.csv", text_column="a"))
+    shape = ClassificationShape(task, FeatureSettings(max_seq_length=6), tokenizer)
+    shape.label_map = {0: 0}
+    short = datasets.Dataset.from_dict({"a": ["the cat", "the dog"], "label": [0, 0]}, split="validation")
+    long = datasets.Dataset.from_dict({"a": ["the cat sat on the mat and the dog", "the dog"], "label": [0, 0]})
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.tasks.classification"):
+        shape.features(short, training=False)
+        shape.features(long, training=True)
+    assert shape.long_texts == {"validation": 0, "train": 1}
+    lines = [record.getMessage() for record in caplog.records if "longer than" in record.getMessage()]
+    assert lines == ["1 of the 2 train texts are longer than 6 tokens: read cut to them (--truncation head)."]
+
+
 # ---------------------------------------------------------------------------------------------- task table
 def test_task_table_defaults() -> None:
     assert TASKS["sst2"].dataset_config_name == "sst2" and TASKS["imdb"].eval_split == "test"

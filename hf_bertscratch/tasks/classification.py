@@ -154,7 +154,7 @@ class ClassificationShape:
 
     def features(self, split: datasets.Dataset, training: bool, **map_kwargs) -> datasets.Dataset:
         """Tokenised examples with labels and lengths (the same for training and evaluation); how many single texts
-        were longer than max_seq_length is kept in `long_texts` and logged."""
+        were longer than max_seq_length is kept in `long_texts`, and logged where there are any."""
         s = self.settings
         tokenize = make_text_tokenize_function(
             self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
@@ -164,11 +164,12 @@ class ClassificationShape:
             return features
         name = str(split.split or ("train" if training else "eval"))
         self.long_texts[name] = int(np.sum(np.asarray(features["text_length"]) > s.max_seq_length))
-        logger.info(
-            "%s of the %s %s texts are longer than %s tokens: read cut to them (--truncation %s%s).",
-            f"{self.long_texts[name]:,}", f"{len(features):,}", name, s.max_seq_length, s.truncation,
-            f", {s.head_tokens} from the start" if s.truncation == "head+tail" else "",
-        )  # fmt: skip
+        if self.long_texts[name]:  # none cut: nothing to say
+            logger.info(
+                "%s of the %s %s texts are longer than %s tokens: read cut to them (--truncation %s%s).",
+                f"{self.long_texts[name]:,}", f"{len(features):,}", name, s.max_seq_length, s.truncation,
+                f", {s.head_tokens} from the start" if s.truncation == "head+tail" else "",
+            )  # fmt: skip
         return features.remove_columns("text_length")
 
     def collator(self):
