@@ -269,8 +269,9 @@ def no_learning_scores(
     classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once); for token
     classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags); for
     question answering, "best_sentence" alone (`reading_baseline`: from the splits' questions, contexts and answers).
-    A split gets {} when it has no labels. An answer that cannot be computed on this data gets {} as its metrics, and
-    one warning line per reason names the answers it stopped.
+    A split gets {} when it has no labels. One line names the answers and splits before the work starts; an answer
+    that cannot be computed on this data gets {} as its metrics, and one warning line per reason names the answers it
+    stopped.
 
     Args:
         task: the run's `TaskSpec`.
@@ -283,7 +284,14 @@ def no_learning_scores(
     if not scored:
         return out
     not_computed: dict[str, list[str]] = {}  # reason -> the answers it stopped
-    for answer, compute in _answers(task, train, train_labels, scored).items():
+    answers = _answers(task, train, train_labels, scored)
+    if answers:  # the bags of words of a large train split take a while: the wait is named before it starts
+        logger.info(
+            "Scoring what no learning scores on the %s split%s: %s%s.",
+            " and ".join(scored), "s" if len(scored) > 1 else "", ", ".join(BASELINE_NAMES[a] for a in answers),
+            " (fitted on the train split)" if len(train_labels) else "",
+        )  # fmt: skip
+    for answer, compute in answers.items():
         try:
             per_split = compute()
         except Exception as error:  # noqa: BLE001 (any error: a yardstick beside a run must not cost it its model)

@@ -160,6 +160,20 @@ def test_a_baseline_the_data_does_not_allow_is_recorded_as_not_computed(caplog: 
     ]
 
 
+def test_the_baselines_are_announced_before_they_are_computed(caplog: pytest.LogCaptureFixture) -> None:
+    """Fitting the bags of words on a large train split takes seconds after the training bar has ended: one line
+    names the answers being computed and the splits they score before the work starts, so the wait is explained."""
+    train = {"sentence": ["a wonderful film", "a terrible film", "a wonderful cast", "a terrible cast"]}
+    dev = {"sentence": ["a wonderful film", "a terrible cast"]}
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.baselines"):
+        task_baselines(TASKS["sst2"], train, [1, 0, 1, 0], {"eval": (dev, [1, 0]), "test": (dev, [1, 0])})
+    lines = [record.getMessage() for record in caplog.records if record.name == "hf_bertscratch.baselines"]
+    assert lines == [
+        "Scoring what no learning scores on the eval and test splits: constant answer, bag of words, bag of words "
+        "and word pairs (fitted on the train split)."
+    ]
+
+
 @pytest.fixture(scope="module")
 def encoder_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
     path = tmp_path_factory.mktemp("encoder")
