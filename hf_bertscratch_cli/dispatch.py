@@ -89,7 +89,9 @@ def run_forwarded(command: str, argv: list[str]) -> None:
 
 class CurrentStderrHandler(logging.StreamHandler):
     """A `StreamHandler` writing to whatever `sys.stderr` is when a record is emitted, not to the stream it was made
-    with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one)."""
+    with (a process that redirects stderr, as a test running commands in-process does, would leave it a closed one),
+    through `tqdm.write`: a progress bar drawn on stderr at that moment (fine-tuning's, whose first evaluation makes
+    the first choice) is cleared and drawn again below the line, which would otherwise be glued to the bar's end."""
 
     @property
     def stream(self):  # noqa: D102
@@ -98,6 +100,14 @@ class CurrentStderrHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:
         pass
+
+    def emit(self, record: logging.LogRecord) -> None:  # noqa: D102
+        from tqdm import tqdm  # loaded with transformers by the time a record comes
+
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 (logging's own policy: a handler that fails reports it, never raises)
+            self.handleError(record)
 
 
 def show_gemm_path() -> None:

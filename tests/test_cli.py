@@ -197,6 +197,24 @@ def test_inspection_commands_print_the_cpu_choices_under_debug_only(
         assert ("CPU GEMM path: fp32 default" in err) == bool(debug), err
 
 
+def test_the_cpu_choice_starts_a_line_of_its_own_under_an_open_progress_bar(
+    capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fine-tuning first chooses the GEMM path at its first evaluation, while the training bar is still drawn on
+    stderr: the line saying so is written as tqdm writes around its bars, not glued to the end of the bar's line."""
+    from tqdm.auto import tqdm
+
+    dispatch.show_gemm_path()
+    monkeypatch.setattr(hf_bertscratch.cpu_matmul, "_forced", "default")
+    monkeypatch.setattr(hf_bertscratch.cpu_matmul, "_choice", None)  # chosen (and logged) afresh below
+    capsys.readouterr()
+    with tqdm(total=10, file=sys.stderr) as bar:
+        bar.update(10)
+        hf_bertscratch.cpu_matmul.choice()
+    pieces = re.split(r"[\r\n]", capsys.readouterr().err)
+    assert any(piece.startswith("bertscratch: CPU GEMM path: fp32 default") for piece in pieces), pieces
+
+
 def test_fill_mask_json_matches_model(capsys, memorised_dir: Path, tokenizer) -> None:
     text = "[MASK] is the capital of [MASK] ."
     results = json.loads(run_cli(capsys, "fill-mask", memorised_dir, text, "--top_k", "2", "--json"))
