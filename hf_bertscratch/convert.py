@@ -469,15 +469,20 @@ class ConvertArguments:
     )
 
 
-def parse_args(argv: list[str] | None = None) -> ConvertArguments:
-    """Arguments from the command line (`SOURCE OUTPUT_DIR [--flags]`) or from a single .json file."""
-    parser = ArgumentParser(
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch convert`."""
+    return ArgumentParser(
         ConvertArguments,
         description="Convert a checkpoint between transformers' BERT (BertFor*) or ELECTRA discriminator "
         "(ElectraForPreTraining) and BertScratch (BertScratchFor*); "
         "weights, config (sizes, labels) and tokenizer files are carried over.",
         usage="%(prog)s SOURCE OUTPUT_DIR [--overwrite_output_dir]   (or: %(prog)s ARGS.json)",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> ConvertArguments:
+    """Arguments from the command line (`SOURCE OUTPUT_DIR [--flags]`) or from a single .json file."""
+    parser = build_parser()
     (args,) = parse_args_or_json(parser, argv, positional=("source", "output_dir"))
     if args.source is None or args.output_dir is None:
         missing = " and ".join(name.upper() for name in ("source", "output_dir") if getattr(args, name) is None)
@@ -516,6 +521,7 @@ __all__ = [
     "ACCEPTED_CHECKPOINTS",
     "CONVERTIBLE_MODEL_TYPES",
     "ConvertArguments",
+    "build_parser",
     "main",
     "parse_args",
 ]

@@ -419,14 +419,19 @@ def _complete_auto_map(config_file: Path) -> None:
         config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
-    """Arguments from the command line (MODEL_DIR may come first, positionally) or from a single .json file."""
-    parser = ArgumentParser(
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch push`."""
+    return ArgumentParser(
         PushToHubArguments,
         description=__doc__.split("\n\n")[0],
-        usage="%(prog)s MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH] "
-        "[--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: %(prog)s ARGS.json)",
+        usage="%(prog)s MODEL_DIR --repo_id USER/NAME [--private] [--revision BRANCH]\n"
+        "         [--commit_message MSG] [--token TOKEN] [--dry_run DIR]   (or: %(prog)s ARGS.json)",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> PushToHubArguments:
+    """Arguments from the command line (MODEL_DIR may come first, positionally) or from a single .json file."""
+    parser = build_parser()
     (args,) = parse_args_or_json(parser, argv, positional=("model_dir",))
     if args.model_dir is None:
         raise ValueError(f"Give the model folder: {parser.prog} MODEL_DIR --repo_id USER/NAME.")
@@ -460,6 +465,7 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = [
     "MODEL_SUBFOLDERS",
     "PushToHubArguments",
+    "build_parser",
     "check_model_folder",
     "check_repo_id",
     "check_revision",

@@ -145,10 +145,14 @@ class OnnxEvaluationArguments:
     )
 
 
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch evaluate-onnx`: its own flags and the task's data flags."""
+    return ArgumentParser((OnnxEvaluationArguments, DataArguments), description=__doc__.split("\n\n")[0])
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[OnnxEvaluationArguments, DataArguments]:
     """The two argument dataclasses from argv, or from one .json file of them."""
-    parser = ArgumentParser((OnnxEvaluationArguments, DataArguments), description=__doc__.split("\n\n")[0])
-    return parse_args_or_json(parser, argv)
+    return parse_args_or_json(build_parser(), argv)
 
 
 def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> TaskSpec:
@@ -509,6 +513,7 @@ __all__ = [
     "OnnxEvaluationArguments",
     "ShapeEvaluation",
     "SplitResult",
+    "build_parser",
     "concat_padded",
     "evaluate_split",
     "export_backends",

@@ -167,12 +167,16 @@ def check_tokenizer_output_dir(output_dir: str) -> None:
         )
 
 
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch train-tokenizer`."""
+    return ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Train a WordPiece tokenizer on a dataset's train split and save it (`bertscratch train-tokenizer`)."""
     from .data import check_text_column, load_raw_datasets
 
-    parser = ArgumentParser(TrainTokenizerArguments, description=main.__doc__)
-    (args,) = parse_args_or_json(parser, argv)
+    (args,) = parse_args_or_json(build_parser(), argv)
     check_tokenizer_output_dir(args.output_dir)
     if not (args.train_file or args.dataset_name):
         raise ValueError("No text to learn from: give --train_file FILE or --dataset_name NAME (a Hub dataset id).")
@@ -188,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
 
 __all__ = [
     "SPECIAL_TOKENS",
+    "build_parser",
     "check_mask_token",
     "check_tokenizer_fits",
     "load_tokenizer",

@@ -34,9 +34,15 @@ FORWARDED: dict[str, str] = {
     "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
 # Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
+# pretrain-flax's module imports JAX (the [flax] extra) at its top: its page is the module's own.
 STORED_HELP: dict[str, str] = {
     "pretrain": "hf_bertscratch.pretraining_arguments",
     "finetune": "hf_bertscratch.finetuning_arguments",
+    "convert": "hf_bertscratch.convert",
+    "push": "hf_bertscratch.hub",
+    "benchmark": "hf_bertscratch.benchmark",
+    "train-tokenizer": "hf_bertscratch.tokenization",
+    "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
 # The commands `hf_bertscratch.cli` parses and runs itself (`INSPECTION_COMMANDS` there): every one not forwarded.
 INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FORWARDED)

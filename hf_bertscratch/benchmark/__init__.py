@@ -123,10 +123,14 @@ def write_outputs(args: BenchmarkArguments, results: list[CaseResult], record: d
         write_text_atomically(args.output_markdown, format_table(results) + f"\n\n{environment_line()}\n")
 
 
+def build_parser() -> ArgumentParser:
+    """The parser of `bertscratch benchmark`."""
+    return ArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
+
+
 def parse_args(argv: list[str] | None = None) -> BenchmarkArguments:
     """Arguments from the command line, or from a single .json file argument."""
-    parser = ArgumentParser(BenchmarkArguments, description=__doc__.split("\n\n")[0])
-    (args,) = parse_args_or_json(parser, argv)
+    (args,) = parse_args_or_json(build_parser(), argv)
     return args
 
 
@@ -163,6 +167,7 @@ __all__ = [
     "benchmark_record",
     "build_config",
     "build_models",
+    "build_parser",
     "check_case_grid",
     "dropout_disabled",
     "first_masked_positions",
