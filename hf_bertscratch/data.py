@@ -22,7 +22,13 @@ import datasets
 from pandas.errors import ParserError
 
 from hf_bertscratch_base.data_files import CONLL_DOCSTART, FILE_BUILDERS, file_extension, is_text_file, open_text
-from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, resolve_data_dir
+from hf_bertscratch_base.model_reference import (
+    DATA_DIR_ENV,
+    check_hub_dataset,
+    hub_dataset_missing,
+    hub_offline,
+    resolve_data_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -477,7 +483,13 @@ def load_raw_datasets(
             "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir
         )
     _check_hub_for(dataset_name, dataset_config_name, local_dir)
-    return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
+    try:
+        return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
+    except ConnectionError as error:  # offline mode and not cached: datasets' "Couldn't reach 'glue' on the Hub"
+        if not hub_offline():
+            raise
+        why = "HF_HUB_OFFLINE is set and the datasets cache does not hold it"
+        raise _hub_dataset_missing(dataset_name, dataset_config_name, local_dir, why) from error
 
 
 def _local_copy(
@@ -524,9 +536,23 @@ def load_data_file(path: str | Path, name: str = "input", cache_dir: str | None 
 
 def _check_hub_for(dataset_name: str, dataset_config_name: str | None, local_dir: Path | None) -> None:
     """Fail at once when the Hub cannot be reached, naming the local copy's folder (`check_hub_dataset`)."""
+    check_hub_dataset(*_where_a_copy_goes(dataset_name, dataset_config_name, local_dir))
+
+
+def _hub_dataset_missing(
+    dataset_name: str, dataset_config_name: str | None, local_dir: Path | None, why: str
+) -> FileNotFoundError:
+    """The error of a dataset with no local copy that the Hub cannot give (`why`), naming the local copy's folder."""
+    return hub_dataset_missing(*_where_a_copy_goes(dataset_name, dataset_config_name, local_dir), why)
+
+
+def _where_a_copy_goes(
+    dataset_name: str, dataset_config_name: str | None, local_dir: Path | None
+) -> tuple[str, str | None, str | None]:
+    """How an error names the dataset, the data directory searched, and the folder a local copy has there."""
     name = _dataset_id(dataset_name, dataset_config_name)
     spec = LOCAL_DATASETS.get((dataset_name, dataset_config_name)) or LOCAL_DATASETS.get((dataset_name, None))
-    check_hub_dataset(f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None)
+    return f"Dataset {name}", str(local_dir) if local_dir else None, spec.folder if spec else None
 
 
 def check_text_column(split: datasets.Dataset | datasets.IterableDataset, column: str, name: str) -> None:

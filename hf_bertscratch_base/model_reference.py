@@ -132,8 +132,13 @@ def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None)
             data has no local copy at all (only local files can stand in).
     """
     unreachable = hub_unreachable()
-    if not unreachable:
-        return
+    if unreachable:
+        raise hub_dataset_missing(what, data_dir, local_folder, f"the Hub cannot be reached ({unreachable})")
+
+
+def hub_dataset_missing(what: str, data_dir: str | None, local_folder: str | None, why: str) -> FileNotFoundError:
+    """The one-line error of data that has no local copy and cannot come from the Hub (`why`: "the Hub cannot be
+    reached (...)", or offline mode's reason), naming where a local copy would go (arguments: `check_hub_dataset`)."""
     where = f"in {data_dir!r}" if data_dir else f"(neither --data_dir nor ${DATA_DIR_ENV} is set)"
     files = "name local files with --train_file/--validation_file"
     if local_folder is None:
@@ -142,7 +147,7 @@ def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None)
         holding = f"{local_folder}/" if local_folder else "its local copy"
         fix = f"pass --data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding {holding} (as ../shared/data does)"
         fix += "" if local_folder else f", or {files}"
-    raise FileNotFoundError(f"{what} has no local copy {where} and the Hub cannot be reached ({unreachable}): {fix}.")
+    return FileNotFoundError(f"{what} has no local copy {where} and {why}: {fix}.")
 
 
 def _in_hub_cache(model: str) -> bool:
@@ -161,6 +166,7 @@ __all__ = [
     "check_hub_dataset",
     "check_model_reference",
     "check_not_a_missing_path",
+    "hub_dataset_missing",
     "hub_offline",
     "hub_unreachable",
     "resolve_data_dir",

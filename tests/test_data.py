@@ -221,6 +221,31 @@ def test_a_table_dataset_without_its_local_copy_names_data_dir_when_the_hub_is_u
         load_raw_datasets("squad")
 
 
+def test_a_table_dataset_missing_from_the_cache_in_offline_mode_names_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HF_HUB_OFFLINE set the Hub is not probed (datasets' cache may hold the data); where it does not, the
+    error is not datasets' "Couldn't reach 'glue' on the Hub (OfflineModeIsEnabled)", which names neither the task's
+    folder nor --data_dir, but one line saying where the local copy goes."""
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'glue' on the Hub (OfflineModeIsEnabled)")
+
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(FileNotFoundError) as error:
+        load_raw_datasets("glue", "sst2")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("Dataset glue/sst2 has no local copy (neither --data_dir")
+    assert "HF_HUB_OFFLINE is set and the datasets cache does not hold it" in message
+    assert f"--data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding sst2/" in message
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(model_reference, "hub_unreachable", lambda: None)  # online: datasets' own error stands
+    with pytest.raises(ConnectionError, match="Couldn't reach 'glue'"):
+        load_raw_datasets("glue", "sst2")
+
+
 def test_resolve_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     assert resolve_data_dir(None) is None
