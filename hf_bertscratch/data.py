@@ -488,7 +488,7 @@ def load_raw_datasets(
     except ConnectionError as error:  # offline mode and not cached: datasets' "Couldn't reach 'glue' on the Hub"
         if not hub_offline():
             raise
-        why = "HF_HUB_OFFLINE is set and the datasets cache does not hold it"
+        why = "HF_HUB_OFFLINE is set, with no copy in the datasets cache"
         raise _hub_dataset_missing(dataset_name, dataset_config_name, local_dir, why) from error
 
 

@@ -238,7 +238,7 @@ def test_a_table_dataset_missing_from_the_cache_in_offline_mode_names_data_dir(
         load_raw_datasets("glue", "sst2")
     message = str(error.value)
     assert "\n" not in message and message.startswith("Dataset glue/sst2 has no local copy (neither --data_dir")
-    assert "HF_HUB_OFFLINE is set and the datasets cache does not hold it" in message
+    assert "HF_HUB_OFFLINE is set, with no copy in the datasets cache: pass --data_dir" in message
     assert f"--data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding sst2/" in message
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(model_reference, "hub_unreachable", lambda: None)  # online: datasets' own error stands
