@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from transformers import HfArgumentParser, TrainingArguments
 
 from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base.flags import flag_suggestion
 
 # transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
 COMMON_TRAINER_FLAGS = frozenset(
@@ -186,37 +187,10 @@ class ArgumentParser(HfArgumentParser):
             return did_you_mean(choice.group(1), names)
         unknown = re.search(r"unrecognized arguments: (\S+)", message)
         if unknown:
-            flags = [option for action in self._actions for option in action.option_strings]
-            given = unknown.group(1).split("=")[0]
-            if FLAG_ALIASES.get(given) in flags:
-                return f"; did you mean {FLAG_ALIASES[given]!r}?"
-            return did_you_mean(given, flags)
+            return flag_suggestion(
+                unknown.group(1), [option for action in self._actions for option in action.option_strings]
+            )
         return ""
-
-
-# Flags of other training scripts and tools -> this package's (transformers' TrainingArguments names), suggested for
-# an unknown flag where its spelling alone would suggest something else (`--lr` is closest to `--help`).
-FLAG_ALIASES = {
-    "--lr": "--learning_rate",
-    "--batch_size": "--per_device_train_batch_size",
-    "--bs": "--per_device_train_batch_size",
-    "--train_batch_size": "--per_device_train_batch_size",
-    "--eval_batch_size": "--per_device_eval_batch_size",
-    "--epochs": "--num_train_epochs",
-    "--max_length": "--max_seq_length",
-    "--max_len": "--max_seq_length",
-    "--seq_len": "--max_seq_length",
-    "--model": "--model_name_or_path",
-    "--model_name": "--model_name_or_path",
-    "--tokenizer": "--tokenizer_name",
-    "--output": "--output_dir",
-    "--out_dir": "--output_dir",
-    "--dev_file": "--validation_file",
-    "--eval_file": "--validation_file",
-    "--warmup_ratio": "--warmup_steps",
-    "--resume": "--resume_from_checkpoint",
-    "--task_name": "--task",  # run_glue's and run_ner's (by spelling alone: --dataset_name)
-}
 
 
 def described_values(descriptions: Mapping[str, str], values: Iterable[str]) -> str:

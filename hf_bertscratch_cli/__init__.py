@@ -18,7 +18,7 @@ from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset,
 from hf_bertscratch_base.task_table import check_task_names
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
-from .commands import COMMAND_SUMMARIES, flag_value, model_argument, parse, version
+from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
 from .data_checks import check_data_files
 from .dispatch import run_command
 
@@ -50,6 +50,7 @@ def check_sources(command: str, args: list[str]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
+    check_flags(command, args)  # a mistyped flag: the command's usage error, before torch
     if not (debug or debugging()):
         try:
             check_sources(command, args)  # a missing folder or column, an unreachable Hub: one line, before torch

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -11,11 +12,14 @@ from typing import NoReturn
 
 from hf_bertscratch_base import PROG, did_you_mean
 from hf_bertscratch_base.errors import DEBUG_ENV
+from hf_bertscratch_base.flags import flag_suggestion
 
 DISTRIBUTION = "hf-bertscratch"
 # `COMMAND --help` pages kept as text, answered without importing torch (`dispatch.write_help_pages`
 # writes them from the commands' parsers; a test checks they match).
 HELP_PAGES = Path(__file__).parent / "help"
+# Each of those commands' flags, and the transformers version they were read under (`dispatch.write_help_pages`).
+FLAGS_FILE = HELP_PAGES / "flags.json"
 
 # Every command, in the order `bertscratch --help` lists them, with its one-line help.
 COMMAND_SUMMARIES: dict[str, str] = {
@@ -67,6 +71,36 @@ def model_argument(command: str, args: list[str]) -> str | None:
     if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):
         return args[0]
     return None
+
+
+def check_flags(command: str, args: list[str]) -> None:
+    """End with the command's own usage error (exit status 2) when `args` give a flag the command does not take,
+    with the closest one, as its parser would after torch loads (`hf_bertscratch.arguments.ArgumentParser`): the
+    flag and the values after it, up to the next flag. The flags are FLAGS_FILE's, read where the installed
+    transformers is the one they were read under (a training command takes its TrainingArguments flags); otherwise,
+    and after `--`, the parser alone judges."""
+    try:
+        stored = json.loads(FLAGS_FILE.read_text(encoding="utf-8"))
+        known = stored["commands"].get(command) if stored["transformers"] == metadata.version("transformers") else None
+    except (OSError, ValueError, KeyError, metadata.PackageNotFoundError):
+        known = None
+    if not known:
+        return
+    unknown: list[str] = []
+    values = False  # whether the arguments since the last flag are an unknown flag's values
+    for arg in args[: args.index("--") if "--" in args else len(args)]:
+        if arg.startswith("--"):
+            values = arg.split("=")[0] not in known
+            if values:
+                unknown.append(arg)
+        elif values and arg != "-h":
+            unknown.append(arg)
+    if not unknown:
+        return
+    prog = f"{PROG} {command}"
+    message = f"unrecognized arguments: {' '.join(unknown)}{flag_suggestion(unknown[0], known)}"
+    sys.stderr.write(f"{prog}: error: {message} (see {prog} --help)\n")
+    raise SystemExit(2)
 
 
 def version() -> str:

@@ -10,17 +10,20 @@ stands on the standard library, as the rest of the front door does.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 import logging
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 
 from hf_bertscratch_base import PROG
 from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
 
-from .commands import COMMAND_SUMMARIES, HELP_PAGES, parse
+from .commands import COMMAND_SUMMARIES, FLAGS_FILE, HELP_PAGES, parse
 
 # Forwarded command -> the module whose main(argv) runs it (each command's one-line help: COMMAND_SUMMARIES).
 FORWARDED: dict[str, str] = {
@@ -48,23 +51,46 @@ STORED_HELP: dict[str, str] = {
 INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FORWARDED)
 
 
-def help_page(command: str) -> str:
-    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it): a STORED_HELP
-    command's or an inspection command's."""
+def _parser(command: str) -> argparse.ArgumentParser:
+    """The parser of a STORED_HELP command or an inspection command, as the command runs it."""
     if command in STORED_HELP:
         parser = importlib.import_module(STORED_HELP[command]).build_parser()
     else:
         parser = importlib.import_module("hf_bertscratch.cli").command_parser(command)
     parser.prog = f"{PROG} {command}"
-    return parser.format_help()
+    return parser
+
+
+def help_page(command: str) -> str:
+    """`bertscratch COMMAND --help`'s text, from the command's parser (what HELP_PAGES keeps for it)."""
+    return _parser(command).format_help()
+
+
+def command_flags(command: str) -> list[str]:
+    """Every flag the command's parser takes (each spelling: `--max_steps`, `--max-steps`), sorted; its parser takes
+    no abbreviation, so these are all a command line may give."""
+    parser = _parser(command)
+    assert not parser.allow_abbrev, "an abbreviation of a flag would pass for a flag the front door does not know"
+    return sorted(option for action in parser._actions for option in action.option_strings if option.startswith("--"))
+
+
+def stored_flags() -> dict:
+    """What FLAGS_FILE keeps: the transformers version the flags were read under (training commands take its
+    TrainingArguments flags) and each STORED_HELP and inspection command's flags (`command_flags`)."""
+    return {
+        "transformers": metadata.version("transformers"),
+        "commands": {command: command_flags(command) for command in (*STORED_HELP, *INSPECTION)},
+    }
 
 
 def write_help_pages() -> None:
-    """Write the `--help` page of each STORED_HELP command and each inspection command into HELP_PAGES (run after
-    changing its flags or their help): `--help` then answers without torch."""
+    """Write the `--help` page of each STORED_HELP command and each inspection command into HELP_PAGES, and their
+    flags into FLAGS_FILE (run after changing a flag or its help): `--help` then answers, and a mistyped flag is
+    named, without torch."""
     HELP_PAGES.mkdir(exist_ok=True)
     for command in (*STORED_HELP, *INSPECTION):
         (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
+    FLAGS_FILE.write_text(json.dumps(stored_flags(), indent=1) + "\n", encoding="utf-8")
 
 
 @contextmanager
@@ -185,10 +211,12 @@ __all__ = [
     "FORWARDED",
     "INSPECTION",
     "STORED_HELP",
+    "command_flags",
     "help_page",
     "main",
     "run_command",
     "run_forwarded",
     "show_gemm_path",
+    "stored_flags",
     "write_help_pages",
 ]

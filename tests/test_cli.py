@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from test_plotting import assert_png
 from transformers import (
     AutoConfig,
@@ -1222,3 +1223,52 @@ def test_inspection_commands_restore_transformers_logging(capsys, tmp_path: Path
     before = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     run_cli_error(capsys, "plot", tmp_path / "nope")
     assert (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()) == before
+
+
+def test_the_stored_flags_are_the_parsers() -> None:
+    """The front door names a mistyped flag from FLAGS_FILE: each command's flags as its parser takes them, read under
+    the installed transformers (training commands take its TrainingArguments flags). After changing a flag:
+    python -c "from hf_bertscratch_cli.dispatch import write_help_pages; write_help_pages()"."""
+    stored = json.loads(hf_bertscratch_cli.commands.FLAGS_FILE.read_text(encoding="utf-8"))
+    if stored["transformers"] != transformers.__version__:
+        pytest.skip(f"flags read under transformers {stored['transformers']}; the front door leaves them to the parser")
+    assert stored == dispatch.stored_flags()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pretrain", "--lerning_rate", "1e-3"],
+        ["finetune", "--model_name_or_path", "m", "--max_step", "10", "--lr=1e-4"],
+        ["classify", "m", "some text", "--batch_sise=4"],
+        ["benchmark", "--presets", "mini", "--workload", "train"],
+    ],
+)
+def test_a_mistyped_flag_is_the_parsers_error_before_torch_loads(capsys, argv: list[str]) -> None:
+    """A flag the command does not take ends the command at the front door, within a second and without torch, with
+    the line (and exit status 2) its parser gives once torch has loaded."""
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "assert 'torch' not in sys.modules\nsys.exit(code)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+    assert time.monotonic() - started < 3
+    assert done.returncode == 2, done.stderr
+    with pytest.raises(SystemExit) as exit_info:
+        dispatch.main(argv)  # the library's parser, torch loaded
+    assert exit_info.value.code == 2
+    assert done.stderr == capsys.readouterr().err
+    assert "did you mean" in done.stderr
+
+
+def test_flags_the_command_takes_pass_the_front_door(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every spelling of a known flag, `--flag=value`, the values of a list flag, anything after `--`; and no check
+    at all where the flags were read under another transformers than the installed one."""
+    check = hf_bertscratch_cli.commands.check_flags
+    check("finetune", ["--model_name_or_path", "m", "--max-steps", "3", "--learning_rate=1e-4", "--", "--lr"])
+    check("benchmark", ["--paddings", "0", "0.3", "--seq_lens", "128"])
+    check("finetune", ["args.json"])
+    monkeypatch.setattr(hf_bertscratch_cli.commands.metadata, "version", lambda name: "0.0")
+    check("finetune", ["--max_step", "3"])
