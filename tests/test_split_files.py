@@ -257,3 +257,22 @@ def test_train_and_validation_files_are_read_alone(
     tagged.write_text("".join(f"Paris{i} NNP B-NP B-LOC\nsleeps VBZ B-VP O\n\n" for i in range(4)), encoding="utf-8")
     splits, _ = load(caplog, task="conll2003", train_file=str(tagged), validation_file=str(tagged))
     assert sizes(splits) == {"train": 4, "eval": 4}
+
+
+def test_a_dataset_the_files_need_but_cannot_reach_is_named_with_the_splits_it_would_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A test file alone leaves RTE's train and validation splits to its dataset: with no local copy and no Hub, the
+    one line says so beside where a local copy would go, and which files would stand in."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("BERTSCRATCH_DATA_DIR", raising=False)
+    test = write_tsv(tmp_path / "rte-test.tsv", rte_rows(2, 0))
+    with pytest.raises(FileNotFoundError) as error:
+        load(caplog, task="rte", test_file=str(test))
+    message = str(error.value)
+    assert message.startswith(
+        "Dataset glue/rte has no local copy (neither --data_dir nor $BERTSCRATCH_DATA_DIR is set)"
+    )
+    assert message.endswith(
+        "The files given leave the train and validation splits to it (or give --train_file, --validation_file too)."
+    )

@@ -349,9 +349,19 @@ def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = No
     needed = [split for split in (task.train_split, task.eval_split or "validation") if split]
     if files and (dataset is None or all(split in files for split in needed)):
         return _read_split_files(args, task, cache_dir, dataset)
-    raw = load_raw_datasets(
-        dataset_name=dataset, dataset_config_name=config, data_dir=args.data_dir, cache_dir=cache_dir
-    )
+    try:
+        raw = load_raw_datasets(
+            dataset_name=dataset, dataset_config_name=config, data_dir=args.data_dir, cache_dir=cache_dir
+        )
+    except FileNotFoundError as error:  # no local copy and no Hub: say which splits the files left to it
+        if not files:
+            raise
+        left = [split for split in needed if split not in files]
+        flags = ", ".join(f"--{SPLIT_FILE_FLAGS[split]}" for split in left if split in SPLIT_FILE_FLAGS)
+        raise FileNotFoundError(
+            f"{error} The files given leave the {' and '.join(left)} split{'s' if len(left) > 1 else ''} to it"
+            + (f" (or give {flags} too)." if flags else ".")
+        ) from error
     if not files:
         return raw
     assert dataset is not None  # files leave splits to a dataset only where there is one
