@@ -1835,7 +1835,7 @@ def test_training_entry_points_make_idle_threads_sleep_before_torch_loads(monkey
 
     monkeypatch.setattr(hf_bertscratch_cli, "run_command", run_command)
     monkeypatch.setattr(hf_bertscratch_cli, "check_sources", lambda command, args: None)
-    for command in ("classify", "finetune"):
+    for command, argv in (("classify", ["m"]), ("finetune", ["--model_name_or_path", "m"])):
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-        hf_bertscratch_cli.main([command, "--model", "m"])
+        hf_bertscratch_cli.main([command, *argv])
     assert ran == [("classify", None), ("finetune", "PASSIVE")]
