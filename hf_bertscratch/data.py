@@ -233,7 +233,7 @@ DEFAULT_PRETRAINING_DATASET = ("wikitext", "wikitext-2-raw-v1")
 
 
 def _builder_for(files: list[Path]) -> tuple[str, dict[str, object]]:
-    """The datasets builder that reads `files`, all of which must share one format."""
+    """The datasets builder that reads `files`, all of which must share one format (the files of one split)."""
     builders = []
     for path in files:
         extension = file_extension(path)
@@ -309,19 +309,23 @@ def _load_files(
     cache_dir: str | None,
     builder_kwargs: dict[str, object] | None = None,
     builder: str | None = None,
+    text_as_conll: bool = False,
 ) -> datasets.DatasetDict | datasets.IterableDatasetDict:
-    all_files = [f for files in split_files.values() for f in files]
-    builder, found_kwargs = (builder, {}) if builder else _builder_for(all_files)
-    if builder == "conll":
-        return _load_conll(split_files, streaming)
-    kwargs: dict[str, object] = {**found_kwargs, **(builder_kwargs or {})}
-    data_files = {split: [str(f) for f in files] for split, files in split_files.items()}
-    logger.info("Loading %s files: %s", builder, data_files)
-    # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone (an
-    # id in the dev file) would fail the whole load; a run reads its own columns of each split and ignores the rest.
-    splits = {
-        split: _load_split(builder, split, files, streaming, cache_dir, kwargs) for split, files in data_files.items()
-    }
+    """Each split from its files, read by `builder` where given, else by the builder of its files' format
+    (`_builder_for`: the files of one split share one format; another split may have another). With `text_as_conll`
+    (a token-classification task), a split of text files is read as CoNLL-format sentences (`read_conll`)."""
+    splits = {}
+    for split, files in split_files.items():
+        if builder == "conll" or (builder is None and text_as_conll and all(map(is_text_file, files))):
+            logger.info("Loading CoNLL files: %s", {split: [str(f) for f in files]})
+            splits[split] = _streamed(datasets.DatasetDict({split: _read_conll_split(split, files)}), streaming)[split]
+            continue
+        name, found_kwargs = (builder, {}) if builder else _builder_for(files)
+        kwargs: dict[str, object] = {**found_kwargs, **(builder_kwargs or {})}
+        logger.info("Loading %s files: %s", name, {split: [str(f) for f in files]})
+        # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone
+        # (an id in the dev file) would fail the whole load; a run reads its own columns of each split.
+        splits[split] = _load_split(name, split, [str(f) for f in files], streaming, cache_dir, kwargs)
     return datasets.IterableDatasetDict(splits) if streaming else datasets.DatasetDict(splits)
 
 
@@ -383,16 +387,6 @@ def _is_utf8(path: Path) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _load_conll(
-    split_files: dict[str, list[Path]], streaming: bool
-) -> datasets.DatasetDict | datasets.IterableDatasetDict:
-    """CoNLL-2003-format text files (`word POS chunk TAG` lines, sentences apart by blank lines) as tokens/ner_tags;
-    files of words alone (one per line) as tokens."""
-    logger.info("Loading CoNLL files: %s", {split: [str(f) for f in files] for split, files in split_files.items()})
-    splits = {split: _read_conll_split(split, files) for split, files in split_files.items()}
-    return _streamed(datasets.DatasetDict(splits), streaming)
 
 
 def _read_conll_split(split: str, files: list[Path]) -> datasets.Dataset:
@@ -459,9 +453,7 @@ def load_raw_datasets(
         if dataset_name:
             logger.warning("Both dataset_name=%r and data files were given; using the files.", dataset_name)
         split_files = {split: _expand(Path(f).expanduser(), split) for split, f in files.items()}
-        every = [path for paths in split_files.values() for path in paths]
-        conll = text_files_as_conll and all(is_text_file(path) for path in every)
-        return _load_files(split_files, streaming, cache_dir, builder="conll" if conll else None)
+        return _load_files(split_files, streaming, cache_dir, text_as_conll=text_files_as_conll)
     if not dataset_name:
         raise ValueError("No data given: pass dataset_name (a Hub id) or at least one of train_file/validation_file.")
     saved = Path(dataset_name).expanduser()

@@ -130,10 +130,11 @@ def test_errors_name_the_bad_value(tmp_path: Path) -> None:
     (tmp_path / "data.xml").write_text("<a/>")
     with pytest.raises(ValueError, match="'xml'"):
         load_raw_datasets(train_file=str(tmp_path / "data.xml"))
-    (tmp_path / "a.txt").write_text("x\n")
-    (tmp_path / "b.csv").write_text("text\nx\n")
-    with pytest.raises(ValueError, match="one format"):
-        load_raw_datasets(train_file=str(tmp_path / "a.txt"), validation_file=str(tmp_path / "b.csv"))
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.txt").write_text("x\n")
+    (tmp_path / "mixed" / "b.csv").write_text("text\nx\n")
+    with pytest.raises(ValueError, match="one format"):  # one split's files; each split may have its own format
+        load_raw_datasets(train_file=str(tmp_path / "mixed" / "*"))
     with pytest.raises(ValueError, match="No data given"):
         load_raw_datasets()
 

@@ -276,3 +276,30 @@ def test_a_dataset_the_files_need_but_cannot_reach_is_named_with_the_splits_it_w
     assert message.endswith(
         "The files given leave the train and validation splits to it (or give --train_file, --validation_file too)."
     )
+
+
+def test_each_split_is_read_in_its_own_files_format(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A csv train file beside a JSON Lines validation file and a parquet test file; a CoNLL text train file beside a
+    JSON Lines test file of tokens: each split read by its own format's reader."""
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"train {i},{i % 2}\n" for i in range(6)), encoding="utf-8")
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("".join(f'{{"text": "dev {i}", "label": {i % 2}}}\n' for i in range(3)), encoding="utf-8")
+    test = tmp_path / "test.parquet"
+    datasets.Dataset.from_dict({"text": ["test 0", "test 1"], "label": [0, 1]}).to_parquet(str(test))
+    splits, _ = load(caplog, train_file=str(train), validation_file=str(dev), test_file=str(test))
+    assert sizes(splits) == {"train": 6, "eval": 3, "test": 2}
+    assert splits["eval"]["text"][0] == "dev 0" and splits["test"]["text"] == ["test 0", "test 1"]
+    conll = tmp_path / "train.txt"
+    conll.write_text("".join(f"Paris{i} NNP B-NP B-LOC\nsleeps VBZ B-VP O\n\n" for i in range(4)), encoding="utf-8")
+    tokens = tmp_path / "test.jsonl"
+    tokens.write_text('{"tokens": ["Rome", "wakes"], "ner_tags": ["B-LOC", "O"]}\n', encoding="utf-8")
+    splits, _ = load(
+        caplog,
+        task_type="token-classification",
+        train_file=str(conll),
+        validation_file=str(conll),
+        test_file=str(tokens),
+    )
+    assert sizes(splits) == {"train": 4, "eval": 4, "test": 1}
+    assert splits["test"]["tokens"] == [["Rome", "wakes"]] and splits["train"]["tokens"][0] == ["Paris0", "sleeps"]
