@@ -50,13 +50,13 @@ def check_sources(command: str, args: list[str]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
-    check_flags(command, args)  # a mistyped flag: the command's usage error, before torch
     if not (debug or debugging()):
         try:
             check_sources(command, args)  # a missing folder or column, an unreachable Hub: one line, before torch
         except (OSError, ValueError) as error:
             print_error(command, error)
             raise SystemExit(1) from None
+    check_flags(command, args)  # a mistyped flag: the command's usage error, before torch
     if command in TRAINING_COMMANDS:
         use_training_wait_policy()  # before torch loads
     run_command(command, args, debug=debug)  # torch and transformers load here, for a command that needs them

@@ -1244,16 +1244,21 @@ def test_the_stored_flags_are_the_parsers() -> None:
         ["benchmark", "--presets", "mini", "--workload", "train"],
     ],
 )
-def test_a_mistyped_flag_is_the_parsers_error_before_torch_loads(capsys, argv: list[str]) -> None:
+def test_a_mistyped_flag_is_the_parsers_error_before_torch_loads(capsys, tmp_path: Path, argv: list[str]) -> None:
     """A flag the command does not take ends the command at the front door, within a second and without torch, with
-    the line (and exit status 2) its parser gives once torch has loaded."""
+    the line (and exit status 2) its parser gives once torch has loaded (after the checks of its sources: "m" is a
+    model folder here)."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
     code = (
         "import sys, hf_bertscratch_cli\n"
         "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
         "assert 'torch' not in sys.modules\nsys.exit(code)\n"
     )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
     assert time.monotonic() - started < 3
     assert done.returncode == 2, done.stderr
     with pytest.raises(SystemExit) as exit_info:
