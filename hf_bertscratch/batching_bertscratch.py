@@ -154,7 +154,8 @@ class BertScratchBatchPlan:
         batch_size, seq_len: B and T of the inputs.
         padding: the real tokens to run unpadded, or None to run the padded (B, T) batch.
         attention_mask: the (B, T) key mask the attention applies (trimmed to T' when unpadded), or None where it
-            masks nothing (all ones) or none was given.
+            masks nothing (all ones) or none was given; a prepared 4D mask (B, 1, T or 1, T) as given (the batch
+            then runs padded).
         documents: (B or 1, T) document ids of a padding-free batch (trimmed to T' when unpadded), or None for one
             document per row.
         num_labelled: the number of labels that are not -100, when asked for (sparse MLM decoding) and readable.
@@ -207,7 +208,19 @@ def _check_inputs(
             f"Sequence length {shape[1]} exceeds max_position_embeddings={config.max_position_embeddings}; "
             "truncate the inputs (e.g. tokenizer(..., truncation=True, max_length=...))."
         )
-    if attention_mask is not None and tuple(attention_mask.shape) != shape:
+    if attention_mask is not None and attention_mask.dim() == 4:
+        prepared = (shape[0], 1, shape[1], shape[1]), (shape[0], 1, 1, shape[1])
+        if tuple(attention_mask.shape) not in prepared:
+            raise ValueError(
+                f"A 4D attention_mask must have shape (batch, 1, seq_len, seq_len) {prepared[0]} or (batch, 1, 1, "
+                f"seq_len) {prepared[1]}; got {tuple(attention_mask.shape)}."
+            )
+        if not (attention_mask.dtype == torch.bool or attention_mask.is_floating_point()):
+            raise ValueError(
+                "A 4D attention_mask must be bool (True to attend) or float (additive: 0 to attend, a large negative "
+                f"to ignore); got dtype {attention_mask.dtype}."
+            )
+    elif attention_mask is not None and tuple(attention_mask.shape) != shape:
         raise ValueError(f"attention_mask must have the shape of input_ids {shape}; got {tuple(attention_mask.shape)}.")
     return shape
 
@@ -347,12 +360,14 @@ def plan_batch(
     """
     batch_size, seq_len = _check_inputs(config, input_ids, attention_mask, inputs_embeds)
     _check_aligned((batch_size, seq_len), token_type_ids, position_ids, labels)
+    checks = _input_ranges(config, input_ids, token_type_ids, position_ids)
+    if attention_mask is not None and attention_mask.dim() == 4:
+        return _plan_prepared_mask(batch_size, seq_len, attention_mask, checks, labels)
     documents = document_ids(position_ids, kwargs, seq_len)  # (B or 1, T) or None: padding-free rows
     plan = BertScratchBatchPlan(batch_size, seq_len, None, attention_mask, documents)
     given = (input_ids, attention_mask, token_type_ids, position_ids, documents, labels)
     if not all(_values_readable(tensor) for tensor in given if tensor is not None):
         return plan
-    checks = _input_ranges(config, input_ids, token_type_ids, position_ids)
     keep = None if attention_mask is None else attention_mask.to(torch.bool)
     may_unpad = _may_unpad(config, kwargs)
     # FlashAttention, and sdpa where PyTorch's varlen kernel applies, run padded and padding-free batches as one row
@@ -393,6 +408,26 @@ def plan_batch(
         plan.attention_mask = None
     if values.get("one_document_per_row"):
         plan.documents = None
+    return plan
+
+
+def _plan_prepared_mask(
+    batch_size: int,
+    seq_len: int,
+    attention_mask: torch.Tensor,
+    checks: tuple[_RangeCheck, ...],
+    labels: torch.Tensor | None,
+) -> BertScratchBatchPlan:
+    """The plan of a batch with a prepared 4D `attention_mask` (B, 1, T or 1, T), which transformers' BERT hands to
+    the attention as given: the batch runs padded with that mask (its rows say what each query attends to, not which
+    tokens are real, so there is nothing to unpad by), and neither restarting positions nor padding-free keywords
+    add documents to it. The ids' ranges and the labels are read in the one host sync, as for any batch."""
+    plan = BertScratchBatchPlan(batch_size, seq_len, None, attention_mask, None)
+    given = (attention_mask, labels, *(ids for _, ids, _, _ in checks))
+    if all(_values_readable(tensor) for tensor in given if tensor is not None):
+        values = _read_on_host(_plan_scalars(checks, None, False, None, labels))
+        _raise_if_out_of_range(checks, values)
+        plan.num_labelled = values.get("labelled")
     return plan
 
 
@@ -462,7 +497,24 @@ def _additive_mask(
         same = (documents[:, :, None] == documents[:, None, :])[:, None]  # (B, 1, T, T)
         keep = same if keep is None else keep & same
     assert keep is not None  # from the mask or the documents, one of which is given
+    return _additive(keep, dtype)
+
+
+def _additive(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Bool mask (True to attend) -> the additive mask of the same shape: 0 to attend, finfo(dtype).min to ignore."""
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def _prepared_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A prepared 4D mask (B, 1, T or 1, T), applied as given under every attention implementation: a bool mask
+    (True to attend) as its additive form (`_additive`), a float mask as it is (already additive: 0 to attend, a
+    large negative to ignore).
+
+    transformers' BERT hands a 4D mask to the attention function unchanged, and its implementations disagree on a
+    bool one: sdpa reads True as attend, eager adds the bools to the scores (+1 where True, no key ignored). This
+    follows sdpa's reading, under eager too, so that eager and sdpa give the same outputs.
+    """
+    return _additive(attention_mask, dtype) if attention_mask.dtype == torch.bool else attention_mask
 
 
 def _values_readable(tensor: torch.Tensor) -> bool:
@@ -490,7 +542,8 @@ def attention_mask_for(
     """The mask the forward's attention implementation takes over the (B, T) `grid` the attention runs on.
 
     Args:
-        attention_mask: (B, T) 0/1 key mask, or None when no key is masked.
+        attention_mask: (B, T) 0/1 key mask, or None when no key is masked, or a prepared 4D mask (B, 1, T or 1, T),
+            which every implementation takes as additive (`_prepared_mask`; FlashAttention then runs as SDPA).
         documents: (B or 1, T) document ids of a padding-free batch, or None.
         hidden_states: the encoder's input, for the additive mask's dtype and the device.
 
@@ -504,6 +557,10 @@ def attention_mask_for(
     if attention_mask is None and documents is None:
         return None
     implementation = attention_implementation(config, output_attentions)
+    if attention_mask is not None and attention_mask.dim() == 4:  # prepared: the attention runs it as given
+        prepared = _prepared_mask(attention_mask, hidden_states.dtype)
+        # flex attention's score mask is read at [batch, 0, query, key]: a (B, 1, 1, T) one needs its T query rows
+        return prepared.expand(-1, -1, grid[1], -1) if implementation == "flex_attention" else prepared
     if is_flash_attention_requested(requested_attention_implementation=implementation) and documents is None:
         return attention_mask
     if implementation != "flex_attention":

@@ -140,6 +140,52 @@ def test_parity_with_transformers_bert(head: str, attn: str, unpad: bool) -> Non
         assert got.loss is not None and torch.isfinite(got.loss)
 
 
+def _block_diagonal_mask(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B, 1, T, T) bool mask, True to attend: each real token attends within its own segment (token type), and a
+    pad position attends to the pad positions of its row, so that no query row is fully masked."""
+    real = inputs["attention_mask"].bool()
+    segment = torch.where(real, inputs["token_type_ids"], 2)  # (B, T): 0, 1, or 2 for padding
+    return (segment[:, :, None] == segment[:, None, :])[:, None]
+
+
+def _additive_form(mask: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(mask.shape).masked_fill(~mask, torch.finfo(torch.float32).min)
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("form", ["bool", "float"])
+@pytest.mark.parametrize("head", ["BertModel", "BertForMaskedLM"])
+def test_parity_with_a_prepared_4d_mask(head: str, form: str, attn: str, unpad: bool) -> None:
+    """A (B, 1, T, T) mask is applied as given, as transformers' BERT applies it. A bool mask reads True as attend
+    under both implementations: transformers' sdpa reads it so, its eager adds the bools to the scores, so the bool
+    mask is compared with transformers' sdpa."""
+    reference, ours = _pair(head, "sdpa" if form == "bool" else attn, unpad)
+    ours.set_attn_implementation(attn)
+    inputs = _inputs()
+    inputs.update(_labels(head, inputs))
+    blocks = _block_diagonal_mask(inputs)
+    inputs["attention_mask"] = blocks if form == "bool" else _additive_form(blocks)
+    with torch.no_grad():
+        expected, got = reference(**inputs), ours(**inputs)
+    _compare_outputs(got, expected, mask=None)
+    with torch.no_grad():  # the mask is applied, not dropped: a segment's tokens do not see the other segment
+        plain = ours(**(inputs | {"attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)}))
+    key = "logits" if head == "BertForMaskedLM" else "last_hidden_state"
+    assert not torch.allclose(plain[key], got[key])
+
+
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_parity_with_a_prepared_key_mask(attn: str, unpad: bool) -> None:
+    """A (B, 1, 1, T) additive key mask gives transformers' outputs, pad positions included (the batch runs padded)."""
+    reference, ours = _pair("BertForMaskedLM", attn, unpad)
+    inputs = _inputs()
+    inputs["attention_mask"] = _additive_form(inputs["attention_mask"].bool()[:, None, None, :])
+    with torch.no_grad():
+        _compare_outputs(ours(**inputs), reference(**inputs), mask=None)
+
+
 def test_parity_hidden_states_and_attentions() -> None:
     """output_hidden_states / output_attentions: same number, shapes and values as BERT's, pad positions included."""
     reference, ours = _pair("BertForMaskedLM", "eager", unpad=True)
@@ -450,6 +496,15 @@ def tiny_model() -> hf_bertscratch.BertScratchModel:
             r"position_ids must have the shape of input_ids \(3, 9\) \(or \(1, 9\)\); got \(2, 9\)",
         ),
         (
+            lambda x: x.update(attention_mask=torch.ones(3, 1, 9, 8, dtype=torch.bool)),
+            r"A 4D attention_mask must have shape \(batch, 1, seq_len, seq_len\) \(3, 1, 9, 9\) or \(batch, 1, 1, "
+            r"seq_len\) \(3, 1, 1, 9\); got \(3, 1, 9, 8\)",
+        ),
+        (
+            lambda x: x.update(attention_mask=torch.ones(3, 1, 9, 9, dtype=torch.long)),
+            r"A 4D attention_mask must be bool \(True to attend\) or float .*; got dtype torch.int64",
+        ),
+        (
             lambda x: x.update({k: v[:, :0] for k, v in x.items()}),
             r"The batch holds no tokens: inputs of shape \(3, 0\)",
         ),
@@ -467,6 +522,8 @@ def tiny_model() -> hf_bertscratch.BertScratchModel:
         "1d-ids",
         "token-type-shape",
         "position-shape",
+        "4d-mask-shape",
+        "4d-mask-dtype",
         "empty",
         "2d-embeds",
     ],
