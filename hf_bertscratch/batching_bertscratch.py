@@ -225,6 +225,11 @@ def _check_inputs(
     return shape
 
 
+def position_rows(position_ids: torch.Tensor | None) -> torch.Tensor | None:
+    """(T,) position ids, which transformers' BERT broadcasts over the batch, as (1, T); any other shape as given."""
+    return position_ids[None] if position_ids is not None and position_ids.dim() == 1 else position_ids
+
+
 def _check_aligned(
     shape: tuple[int, int],
     token_type_ids: torch.Tensor | None,
@@ -359,6 +364,7 @@ def plan_batch(
     unchecked, the batch runs padded and every mask is applied as given, which is correct, only slower.
     """
     batch_size, seq_len = _check_inputs(config, input_ids, attention_mask, inputs_embeds)
+    position_ids = position_rows(position_ids)
     _check_aligned((batch_size, seq_len), token_type_ids, position_ids, labels)
     checks = _input_ranges(config, input_ids, token_type_ids, position_ids)
     if attention_mask is not None and attention_mask.dim() == 4:

@@ -64,6 +64,7 @@ from .batching_bertscratch import (
     cut_long_texts,
     document_ids,
     plan_batch,
+    position_rows,
     requested,
 )
 from .configuration_bertscratch import BertScratchConfig
@@ -472,6 +473,7 @@ class BertScratchModel(BertScratchPreTrainedModel):
         """`plan`: how the batch runs, from `plan_batch` (which checks the inputs and reads what it needs of their
         values in one host sync); a head that needs the plan too makes it once and passes it, else it is made here."""
         check_kwargs(self, kwargs)
+        position_ids = position_rows(position_ids)  # (T,) -> (1, T), as transformers' BERT broadcasts it
         if plan is None:
             plan = self.plan_batch(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, **kwargs)
         elif not isinstance(plan, BertScratchBatchPlan):

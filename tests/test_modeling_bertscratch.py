@@ -186,6 +186,16 @@ def test_parity_with_a_prepared_key_mask(attn: str, unpad: bool) -> None:
         _compare_outputs(ours(**inputs), reference(**inputs), mask=None)
 
 
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+def test_parity_with_1d_position_ids(unpad: bool) -> None:
+    """(T,) position_ids are broadcast over the batch, as transformers' BERT broadcasts them."""
+    reference, ours = _pair("BertForMaskedLM", "sdpa", unpad)
+    inputs = _inputs() | {"position_ids": torch.arange(SEQ) + 5}  # (T,), increasing: one document per row
+    mask = inputs["attention_mask"].bool() if unpad else None
+    with torch.no_grad():
+        _compare_outputs(ours(**inputs), reference(**inputs), mask)
+
+
 def test_parity_hidden_states_and_attentions() -> None:
     """output_hidden_states / output_attentions: same number, shapes and values as BERT's, pad positions included."""
     reference, ours = _pair("BertForMaskedLM", "eager", unpad=True)
