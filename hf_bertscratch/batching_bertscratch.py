@@ -225,6 +225,18 @@ def _check_inputs(
     return shape
 
 
+def key_mask(attention_mask: torch.Tensor | None, reader: str) -> torch.Tensor | None:
+    """`attention_mask` for `reader`, which reads from it which tokens are real: a (B, T) key mask, or None. A
+    prepared 4D mask does not say which tokens are real (its rows are what each query attends to): refused, naming
+    the reader."""
+    if attention_mask is not None and attention_mask.dim() == 4:
+        raise ValueError(
+            f"{reader} reads which tokens are real from a (batch, seq_len) attention_mask; a prepared 4D mask of shape "
+            f"{tuple(attention_mask.shape)} does not say: pass the (batch, seq_len) mask."
+        )
+    return attention_mask
+
+
 def position_rows(position_ids: torch.Tensor | None) -> torch.Tensor | None:
     """(T,) position ids, which transformers' BERT broadcasts over the batch, as (1, T); any other shape as given."""
     return position_ids[None] if position_ids is not None and position_ids.dim() == 1 else position_ids
@@ -608,6 +620,7 @@ def cut_long_texts(config: BertScratchConfig, inputs: dict[str, torch.Tensor | N
         return inputs
     if reference.shape[1] <= max_length:
         return inputs
+    key_mask(inputs["attention_mask"], f"Cutting a text to long_text_max_length={max_length}")
     head = {"head": max_length - 2, "tail": 0, "head+tail": config.long_text_head_tokens}[config.long_text_truncation]
     batch, length = reference.shape[:2]
     kept = long_text_positions(inputs["attention_mask"], batch, length, max_length, head)  # (B, L)

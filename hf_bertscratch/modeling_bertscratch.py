@@ -63,6 +63,7 @@ from .batching_bertscratch import (
     check_masked_positions,
     cut_long_texts,
     document_ids,
+    key_mask,
     plan_batch,
     position_rows,
     requested,
@@ -800,6 +801,7 @@ def _replaced_token_loss(
     """Binary cross-entropy averaged over the tokens whose label is not -100 and, given a mask, that are not padding
     (transformers' ELECTRA scores the tokens its attention mask keeps); 0 when no token is scored."""
     scored = labels != -100
+    attention_mask = key_mask(attention_mask, "The replaced-token loss")
     if attention_mask is not None:
         scored = scored & attention_mask.to(torch.bool)
     weights = scored.to(torch.float32)
@@ -925,6 +927,8 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
         segments."""
         states, pooling = outputs.last_hidden_state, self.config.classifier_pooling
         assert states is not None  # the encoder always returns its last hidden state
+        if pooling != "cls":  # the others pool over the real tokens
+            attention_mask = key_mask(attention_mask, f"classifier_pooling={pooling!r}")
         if pooling == "mean":
             return mean_pool(states, attention_mask)
         if pooling == "max":

@@ -196,6 +196,35 @@ def test_parity_with_1d_position_ids(unpad: bool) -> None:
         _compare_outputs(ours(**inputs), reference(**inputs), mask)
 
 
+@pytest.mark.parametrize("reader", ["mean", "max", "mean-max", "segments", "replaced-token loss", "long-text cut"])
+def test_what_reads_the_real_tokens_refuses_a_prepared_4d_mask_by_name(reader: str) -> None:
+    """A prepared 4D mask says what each query attends to, not which tokens are real: the poolings over the real
+    tokens, ELECTRA's replaced-token loss and the cut of a long text name themselves instead of failing on its shape;
+    BERT's [CLS] head takes it."""
+    kwargs = dict(tiny_config_kwargs(VOCAB), num_labels=2)
+    inputs = _inputs()
+    inputs["attention_mask"] = _block_diagonal_mask(inputs)
+    if reader == "replaced-token loss":
+        model = hf_bertscratch.BertScratchForReplacedTokenDetection(BertScratchConfig(**kwargs))
+        inputs["labels"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
+        expected = "The replaced-token loss reads which tokens are real"
+    elif reader == "long-text cut":
+        model = hf_bertscratch.BertScratchForSequenceClassification(BertScratchConfig(**kwargs, long_text_max_length=6))
+        expected = "Cutting a text to long_text_max_length=6 reads which tokens are real"
+    else:
+        model = hf_bertscratch.BertScratchForSequenceClassification(
+            BertScratchConfig(**kwargs, classifier_pooling=reader)
+        )
+        expected = f"classifier_pooling={reader!r} reads which tokens are real"
+    with torch.no_grad(), pytest.raises(ValueError) as error:
+        model.eval()(**inputs)
+    assert str(error.value).startswith(expected) and f"{(BATCH, 1, SEQ, SEQ)}" in str(error.value)
+    cls_head = hf_bertscratch.BertScratchForSequenceClassification(BertScratchConfig(**kwargs)).eval()
+    inputs.pop("labels", None)
+    with torch.no_grad():
+        assert cls_head(**inputs).logits.shape == (BATCH, 2)
+
+
 def test_parity_hidden_states_and_attentions() -> None:
     """output_hidden_states / output_attentions: same number, shapes and values as BERT's, pad positions included."""
     reference, ours = _pair("BertForMaskedLM", "eager", unpad=True)
