@@ -103,8 +103,7 @@ class DataArguments:
             "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
             f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} where a test file "
             "or split is given, or the dataset has one, and there is no validation split (the test split is scored "
-            "once, not chosen on); "
-            "otherwise 0 (none held out)."
+            "once, not chosen on); otherwise 0 (none held out)."
         },
     )
     text_column: str | None = field(
@@ -310,9 +309,14 @@ def fit_length_to_model(args: DataArguments, max_position_embeddings: int | None
 SPLIT_FILE_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
 
 
+def _split_files(args: DataArguments) -> dict[str, str]:
+    """Split -> the file its --*_file flag gives, for the splits given one."""
+    return {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
+
+
 def _read_question_answering_files(args: DataArguments) -> datasets.DatasetDict | None:
     """SQuAD's own nested json files (data -> paragraphs -> qas), flattened; None when the files are not that."""
-    files = {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
+    files = _split_files(args)
     if not files or not all(is_squad_json(path) for path in files.values()):
         return None
     return datasets.DatasetDict({split: load_squad_json(path) for split, path in files.items()})
@@ -343,7 +347,7 @@ def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = No
     reads (its local copy under --data_dir, else the Hub), which is read only where the run needs a split (the task's
     train or eval split) that no file gives; it then gives the task's test split too, unless --test_file does. Where
     files and the dataset mix, one line of the log says which split comes from where."""
-    files = {split: path for split, flag in SPLIT_FILE_FLAGS.items() if (path := getattr(args, flag))}
+    files = _split_files(args)
     dataset = args.dataset_name or task.dataset_name or None
     config = args.dataset_config_name or task.dataset_config_name
     needed = [split for split in (task.train_split, task.eval_split or "validation") if split]
