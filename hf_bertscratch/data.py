@@ -472,7 +472,9 @@ def load_raw_datasets(
         return _select_columns(raw, spec.columns)
     if local_dir:
         logger.info(
-            "%s/%s has no local copy in %s; loading from the Hub.", dataset_name, dataset_config_name, local_dir
+            "%s has no local copy in %s; loading from the Hub.",
+            _dataset_id(dataset_name, dataset_config_name),
+            local_dir,
         )
     _check_hub_for(dataset_name, dataset_config_name, local_dir)
     try:
