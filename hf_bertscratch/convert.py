@@ -111,8 +111,11 @@ def bert_state_dict_to_bertscratch(state_dict: dict[str, torch.Tensor]) -> dict[
     converted: dict[str, torch.Tensor] = {}
     qkv_parts: dict[tuple[str, str, str], dict[str, torch.Tensor]] = {}
     for name, tensor in state_dict.items():
-        if name.endswith("cls.predictions.decoder.bias"):
-            continue  # the same tensor as cls.predictions.bias in transformers' BERT
+        # The logits add the decoder's own bias: the same tensor as cls.predictions.bias in a tied head, apart from it
+        # (which then nothing reads) in an untied one (tie_word_embeddings=False).
+        if name.endswith("cls.predictions.bias") and name.replace(".bias", ".decoder.bias") in state_dict:
+            continue
+        name = re.sub(r"cls\.predictions\.decoder\.bias$", "cls.predictions.bias", name)
         if match := _QKV.fullmatch(name):
             prefix, layer, part, kind = match.groups()
             qkv_parts.setdefault((prefix, layer, kind), {})[part] = tensor

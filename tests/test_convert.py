@@ -138,6 +138,24 @@ def test_state_dict_round_trip_is_exact(tokenizer: BertTokenizer) -> None:
     assert all(torch.equal(restored[name], state[name]) for name in state)
 
 
+def test_an_untied_mlm_head_keeps_the_bias_its_decoder_adds(tokenizer: BertTokenizer) -> None:
+    """With tie_word_embeddings=False transformers' BERT ties neither the decoder's weight nor its bias: the logits
+    add `cls.predictions.decoder.bias` (what training moves), while `cls.predictions.bias` is read by nothing. The
+    converted head adds the same bias, and converted back gives the same logits."""
+    config = BertConfig(**tiny_config_kwargs(len(tokenizer)), tie_word_embeddings=False)
+    model = BertForMaskedLM(config).eval()
+    with torch.no_grad():
+        model.cls.predictions.decoder.bias.copy_(torch.linspace(-2.0, 2.0, config.vocab_size))
+    assert not torch.equal(model.cls.predictions.decoder.bias, model.cls.predictions.bias)
+    batch = _batch(tokenizer)
+    scratch = convert.bert_to_bertscratch(model)
+    for ours, theirs in zip(_outputs(scratch, batch), _outputs(model, batch), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+    back = convert.bertscratch_to_bert(scratch)
+    for ours, theirs in zip(_outputs(back, batch), _outputs(model, batch), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
 def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
     """A model pretrained here (sinusoidal position start, unpadding switches) converts to a plain BertConfig."""
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), sinusoidal_position_std=0.05)
