@@ -32,6 +32,15 @@ EMBEDDING_OBJECTIVES = ("cosine", "in-batch", "simcse")
 SIMILARITY_SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale (1 / temperature 0.05)
 PAIR_PREFIX = "pair_"  # the second text's features: pair_input_ids, pair_attention_mask, pair_token_type_ids
 POOLING_FOLDER = "1_Pooling"
+# Earlier sentence-transformers' pooling flags -> the mode each turns on, in the order its outputs are concatenated.
+_LEGACY_POOLING_MODES = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
 
 
 # ----------------------------------------------------------------------------------------------------- the data
@@ -163,22 +172,19 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, max_seq_
 
 def saved_pooling(folder: str | Path) -> str | None:
     """The pooling an embedding folder was trained with ("mean" or "cls"), None for a folder without
-    sentence-transformers' pooling config (a pretrained encoder)."""
+    sentence-transformers' pooling config (a pretrained encoder). The config reads as sentence-transformers reads it:
+    every mode it names is computed and the results concatenated, so a config naming more than mean or cls alone is
+    refused."""
     path = Path(folder) / POOLING_FOLDER / "config.json"
     if not path.is_file():
         return None
     config = json.loads(path.read_text(encoding="utf-8"))
     mode = config.get("pooling_mode")  # sentence-transformers 6 writes "pooling_mode": "mean" (or a list of modes)
-    if mode is not None:
-        modes = [mode] if isinstance(mode, str) else sorted(mode)
-        if modes in (["mean"], ["cls"]):
-            return modes[0]
-    elif config.get("pooling_mode_mean_tokens"):  # earlier versions: one flag per mode
-        return "mean"
-    elif config.get("pooling_mode_cls_token"):
-        return "cls"
-    else:
-        modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v)
+    if mode is None:  # earlier versions: one flag per mode
+        mode = [name for key, name in _LEGACY_POOLING_MODES.items() if config.get(key)]
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    if modes in (["mean"], ["cls"]):
+        return modes[0]
     raise ValueError(f"{path} asks for pooling {modes}; hf_bertscratch computes mean and cls pooling only.")
 
 
