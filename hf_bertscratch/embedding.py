@@ -180,8 +180,8 @@ def saved_pooling(folder: str | Path) -> str | None:
         return None
     config = json.loads(path.read_text(encoding="utf-8"))
     mode = config.get("pooling_mode")  # sentence-transformers 6 writes "pooling_mode": "mean" (or a list of modes)
-    if mode is None:  # earlier versions: one flag per mode
-        mode = [name for key, name in _LEGACY_POOLING_MODES.items() if config.get(key)]
+    if mode is None:  # earlier versions: one flag per mode; none set (or no mode at all) is sentence-transformers' mean
+        mode = [name for key, name in _LEGACY_POOLING_MODES.items() if config.get(key)] or "mean"
     modes = [mode] if isinstance(mode, str) else list(mode)
     if modes in (["mean"], ["cls"]):
         return modes[0]

@@ -28,6 +28,9 @@ def test_the_pooling_written_is_the_pooling_read(tmp_path: Path, pooling: str) -
         ({"word_embedding_dimension": 32, "pooling_mode": "cls"}, "cls"),  # sentence-transformers 6
         ({"word_embedding_dimension": 32, "pooling_mode": ["mean"]}, "mean"),
         ({"word_embedding_dimension": 32, "pooling_mode_cls_token": True}, "cls"),  # earlier versions
+        # No mode asked for: sentence-transformers pools by the mean.
+        ({"word_embedding_dimension": 32}, "mean"),
+        ({"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False}, "mean"),
     ],
 )
 def test_a_pooling_config_reads_as_sentence_transformers_reads_it(tmp_path: Path, config: dict, pooling: str) -> None:
