@@ -188,6 +188,16 @@ def saved_pooling(folder: str | Path) -> str | None:
     raise ValueError(f"{path} asks for pooling {modes}; hf_bertscratch computes mean and cls pooling only.")
 
 
+def saved_normalize(folder: str | Path) -> bool:
+    """Whether an embedding folder's sentence-transformers modules (its modules.json) scale each vector to unit length
+    after the pooling, as a Normalize module does (all-MiniLM-L6-v2's, for one); False for a folder without them."""
+    path = Path(folder) / "modules.json"
+    if not path.is_file():
+        return False
+    modules = json.loads(path.read_text(encoding="utf-8"))
+    return any(module.get("type", "").rsplit(".", 1)[-1] == "Normalize" for module in modules)
+
+
 def saved_max_seq_length(folder: str | Path) -> int | None:
     """The tokens an embedding folder's texts are cut to (its sentence_bert_config.json's `max_seq_length`, what it
     was trained on and where sentence-transformers cuts), None for a folder without one (a pretrained encoder)."""
@@ -206,6 +216,7 @@ __all__ = [
     "in_batch_loss",
     "objective_for_labels",
     "saved_max_seq_length",
+    "saved_normalize",
     "saved_pooling",
     "write_sentence_transformers_files",
 ]

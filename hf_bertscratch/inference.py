@@ -488,6 +488,15 @@ def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> st
     return (saved_pooling(folder) if folder is not None and Path(folder).is_dir() else None) or "mean"
 
 
+def embedding_normalizes(model: str | Path | Pipeline) -> bool:
+    """Whether an embedding folder's sentence-transformers modules scale its vectors to unit length (a Normalize
+    module: `saved_normalize`), as `embed` then does too."""
+    from .embedding import saved_normalize
+
+    folder = model.model.name_or_path if isinstance(model, Pipeline) else model
+    return folder is not None and Path(folder).is_dir() and saved_normalize(folder)
+
+
 def embedding_truncation(extractor: Pipeline) -> dict:
     """Tokenizer arguments that cut a text where an embedding folder was trained to read (its
     sentence_bert_config.json's max_seq_length, where sentence-transformers cuts it too), else at the model's
@@ -505,7 +514,8 @@ def embedding_truncation(extractor: Pipeline) -> dict:
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: Any) -> np.ndarray:
     """A sentence vector of shape (H,): the mean of the encoder's last hidden states over all T tokens
     ([CLS] and [SEP] included, padding left out), or the [CLS] state; "auto" pools as an embedding folder was trained
-    to (`embedding_pooling`), else by the mean. Text beyond an embedding folder's max_seq_length tokens (the model's
+    to (`embedding_pooling`), else by the mean; scaled to unit length where the folder's sentence-transformers modules
+    end by doing so (`embedding_normalizes`), as sentence-transformers gives it. Text beyond an embedding folder's max_seq_length tokens (the model's
     max_position_embeddings for another encoder) is cut off, as sentence-transformers cuts it
     (`embedding_truncation`). A checkpoint fine-tuned for a task is refused (`check_encoder`). `embed_many` on a
     batch of one."""
@@ -524,6 +534,7 @@ def embed_many(
     model runs, and the vectors come as each batch is done. A pipeline passed in must leave each text's states
     unpadded, as `load_pipeline`'s does (`BertScratchFeatureExtractionPipeline`), for batch_size > 1."""
     pooling = embedding_pooling(model, pooling)
+    normalize = embedding_normalizes(model)
     check_batch_size(batch_size)
     _check_not_empty(texts, "Text", "a sentence to embed")
     if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
@@ -532,12 +543,14 @@ def embed_many(
     outputs = extractor(
         _streamed(texts), return_tensors=True, tokenize_kwargs=embedding_truncation(extractor), batch_size=batch_size
     )
-    return (_pooled(states[0].float(), pooling) for states in outputs)
+    return (_pooled(states[0].float(), pooling, normalize) for states in outputs)
 
 
-def _pooled(hidden: torch.Tensor, pooling: str) -> np.ndarray:
-    """(T, H) states of one text -> its (H,) vector: their mean, or the [CLS] state."""
-    return (hidden.mean(dim=0) if pooling == "mean" else hidden[0]).numpy()
+def _pooled(hidden: torch.Tensor, pooling: str, normalize: bool = False) -> np.ndarray:
+    """(T, H) states of one text -> its (H,) vector: their mean, or the [CLS] state; of unit length if `normalize`
+    (sentence-transformers' Normalize: a zero vector stays zero)."""
+    vector = hidden.mean(dim=0) if pooling == "mean" else hidden[0]
+    return (torch.nn.functional.normalize(vector, dim=-1) if normalize else vector).numpy()
 
 
 def similarity(
@@ -878,6 +891,7 @@ __all__ = [
     "classify_many",
     "embed",
     "embed_many",
+    "embedding_normalizes",
     "embedding_pooling",
     "embedding_truncation",
     "fill_mask",

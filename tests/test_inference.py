@@ -3,6 +3,7 @@ transformers' pipeline), bad input fails early and clearly."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -60,6 +61,39 @@ def test_embed_cuts_an_embedding_folders_text_where_sentence_transformers_does(t
     encoder = sentence_transformers.SentenceTransformer(str(tmp_path), trust_remote_code=True, device="cpu")
     reference = encoder.encode([LONG_TEXT], convert_to_numpy=True)[0]
     np.testing.assert_allclose(inference.embed(tmp_path, LONG_TEXT), reference, atol=1e-5)
+
+
+def _embedding_folder_with(folder: Path, tokenizer, module: dict) -> Path:
+    """A mean-pooling embedding folder whose sentence-transformers modules end with `module` (as modules.json
+    lists it; its folder, if any, gets an empty config)."""
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    torch.manual_seed(0)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    hf_bertscratch.BertScratchModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    write_sentence_transformers_files(folder, "mean", 16, config.hidden_size)
+    modules = json.loads((folder / "modules.json").read_text())
+    (folder / "modules.json").write_text(json.dumps([*modules, {"idx": len(modules), "name": "2", **module}]))
+    if module["path"]:
+        (folder / module["path"]).mkdir()
+        (folder / module["path"] / "config.json").write_text("{}")
+    return folder
+
+
+def test_embed_scales_to_unit_length_where_the_folders_modules_do(tmp_path: Path, tokenizer) -> None:
+    """A sentence-transformers folder ending with a Normalize module (as all-MiniLM-L6-v2's does) gives unit
+    vectors there; `embed` gives the same vectors, the similarity is unchanged."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    folder = _embedding_folder_with(
+        tmp_path, tokenizer, {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+    )
+    texts = ["the cat sat on the mat .", "paris is the capital of france ."]
+    encoder = sentence_transformers.SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
+    reference = encoder.encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(np.linalg.norm(reference, axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.stack(list(inference.embed_many(folder, texts))), reference, atol=1e-5)
+    assert inference.similarity(folder, *texts) == pytest.approx(float(reference[0] @ reference[1]), abs=1e-5)
 
 
 def test_fill_mask_on_a_classifier_points_to_a_masked_lm(model_dirs) -> None:
