@@ -32,6 +32,8 @@ EMBEDDING_OBJECTIVES = ("cosine", "in-batch", "simcse")
 SIMILARITY_SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale (1 / temperature 0.05)
 PAIR_PREFIX = "pair_"  # the second text's features: pair_input_ids, pair_attention_mask, pair_token_type_ids
 POOLING_FOLDER = "1_Pooling"
+# The sentence-transformers modules an embedding folder may list: the encoder, its pooling, scaling to unit length.
+COMPUTED_MODULES = ("Transformer", "Pooling", "Normalize")
 # Earlier sentence-transformers' pooling flags -> the mode each turns on, in the order its outputs are concatenated.
 _LEGACY_POOLING_MODES = {
     "pooling_mode_cls_token": "cls",
@@ -188,14 +190,29 @@ def saved_pooling(folder: str | Path) -> str | None:
     raise ValueError(f"{path} asks for pooling {modes}; hf_bertscratch computes mean and cls pooling only.")
 
 
-def saved_normalize(folder: str | Path) -> bool:
-    """Whether an embedding folder's sentence-transformers modules (its modules.json) scale each vector to unit length
-    after the pooling, as a Normalize module does (all-MiniLM-L6-v2's, for one); False for a folder without them."""
+def saved_modules(folder: str | Path) -> list[str]:
+    """The class names of an embedding folder's sentence-transformers modules (its modules.json), in order; none for
+    a folder without them. Raises, naming them, for modules hf_bertscratch does not compute (`COMPUTED_MODULES`): a
+    Dense projection after the pooling, say, whose vectors would otherwise come out silently unlike
+    sentence-transformers'."""
     path = Path(folder) / "modules.json"
     if not path.is_file():
-        return False
-    modules = json.loads(path.read_text(encoding="utf-8"))
-    return any(module.get("type", "").rsplit(".", 1)[-1] == "Normalize" for module in modules)
+        return []
+    names = [module.get("type", "").rsplit(".", 1)[-1] for module in json.loads(path.read_text(encoding="utf-8"))]
+    others = [name for name in names if name not in COMPUTED_MODULES]
+    if others:
+        raise ValueError(
+            f"{path} lists the sentence-transformers modules {names}; hf_bertscratch computes {list(COMPUTED_MODULES)} "
+            f"only, not {others}: embed this folder with sentence-transformers."
+        )
+    return names
+
+
+def saved_normalize(folder: str | Path) -> bool:
+    """Whether an embedding folder's sentence-transformers modules scale each vector to unit length after the
+    pooling, as a Normalize module does (all-MiniLM-L6-v2's, for one); False for a folder without them. Raises for
+    modules hf_bertscratch does not compute (`saved_modules`)."""
+    return "Normalize" in saved_modules(folder)
 
 
 def saved_max_seq_length(folder: str | Path) -> int | None:
@@ -208,6 +225,7 @@ def saved_max_seq_length(folder: str | Path) -> int | None:
 
 
 __all__ = [
+    "COMPUTED_MODULES",
     "EMBEDDING_OBJECTIVES",
     "EmbeddingTrainer",
     "PairCollator",
@@ -216,6 +234,7 @@ __all__ = [
     "in_batch_loss",
     "objective_for_labels",
     "saved_max_seq_length",
+    "saved_modules",
     "saved_normalize",
     "saved_pooling",
     "write_sentence_transformers_files",

@@ -490,7 +490,8 @@ def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> st
 
 def embedding_normalizes(model: str | Path | Pipeline) -> bool:
     """Whether an embedding folder's sentence-transformers modules scale its vectors to unit length (a Normalize
-    module: `saved_normalize`), as `embed` then does too."""
+    module: `saved_normalize`), as `embed` then does too; raises for a folder listing modules `embed` does not
+    compute."""
     from .embedding import saved_normalize
 
     folder = model.model.name_or_path if isinstance(model, Pipeline) else model
@@ -578,6 +579,7 @@ def similarity_many(
     _check_not_empty(texts, "Text", "a sentence to embed")
     _check_not_empty(text_pairs, "Text pair", "a sentence to embed")
     pooling = embedding_pooling(model, pooling)
+    embedding_normalizes(model)  # refuses modules `embed` does not compute before the model loads
     if not isinstance(model, Pipeline):
         backend = load_kwargs.get("backend", "pytorch")
         if backend == "pytorch":

@@ -96,6 +96,16 @@ def test_embed_scales_to_unit_length_where_the_folders_modules_do(tmp_path: Path
     assert inference.similarity(folder, *texts) == pytest.approx(float(reference[0] @ reference[1]), abs=1e-5)
 
 
+def test_embed_refuses_a_folder_whose_modules_it_does_not_compute(tmp_path: Path, tokenizer) -> None:
+    """A Dense projection after the pooling (LaBSE's kind) would be left out, and the vectors silently unlike
+    sentence-transformers': refused in one line naming it."""
+    folder = _embedding_folder_with(
+        tmp_path, tokenizer, {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}
+    )
+    with pytest.raises(ValueError, match=r"modules.json lists .*'Dense'.*hf_bertscratch computes"):
+        inference.embed(folder, "the cat sat on the mat .")
+
+
 def test_fill_mask_on_a_classifier_points_to_a_masked_lm(model_dirs) -> None:
     """Fine-tuning cannot give a classifier its masked-LM head back: the error points to a pretraining folder."""
     with pytest.raises(
