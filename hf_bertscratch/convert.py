@@ -192,6 +192,13 @@ def _bertscratch_config(config: Any, other_fields: tuple[str, ...]) -> BertScrat
             f"BertScratch is an encoder: decoder {config.model_type} configs (is_decoder/add_cross_attention) cannot "
             "convert."
         )
+    positions = getattr(config, "position_embedding_type", "absolute")
+    if positions not in (None, "absolute"):
+        raise ValueError(
+            f"This {config.model_type} model's attention reads relative positions (position_embedding_type="
+            f"{positions!r}, distance_embedding weights); BertScratch, as transformers 5's BERT, computes absolute "
+            "position embeddings only, so its outputs would not be the trained model's."
+        )
     values = config.to_dict()
     for key in (*other_fields, "model_type", "architectures", "transformers_version", "auto_map"):
         values.pop(key, None)

@@ -181,6 +181,23 @@ def test_unsupported_architecture_is_refused(tmp_path: Path, tokenizer: BertToke
         convert.convert_checkpoint(tmp_path / "decoder", tmp_path / "out")
 
 
+@pytest.mark.parametrize("kind", ["relative_key", "relative_key_query"])
+def test_relative_position_attention_is_refused(tmp_path: Path, tokenizer: BertTokenizer, kind: str) -> None:
+    """A BERT trained with relative position attention (transformers 4's position_embedding_type, its
+    distance_embedding weights) computes something else than absolute position embeddings: refused in one line
+    before any weights load, not converted into a model that reads positions it was not trained on."""
+    config = BertConfig(**tiny_config_kwargs(len(tokenizer)), position_embedding_type=kind)
+    with pytest.raises(ValueError, match=rf"position_embedding_type='{kind}'.*absolute"):
+        convert.bert_config_to_bertscratch(config)
+    config.architectures = ["BertForMaskedLM"]
+    config.save_pretrained(tmp_path / "relative")
+    with pytest.raises(ValueError, match=rf"relative \(BertForMaskedLM\) cannot convert: .*'{kind}'"):
+        convert.convert_checkpoint(tmp_path / "relative", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    absolute = BertConfig(**tiny_config_kwargs(len(tokenizer)), position_embedding_type="absolute")
+    assert convert.bert_config_to_bertscratch(absolute).hidden_size == absolute.hidden_size
+
+
 def test_non_empty_output_is_kept_unless_overwrite(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
     output = tmp_path / "out"
