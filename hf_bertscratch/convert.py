@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 import transformers
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, BertConfig, ElectraConfig, PreTrainedModel
 
 from . import modeling_bertscratch
@@ -202,7 +203,10 @@ def _bertscratch_config(config: Any, other_fields: tuple[str, ...]) -> BertScrat
     values = config.to_dict()
     for key in (*other_fields, "model_type", "architectures", "transformers_version", "auto_map"):
         values.pop(key, None)
-    return BertScratchConfig(**values)
+    try:
+        return BertScratchConfig(**values)
+    except StrictDataclassError as error:  # huggingface_hub wraps the validators' ValueError in a two-line error
+        raise ValueError(" ".join(str(error.__cause__ or error).split())) from error
 
 
 def _transformers_config_values(config: BertScratchConfig) -> dict[str, Any]:

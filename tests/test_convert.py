@@ -198,6 +198,22 @@ def test_relative_position_attention_is_refused(tmp_path: Path, tokenizer: BertT
     assert convert.bert_config_to_bertscratch(absolute).hidden_size == absolute.hidden_size
 
 
+def test_a_config_bertscratch_cannot_build_is_refused_in_one_line(tmp_path: Path, tokenizer: BertTokenizer) -> None:
+    """An activation transformers' BERT takes but BertScratch does not compute is refused as a ValueError of one line
+    naming the checkpoint and the value, before any weights load (not the config validator's two-line error)."""
+    config = BertConfig(
+        **tiny_config_kwargs(len(tokenizer)), hidden_act="quick_gelu", architectures=["BertForMaskedLM"]
+    )
+    config.save_pretrained(tmp_path / "quick")
+    with pytest.raises(ValueError, match=r"hidden_act must be one of .*, got 'quick_gelu'\.$") as refused:
+        convert.bert_config_to_bertscratch(config)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"quick \(BertForMaskedLM\) cannot convert: .*got 'quick_gelu'") as refused:
+        convert.convert_checkpoint(tmp_path / "quick", tmp_path / "out")
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_non_empty_output_is_kept_unless_overwrite(tmp_path: Path, tokenizer: BertTokenizer) -> None:
     source = _bert_folder(tmp_path / "bert", BertForMaskedLM, tokenizer)
     output = tmp_path / "out"
