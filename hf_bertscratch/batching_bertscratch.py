@@ -381,7 +381,7 @@ def plan_batch(
     checks = _input_ranges(config, input_ids, token_type_ids, position_ids)
     if attention_mask is not None and attention_mask.dim() == 4:
         return _plan_prepared_mask(batch_size, seq_len, attention_mask, checks, labels)
-    documents = document_ids(position_ids, kwargs, seq_len)  # (B or 1, T) or None: padding-free rows
+    documents = document_ids(position_ids, kwargs, seq_len, attention_mask)  # (B or 1, T) or None: padding-free rows
     plan = BertScratchBatchPlan(batch_size, seq_len, None, attention_mask, documents)
     given = (input_ids, attention_mask, token_type_ids, position_ids, documents, labels)
     if not all(_values_readable(tensor) for tensor in given if tensor is not None):
@@ -479,12 +479,22 @@ def _plan_scalars(
     return scalars
 
 
-def document_ids(position_ids: torch.Tensor | None, kwargs: dict[str, object], seq_len: int) -> torch.Tensor | None:
+def document_ids(
+    position_ids: torch.Tensor | None,
+    kwargs: dict[str, object],
+    seq_len: int,
+    attention_mask: torch.Tensor | None = None,
+) -> torch.Tensor | None:
     """(B, T) document index of every token of a padding-free batch (several documents packed in a row, as
     transformers' `DataCollatorWithFlattening` makes), or None for ordinary rows.
 
-    Read from `seq_idx`, else from `cu_seq_lens_q` (one row), else from `position_ids`: a new document starts wherever
-    a position does not follow the one before it. Ordinary position ids (increasing) give one document per row.
+    Read from `seq_idx`, else from `cu_seq_lens_q` (one row), else, where no (B, T) `attention_mask` is given, from
+    `position_ids`: a new document starts wherever a position does not follow the one before it. Ordinary position
+    ids (increasing) give one document per row. Beside a mask, position ids that restart are positions only, as in
+    transformers' BERT: its mask utilities read packed documents from position ids only where the 2D mask is None,
+    and its FlashAttention reads them only for a single row with no mask or an all-ones one (where the mask masks
+    something it unpads by the mask alone). Without a mask its eager and sdpa attend across the documents; here each
+    token attends within its own, under every implementation.
     """
     # The forward's TransformersKwargs, whose seq_idx and cu_seq_lens_q are tensors.
     if kwargs.get("seq_idx") is not None:
@@ -493,7 +503,7 @@ def document_ids(position_ids: torch.Tensor | None, kwargs: dict[str, object], s
     if starts is not None:
         positions = torch.arange(seq_len, device=starts.device)
         return torch.bucketize(positions, starts[1:-1].to(positions.dtype), right=True)[None]  # (1, T)
-    if position_ids is None or position_ids.shape[-1] < 2:
+    if attention_mask is not None or position_ids is None or position_ids.shape[-1] < 2:
         return None
     restarts = position_ids[..., 1:] <= position_ids[..., :-1]  # (B, T-1)
     first = torch.zeros_like(restarts[..., :1])

@@ -196,6 +196,27 @@ def test_parity_with_1d_position_ids(unpad: bool) -> None:
         _compare_outputs(ours(**inputs), reference(**inputs), mask)
 
 
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("padding", ["padded", "all-ones"])
+@pytest.mark.parametrize("head", ["BertModel", "BertForMaskedLM"])
+def test_restarting_position_ids_beside_a_mask_are_positions_only(
+    head: str, padding: str, attn: str, unpad: bool
+) -> None:
+    """With a (B, T) attention_mask given, position ids that restart are positions and nothing more: transformers'
+    BERT reads no packed documents from them (its masks infer documents from position ids only where no mask is
+    given), so every token attends to every real token of its row, as there."""
+    reference, ours = _pair(head, attn, unpad)
+    inputs = _inputs()
+    if padding == "all-ones":
+        inputs["attention_mask"] = torch.ones_like(inputs["attention_mask"])
+    inputs["position_ids"] = torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1)
+    mask = inputs["attention_mask"].bool() if unpad else None
+    with torch.no_grad():
+        _compare_outputs(ours(**inputs), reference(**inputs), mask)
+    assert getattr(ours, "bert", ours).plan_batch(**inputs).documents is None
+
+
 @pytest.mark.parametrize("reader", ["mean", "max", "mean-max", "segments", "replaced-token loss", "long-text cut"])
 def test_what_reads_the_real_tokens_refuses_a_prepared_4d_mask_by_name(reader: str) -> None:
     """A prepared 4D mask says what each query attends to, not which tokens are real: the poolings over the real
@@ -1185,8 +1206,9 @@ def _record_sdpa_masks(monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor | N
 
 @pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
 def test_sdpa_gets_no_mask_when_nothing_is_masked(monkeypatch: pytest.MonkeyPatch, unpad: bool) -> None:
-    """An all-ones attention_mask, or position ids that make each row one document, reach SDPA as no mask at all (as
-    in transformers' BERT), which leaves SDPA free to pick its flash kernel; padding and packed documents keep theirs.
+    """An all-ones attention_mask (beside any position ids), or position ids that make each row one document, reach
+    SDPA as no mask at all (as in transformers' BERT), which leaves SDPA free to pick its flash kernel; padding and
+    packed documents (position ids that restart, with no mask) keep theirs.
     Outputs stay those of transformers' BERT."""
     reference, ours = _pair("BertForMaskedLM", "sdpa", unpad)
     masks = _record_sdpa_masks(monkeypatch)
@@ -1207,7 +1229,10 @@ def test_sdpa_gets_no_mask_when_nothing_is_masked(monkeypatch: pytest.MonkeyPatc
         assert len(masks) == 2 * layers and all(mask is not None for mask in masks)  # padding is masked
         masks.clear()
         restarting = torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1)  # three documents per row
-        ours(**full, position_ids=restarting)
+        ours(**full, position_ids=restarting)  # beside a mask, positions only: nothing masked
+        assert masks == [None] * layers
+        masks.clear()
+        ours(input_ids=full["input_ids"], position_ids=restarting)  # no mask: packed documents
         assert len(masks) == layers and all(mask is not None for mask in masks)
 
 
@@ -1224,22 +1249,27 @@ def test_all_ones_check_reads_the_mask_once_per_forward(monkeypatch: pytest.Monk
 
 
 def test_masks_are_kept_where_their_values_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While compiling or tracing (and on the meta device) an all-ones mask is applied as given instead of read: a
-    branch on its values would break the graph or bake one batch's answer into it. Nothing else is read either."""
+    """While compiling or tracing (and on the meta device) an all-ones mask is applied as given instead of read, and
+    position ids (without a mask) are kept as documents instead of read for whether each row is one: a branch on
+    their values would break the graph or bake one batch's answer into it. Nothing else is read either."""
     _, ours = _pair("BertModel", "sdpa")
     mask = torch.ones(BATCH, SEQ, dtype=torch.long)
     restarting = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2]).expand(BATCH, -1)  # three documents per row
     ordinary = torch.arange(SEQ).expand(BATCH, -1)  # one document per row
     ids = torch.ones(BATCH, SEQ, dtype=torch.long)
-    plan = ours.plan_batch(ids, mask, position_ids=ordinary)
-    assert (plan.padding, plan.attention_mask, plan.documents) == (None, None, None)
-    assert ours.plan_batch(ids, mask, position_ids=restarting).documents is not None
+    for given in (mask, None):
+        plan = ours.plan_batch(ids, given, position_ids=ordinary)
+        assert (plan.padding, plan.attention_mask, plan.documents) == (None, None, None)
+    assert ours.plan_batch(ids, position_ids=restarting).documents is not None
     on_meta = ours.plan_batch(ids.to("meta"), mask.to("meta"), position_ids=ordinary.to("meta"))
-    assert on_meta.padding is None and on_meta.attention_mask.is_meta and on_meta.documents is not None
+    assert on_meta.padding is None and on_meta.attention_mask.is_meta and on_meta.documents is None
+    on_meta = ours.plan_batch(ids.to("meta"), position_ids=ordinary.to("meta"))
+    assert on_meta.padding is None and on_meta.attention_mask is None and on_meta.documents is not None
     reads = _count_host_reads(monkeypatch)
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     compiling = ours.plan_batch(ids, _inputs()["attention_mask"], position_ids=ordinary)
-    assert compiling.padding is None and compiling.attention_mask is not None and compiling.documents is not None
+    assert compiling.padding is None and compiling.attention_mask is not None and compiling.documents is None
+    assert ours.plan_batch(ids, position_ids=ordinary).documents is not None
     assert reads == []
 
 
@@ -1261,7 +1291,10 @@ def test_flex_attention_equals_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     _, model = _pair("BertForMaskedLM", "eager")
     inputs = _inputs()
     full = {**inputs, "attention_mask": torch.ones_like(inputs["attention_mask"])}
-    packed = {**full, "position_ids": torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1)}
+    packed = {
+        "input_ids": inputs["input_ids"],
+        "position_ids": torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1]).expand(BATCH, -1),
+    }
     batches = {"padded": inputs, "packed": packed, "full": full}
     outputs: dict[str, dict[tuple[str, bool], torch.Tensor]] = {name: {} for name in batches}
     for attn in ("eager", "flex_attention"):
