@@ -431,6 +431,8 @@ def describe_run(
         "train_samples": len(raw["train"]),
         "eval_samples": len(raw["eval"]),
         **({"test_samples": len(raw["test"])} if "test" in raw else {}),
+        # --eval_split names the test split: it is scored once, as eval, and its eval_* scores are those chosen on
+        **({"checkpoints_chosen_on_test_split": True} if data_args.chosen_on_test_split else {}),
         "wall_time_seconds": wall_time_seconds,
         "machine": describe_hardware(),
         "precision": precision_name(args.bf16, args.fp16),
@@ -563,9 +565,11 @@ def report_against_baselines(
     results: dict, task: TaskSpec, sizes: dict[str, int], prediction: PredictionOutput, names: list[str]
 ) -> None:
     """Log the main metric of each scored split (`sizes`: "eval", and "test" when there is one: split -> examples)
-    beside its no-learning baselines; warn when a baseline beats the model, and when the model answers one thing
-    (read from the eval `prediction`, its classes named by `names`)."""
+    beside its no-learning baselines, saying where the eval split is the test split that checkpoints were chosen on;
+    warn when a baseline beats the model, and when the model answers one thing (read from the eval `prediction`, its
+    classes named by `names`)."""
     metric = task.main_metric
+    chosen_on_test = results.get("checkpoints_chosen_on_test_split")
     for split, examples in sizes.items():
         value = results.get(f"{split}_{metric}", math.nan)
         keys = {name: baseline_key(answer, split) for answer, name in BASELINE_NAMES.items()}
@@ -577,12 +581,13 @@ def report_against_baselines(
             if key in results
         ]
         logger.info(
-            "%s_%s %.4f (%d %s examples)%s",
+            "%s_%s %.4f (%d %s examples%s)%s",
             split,
             metric,
             value,
             examples,
             split,
+            ": the test split, which checkpoints were chosen on" if chosen_on_test and split == "eval" else "",
             f"; with no learning: {', '.join(beside)}" if beside else "",
         )
         best = max(baselines, key=lambda label: baselines[label], default=None)

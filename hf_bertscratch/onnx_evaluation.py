@@ -445,6 +445,11 @@ def load_split_features(
             f"The test split has no {task.scored_what} (no {task.scored_column!r} column, or an empty one): evaluate-onnx scores "
             "each split against its labels; give a test file with them, or leave it out."
         )
+    if args.split == "test" and data_args.chosen_on_test_split:
+        raise ValueError(
+            f"The test split is the eval split here (--eval_split {data_args.eval_split}), scored once, as fine-tuning "
+            "scores it: give --split eval, or leave --split out."
+        )
     if args.split is not None and args.split not in raw:
         raise ValueError(
             f"The data has no {args.split} split (it has {[role for role in SPLITS if role in raw]}): give "

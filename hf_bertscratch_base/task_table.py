@@ -256,16 +256,19 @@ def split_roles(
     `test_file` gives one, or the data has one and no validation split) that `splits` has or that `test_split_named`
     (--test_split) asks for.
 
-    The test split is scored once, at the end: unless `eval_split_named` (--eval_split) asks for it, it is not the eval
-    split too ("" then: a share of the train split is held out to choose checkpoints on, as for IMDB)."""
+    The test split is scored once: unless `eval_split_named` (--eval_split) asks for it, it is not the eval split
+    ("" then: a share of the train split is held out to choose checkpoints on, as for IMDB) and is scored at the end;
+    where --eval_split names it, it is the eval split alone (no "test" role), whose scores are those of the split
+    checkpoints are chosen on, as for a dataset's test split that --eval_split names."""
     eval_split = task.eval_split or next((s for s in ("validation", "test") if s in splits), "")
     roles = {"train": task.train_split, "eval": eval_split}
     test_only = not task.eval_split and "test" in splits and "validation" not in splits
     test_split = task.test_split or ("test" if test_file or test_only else None)
     if test_split and (test_split in splits or test_split_named):
-        roles["test"] = test_split
-        if eval_split == test_split and not eval_split_named:
-            roles["eval"] = ""
+        if eval_split != test_split:
+            roles["test"] = test_split
+        elif not eval_split_named:
+            roles["test"], roles["eval"] = test_split, ""
     return roles
 
 

@@ -479,6 +479,30 @@ def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
     ]
 
 
+def test_eval_split_test_scores_the_test_file_once_and_says_it_was_chosen_on(
+    tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """--train_file, a labelled --test_file and --eval_split test: checkpoints are chosen on the test file, which is
+    scored once, as the eval split (as a dataset's test split that --eval_split names is), and the record and the
+    last log lines say that the scores reported are those of the split the checkpoints were chosen on."""
+    output = tmp_path / "run"
+    files = ["--train_file", str(data_files[0]), "--test_file", str(data_files[1]), "--eval_split", "test"]
+    with caplog.at_level(logging.INFO):
+        main(files + run_argv(model_dir, output))
+    results = json.loads((output / "all_results.json").read_text())
+    assert results["eval_samples"] == 10 and "eval_accuracy" in results
+    assert not any(key.startswith("test_") for key in results)  # scored once: no second score of the same split
+    assert results["checkpoints_chosen_on_test_split"] is True
+    assert not (output / "test_predictions.csv").exists()
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # chosen per epoch, on the test file
+    reported = [r.getMessage() for r in caplog.records if r.getMessage().startswith("eval_accuracy")]
+    assert len(reported) == 1 and reported[0].startswith(
+        f"eval_accuracy {results['eval_accuracy']:.4f} (10 eval examples: the test split, which checkpoints were "
+        "chosen on)"
+    ), reported
+
+
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
     from dataclasses import replace
 

@@ -254,6 +254,16 @@ def test_bad_requests_fail_before_any_export(no_export, data_dir, classifier_dir
         evaluate(data_dir, classifier_dir, *argv)
 
 
+def test_the_test_split_chosen_on_is_scored_as_the_eval_split(no_export, data_dir, classifier_dir) -> None:
+    """--eval_split test makes the test file the eval split, scored once (as fine-tuning scores it): --split test
+    names that, and asks for the eval split instead."""
+    test = str(data_dir / "sst2" / "dev.tsv")
+    with pytest.raises(ValueError, match=r"^The test split is the eval split here \(--eval_split test\), scored once"):
+        evaluate(
+            data_dir, classifier_dir, "--task", "sst2", "--test_file", test, "--eval_split", "test", "--split", "test"
+        )
+
+
 def test_a_test_file_without_labels_is_refused(no_export, data_dir, classifier_dir, tmp_path) -> None:
     """Fine-tuning predicts a test split without labels; evaluate-onnx scores every split, so it refuses one."""
     test = tmp_path / "test.tsv"

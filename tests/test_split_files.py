@@ -150,15 +150,50 @@ def test_imdb_with_a_test_file_holds_out_its_share_of_train(
 
 def test_explicit_split_flags_keep_their_meaning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """--validation_split_percentage holds out the share it names, or none; --eval_split test makes the test file the
-    eval split too."""
+    eval split, scored once."""
     train = write_tsv(tmp_path / "train.tsv", [(f"text {i}", str(i % 2)) for i in range(20)], ("text", "label"))
     test = write_tsv(tmp_path / "test.tsv", [("a", "0"), ("b", "1")], ("text", "label"))
     files = {"train_file": str(train), "test_file": str(test)}
     assert sizes(load(caplog, **files, validation_split_percentage=20)[0]) == {"train": 16, "eval": 4, "test": 2}
     explicit, args = load(caplog, **files, eval_split="test")
-    assert sizes(explicit) == {"train": 20, "eval": 2, "test": 2} and args.validation_split_percentage == 0
+    assert sizes(explicit) == {"train": 20, "eval": 2} and args.validation_split_percentage == 0
     with pytest.raises(ValueError, match=r"^The data has no validation split to evaluate on \(its splits: \['train', "):
         load(caplog, **files, validation_split_percentage=0)
+
+
+def test_eval_split_test_scores_the_test_split_once_from_a_file_as_from_a_dataset(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--eval_split test chooses checkpoints on the test split: a --test_file, as a dataset's test split, is then the
+    eval split alone, scored once (never again as the test split), and the log says that its scores are those of the
+    split the checkpoints were chosen on. With a share of train held out to choose on, both score it once, at the
+    end, as the test split."""
+    rows = {"train": [(f"train {i}", str(i % 2)) for i in range(20)], "test": [("a", "0"), ("b", "1"), ("c", "0")]}
+    files = {
+        f"{split}_file": str(write_tsv(tmp_path / f"{split}.tsv", r, ("text", "label"))) for split, r in rows.items()
+    }
+    folder = tmp_path / "dataset"
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict(
+                {"text": [text for text, _ in r], "label": [int(label) for _, label in r]}
+            )
+            for split, r in rows.items()
+        }
+    ).save_to_disk(str(folder))
+    for flags in (files, {"dataset_name": str(folder), "task_type": "classification"}):
+        caplog.clear()
+        splits, args = load(caplog, **flags, eval_split="test")
+        assert sizes(splits) == {"train": 20, "eval": 3} and splits["eval"]["text"] == ["a", "b", "c"]
+        assert args.chosen_on_test_split
+        assert said(caplog, "Checkpoints are chosen on the test split") == [
+            "Checkpoints are chosen on the test split 'test' (3 examples, --eval_split test), which is scored once, "
+            "as the eval split: its eval_* scores are those of the split the checkpoints were chosen on, not of "
+            "examples the choice never saw."
+        ], flags
+        splits, args = load(caplog, **flags, eval_split="test", validation_split_percentage=10)
+        assert sizes(splits) == {"train": 18, "eval": 2, "test": 3} and splits["test"]["text"] == ["a", "b", "c"]
+        assert not args.chosen_on_test_split
 
 
 def test_a_file_the_run_does_not_read_is_refused(

@@ -86,7 +86,8 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Split to choose checkpoints on (default: the task's, else validation; without one, a share of "
-            "train held out, the test split scored once at the end)."
+            "train held out, the test split scored once at the end). Naming the test split (test) chooses on it: it "
+            "is then scored once, as the eval split, and the run's record says so."
         },
     )
     test_split: str | None = field(
@@ -206,6 +207,7 @@ class DataArguments:
         self.length_chosen = False  # max_seq_length: the task's default, not given
         self.derived_from_length: list[str] = []  # head_tokens, doc_stride: set from max_seq_length, not given
         self.split_sizes: dict[str, int] = {}
+        self.chosen_on_test_split = False  # --eval_split names the test split: its scores are those chosen on
         self.task_spec: TaskSpec = check_data_arguments(self)
 
 
@@ -381,7 +383,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
     presence, columns and emptiness before any training. Without a validation split, where a test split is given,
     a share of the train split is held out to choose checkpoints on (`HOLD_OUT_PERCENTAGE`, or the task's), and the
-    test split is scored once, at the end."""
+    test split is scored once, at the end. Where --eval_split names the test split, it is scored once too, as the eval
+    split that checkpoints are chosen on, which the log says (`log_test_split_chosen_on`)."""
     raw = _load_splits(args, task, cache_dir)
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
     if args.validation_split_percentage is None:  # a test split given, or a dataset's (`check_data_arguments`)
@@ -409,6 +412,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         check_labels_given(split, task, role)
     if args.validation_split_percentage:
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
+    log_test_split_chosen_on(args, task, roles.get("eval"), len(chosen["eval"]))
     for role, split in chosen.items():
         check_columns(split.column_names, required_columns(task, role, chosen["train"].column_names), role)
         if len(split) == 0:
@@ -419,6 +423,21 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
              for role, split in chosen.items()}
         )  # fmt: skip
     return chosen
+
+
+def log_test_split_chosen_on(args: DataArguments, task: TaskSpec, eval_split: str | None, examples: int) -> None:
+    """Where --eval_split names the test split (the task's, else "test") and no share of train is held out instead,
+    say in one line that it is scored once, as the eval split, so that its scores are those of the split checkpoints
+    are chosen on, and mark the arguments so (`args.chosen_on_test_split`, for the run's record)."""
+    named = bool(args.eval_split) and not args.validation_split_percentage
+    args.chosen_on_test_split = named and eval_split == (task.test_split or "test")
+    if args.chosen_on_test_split:
+        logger.info(
+            "Checkpoints are chosen on the test split %r (%s examples, --eval_split %s), which is scored once, as the "
+            "eval split: its eval_* scores are those of the split the checkpoints were chosen on, not of examples the "
+            "choice never saw.",
+            eval_split, f"{examples:,}", args.eval_split,
+        )  # fmt: skip
 
 
 def check_files_read(args: DataArguments, roles: dict[str, str]) -> None:
