@@ -696,6 +696,7 @@ def answer_question(
     device: str | torch.device | None = None,
     dtype: str = "float32",
     batch_size: int = 1,
+    align_to_words: bool = True,
 ) -> dict:
     """Extract the answer to `question` from `context` with a question-answering model: `answer_question_many` on a
     list of one, its windows `batch_size` per forward pass (1, as transformers' pipelines run by default).
@@ -708,10 +709,17 @@ def answer_question(
             smaller, with doc_stride lowered to a third of it when it would not fit.
         device: where to run the model; None keeps it where it is (the CPU for a model loaded here).
         dtype: for a model loaded here, its type (`DTYPES`; bfloat16/float16 for a GPU).
+        align_to_words: widen the best span to whole words, as transformers 4's question-answering pipeline did by
+            default: its first token's word from that word's first character, its last token's word to that word's
+            last, the words being the tokenizer's (`token_to_word`): "hington" of "was ##h ##ington" is read as
+            "Washington". A tokenizer that gives a token no word keeps that token's characters. A BERT tokenizer
+            makes each Chinese character a word; a language it does not cut into words (Japanese kana, for one) can
+            lose by the widening: False keeps the span's tokens, as evaluation (`postprocess_predictions`) does.
 
     Returns:
         {"answer", "start", "end", "score"}: `context[start:end] == answer`, score as in `postprocess_predictions`
-        (a probability among the n-best spans). "" with start = end = 0 and score 0.0 if no span is valid.
+        (a probability among the n-best spans; the widening leaves it as it is). "" with start = end = 0 and score 0.0
+        if no span is valid.
     """
     (answer,) = answer_question_many(
         model,
@@ -725,6 +733,7 @@ def answer_question(
         device=device,
         dtype=dtype,
         batch_size=batch_size,
+        align_to_words=align_to_words,
     )
     return answer
 
@@ -741,6 +750,7 @@ def answer_question_many(
     device: str | torch.device | None = None,
     dtype: str = "float32",
     batch_size: int = 1,
+    align_to_words: bool = True,
 ) -> Iterator[dict]:
     """`answer_question` of each question with the same position of `contexts`, in order, `batch_size` windows per
     forward pass (a context longer than a window gives several, as transformers' chunked pipelines count a batch);
@@ -764,7 +774,13 @@ def answer_question_many(
     }
     batches = (
         _answer_batch(
-            qa_model, tokenizer, questions[at : at + batch_size], contexts[at : at + batch_size], batch_size, **settings
+            qa_model,
+            tokenizer,
+            questions[at : at + batch_size],
+            contexts[at : at + batch_size],
+            batch_size,
+            align_to_words,
+            **settings,
         )
         for at in range(0, len(questions), batch_size)
     )
@@ -777,6 +793,7 @@ def _answer_batch(
     questions: Sequence[str],
     contexts: Sequence[str],
     batch_size: int,
+    align_to_words: bool,
     max_seq_length: int,
     doc_stride: int,
     n_best_size: int,
@@ -788,10 +805,33 @@ def _answer_batch(
     features = prepare_eval_features(examples, tokenizer, max_seq_length, doc_stride)
     start_logits, end_logits = _qa_logits(model, tokenizer, features, batch_size)
     predictions = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size, max_answer_length)
+    spans = [(predictions[index]["start_char"], predictions[index]["end_char"]) for index in ids]
+    if align_to_words:
+        spans = _whole_words(tokenizer, contexts, spans)
     return [
-        {"answer": best["text"], "start": best["start_char"], "end": best["end_char"], "score": best["score"]}
-        for best in (predictions[index] for index in ids)
+        {"answer": context[start:end], "start": start, "end": end, "score": predictions[index]["score"]}
+        for index, context, (start, end) in zip(ids, contexts, spans)
     ]
+
+
+def _whole_words(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], spans: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Each (start, end) character span of its context widened to the tokenizer's whole words, by the rule of
+    transformers 4's question-answering pipeline (`align_to_words`): from the first character of the word that holds
+    the span's first character to the last of the word that holds its last. Where the tokenizer gives either no word,
+    the span stays as it is (the pipeline then keeps the tokens' offsets); an empty span (no answer) stays empty.
+
+    The words are those of each context tokenized alone: the tokenizer cuts a context into words before it splits it
+    into windows, so they are the words of every window (a word cut by a window's edge is whole here)."""
+    encoding = tokenizer(list(contexts), add_special_tokens=False, verbose=False)  # not truncated: every word
+    widened = []
+    for row, (start, end) in enumerate(spans):
+        words = (encoding.char_to_word(row, start), encoding.char_to_word(row, end - 1)) if end > start else None
+        if words is not None and None not in words:
+            start, end = encoding.word_to_chars(row, words[0]).start, encoding.word_to_chars(row, words[1]).end
+        widened.append((start, end))
+    return widened
 
 
 def _load_qa_model(

@@ -514,6 +514,52 @@ def test_answer_question_many_runs_batch_size_windows_per_forward_pass(qa_tokeni
     assert set(model.rows) == {1}
 
 
+# "Washington" is three WordPiece tokens here (was ##h ##ington); each Chinese character is a word of its own.
+SUBWORD_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "went", "?", "george", "was", "##h", "##ington"]
+SUBWORD_VOCAB += ["to", "paris", ".", "我", "去", "北", "京"]
+WASHINGTON = "George Washington went to Paris ."  # was [7:10], ##h [10:11], ##ington [11:17], went [18:22]
+
+
+@pytest.fixture(scope="module")
+def subword_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFast:
+    path = tmp_path_factory.mktemp("subword") / "vocab.txt"
+    path.write_text("\n".join(SUBWORD_VOCAB) + "\n", encoding="utf-8")
+    return BertTokenizerFast(vocab=str(path))
+
+
+@pytest.mark.parametrize(
+    ("context", "start_token", "end_token", "token_span", "word_span"),
+    [
+        (WASHINGTON, "##h", "went", (10, 22), (7, 22)),  # "hington went" -> "Washington went"
+        (WASHINGTON, "george", "was", (0, 10), (0, 17)),  # "George Was" -> "George Washington"
+        (WASHINGTON, "##h", "##h", (10, 11), (7, 17)),  # "h" -> "Washington"
+        (WASHINGTON, "went", "paris", (18, 31), (18, 31)),  # whole words already
+        ("我去北京", "北", "北", (2, 3), (2, 3)),  # no spaces: the tokenizer's words are the characters
+    ],
+)
+def test_answer_question_widens_the_answer_to_whole_words(
+    subword_tokenizer, context: str, start_token: str, end_token: str, token_span: tuple, word_span: tuple
+) -> None:
+    """As transformers 4's question-answering pipeline (align_to_words=True): the span's first and last tokens are
+    widened to the tokenizer's words; align_to_words=False keeps the tokens' characters, the span evaluation scores
+    (run_qa.py's postprocessing, `postprocess_predictions`)."""
+    model = FixedSpanForQuestionAnswering(*subword_tokenizer.convert_tokens_to_ids([start_token, end_token]))
+    found = answer_question((model, subword_tokenizer), "who went ?", context)
+    start, end = word_span
+    assert (found["answer"], found["start"], found["end"]) == (context[start:end], start, end)
+    assert found["score"] > 0.5
+    for align_to_words, (start, end) in ((True, word_span), (False, token_span)):
+        result = answer_question((model, subword_tokenizer), "who went ?", context, align_to_words=align_to_words)
+        assert result == {"answer": context[start:end], "start": start, "end": end, "score": found["score"]}
+    examples = {"id": ["q"], "question": ["who went ?"], "context": [context]}
+    features = prepare_eval_features(examples, subword_tokenizer)
+    logits = model(torch.tensor(features["input_ids"]))
+    (evaluated,) = postprocess_predictions(
+        examples, features, logits.start_logits.numpy(), logits.end_logits.numpy()
+    ).values()
+    assert (evaluated["start_char"], evaluated["end_char"]) == token_span
+
+
 def test_postprocess_needs_unique_example_ids(qa_tokenizer) -> None:
     examples = {"id": ["q", "q"], "question": [QUESTION] * 2, "context": [SHORT_CONTEXT] * 2}
     features = prepare_eval_features(examples, qa_tokenizer, **ONE_WINDOW)
