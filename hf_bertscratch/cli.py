@@ -256,6 +256,15 @@ class AnswerArguments(CommandArguments):
         metadata={"help": "Tokens per window of question + context; None: 384, or the model's positions if fewer."},
     )
     doc_stride: int = field(default=128, metadata={"help": "Tokens shared by consecutive windows of a long context."})
+    align_to_words: bool = field(
+        default=True,
+        metadata={
+            "help": "Widen the answer to whole words, as transformers 4's question-answering pipeline did: a span "
+            'that starts or ends inside a word ("hington" of was ##h ##ington) takes the whole word. '
+            "--no_align_to_words keeps the span's tokens (what evaluation scores), for a language the tokenizer "
+            "does not cut into words."
+        },
+    )
     json: bool = _json_field("Print the result as JSON.")
 
 
@@ -451,6 +460,7 @@ def run_answer(args: AnswerArguments) -> None:
         doc_stride=args.doc_stride,
         max_answer_length=args.max_answer_length,
         batch_size=args.batch_size,
+        align_to_words=args.align_to_words,
         **load_kwargs(args),
     )
     show_results(args, answers, len(inputs["question"]), _show_answer)

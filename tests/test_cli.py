@@ -570,6 +570,21 @@ def test_tag_a_file_is_each_text_alone(capsys, tmp_path: Path, tagger_dir: Path,
     assert any(singles)  # entities to compare
 
 
+@pytest.mark.parametrize(("flags", "align_to_words"), [([], True), (["--no_align_to_words"], False)])
+def test_answer_widens_to_whole_words_unless_told_not_to(
+    capsys, monkeypatch, reader_dir: Path, flags: list[str], align_to_words: bool
+) -> None:
+    calls = []
+
+    def answers(*args: object, **kwargs: object) -> list[dict]:
+        calls.append(kwargs["align_to_words"])
+        return [{"answer": "madrid", "start": 0, "end": 6, "score": 0.5}]
+
+    monkeypatch.setattr("hf_bertscratch.inference.answer_question_many", answers)
+    run_cli(capsys, "answer", reader_dir, "--question", QUESTION, "--context", CONTEXT, *flags)
+    assert calls == [align_to_words]
+
+
 def test_answer_a_file_is_each_question_alone(capsys, tmp_path: Path, reader_dir: Path) -> None:
     """Contexts of one window and of several (a 24-token window), in batches of two questions."""
     long_context = " ".join([CONTEXT, "paris is the capital of france .", "berlin is big ."] * 3)
