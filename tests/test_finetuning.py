@@ -330,6 +330,57 @@ def test_boolean_labels_are_classes_of_their_own() -> None:
     assert label_mapping(raw, "label", None) == (["False", "True"], {False: 0, True: 1})
 
 
+def prepared_classes(train: list, dev: list | None, caplog: pytest.LogCaptureFixture, **columns: str) -> list[str]:
+    """The lines `prepare_labels` logs for a task with these train (and eval) labels."""
+    task = check_data_arguments(DataArguments(train_file="x.csv", label_column="sentiment", **columns))
+    raw = {"train": datasets.Dataset.from_dict({"sentiment": train})}
+    if dev is not None:
+        raw["eval"] = datasets.Dataset.from_dict({"sentiment": dev})
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.tasks.features"):
+        ClassificationShape(task, FeatureSettings(), tokenizer=None).prepare_labels(datasets.DatasetDict(raw))
+    return [f"{record.levelname} {record.getMessage()}" for record in caplog.records]
+
+
+def test_a_misspelt_train_label_is_a_class_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A label misspelt once in the train file becomes a class of its own: the classes are listed with their train
+    counts, and the one so rare that it cannot be learnt, which the eval split lacks too, gets a warning naming it."""
+    train = ["neg"] * 50 + ["pos"] * 49 + ["postive"]
+    assert prepared_classes(train, ["neg", "pos"] * 5, caplog) == [
+        "INFO 3 classes in the train split's 'sentiment' column, with their train examples: neg 50, pos 49, postive 1.",
+        "WARNING Class 'postive' has 1 of the 100 train examples and none of the eval split's: too few to learn it "
+        "from; a misspelt label in the train file is a class of its own.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "train, dev, warning",
+    [
+        # under 1% of a large train split, though more than 2
+        (["a"] * 500 + ["b"] * 497 + ["c"] * 3, ["a", "b", "c"],
+         "Class 'c' has 3 of the 1,000 train examples: too few to learn it from; a misspelt label in the train file "
+         "is a class of its own."),
+        # a class the eval split lacks: the eval scores say nothing of it
+        (["a", "b", "c"] * 4, ["a", "b"],
+         "Class 'c' has 4 of the 12 train examples and none of the eval split's: the eval scores say nothing of it."),
+    ],
+)  # fmt: skip
+def test_a_rare_class_or_one_the_eval_split_lacks_gets_one_warning(
+    caplog: pytest.LogCaptureFixture, train: list, dev: list, warning: str
+) -> None:
+    assert [line for line in prepared_classes(train, dev, caplog) if line.startswith("WARNING")] == [
+        f"WARNING {warning}"
+    ]
+
+
+def test_classes_well_spread_over_both_splits_get_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """Integer labels counted by class, a test split without labels ignored, and no warning: every class has enough
+    train examples and appears in the eval split."""
+    assert prepared_classes([0, 1, 1, 0, 1, 0], [1, 0], caplog) == [
+        "INFO 2 classes in the train split's 'sentiment' column, with their train examples: 0 3, 1 3."
+    ]
+    assert prepared_classes([0, 1] * 3, None, caplog)[-1].startswith("INFO 2 classes")
+
+
 def resolved(model: Path, **kwargs: object) -> ModelArguments:
     """The model arguments of `model` as `choose_task_defaults` leaves them for a classification task with a small
     model: [CLS] pooling."""

@@ -17,8 +17,11 @@ from transformers import BertTokenizer, BertTokenizerLegacy
 import hf_bertscratch
 from hf_bertscratch.data import DATA_DIR_ENV, load_raw_datasets, read_conll
 from hf_bertscratch.inference import tag_entities
+from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
+from hf_bertscratch.tasks.features import FeatureSettings
 from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
+    TokenClassificationShape,
     align_labels_with_pieces,
     check_tags,
     label_names_from,
@@ -330,3 +333,30 @@ def test_real_conll2003_validation_counts() -> None:
         "ORG": 1341,
         "PER": 1842,
     }
+
+
+def test_the_tags_are_listed_with_their_train_words_and_a_misspelt_one_is_warned_of(
+    piece_tokenizer: BertTokenizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tag set read from the train split comes in one line with each tag's count of train words; a tag on one
+    word only, which the eval split lacks (a misspelt tag), gets a warning naming it."""
+    task = check_data_arguments(DataArguments(train_file="x.jsonl", task_type="token-classification"))
+    raw = datasets.DatasetDict(
+        {
+            "train": _sentences(
+                [
+                    (["EU", "rejects", "German"], ["B-ORG", "O", "B-MSIC"]),
+                ]
+                + [(["EU", "it"], ["B-ORG", "O"])] * 2
+            ),
+            "eval": _sentences([(["EU", "rejects"], ["B-ORG", "O"])]),
+        }
+    )
+    shape = TokenClassificationShape(task, FeatureSettings(), piece_tokenizer)
+    with caplog.at_level("INFO", logger="hf_bertscratch.tasks.features"):
+        shape.prepare_labels(raw)
+    assert [f"{record.levelname} {record.getMessage()}" for record in caplog.records] == [
+        "INFO 3 tags in the train split's 'ner_tags' column, with their train words: O 3, B-MSIC 1, B-ORG 3.",
+        "WARNING Tag 'B-MSIC' has 1 of the 7 train words and none of the eval split's: too few to learn it from; a "
+        "misspelt label in the train file is a tag of its own.",
+    ]

@@ -27,6 +27,7 @@ from .features import (
     class_config,
     prediction_labels,
     prediction_logits,
+    report_labels,
     texts_of,
     truncate_ids,
     write_csv,
@@ -143,9 +144,14 @@ class ClassificationShape:
         self.long_texts: dict[str, int] = {}  # split -> its texts longer than max_seq_length (cut by the truncation)
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
-        """Read and check the label set of every split."""
+        """Read and check the label set of every split; log the classes with their train counts, and warn of a class
+        too rare to learn or missing from the eval split (`report_labels`)."""
         names = list(self.task.label_names) if self.task.label_names else None
-        self.names, self.label_map = label_mapping(raw, self.task.column("label"), names)
+        column = self.task.column("label")
+        self.names, mapping = label_mapping(raw, column, names)
+        self.label_map = mapping
+        ids = {role: [mapping[v] for v in split[column]] for role, split in raw.items() if column in split.column_names}
+        report_labels("class", self.names, ids["train"], ids.get("eval"), column)
 
     def config_updates(self) -> dict:
         """What the head's config must say: its classes, one per example (a regressor's folder handed to a

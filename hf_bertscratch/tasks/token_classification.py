@@ -36,7 +36,14 @@ from . import (
     CONLL2003_LABELS,  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
     TaskSpec,
 )
-from .features import FeatureSettings, class_config, prediction_labels, prediction_logits, write_csv
+from .features import (
+    FeatureSettings,
+    class_config,
+    prediction_labels,
+    prediction_logits,
+    report_labels,
+    write_csv,
+)
 
 IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
 
@@ -249,13 +256,22 @@ class TokenClassificationShape:
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read the tag list (the task's, else the train split's) and check every split's tags; a test split without
-        tags is predicted, not scored."""
+        tags is predicted, not scored. The tags are logged with their train words, and a tag too rare to learn or
+        missing from the eval split warned of (`report_labels`: rare by its count alone, as entity tags are few
+        beside O)."""
         tokens, tags = self.task.column("tokens"), self.task.column("tags")
         names = list(self.task.label_names) if self.task.label_names else label_names_from(raw["train"], tags)
         for role, split in raw.items():
             if self.task.has_labels(split.column_names) or role != "test":
                 check_tags(split, tokens, tags, names, role)
         self.names = names
+        label_to_id = {name: i for i, name in enumerate(names)}
+        ids = {
+            role: [i for row in split[tags] for i in _tag_ids(row, label_to_id)]
+            for role, split in raw.items()
+            if tags in split.column_names
+        }
+        report_labels("tag", names, ids["train"], ids.get("eval"), tags, unit="words", share=None)
 
     def config_updates(self) -> dict:
         """What the head's config must say: its tags."""
