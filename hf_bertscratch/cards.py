@@ -130,9 +130,20 @@ CARD_KINDS: dict[str, CardKind] = {
         "Text classification",
         "ForSequenceClassification",
         "BERT text classifier",
-        "sequence classification (cross-entropy over the labels; mean squared error for a score)",
+        "sequence classification (cross-entropy over the labels)",
         'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
         'print(classifier("the movie was wonderful, i loved the acting."))',
+    ),
+    # A sequence head with one output trained on scores (STS-B): transformers' text-classification pipeline gives
+    # its score as it is (no softmax) for a config whose problem_type is "regression".
+    "regressor": _finetuned(
+        "text-classification",
+        "Text classification",
+        "ForSequenceClassification",
+        "BERT text regression model (a score for a text or a text pair)",
+        "regression (mean squared error against the scores)",
+        'scorer = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
+        'print(scorer({"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}))',
     ),
     "token-classifier": _finetuned(
         "token-classification",
@@ -168,8 +179,9 @@ CARD_KINDS: dict[str, CardKind] = {
         'print(answer_question((model, tokenizer), "Where did he go?", "George Washington went to Washington."))',
     ),
 }
-# Pipeline task -> the card kind of a model fine-tuned for it.
-KIND_OF_TASK: dict[str, str] = {kind.pipeline_tag: name for name, kind in CARD_KINDS.items()}
+# Pipeline task -> the card kind of a model fine-tuned for it; of two kinds of one task the first listed (read in
+# reverse, so it is written last): text-classification is the classifier's, whose head the regressor shares.
+KIND_OF_TASK: dict[str, str] = {kind.pipeline_tag: name for name, kind in reversed(CARD_KINDS.items())}
 _COMMON_TAGS = ("bert", "bertscratch", "custom_code")
 
 # How a card says where training started, by template: (from random weights, from `base`, not recorded).
@@ -287,7 +299,8 @@ def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping
     Args:
         output_dir: Folder of the saved model (created if missing).
         kind: one of `CARD_KINDS`: "pretrained" (masked-LM pretraining), "discriminator" (an ELECTRA run),
-            "classifier" (sequence classification or regression), "token-classifier" or "question-answering".
+            "classifier" (sequence classification), "regressor" (a sequence head trained on scores), "token-classifier",
+            "question-answering" or "embedding".
         info: What the run knows: a `CardInfo`, or a mapping of its fields (checked the same way).
 
     The file is written to a temporary name beside it and renamed, so a failure never leaves a half card.
@@ -320,14 +333,16 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     """Guess the card kind and `info` of a saved model folder that has no card (config, sizes, saved metrics).
 
     Returns:
-        (kind, info): the kind whose head the folder's `architectures` name ("classifier", "token-classifier",
-        "question-answering"), else "pretrained".
+        (kind, info): the kind whose head the folder's `architectures` name ("classifier", or "regressor" for a
+        config whose problem_type is regression, "token-classifier", "question-answering"), else "pretrained".
     """
     model_dir = Path(model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     architectures = config.get("architectures") or []
     heads = {name: kind.architecture for name, kind in CARD_KINDS.items() if kind.architecture}
     kind = next((name for name, head in heads.items() if any(a.endswith(head) for a in architectures)), "pretrained")
+    if kind == "classifier" and config.get("problem_type") == "regression":
+        kind = "regressor"
     # A folder does not record the weights its training started from (config.json drops `_name_or_path`).
     info: dict[str, Any] = {"model_name": model_dir.resolve().name, "base_model_known": False}
     num_parameters = _count_safetensors_parameters(model_dir)

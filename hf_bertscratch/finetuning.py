@@ -485,7 +485,7 @@ def write_reports(
 # Task shape -> the model card kind of its head.
 CARD_KINDS_OF_SHAPES = {
     "classification": "classifier",
-    "regression": "classifier",
+    "regression": "regressor",
     "token-classification": "token-classifier",
     "question-answering": "question-answering",
     "embedding": "embedding",

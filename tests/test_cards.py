@@ -122,7 +122,7 @@ def test_set_card_repo_points_the_example_at_the_repo_and_branch(tmp_path: Path)
 @pytest.mark.parametrize(
     ("kind", "info", "message"),
     [
-        ("regressor", {}, "regressor"),
+        ("regresor", {}, "regresor"),
         ("pretrained", {"datasets": "wikitext"}, "datasets"),
         ("pretrained", {"results": [0.5]}, "results"),
         ("classifier", {"task": "translation"}, "translation"),
@@ -295,3 +295,20 @@ def test_source_name_is_a_hub_id_or_a_name_without_its_path(tmp_path: Path) -> N
     assert cards.source_name(downloaded / "train.parquet", "dataset") == "stanfordnlp/imdb"
     assert cards.source_name(downloaded / "train.parquet") == "train.parquet"  # a dataset's file, not a model's
     assert cards.hub_id(texts) is None and cards.hub_id("/no/such/folder") is None
+
+
+def test_a_regressor_has_a_card_of_its_own(tmp_path: Path, tiny_config, caplog: pytest.LogCaptureFixture) -> None:
+    """A sequence head trained on scores is a regressor, in the card, in the line that says it was written and in the
+    kind a saved folder's card is guessed as; the text-classification task still names the classifier's card."""
+    import hf_bertscratch
+
+    with caplog.at_level("INFO", logger="hf_bertscratch.cards"):
+        path = cards.write_model_card(tmp_path / "card", "regressor", {**CLASSIFIER_INFO, "labels": ["score"]})
+    assert caplog.messages == [f"Wrote the regressor model card to {path}"]
+    card = ModelCard.load(path)
+    assert card.data.pipeline_tag == "text-classification" and "A BERT text regression model" in card.text
+    assert "classifier" not in card.text and "cross-entropy" not in card.text
+    assert cards.KIND_OF_TASK["text-classification"] == "classifier"
+    tiny_config.num_labels, tiny_config.problem_type = 1, "regression"
+    hf_bertscratch.BertScratchForSequenceClassification(tiny_config).save_pretrained(tmp_path / "model")
+    assert cards.info_from_model_folder(tmp_path / "model")[0] == "regressor"
