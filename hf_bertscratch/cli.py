@@ -19,7 +19,7 @@ above the library, runs them (and the training-side commands, `pretrain`, `finet
 The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
 fine-tuning reads its files), `--batch_size` model rows per forward pass (an input each; `tag` and `answer` count
 windows, as transformers' chunked pipelines do) through the same functions as one input (a list of one), and print
-one JSON line per input in the file's order (`show_results`).
+one JSON line per input in the file's order, the input with its result (`show_results`).
 """
 
 from __future__ import annotations
@@ -57,18 +57,25 @@ def _optional_positional(help: str) -> Any:
     return field(default=None, metadata={"positional": True, "help": help})
 
 
-def _input_file_field(instead_of: str, row: str) -> Any:
+# How --input_file's help describes a printed line: the input it answers, then its result (`show_results`).
+TEXT_LINE = '{"text": ..., RESULT: what the text alone prints as JSON}'
+
+
+def _input_file_field(instead_of: str, row: str, line: str = TEXT_LINE) -> Any:
+    """--input_file, its help naming what it stands for (`instead_of`), where a row holds the input (`row`) and what
+    a printed line holds (`line`)."""
     return field(
         default=None,
         metadata={
             "help": f"Run on every input of this file instead of {instead_of}: a .txt file holds one text per line; "
             f"a .csv, .tsv, .json/.jsonl or .parquet file (.gz too) one input per row, {row}. Prints one JSON line "
-            "per input, in the file's order: what one input prints as JSON."
+            f"per input, in the file's order: {line}."
         },
     )
 
 
-# How --input_file's help describes a row of text pairs.
+# How --input_file's help describes a row of one text, and of text pairs.
+TEXT_ROW = "its text in the column --text_column names"
 PAIR_ROW = "its texts in the columns --text_column and --text_pair_column name"
 QA_COLUMNS = SHAPE_COLUMNS["question-answering"]  # finetune's default question and context columns
 
@@ -160,7 +167,7 @@ class InferenceArguments(ModelArguments):
     """A model, one text or a file of them, and what runs the forward pass."""
 
     text: str | None = _optional_positional("The text to run the model on (quote it); or give --input_file.")
-    input_file: str | None = _input_file_field("TEXT", "its text in the column --text_column names")
+    input_file: str | None = _input_file_field("TEXT", TEXT_ROW)
     text_column: str = _column_field(TEXT_COLUMN, "the column of texts.")
     batch_size: int = _batch_size_field()
     output_file: str | None = _output_file_field()
@@ -178,6 +185,8 @@ class FillMaskArguments(InferenceArguments):
     """Predict the tokens hidden behind each [MASK] of TEXT (or of each text of --input_file), best first, with their
     probabilities."""
 
+    input_file: str | None = _input_file_field("TEXT", TEXT_ROW, '{"text": ..., "masks": each mask\'s candidates}')
+
     top_k: int = field(default=5, metadata={"help": "How many candidates to show for each mask."})
     json: bool = _json_field("Print the pipeline's results as JSON instead of a table.")
 
@@ -191,7 +200,11 @@ class ClassifyArguments(InferenceArguments):
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
     )
-    input_file: str | None = _input_file_field("TEXT (and --text_pair)", PAIR_ROW)
+    input_file: str | None = _input_file_field(
+        "TEXT (and --text_pair)",
+        f"{PAIR_ROW} (a text alone without --text_pair_column)",
+        '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first}',
+    )
     text_pair_column: str | None = _column_field(
         None, "the column of the second texts of sentence pairs; None: single texts."
     )
@@ -217,6 +230,7 @@ class TagArguments(InferenceArguments):
         ": a text the model's positions hold is one window, a longer one several (one with --aggregation_strategy "
         "none), and a batch takes the windows of consecutive texts of --input_file",
     )
+    input_file: str | None = _input_file_field("TEXT", TEXT_ROW, '{"text": ..., "entities": [...], [] for none}')
     json: bool = _json_field("Print the results as JSON instead of a table.")
 
 
@@ -235,6 +249,7 @@ class AnswerArguments(CommandArguments):
     input_file: str | None = _input_file_field(
         "--question and --context",
         "its question and context in the columns --question_column and --context_column name",
+        '{"question": ..., "context": ..., "answer": ..., "start": ..., "end": ..., "score": ...}',
     )
     question_column: str = _column_field(QA_COLUMNS["question"], "the column of questions.")
     context_column: str = _column_field(QA_COLUMNS["context"], "the column of contexts.")
@@ -273,6 +288,7 @@ class EmbedArguments(InferenceArguments):
     """Embed TEXT (or each text of --input_file) as one sentence vector from the encoder's last layer and print it
     (or save it)."""
 
+    input_file: str | None = _input_file_field("TEXT", TEXT_ROW, '{"text": ..., "embedding": its vector}')
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
     output: str | None = field(
         default=None,
@@ -289,7 +305,9 @@ class SimilarityArguments(InferenceArguments):
     pair of --input_file), from an embedding model (`finetune --task_type embedding`) or a pretrained encoder."""
 
     text_pair: str | None = _optional_positional("The second text (quote it); or give --input_file.")
-    input_file: str | None = _input_file_field("TEXT and TEXT_PAIR", PAIR_ROW)
+    input_file: str | None = _input_file_field(
+        "TEXT and TEXT_PAIR", PAIR_ROW, '{"text": ..., "text_pair": ..., "similarity": their cosine}'
+    )
     text_pair_column: str | None = _column_field(None, "the column of the second texts (required).")
     batch_size: int = _batch_size_field("With --input_file: pairs per forward pass (2 x this many texts)")
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
@@ -393,7 +411,7 @@ def run_fill_mask(args: FillMaskArguments) -> None:
 
     texts = command_inputs(args, ("text",))["text"]
     results = fill_mask_many(args.model, texts, args.top_k, args.batch_size, **load_kwargs(args))
-    show_results(args, results, len(texts), _show_fill_mask)
+    show_results(args, results, {"text": texts}, "masks", _show_fill_mask)
 
 
 def _show_fill_mask(args: FillMaskArguments, results: list[list[dict]]) -> None:
@@ -412,7 +430,7 @@ def run_classify(args: ClassifyArguments) -> None:
 
     inputs = command_inputs(args, ("text",), optional=("text_pair",))
     results = classify_many(args.model, inputs["text"], inputs.get("text_pair"), args.batch_size, **load_kwargs(args))
-    show_results(args, results, len(inputs["text"]), _show_classification)
+    show_results(args, results, inputs, "labels", _show_classification)
 
 
 def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
@@ -434,7 +452,7 @@ def run_tag(args: TagArguments) -> None:
         batch_size=args.batch_size,
         **load_kwargs(args),
     )
-    show_results(args, entities, len(texts), _show_entities)
+    show_results(args, entities, {"text": texts}, "entities", _show_entities)
 
 
 def _show_entities(args: TagArguments, entities: list[dict]) -> None:
@@ -463,7 +481,7 @@ def run_answer(args: AnswerArguments) -> None:
         align_to_words=args.align_to_words,
         **load_kwargs(args),
     )
-    show_results(args, answers, len(inputs["question"]), _show_answer)
+    show_results(args, answers, inputs, None, _show_answer)
 
 
 def _show_answer(args: AnswerArguments, result: dict) -> None:
@@ -487,7 +505,7 @@ def run_embed(args: EmbedArguments) -> None:
     texts = command_inputs(args, ("text",))["text"]
     vectors = embed_many(args.model, texts, args.pooling, args.batch_size, **load_kwargs(args))
     if output is None:
-        show_results(args, (vector.tolist() for vector in vectors), len(texts), _show_embedding)
+        show_results(args, (vector.tolist() for vector in vectors), {"text": texts}, "embedding", _show_embedding)
         return
     if args.input_file is None:
         (vector,) = vectors
@@ -510,7 +528,7 @@ def run_similarity(args: SimilarityArguments) -> None:
     scores = similarity_many(
         args.model, inputs["text"], inputs["text_pair"], args.pooling, args.batch_size, **load_kwargs(args)
     )
-    show_results(args, scores, len(inputs["text"]), _show_similarity)
+    show_results(args, scores, inputs, "similarity", _show_similarity)
 
 
 def _show_similarity(args: SimilarityArguments, score: float) -> None:
@@ -643,17 +661,30 @@ def _datasets_quiet(quiet: bool) -> Iterator[None]:
             enable_progress_bars()
 
 
-def show_results(args: Any, results: Iterator[Any], count: int, show_one: Callable[[Any, Any], None]) -> None:
+def show_results(
+    args: Any,
+    results: Iterator[Any],
+    inputs: dict[str, list[str]],
+    key: str | None,
+    show_one: Callable[[Any, Any], None],
+) -> None:
     """Show the command's results: the one result as `show_one` shows it (a table, or its --json), or with
-    --input_file one JSON line per input, in order, printed as each batch is done or written to --output_file."""
+    --input_file one JSON line per input, in order, printed as each batch is done or written to --output_file.
+
+    A line is a JSON object of the input it answers (`inputs`: role -> its texts, "text", "text_pair", "question",
+    "context") and the result, under `key` (a dict result, `answer`'s, with its own keys instead), so that each line
+    reads alone, without counting lines against the file's rows."""
     if args.input_file is None:
         (result,) = results
         show_one(args, result)
         return
+    count = len(next(iter(inputs.values())))
     try:
         with _output_lines(args.output_file) as lines:
-            for result in with_progress(results, count, prints_results=args.output_file is None):
-                lines.write(json.dumps(result, default=float) + "\n")
+            for index, result in enumerate(with_progress(results, count, prints_results=args.output_file is None)):
+                line = {role: texts[index] for role, texts in inputs.items()}
+                line.update(result if key is None else {key: result})
+                lines.write(json.dumps(line, default=float) + "\n")
     except BrokenPipeError:
         if args.output_file is not None:
             raise

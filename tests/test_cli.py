@@ -489,6 +489,12 @@ def json_lines(out: str) -> list:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def answered(rows: list[dict[str, str]], results: list, key: str | None) -> list[dict]:
+    """The JSON lines a file of `rows` (each its inputs, by role) prints: each row's inputs, then its result under
+    `key` (a dict result, `answer`'s, with its own keys instead)."""
+    return [{**row, **(result if key is None else {key: result})} for row, result in zip(rows, results)]
+
+
 FILL_TEXTS = ["paris is the [MASK] of france .", "[MASK] is the capital of [MASK] .", "the [MASK] ."]
 
 
@@ -500,8 +506,8 @@ def test_fill_mask_on_a_text_file_is_each_line_alone(capsys, tmp_path: Path, mem
     singles = [
         json.loads(run_cli(capsys, "fill-mask", memorised_dir, text, "--top_k", "3", "--json")) for text in FILL_TEXTS
     ]
-    assert_same_results(json_lines(out), singles)
-    assert json_lines(out)[0][0][0]["token_str"] == "capital"
+    assert_same_results(json_lines(out), answered([{"text": text} for text in FILL_TEXTS], singles, "masks"))
+    assert json_lines(out)[0]["masks"][0][0]["token_str"] == "capital"
 
 
 PAIRS = [
@@ -524,7 +530,8 @@ def test_classify_a_file_of_pairs_is_each_pair_alone(
         )
         for row in PAIRS
     ]
-    assert_same_results(json_lines(out), singles)
+    pairs = [{"text": row["premise"], "text_pair": row["hypothesis"]} for row in PAIRS]
+    assert_same_results(json_lines(out), answered(pairs, singles, "labels"))
 
 
 def test_classify_a_file_with_the_fine_tuned_classifier_writes_its_output_file(
@@ -536,6 +543,7 @@ def test_classify_a_file_with_the_fine_tuned_classifier_writes_its_output_file(
     path = write_inputs(tmp_path / "reviews.csv", rows)
     printed = run_cli(capsys, "classify", finetuned_dir, "--input_file", path, "--batch_size", "3")
     singles = [json.loads(run_cli(capsys, "classify", finetuned_dir, row["text"], "--json")) for row in rows]
+    singles = answered([{"text": row["text"]} for row in rows], singles, "labels")  # the label column is no input
     assert_same_results(json_lines(printed), singles)
     output = tmp_path / "out" / "results.jsonl"
     out = run_cli(capsys, "classify", finetuned_dir, "--input_file", path, "--output_file", output)
@@ -552,7 +560,7 @@ def test_classify_a_file_of_regression_pairs(capsys, tmp_path: Path, regressor_d
         json.loads(run_cli(capsys, "classify", regressor_dir, row["text"], "--text_pair", row["text_pair"], "--json"))
         for row in rows
     ]
-    assert_same_results(json_lines(out), singles)
+    assert_same_results(json_lines(out), answered(rows, singles, "labels"))
 
 
 @pytest.mark.parametrize("aggregation", ["simple", "none"])
@@ -566,7 +574,7 @@ def test_tag_a_file_is_each_text_alone(capsys, tmp_path: Path, tagger_dir: Path,
         capsys, "tag", tagger_dir, "--input_file", path, "--text_column", "sentence", "--batch_size", "2", *flags
     )
     singles = [json.loads(run_cli(capsys, "tag", tagger_dir, text, *flags, "--json")) for text in texts]
-    assert_same_results(json_lines(out), singles)
+    assert_same_results(json_lines(out), answered([{"text": text} for text in texts], singles, "entities"))
     assert any(singles)  # entities to compare
 
 
@@ -612,7 +620,8 @@ def test_answer_a_file_is_each_question_alone(capsys, tmp_path: Path, reader_dir
         )
         for row in rows
     ]
-    assert_same_results(json_lines(out), singles)
+    inputs = [{"question": row["question"], "context": row["context"]} for row in rows]  # the id is no input
+    assert_same_results(json_lines(out), answered(inputs, singles, None))
 
 
 def test_answer_a_squad_json_file_as_finetune_reads_it(capsys, tmp_path: Path, reader_dir: Path) -> None:
@@ -628,7 +637,8 @@ def test_answer_a_squad_json_file_as_finetune_reads_it(capsys, tmp_path: Path, r
         json.loads(run_cli(capsys, "answer", reader_dir, "--question", question, "--context", CONTEXT, "--json"))
         for question in questions
     ]
-    assert_same_results(json_lines(out), singles)
+    inputs = [{"question": question, "context": CONTEXT} for question in questions]
+    assert_same_results(json_lines(out), answered(inputs, singles, None))
 
 
 EMBED_TEXTS = [SENTENCE, "the capital .", "paris is the capital of france and berlin is big ."]
@@ -641,7 +651,8 @@ def test_embed_a_file_is_each_text_alone(capsys, tmp_path: Path, memorised_dir: 
     path = write_inputs(tmp_path / "texts.txt", [{"text": text} for text in EMBED_TEXTS])
     flags = ["--pooling", pooling, "--batch_size", "3"]
     singles = [json.loads(run_cli(capsys, "embed", memorised_dir, text, "--pooling", pooling)) for text in EMBED_TEXTS]
-    assert_same_results(json_lines(run_cli(capsys, "embed", memorised_dir, "--input_file", path, *flags)), singles)
+    printed = json_lines(run_cli(capsys, "embed", memorised_dir, "--input_file", path, *flags))
+    assert_same_results(printed, answered([{"text": text} for text in EMBED_TEXTS], singles, "embedding"))
     output = tmp_path / "vectors.npy"
     out = run_cli(capsys, "embed", memorised_dir, "--input_file", path, *flags, "--output", output)
     assert out == f"Wrote 3 32-dimensional embeddings, one row per input, to {output}\n"
@@ -653,7 +664,9 @@ def test_similarity_a_file_of_pairs_is_each_pair_alone(capsys, tmp_path: Path, m
     columns = ["--text_column", "premise", "--text_pair_column", "hypothesis"]
     out = run_cli(capsys, "similarity", memorised_dir, "--input_file", path, *columns, "--batch_size", "2")
     singles = [float(run_cli(capsys, "similarity", memorised_dir, row["premise"], row["hypothesis"])) for row in PAIRS]
-    assert_same_results(json_lines(out), singles, atol=1e-4)  # the single score is printed to 4 decimals
+    pairs = [{"text": row["premise"], "text_pair": row["hypothesis"]} for row in PAIRS]
+    # the single score is printed to 4 decimals
+    assert_same_results(json_lines(out), answered(pairs, singles, "similarity"), atol=1e-4)
 
 
 def test_the_progress_bar_shows_on_a_terminal_the_results_do_not_go_to(
@@ -686,7 +699,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, fine
     first = json.loads(process.stdout.readline())
     process.stdout.close()
     _, err = process.communicate(timeout=300)
-    assert {result["label"] for result in first} == {"neg", "pos"}
+    assert first["text"] == REVIEWS[0][0] and {result["label"] for result in first["labels"]} == {"neg", "pos"}
     assert process.returncode == 0 and b"rror" not in err, err.decode()
 
 
