@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ExportableState, ProgressCallback
 
@@ -128,6 +129,19 @@ RATE_STEPS = 20  # steps whose rate sets a budgeted run's expected total in its 
 TOTAL_TOLERANCE = 0.02  # the shown total moves only when the step rate since then puts the end this far from it
 
 
+class BudgetProgressCallback(ProgressCallback):
+    """transformers' progress bar, opened without a total: under a time budget `state.max_steps` is only the cap
+    that lets the Trainer run, which the bar's first frame (kept whole in a log file) would otherwise show.
+    `TrainingBudget` gives it the expected steps once the step rate is measured."""
+
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        if state.is_world_process_zero:
+            self.training_bar = tqdm(total=None, dynamic_ncols=True)
+        self.current_step = 0
+
+
 class TrainingBudget(TrainerCallback, ExportableState):
     """Stops training once `minutes` of training time are spent; `fraction` drives the budget schedule.
 
@@ -147,7 +161,10 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self._shown_total: int | None = None
 
     def attach(self, trainer: Trainer) -> None:
-        """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar."""
+        """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar (a
+        `BudgetProgressCallback` in place of transformers' own, where the trainer draws one)."""
+        if trainer.pop_callback(ProgressCallback) is not None:
+            trainer.add_callback(BudgetProgressCallback)
         trainer.add_callback(self)
         self.progress_callbacks = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, ProgressCallback)]
 
@@ -240,4 +257,11 @@ def collective_device(args: TrainingArguments) -> torch.device:
     return args.device if backend in ACCELERATOR_BACKENDS else torch.device("cpu")
 
 
-__all__ = ["ACCELERATOR_BACKENDS", "BUDGET_SCHEDULES", "TrainingBudget", "budget_lr_lambda", "collective_device"]
+__all__ = [
+    "ACCELERATOR_BACKENDS",
+    "BUDGET_SCHEDULES",
+    "BudgetProgressCallback",
+    "TrainingBudget",
+    "budget_lr_lambda",
+    "collective_device",
+]

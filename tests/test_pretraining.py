@@ -1637,6 +1637,26 @@ def test_a_budgeted_run_shows_no_step_cap_as_its_progress_total() -> None:
     assert callback.training_bar.total is None  # until the step rate gives the expected steps
 
 
+def test_a_budgeted_runs_progress_bar_never_draws_the_step_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Trainer's progress bar opens at on_train_begin with `state.max_steps`, which under a time budget is only
+    the cap that lets the Trainer run: its first frame, kept in a log file, would show that cap."""
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+    from transformers.trainer_callback import CallbackHandler, DefaultFlowCallback, ProgressCallback
+
+    from hf_bertscratch.budget import TrainingBudget
+
+    handler = CallbackHandler([DefaultFlowCallback, ProgressCallback], None, None, None, None)
+    trainer = types.SimpleNamespace(
+        callback_handler=handler, add_callback=handler.add_callback, pop_callback=handler.pop_callback
+    )
+    TrainingBudget(1.0).attach(trainer)  # type: ignore[arg-type]
+    args, state = TrainingArguments("out", use_cpu=True), TrainerState(max_steps=pretraining_arguments.BUDGET_STEP_CAP)
+    handler.on_train_begin(args, state, TrainerControl())
+    frames = capsys.readouterr().err
+    assert "0it" in frames and str(pretraining_arguments.BUDGET_STEP_CAP) not in frames, frames
+    assert [type(cb).__name__ for cb in handler.callbacks][-2:] == ["BudgetProgressCallback", "TrainingBudget"]
+
+
 def test_a_budgeted_runs_progress_total_follows_the_step_rate_and_ends_at_100_percent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
