@@ -31,7 +31,7 @@ from transformers import TrainingArguments
 from hf_bertscratch_base.model_reference import hub_offline
 
 from .arguments import ArgumentParser, parse_args_or_json
-from .cards import info_from_model_folder, set_card_repo, write_model_card
+from .cards import info_from_model_folder, set_card_repo, source_name, write_model_card
 from .configuration_bertscratch import BertScratchConfig
 from .convert import CONVERTIBLE_MODEL_TYPES, copy_sentence_transformers_files
 from .modeling_bertscratch import code_files, family_auto_map
@@ -66,6 +66,9 @@ MODEL_SUBFOLDERS: dict[str, str] = {GENERATOR_FOLDER: "ELECTRA's generator, a fi
 # or subfolder) and a model subfolder, so a repository never keeps the generator of an earlier run.
 STALE_PATTERNS = ("*.safetensors", "*model.safetensors.index.json", *(f"{name}/*" for name in MODEL_SUBFOLDERS))
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+# Keys of a run's `*_results.json` that name where its model came from, as given (a path of the machine that trained
+# it): an upload names it as the model card does (`cards.source_name`), the folder's own files keep the path.
+RESULTS_SOURCE_KEYS = ("model_name_or_path",)
 DEFAULT_COMMIT_MESSAGE = "Upload BertScratch model with hf_bertscratch"
 # USER/NAME or ORG/NAME: an explicit namespace, so a push never lands somewhere the user did not name.
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -235,7 +238,8 @@ def prepare_upload_folder(
     """Write into `output_dir` exactly the files a Hub repository of this model needs, and return `output_dir`.
 
     Copies the files of `UPLOAD_PATTERNS` from the top level of `model_dir` and of each of its `MODEL_SUBFOLDERS`
-    (into a subfolder of the same name), and an embedding model's sentence-transformers files; completes `auto_map`
+    (into a subfolder of the same name), and an embedding model's sentence-transformers files (the metrics naming
+    the model they started from as the card does, `RESULTS_SOURCE_KEYS`); completes `auto_map`
     in each config.json and adds the package's configuration/modeling code where missing (so
     `trust_remote_code=True` can load every head, subfolders included); keeps the model card, pointing its loading
     example at `repo_id`/`revision`, or writes one from the folder's config and metrics. `output_dir` must be new or
@@ -402,11 +406,29 @@ def _copy_model(source: Path, target: Path) -> None:
     for path in sorted({path for pattern in UPLOAD_PATTERNS for path in source.glob(pattern) if path.is_file()}):
         shutil.copy2(path, target / path.name)
     copy_sentence_transformers_files(source, target)
+    for results_file in sorted(target.glob("*_results.json")):
+        _name_sources(results_file, source / results_file.name)
     _complete_auto_map(target / "config.json")
     for code_file in map(Path, code_files()):  # the code `trust_remote_code` imports
         if not (target / code_file.name).exists():
             logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
             shutil.copy2(code_file, target / code_file.name)
+
+
+def _name_sources(results_file: Path, original: Path) -> None:
+    """Name the model a copied `*_results.json` (of the model folder's `original`) records (`RESULTS_SOURCE_KEYS`)
+    by its Hub id or its folder's name alone, as the model card does, never by a path of the machine that trained
+    it."""
+    try:
+        results = json.loads(results_file.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"{str(original)!r} is not valid JSON ({error}); expected a run's metrics.") from error
+    if not isinstance(results, dict):
+        return
+    named = {key: source_name(results[key]) for key in RESULTS_SOURCE_KEYS if isinstance(results.get(key), str)}
+    if any(results[key] != name for key, name in named.items()):
+        results.update(named)
+        results_file.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 def _complete_auto_map(config_file: Path) -> None:

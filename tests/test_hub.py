@@ -412,6 +412,46 @@ def test_push_to_hub_uploads_exactly_the_dry_run_folder(
         assert f'revision = "{revision}"'.encode() in upload["files"]["README.md"]
 
 
+@pytest.mark.parametrize("base", ["local", "hub"])
+def test_uploaded_results_name_the_base_model_as_the_card_does(
+    mlm_dir: Path,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    base: str,
+) -> None:
+    """A fine-tuning run records `model_name_or_path` as given, an absolute path of the machine that trained it; the
+    upload names it by its Hub id or its folder's name alone, and the run's own files keep the path."""
+    run = tmp_path / "run"
+    shutil.copytree(mlm_dir, run)
+    source = str(mlm_dir.resolve()) if base == "local" else "google-bert/bert-base-uncased"
+    kept = {}
+    for name in ("all_results.json", "eval_results.json", "train_results.json"):
+        text = json.dumps({"eval_accuracy": 0.5, "model_name_or_path": source}, indent=2) + "\n"
+        (run / name).write_text(text, encoding="utf-8")
+        kept[name] = text
+    calls = record_hub(monkeypatch)
+    hub.push_to_hub(run, "alice/tiny", token="hf_x")
+    files = dict(calls)["upload_folder"]["files"]
+    expected = mlm_dir.name if base == "local" else source
+    for name, text in kept.items():
+        assert json.loads(files[name]) == {"eval_accuracy": 0.5, "model_name_or_path": expected}
+        assert_no_local_path(files[name], tmp_path_factory)
+        assert (run / name).read_text(encoding="utf-8") == text
+
+
+def test_results_that_are_not_json_fail_before_any_upload(
+    mlm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(mlm_dir, run)
+    (run / "eval_results.json").write_text("{'eval_accuracy': 0.5}", encoding="utf-8")
+    calls = record_hub(monkeypatch)
+    with pytest.raises(ValueError, match=r"eval_results.json' is not valid JSON \(.*\); expected a run's metrics\."):
+        hub.push_to_hub(run, "alice/tiny", token="hf_x")
+    assert calls == []
+
+
 @pytest.mark.parametrize(
     ("existing", "private", "calls_before_upload", "private_after"),
     [
