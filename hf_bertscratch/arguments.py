@@ -122,7 +122,7 @@ class ArgumentParser(HfArgumentParser):
         self.hidden_help: dict[argparse.Action, str | None] = {}
         inherited = _inherited_trainer_fields(self.dataclass_types)
         if first_run is not None:
-            self._hide_all_but(set(first_run))
+            self._hide_all_but(set(first_run), trainer_flags=bool(inherited))
             inherited = set()  # hidden already, each in its own group
         if inherited:
             group = self.add_argument_group(
@@ -147,9 +147,10 @@ class ArgumentParser(HfArgumentParser):
                 action.help = f"Same as --{action.dest} false."
                 action.default = None  # X's default, which X's own help gives; none appended here
 
-    def _hide_all_but(self, shown: set[str]) -> None:
-        """Leave out of `--help` every flag whose name is not in `shown` (`--help_all` lists them, in their groups),
-        and shorten the usage line to the required flags."""
+    def _hide_all_but(self, shown: set[str], trainer_flags: bool) -> None:
+        """Leave out of `--help` every flag whose name is not in `shown` (`--help_all` lists them, in their groups,
+        transformers' TrainingArguments flags too where the command takes them: `trainer_flags`), and shorten the
+        usage line to the required flags."""
         unknown = shown - {action.dest for action in self._actions}
         if unknown:
             raise ValueError(f"first_run names flags the command does not take: {sorted(unknown)}")
@@ -158,9 +159,8 @@ class ArgumentParser(HfArgumentParser):
                 self.hidden_help[action], action.help = action.help, argparse.SUPPRESS
         required = [f"{action.option_strings[0]} {action.dest.upper()}" for action in self._actions if action.required]
         self.usage = " ".join(["%(prog)s", *required, "[FLAG VALUE ...]  (or: %(prog)s ARGUMENTS.json)"])
-        self.add_argument(
-            HELP_ALL, action=_HelpAllAction, help="Show every flag, transformers' TrainingArguments too, and exit."
-        )
+        every = "every flag, transformers' TrainingArguments too," if trainer_flags else "every flag"
+        self.add_argument(HELP_ALL, action=_HelpAllAction, help=f"Show {every} and exit.")
         self.epilog = f"{len(self.hidden_help)} more flags: {HELP_ALL}."
 
     def parse_dict(self, args: dict[str, Any], allow_extra_keys: bool = False) -> tuple[Any, ...]:

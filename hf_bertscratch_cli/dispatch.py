@@ -37,9 +37,11 @@ FORWARDED: dict[str, str] = {
     "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
 # Forwarded command -> the module whose build_parser() makes its parser, for the `--help` pages kept in HELP_PAGES.
-# pretrain-flax's module imports JAX (the [flax] extra) at its top: its page is the module's own.
+# pretrain-flax's flags live outside `hf_bertscratch.flax`, which imports JAX (the [flax] extra): its page is kept
+# whether or not JAX is installed.
 STORED_HELP: dict[str, str] = {
     "pretrain": "hf_bertscratch.pretraining_arguments",
+    "pretrain-flax": "hf_bertscratch.flax_pretraining_arguments",
     "finetune": "hf_bertscratch.finetuning_arguments",
     "convert": "hf_bertscratch.convert",
     "push": "hf_bertscratch.hub",

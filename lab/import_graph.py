@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "benchmark",
             "onnx_evaluation",
             "flax.pretraining",
+            "flax_pretraining_arguments",
             "flax.benchmark",
         ),
     ),  # fmt: skip

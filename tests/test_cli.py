@@ -863,14 +863,15 @@ def test_top_level_help_lists_every_command(capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["--version"], ["finetun"], ["finetune", "--help"], ["pretrain", "--help"]]
+    "argv",
+    [["--help"], ["--version"], ["finetun"], ["finetune", "--help"], ["pretrain", "--help"], ["pretrain-flax", "-h"]],
 )
 def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transformers(argv: list[str]) -> None:
     """The console script answers these from the standard library alone (well under a second)."""
     code = (
         "import sys, hf_bertscratch_cli\n"
         "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "loaded = [name for name in ('torch', 'transformers', 'hf_bertscratch') if name in sys.modules]\n"
+        "loaded = [name for name in ('torch', 'transformers', 'jax', 'hf_bertscratch') if name in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
     started = time.monotonic()
@@ -883,7 +884,7 @@ def test_help_version_and_a_mistyped_command_import_neither_torch_nor_transforme
         )
     if argv == ["--version"]:
         assert done.stdout == f"bertscratch {hf_bertscratch.__version__}\n"
-    if argv[1:] == ["--help"]:
+    if argv[1:] in (["--help"], ["-h"]):
         assert done.stdout.startswith(f"usage: bertscratch {argv[0]} ")
 
 
@@ -900,13 +901,34 @@ def test_the_front_door_runs_as_a_module_as_the_console_script_does() -> None:
         assert (done.returncode, getattr(done, stream)) == (code, line), done.stderr
 
 
-def test_every_command_but_the_flax_one_answers_help_from_a_stored_page() -> None:
+def test_every_command_answers_help_from_a_stored_page() -> None:
     """`bertscratch COMMAND --help` is what a new user types first: every command's page is stored, so it answers in
-    a fraction of a second, not after the seconds torch and transformers take to import. pretrain-flax's parser is
-    in a module that imports JAX, which only the [flax] extra installs, so its page is made by the module itself."""
+    a fraction of a second, not after the seconds torch and transformers (and JAX, for pretrain-flax) take to
+    import."""
     stored = {*dispatch.STORED_HELP, *dispatch.INSPECTION}
-    assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) - stored == {"pretrain-flax"}
+    assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) == stored
     assert all((hf_bertscratch_cli.commands.HELP_PAGES / f"{command}.txt").is_file() for command in stored)
+
+
+def test_pretrain_flax_without_jax_keeps_its_page_and_names_the_extra_to_install(tmp_path: Path) -> None:
+    """Where JAX is not installed (None in sys.modules makes `import jax` fail as it does then), pretrain-flax's page
+    is the one stored, and running the command says in one line what to install."""
+    without_jax = "import sys\nsys.modules['jax'] = None\n"
+    page = subprocess.run(
+        [sys.executable, "-c", f"{without_jax}from hf_bertscratch_cli import dispatch\n"
+         "print(dispatch.help_page('pretrain-flax'), end='')"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert page.stdout == (hf_bertscratch_cli.commands.HELP_PAGES / "pretrain-flax.txt").read_text(encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", f"{without_jax}import hf_bertscratch_cli\nhf_bertscratch_cli.main(sys.argv[1:])",
+         "pretrain-flax", "--output_dir", "out"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("bertscratch pretrain-flax: error: ") and 'pip install -e ".[flax]"' in line, line
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("command", sorted([*dispatch.STORED_HELP, *dispatch.INSPECTION]))

@@ -21,8 +21,6 @@ import math
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,7 @@ import optax
 from flax import nnx
 from transformers import PreTrainedTokenizerBase
 
-from ..arguments import ArgumentParser, parse_args_or_json
+from ..flax_pretraining_arguments import FlaxPretrainingArguments, parse_args
 from ..pretraining_arguments import DataArguments, ModelArguments, check_model_fits, new_model_config
 from ..pretraining_data import (
     SeededMaskingCollator,
@@ -50,48 +48,6 @@ from .training import Batch, make_mlm_train_step, make_optimizer, masked_lm_loss
 logger = logging.getLogger(__name__)
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels")
-
-
-@dataclass
-class FlaxPretrainingArguments:
-    """Optimisation and output of a JAX pretraining run (defaults: the torch recipe's, see `PretrainingArguments`)."""
-
-    output_dir: str = field(metadata={"help": "Folder to write the model, tokenizer and all_results.json to."})
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Allow writing into an output_dir that already holds a finished run."}
-    )
-    max_steps: int = field(default=100, metadata={"help": "Optimizer steps to train."})
-    per_device_train_batch_size: int = field(default=16, metadata={"help": "Blocks per step."})
-    per_device_eval_batch_size: int = field(default=16, metadata={"help": "Blocks per evaluation batch."})
-    learning_rate: float = field(default=3e-3, metadata={"help": "Peak AdamW learning rate."})
-    adam_beta1: float = field(default=0.9, metadata={"help": "AdamW beta1."})
-    adam_beta2: float = field(default=0.98, metadata={"help": "AdamW beta2."})
-    adam_epsilon: float = field(default=1e-8, metadata={"help": "AdamW epsilon."})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not on biases and LayerNorms)."})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this (0: no clip)."})
-    warmup_steps: float = field(
-        default=0.1,
-        metadata={"help": "Linear warm-up: steps, or a fraction of max_steps (below 1); then linear decay."},
-    )
-    logging_steps: int = field(default=50, metadata={"help": "Log the mean training loss every N steps."})
-    seed: int = field(default=42, metadata={"help": "Seed of the parameters, batch order and masking."})
-
-    # What the shared data stages read from a TrainingArguments: one process, nothing to resume.
-    resume_from_checkpoint = None
-    process_index = 0
-    world_size = 1
-
-    def main_process_first(self, desc: str = "") -> AbstractContextManager:
-        return nullcontext()
-
-
-def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, FlaxPretrainingArguments]:
-    """Parse command-line arguments, or a single .json file of them, into the three argument dataclasses."""
-    parser = ArgumentParser(
-        (ModelArguments, DataArguments, FlaxPretrainingArguments),
-        description="Pretrain a BertScratch masked language model in JAX (Flax NNX).",
-    )
-    return parse_args_or_json(parser, argv)
 
 
 def validate_args(model_args: ModelArguments, data_args: DataArguments, args: FlaxPretrainingArguments) -> None:
