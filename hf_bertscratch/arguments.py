@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base import HELP_WIDTH, did_you_mean
 from hf_bertscratch_base.flags import flag_suggestion
 
 # transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
@@ -62,7 +62,6 @@ COMMON_TRAINER_FLAGS = frozenset(
     }
 )
 HELP_ALL = "--help_all"
-HELP_WIDTH = 100  # columns of every help page, whatever the terminal: the stored pages (help_page) are this wide
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

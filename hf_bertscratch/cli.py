@@ -1,4 +1,4 @@
-"""The `bertscratch` command's inspection commands: a model run on a text, exported, or a training run drawn.
+"""The `bertscratch` command's inspection commands: a model run on a text, or exported.
 
     bertscratch fill-mask MODEL "paris is the [MASK] of france ."   [--backend onnxruntime]
     bertscratch classify MODEL "a text" [--text_pair "a second text"]
@@ -9,12 +9,12 @@
     bertscratch classify MODEL --input_file texts.csv [--output_file results.jsonl]   (any of the six above)
     bertscratch export MODEL OUT          ONNX model + config + tokenizer, laid out for Optimum's ORTModelFor*
     bertscratch attention MODEL "the cat sat on the mat ." --output attention.png
-    bertscratch plot OUTPUT_DIR
 
 Each parses its own arguments with `HfArgumentParser` over the dataclasses below (positional fields are marked
 `positional` in their metadata) and prints its result (`run_inspection_command`). The command's front door, the layer
 above the library, runs them (and the training-side commands, `pretrain`, `finetune`, ..., by their modules'
-`main(argv)`), and turns any error into one line on stderr and exit status 1 (`--debug`: the traceback).
+`main(argv)`; `plot`, which needs neither torch nor transformers, by its own module), and turns any error into one
+line on stderr and exit status 1 (`--debug`: the traceback).
 
 The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
 fine-tuning reads its files), `--batch_size` model rows per forward pass (an input each; `tag` and `answer` count
@@ -385,14 +385,6 @@ class ExportArguments(CommandArguments):
     )
 
 
-@dataclass(kw_only=True)
-class PlotArguments(CommandArguments):
-    """Draw training and validation loss (and validation accuracy) of a training run from its trainer_state.json."""
-
-    run_dir: str = _positional("The output_dir of a pretraining or fine-tuning run.")
-    output: str | None = field(default=None, metadata={"help": "Image to write; None: RUN_DIR/loss_curve.png."})
-
-
 # ------------------------------------------------------------------------------------------- inspection commands
 
 EMBEDDING_FORMATS = (".npy", ".json")
@@ -758,12 +750,6 @@ def run_export(args: ExportArguments) -> None:
     print(f"Wrote {kind}{output / 'model.onnx'} with its config and tokenizer ({checked})")
 
 
-def run_plot(args: PlotArguments) -> None:
-    from .plotting import plot_training_curves
-
-    print(f"Wrote {plot_training_curves(args.run_dir, args.output)}")
-
-
 # Inspection command -> (its arguments, what runs it).
 INSPECTION_COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], None]]] = {
     "fill-mask": (FillMaskArguments, run_fill_mask),
@@ -774,7 +760,6 @@ INSPECTION_COMMANDS: dict[str, tuple[type[CommandArguments], Callable[[Any], Non
     "similarity": (SimilarityArguments, run_similarity),
     "attention": (AttentionArguments, run_attention),
     "export": (ExportArguments, run_export),
-    "plot": (PlotArguments, run_plot),
 }
 
 

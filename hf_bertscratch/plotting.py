@@ -7,12 +7,12 @@ they wrote (show it in a notebook with `IPython.display.Image(path)`). They draw
 arrays) and run no model: `hf_bertscratch.inference.attention_weights` gives `plot_attention` its tokens and weights.
 
 Images are written atomically: drawn to a temporary file beside the target, then renamed, so a failed plot never
-leaves a half-written image that looks finished.
+leaves a half-written image that looks finished. The training curves are drawn by
+`hf_bertscratch_base.training_curves`, which `bertscratch plot` runs without torch; each image written here is logged.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import textwrap
@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .run_folder import atomic_write, checkpoint_folders, final_path
+from hf_bertscratch_base import training_curves
+from hf_bertscratch_base.run_files import final_path
+from hf_bertscratch_base.training_curves import DPI, find_trainer_state, read_log_history, save_figure
 
 if TYPE_CHECKING:
     import torch
@@ -34,116 +36,25 @@ logger = logging.getLogger(__name__)
 
 # Characters of a default-size (12 pt) title that fit in an inch of figure width.
 TITLE_CHARACTERS_PER_INCH = 10
-DPI = 100
-CURVE_PANEL_INCHES = (6.0, 4.0)  # (width, height) of one panel of `plot_training_curves`
 ATTENTION_PANEL_INCHES = 3.0  # side of one head's heatmap in `plot_attention`'s grid
 SINGLE_ATTENTION_INCHES = 6.0  # side of the figure when one head is drawn alone
 BARS_WIDTH_INCHES = 9.0  # width of `plot_grouped_bars`; its height grows with the bars
 BAR_INCHES = 0.3  # height of one bar of `plot_grouped_bars`
 
-# Series of `trainer_state.json`'s log_history drawn by `plot_training_curves`: panel -> [(log key, legend label)].
-CURVE_PANELS: dict[str, list[tuple[str, str]]] = {
-    "loss": [("loss", "training loss"), ("eval_loss", "validation loss")],
-    "accuracy": [("eval_accuracy", "validation accuracy")],
-}
-
 
 def _save_figure(fig: Figure, output_file: str | Path) -> Path:
-    """Write `fig` to `output_file` (format from its suffix, PNG if none) through a temp file and a rename."""
-    output_file = Path(output_file)
-    image_format = output_file.suffix.lstrip(".").lower() or "png"
-    supported = fig.canvas.get_supported_filetypes()
-    if image_format not in supported:
-        raise ValueError(
-            f"Cannot write image {str(output_file)!r}: format {image_format!r} is not one of {sorted(supported)}."
-        )
-    with atomic_write(output_file) as tmp:
-        fig.savefig(tmp, format=image_format, dpi=DPI)
-    logger.info("Wrote %s", final_path(output_file))
-    return output_file
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Training curves
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def find_trainer_state(run_dir: str | Path) -> Path:
-    """The `trainer_state.json` of a Trainer run: `run_dir`'s own, else that of its latest `checkpoint-N`."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"Run directory {str(run_dir)!r} does not exist (expected a Trainer output_dir).")
-    state = run_dir / "trainer_state.json"
-    if state.is_file():
-        return state
-    checkpoints = [state for path in checkpoint_folders(run_dir) if (state := path / "trainer_state.json").is_file()]
-    if checkpoints:
-        return checkpoints[-1]
-    raise FileNotFoundError(
-        f"No trainer_state.json in {str(run_dir)!r} or its checkpoint-* folders: expected the output_dir of a "
-        "finished Trainer run (pretraining or fine-tuning)."
-    )
-
-
-def read_log_history(trainer_state: str | Path) -> list[dict]:
-    """The `log_history` list of a `trainer_state.json` (one dict per logging/eval event, each with "step")."""
-    trainer_state = Path(trainer_state)
-    try:
-        state = json.loads(trainer_state.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{str(trainer_state)!r} is not valid JSON: {error}.") from error
-    history = state.get("log_history") if isinstance(state, dict) else None
-    if not isinstance(history, list):
-        raise ValueError(f"{str(trainer_state)!r} has no 'log_history' list: is it a Trainer's trainer_state.json?")
-    return history
-
-
-def _series(history: list[dict], key: str) -> tuple[list[float], list[float]]:
-    """(steps, values) of every log entry that holds `key`."""
-    points = [(entry.get("step", index), entry[key]) for index, entry in enumerate(history) if key in entry]
-    return [float(step) for step, _ in points], [float(value) for _, value in points]
-
-
-def _run_name(run_dir: Path) -> str:
-    """The run's folder name; for a hidden staging folder inside the output_dir (".staging"), the output_dir's."""
-    run_dir = run_dir.resolve()
-    return run_dir.parent.name if run_dir.name.startswith(".") else run_dir.name
+    """`save_figure`, logging the image written (under the name it keeps once a run's staging folder is moved in)."""
+    path = save_figure(fig, output_file)
+    logger.info("Wrote %s", final_path(path))
+    return path
 
 
 def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = None, title: str | None = None) -> Path:
-    """Plot training and validation loss (and validation accuracy when logged) of a Trainer run.
-
-    Args:
-        run_dir: a Trainer `output_dir` holding `trainer_state.json` (or `checkpoint-N/trainer_state.json`).
-        output_file: image to write; defaults to `run_dir/loss_curve.png`.
-        title: figure title; defaults to the run folder's name.
-
-    Returns:
-        The path written. The figure is one 600x400 px panel for the losses, plus a second panel beside it
-        (1200x400 px in all) when `eval_accuracy` was logged.
-    """
-    history = read_log_history(find_trainer_state(run_dir))
-    output_file = Path(run_dir) / "loss_curve.png" if output_file is None else Path(output_file)
-    panels = {name: [(label, *_series(history, key)) for key, label in series] for name, series in CURVE_PANELS.items()}
-    panels = {name: [s for s in series if s[1]] for name, series in panels.items()}
-    if not panels["loss"]:
-        raise ValueError(
-            f"The trainer_state.json of {str(run_dir)!r} logs no 'loss' or 'eval_loss' yet: train for at least "
-            "`logging_steps` steps (or evaluate) before plotting."
-        )
-    drawn = {name: series for name, series in panels.items() if series}
-    width, height = CURVE_PANEL_INCHES
-    fig = Figure(figsize=(width * len(drawn), height), dpi=DPI, layout="constrained")
-    for ax, (name, series) in zip(fig.subplots(1, len(drawn), squeeze=False)[0], drawn.items()):
-        for label, steps, values in series:
-            # A lone point (e.g. one final evaluation) is invisible as a line: give it a marker.
-            ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, label=label)
-        ax.set_xlabel("step")
-        ax.set_ylabel(name)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(_run_name(Path(run_dir)) if title is None else title)
-    return _save_figure(fig, output_file)
+    """Plot training and validation loss (and validation accuracy when logged) of a Trainer run, and log the image
+    written: `hf_bertscratch_base.training_curves.plot_training_curves` (its arguments, image size and return)."""
+    path = training_curves.plot_training_curves(run_dir, output_file, title)
+    logger.info("Wrote %s", final_path(path))
+    return path
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share, and
 the atomic writes every command uses (`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that
-appears only when complete), with the permissions the umask gives.
+appears only when complete), with the permissions the umask gives (the file-level pieces, which need no torch, are
+`hf_bertscratch_base.run_files`'s).
 
 transformers 5 dropped `TrainingArguments.overwrite_output_dir` and its check; `GuardedTrainingArguments` puts them
 back, so that a finished run is never written over by accident; a folder holding only `checkpoint-N/` folders is an
@@ -13,7 +14,6 @@ import json
 import logging
 import os
 import shutil
-import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +23,15 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
+
+from hf_bertscratch_base.run_files import (
+    STAGING,
+    atomic_write,
+    checkpoint_folders,
+    checkpoint_step,
+    final_path,
+    grant_usual_permissions,
+)
 
 from .hardware import choose_precision, use_cpu_process_group
 
@@ -35,8 +44,6 @@ logger = logging.getLogger(__name__)
 FINISHED_FILES = ("model.safetensors", "all_results.json", "README.md")
 # The order in which `finish_run` moves the last of them in: a folder holding the model card is complete.
 _WRITTEN_LAST = ("all_results.json", "README.md")
-# The hidden folder inside output_dir where `finish_run` assembles a finished run before moving it in.
-STAGING = ".staging"
 # The subfolder of an ELECTRA run's output folder that holds its generator, a fill-mask model of its own.
 GENERATOR_FOLDER = "generator"
 # The shapes' pictures of fine-tuning's evaluation (`TaskShape.picture`), each also drawn for a test split (test_).
@@ -227,18 +234,6 @@ def resuming(resume_from_checkpoint: str | None) -> bool:
     return resume_from_checkpoint is not None and str(resume_from_checkpoint).lower() not in ("false", "")
 
 
-def checkpoint_step(path: Path) -> int:
-    """The step N of a `checkpoint-N` folder."""
-    return int(path.name.split("-")[-1])
-
-
-def checkpoint_folders(output_dir: str | Path) -> list[Path]:
-    """The `checkpoint-N` folders of a run's output folder, by step (none for a folder that does not exist)."""
-    output_dir = Path(output_dir)
-    found = [path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name.split("-")[-1].isdigit()]
-    return sorted(found, key=checkpoint_step)
-
-
 def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments) -> str | None:
     """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last". A folder with no
     checkpoint left is refused, saying whether it holds a finished run (which removed its checkpoints) or none."""
@@ -274,38 +269,6 @@ def log_resumption(checkpoint: str | None) -> None:
     logger.info("Resuming from %s%s: its weights, optimizer, schedule and random state.", checkpoint, at)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def grant_usual_permissions(path: str | Path) -> None:
-    """Give a written file the mode a plain `open()` would (0666 minus the umask): safetensors and `mkstemp` write
-    0600, which another user or a serving container on a shared disk cannot read."""
-    mode = 0o666 & ~_umask()
-    if stat.S_IMODE(os.stat(path).st_mode) != mode:
-        os.chmod(path, mode)
-
-
-@contextmanager
-def atomic_write(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path` to write to; on success it replaces `path` in one rename.
-
-    Readers see the old file or the whole new one; a failure leaves neither a partial file nor the temporary one.
-    The file gets the usual permissions (see `grant_usual_permissions`).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        grant_usual_permissions(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_text_atomically(path: str | Path, text: str) -> None:
     """Write `text` (UTF-8) to `path` through `atomic_write`: readers see the old file or the whole new one."""
     with atomic_write(path) as tmp:
@@ -332,17 +295,6 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def final_path(path: str | Path) -> Path:
-    """Where a file written into a run's staging folder (`finish_run`) ends up: `X/.staging/name` -> `X/name`; any
-    other path unchanged. Log lines name this path, which still exists when the run has ended."""
-    path = Path(path)
-    parts = path.parts
-    if STAGING in parts:
-        index = parts.index(STAGING)
-        return Path(*parts[:index], *parts[index + 1 :])
-    return path
 
 
 def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[str] = ("README.md",)) -> None:
@@ -451,12 +403,14 @@ __all__ = [
     "GuardedTrainingArguments",
     "OutputFolderArguments",
     "RUN_OUTPUTS",
+    "STAGING",
     "atomic_write",
     "check_counts",
     "check_output_dir",
     "checkpoint_folders",
     "checkpoint_step",
     "finish_run",
+    "final_path",
     "finished_files_in",
     "grant_usual_permissions",
     "log_resumption",

@@ -1,6 +1,8 @@
 """What both the `bertscratch` front door and the library know, written with the standard library alone: the task
 table and its column checks (`task_table`), a data file's format and header (`data_files`), where a model comes from
-(`model_reference`), the command's name, and the "did you mean" of a mistyped name.
+(`model_reference`), a run folder's files (`run_files`), the command's name, and the "did you mean" of a mistyped
+name; and a run's loss and evaluation curves (`training_curves`, which imports matplotlib to draw them), which
+`bertscratch plot` draws without torch.
 
 It is a package of its own below both: importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds), and the front door (`hf_bertscratch_cli`) answers and checks
@@ -14,6 +16,9 @@ from collections.abc import Iterable
 
 # The console command's name, which its usage lines and one-line errors start with (`bertscratch COMMAND: error: ...`).
 PROG = "bertscratch"
+# Columns of every command's help page, whatever the terminal: the stored pages (`hf_bertscratch_cli.dispatch`) are
+# this wide.
+HELP_WIDTH = 100
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
@@ -22,4 +27,4 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-__all__ = ["PROG", "did_you_mean"]
+__all__ = ["HELP_WIDTH", "PROG", "did_you_mean"]

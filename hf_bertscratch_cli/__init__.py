@@ -1,7 +1,8 @@
 """The `bertscratch` console command's front door: the command list, `--help`, `--version` and a mistyped command
 answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command's model,
 dataset and data files checked before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table:
-`data_checks`), every command then run by the library module that implements it (`dispatch`).
+`data_checks`), every command then run by the library module that implements it (`dispatch`; `plot`, which needs
+neither torch nor transformers, by the front door's own `plot` module).
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds). It is the top layer: it stands on `hf_bertscratch_base`, as

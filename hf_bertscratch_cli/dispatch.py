@@ -3,7 +3,8 @@ when the command runs, and any error it raises made one line on stderr with exit
 `$BERTSCRATCH_DEBUG`: the traceback instead).
 
 Training-side commands (`FORWARDED`) hand their arguments unchanged to the module's `main(argv)` (imported only when
-used, so one missing or broken module does not take the others down); every other command is an inspection command,
+used, so one missing or broken module does not take the others down); a command that needs neither torch nor
+transformers (`OWN`: `plot`) is run by the front door's own module; every other command is an inspection command,
 which `hf_bertscratch.cli` parses and runs. Nothing from the library is imported before a command runs: the module
 stands on the standard library, as the rest of the front door does.
 """
@@ -49,14 +50,20 @@ STORED_HELP: dict[str, str] = {
     "train-tokenizer": "hf_bertscratch.tokenization",
     "evaluate-onnx": "hf_bertscratch.onnx_evaluation",
 }
-# The commands `hf_bertscratch.cli` parses and runs itself (`INSPECTION_COMMANDS` there): every one not forwarded.
-INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FORWARDED)
+# Commands that need neither torch nor transformers -> the front door's module whose build_parser() makes its parser
+# and whose main(argv) runs it, without the library.
+OWN: dict[str, str] = {"plot": "hf_bertscratch_cli.plot"}
+# The commands `hf_bertscratch.cli` parses and runs itself (`INSPECTION_COMMANDS` there): every other one.
+INSPECTION = tuple(command for command in COMMAND_SUMMARIES if command not in FORWARDED and command not in OWN)
+# Every command whose `--help` page HELP_PAGES keeps, and whose flags FLAGS_FILE keeps: all of them.
+STORED = (*STORED_HELP, *INSPECTION, *OWN)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    """The parser of a STORED_HELP command or an inspection command, as the command runs it."""
-    if command in STORED_HELP:
-        parser = importlib.import_module(STORED_HELP[command]).build_parser()
+    """The parser of a STORED command, as the command runs it."""
+    module = STORED_HELP.get(command) or OWN.get(command)
+    if module is not None:
+        parser = importlib.import_module(module).build_parser()
     else:
         parser = importlib.import_module("hf_bertscratch.cli").command_parser(command)
     parser.prog = f"{PROG} {command}"
@@ -78,19 +85,18 @@ def command_flags(command: str) -> list[str]:
 
 def stored_flags() -> dict:
     """What FLAGS_FILE keeps: the transformers version the flags were read under (training commands take its
-    TrainingArguments flags) and each STORED_HELP and inspection command's flags (`command_flags`)."""
+    TrainingArguments flags) and each STORED command's flags (`command_flags`)."""
     return {
         "transformers": metadata.version("transformers"),
-        "commands": {command: command_flags(command) for command in (*STORED_HELP, *INSPECTION)},
+        "commands": {command: command_flags(command) for command in STORED},
     }
 
 
 def write_help_pages() -> None:
-    """Write the `--help` page of each STORED_HELP command and each inspection command into HELP_PAGES, and their
-    flags into FLAGS_FILE (run after changing a flag or its help): `--help` then answers, and a mistyped flag is
-    named, without torch."""
+    """Write the `--help` page of each STORED command into HELP_PAGES, and their flags into FLAGS_FILE (run after
+    changing a flag or its help): `--help` then answers, and a mistyped flag is named, without torch."""
     HELP_PAGES.mkdir(exist_ok=True)
-    for command in (*STORED_HELP, *INSPECTION):
+    for command in STORED:
         (HELP_PAGES / f"{command}.txt").write_text(help_page(command), encoding="utf-8")
     FLAGS_FILE.write_text(json.dumps(stored_flags(), indent=1) + "\n", encoding="utf-8")
 
@@ -160,6 +166,9 @@ def show_gemm_path() -> None:
 
 
 def _run(command: str, argv: list[str]) -> None:
+    if command in OWN:
+        importlib.import_module(OWN[command]).main(argv)  # neither torch nor transformers
+        return
     show_gemm_path()
     if command in FORWARDED:
         run_forwarded(command, argv)
@@ -195,8 +204,9 @@ def run_command(command: str, argv: list[str], debug: bool = False) -> None:
         print(f"{PROG} {command}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as error:
-        # Inspection commands also take --debug after the command; forwarded ones only before it.
-        if debug or (command in INSPECTION and "--debug" in argv):
+        # Inspection commands and the front door's own also take --debug after the command; forwarded ones only
+        # before it.
+        if debug or (command not in FORWARDED and "--debug" in argv):
             raise
         print_error(command, error)
         raise SystemExit(1) from None
@@ -212,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = [
     "FORWARDED",
     "INSPECTION",
+    "OWN",
+    "STORED",
     "STORED_HELP",
     "command_flags",
     "help_page",

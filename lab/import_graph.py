@@ -51,13 +51,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def statements(tree: ast.AST, module_level: bool) -> list[ast.AST]:
     """Every node of `tree`; with `module_level`, only those that run when the module is imported (not inside a
-    function, where an import waits for the call)."""
+    function, where an import waits for the call, nor under `if TYPE_CHECKING:`, which only a type checker reads)."""
     nodes, todo = [], [tree]
     while todo:
         node = todo.pop()
         nodes.append(node)
-        if not (module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))):
-            todo.extend(ast.iter_child_nodes(node))
+        if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if (
+            module_level
+            and isinstance(node, ast.If)
+            and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        ):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
     return nodes
 
 

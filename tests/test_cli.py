@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from test_plotting import assert_png
+from test_plotting import FINETUNE_HISTORY, assert_png, write_state
 from transformers import (
     AutoConfig,
     AutoModelForQuestionAnswering,
@@ -812,6 +812,29 @@ def test_plot_finetuning_run_default_output(capsys, finetuned_dir: Path) -> None
     assert_png(finetuned_dir / "loss_curve.png", 1200, 400)
 
 
+def test_plot_imports_neither_torch_nor_transformers(tmp_path: Path) -> None:
+    """A run's curves need matplotlib and its trainer_state.json alone: `bertscratch plot` draws them, or says in one
+    line what is missing, without the seconds torch and transformers take to import."""
+    write_state(tmp_path / "run", FINETUNE_HISTORY)
+    code = (
+        "import sys, hf_bertscratch_cli\n"
+        "try:\n    hf_bertscratch_cli.main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "else:\n    code = 0\n"
+        "loaded = [name for name in ('torch', 'transformers', 'hf_bertscratch') if name in sys.modules]\n"
+        "assert not loaded, loaded\nsys.exit(code)\n"
+    )
+    for argv, status, out, err in (
+        (["run", "--output", "curve.png"], 0, "Wrote curve.png\n", ""),
+        (["nope"], 1, "", "bertscratch plot: error: FileNotFoundError: Run directory 'nope' does not exist"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, "plot", *argv], capture_output=True, text=True, check=False, cwd=tmp_path
+        )
+        assert (done.returncode, done.stdout) == (status, out), done.stderr
+        assert done.stderr.startswith(err) and done.stderr.count("\n") == (status != 0), done.stderr
+    assert_png(tmp_path / "curve.png", 1200, 400)
+
+
 def test_plot_missing_run_dir(capsys, tmp_path: Path) -> None:
     err = run_cli_error(capsys, "plot", tmp_path / "nope")
     assert err.startswith("bertscratch plot: error: FileNotFoundError:") and "does not exist" in err
@@ -856,7 +879,7 @@ def test_top_level_help_lists_every_command(capsys) -> None:
     with pytest.raises(SystemExit):
         dispatch.main(["--help"])
     out = capsys.readouterr().out
-    assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) == {*dispatch.FORWARDED, *cli.INSPECTION_COMMANDS}
+    assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) == {*dispatch.FORWARDED, *dispatch.OWN, *cli.INSPECTION_COMMANDS}
     assert set(dispatch.INSPECTION) == set(cli.INSPECTION_COMMANDS)
     for command in hf_bertscratch_cli.COMMAND_SUMMARIES:
         assert f"\n  {command} " in out
@@ -905,7 +928,7 @@ def test_every_command_answers_help_from_a_stored_page() -> None:
     """`bertscratch COMMAND --help` is what a new user types first: every command's page is stored, so it answers in
     a fraction of a second, not after the seconds torch and transformers (and JAX, for pretrain-flax) take to
     import."""
-    stored = {*dispatch.STORED_HELP, *dispatch.INSPECTION}
+    stored = set(dispatch.STORED)
     assert set(hf_bertscratch_cli.COMMAND_SUMMARIES) == stored
     assert all((hf_bertscratch_cli.commands.HELP_PAGES / f"{command}.txt").is_file() for command in stored)
 
@@ -931,7 +954,7 @@ def test_pretrain_flax_without_jax_keeps_its_page_and_names_the_extra_to_install
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("command", sorted([*dispatch.STORED_HELP, *dispatch.INSPECTION]))
+@pytest.mark.parametrize("command", sorted(dispatch.STORED))
 def test_stored_help_pages_are_the_parsers_and_fit_200_lines(command: str) -> None:
     """`COMMAND --help` prints a stored page (no torch import); it must be what the parser says. After changing a
     flag: python -c "from hf_bertscratch_cli.dispatch import write_help_pages; write_help_pages()"."""

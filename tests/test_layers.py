@@ -17,7 +17,8 @@ from lab.import_graph import module_paths as _modules
 
 
 def test_the_base_package_imports_the_standard_library_alone() -> None:
-    """(A function may import huggingface_hub when called: the Hub cache lookup of `model_reference`.)"""
+    """(A function may import another package when called: huggingface_hub for the Hub cache lookup of
+    `model_reference`, matplotlib for the curves `training_curves` draws.)"""
     for path in _modules("hf_bertscratch_base"):
         outside = {
             name

@@ -11,6 +11,7 @@ import torch
 from matplotlib import image as mpimg
 
 from hf_bertscratch import plotting
+from hf_bertscratch_base import training_curves
 
 
 def read_png(path: Path) -> np.ndarray:
@@ -58,9 +59,9 @@ def test_training_curves_add_accuracy_panel(tmp_path: Path) -> None:
 
 
 def test_training_curves_series_read_from_history() -> None:
-    steps, values = plotting._series(FINETUNE_HISTORY, "eval_loss")
+    steps, values = training_curves._series(FINETUNE_HISTORY, "eval_loss")
     assert steps == [20.0, 40.0, 40.0] and values == [3.5, 3.2, 0.6]
-    assert plotting._series(PRETRAIN_HISTORY, "eval_accuracy") == ([], [])
+    assert training_curves._series(PRETRAIN_HISTORY, "eval_accuracy") == ([], [])
 
 
 def test_training_curves_fall_back_to_latest_checkpoint(tmp_path: Path) -> None:
@@ -173,8 +174,8 @@ def test_attention_weights_must_match_the_tokens(tmp_path: Path) -> None:
 
 
 def test_training_curves_title_skips_staging_folder(tmp_path: Path) -> None:
-    assert plotting._run_name(tmp_path / "my-run" / ".staging") == "my-run"
-    assert plotting._run_name(tmp_path / "my-run") == "my-run"
+    assert training_curves._run_name(tmp_path / "my-run" / ".staging") == "my-run"
+    assert training_curves._run_name(tmp_path / "my-run") == "my-run"
 
 
 def test_a_long_title_stays_inside_the_figure_and_clear_of_the_colour_bar() -> None:
