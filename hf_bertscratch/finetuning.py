@@ -59,7 +59,7 @@ from .hardware import describe_hardware, describe_precision, precision_name, use
 from .hub import push_training_output
 from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
-from .run_folder import finish_run, log_resumption, output_dir_of
+from .run_folder import finish_run, log_resumption, output_dir_of, stopping_with_one_line
 from .task_heads import FINE_TUNED_HEADS
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
@@ -663,7 +663,8 @@ def main(argv: list[str] | None = None) -> None:
     # rerun that fails keeps the earlier run whole.
     log_resumption(checkpoint)
     start = time.perf_counter()
-    train_result = trainer.train(resume_from_checkpoint=checkpoint)
+    with stopping_with_one_line(trainer):  # Ctrl-C: one line naming the checkpoint to continue from
+        train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
     # 5. Evaluate: the best model on eval, the test split once (predicted alone when it has no labels), and what no
     # learning scores.

@@ -84,10 +84,13 @@ from .pretraining_data import (
 )
 from .pretraining_report import card_info, show_fill_mask, summarise_run, unigram_metrics
 from .run_folder import (
+    STOP_SIGNALS,
     finish_run,
     log_resumption,
     output_dir_of,
     resolve_checkpoint,
+    stopped_message,
+    stopping_with_one_line,
 )
 from .tokenization import check_mask_token
 
@@ -521,14 +524,23 @@ def save_outputs(
 
 # torchrun, except that children that fail are not reported again by torchrun's log and traceback: they have said why
 # (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report);
-# nor is a signal that stopped the run, which torchrun passes on to the children.
+# nor is a signal that stopped the run, which torchrun passes on to the children. Its agent acts on the first signal
+# only: Ctrl-C reaches it twice (from the terminal and from the launcher), and a second one would cut short its wait
+# for the children, which it would then kill with SIGTERM before they have said where they stopped.
 TORCHRUN = """import logging, sys
+from torch.distributed.elastic.multiprocessing import api
 from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main
 for name in list(logging.root.manager.loggerDict):
     if name.startswith("torch.distributed.elastic"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+first_signal_only = api._terminate_process_handler
+def terminate_once(signum, frame):
+    if not getattr(terminate_once, "stopping", False):
+        terminate_once.stopping = True
+        first_signal_only(signum, frame)
+api._terminate_process_handler = terminate_once
 try:
     main()
 except ChildFailedError:
@@ -539,8 +551,9 @@ except SignalException as stopped:
 
 
 # What stops a run from outside: Ctrl-C reaches every process of a terminal's job, but a signal sent to this
-# command alone (kill, a job scheduler, timeout) must reach torchrun's agent, which stops its training processes.
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# command alone (kill, a job scheduler, timeout) must reach torchrun's agent, which stops its training processes
+# (each of which says where it stopped, `run_folder.stopping_with_one_line`).
+FORWARDED_SIGNALS = STOP_SIGNALS
 
 
 @contextmanager
@@ -561,10 +574,11 @@ def forwarding_signals(child: subprocess.Popen) -> Iterator[list[int]]:
             signal.signal(signum, handler)
 
 
-def launch_processes(argv: list[str], processes: int, threads: int) -> None:
+def launch_processes(argv: list[str], processes: int, threads: int, training_args: PretrainingArguments) -> None:
     """Run this same command under `torch.distributed.run` with `processes` processes of `threads` torch threads
     each (`hardware.fit_threads`), their OpenMP threads sleeping when idle (`thread_pool`). Should they fail, the
-    error lines they wrote (each process's one line, `run_launched`) are printed once each on stderr."""
+    error lines they wrote (each process's one line, `run_launched`) are printed once each on stderr; stopped by a
+    signal, the first process's line saying where they stopped (or, if none said it, `stopped_message`'s)."""
     module = __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining"
     torchrun = ["--standalone", f"--nproc_per_node={processes}", "-m", module, *argv]
     command = [sys.executable, *(["-m", "torch.distributed.run"] if debugging() else ["-c", TORCHRUN]), *torchrun]
@@ -578,6 +592,8 @@ def launch_processes(argv: list[str], processes: int, threads: int) -> None:
             returncode = child.wait()
         lines = launched_errors(errors)
     if received:  # stopped from outside, as asked: nothing failed
+        said = [line for line in lines if ": error: " not in line]
+        print(said[0] if said else f"{PROG} pretrain: {stopped_message(training_args, None)}", file=sys.stderr)
         raise SystemExit(128 + received[0])
     if returncode != 0:
         if not lines and not debugging():  # with $BERTSCRATCH_DEBUG, torchrun has reported it
@@ -616,7 +632,7 @@ def main(argv: list[str] | None = None) -> None:
     if processes > 1:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logger.setLevel(logging.INFO)
-        launch_processes(argv, processes, threads.count)
+        launch_processes(argv, processes, threads.count, training_args)
         return
     torch.set_num_threads(threads.count)
     checkpoint = resolve_checkpoint(training_args)
@@ -625,7 +641,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)
     log_resumption(checkpoint)
-    metrics = train_and_evaluate(trainer, data_args, checkpoint)
+    with stopping_with_one_line(trainer):
+        metrics = train_and_evaluate(trainer, data_args, checkpoint)
     kept = save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():
         logger.info("Results: %s", json.dumps({k: round(v, 4) for k, v in metrics.items()}))

@@ -14,16 +14,19 @@ import json
 import logging
 import os
 import shutil
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from transformers import TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
+from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.run_files import (
     STAGING,
     atomic_write,
@@ -269,6 +272,68 @@ def log_resumption(checkpoint: str | None) -> None:
     logger.info("Resuming from %s%s: its weights, optimizer, schedule and random state.", checkpoint, at)
 
 
+# What stops a training run from outside: Ctrl-C, `kill` (a job scheduler, `timeout`), a closed terminal.
+# (SIGHUP is POSIX's alone.)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def stopped_message(training_args: TrainingArguments, step: int | None) -> str:
+    """Where a stopped run stands: the step it stopped at (when known) and the checkpoint that
+    `--resume_from_checkpoint last` continues from, or that it saved none yet."""
+    at = "stopped" if step is None else f"stopped at step {step}"
+    checkpoints = checkpoint_folders(output_dir_of(training_args))
+    if checkpoints:
+        return f"{at}; the last checkpoint is {checkpoints[-1]}: rerun with --resume_from_checkpoint last to continue"
+    strategy = str(getattr(training_args.save_strategy, "value", training_args.save_strategy))
+    schedule = f"--save_steps {training_args.save_steps:g}" if strategy == "steps" else f"--save_strategy {strategy}"
+    return f"{at}, before its first checkpoint ({schedule}): nothing to resume from"
+
+
+@contextmanager
+def stopping_with_one_line(trainer: Trainer) -> Iterator[None]:
+    """While the block trains `trainer`, a `STOP_SIGNALS` signal stops it with `Stopped`, whose line names the step
+    and the last checkpoint (`stopped_message`) and whose status is the signal's; so does any error that follows one
+    (a process of a multi-process run whose peer stopped first). A signal that comes while a checkpoint is written
+    stops the run once the checkpoint is whole, so the last checkpoint is always one a rerun can continue from."""
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    received: list[int] = []
+    saving = False
+
+    def stop(signum: int, _frame: object) -> None:
+        if not received:  # the first signal stops the run; the ones that follow it find it stopping
+            received.append(signum)
+            if not saving:
+                raise KeyboardInterrupt
+
+    save_checkpoint = trainer._save_checkpoint
+
+    def save_whole(*args: Any, **kwargs: Any) -> None:
+        nonlocal saving
+        saving = True
+        try:
+            save_checkpoint(*args, **kwargs)
+        finally:
+            saving = False
+        if received:
+            raise KeyboardInterrupt
+
+    trainer._save_checkpoint = save_whole  # type: ignore[method-assign]
+    previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+    try:
+        yield
+    except BaseException as error:
+        if not received and not isinstance(error, KeyboardInterrupt):
+            raise
+        signum = received[0] if received else signal.SIGINT
+        raise Stopped(stopped_message(trainer.args, trainer.state.global_step), signum) from None
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        del trainer._save_checkpoint
+
+
 def write_text_atomically(path: str | Path, text: str) -> None:
     """Write `text` (UTF-8) to `path` through `atomic_write`: readers see the old file or the whole new one."""
     with atomic_write(path) as tmp:
@@ -403,6 +468,7 @@ __all__ = [
     "GuardedTrainingArguments",
     "OutputFolderArguments",
     "RUN_OUTPUTS",
+    "STOP_SIGNALS",
     "STAGING",
     "atomic_write",
     "check_counts",
@@ -422,5 +488,7 @@ __all__ = [
     "resolve_checkpoint",
     "resuming",
     "staged_folder",
+    "stopped_message",
+    "stopping_with_one_line",
     "write_text_atomically",
 ]

@@ -4,12 +4,14 @@
 raise (a missing data file, say) would otherwise print a traceback in each and torchrun's report of the failed
 children after them. Instead each launched process writes its one line into a folder the launcher names
 (`LAUNCHED_ERRORS_ENV`) and exits with status 1, and the launcher prints the distinct lines once (`launched_errors`).
-`$BERTSCRATCH_DEBUG` keeps the tracebacks.
+`$BERTSCRATCH_DEBUG` keeps the tracebacks. A run stopped by a signal (Ctrl-C, `kill`) is no error: it ends with the
+one line of `Stopped`, printed once, and the signal's exit status (128 + its number, 130 for Ctrl-C).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +20,21 @@ from hf_bertscratch_base import PROG
 
 DEBUG_ENV = "BERTSCRATCH_DEBUG"  # set (not "0"): every command shows the traceback of an error, not one line
 LAUNCHED_ERRORS_ENV = "BERTSCRATCH_LAUNCHED_ERRORS"  # the folder a launched process writes its error line into
+
+
+class Stopped(KeyboardInterrupt):
+    """A run stopped by signal `signum` (SIGINT, as Ctrl-C sends, by default); its message is the line that says
+    where it stopped and how a rerun continues, and `status` the exit status it ends with."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.status = 128 + int(signum)
+
+
+def stop_line(command: str, stopped: BaseException) -> str | None:
+    """`bertscratch COMMAND: <where it stopped>` for a `Stopped` run; None for a bare KeyboardInterrupt, which stopped
+    before there was anything to say."""
+    return f"{PROG} {command}: {stopped}" if isinstance(stopped, Stopped) else None
 
 
 def debugging() -> bool:
@@ -31,18 +48,30 @@ def error_line(command: str, error: BaseException) -> str:
     return f"{PROG} {command}: error: {type(error).__name__}: {message}"
 
 
+def _rank_file(folder: str) -> Path:
+    """This process's line in the launcher's folder: rank-N.txt."""
+    return Path(folder) / f"rank-{os.environ.get('RANK', '0')}.txt"
+
+
 def run_launched(command: str, main: Callable[[], None]) -> None:
     """Run `main()` in a process the command launched: an error is written as its one line into the folder of
     `LAUNCHED_ERRORS_ENV` (rank-N.txt) and ends the process with status 1 (with `$BERTSCRATCH_DEBUG`, or without the
-    folder, it is raised as it is)."""
+    folder, it is raised as it is). A stop (`Stopped`, or Ctrl-C before training) writes its line, if it has one,
+    and ends the process with the signal's status, without a traceback."""
     folder = os.environ.get(LAUNCHED_ERRORS_ENV)
     try:
         main()
+    except KeyboardInterrupt as stopped:
+        if not folder:
+            raise
+        line = stop_line(command, stopped)
+        if line is not None:
+            _rank_file(folder).write_text(line + "\n", encoding="utf-8")
+        raise SystemExit(stopped.status if isinstance(stopped, Stopped) else 128 + signal.SIGINT) from None
     except Exception as error:
         if not folder or debugging():
             raise
-        path = Path(folder) / f"rank-{os.environ.get('RANK', '0')}.txt"
-        path.write_text(error_line(command, error) + "\n", encoding="utf-8")
+        _rank_file(folder).write_text(error_line(command, error) + "\n", encoding="utf-8")
         raise SystemExit(1) from None
 
 
@@ -65,9 +94,11 @@ def print_error(command: str, error: BaseException) -> None:
 __all__ = [
     "DEBUG_ENV",
     "LAUNCHED_ERRORS_ENV",
+    "Stopped",
     "debugging",
     "error_line",
     "launched_errors",
     "print_error",
     "run_launched",
+    "stop_line",
 ]

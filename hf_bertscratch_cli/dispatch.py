@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
+from hf_bertscratch_base.errors import DEBUG_ENV, Stopped, debugging, print_error, stop_line
 
 from .commands import COMMAND_SUMMARIES, FLAGS_FILE, HELP_PAGES, parse
 
@@ -200,9 +200,9 @@ def run_command(command: str, argv: list[str], debug: bool = False) -> None:
     try:
         with _debug_environment(debug):  # the processes a command launches show their tracebacks too (`errors`)
             _run(command, argv)
-    except KeyboardInterrupt:
-        print(f"{PROG} {command}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as stopped:  # Ctrl-C, or a training run's stop signal (`errors.Stopped`)
+        print(stop_line(command, stopped) or f"{PROG} {command}: interrupted", file=sys.stderr)
+        raise SystemExit(stopped.status if isinstance(stopped, Stopped) else 130) from None
     except Exception as error:
         # Inspection commands and the front door's own also take --debug after the command; forwarded ones only
         # before it.

@@ -857,6 +857,42 @@ def test_max_eval_samples_caps_the_test_split_too(
     assert "trained on 40 of the 48 training examples, evaluated on 4 of the 10 evaluation examples" in card
 
 
+@pytest.mark.parametrize("at_step", [2, 8])
+def test_ctrl_c_ends_a_fine_tune_with_one_line_naming_the_checkpoint_to_continue_from(
+    at_step: int,
+    tmp_path: Path,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """SIGINT during training ends `bertscratch finetune` with status 130 and one line: the step it stopped at and
+    the first epoch's checkpoint-6 a rerun continues from, or, in the first epoch, that there is none yet."""
+    from hf_bertscratch_cli.dispatch import run_command
+
+    out = tmp_path / "cut"
+    real_step = OrderedEvalTrainer.training_step
+
+    def interrupted_step(self, *args, **kwargs):
+        if self.state.global_step == at_step:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrderedEvalTrainer, "training_step", interrupted_step)
+    with pytest.raises(SystemExit) as stopped:
+        run_command("finetune", base_argv(model_dir, *data_files, out))
+    assert stopped.value.code == 130
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "stopped" in line or "interrupted" in line]
+    if at_step == 2:
+        expected = "stopped at step 2, before its first checkpoint (--save_strategy epoch): nothing to resume from"
+    else:
+        expected = (
+            f"stopped at step 8; the last checkpoint is {out / 'checkpoint-6'}: rerun with --resume_from_checkpoint "
+            "last to continue"
+        )
+    assert line == f"bertscratch finetune: {expected}"
+
+
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     tmp_path: Path,
     model_dir: Path,

@@ -841,13 +841,16 @@ class _TimedPopen(subprocess.Popen):
         return super().wait(timeout)
 
 
-def test_a_signal_to_the_command_alone_stops_the_processes_it_launched(
-    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+@pytest.mark.parametrize("signum, to_group", [(signal.SIGTERM, False), (signal.SIGINT, True)], ids=["kill", "ctrl-c"])
+def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_line(
+    signum: int, to_group: bool, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
-    """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) stops
-    the two training processes it launched too, rather than leaving them training into the output folder; the
-    command ends with the signal's exit status and no error."""
-    out = tmp_path / "stopped"
+    """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) and
+    Ctrl-C (SIGINT to the terminal's job: the command and torchrun's agent, whose training processes run in sessions of
+    their own) stop the two training processes it launched too, rather than leaving them training into the output
+    folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
+    rerun continues from, and no traceback of any process."""
+    out = tmp_path / "run"
     argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "2", "--max_steps", "100000")
     argv += ["--save_strategy", "steps", "--save_steps", "2"]
     env = {key: value for key, value in os.environ.items() if key not in ("WORLD_SIZE", "OMP_NUM_THREADS")}
@@ -856,14 +859,17 @@ def test_a_signal_to_the_command_alone_stops_the_processes_it_launched(
     # stderr in a file: processes left behind would hold a pipe open.
     with (
         (tmp_path / "stderr.txt").open("w") as log,
-        subprocess.Popen([sys.executable, str(script), *argv], stderr=log, env=env) as process,
+        subprocess.Popen([sys.executable, str(script), *argv], stderr=log, env=env, start_new_session=True) as process,
     ):
         try:
             deadline = time.monotonic() + 240
             while not (out / "checkpoint-2").is_dir() and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert (out / "checkpoint-2").is_dir(), "the run saved no checkpoint"
-            process.send_signal(signal.SIGTERM)
+            if to_group:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
             process.wait(timeout=60)
             deadline = time.monotonic() + 60
             while _processes_writing(out) and time.monotonic() < deadline:
@@ -873,10 +879,72 @@ def test_a_signal_to_the_command_alone_stops_the_processes_it_launched(
             for pid in _processes_writing(out):  # torchrun's workers run outside this process group (setsid)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-    assert process.returncode == 128 + signal.SIGTERM
+    assert process.returncode == 128 + signum
     stderr = (tmp_path / "stderr.txt").read_text()
-    assert "Traceback" not in stderr and "pretrain: error" not in stderr, stderr[-3000:]
+    for noise in ("Traceback", "KeyboardInterrupt", "Exception ignored", "error"):
+        assert noise not in stderr, stderr[-3000:]
+    (line,) = [line for line in stderr.splitlines() if "stopped" in line]
+    stop = re.fullmatch(
+        rf"bertscratch pretrain: stopped at step (\d+); the last checkpoint is {re.escape(str(out))}/checkpoint-(\d+): "
+        "rerun with --resume_from_checkpoint last to continue",
+        line,
+    )
+    assert stop and int(stop[1]) >= int(stop[2]) >= 2, line
+    assert (out / f"checkpoint-{stop[2]}" / "trainer_state.json").is_file()  # written last: the checkpoint is whole
     assert not (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("during", ["step", "save", "first-step"])
+def test_ctrl_c_in_one_process_ends_with_one_line_and_never_leaves_half_a_checkpoint(
+    during: str,
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """SIGINT in a one-process run ends the command with status 130 and one line: the step it stopped at and the
+    checkpoint a rerun continues from, or that there is none yet. One that comes while a checkpoint is written stops
+    the run once that checkpoint is whole (trainer_state.json, written last, is there)."""
+    from hf_bertscratch_cli.dispatch import run_command
+
+    out = tmp_path / "out"
+    save_steps = "100" if during == "first-step" else "3"
+    argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--max_steps", "50")
+    argv += ["--save_strategy", "steps", "--save_steps", save_steps]
+    real_step, real_save = pretraining.Trainer.training_step, pretraining.Trainer._save_rng_state
+
+    def interrupted_step(self, *args, **kwargs):
+        if self.state.global_step == (5 if during == "step" else 1):
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(self, *args, **kwargs)
+
+    def interrupted_save(self, *args, **kwargs):
+        if self.state.global_step == 6:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_save(self, *args, **kwargs)
+
+    if during == "save":
+        monkeypatch.setattr(pretraining.Trainer, "_save_rng_state", interrupted_save)
+    else:
+        monkeypatch.setattr(pretraining.Trainer, "training_step", interrupted_step)
+    with pytest.raises(SystemExit) as stopped:
+        run_command("pretrain", argv)
+    assert stopped.value.code == 130
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "stopped" in line or "interrupted" in line]
+    checkpoint = out / ("checkpoint-3" if during == "step" else "checkpoint-6")
+    expected = {
+        "step": f"stopped at step 5; the last checkpoint is {checkpoint}: "
+        "rerun with --resume_from_checkpoint last to continue",
+        "save": f"stopped at step 6; the last checkpoint is {checkpoint}: "
+        "rerun with --resume_from_checkpoint last to continue",
+        "first-step": "stopped at step 1, before its first checkpoint (--save_steps 100): nothing to resume from",
+    }[during]
+    assert line == f"bertscratch pretrain: {expected}"
+    if during != "first-step":
+        assert (checkpoint / "trainer_state.json").is_file() and (checkpoint / "rng_state.pth").is_file()
+    assert not any((out / name).exists() for name in FINISHED_FILES)
 
 
 def _processes_writing(output_dir: Path) -> list[int]:
@@ -962,6 +1030,29 @@ def test_launched_processes_write_their_error_lines_and_the_launcher_reads_each_
     monkeypatch.setenv(errors.DEBUG_ENV, "1")  # the traceback, as the command's own errors
     with pytest.raises(ValueError, match="bad"):
         errors.run_launched("pretrain", fail)
+
+
+def test_a_launched_process_stopped_by_a_signal_writes_its_stop_line_and_exits_with_the_signals_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(errors.LAUNCHED_ERRORS_ENV, str(tmp_path))
+    monkeypatch.setenv(errors.DEBUG_ENV, "1")  # a stop is no error: no traceback even so
+    monkeypatch.setenv("RANK", "1")
+
+    def stopped() -> None:
+        raise errors.Stopped("stopped at step 3; nothing to resume from", signal.SIGTERM)
+
+    def interrupted() -> None:  # before training: no line of its own (the launcher says it)
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as exited:
+        errors.run_launched("pretrain", stopped)
+    assert exited.value.code == 128 + signal.SIGTERM
+    assert errors.launched_errors(tmp_path) == ["bertscratch pretrain: stopped at step 3; nothing to resume from"]
+    (tmp_path / "rank-1.txt").unlink()
+    with pytest.raises(SystemExit) as exited:
+        errors.run_launched("pretrain", interrupted)
+    assert exited.value.code == 130 and errors.launched_errors(tmp_path) == []
 
 
 def _collator_rows(tokenizer: PreTrainedTokenizerBase, text: list[str], max_seq_length: int) -> list[dict]:
