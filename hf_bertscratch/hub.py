@@ -19,12 +19,14 @@ import logging
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from huggingface_hub import CommitInfo, HfApi, ModelCard, get_token
+from huggingface_hub import CommitInfo, HfApi, ModelCard, constants, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import TrainingArguments
 
@@ -302,9 +304,9 @@ def push_to_hub(
         folder = prepare_upload_folder(model_dir, dry_run, repo_id=repo_id, revision=revision)
         logger.info("Dry run: wrote the folder that would be uploaded to %s at %s", repo_id, folder)
         return folder
+    check_hub_online("write the upload folder without the Hub (--dry_run DIR)")  # first: a token would not help
     token = resolve_token(token)
-    check_hub_online("write the upload folder without the Hub (--dry_run DIR)")
-    with tempfile.TemporaryDirectory(prefix="bertscratch-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bertscratch-upload-") as tmp, naming_an_unreachable_hub():
         folder = prepare_upload_folder(model_dir, Path(tmp) / "upload", repo_id=repo_id, revision=revision)
         api = HfApi(token=token)
         repo_url = create_or_keep_repo(api, repo_id, private)
@@ -320,6 +322,29 @@ def push_to_hub(
         )
     logger.info("Uploaded %s to %s (%s)", model_dir, repo_url, commit.commit_url)
     return commit
+
+
+def _is_unreachable(error: BaseException) -> bool:
+    """Whether `error` is a failure to connect: the ConnectError or ConnectTimeout of the HTTP client huggingface_hub
+    uses (httpx2 in huggingface_hub 2, httpx in 1), told by name so as to hold for either."""
+    return any(kind.__name__ in ("ConnectError", "ConnectTimeout") for kind in type(error).__mro__)
+
+
+@contextmanager
+def naming_an_unreachable_hub() -> Iterator[None]:
+    """Turn a failure to connect to the Hub in the block into one ConnectionError that names the address it could not
+    reach (https://huggingface.co, or $HF_ENDPOINT) and how to go on without it (`--dry_run DIR`)."""
+    try:
+        yield
+    except Exception as error:
+        if not _is_unreachable(error):
+            raise
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ConnectionError(
+            f"could not reach the Hub at {constants.ENDPOINT} ({reason}): check the network (or $HF_ENDPOINT), or "
+            "write the upload folder without it (bertscratch push MODEL_DIR --repo_id ID --dry_run DIR) and upload that "
+            "from a machine that reaches it."
+        ) from error
 
 
 def create_or_keep_repo(api: HfApi, repo_id: str, private: bool) -> str:
@@ -355,8 +380,8 @@ def check_training_push(training_args: TrainingArguments) -> None:
         raise ValueError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repository to upload to).")
     check_repo_id(training_args.hub_model_id)
     check_revision(training_args.hub_revision)
-    resolve_token(training_args.hub_token, "pass --hub_token")
     check_hub_online("train without --push_to_hub and upload the saved folder later (bertscratch push OUTPUT_DIR)")
+    resolve_token(training_args.hub_token, "pass --hub_token")
 
 
 def push_training_output(

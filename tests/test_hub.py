@@ -286,6 +286,7 @@ def test_uploads_refuse_offline_mode_and_a_missing_token_says_how_each_command_t
         hub.check_training_push(training)
     assert calls == []
 
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online: the missing token is what stops it
     monkeypatch.delenv("HF_TOKEN")
     monkeypatch.setattr(hub, "get_token", lambda: None)
     with pytest.raises(ValueError, match=r"No Hugging Face token found: .* or pass --hub_token\.$"):
@@ -376,6 +377,58 @@ def test_broken_generator_fails_before_any_upload(
     with pytest.raises(ValueError, match=f"{GENERATOR_FOLDER}' has no safetensors weights"):
         hub.push_to_hub(folder, "alice/tiny")
     assert no_network == []
+
+
+def test_offline_mode_is_named_before_a_missing_token(
+    mlm_dir: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[str]
+) -> None:
+    """With HF_HUB_OFFLINE set and no token, an upload fails on offline mode: a token would not make it work."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(hub, "get_token", lambda: None)
+    with pytest.raises(ValueError, match=r"^Uploading needs the Hub, and HF_HUB_OFFLINE is set"):
+        hub.push_to_hub(mlm_dir, "alice/tiny")
+    training = TrainingArguments(output_dir="unused", push_to_hub=True, hub_model_id="alice/tiny")
+    with pytest.raises(ValueError, match=r"^Uploading needs the Hub, and HF_HUB_OFFLINE is set"):
+        hub.check_training_push(training)
+    assert no_network == []
+
+
+@pytest.mark.parametrize("endpoint", [None, "https://hub.example.org"])
+def test_an_unreachable_hub_is_one_line_naming_its_endpoint_and_the_dry_run(
+    mlm_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, endpoint: str | None
+) -> None:
+    """Online with no network, `bertscratch push` ends with one line naming the address it could not reach (the Hub,
+    or $HF_ENDPOINT) and how to write the upload folder without it, not the bare ConnectError."""
+    from huggingface_hub import constants
+
+    try:  # huggingface_hub 2's HTTP client; 1's is httpx
+        import httpx2 as httpx
+    except ImportError:
+        import httpx  # type: ignore[no-redef]
+
+    from hf_bertscratch_cli.dispatch import run_command
+
+    calls = record_hub(monkeypatch)
+
+    def unreachable(self: HfApi, repo_id: str, **kwargs) -> str:
+        calls.append(("create_repo", {"repo_id": repo_id}))
+        raise httpx.ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(HfApi, "create_repo", unreachable)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_fake")
+    if endpoint is not None:
+        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    with pytest.raises(SystemExit) as failed:
+        run_command("push", [str(mlm_dir), "--repo_id", "alice/tiny"])
+    assert failed.value.code == 1
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert line.startswith(
+        f"bertscratch push: error: ConnectionError: could not reach the Hub at {endpoint or 'https://huggingface.co'} "
+    )
+    assert "Name or service not known" in line and "--dry_run DIR" in line
+    assert [name for name, _ in calls] == ["create_repo"]  # nothing was uploaded
 
 
 @pytest.mark.parametrize("revision", [None, "experiment-1"])
@@ -581,6 +634,7 @@ def test_no_token_fails_before_any_upload(
     mlm_dir: Path, tmp_path: Path, no_network: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # online: offline mode would be named first
     monkeypatch.setattr(hub, "get_token", lambda: None)  # also ignore any saved `hf auth login` token
     with pytest.raises(ValueError, match="HF_TOKEN"):
         hub.push_to_hub(mlm_dir, "alice/tiny")
