@@ -451,10 +451,10 @@ def _copy_tokenizer(source: str | Path, destination: Path, remedy: str) -> None:
     warning that ends with `remedy`: what to do where the converted folder is the user's, or a temporary one)."""
     from transformers import AutoTokenizer
 
-    from .tokenization import check_vocabulary
+    from .tokenization import check_vocabulary, forget_load_options
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(source))
+        tokenizer = forget_load_options(AutoTokenizer.from_pretrained(str(source)))
         check_vocabulary(tokenizer, str(source), remedy)
     except (OSError, ValueError) as error:
         logger.warning("No tokenizer carried over from %s: %s", source, error)

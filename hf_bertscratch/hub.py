@@ -38,6 +38,7 @@ from .configuration_bertscratch import BertScratchConfig
 from .convert import CONVERTIBLE_MODEL_TYPES, copy_sentence_transformers_files
 from .modeling_bertscratch import code_files, family_auto_map
 from .run_folder import GENERATOR_FOLDER, output_dir_of, staged_folder
+from .tokenization import LOAD_OPTIONS
 
 logger = logging.getLogger(__name__)
 
@@ -434,6 +435,7 @@ def _copy_model(source: Path, target: Path) -> None:
     for results_file in sorted(target.glob("*_results.json")):
         _name_sources(results_file, source / results_file.name)
     _complete_auto_map(target / "config.json")
+    _drop_load_options(target / "tokenizer_config.json")
     for code_file in map(Path, code_files()):  # the code `trust_remote_code` imports
         if not (target / code_file.name).exists():
             logger.info("%s has no %s: adding this package's copy for remote code.", source, code_file.name)
@@ -464,6 +466,19 @@ def _complete_auto_map(config_file: Path) -> None:
         logger.info("Completing auto_map in %s so every Auto class can load the model with remote code.", config_file)
         config["auto_map"] = expected
         config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _drop_load_options(tokenizer_config_file: Path) -> None:
+    """Leave out of tokenizer_config.json how its tokenizer was loaded (`LOAD_OPTIONS`, which transformers saves
+    back), keeping every other field as written."""
+    if not tokenizer_config_file.is_file():
+        return
+    config: dict[str, Any] = json.loads(tokenizer_config_file.read_text(encoding="utf-8"))
+    if any(name in config for name in LOAD_OPTIONS):
+        for name in LOAD_OPTIONS:
+            config.pop(name, None)
+        text = json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n"  # as transformers writes it
+        tokenizer_config_file.write_text(text, encoding="utf-8")
 
 
 def build_parser() -> ArgumentParser:

@@ -27,6 +27,16 @@ logger = logging.getLogger(__name__)
 # BERT's special tokens, in the order that gives them ids 0..4 (so [PAD] is 0, the config's pad_token_id).
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# How transformers' `from_pretrained` found a tokenizer, which it keeps among the options `save_pretrained` writes
+# back into tokenizer_config.json: they say nothing of the tokenizer, and do not hold where the folder goes next.
+LOAD_OPTIONS = ("is_local", "local_files_only")
+
+
+def forget_load_options(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    """`tokenizer` without the `LOAD_OPTIONS` it was loaded with, so that saving it writes only its own settings."""
+    for name in LOAD_OPTIONS:
+        tokenizer.init_kwargs.pop(name, None)
+    return tokenizer
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
@@ -53,7 +63,7 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     else:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     check_mask_token(tokenizer, name_or_path)
-    return tokenizer
+    return forget_load_options(tokenizer)
 
 
 def check_vocabulary(tokenizer: PreTrainedTokenizerBase, name: str, remedy: str) -> None:

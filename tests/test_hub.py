@@ -129,6 +129,21 @@ def test_dry_run_writes_exactly_the_shareable_files(mlm_dir: Path, tmp_path: Pat
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]  # no staging folder left
 
 
+def test_the_upload_leaves_out_the_options_a_tokenizer_was_loaded_with(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str]
+) -> None:
+    """A folder saved from a loaded tokenizer (is_local, local_files_only: how it was loaded, not what it is) goes up
+    without them, every other setting as written."""
+    source = tmp_path / "run"
+    shutil.copytree(mlm_dir, source)
+    config_file = source / "tokenizer_config.json"
+    written = json.loads(config_file.read_text(encoding="utf-8"))
+    config_file.write_text(json.dumps({**written, "is_local": True, "local_files_only": True}), encoding="utf-8")
+    folder = hub.push_to_hub(source, "alice/tiny-mlm", dry_run=tmp_path / "dry")
+    assert json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")) == written
+    assert no_network == []
+
+
 def test_missing_code_auto_map_and_card_are_completed(
     mlm_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
@@ -131,3 +132,17 @@ def test_main_reads_the_files_of_a_quoted_glob_as_its_help_says(
     main(["--train_file", str(tmp_path / "texts" / "*.txt"), "--vocab_size", "60", "--output_dir", str(tmp_path / "t")])
     vocab = load_tokenizer(str(tmp_path / "t")).get_vocab()
     assert "zebra" in vocab and "quokka" in vocab
+
+
+def test_a_loaded_tokenizer_saves_no_load_time_options(tmp_path: Path) -> None:
+    """transformers keeps how a tokenizer was loaded (is_local, local_files_only) among the options it saves back;
+    a tokenizer this package loads saves only its own settings, as `train-tokenizer` writes them."""
+    from hf_bertscratch.tasks.data import load_task_tokenizer
+
+    trained = train_wordpiece_tokenizer(CORPUS, vocab_size=120)
+    trained.save_pretrained(tmp_path / "trained")
+    written = json.loads((tmp_path / "trained" / "tokenizer_config.json").read_text())
+    for name, load in (("tokenization", load_tokenizer), ("task", load_task_tokenizer)):
+        load(str(tmp_path / "trained")).save_pretrained(tmp_path / name)
+        assert json.loads((tmp_path / name / "tokenizer_config.json").read_text()) == written, name
+    assert not {"is_local", "local_files_only"} & set(written)

@@ -20,7 +20,7 @@ from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE, check_tagged_con
 from ..arguments import check_max_seq_length
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
-from ..tokenization import check_vocabulary
+from ..tokenization import check_vocabulary, forget_load_options
 from . import (
     COLUMN_ROLES,
     SHAPES,
@@ -572,7 +572,7 @@ def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, s
 def load_task_tokenizer(name_or_path: str, cache_dir: str | None = None) -> PreTrainedTokenizerBase:
     """The tokenizer of a model folder or Hub id (the one saved with the model, or `--tokenizer_name`); it must have
     a vocabulary and [CLS] and [SEP]."""
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, cache_dir=cache_dir)
+    tokenizer = forget_load_options(AutoTokenizer.from_pretrained(name_or_path, cache_dir=cache_dir))
     check_vocabulary(tokenizer, name_or_path, "pass --tokenizer_name (a tokenizer folder or Hub id)")
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise ValueError(f"Tokenizer {name_or_path!r} lacks a [CLS] or [SEP] token.")
