@@ -60,6 +60,10 @@ CHILD = textwrap.dedent(
             results[key] = {k: v for k, v in model(**inputs).items() if isinstance(v, torch.Tensor)}
         results[key + "_class"] = f"{type(model).__module__}.{type(model).__name__}"
     results["config_class"] = type(AutoConfig.from_pretrained(mlm_dir, trust_remote_code=True)).__module__
+    # transformers 5's AutoTokenizer reads config.json first, whose auto_map asks for remote code too.
+    from transformers import AutoTokenizer
+
+    results["vocab"] = AutoTokenizer.from_pretrained(mlm_dir, trust_remote_code=True).get_vocab()
     torch.save(results, sys.argv[5])
     print("loaded:", results["base_class"], results["mlm_class"], results["classifier_class"])
     '''
@@ -79,6 +83,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), num_labels=3, classifier_pooling="mean")
     )
     mlm.save_pretrained(tmp_path / "mlm")
+    tokenizer.save_pretrained(tmp_path / "mlm")
     classifier.save_pretrained(tmp_path / "classifier")
     mean_classifier.save_pretrained(tmp_path / "classifier-mean")
     assert json.loads((tmp_path / "classifier-mean" / "config.json").read_text())["classifier_pooling"] == "mean"
@@ -121,12 +126,15 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
         ],
         cwd=workdir,
         env=env,
+        stdin=subprocess.DEVNULL,  # a prompt would read an empty answer, and say so in the output
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "hf_bertscratch: not importable" in result.stdout
+    for asked in ("Do you wish to run the custom code", "instantiate a model of type"):
+        assert asked not in result.stdout + result.stderr, result.stdout + result.stderr
 
     remote = torch.load(tmp_path / "outputs.pt")
     assert remote["mlm_class"].startswith("transformers_modules.") and remote["mlm_class"].endswith(
@@ -135,6 +143,7 @@ def test_folder_loads_through_remote_code_without_the_package(tmp_path: Path, to
     assert remote["classifier_class"].endswith("BertScratchForSequenceClassification")
     assert remote["base_class"].endswith("BertScratchModel")
     assert remote["config_class"].startswith("transformers_modules.")
+    assert remote["vocab"] == tokenizer.get_vocab()
     expected = {
         "base": _outputs(classifier.bert, inputs),
         "mlm": _outputs(mlm, inputs),
