@@ -522,6 +522,9 @@ def save_outputs(
     return finish_run(trainer, write_reports, keep_last_checkpoint=True)
 
 
+LAUNCHED = "hf_bertscratch_base.launched"  # the module the processes a command launches start in
+
+
 # torchrun, except that children that fail are not reported again by torchrun's log and traceback: they have said why
 # (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report);
 # nor is a signal that stopped the run, which torchrun passes on to the children. Its agent acts on the first signal
@@ -580,7 +583,8 @@ def launch_processes(argv: list[str], processes: int, threads: int, training_arg
     error lines they wrote (each process's one line, `run_launched`) are printed once each on stderr; stopped by a
     signal, the first process's line saying where they stopped (or, if none said it, `stopped_message`'s)."""
     module = __name__ if __name__ != "__main__" else "hf_bertscratch.pretraining"
-    torchrun = ["--standalone", f"--nproc_per_node={processes}", "-m", module, *argv]
+    # Each process starts quietly stoppable, before this module's import of torch (`launched`).
+    torchrun = ["--standalone", f"--nproc_per_node={processes}", "-m", LAUNCHED, "pretrain", module, *argv]
     command = [sys.executable, *(["-m", "torch.distributed.run"] if debugging() else ["-c", TORCHRUN]), *torchrun]
     logger.info(
         "Launching %d processes with %s torch thread(s) each: torchrun %s", processes, threads, " ".join(torchrun)
@@ -672,4 +676,4 @@ __all__ = [
 
 
 if __name__ == "__main__":
-    run_launched("pretrain", main)  # one line on an error, where launch_processes started this process
+    run_launched("pretrain", main)  # as the processes launch_processes starts run it (`LAUNCHED`)

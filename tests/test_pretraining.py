@@ -1055,6 +1055,24 @@ def test_a_launched_process_stopped_by_a_signal_writes_its_stop_line_and_exits_w
     assert exited.value.code == 130 and errors.launched_errors(tmp_path) == []
 
 
+def test_a_launched_process_stopped_while_it_starts_exits_quietly(tmp_path: Path) -> None:
+    """Ctrl-C while a launched process still imports torch (the first seconds) ends it with status 130 and no
+    traceback, as later on; once started it runs the command's main with its arguments."""
+    (tmp_path / "slow_start.py").write_text("raise KeyboardInterrupt\n")
+    (tmp_path / "started.py").write_text(
+        "import sys\ndef main(argv):\n    print('main', argv, sys.argv[1:])\n    raise ValueError('bad value')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).parents[1])])}
+    env.update({errors.LAUNCHED_ERRORS_ENV: str(tmp_path)})
+    env.pop(errors.DEBUG_ENV, None)
+    launched = [sys.executable, "-m", "hf_bertscratch_base.launched", "pretrain"]
+    stopped = subprocess.run([*launched, "slow_start"], env=env, capture_output=True, text=True, timeout=60)
+    assert (stopped.returncode, stopped.stderr) == (130, "")
+    failed = subprocess.run([*launched, "started", "--x", "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1 and failed.stdout == "main ['--x', '1'] ['--x', '1']\n", failed.stderr
+    assert errors.launched_errors(tmp_path) == ["bertscratch pretrain: error: ValueError: bad value"]
+
+
 def _collator_rows(tokenizer: PreTrainedTokenizerBase, text: list[str], max_seq_length: int) -> list[dict]:
     """The texts packed into blocks as pretraining packs them, as the rows a masking collator is handed."""
     examples = make_pack_function(tokenizer, "text", max_seq_length=max_seq_length, with_offsets=False)({"text": text})
