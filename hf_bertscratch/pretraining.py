@@ -538,12 +538,13 @@ from torch.distributed.run import main
 for name in list(logging.root.manager.loggerDict):
     if name.startswith("torch.distributed.elastic"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-first_signal_only = api._terminate_process_handler
-def terminate_once(signum, frame):
-    if not getattr(terminate_once, "stopping", False):
-        terminate_once.stopping = True
-        first_signal_only(signum, frame)
-api._terminate_process_handler = terminate_once
+first_signal_only = getattr(api, "_terminate_process_handler", None)  # torch's own; absent, torch's behaviour
+if first_signal_only is not None:
+    def terminate_once(signum, frame):
+        if not getattr(terminate_once, "stopping", False):
+            terminate_once.stopping = True
+            first_signal_only(signum, frame)
+    api._terminate_process_handler = terminate_once
 try:
     main()
 except ChildFailedError:
