@@ -1,8 +1,10 @@
 """The `bertscratch` console command's front door: the command list, `--help`, `--version` and a mistyped command
-answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command's model,
-dataset and data files checked before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table:
-`data_checks`), every command then run by the library module that implements it (`dispatch`; `plot`, which needs
-neither torch nor transformers, by the front door's own `plot` module).
+answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command checked
+before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table: `data_checks`) in three steps: that
+its model and data files are there (`check_sources`), that its flags are the command's (`commands.check_flags`), and
+what their values ask of the model and the data (`check_arguments`); every command then run by the library module
+that implements it (`dispatch`; `plot`, which needs neither torch nor transformers, by the front door's own `plot`
+module).
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds). It is the top layer: it stands on `hf_bertscratch_base`, as
@@ -12,6 +14,7 @@ the library does, and imports the library only when a command runs; the library 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from hf_bertscratch_base import PROG, did_you_mean
 from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
@@ -20,7 +23,7 @@ from hf_bertscratch_base.task_table import check_task_names
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
-from .data_checks import check_data_files
+from .data_checks import check_data_files, check_files_exist
 from .dispatch import run_command
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
@@ -30,34 +33,49 @@ OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
 
 
 def check_sources(command: str, args: list[str]) -> None:
-    """What the arguments point to that can fail before torch loads, checked in a second: the model (a folder, or a
-    Hub id with the Hub reachable), finetune's --task without a data directory when the Hub cannot be reached, and
-    the columns of the local data files a training command, or an inference command's --input_file, reads
-    (`check_data_files`)."""
+    """What the arguments point to that can be missing, checked in a second before the flags are: the model (a
+    folder, or a Hub id with the Hub reachable), the --data_dir of a training command and the local data files a
+    command reads."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
-    task = flag_value(args, "--task") if command == "finetune" else None
-    if command == "finetune":
-        check_task_names(task, flag_value(args, "--task_type"))
     data_dir = flag_value(args, "--data_dir") if command in ("finetune", "pretrain") else None
     if data_dir:
         resolve_data_dir(data_dir)  # a folder that is not there
+    check_files_exist(command, args)
+
+
+def check_arguments(command: str, args: list[str]) -> None:
+    """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
+    command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
+    reached, and the columns of the local data files a training command, or an inference command's --input_file,
+    reads (`check_data_files`)."""
+    task = flag_value(args, "--task") if command == "finetune" else None
+    if command == "finetune":
+        check_task_names(task, flag_value(args, "--task_type"))
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_hub_dataset(f"Task {task!r}'s dataset", None, "")
     check_data_files(command, args)
 
 
+def _in_one_line(check: Callable[[str, list[str]], None], command: str, args: list[str]) -> None:
+    """Run `check`; an OSError or ValueError it raises ends the command with its one line and exit status 1."""
+    try:
+        check(command, args)
+    except (OSError, ValueError) as error:
+        print_error(command, error)
+        raise SystemExit(1) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
-    if not (debug or debugging()):
-        try:
-            check_sources(command, args)  # a missing folder or column, an unreachable Hub: one line, before torch
-        except (OSError, ValueError) as error:
-            print_error(command, error)
-            raise SystemExit(1) from None
+    checking = not (debug or debugging())  # --debug: the library's own checks, with their tracebacks
+    if checking:
+        _in_one_line(check_sources, command, args)  # a missing folder or file, an unreachable Hub: before torch
     check_flags(command, args)  # a mistyped flag: the command's usage error, before torch
+    if checking:
+        _in_one_line(check_arguments, command, args)  # a missing column, an unknown task: before torch
     if command in TRAINING_COMMANDS:
         use_training_wait_policy()  # before torch loads
     run_command(command, args, debug=debug)  # torch and transformers load here, for a command that needs them

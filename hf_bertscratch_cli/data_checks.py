@@ -118,6 +118,12 @@ def check_input_file(command: str, args: list[str]) -> None:
     check_columns(found, named, "input", where=f"--input_file {path!r}")
 
 
+# Command -> the splits whose file its `--{split}_file` flags name (an inference command's: --input_file).
+FILE_SPLITS: dict[str, tuple[str, ...]] = {
+    "finetune": ("train", "validation", "test"),
+    **{command: ("train", "validation") for command in ("pretrain", "pretrain-flax", "train-tokenizer")},
+    **{command: ("input",) for command in INPUT_FILE_COLUMNS},
+}
 # Command -> the check of the data files its arguments name.
 DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
     "finetune": check_task_files,
@@ -126,6 +132,11 @@ DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
     "train-tokenizer": check_text_files,
     **{command: functools.partial(check_input_file, command) for command in INPUT_FILE_COLUMNS},
 }
+
+
+def check_files_exist(command: str, args: list[str]) -> None:
+    """Fail in one line (FileNotFoundError) when a local data file that `command`'s arguments name is missing."""
+    _given_files(args, FILE_SPLITS.get(command, ()))
 
 
 def check_data_files(command: str, args: list[str]) -> None:
@@ -139,8 +150,10 @@ def check_data_files(command: str, args: list[str]) -> None:
 
 __all__ = [
     "DATA_FILE_CHECKS",
+    "FILE_SPLITS",
     "INPUT_FILE_COLUMNS",
     "check_data_files",
+    "check_files_exist",
     "check_input_file",
     "check_task_files",
     "check_text_files",

@@ -1093,7 +1093,8 @@ def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
 ) -> None:
     """With the Hub unreachable, a training file that lacks a column the task reads fails within seconds, naming the
     column, the file's columns and the flag that picks it; a file that has them passes the front door."""
-    call = "main(['finetune', *sys.argv[1:]])" if header == "text,stars" else "check_sources('finetune', sys.argv[1:])"
+    checks = "check_sources('finetune', sys.argv[1:]); hf_bertscratch_cli.check_arguments('finetune', sys.argv[1:])"
+    call = "main(['finetune', *sys.argv[1:]])" if header == "text,stars" else checks
     code = (
         "import sys, hf_bertscratch_cli\n"
         f"try:\n    hf_bertscratch_cli.{call}\nexcept SystemExit as exit:\n    code = exit.code\nelse:\n    code = 0\n"
@@ -1174,8 +1175,9 @@ def test_a_missing_file_or_folder_or_an_unknown_task_is_named_before_torch_loads
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "dev.csv").write_text("id,text\n1,the cat\n")  # no label column: the train file is the error
     (tmp_path / "words.txt").write_text("-DOCSTART-\n\nthe\ncat\n")
+    output = ["--output_dir", "out"] if argv[0] in ("finetune", "pretrain") else []  # an inference command has none
     done = subprocess.run(
-        [sys.executable, "-c", code, *argv, "--output_dir", "out"],
+        [sys.executable, "-c", code, *argv, *output],
         capture_output=True, text=True, check=False, cwd=tmp_path, env=closed_port_hub(monkeypatch),
     )  # fmt: skip
     assert done.returncode == 1 and done.stderr.startswith(f"bertscratch {argv[0]}: error: {error}"), done.stderr
