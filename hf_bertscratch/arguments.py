@@ -8,8 +8,9 @@ them), and `--help_all` every flag, transformers' too; and it makes a command's 
 the ones made before it that its `__post_init__` takes, so that every dataclass checks and completes itself as it is
 made, even where a default or a check depends on another's flags. `parse_args_or_json` is the one place that decides
 between flags and a `.json` file, so every command (`bertscratch pretrain`, `finetune`, `convert`, `push_to_hub`, the
-benchmark, ...) accepts the same two forms and names a missing file the same way. `check_max_seq_length` is the one
-check of a `--max_seq_length` against the positions of the model it is for, with one message for every command.
+benchmark, ...) accepts the same two forms and names a missing file the same way. `check_max_seq_length`
+(`hf_bertscratch_base.model_config`'s, which the front door runs too) is the one check of a `--max_seq_length` against
+the positions of the model it is for, with one message for every command.
 """
 
 from __future__ import annotations
@@ -279,13 +280,3 @@ def _check_json_keys(parser: HfArgumentParser, path: Path) -> None:
     if unknown:
         hint = did_you_mean(unknown[0], taken)
         parser.error(f"arguments file {str(path)!r} has key(s) no flag takes: {unknown}{hint}")
-
-
-def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: int | None) -> None:
-    """Refuse a `--max_seq_length` beyond the model's position embeddings, naming both numbers and what would fit.
-    None for either number passes: no length chosen, or a model without such a limit."""
-    if max_seq_length is not None and max_position_embeddings is not None and max_seq_length > max_position_embeddings:
-        raise ValueError(
-            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
-            f"{max_position_embeddings}: use --max_seq_length {max_position_embeddings} or less."
-        )

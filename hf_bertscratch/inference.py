@@ -49,7 +49,8 @@ from transformers import (
 )
 from transformers.utils import ModelOutput, enable_tf32
 
-from .arguments import check_max_seq_length
+from hf_bertscratch_base.model_config import check_max_seq_length
+
 from .batching_bertscratch import selected_positions
 from .convert import family_checkpoint
 from .model_reference import check_model_reference

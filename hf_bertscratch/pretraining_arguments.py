@@ -17,9 +17,10 @@ from transformers import AutoConfig, PreTrainedTokenizerBase, SchedulerType
 from transformers.training_args import OptimizerNames
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN, TEXT_TRAIN_FILE_HELP
+from hf_bertscratch_base.model_config import NEW_MODEL_POSITIONS, check_max_seq_length
 from hf_bertscratch_base.task_table import TASKS
 
-from .arguments import ArgumentParser, check_max_seq_length, parse_args_or_json
+from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda, wsd_cooldown
 from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
@@ -126,7 +127,7 @@ class ModelArguments:
         },
     )
     max_position_embeddings: int = field(
-        default=512, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
+        default=NEW_MODEL_POSITIONS, metadata={"help": "Positions of a new model; max_seq_length must not exceed it."}
     )
     dropout: float = field(
         default=0.0,

@@ -25,6 +25,7 @@ from hf_bertscratch_base.thread_pool import use_training_wait_policy
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
 from .data_checks import check_data_files, check_files_exist
 from .dispatch import run_command
+from .model_checks import check_length, check_model_config
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
@@ -33,12 +34,13 @@ OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
 
 
 def check_sources(command: str, args: list[str]) -> None:
-    """What the arguments point to that can be missing, checked in a second before the flags are: the model (a
-    folder, or a Hub id with the Hub reachable), the --data_dir of a training command and the local data files a
-    command reads."""
+    """What the arguments point to that can be missing or of the wrong kind, checked in a second before the flags
+    are: the model (a folder, or a Hub id with the Hub reachable; a folder of a model_type the command loads), the
+    --data_dir of a training command and the local data files a command reads."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
+    check_model_config(command, args)
     data_dir = flag_value(args, "--data_dir") if command in ("finetune", "pretrain") else None
     if data_dir:
         resolve_data_dir(data_dir)  # a folder that is not there
@@ -48,13 +50,14 @@ def check_sources(command: str, args: list[str]) -> None:
 def check_arguments(command: str, args: list[str]) -> None:
     """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
     command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
-    reached, and the columns of the local data files a training command, or an inference command's --input_file,
-    reads (`check_data_files`)."""
+    reached, a --max_seq_length beyond the model's positions (`check_length`), and the columns of the local data
+    files a training command, or an inference command's --input_file, reads (`check_data_files`)."""
     task = flag_value(args, "--task") if command == "finetune" else None
     if command == "finetune":
         check_task_names(task, flag_value(args, "--task_type"))
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_hub_dataset(f"Task {task!r}'s dataset", None, "")
+    check_length(command, args)
     check_data_files(command, args)
 
 

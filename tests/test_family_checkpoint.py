@@ -386,3 +386,11 @@ def test_a_converted_checkpoint_without_a_tokenizer_is_named_as_given(
     tokenizer.save_pretrained(source)  # with its tokenizer, the same folder classifies
     code, out, err = _run(["classify", str(source), "a wonderful film"], capsys)
     assert code == 0 and "LABEL_" in out, err
+
+
+def test_the_front_doors_model_types_are_those_the_commands_load() -> None:
+    """The front door refuses a model folder by its model_type (`model_config.MODEL_TYPES`) before torch loads: those
+    are BertScratch's own and the ones converted on load, no more and no fewer."""
+    from hf_bertscratch_base.model_config import MODEL_TYPES
+
+    assert set(MODEL_TYPES) == {hf_bertscratch.BertScratchConfig.model_type, *convert.CONVERTIBLE_MODEL_TYPES}

@@ -69,3 +69,82 @@ def test_a_missing_model_or_file_is_still_named_before_a_mistyped_flag(reviews: 
     assert done.stderr == (
         "bertscratch finetune: error: FileNotFoundError: The train file 'nowhere.csv' (--train_file) does not exist.\n"
     )
+
+
+@pytest.mark.parametrize("command", ["finetune", "classify", "convert"])
+def test_a_model_of_another_architecture_is_refused_by_its_model_type(tmp_path: Path, command: str) -> None:
+    """A folder whose config.json names a model_type BertScratch neither is nor converts is refused in one short
+    line naming the model_type and what is accepted, before torch loads (and its warnings)."""
+    model_folder(tmp_path / "gpt2", model_type="gpt2", architectures=["GPT2LMHeadModel"], n_positions=1024)
+    argv = {
+        "finetune": ["--model_name_or_path", "gpt2", "--task", "sst2", "--output_dir", "out"],
+        "classify": ["gpt2", "a fine film"],
+        "convert": ["gpt2", "converted"],
+    }[command]
+    done = front_door(tmp_path, command, *argv)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"bertscratch {command}: error: ValueError: gpt2 holds a checkpoint of model_type 'gpt2'; expected "
+        "'bertscratch', 'bert' or 'electra' (an ELECTRA discriminator).\n"
+    )
+
+
+@pytest.mark.parametrize("model_type", ["bertscratch", "bert", "electra", None])
+def test_a_model_type_bertscratch_takes_passes_the_front_door(tmp_path: Path, model_type: str | None) -> None:
+    """BertScratch's own, transformers' BERT and ELECTRA (converted on load) pass, as a config.json without a
+    model_type does (the library names what is wrong with it)."""
+    import hf_bertscratch_cli
+
+    config = {"model_type": model_type} if model_type else {}
+    model = model_folder(tmp_path / "model", **config)
+    hf_bertscratch_cli.check_sources("finetune", ["--model_name_or_path", str(model), "--output_dir", "out"])
+    hf_bertscratch_cli.check_sources("classify", [str(model), "a fine film"])
+
+
+LENGTH_LINE = (
+    "bertscratch {command}: error: ValueError: --max_seq_length {length} exceeds the model's max_position_embeddings "
+    "{positions}: use --max_seq_length {positions} or less.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "positions"),
+    [
+        (
+            "finetune",
+            ["--model_name_or_path", "model", "--train_file", "train.csv", "--text_column", "review"]
+            + ["--label_column", "sentiment", "--output_dir", "out"],
+            512,
+        ),
+        ("pretrain", ["--train_file", "train.csv", "--text_column", "review", "--output_dir", "out"], 512),
+        ("pretrain", ["--model_name_or_path", "small", "--train_file", "train.csv", "--output_dir", "out"], 64),
+        ("pretrain", ["--config_name", "small", "--output_dir", "out"], 64),
+        ("pretrain", ["--config_name", "small/config.json", "--output_dir", "out"], 64),
+        ("pretrain", ["--max_position_embeddings", "128", "--output_dir", "out"], 128),
+        ("answer", ["model", "--question", "who?", "--context", "the cat"], 512),
+    ],
+    ids=["finetune", "pretrain-new", "pretrain-continued", "pretrain-config", "pretrain-config-file",
+         "pretrain-positions", "answer"],
+)  # fmt: skip
+def test_a_max_seq_length_beyond_the_models_positions_is_refused_at_once(
+    reviews: Path, command: str, argv: list[str], positions: int
+) -> None:
+    """Where the model's positions are known before torch loads (a model folder's or a config's
+    max_position_embeddings, a new model's --max_position_embeddings or its default), a longer --max_seq_length is
+    refused in the library's words, before a tokenizer is trained or a model loaded."""
+    model_folder(reviews / "small", model_type="bertscratch", max_position_embeddings=64)
+    length = 1000
+    done = front_door(reviews, command, *argv, "--max_seq_length", str(length))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == LENGTH_LINE.format(command=command, length=length, positions=positions)
+
+
+def test_a_max_seq_length_within_the_models_positions_passes(reviews: Path) -> None:
+    import hf_bertscratch_cli
+
+    hf_bertscratch_cli.check_arguments("pretrain", ["--max_position_embeddings", "128", "--max_seq_length", "128"])
+    hf_bertscratch_cli.check_arguments("finetune", ["--model_name_or_path", str(reviews / "model"),
+                                                    "--max_seq_length", "512"])  # fmt: skip
+    hf_bertscratch_cli.check_arguments(
+        "finetune", ["--model_name_or_path", "someone/model", "--max_seq_length", "4096"]
+    )

@@ -15,9 +15,9 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import is_text_file
+from hf_bertscratch_base.model_config import check_max_seq_length
 from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE, check_tagged_conll_file, check_test_file_as_eval
 
-from ..arguments import check_max_seq_length
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
 from ..tokenization import check_vocabulary, forget_load_options

@@ -1,0 +1,53 @@
+"""What a model's config says that can refuse a command before anything loads, read with the standard library alone:
+its model_type (`check_model_type`: a model BertScratch neither is nor converts) and its positions
+(`check_max_seq_length`: a --max_seq_length they do not cover). The `bertscratch` front door reads a local folder's
+config.json (`read_config`); the library checks the same with the config it has loaded, in the same words.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# The model types the commands load (`hf_bertscratch.convert.family_checkpoint`): BertScratch's own, then
+# transformers' BERT and ELECTRA (a discriminator), which are converted on load.
+MODEL_TYPES = ("bertscratch", "bert", "electra")
+# The positions of a new model (`bertscratch pretrain --max_position_embeddings`'s default).
+NEW_MODEL_POSITIONS = 512
+
+
+def read_config(reference: str | Path) -> dict[str, Any] | None:
+    """The config a local model folder (its config.json) or a config file holds; None for anything else (a Hub id,
+    a missing path, a file that is not a JSON object), which the library reads and names itself."""
+    path = Path(reference).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def check_model_type(model: str | Path, model_type: str | None) -> None:
+    """Refuse, in one line naming it and what is accepted, a model whose config's `model_type` is none of
+    `MODEL_TYPES` (None: no model_type recorded, left to the library)."""
+    if model_type is not None and model_type not in MODEL_TYPES:
+        raise ValueError(
+            f"{model} holds a checkpoint of model_type {model_type!r}; expected 'bertscratch', 'bert' or 'electra' "
+            "(an ELECTRA discriminator)."
+        )
+
+
+def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: int | None) -> None:
+    """Refuse a `--max_seq_length` beyond the model's position embeddings, naming both numbers and what would fit.
+    None for either number passes: no length chosen, or a model without such a limit."""
+    if max_seq_length is not None and max_position_embeddings is not None and max_seq_length > max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
+            f"{max_position_embeddings}: use --max_seq_length {max_position_embeddings} or less."
+        )
+
+
+__all__ = ["MODEL_TYPES", "NEW_MODEL_POSITIONS", "check_max_seq_length", "check_model_type", "read_config"]

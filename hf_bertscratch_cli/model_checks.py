@@ -1,0 +1,59 @@
+"""The front door's checks of a command's model by its config, before torch loads (`hf_bertscratch_base.model_config`,
+whose words the library's checks use too): a local model folder of a model_type the command does not load
+(`check_model_config`), and a `--max_seq_length` beyond the positions of the model it is for (`check_length`): a model
+folder's or a config's `max_position_embeddings`, or a new model's `--max_position_embeddings`. A Hub id, or a config
+that cannot be read, is left to the library.
+"""
+
+from __future__ import annotations
+
+from hf_bertscratch_base.model_config import NEW_MODEL_POSITIONS, check_max_seq_length, check_model_type, read_config
+
+from .commands import MODEL_FIRST, flag_value, model_argument
+
+# The commands that load (or convert) their model as `hf_bertscratch.convert.family_checkpoint` does, which takes the
+# model types `MODEL_TYPES`.
+FAMILY_COMMANDS = ("finetune", *MODEL_FIRST)
+# The commands that refuse a --max_seq_length beyond their model's positions (`check_max_seq_length`).
+LENGTH_COMMANDS = ("pretrain", "finetune", "answer")
+
+
+def check_model_config(command: str, args: list[str]) -> None:
+    """A FAMILY_COMMANDS command's local model folder holds a model_type the command loads (`check_model_type`)."""
+    model = model_argument(command, args) if command in FAMILY_COMMANDS else None
+    config = read_config(model) if model is not None else None
+    if model is not None and config is not None:
+        check_model_type(model, config.get("model_type"))
+
+
+def _integer(value: str | None) -> int | None:
+    """`value` as an integer; None where it is none (the command's parser names a value that is not one)."""
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def model_positions(command: str, args: list[str]) -> int | None:
+    """The positions of the model the command runs, where they are known before torch loads: the config.json of a
+    local model folder (pretrain: the --model_name_or_path it continues, else its --config_name), or a new model's
+    --max_position_embeddings (pretrain); None where they are not."""
+    source = model_argument(command, args)
+    if command == "pretrain" and source is None:
+        source = flag_value(args, "--config_name")
+        if source is None:
+            given = flag_value(args, "--max_position_embeddings")
+            return NEW_MODEL_POSITIONS if given is None else _integer(given)
+    config = read_config(source) if source is not None else None
+    positions = config.get("max_position_embeddings") if config is not None else None
+    return positions if isinstance(positions, int) and not isinstance(positions, bool) else None
+
+
+def check_length(command: str, args: list[str]) -> None:
+    """A LENGTH_COMMANDS command's --max_seq_length fits its model's positions (`model_positions`)."""
+    length = _integer(flag_value(args, "--max_seq_length")) if command in LENGTH_COMMANDS else None
+    if length is not None:
+        check_max_seq_length(length, model_positions(command, args))
+
+
+__all__ = ["FAMILY_COMMANDS", "LENGTH_COMMANDS", "check_length", "check_model_config", "model_positions"]
