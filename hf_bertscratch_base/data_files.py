@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import TextIO
@@ -103,6 +104,59 @@ def read_conll_columns(path: str | Path) -> list[str] | None:
     return None
 
 
+def is_squad_json(path: str | Path) -> bool:
+    """Whether `path` is a SQuAD-layout json file (one object whose "data" holds the articles), which
+    `hf_bertscratch.tasks.question_answering.load_squad_json` reads, rather than a flat file of one row per question
+    (json lines, or a json list), which `datasets` reads."""
+    path = Path(path)
+    if path.suffix.lower() != ".json":
+        return False
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):  # json lines under a .json name: one row per line
+        return False
+    return isinstance(document, dict) and isinstance(document.get("data"), list)
+
+
+CONLL_SNIFF_LINES = 20  # token lines of a text file read to tell whether it is CoNLL-format (`looks_like_conll`)
+IOB_TAG = re.compile(r"^(O|[BIESLU]-\S+)$")  # a tag of the IOB family (O, B-PER, I-ORG, ...), as NER files have
+LAYOUT_SNIFF_BYTES = 64 << 20  # a json file larger than this is not read whole to tell its layout (`file_layout`)
+
+
+def looks_like_conll(path: str | Path) -> bool:
+    """Whether a text file starts as CoNLL-format tagged words do: its first token lines (up to `CONLL_SNIFF_LINES`,
+    -DOCSTART- and blank lines aside) hold the same number, two or more, of whitespace-separated fields, the last an
+    IOB tag (`IOB_TAG`). Sentences, or words with tags of another kind, are not told apart from plain text."""
+    path = Path(path).expanduser()
+    if not is_text_file(path) or not path.is_file():
+        return False
+    lines: list[list[str]] = []
+    try:
+        with open_text(path) as text:
+            for line in text:
+                fields = line.split()
+                if fields and fields[0] != CONLL_DOCSTART:
+                    lines.append(fields)
+                if len(lines) == CONLL_SNIFF_LINES:
+                    break
+    except (OSError, EOFError, ValueError, zlib.error):  # unreadable, not gzip, not UTF-8
+        return False
+    widths = {len(fields) for fields in lines}
+    return len(widths) == 1 and widths.pop() > 1 and all(IOB_TAG.match(fields[-1]) for fields in lines)
+
+
+def file_layout(path: str | Path) -> str | None:
+    """The layout of a data file that one task type alone reads: "CoNLL" (a text file of tagged words,
+    `looks_like_conll`), "SQuAD-format" (a json document of articles, `is_squad_json`, up to `LAYOUT_SNIFF_BYTES`);
+    None for rows any task type may read."""
+    path = Path(path).expanduser()
+    if looks_like_conll(path):
+        return "CoNLL"
+    if path.is_file() and path.stat().st_size <= LAYOUT_SNIFF_BYTES and is_squad_json(path):
+        return "SQuAD-format"
+    return None
+
+
 def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
     """The first row that is not blank (pandas, by which `datasets` reads csv, skips blank lines), or None; `reading`
     is the file's builder kwargs (`FILE_BUILDERS`), whose separator and quoting pandas reads it with."""
@@ -138,7 +192,10 @@ __all__ = [
     "TEXT_COLUMN",
     "TSV_READING",
     "file_extension",
+    "file_layout",
+    "is_squad_json",
     "is_text_file",
+    "looks_like_conll",
     "open_text",
     "read_columns",
     "read_conll_columns",

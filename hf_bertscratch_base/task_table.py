@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from . import did_you_mean
+from .data_files import file_layout
 
 SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
 
@@ -296,6 +297,27 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
         raise ValueError(f"Column(s) {missing} not in {place}; it has {list(columns)}: name yours with {flags}.")
 
 
+# A data file's layout that one task type alone reads (`data_files.file_layout`) -> that task type.
+LAYOUT_TASK_TYPES = {"CoNLL": "token-classification", "SQuAD-format": "question-answering"}
+
+
+def check_file_layout(
+    task: TaskSpec, split: str, path: str, columns: Collection[str] | None, required: dict[str, str]
+) -> None:
+    """Fail in one line, naming the file and the --task_type that reads it, when the `split` file `path`
+    (--{split}_file) of a task on one's own data lacks a `required` column (`columns`; None: not known) and is laid
+    out as another task type's data (a CoNLL text file, a SQuAD-format json: `LAYOUT_TASK_TYPES`): the column check
+    would only ask for a --label_column."""
+    if task.dataset_name or (columns is not None and set(required.values()) <= set(columns)):
+        return  # a task of the table names its own data; a file with the columns is read as it is
+    layout = file_layout(path)
+    task_type = LAYOUT_TASK_TYPES[layout] if layout is not None else task.shape
+    if task_type != task.shape:
+        raise ValueError(
+            f"The {split} file {path!r} (--{split}_file) looks like a {layout} file: add --task_type {task_type}."
+        )
+
+
 def check_test_file_as_eval(
     task: TaskSpec, roles: dict[str, str], eval_columns: Collection[str], test_file: str | None
 ) -> None:
@@ -336,8 +358,10 @@ __all__ = [
     "SHAPE_MAIN_METRIC",
     "TASKS",
     "TaskOverrides",
+    "LAYOUT_TASK_TYPES",
     "TaskSpec",
     "check_columns",
+    "check_file_layout",
     "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",

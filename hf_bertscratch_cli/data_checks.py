@@ -18,6 +18,7 @@ from hf_bertscratch_base.task_table import (
     SHAPE_COLUMNS,
     TaskOverrides,
     check_columns,
+    check_file_layout,
     check_tagged_conll_file,
     check_test_file_as_eval,
     column_flag,
@@ -64,6 +65,10 @@ def check_task_files(args: list[str]) -> None:
         for split, path in files.items()
     }
     roles = split_roles(task, list(files), "test" in files, bool(overrides.test_split), bool(overrides.eval_split))
+    for role, split in roles.items():
+        if split in files:
+            required = required_columns(task, role, columns.get(roles["train"]))
+            check_file_layout(task, split, files[split], columns.get(split), required)
     for role, split in roles.items():
         found = columns.get(split)
         if conll and found is not None and is_text_file(files[split]):

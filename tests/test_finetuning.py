@@ -509,6 +509,18 @@ def test_a_train_file_alone_is_evaluated_on_the_examples_it_holds_out(tmp_path: 
     assert {role: len(split) for role, split in splits.items()} == {"train": 15, "eval": 5}
 
 
+def test_a_conll_file_without_task_type_is_named_for_its_layout_after_loading_too(tmp_path: Path) -> None:
+    """Past the front door (the Python API, --debug), a CoNLL text file read as a classification task's rows is
+    named as the front door names it, with the --task_type that reads it."""
+    from hf_bertscratch.tasks.data import check_data_arguments, load_task_datasets
+
+    train = tmp_path / "ner.txt"
+    train.write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n")
+    args = DataArguments(train_file=str(train), validation_file=str(train))
+    with pytest.raises(ValueError, match=r"\(--train_file\) looks like a CoNLL file: add --task_type token-classif"):
+        load_task_datasets(args, check_data_arguments(args))
+
+
 def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:

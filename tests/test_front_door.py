@@ -148,3 +148,58 @@ def test_a_max_seq_length_within_the_models_positions_passes(reviews: Path) -> N
     hf_bertscratch_cli.check_arguments(
         "finetune", ["--model_name_or_path", "someone/model", "--max_seq_length", "4096"]
     )
+
+
+CONLL_LINES = (
+    "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\nPeter NNP B-NP B-PER\n"
+)
+SQUAD_DOCUMENT = {
+    "version": "1.1",
+    "data": [{"title": "t", "paragraphs": [{"context": "George went home.", "qas": [
+        {"id": "q0", "question": "Who went home?", "answers": [{"text": "George", "answer_start": 0}]}]}]}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("files", "layout", "task_type"),
+    [
+        (("ner-train.txt", "ner-dev.txt"), "CoNLL", "token-classification"),
+        (("qa-train.json", "qa-dev.json"), "SQuAD-format", "question-answering"),
+    ],
+)
+def test_a_file_laid_out_for_another_task_type_names_the_task_type(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, files: tuple[str, str], layout: str, task_type: str
+) -> None:
+    """A CoNLL text file or a SQuAD-format json given without --task_type (a classification task) is named for what
+    it looks like, with the --task_type that reads it, not by the 'label' column it lacks; with that --task_type it
+    passes."""
+    import hf_bertscratch_cli
+
+    model_folder(tmp_path / "model", model_type="bertscratch")
+    for name in files:
+        text = CONLL_LINES if name.endswith(".txt") else json.dumps(SQUAD_DOCUMENT)
+        (tmp_path / name).write_text(text)
+    argv = ["--model_name_or_path", "model", "--train_file", files[0], "--validation_file", files[1]]
+    done = front_door(tmp_path, "finetune", *argv, "--output_dir", "out")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"bertscratch finetune: error: ValueError: The train file {files[0]!r} (--train_file) looks like a {layout} "
+        f"file: add --task_type {task_type}.\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    hf_bertscratch_cli.check_arguments("finetune", [*argv, "--task_type", task_type])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the cat sat on the mat\nit was a fine day\n",  # sentences
+        "the cat O\nsat on the mat\n",  # lines of different lengths
+        "the cat\nsat mat\n",  # two words a line, no tags
+    ],
+)
+def test_a_text_file_that_is_not_conll_is_not_named_conll(tmp_path: Path, text: str) -> None:
+    from hf_bertscratch_base.data_files import file_layout
+
+    (tmp_path / "train.txt").write_text(text)
+    assert file_layout(tmp_path / "train.txt") is None

@@ -16,7 +16,12 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import is_text_file
 from hf_bertscratch_base.model_config import check_max_seq_length
-from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE, check_tagged_conll_file, check_test_file_as_eval
+from hf_bertscratch_base.task_table import (
+    HOLD_OUT_PERCENTAGE,
+    check_file_layout,
+    check_tagged_conll_file,
+    check_test_file_as_eval,
+)
 
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
@@ -403,6 +408,10 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         if split not in raw:
             raise ValueError(f"The {role} split {split!r} is not in the dataset; it has {list(raw)}.")
     chosen = datasets.DatasetDict({role: raw[split] for role, split in roles.items()})
+    for role, split in roles.items():  # a CoNLL or SQuAD-format file without its --task_type
+        if path := getattr(args, SPLIT_FILE_FLAGS.get(split, ""), None):
+            required = required_columns(task, role, chosen["train"].column_names)
+            check_file_layout(task, split, path, chosen[role].column_names, required)
     check_tagged_conll_files(args, task, roles, chosen)
     if "eval" in chosen:  # none when it is held out of train below
         check_test_file_as_eval(task, roles, chosen["eval"].column_names, args.test_file)

@@ -28,6 +28,8 @@ from datasets import Dataset, DatasetDict, Features, List, Value
 from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, EvalPrediction, PreTrainedTokenizerBase
 from transformers.trainer_utils import PredictionOutput
 
+from hf_bertscratch_base.data_files import is_squad_json
+
 from ..metrics import load_metric
 from ..qa_windows import examples_column, postprocess_predictions, prepare_eval_features, prepare_train_features
 from . import TaskSpec
@@ -73,20 +75,6 @@ def load_squad_json(path: str | Path) -> Dataset:
     if not rows:
         raise ValueError(f"{path} holds no questions: expected data -> paragraphs -> qas entries.")
     return Dataset.from_list(rows, features=SQUAD_FEATURES)
-
-
-def is_squad_json(path: str | Path) -> bool:
-    """Whether `path` is a SQuAD-layout json file (one object whose "data" holds the articles), which
-    `load_squad_json` reads, rather than a flat file of one row per question (json lines, or a json list), which
-    `datasets` reads."""
-    path = Path(path)
-    if path.suffix.lower() != ".json":
-        return False
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):  # json lines under a .json name: one row per line
-        return False
-    return isinstance(document, dict) and isinstance(document.get("data"), list)
 
 
 def _squad_rows(document: object) -> Iterator[dict]:
