@@ -121,12 +121,42 @@ def check_not_a_missing_path(reference: str, kind: str, local: str) -> None:
         raise FileNotFoundError(f"{kind} folder {reference!r} does not exist (there is a local folder {namespace!r}).")
 
 
+# Why a dataset that datasets' cache does not hold cannot load in offline mode, as the errors put it.
+OFFLINE_NOT_CACHED = "HF_HUB_OFFLINE is set, with no copy in the datasets cache"
+
+
+def _cache_folders(cache_dir: str | None) -> list[Path]:
+    """The folders datasets may find a dataset in offline: `cache_dir` (the command's --cache_dir) or the datasets
+    cache, the Hub cache and the datasets modules cache, where their environment variables put them."""
+    home = Path(os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface")
+    hub = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub"
+    modules = Path(os.environ.get("HF_MODULES_CACHE") or home / "modules") / "datasets_modules" / "datasets"
+    datasets_cache = cache_dir or os.environ.get("HF_DATASETS_CACHE") or home / "datasets"
+    return [Path(folder).expanduser() for folder in (datasets_cache, hub, modules)]
+
+
+def in_datasets_cache(dataset_name: str, cache_dir: str | None = None) -> bool:
+    """Whether a cache may hold `dataset_name`, so that datasets may load it in offline mode: an entry named for it
+    (its last part: "glue" of "nyu-mll/glue") in the datasets cache (`namespace___name`), the Hub cache
+    (`datasets--namespace--name`) or the modules cache. Told by the names alone, so a maybe counts as yes: datasets
+    then decides."""
+    name = dataset_name.split("/")[-1].lower()
+    for folder in _cache_folders(cache_dir):
+        try:
+            entries = [entry.name.lower() for entry in folder.iterdir()]
+        except OSError:  # no such cache
+            continue
+        if any(entry == name or entry.endswith((f"___{name}", f"--{name}")) for entry in entries):
+            return True
+    return False
+
+
 def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None) -> None:
     """Fail at once, in one line naming where a local copy would go, when data that has no local copy would come from
     the Hub and the Hub cannot be reached (rather than after half a minute of retries ending in "Couldn't reach ...").
 
     Args:
-        what: how the message names the data ("Dataset glue/sst2", "Task 'sst2''s dataset").
+        what: how the message names the data ("Dataset glue/sst2": `dataset_table.where_a_copy_goes`).
         data_dir: the data directory searched, None when neither --data_dir nor $BERTSCRATCH_DATA_DIR is set.
         local_folder: the folder a local copy has in a data directory ("sst2"); "" when unknown here; None when the
             data has no local copy at all (only local files can stand in).
@@ -163,11 +193,13 @@ def _in_hub_cache(model: str) -> bool:
 __all__ = [
     "DATA_DIR_ENV",
     "HUB_PROBE_TIMEOUT",
+    "OFFLINE_NOT_CACHED",
     "check_hub_dataset",
     "check_model_reference",
     "check_not_a_missing_path",
     "hub_dataset_missing",
     "hub_offline",
     "hub_unreachable",
+    "in_datasets_cache",
     "resolve_data_dir",
 ]

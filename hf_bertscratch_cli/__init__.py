@@ -17,9 +17,10 @@ import os
 from collections.abc import Callable
 
 from hf_bertscratch_base import PROG, did_you_mean
+from hf_bertscratch_base.dataset_table import check_named_dataset
 from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
-from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_hub_dataset, check_model_reference, resolve_data_dir
-from hf_bertscratch_base.task_table import check_task_names
+from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_model_reference, resolve_data_dir
+from hf_bertscratch_base.task_table import TASKS, check_task_names
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
@@ -29,8 +30,9 @@ from .model_checks import check_length, check_model_config
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
-# finetune flags that name data other than the task's own local copy or Hub dataset.
-OTHER_DATA_FLAGS = ("--data_dir", "--train_file", "--dataset_name")
+# finetune flags that name data other than the task's own local copy or Hub dataset, or files that stand in for some
+# of its splits (the library's error then says which splits they leave to the dataset).
+OTHER_DATA_FLAGS = ("--data_dir", "--dataset_name", "--train_file", "--validation_file", "--test_file")
 
 
 def check_sources(command: str, args: list[str]) -> None:
@@ -50,13 +52,13 @@ def check_sources(command: str, args: list[str]) -> None:
 def check_arguments(command: str, args: list[str]) -> None:
     """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
     command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
-    reached, a --max_seq_length beyond the model's positions (`check_length`), and the columns of the local data
+    reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions (`check_length`), and the columns of the local data
     files a training command, or an inference command's --input_file, reads (`check_data_files`)."""
     task = flag_value(args, "--task") if command == "finetune" else None
     if command == "finetune":
         check_task_names(task, flag_value(args, "--task_type"))
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
-        check_hub_dataset(f"Task {task!r}'s dataset", None, "")
+        check_named_dataset(TASKS[task].dataset_name, TASKS[task].dataset_config_name, flag_value(args, "--cache_dir"))
     check_length(command, args)
     check_data_files(command, args)
 

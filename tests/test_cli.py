@@ -1075,10 +1075,12 @@ def test_a_model_neither_here_nor_reachable_fails_in_one_line_at_once(
     (line,) = done.stderr.splitlines()
     if argv[2] == ".":  # a model folder, and a table task with no data directory
         assert line.startswith(
-            "bertscratch finetune: error: FileNotFoundError: Task 'sst2''s dataset has no local copy (neither "
+            "bertscratch finetune: error: FileNotFoundError: Dataset glue/sst2 has no local copy (neither "
             "--data_dir nor $BERTSCRATCH_DATA_DIR is set) and the Hub cannot be reached (127.0.0.1 cannot be reached"
         )
-        assert "pass --data_dir DIR or set $BERTSCRATCH_DATA_DIR=DIR" in line
+        assert line.endswith(
+            "pass --data_dir DIR or set $BERTSCRATCH_DATA_DIR=DIR, DIR holding sst2/ (as ../shared/data does)."
+        )
         return
     model = argv[1] if argv[0] == "classify" else argv[2]
     assert line.startswith(

@@ -203,3 +203,47 @@ def test_a_text_file_that_is_not_conll_is_not_named_conll(tmp_path: Path, text: 
 
     (tmp_path / "train.txt").write_text(text)
     assert file_layout(tmp_path / "train.txt") is None
+
+
+def offline_without_caches(monkeypatch: pytest.MonkeyPatch, folder: Path) -> dict[str, str]:
+    """The environment of a machine in offline mode whose datasets and Hub caches are empty, with no data directory."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("BERTSCRATCH_DATA_DIR", raising=False)
+    for name in ("HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_MODULES_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(folder / "hf-home"))
+    return dict(__import__("os").environ)
+
+
+def test_a_task_without_local_data_in_offline_mode_is_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--task sst2` with HF_HUB_OFFLINE set, no data directory and nothing in the datasets cache: the library's line
+    (where a local copy would go), before torch loads; a copy in the datasets cache lets the library load it."""
+    import hf_bertscratch_cli
+
+    model_folder(tmp_path / "model", model_type="bertscratch")
+    env = offline_without_caches(monkeypatch, tmp_path)
+    argv = ["--model_name_or_path", "model", "--task", "sst2", "--max_steps", "3", "--output_dir", "out"]
+    done = front_door(tmp_path, "finetune", *argv, env=env)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "bertscratch finetune: error: FileNotFoundError: Dataset glue/sst2 has no local copy (neither --data_dir nor "
+        "$BERTSCRATCH_DATA_DIR is set) and HF_HUB_OFFLINE is set, with no copy in the datasets cache: pass --data_dir "
+        "DIR or set $BERTSCRATCH_DATA_DIR=DIR, DIR holding sst2/ (as ../shared/data does).\n"
+    )
+    (tmp_path / "hf-home" / "datasets" / "nyu-mll___glue" / "sst2").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    hf_bertscratch_cli.check_arguments("finetune", argv)
+
+
+def test_a_task_whose_files_stand_in_for_some_splits_is_left_to_the_library(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A --test_file beside --task: the library's line names the splits the file leaves to the dataset, so the
+    front door does not answer for it."""
+    import hf_bertscratch_cli
+
+    offline_without_caches(monkeypatch, tmp_path)
+    (tmp_path / "test.tsv").write_text("sentence1\tsentence2\tlabel\na\tb\tentailment\n")
+    hf_bertscratch_cli.check_arguments("finetune", ["--task", "rte", "--test_file", str(tmp_path / "test.tsv")])
