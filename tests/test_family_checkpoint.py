@@ -323,8 +323,20 @@ def test_a_checkpoint_outside_the_family_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture, make, message: str, command: str
 ) -> None:
     model = str(make(tmp_path / "model"))
+    train = tmp_path / "train.csv"  # local data: the model is the one thing wrong, offline or not
+    train.write_text("text,label\na fine film,1\na dull one,0\n")
     argv = {
-        "finetune": ["finetune", "--model_name_or_path", model, "--task", "sst2", "--output_dir", str(tmp_path / "o")],
+        "finetune": [
+            "finetune",
+            "--model_name_or_path",
+            model,
+            "--train_file",
+            str(train),
+            "--validation_file",
+            str(train),
+            "--output_dir",
+            str(tmp_path / "o"),
+        ],  # fmt: skip
         "classify": ["classify", model, "a text"],
         "export": ["export", model, str(tmp_path / "o")],
     }[command]
