@@ -1297,7 +1297,8 @@ def test_token_classification_end_to_end(tmp_path: Path, model_dir: Path) -> Non
 
 def test_conll_text_files_of_ones_own_are_read_as_sentences(tmp_path: Path) -> None:
     """A token-classification task given .txt files reads them as CoNLL-format sentences (`read_conll`), in the
-    front door's column check and in the loading alike; for other tasks a .txt file stays lines of text."""
+    front door's column check and in the loading alike; for other tasks a .txt file stays lines of text, and one of
+    CoNLL-format sentences is named as one, with the --task_type that reads it."""
     from hf_bertscratch.tasks.data import check_data_arguments, load_task_datasets
     from hf_bertscratch_cli.data_checks import check_task_files
 
@@ -1309,7 +1310,7 @@ def test_conll_text_files_of_ones_own_are_read_as_sentences(tmp_path: Path) -> N
     splits = load_task_datasets(args, check_data_arguments(args))
     assert splits["train"]["tokens"] == [[w for w, _ in s] for s in conll_sentences(6, 0)]
     assert splits["eval"]["ner_tags"] == [[t for _, t in s] for s in conll_sentences(3, 1)]
-    with pytest.raises(ValueError, match=r"not in the train split; it has \['text'\]"):
+    with pytest.raises(ValueError, match=r"\(--train_file\) looks like a CoNLL file: add --task_type token-class"):
         check_task_files(["--train_file", str(train), "--validation_file", str(dev)])  # classification: lines
 
 
