@@ -254,8 +254,8 @@ def split_roles(
 ) -> dict[str, str]:
     """Which split of the data each role reads: "train" the task's train split; "eval" its eval split, else
     "validation", else "test", whichever `splits` has ("" when neither); "test", when the task has a test split (or
-    `test_file` gives one, or the data has one and no validation split) that `splits` has or that `test_split_named`
-    (--test_split) asks for.
+    `test_file` gives one, or data of one's own has one: a table task reads the test split the table gives it) that
+    `splits` has or that `test_split_named` (--test_split) asks for.
 
     The test split is scored once: unless `eval_split_named` (--eval_split) asks for it, it is not the eval split
     ("" then: a share of the train split is held out to choose checkpoints on, as for IMDB) and is scored at the end;
@@ -263,8 +263,8 @@ def split_roles(
     checkpoints are chosen on, as for a dataset's test split that --eval_split names."""
     eval_split = task.eval_split or next((s for s in ("validation", "test") if s in splits), "")
     roles = {"train": task.train_split, "eval": eval_split}
-    test_only = not task.eval_split and "test" in splits and "validation" not in splits
-    test_split = task.test_split or ("test" if test_file or test_only else None)
+    own_test = not task.dataset_name and "test" in splits  # data of one's own; a table task's test split is its own
+    test_split = task.test_split or ("test" if test_file or own_test else None)
     if test_split and (test_split in splits or test_split_named):
         if eval_split != test_split:
             roles["test"] = test_split

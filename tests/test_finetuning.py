@@ -542,6 +542,50 @@ def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
     ]
 
 
+def test_a_train_file_alone_is_chosen_on_and_scored_on_train_held_out(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--train_file alone, no split flags: 5% of its examples (5 of 100) are held out, chosen on every epoch and
+    reported as the eval split; there is no test split."""
+    output = tmp_path / "run"
+    train = write_csv(tmp_path / "train.csv", sentiment_rows(100, 0))
+    with caplog.at_level(logging.INFO):
+        main(["--train_file", str(train)] + run_argv(model_dir, output))
+    results = json.loads((output / "all_results.json").read_text())
+    assert (results["train_samples"], results["eval_samples"]) == (95, 5) and "eval_accuracy" in results
+    assert not any(key.startswith("test_") for key in results) and not (output / "test_predictions.csv").exists()
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert sum("eval_accuracy" in log for log in state["log_history"]) == 2  # per epoch, on the held-out examples
+    assert "baseline_constant" in results  # reported beside its no-learning baselines, as any eval split
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("No validation split")] == [
+        "No validation split: checkpoints are chosen on 5 train examples held out (5%, split held_out), which are the "
+        "eval split scored and reported; there is no test split."
+    ]
+
+
+def test_a_dataset_with_its_own_labelled_test_split_scores_it_once_at_the_end(tmp_path: Path, model_dir: Path) -> None:
+    """--dataset_name of a dataset saved to disk with labelled train, validation and test splits, no split flags:
+    checkpoints are chosen on the validation split and the test split is scored once, at the end, with its
+    no-learning baselines and test_predictions.csv, as a --test_file is."""
+    folder = tmp_path / "own"
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict({"text": [t for t, _ in rows], "label": [y for _, y in rows]})
+            for split, rows in (
+                ("train", sentiment_rows(48, 0)), ("validation", sentiment_rows(10, 1)), ("test", sentiment_rows(6, 2))
+            )
+        }
+    ).save_to_disk(str(folder))  # fmt: skip
+    output = tmp_path / "run"
+    main(["--dataset_name", str(folder)] + run_argv(model_dir, output))
+    results = json.loads((output / "all_results.json").read_text())
+    assert (results["eval_samples"], results["test_samples"]) == (10, 6)
+    assert "test_accuracy" in results and "test_baseline_constant" in results
+    assert len(read_rows(output / "test_predictions.csv")) == 6
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert not any(key.startswith("test_") for log in state["log_history"] for key in log)  # never chosen on
+
+
 def test_eval_split_test_scores_the_test_file_once_and_says_it_was_chosen_on(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -1551,8 +1595,8 @@ def _no_validation_split(tmp_path: Path) -> list[str]:
         (_scores_for_classification, r"numbers such as \[0.5, 3.25\]: a classification task needs class ids or names"),
         (
             _no_validation_split,
-            r"no validation split to evaluate on \(its splits: \['train'\]\).*--validation_file.*"
-            r"--validation_split_percentage",
+            r"no validation split, and 5% of its 2 train examples would hold out 1 to choose checkpoints on and score, "
+            r"fewer than 5: give --validation_file\.",
         ),
         (
             lambda _: ["--task", "rte", "--task_type", "regression"],

@@ -11,7 +11,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+from hf_bertscratch.tasks.data import MIN_HELD_OUT, DataArguments, load_task_datasets
 from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE
 
 RTE_HEADER = ("index", "sentence1", "sentence2", "label")
@@ -266,6 +266,119 @@ def test_a_dataset_with_train_and_test_splits_only_is_chosen_on_train_held_out(
     ).save_to_disk(str(with_validation))
     splits, args = load(caplog, dataset_name=str(with_validation), task_type="classification")
     assert sizes(splits) == {"train": 3, "eval": 3} and args.validation_split_percentage == 0
+
+
+def save_splits(folder: Path, sizes: dict[str, int], labels: dict[str, list[int]] | None = None) -> Path:
+    """A dataset saved to disk (what `--dataset_name FOLDER` reads) of one split per `sizes` entry, `n` texts each,
+    labelled 0/1 in turns (or `labels[split]`: -1 for no label, as the Hub's GLUE test splits have them)."""
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["no", "yes"])})
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict(
+                {
+                    "text": [f"{split} {i}" for i in range(n)],
+                    "label": (labels or {}).get(split, [i % 2 for i in range(n)]),
+                },
+                features=features,
+            )
+            for split, n in sizes.items()
+        }
+    ).save_to_disk(str(folder))
+    return folder
+
+
+def test_a_train_split_alone_holds_out_a_share_of_train_to_choose_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--train_file T` alone, or a dataset with a train split alone: HOLD_OUT_PERCENTAGE of train (the same examples
+    in every run) is held out, chosen on and reported as the eval split, and one log line says so;
+    `--validation_split_percentage 0` holds none out and is refused in one line."""
+    train = write_tsv(tmp_path / "train.tsv", [(f"text {i}", str(i % 2)) for i in range(100)], ("text", "label"))
+    held = round(100 * HOLD_OUT_PERCENTAGE / 100)
+    line = (
+        f"No validation split: checkpoints are chosen on {held} train examples held out ({HOLD_OUT_PERCENTAGE}%, "
+        "split held_out), which are the eval split scored and reported; there is no test split."
+    )
+    splits, args = load(caplog, train_file=str(train))
+    assert sizes(splits) == {"train": 100 - held, "eval": held}
+    assert splits["eval"].split == "held_out"
+    assert sorted([*splits["train"]["text"], *splits["eval"]["text"]]) == sorted(f"text {i}" for i in range(100))
+    assert args.validation_split_percentage == HOLD_OUT_PERCENTAGE
+    assert said(caplog, "No validation split") == [line]
+    caplog.clear()
+    folder = save_splits(tmp_path / "train-only", {"train": 100})
+    splits, args = load(caplog, dataset_name=str(folder), task_type="classification")
+    assert sizes(splits) == {"train": 100 - held, "eval": held}
+    assert args.validation_split_percentage == HOLD_OUT_PERCENTAGE
+    assert said(caplog, "No validation split") == [line]
+    for flags in ({"train_file": str(train)}, {"dataset_name": str(folder)}):
+        with pytest.raises(ValueError) as refused:
+            load(caplog, **flags, validation_split_percentage=0)
+        assert str(refused.value) == (
+            "The data has no validation split to evaluate on (its splits: ['train']) and --validation_split_percentage "
+            "0 holds none of train out: give --validation_file, name one of its splits with --eval_split, or hold out "
+            f"part of the train split with --validation_split_percentage (default {HOLD_OUT_PERCENTAGE})."
+        )
+
+
+def test_a_train_split_alone_too_small_to_hold_out_a_handful_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A train file alone whose HOLD_OUT_PERCENTAGE would be fewer than a handful of examples is refused, naming the
+    count and the flag; a share given with --validation_split_percentage is held out as given."""
+    train = write_tsv(tmp_path / "train.tsv", [(f"text {i}", str(i % 2)) for i in range(40)], ("text", "label"))
+    with pytest.raises(ValueError) as refused:
+        load(caplog, train_file=str(train))
+    assert str(refused.value) == (
+        f"The data has no validation split, and {HOLD_OUT_PERCENTAGE}% of its 40 train examples would hold out 2 to "
+        f"choose checkpoints on and score, fewer than {MIN_HELD_OUT}: give --validation_file, or hold out more with "
+        "--validation_split_percentage (e.g. 13)."
+    )
+    tiny = write_tsv(tmp_path / "tiny.tsv", [("a", "0"), ("b", "1")], ("text", "label"))
+    with pytest.raises(ValueError, match=r"of its 2 train examples would hold out 1 .*: give --validation_file\.$"):
+        load(caplog, train_file=str(tiny))
+    splits, _ = load(caplog, train_file=str(train), validation_split_percentage=5)
+    assert sizes(splits) == {"train": 38, "eval": 2}
+
+
+def test_a_dataset_with_a_test_split_of_its_own_scores_it_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Data of one's own with train, validation and test splits, given with no split flags (a dataset saved to disk,
+    or a file for each split): checkpoints are chosen on the validation split and the test split is scored once, at
+    the end; a test split whose labels are all -1 (the Hub's GLUE test splits) is predicted, not scored."""
+    folder = save_splits(tmp_path / "own", {"train": 6, "validation": 3, "test": 4})
+    splits, args = load(caplog, dataset_name=str(folder), task_type="classification")
+    assert sizes(splits) == {"train": 6, "eval": 3, "test": 4}
+    assert splits["test"]["text"] == [f"test {i}" for i in range(4)] and "label" in splits["test"].column_names
+    assert args.validation_split_percentage == 0
+    hidden = save_splits(tmp_path / "hidden", {"train": 6, "validation": 3, "test": 4}, {"test": [-1] * 4})
+    splits, _ = load(caplog, dataset_name=str(hidden))
+    assert sizes(splits) == {"train": 6, "eval": 3, "test": 4} and "label" not in splits["test"].column_names
+    files = {
+        f"{split}_file": str(write_tsv(tmp_path / f"{split}.tsv", [(f"{split} {i}", str(i % 2)) for i in range(n)],
+                                       ("text", "label")))
+        for split, n in (("train", 6), ("validation", 3), ("test", 4))
+    }  # fmt: skip
+    assert sizes(load(caplog, **files)[0]) == {"train": 6, "eval": 3, "test": 4}
+
+
+def test_a_table_task_reads_the_test_split_the_table_gives_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A GLUE task from a copy of its dataset with a test split (labels hidden as -1 on the Hub) keeps to the table:
+    no test split is read, scored or predicted."""
+    features = datasets.Features(
+        {"sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
+         "label": datasets.ClassLabel(names=["entailment", "not_entailment"])}
+    )  # fmt: skip
+    rows = {"sentence1": ["a", "b", "c"], "sentence2": ["d", "e", "f"]}
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict({**rows, "label": labels}, features=features)
+            for split, labels in (("train", [0, 1, 0]), ("validation", [1, 0, 1]), ("test", [-1, -1, -1]))
+        }
+    ).save_to_disk(str(tmp_path / "rte"))
+    splits, _ = load(caplog, task="rte", dataset_name=str(tmp_path / "rte"))
+    assert sizes(splits) == {"train": 3, "eval": 3}
 
 
 def test_imdb_from_a_named_dataset_keeps_its_hold_out(

@@ -9,6 +9,7 @@ same checks and none of them depends on another.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import datasets
@@ -43,6 +44,9 @@ from .question_answering import is_squad_json, load_squad_json
 
 AUTO = "auto"  # a setting chosen for the task at hand
 logger = logging.getLogger(__name__)
+
+# The fewest train examples held out by default from train data alone, whose held-out examples are all the run scores.
+MIN_HELD_OUT = 5
 
 # Question answering's --doc_stride at most (BERT's SQuAD runs: 128 of max_seq_length 384).
 DOC_STRIDE = 128
@@ -99,7 +103,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Split scored once at the end with the chosen model, or predicted when it has no labels (default: "
-            "the task's)."
+            "the task's; for your own data, test where it has one)."
         },
     )
     validation_split_percentage: float | None = field(
@@ -107,9 +111,10 @@ class DataArguments:
         metadata={
             "help": "For data without a validation split: hold out this percentage of the train split (the same "
             "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
-            f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} where a test file "
-            "or split is given, or the dataset has one, and there is no validation split (the test split is scored "
-            "once, not chosen on); otherwise 0 (none held out)."
+            f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} for your own data "
+            "without a validation split (a test split is scored once, not chosen on; train data alone must hold out "
+            f"{MIN_HELD_OUT} examples at least, or is refused); otherwise 0 (none held out). 0 without a validation "
+            "split is refused."
         },
     )
     text_column: str | None = field(
@@ -254,9 +259,12 @@ def check_data_arguments(args: DataArguments) -> TaskSpec:
     args.derived_from_length = [name for name in ("head_tokens", "doc_stride") if getattr(args, name) is None]
     _derive_from_length(args, task)
     _check_lengths(args, task)
-    # The task's; where a test split is given, or a dataset may have one, whether a share is held out waits for the
-    # data's splits (`load_task_datasets`: only where there is a test split and no validation split).
-    if args.validation_split_percentage is None and not (args.test_file or args.test_split or args.dataset_name):
+    # The table task's; for data of one's own, or where a test split is given, or a dataset may have one, whether a
+    # share is held out waits for the data's splits (`load_task_datasets`: only where there is no validation split).
+    own_data = not task.dataset_name
+    if args.validation_split_percentage is None and not (
+        own_data or args.test_file or args.test_split or args.dataset_name
+    ):
         args.validation_split_percentage = task.validation_split_percentage
         if args.validation_split_percentage:
             args.chosen_defaults.append(f"validation_split_percentage {args.validation_split_percentage:g}")
@@ -386,22 +394,24 @@ def _load_splits(args: DataArguments, task: TaskSpec, cache_dir: str | None = No
 
 def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | None = None) -> datasets.DatasetDict:
     """The train, eval and (when the task has one) test splits, keyed "train", "eval", "test", checked for
-    presence, columns and emptiness before any training. Without a validation split, where a test split is given,
-    a share of the train split is held out to choose checkpoints on (`HOLD_OUT_PERCENTAGE`, or the task's), and the
-    test split is scored once, at the end. Where --eval_split names the test split, it is scored once too, as the eval
-    split that checkpoints are chosen on, which the log says (`log_test_split_chosen_on`)."""
+    presence, columns and emptiness before any training. Without a validation split, a share of the train split is
+    held out to choose checkpoints on (`HOLD_OUT_PERCENTAGE`, or the task's): where a test split is given, it is
+    scored once, at the end; where train is all the data, the held-out examples are the eval split reported, and at
+    least `MIN_HELD_OUT` of them. Where --eval_split names the test split, it is scored once too, as the eval split
+    that checkpoints are chosen on, which the log says (`log_test_split_chosen_on`)."""
     raw = _load_splits(args, task, cache_dir)
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
-    if args.validation_split_percentage is None:  # a test split given, or a dataset's (`check_data_arguments`)
-        held_out = not roles["eval"] and roles.get("test")
+    share_chosen = args.validation_split_percentage is None  # not given: the task's, else by the data's splits
+    if share_chosen:
         task_share = task.validation_split_percentage or 0  # IMDB's, from a named copy of its dataset too
-        args.validation_split_percentage = (task_share or HOLD_OUT_PERCENTAGE) if held_out else task_share
+        args.validation_split_percentage = (task_share or HOLD_OUT_PERCENTAGE) if not roles["eval"] else task_share
     check_files_read(args, roles)
     if not roles["eval"] and not args.validation_split_percentage:
         raise ValueError(
-            f"The data has no validation split to evaluate on (its splits: {list(raw)}): give --validation_file, "
-            "name one of its splits with --eval_split, or hold out part of the train split with "
-            "--validation_split_percentage (e.g. 10)."
+            f"The data has no validation split to evaluate on (its splits: {list(raw)}) and "
+            "--validation_split_percentage 0 holds none of train out: give --validation_file, name one of its splits "
+            "with --eval_split, or hold out part of the train split with --validation_split_percentage (default "
+            f"{HOLD_OUT_PERCENTAGE})."
         )
     roles = {role: split for role, split in roles.items() if split}  # no eval split: held out of train below
     for role, split in roles.items():
@@ -420,6 +430,8 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
         check_labels_given(split, task, role)
     if args.validation_split_percentage:
+        if share_chosen and set(chosen) == {"train"}:  # all the run scores: a handful at least
+            check_enough_held_out(len(chosen["train"]), args.validation_split_percentage)
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
     log_test_split_chosen_on(args, task, roles.get("eval"), len(chosen["eval"]))
     for role, split in chosen.items():
@@ -523,6 +535,26 @@ HOLD_OUT_SEED = 0
 HELD_OUT = "held_out"  # the name of the split held out
 
 
+def held_out_count(examples: int, percentage: float) -> int:
+    """How many of `examples` train examples `percentage` % holds out (`hold_out_validation`): one at least."""
+    return max(1, round(examples * percentage / 100))
+
+
+def check_enough_held_out(examples: int, percentage: float) -> None:
+    """Fail in one line, naming the count and the flag, where the default share `percentage` of train data alone
+    (`examples` of them) would hold out fewer than `MIN_HELD_OUT` examples: too few for the eval score, all the run
+    reports, to mean anything. The advice names a share that holds out enough where one leaves most to train on."""
+    held = held_out_count(examples, percentage)
+    if held >= MIN_HELD_OUT:
+        return
+    enough = math.ceil(100 * MIN_HELD_OUT / examples)
+    more = f", or hold out more with --validation_split_percentage (e.g. {enough})" if enough <= 50 else ""
+    raise ValueError(
+        f"The data has no validation split, and {percentage:g}% of its {examples} train examples would hold out "
+        f"{held} to choose checkpoints on and score, fewer than {MIN_HELD_OUT}: give --validation_file{more}."
+    )
+
+
 def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
     """`percentage` % of the train split, drawn with `HOLD_OUT_SEED`, as the eval split checkpoints are chosen on;
     the former eval split, if any, becomes the test split, scored once at the end (a test split without an eval
@@ -532,7 +564,7 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
             f"--validation_split_percentage {percentage:g} holds out train examples for data without a validation "
             "split, but this data has an eval and a test split: give --validation_split_percentage 0."
         )
-    held = max(1, round(len(chosen["train"]) * percentage / 100))
+    held = held_out_count(len(chosen["train"]), percentage)
     if held >= len(chosen["train"]):
         raise ValueError(
             f"--validation_split_percentage {percentage:g} of {len(chosen['train'])} train examples leaves none to "
@@ -550,7 +582,11 @@ def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> data
         )  # fmt: skip
         return datasets.DatasetDict({"train": split["train"], "eval": validation, "test": chosen["test"]})
     if "eval" not in chosen:  # train data alone
-        logger.info("Checkpoints are chosen and scored on %s train examples held out (%g%%).", f"{held:,}", percentage)
+        logger.info(
+            "No validation split: checkpoints are chosen on %s train examples held out (%g%%, split %s), which are the "
+            "eval split scored and reported; there is no test split.",
+            f"{held:,}", percentage, HELD_OUT,
+        )  # fmt: skip
         return datasets.DatasetDict({"train": split["train"], "eval": validation})
     logger.info(
         "Checkpoints are chosen on %s train examples held out (%g%%, split %s); the %s examples of the "
