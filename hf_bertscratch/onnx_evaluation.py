@@ -440,7 +440,11 @@ def load_split_features(
     """The task shape (labels read from the data, the model checked against it), and the raw examples and
     fine-tuning's evaluation features of every split scored, each keyed by role ("eval", "test")."""
     raw = load_task_datasets(data_args, task)
-    if "test" in raw and not task.has_labels(raw["test"].column_names):  # fine-tuning predicts such a split
+    unlabelled = "test" in raw and not task.has_labels(raw["test"].column_names)  # fine-tuning predicts such a split
+    if unlabelled and not (data_args.test_file or data_args.test_split or args.split == "test"):
+        logger.info("The test split has no %s: only the eval split is scored.", task.scored_what)
+        del raw["test"]  # a dataset's own (GLUE's on the Hub), which nothing asked to score
+    elif unlabelled:
         raise ValueError(
             f"The test split has no {task.scored_what} (no {task.scored_column!r} column, or an empty one): evaluate-onnx scores "
             "each split against its labels; give a test file with them, or leave it out."

@@ -274,6 +274,31 @@ def test_a_test_file_without_labels_is_refused(no_export, data_dir, classifier_d
         evaluate(data_dir, classifier_dir, "--task", "sst2", *[str(a) for pair in zip(files, paths) for a in pair])
 
 
+def test_a_datasets_own_test_split_without_labels_is_left_out(data_dir, classifier_dir, tmp_path) -> None:
+    """A dataset of one's own whose test split has its labels hidden (-1, as the Hub's GLUE test splits have them),
+    which fine-tuning predicts: evaluate-onnx scores the eval split alone, and refuses the test split asked for."""
+    import datasets
+
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["negative", "positive"])}
+    )
+    texts = ["the movie was great", "the film was bad", "a fine film"]
+    datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
+            for split, labels in (("train", [1, 0, 1]), ("validation", [1, 0, 1]), ("test", [-1, -1, -1]))
+        }
+    ).save_to_disk(str(tmp_path / "own"))
+    flags = ["--model", str(classifier_dir), "--dataset_name", str(tmp_path / "own"), "--max_seq_length", "32"]
+    args, data_args = onnx_evaluation.parse_args(flags)
+    task = onnx_evaluation.check_arguments(args, data_args)
+    _, raw, features_of = onnx_evaluation.load_split_features(args, data_args, task, str(classifier_dir))
+    assert list(raw) == list(features_of) == ["eval"]
+    args, data_args = onnx_evaluation.parse_args([*flags, "--split", "test"])
+    with pytest.raises(ValueError, match=r"^The test split has no labels \(no 'label' column, or an empty one\)"):
+        onnx_evaluation.load_split_features(args, data_args, onnx_evaluation.check_arguments(args, data_args), "m")
+
+
 def test_a_model_of_other_labels_is_refused(no_export, data_dir, tokenizer, tmp_path) -> None:
     labels = {"id2label": {0: "negative", 1: "neutral", 2: "positive"}}
     model = save_model(hf_bertscratch.BertScratchForSequenceClassification, tokenizer, tmp_path, **labels)
