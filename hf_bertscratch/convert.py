@@ -32,6 +32,8 @@ import transformers
 from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, BertConfig, ElectraConfig, PreTrainedModel
 
+from hf_bertscratch_base.model_config import check_model_type
+
 from . import modeling_bertscratch
 from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
@@ -294,12 +296,6 @@ _TO_TRANSFORMERS: list[tuple[dict[str, str], Callable[[PreTrainedModel], PreTrai
     (ARCHITECTURES, bertscratch_to_bert),
     (ELECTRA_ARCHITECTURES, bertscratch_to_electra),
 ]
-# What a command takes besides a BertScratch checkpoint, as its errors name it.
-ACCEPTED_CHECKPOINTS = (
-    "model_type 'bertscratch', or transformers' BERT family (model_type 'bert': "
-    f"{', '.join(sorted(ARCHITECTURES))}, a sentence-transformers folder of one), or an ELECTRA discriminator "
-    "(ElectraForPreTraining) whose embedding_size equals its hidden_size"
-)
 # Why an architecture of the family's model types has no BertScratch counterpart, where a reason helps.
 _NO_COUNTERPART = {
     "ElectraForMaskedLM": "an ELECTRA generator: only the discriminator (ElectraForPreTraining) converts",
@@ -313,12 +309,7 @@ def _conversion_from_transformers(
     """The transformers architecture of `config` (a BERT or ELECTRA checkpoint's) and the conversion that turns its
     model into BertScratch; one line naming what `source` is and what converts, for anything else. The config itself
     is converted here, so a decoder or an ELECTRA with narrower embeddings is refused before its weights load."""
-    if config.model_type not in _FROM_TRANSFORMERS:
-        named = f" ({', '.join(config.architectures)})" if config.architectures else ""
-        raise ValueError(
-            f"{source} holds a checkpoint of model_type {config.model_type!r}{named}; expected 'bert' or "
-            f"'bertscratch' (or 'electra', an ELECTRA discriminator): {ACCEPTED_CHECKPOINTS}."
-        )
+    check_model_type(source, config.model_type, config.architectures)  # the front door's line
     bare, table, convert_config, convert = _FROM_TRANSFORMERS[config.model_type]
     architecture = (config.architectures or [bare])[0]
     if architecture not in table:
@@ -388,7 +379,7 @@ def family_checkpoint(model: str | Path) -> str:
     ELECTRA discriminator) is converted as `convert_checkpoint` converts it (the same weights, tokenizer and
     sentence-transformers files), once per process, into a temporary folder removed at exit, with one log line saying
     so; that folder is returned. Anything else is refused in one line naming what it is and what is accepted
-    (`ACCEPTED_CHECKPOINTS`), before any weights load.
+    (`hf_bertscratch_base.model_config.check_model_type`, as the front door refuses it), before any weights load.
 
     Every command that loads a model goes through here (`finetune`, `classify`, `tag`, `answer`, `embed`,
     `similarity`, `attention`, `fill-mask`, `export`), so each takes the same checkpoints."""
@@ -532,7 +523,6 @@ __all__ = [
     "convert_checkpoint",
     "copy_sentence_transformers_files",
     "family_checkpoint",
-    "ACCEPTED_CHECKPOINTS",
     "CONVERTIBLE_MODEL_TYPES",
     "ConvertArguments",
     "build_parser",

@@ -30,14 +30,21 @@ def read_config(reference: str | Path) -> dict[str, Any] | None:
     return config if isinstance(config, dict) else None
 
 
-def check_model_type(model: str | Path, model_type: str | None) -> None:
-    """Refuse, in one line naming it and what is accepted, a model whose config's `model_type` is none of
-    `MODEL_TYPES` (None: no model_type recorded, left to the library)."""
-    if model_type is not None and model_type not in MODEL_TYPES:
-        raise ValueError(
-            f"{model} holds a checkpoint of model_type {model_type!r}; expected 'bertscratch', 'bert' or 'electra' "
-            "(an ELECTRA discriminator)."
-        )
+def check_model_type(model: str | Path, model_type: str | None, architectures: object = None) -> None:
+    """Refuse, in one line naming it (and its `architectures`, where the config records them) and what is accepted,
+    a model whose config's `model_type` is none of `MODEL_TYPES` (None: no model_type recorded, left to the library).
+    The front door reads them from config.json, the library from the config it has loaded: the line is the same."""
+    if model_type is None or model_type in MODEL_TYPES:
+        return
+    named = (
+        f" ({', '.join(architectures)})"
+        if isinstance(architectures, list) and architectures and all(isinstance(name, str) for name in architectures)
+        else ""
+    )
+    raise ValueError(
+        f"{model} holds a checkpoint of model_type {model_type!r}{named}; expected 'bertscratch', or transformers' "
+        "'bert' or 'electra' (an ELECTRA discriminator), which become BertScratch with the same weights."
+    )
 
 
 def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: int | None) -> None:

@@ -23,7 +23,7 @@ def check_model_config(command: str, args: list[str]) -> None:
     model = model_argument(command, args) if command in FAMILY_COMMANDS else None
     config = read_config(model) if model is not None else None
     if model is not None and config is not None:
-        check_model_type(model, config.get("model_type"))
+        check_model_type(model, config.get("model_type"), config.get("architectures"))
 
 
 def _integer(value: str | None) -> int | None:

@@ -168,7 +168,7 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
 
 def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:
     DistilBertConfig(vocab_size=30, dim=32, n_layers=1, n_heads=2, hidden_dim=37).save_pretrained(tmp_path / "distil")
-    with pytest.raises(ValueError, match="model_type 'distilbert'.*expected 'bert' or 'bertscratch'"):
+    with pytest.raises(ValueError, match="model_type 'distilbert'.*expected 'bertscratch', or transformers' 'bert'"):
         convert.main([str(tmp_path / "distil"), str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["distil"]  # no staging folder left behind

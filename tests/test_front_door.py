@@ -83,10 +83,29 @@ def test_a_model_of_another_architecture_is_refused_by_its_model_type(tmp_path: 
     }[command]
     done = front_door(tmp_path, command, *argv)
     assert done.returncode == 1
-    assert done.stderr == (
-        f"bertscratch {command}: error: ValueError: gpt2 holds a checkpoint of model_type 'gpt2'; expected "
-        "'bertscratch', 'bert' or 'electra' (an ELECTRA discriminator).\n"
-    )
+    assert done.stderr == f"bertscratch {command}: error: ValueError: {GPT2_REFUSED}\n"
+
+
+# The one line a model of another architecture is refused with, at the front door and by the library alike.
+GPT2_REFUSED = (
+    "gpt2 holds a checkpoint of model_type 'gpt2' (GPT2LMHeadModel); expected 'bertscratch', or transformers' 'bert' "
+    "or 'electra' (an ELECTRA discriminator), which become BertScratch with the same weights."
+)
+
+
+def test_the_library_refuses_another_architecture_in_the_front_doors_words(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Reached from Python, past the front door, the library refuses the same folder in the same line."""
+    from transformers import GPT2Config
+
+    from hf_bertscratch.convert import family_checkpoint
+
+    GPT2Config(n_embd=32, n_layer=1, n_head=2, architectures=["GPT2LMHeadModel"]).save_pretrained(tmp_path / "gpt2")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as refused:
+        family_checkpoint("gpt2")
+    assert str(refused.value) == GPT2_REFUSED
 
 
 @pytest.mark.parametrize("model_type", ["bertscratch", "bert", "electra", None])
