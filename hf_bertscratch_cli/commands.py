@@ -43,9 +43,11 @@ COMMAND_SUMMARIES: dict[str, str] = {
 }
 
 # Commands whose first argument, when it is not a flag, is a model folder or Hub id; any command's
-# --model_name_or_path is one too. The front door checks it before torch loads (`model_argument`).
+# --model_name_or_path (evaluate-onnx's --model: MODEL_FLAGS) is one too. The front door checks it before torch loads (`model_argument`).
 MODEL_FIRST = ("fill-mask", "classify", "tag", "answer", "embed", "similarity", "attention", "export", "convert")
 MODEL_FLAG = "--model_name_or_path"
+# Commands that name their model with another flag than MODEL_FLAG.
+MODEL_FLAGS = {"evaluate-onnx": "--model"}
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
@@ -65,7 +67,7 @@ def flag_value(args: list[str], flag: str) -> str | None:
 
 def model_argument(command: str, args: list[str]) -> str | None:
     """The model folder or Hub id that `command`'s arguments name, or None where they name none."""
-    model = flag_value(args, MODEL_FLAG)
+    model = flag_value(args, MODEL_FLAGS.get(command, MODEL_FLAG))
     if model is not None:
         return model
     if command in MODEL_FIRST and args and not args[0].startswith("-") and not args[0].endswith(".json"):

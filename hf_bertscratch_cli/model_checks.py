@@ -14,13 +14,16 @@ from .commands import MODEL_FIRST, flag_value, model_argument
 # The commands that load (or convert) their model as `hf_bertscratch.convert.family_checkpoint` does, which takes the
 # model types `MODEL_TYPES`.
 FAMILY_COMMANDS = ("finetune", *MODEL_FIRST)
+# The commands whose model of another model_type is refused (`check_model_type`): the family's, and pretrain, which
+# continues a BertScratch model (a model of any other model_type fails there).
+MODEL_TYPE_COMMANDS = (*FAMILY_COMMANDS, "pretrain")
 # The commands that refuse a --max_seq_length beyond their model's positions (`check_max_seq_length`).
-LENGTH_COMMANDS = ("pretrain", "finetune", "answer")
+LENGTH_COMMANDS = ("pretrain", "finetune", "answer", "evaluate-onnx")
 
 
 def check_model_config(command: str, args: list[str]) -> None:
-    """A FAMILY_COMMANDS command's local model folder holds a model_type the command loads (`check_model_type`)."""
-    model = model_argument(command, args) if command in FAMILY_COMMANDS else None
+    """A MODEL_TYPE_COMMANDS command's local model folder holds a model_type the command loads (`check_model_type`)."""
+    model = model_argument(command, args) if command in MODEL_TYPE_COMMANDS else None
     config = read_config(model) if model is not None else None
     if model is not None and config is not None:
         check_model_type(model, config.get("model_type"), config.get("architectures"))
@@ -56,4 +59,11 @@ def check_length(command: str, args: list[str]) -> None:
         check_max_seq_length(length, model_positions(command, args))
 
 
-__all__ = ["FAMILY_COMMANDS", "LENGTH_COMMANDS", "check_length", "check_model_config", "model_positions"]
+__all__ = [
+    "FAMILY_COMMANDS",
+    "LENGTH_COMMANDS",
+    "MODEL_TYPE_COMMANDS",
+    "check_length",
+    "check_model_config",
+    "model_positions",
+]

@@ -71,13 +71,15 @@ def test_a_missing_model_or_file_is_still_named_before_a_mistyped_flag(reviews: 
     )
 
 
-@pytest.mark.parametrize("command", ["finetune", "classify", "convert"])
+@pytest.mark.parametrize("command", ["finetune", "classify", "convert", "pretrain"])
 def test_a_model_of_another_architecture_is_refused_by_its_model_type(tmp_path: Path, command: str) -> None:
     """A folder whose config.json names a model_type BertScratch neither is nor converts is refused in one short
-    line naming the model_type and what is accepted, before torch loads (and its warnings)."""
+    line naming the model_type and what is accepted, before torch loads (and its warnings): pretraining, which
+    continues a BertScratch model, too."""
     model_folder(tmp_path / "gpt2", model_type="gpt2", architectures=["GPT2LMHeadModel"], n_positions=1024)
     argv = {
         "finetune": ["--model_name_or_path", "gpt2", "--task", "sst2", "--output_dir", "out"],
+        "pretrain": ["--model_name_or_path", "gpt2", "--output_dir", "out"],
         "classify": ["gpt2", "a fine film"],
         "convert": ["gpt2", "converted"],
     }[command]
@@ -141,9 +143,10 @@ LENGTH_LINE = (
         ("pretrain", ["--config_name", "small/config.json", "--output_dir", "out"], 64),
         ("pretrain", ["--max_position_embeddings", "128", "--output_dir", "out"], 128),
         ("answer", ["model", "--question", "who?", "--context", "the cat"], 512),
+        ("evaluate-onnx", ["--model", "small", "--task", "sst2"], 64),
     ],
     ids=["finetune", "pretrain-new", "pretrain-continued", "pretrain-config", "pretrain-config-file",
-         "pretrain-positions", "answer"],
+         "pretrain-positions", "answer", "evaluate-onnx"],
 )  # fmt: skip
 def test_a_max_seq_length_beyond_the_models_positions_is_refused_at_once(
     reviews: Path, command: str, argv: list[str], positions: int
@@ -167,6 +170,13 @@ def test_a_max_seq_length_within_the_models_positions_passes(reviews: Path) -> N
     hf_bertscratch_cli.check_arguments(
         "finetune", ["--model_name_or_path", "someone/model", "--max_seq_length", "4096"]
     )
+    hf_bertscratch_cli.check_arguments("evaluate-onnx", ["--model", str(reviews / "model"), "--max_seq_length", "512"])
+
+
+def test_a_missing_model_of_evaluate_onnx_is_named_at_once(tmp_path: Path) -> None:
+    done = front_door(tmp_path, "evaluate-onnx", "--model", "nowhere", "--task", "sst2")
+    assert done.returncode == 1
+    assert "'nowhere'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
 CONLL_LINES = (
@@ -266,3 +276,4 @@ def test_a_task_whose_files_stand_in_for_some_splits_is_left_to_the_library(
     offline_without_caches(monkeypatch, tmp_path)
     (tmp_path / "test.tsv").write_text("sentence1\tsentence2\tlabel\na\tb\tentailment\n")
     hf_bertscratch_cli.check_arguments("finetune", ["--task", "rte", "--test_file", str(tmp_path / "test.tsv")])
+
