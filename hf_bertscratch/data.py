@@ -20,7 +20,7 @@ from typing import cast
 import datasets
 from pandas.errors import ParserError
 
-from hf_bertscratch_base.data_files import CONLL_DOCSTART, FILE_BUILDERS, file_extension, is_text_file, open_text
+from hf_bertscratch_base.data_files import FILE_BUILDERS, conll_sentences, file_extension, is_text_file, open_text
 from hf_bertscratch_base.dataset_table import (
     BUNDLED_DATASETS,
     DATASET_CITATIONS,
@@ -426,24 +426,18 @@ def _check_line(fields: list[str], columns: int, tag_column: int, path: Path, li
 def _conll_sentences(path: Path, tag_column: int) -> Iterator[tuple[list[str], list[str] | None]]:
     """(words, tags) per sentence, tags None in a file of words alone: blank lines end sentences, -DOCSTART- lines
     are skipped."""
-    words: list[str] = []
-    tags: list[str] = []
     columns = 0  # set by the first token line; every token line must have as many
     with open_text(path) as lines:
-        for line_number, line in enumerate(lines, start=1):
-            fields = line.split()
-            if not fields or fields[0] == CONLL_DOCSTART:
-                if words:
-                    yield words, tags if columns > 1 else None
-                words, tags = [], []
-                continue
-            columns = columns or len(fields)
-            _check_line(fields, columns, tag_column, path, line_number)
-            words.append(fields[0])
-            if columns > 1:
-                tags.append(fields[tag_column])
-    if words:  # a file need not end with a blank line
-        yield words, tags if columns > 1 else None
+        for sentence in conll_sentences(lines):
+            words: list[str] = []
+            tags: list[str] = []
+            for line_number, fields in sentence:
+                columns = columns or len(fields)
+                _check_line(fields, columns, tag_column, path, line_number)
+                words.append(fields[0])
+                if columns > 1:
+                    tags.append(fields[tag_column])
+            yield words, tags if columns > 1 else None
 
 
 def read_conll(path: str | Path, tag_column: int = -1) -> datasets.Dataset:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import csv
 import gzip
+import itertools
 import json
 import re
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -104,6 +106,80 @@ def read_conll_columns(path: str | Path) -> list[str] | None:
     return None
 
 
+def conll_sentences(lines: Iterable[str]) -> Iterator[list[tuple[int, list[str]]]]:
+    """The sentences of CoNLL-format lines, each as its token lines' (line number, whitespace-separated fields): a
+    blank line or a -DOCSTART- line ends a sentence, and is none of its lines."""
+    sentence: list[tuple[int, list[str]]] = []
+    for line_number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields or fields[0] == CONLL_DOCSTART:
+            if sentence:
+                yield sentence
+            sentence = []
+        else:
+            sentence.append((line_number, fields))
+    if sentence:  # a file need not end with a blank line
+        yield sentence
+
+
+def count_examples(path: str | Path, conll: bool = False, up_to: int | None = None) -> int | None:
+    """How many examples `datasets` reads from a local data file, counted without it: a csv or tsv file's rows under
+    its header (blank lines aside, as pandas skips them), a JSON Lines file's lines, a json list's items, and with
+    `conll` a text file's CoNLL sentences (`conll_sentences`, as `hf_bertscratch.data.read_conll` reads them). Counting
+    stops at `up_to`, which is returned once reached. None where the count is not so plain: a glob, a missing file,
+    parquet, plain text, SQuAD's nested json, a file whose rows cannot be read with the standard library."""
+    path = Path(path).expanduser()
+    builder, kwargs = FILE_BUILDERS.get(file_extension(path), ("", {}))
+    if any(char in str(path) for char in "*?[") or not path.is_file() or builder not in ("text", "csv", "json"):
+        return None
+    if builder == "text" and not conll:
+        return None
+    try:
+        if builder == "json" and _first_character(path) == "[":
+            return _json_list_length(path)
+        with open_text(path, encoding="utf-8-sig") as lines:
+            rows: Iterable[object]
+            if builder == "text":  # read_conll refuses token lines of different widths: left to it
+                rows = _same_width(conll_sentences(lines))
+            elif builder == "csv":
+                rows = itertools.islice(_csv_rows(lines, kwargs), 1, None)  # its header is no example
+            elif _json_keys(lines.readline(FIRST_ROW_LIMIT)) is None:
+                return None  # one json document (SQuAD's, a pretty-printed object): not one row per line
+            else:
+                rows = itertools.chain([None], (line for line in lines if line.strip()))  # the first line read
+            return sum(1 for _ in itertools.islice(rows, up_to))
+    except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
+        return None
+
+
+def _same_width(sentences: Iterator[list[tuple[int, list[str]]]]) -> Iterator[list[tuple[int, list[str]]]]:
+    """`sentences`, raising ValueError at a token line whose number of fields differs from the first one's."""
+    width = 0
+    for sentence in sentences:
+        width = width or len(sentence[0][1])
+        if any(len(fields) != width for _, fields in sentence):
+            raise ValueError("token lines of different widths")
+        yield sentence
+
+
+def _first_character(path: Path) -> str:
+    """The first character of a text file that is not whitespace ("" for none)."""
+    with open_text(path, encoding="utf-8-sig") as text:
+        while chunk := text.read(4096):
+            if stripped := chunk.lstrip():
+                return stripped[0]
+    return ""
+
+
+def _json_list_length(path: Path) -> int | None:
+    """The number of objects in a json file holding one list of them (up to `LAYOUT_SNIFF_BYTES`); None otherwise."""
+    if path.stat().st_size > LAYOUT_SNIFF_BYTES:
+        return None
+    with open_text(path, encoding="utf-8-sig") as text:
+        rows = json.load(text)
+    return len(rows) if isinstance(rows, list) and all(isinstance(row, dict) for row in rows) else None
+
+
 def is_squad_json(path: str | Path) -> bool:
     """Whether `path` is a SQuAD-layout json file (one object whose "data" holds the articles), which
     `hf_bertscratch.tasks.question_answering.load_squad_json` reads, rather than a flat file of one row per question
@@ -157,17 +233,28 @@ def file_layout(path: str | Path) -> str | None:
     return None
 
 
-def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
-    """The first row that is not blank (pandas, by which `datasets` reads csv, skips blank lines), or None; `reading`
-    is the file's builder kwargs (`FILE_BUILDERS`), whose separator and quoting pandas reads it with."""
+def _csv_reader(lines: TextIO, reading: dict[str, object]) -> Iterator[list[str]]:
+    """A csv reader of `lines` with the separator and quoting pandas (by which `datasets` reads csv) reads them with:
+    `reading` is the file's builder kwargs (`FILE_BUILDERS`)."""
     delimiter = str(reading.get("sep", ","))
-    quoted = reading.get("quoting") != csv.QUOTE_NONE
-    rows = (
-        csv.reader(lines, delimiter=delimiter)
-        if quoted
-        else csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)
-    )
-    for row in rows:
+    if reading.get("quoting") == csv.QUOTE_NONE:
+        return csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+    return csv.reader(lines, delimiter=delimiter)
+
+
+def _csv_rows(lines: TextIO, reading: dict[str, object]) -> Iterator[list[str]]:
+    """The rows of a csv or tsv file, header first, empty lines left out as pandas leaves them out. A line of
+    whitespace alone, which pandas may read either way, raises ValueError."""
+    for row in _csv_reader(lines, reading):
+        if len(row) == 1 and row[0] and not row[0].strip():
+            raise ValueError("a line of whitespace alone")
+        if row:
+            yield row
+
+
+def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
+    """The first row that is not blank (pandas skips blank lines), or None."""
+    for row in _csv_reader(lines, reading):
         if any(cell.strip() for cell in row):
             return row
     return None
@@ -191,6 +278,8 @@ __all__ = [
     "FILE_BUILDERS",
     "TEXT_COLUMN",
     "TSV_READING",
+    "conll_sentences",
+    "count_examples",
     "file_extension",
     "file_layout",
     "is_squad_json",

@@ -8,6 +8,7 @@ name inside the package, beside what each shape does with its examples.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
@@ -41,6 +42,8 @@ SHAPE_MAIN_METRIC: dict[str, str] = {
 # The share (%) of the train split held out to choose checkpoints on where the data has no validation split and its
 # test split is scored once, at the end (IMDB; a --train_file with a --test_file and no --validation_file).
 HOLD_OUT_PERCENTAGE = 5
+# The fewest train examples held out by default from train data alone, whose held-out examples are all the run scores.
+MIN_HELD_OUT = 5
 
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
@@ -349,10 +352,31 @@ def check_tagged_conll_file(task: TaskSpec, role: str, split: str, path: str, co
     )
 
 
+def held_out_count(examples: int, percentage: float) -> int:
+    """How many of `examples` train examples `percentage` % holds out (`hold_out_validation`): one at least."""
+    return max(1, round(examples * percentage / 100))
+
+
+def check_enough_held_out(examples: int, percentage: float) -> None:
+    """Fail in one line, naming the count and the flag, where the default share `percentage` of train data alone
+    (`examples` of them) would hold out fewer than `MIN_HELD_OUT` examples: too few for the eval score, all the run
+    reports, to mean anything. The advice names a share that holds out enough where one leaves most to train on."""
+    held = held_out_count(examples, percentage)
+    if held >= MIN_HELD_OUT:
+        return
+    enough = math.ceil(100 * MIN_HELD_OUT / examples)
+    more = f", or hold out more with --validation_split_percentage (e.g. {enough})" if enough <= 50 else ""
+    raise ValueError(
+        f"The data has no validation split, and {percentage:g}% of its {examples} train examples would hold out "
+        f"{held} to choose checkpoints on and score, fewer than {MIN_HELD_OUT}: give --validation_file{more}."
+    )
+
+
 __all__ = [
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
     "HOLD_OUT_PERCENTAGE",
+    "MIN_HELD_OUT",
     "SHAPES",
     "SHAPE_COLUMNS",
     "SHAPE_MAIN_METRIC",
@@ -361,12 +385,14 @@ __all__ = [
     "LAYOUT_TASK_TYPES",
     "TaskSpec",
     "check_columns",
+    "check_enough_held_out",
     "check_file_layout",
     "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",
     "column_flag",
     "embedding_task",
+    "held_out_count",
     "required_columns",
     "resolve_task",
     "split_roles",

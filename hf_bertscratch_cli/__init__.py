@@ -52,8 +52,9 @@ def check_sources(command: str, args: list[str]) -> None:
 def check_arguments(command: str, args: list[str]) -> None:
     """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
     command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
-    reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions (`check_length`), and the columns of the local data
-    files a training command, or an inference command's --input_file, reads (`check_data_files`)."""
+    reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions (`check_length`), the columns of the local data
+    files a training command, or an inference command's --input_file, reads, and a finetune train file alone too
+    small to hold examples out of (`check_data_files`)."""
     task = flag_value(args, "--task") if command == "finetune" else None
     if command == "finetune":
         check_task_names(task, flag_value(args, "--task_type"))

@@ -2,22 +2,34 @@
 their headers (`hf_bertscratch_base.data_files.read_columns`; a CoNLL text file's first token line,
 `read_conll_columns`) against the task table's columns, or an inference command's input columns, and the
 `--*_column` flags, failing with the library's own line (`task_table.check_columns`, `check_tagged_conll_file`,
-which stay for users of the API). A file whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json,
+which stay for users of the API), and that a train file alone holds enough examples to hold some out of
+(`check_train_file_holds_out_enough`). A file whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json,
 a file that is not UTF-8) is left to the library; a named file that does not exist fails here.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 
-from hf_bertscratch_base.data_files import TEXT_COLUMN, is_text_file, read_columns, read_conll_columns
+from hf_bertscratch_base.data_files import (
+    TEXT_COLUMN,
+    count_examples,
+    is_text_file,
+    read_columns,
+    read_conll_columns,
+)
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
+    HOLD_OUT_PERCENTAGE,
+    MIN_HELD_OUT,
     SHAPE_COLUMNS,
     TaskOverrides,
+    TaskSpec,
     check_columns,
+    check_enough_held_out,
     check_file_layout,
     check_tagged_conll_file,
     check_test_file_as_eval,
@@ -79,6 +91,27 @@ def check_task_files(args: list[str]) -> None:
         found = columns.get(split)
         if found is not None:
             check_columns(found, required_columns(task, role, columns.get(roles["train"])), role)
+    if set(files) == {"train"} and overrides.task is None and not _other_data(args):
+        check_train_file_holds_out_enough(task, files["train"], conll and is_text_file(files["train"]))
+
+
+def _other_data(args: list[str]) -> bool:
+    """Whether the arguments name data beside the files, or a share to hold out: the library then holds out what it
+    is asked, or has other splits to choose on."""
+    flags = ("--dataset_name", "--data_dir", "--eval_split", "--test_split", "--validation_split_percentage")
+    return any(flag_value(args, flag) is not None for flag in flags)
+
+
+def check_train_file_holds_out_enough(task: TaskSpec, path: str, conll: bool) -> None:
+    """A train file alone, of own data, has enough examples that the share held out of it to choose on and score is
+    `MIN_HELD_OUT` at least (`check_enough_held_out`, as `hf_bertscratch.tasks.data.load_task_datasets` checks it),
+    counted without datasets (`count_examples`) up to the count that holds out enough; a file that cannot be counted
+    so is left to the library."""
+    percentage = task.validation_split_percentage or HOLD_OUT_PERCENTAGE
+    enough = math.ceil(100 * MIN_HELD_OUT / percentage)  # holds out MIN_HELD_OUT at least, as any larger count does
+    examples = count_examples(path, conll=conll, up_to=enough)
+    if examples:  # none: the library names an empty file
+        check_enough_held_out(examples, percentage)
 
 
 def check_text_files(args: list[str]) -> None:
@@ -161,5 +194,6 @@ __all__ = [
     "check_files_exist",
     "check_input_file",
     "check_task_files",
+    "check_train_file_holds_out_enough",
     "check_text_files",
 ]

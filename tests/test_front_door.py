@@ -277,3 +277,78 @@ def test_a_task_whose_files_stand_in_for_some_splits_is_left_to_the_library(
     (tmp_path / "test.tsv").write_text("sentence1\tsentence2\tlabel\na\tb\tentailment\n")
     hf_bertscratch_cli.check_arguments("finetune", ["--task", "rte", "--test_file", str(tmp_path / "test.tsv")])
 
+
+def _rows(name: str, count: int) -> str:
+    """A train file of `count` labelled examples in the format `name`'s extension says."""
+    if name.endswith(".csv"):
+        return "text,label\n" + "".join(f'"film {i}, fine",pos\n\n' for i in range(count))
+    if name.endswith(".tsv"):
+        return "text\tlabel\n" + "".join(f'"film {i}\tpos\n' for i in range(count))
+    if name.endswith(".jsonl"):
+        return "".join(json.dumps({"text": f"film {i}", "label": "pos"}) + "\n" for i in range(count))
+    if name.endswith(".json"):
+        return json.dumps([{"text": f"film {i}", "label": "pos"} for i in range(count)])
+    return "-DOCSTART- -X- O\n\n" + "".join(f"Peter B-PER\nran{i} O\n\n\n" for i in range(count))
+
+
+HELD_OUT_LINE = (
+    "bertscratch finetune: error: ValueError: The data has no validation split, and 5% of its {count} train examples "
+    "would hold out 2 to choose checkpoints on and score, fewer than 5: give --validation_file, or hold out more "
+    "with --validation_split_percentage (e.g. {enough}).\n"
+)
+
+
+@pytest.mark.parametrize("name", ["train.csv", "train.tsv", "train.jsonl", "train.json", "ner.txt"])
+def test_train_data_alone_too_small_to_hold_out_from_is_refused_at_once(tmp_path: Path, name: str) -> None:
+    """A train file alone, whose 5% held out to choose on would be fewer than 5 examples: the library's line, before
+    torch loads (its examples counted as datasets reads them: a csv's quoted fields and blank lines, a CoNLL file's
+    sentences)."""
+    model_folder(tmp_path / "model", model_type="bertscratch")
+    (tmp_path / name).write_text(_rows(name, 30))
+    task_type = ["--task_type", "token-classification"] if name.endswith(".txt") else []
+    done = front_door(
+        tmp_path, "finetune", "--model_name_or_path", "model", "--train_file", name, *task_type, "--output_dir", "out"
+    )
+    assert done.returncode == 1
+    assert done.stderr == HELD_OUT_LINE.format(count=30, enough=17)
+
+
+def test_the_front_door_counts_examples_as_the_library_reads_them(tmp_path: Path) -> None:
+    from hf_bertscratch.data import load_data_file, read_conll
+    from hf_bertscratch_base.data_files import count_examples
+
+    for name in ("train.csv", "train.tsv", "train.jsonl", "train.json", "ner.txt"):
+        (tmp_path / name).write_text(_rows(name, 30))
+        read = read_conll(tmp_path / name) if name.endswith(".txt") else load_data_file(tmp_path / name)
+        assert count_examples(tmp_path / name, conll=name.endswith(".txt")) == len(read) == 30, name
+
+
+@pytest.mark.parametrize(
+    ("count", "extra"),
+    [
+        (100, []),  # 5 held out: enough
+        (30, ["--validation_split_percentage", "5"]),  # a share given: the library holds out what it is asked
+        (30, ["--validation_file", "train.csv"]),
+        (30, ["--task", "sst2", "--text_column", "text"]),  # the task's dataset gives the other splits
+    ],
+    ids=["enough", "share-given", "validation-file", "task"],
+)
+def test_train_data_that_is_not_alone_or_holds_out_enough_passes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, count: int, extra: list[str]
+) -> None:
+    import hf_bertscratch_cli
+
+    (tmp_path / "train.csv").write_text(_rows("train.csv", count))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BERTSCRATCH_DATA_DIR", str(tmp_path))
+    hf_bertscratch_cli.check_arguments("finetune", ["--train_file", "train.csv", *extra])
+
+
+def test_a_train_file_the_front_door_cannot_count_is_left_to_the_library(tmp_path: Path) -> None:
+    from hf_bertscratch_base.data_files import count_examples
+
+    (tmp_path / "train.parquet").write_bytes(b"PAR1")
+    (tmp_path / "squad.json").write_text(json.dumps(SQUAD_DOCUMENT))
+    assert count_examples(tmp_path / "train.parquet") is None
+    assert count_examples(tmp_path / "squad.json") is None
+    assert count_examples(tmp_path / "*.csv") is None

@@ -9,7 +9,6 @@ same checks and none of them depends on another.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 
 import datasets
@@ -19,9 +18,12 @@ from hf_bertscratch_base.data_files import is_text_file
 from hf_bertscratch_base.model_config import check_max_seq_length
 from hf_bertscratch_base.task_table import (
     HOLD_OUT_PERCENTAGE,
+    MIN_HELD_OUT,
+    check_enough_held_out,
     check_file_layout,
     check_tagged_conll_file,
     check_test_file_as_eval,
+    held_out_count,
 )
 
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
@@ -44,9 +46,6 @@ from .question_answering import is_squad_json, load_squad_json
 
 AUTO = "auto"  # a setting chosen for the task at hand
 logger = logging.getLogger(__name__)
-
-# The fewest train examples held out by default from train data alone, whose held-out examples are all the run scores.
-MIN_HELD_OUT = 5
 
 # Question answering's --doc_stride at most (BERT's SQuAD runs: 128 of max_seq_length 384).
 DOC_STRIDE = 128
@@ -533,26 +532,6 @@ def check_labels_given(split: datasets.Dataset, task: TaskSpec, role: str) -> No
 # from different weights train on the same examples.
 HOLD_OUT_SEED = 0
 HELD_OUT = "held_out"  # the name of the split held out
-
-
-def held_out_count(examples: int, percentage: float) -> int:
-    """How many of `examples` train examples `percentage` % holds out (`hold_out_validation`): one at least."""
-    return max(1, round(examples * percentage / 100))
-
-
-def check_enough_held_out(examples: int, percentage: float) -> None:
-    """Fail in one line, naming the count and the flag, where the default share `percentage` of train data alone
-    (`examples` of them) would hold out fewer than `MIN_HELD_OUT` examples: too few for the eval score, all the run
-    reports, to mean anything. The advice names a share that holds out enough where one leaves most to train on."""
-    held = held_out_count(examples, percentage)
-    if held >= MIN_HELD_OUT:
-        return
-    enough = math.ceil(100 * MIN_HELD_OUT / examples)
-    more = f", or hold out more with --validation_split_percentage (e.g. {enough})" if enough <= 50 else ""
-    raise ValueError(
-        f"The data has no validation split, and {percentage:g}% of its {examples} train examples would hold out "
-        f"{held} to choose checkpoints on and score, fewer than {MIN_HELD_OUT}: give --validation_file{more}."
-    )
 
 
 def hold_out_validation(chosen: datasets.DatasetDict, percentage: float) -> datasets.DatasetDict:
