@@ -53,6 +53,7 @@ from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_EN
 from . import fast_decode
 from .batching_bertscratch import selected_positions
 from .budget import TrainingBudget, budget_lr_lambda, scheduler_kwargs, wsd_cooldown
+from .convert import family_checkpoint
 from .electra import (
     GENERATOR_FOLDER,
     ElectraPretrainingModel,
@@ -109,9 +110,10 @@ def build_model(
     """A new model from a preset or config, or given weights; checked against the tokenizer and sequence length.
 
     With objective electra, the generator-discriminator pair around that model as the discriminator (given weights
-    start the discriminator; the generator starts new, its projection being stored in no generator folder).
+    start the discriminator; the generator starts new, its projection being stored in no generator folder). Given
+    weights of transformers' BERT family are converted on load (`family_checkpoint`), as every command converts them.
     """
-    path = model_args.model_name_or_path
+    path = family_checkpoint(model_args.model_name_or_path) if model_args.model_name_or_path else None
     if model_args.objective == "electra":
         discriminator_class = BertScratchForReplacedTokenDetection
         model = (

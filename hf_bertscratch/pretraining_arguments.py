@@ -79,7 +79,10 @@ class ModelArguments:
     )
     model_name_or_path: str | None = field(
         default=None,
-        metadata={"help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model."},
+        metadata={
+            "help": "Continue pretraining these weights (a model folder or Hub id) instead of a new model; transformers' "
+            "BERT or an ELECTRA discriminator is converted on load (bertscratch convert)."
+        },
     )
     tokenizer_name: str | None = field(
         default=None,

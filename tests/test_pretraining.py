@@ -364,6 +364,32 @@ def test_nsp_objective_trains_pretraining_heads(
     assert type(AutoModelForMaskedLM.from_pretrained(out)).__name__ == "BertScratchForMaskedLM"
 
 
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_a_transformers_bert_folder_is_continued_from_its_converted_weights(
+    text_file: Path, tokenizer: BertTokenizer, tmp_path: Path, caplog: pytest.LogCaptureFixture, objective: str
+) -> None:
+    """Continuing a transformers BERT (bert-base-uncased on one's own text, say) pretrains BertScratch from the same
+    weights, converted on load as finetune converts them, and keeps the folder's tokenizer: the saved model's
+    embeddings and encoder are the BERT's (the learning rate is too small to move them) and the run says so."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from conftest import tiny_config_kwargs
+
+    bert = BertForMaskedLM(BertConfig(**tiny_config_kwargs(len(tokenizer)), architectures=["BertForMaskedLM"]))
+    bert.save_pretrained(tmp_path / "bert")
+    tokenizer.save_pretrained(tmp_path / "bert")
+    out = tmp_path / "continued"
+    argv = ["--train_file", str(text_file), "--model_name_or_path", str(tmp_path / "bert"), "--output_dir", str(out)]
+    extra = ["--objective", objective, "--max_seq_length", "32", "--max_steps", "2", "--learning_rate", "1e-12"]
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+        main([*argv, *PRETRAIN_ONE_PROCESS, *extra, "--validation_split_percentage", "40"])
+    assert "converted on load" in caplog.text
+    saved = load_file(out / "model.safetensors")
+    words = next(tensor for name, tensor in saved.items() if name.endswith("embeddings.word_embeddings.weight"))
+    torch.testing.assert_close(words, bert.bert.embeddings.word_embeddings.weight.detach(), atol=1e-6, rtol=0)
+    assert json.loads((out / "config.json").read_text())["model_type"] == "bertscratch"
+
+
 def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:
     # A small vocabulary so most words split into several "##" pieces.
     tokenizer = train_wordpiece_tokenizer(CORPUS, vocab_size=60)
