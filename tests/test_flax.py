@@ -296,6 +296,48 @@ def test_pretrain_flax_writes_a_folder_torch_loads(tokenizer_dir, text_file, tin
         pretraining_main([*argv, "--max_train_samples", "0"])  # the torch side's check, before anything is loaded
 
 
+def test_pretrain_flax_continues_a_transformers_bert_from_its_converted_weights(
+    tokenizer: BertTokenizer, text_file, tmp_path: Path
+) -> None:
+    """`--model_name_or_path` with transformers' BERT starts from its weights, converted on load as `pretrain`
+    converts them: at a learning rate too small to move them, the saved embeddings are the BERT's."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from hf_bertscratch.flax.pretraining import main as pretraining_main
+
+    bert = BertForMaskedLM(BertConfig(**tiny_config_kwargs(len(tokenizer)), architectures=["BertForMaskedLM"]))
+    bert.save_pretrained(tmp_path / "bert")
+    tokenizer.save_pretrained(tmp_path / "bert")
+    output_dir = tmp_path / "run"
+    pretraining_main(
+        [
+            "--output_dir",
+            str(output_dir),
+            "--train_file",
+            str(text_file),
+            "--model_name_or_path",
+            str(tmp_path / "bert"),
+        ]
+        + [
+            "--max_seq_length",
+            "16",
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "4",
+            "--learning_rate",
+            "1e-12",
+        ]
+    )
+    saved = AutoModelForMaskedLM.from_pretrained(output_dir).state_dict()
+    torch.testing.assert_close(
+        saved["bert.embeddings.word_embeddings.weight"],
+        bert.bert.embeddings.word_embeddings.weight.detach(),
+        atol=1e-6,
+        rtol=0,
+    )
+
+
 # ------------------------------------------------------------------------------------------------- benchmark
 
 

@@ -31,6 +31,7 @@ import optax
 from flax import nnx
 from transformers import PreTrainedTokenizerBase
 
+from ..convert import family_checkpoint
 from ..flax_pretraining_arguments import FlaxPretrainingArguments, parse_args
 from ..pretraining_arguments import DataArguments, ModelArguments, check_model_fits, new_model_config
 from ..pretraining_data import (
@@ -67,9 +68,10 @@ def validate_args(model_args: ModelArguments, data_args: DataArguments, args: Fl
 def build_model(
     model_args: ModelArguments, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase, seed: int
 ) -> FlaxBertScratchForMaskedLM:
-    """Given weights (`--model_name_or_path`) or a new model from the torch side's config choice."""
+    """Given weights (`--model_name_or_path`; transformers' BERT converted on load, as the torch side converts it)
+    or a new model from the torch side's config choice."""
     if model_args.model_name_or_path:
-        model = FlaxBertScratchForMaskedLM.from_pretrained(model_args.model_name_or_path, seed=seed)
+        model = FlaxBertScratchForMaskedLM.from_pretrained(family_checkpoint(model_args.model_name_or_path), seed=seed)
     else:
         model = FlaxBertScratchForMaskedLM(new_model_config(model_args, tokenizer), rngs=nnx.Rngs(seed))
     check_model_fits(model.config, data_args, tokenizer)
