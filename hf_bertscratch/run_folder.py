@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from transformers import TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 
 from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.run_files import (
@@ -237,16 +236,79 @@ def resuming(resume_from_checkpoint: str | None) -> bool:
     return resume_from_checkpoint is not None and str(resume_from_checkpoint).lower() not in ("false", "")
 
 
+# What a resume reads of a `checkpoint-N` folder: its weights (one of WEIGHTS_FILES, or an index of shards), the
+# optimizer and schedule (RESUMED_STATE), then trainer_state.json, in the order `Trainer._save_checkpoint` writes
+# them, none atomically: a run stopped while saving (kill -9, a power cut, a full disk) leaves a folder without
+# trainer_state.json, or with it cut short. The random state, written before it, is optional to transformers' resume.
+RESUMED_STATE = ("optimizer.pt", "scheduler.pt")
+TRAINER_STATE = "trainer_state.json"
+WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def _has_weights(checkpoint: Path) -> bool:
+    """Whether `checkpoint` holds the model's weights: one file, or an index whose shards are all there."""
+    if any((checkpoint / name).is_file() for name in WEIGHTS_FILES):
+        return True
+    for index in (checkpoint / f"{name}.index.json" for name in WEIGHTS_FILES):
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if all((checkpoint / shard).is_file() for shard in shards):
+            return True
+    return False
+
+
+def checkpoint_gaps(checkpoint: str | Path, save_only_model: bool = False) -> str | None:
+    """What keeps `checkpoint` from being resumed, as "no X, Y" or "trainer_state.json unreadable" (None for a
+    whole one): its weights, its optimizer and schedule (none with --save_only_model) and trainer_state.json, which
+    Trainer writes last and which must parse."""
+    checkpoint = Path(checkpoint)
+    missing = [] if _has_weights(checkpoint) else [WEIGHTS_FILES[0]]
+    if not save_only_model:
+        missing += [name for name in RESUMED_STATE if not (checkpoint / name).is_file()]
+    state = checkpoint / TRAINER_STATE
+    if not state.is_file():
+        missing.append(TRAINER_STATE)
+    if missing:
+        return "no " + ", ".join(missing)
+    try:
+        if isinstance(json.loads(state.read_text(encoding="utf-8")), dict):
+            return None
+    except (OSError, ValueError):
+        pass
+    return f"{TRAINER_STATE} unreadable"
+
+
+STOPPED_WHILE_SAVING = "as a run stopped while saving it leaves it"
+
+
 def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments) -> str | None:
-    """The checkpoint to resume from: a path, or the last one in output_dir for "true"/"last". A folder with no
-    checkpoint left is refused, saying whether it holds a finished run (which removed its checkpoints) or none."""
+    """The checkpoint to resume from: a path, or the newest whole one in output_dir for "true"/"last", passing over
+    incomplete ones (`checkpoint_gaps`) with a line each and leaving them there. An incomplete checkpoint named is
+    refused, as is a folder with no whole checkpoint, saying whether it holds a finished run (which removed its
+    checkpoints), incomplete checkpoints alone, or none."""
     resume = training_args.resume_from_checkpoint
     if resume is None or not resuming(resume):
         return None
+    save_only_model = bool(getattr(training_args, "save_only_model", False))
     if str(resume).lower() in ("true", "last"):
         output_dir = output_dir_of(training_args)
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        finished = finished_files_in(output_dir) if last is None else []
+        checkpoints = checkpoint_folders(output_dir)
+        passed_over = []
+        for checkpoint in reversed(checkpoints):
+            gaps = checkpoint_gaps(checkpoint, save_only_model)
+            if gaps is None:
+                return str(checkpoint)
+            if getattr(training_args, "should_log", True):  # one line, not one a process; before logging is set up
+                logger.warning(
+                    "Passing over %s: incomplete (%s), %s; it stays where it is.",
+                    checkpoint,
+                    gaps,
+                    STOPPED_WHILE_SAVING,
+                )
+            passed_over.append(f"{checkpoint.name}: {gaps}")
+        finished = finished_files_in(output_dir)
         if finished:
             raise ValueError(
                 f"--resume_from_checkpoint {resume}: the run in {output_dir!r} finished "
@@ -254,11 +316,21 @@ def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments)
                 "--overwrite_output_dir to train it again from the start, or choose another --output_dir (with "
                 f"--model_name_or_path {output_dir} to train its model further)."
             )
-        if last is None:
-            raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {output_dir!r}.")
-        return last
+        if passed_over:
+            raise ValueError(
+                f"--resume_from_checkpoint {resume}: {output_dir!r} holds incomplete checkpoints alone "
+                f"({'; '.join(passed_over)}), as a run stopped while saving leaves them: nothing to resume from; pass "
+                "--overwrite_output_dir to start over."
+            )
+        raise ValueError(f"--resume_from_checkpoint {resume}: no checkpoint-* folder in {output_dir!r}.")
     if not os.path.isdir(resume):
         raise ValueError(f"--resume_from_checkpoint {resume!r} is not a checkpoint folder.")
+    gaps = checkpoint_gaps(resume, save_only_model)
+    if gaps is not None:
+        raise ValueError(
+            f"--resume_from_checkpoint {resume!r} is an incomplete checkpoint ({gaps}), {STOPPED_WHILE_SAVING}; pass "
+            "a whole one, or --resume_from_checkpoint last for the newest whole one."
+        )
     return resume
 
 
@@ -474,6 +546,7 @@ __all__ = [
     "check_counts",
     "check_output_dir",
     "checkpoint_folders",
+    "checkpoint_gaps",
     "checkpoint_step",
     "finish_run",
     "final_path",

@@ -252,6 +252,61 @@ def test_nsp_metrics_match_a_direct_computation() -> None:
     assert metrics["perplexity"] == pytest.approx(math.exp(expected_loss), rel=1e-5)
 
 
+def test_resume_passes_over_a_checkpoint_cut_short_while_saving(
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A disk that fills while checkpoint-6 is written leaves it with the weights alone (Trainer writes the optimizer,
+    the schedule, the random state and trainer_state.json after them): naming it is refused in one line, and
+    `--resume_from_checkpoint last` passes over it, saying so, and continues from checkpoint-3 to the weights of a
+    run never stopped."""
+    extra = ("--max_steps", "9", "--save_strategy", "steps", "--save_steps", "3", "--no_muon")
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "full", *extra))
+
+    real_save = pretraining.Trainer._save_optimizer_and_scheduler
+
+    def full_disk(self, output_dir: str) -> None:
+        if output_dir.endswith("checkpoint-6"):
+            raise OSError(28, "No space left on device")
+        real_save(self, output_dir)
+
+    monkeypatch.setattr(pretraining.Trainer, "_save_optimizer_and_scheduler", full_disk)
+    cut = tmp_path / "cut"
+    with pytest.raises(OSError, match="No space left"):
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra))
+    monkeypatch.undo()
+    incomplete = cut / "checkpoint-6"
+    written = {path.name for path in incomplete.iterdir()}
+    assert "model.safetensors" in written and not written & {"optimizer.pt", "scheduler.pt", "trainer_state.json"}
+
+    with pytest.raises(ValueError) as refused:
+        main(
+            pretrain_args(
+                text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", str(incomplete)
+            )
+        )
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {str(incomplete)!r} is an incomplete checkpoint (no optimizer.pt, scheduler.pt, "
+        "trainer_state.json), as a run stopped while saving it leaves it; pass a whole one, or "
+        "--resume_from_checkpoint last for the newest whole one."
+    )
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, cut, *extra, "--resume_from_checkpoint", "last"))
+    passed_over = [record.getMessage() for record in caplog.records if "Passing over" in record.getMessage()]
+    assert passed_over == [
+        f"Passing over {incomplete}: incomplete (no optimizer.pt, scheduler.pt, trainer_state.json), as a run stopped "
+        "while saving it leaves it; it stays where it is."
+    ]
+    assert f"Resuming from {cut / 'checkpoint-3'} at step 3" in caplog.text
+    full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
+    for name in full:
+        torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
+
+
 @pytest.mark.parametrize(
     "optimizer", [["--no_muon"], [], ["--muon_split_qkv"]], ids=["adamw", "muon", "muon-split-qkv"]
 )

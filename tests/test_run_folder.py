@@ -166,8 +166,77 @@ def test_resuming_a_finished_run_says_it_finished(tmp_path: Path, resume: str) -
         f"again from the start, or choose another --output_dir (with --model_name_or_path {tmp_path} to train its "
         "model further)."
     )
-    (tmp_path / "checkpoint-20").mkdir()  # a finished pretraining run keeps its last checkpoint, which continues
+    _checkpoint(tmp_path / "checkpoint-20")  # a finished pretraining run keeps its last checkpoint, which continues
     assert run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume)) == str(tmp_path / "checkpoint-20")
+
+
+def _checkpoint(path: Path, step: int = 1, missing: tuple[str, ...] = ()) -> Path:
+    """A `checkpoint-N` folder with the files Trainer writes into it, in its order (trainer_state.json last), less
+    `missing`."""
+    path.mkdir()
+    for name in ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        if name not in missing:
+            (path / name).write_text(name)
+    if "trainer_state.json" not in missing:
+        (path / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
+    return path
+
+
+@pytest.mark.parametrize("resume", ["last", "true"])
+def test_resuming_passes_over_an_incomplete_checkpoint(
+    tmp_path: Path, resume: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run stopped while it saved a checkpoint (kill -9, a power cut, a full disk) leaves it without the files
+    Trainer writes last: `last` continues from the newest whole one, saying in one line which it passed over and
+    leaving it there; a truncated trainer_state.json is as incomplete as a missing one."""
+    _checkpoint(tmp_path / "checkpoint-10", step=10)
+    _checkpoint(tmp_path / "checkpoint-20", step=20, missing=("optimizer.pt", "scheduler.pt", "trainer_state.json"))
+    _checkpoint(tmp_path / "checkpoint-30", step=30, missing=("trainer_state.json",))
+    (tmp_path / "checkpoint-30" / "trainer_state.json").write_text('{"global_st')
+    with caplog.at_level(logging.INFO, logger=run_folder.__name__):
+        chosen = run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
+    assert chosen == str(tmp_path / "checkpoint-10")
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Passing over {tmp_path / 'checkpoint-30'}: incomplete (trainer_state.json unreadable), as a run stopped "
+        "while saving it leaves it; it stays where it is.",
+        f"Passing over {tmp_path / 'checkpoint-20'}: incomplete (no optimizer.pt, scheduler.pt, trainer_state.json), "
+        "as a run stopped while saving it leaves it; it stays where it is.",
+    ]
+    assert (tmp_path / "checkpoint-20").is_dir() and (tmp_path / "checkpoint-30").is_dir()
+
+
+def test_a_named_incomplete_checkpoint_is_refused(tmp_path: Path) -> None:
+    incomplete = _checkpoint(tmp_path / "checkpoint-20", missing=("model.safetensors", "trainer_state.json"))
+    with pytest.raises(ValueError) as refused:
+        run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=str(incomplete)))
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {str(incomplete)!r} is an incomplete checkpoint (no model.safetensors, "
+        "trainer_state.json), as a run stopped while saving it leaves it; pass a whole one, or "
+        "--resume_from_checkpoint last for the newest whole one."
+    )
+
+
+def test_a_checkpoint_saved_without_its_optimizer_resumes_with_save_only_model(tmp_path: Path) -> None:
+    """--save_only_model checkpoints hold no optimizer or schedule: with that flag they are whole, without it they
+    lack what the resume reads."""
+    only_model = _checkpoint(tmp_path / "checkpoint-20", missing=("optimizer.pt", "scheduler.pt", "rng_state.pth"))
+    args = _folder_args(tmp_path, resume=str(only_model))
+    with pytest.raises(ValueError, match=r"incomplete checkpoint \(no optimizer.pt, scheduler.pt\)"):
+        run_folder.resolve_checkpoint(args)
+    args.save_only_model = True
+    assert run_folder.resolve_checkpoint(args) == str(only_model)
+
+
+@pytest.mark.parametrize("resume", ["last", "true"])
+def test_a_folder_of_incomplete_checkpoints_has_nothing_to_resume_from(tmp_path: Path, resume: str) -> None:
+    _checkpoint(tmp_path / "checkpoint-5", missing=("trainer_state.json",))
+    with pytest.raises(ValueError) as refused:
+        run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {resume}: {str(tmp_path)!r} holds incomplete checkpoints alone (checkpoint-5: "
+        "no trainer_state.json), as a run stopped while saving leaves them: nothing to resume from; pass "
+        "--overwrite_output_dir to start over."
+    )
 
 
 def _finetune_reports(staging: Path) -> None:
