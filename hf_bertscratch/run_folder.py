@@ -351,11 +351,13 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 def stopped_message(training_args: TrainingArguments, step: int | None) -> str:
     """Where a stopped run stands: the step it stopped at (when known) and the checkpoint that
-    `--resume_from_checkpoint last` continues from, or that it saved none yet."""
+    `--resume_from_checkpoint last` continues from (the newest whole one), or that it saved none yet."""
     at = "stopped" if step is None else f"stopped at step {step}"
+    save_only_model = bool(getattr(training_args, "save_only_model", False))
     checkpoints = checkpoint_folders(output_dir_of(training_args))
-    if checkpoints:
-        return f"{at}; the last checkpoint is {checkpoints[-1]}: rerun with --resume_from_checkpoint last to continue"
+    whole = [checkpoint for checkpoint in checkpoints if checkpoint_gaps(checkpoint, save_only_model) is None]
+    if whole:
+        return f"{at}; the last checkpoint is {whole[-1]}: rerun with --resume_from_checkpoint last to continue"
     strategy = str(getattr(training_args.save_strategy, "value", training_args.save_strategy))
     schedule = f"--save_steps {training_args.save_steps:g}" if strategy == "steps" else f"--save_strategy {strategy}"
     return f"{at}, before its first checkpoint ({schedule}): nothing to resume from"

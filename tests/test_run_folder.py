@@ -205,6 +205,18 @@ def test_resuming_passes_over_an_incomplete_checkpoint(
     assert (tmp_path / "checkpoint-20").is_dir() and (tmp_path / "checkpoint-30").is_dir()
 
 
+def test_a_stopped_run_names_the_checkpoint_a_rerun_continues_from(tmp_path: Path) -> None:
+    """The line of a stopped run names the newest whole checkpoint, the one `last` continues from, not one an earlier
+    run left incomplete past it."""
+    args = SimpleNamespace(output_dir=str(tmp_path), save_strategy="steps", save_steps=3, save_only_model=False)
+    _checkpoint(tmp_path / "checkpoint-3", step=3)
+    _checkpoint(tmp_path / "checkpoint-6", step=6, missing=("trainer_state.json",))
+    assert run_folder.stopped_message(args, 4) == (
+        f"stopped at step 4; the last checkpoint is {tmp_path / 'checkpoint-3'}: rerun with --resume_from_checkpoint "
+        "last to continue"
+    )
+
+
 def test_a_named_incomplete_checkpoint_is_refused(tmp_path: Path) -> None:
     incomplete = _checkpoint(tmp_path / "checkpoint-20", missing=("model.safetensors", "trainer_state.json"))
     with pytest.raises(ValueError) as refused:
