@@ -231,6 +231,9 @@ class CardInfo:
             `source_name`, not by its path).
         model_size, num_parameters, hyperparameters, hardware, wall_time_seconds, train_tokens: how it was trained.
         results: metric -> value (eval_accuracy, perplexity, eval_loss; speed counters are left out of the card).
+        scored_on: a sentence under a fine-tuned model's results (`classifier.md`) saying what they were measured
+            on, where a split's name alone does not (train examples held out, a test split that checkpoints were
+            chosen on).
         task: "fill-mask" or "text-classification" (default: the card kind's); labels: class names in id order.
         license, language: card metadata.
     """
@@ -251,6 +254,7 @@ class CardInfo:
     wall_time_seconds: int | float | None = None
     train_tokens: int | float | None = None
     results: dict[str, Any] | None = None
+    scored_on: str | None = None
     task: str | None = None
     labels: list[Any] | tuple[Any, ...] | None = None
     license: str = "apache-2.0"
@@ -458,6 +462,7 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
         "max_seq_length": hyperparameters.get("max_seq_length"),
         "results": [(key, _format_value(value)) for key, value in results.items()],
         "results_note": card_kind.results_note if results else "",
+        "scored_on": info.scored_on if results else "",
         "labels": [str(label) for label in info.labels or []],
         "citations": [BERT_CITATION, *card_kind.citations, *_dataset_citations(datasets)],
         "project_url": PROJECT_URL,

@@ -540,9 +540,33 @@ def _write_card(
             "hardware": results.get("machine"),
             "wall_time_seconds": results.get("train_runtime"),
             "results": evaluation_results(results),
+            "scored_on": _scored_on(data_args, results),
             "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )
+
+
+def _scored_on(data_args: DataArguments, results: dict) -> str:
+    """What the card's scores were measured on: the eval split (train examples held out, the data's validation
+    split, or its test split where --eval_split names it, so that those scores are on the split checkpoints were
+    chosen on) and the test split, scored once at the end."""
+    if "eval_samples" not in results:
+        return ""
+    names = data_args.split_names
+    share = data_args.validation_split_percentage
+    if share:
+        scored = f"on {results['eval_samples']:,} train examples held out ({share:g}% of the train examples)"
+    else:
+        scored = f"on the {results['eval_samples']:,} examples of the {names.get('eval', 'eval')} split"
+    sentence = f"The `eval_*` scores are {scored}, which checkpoints were chosen on"
+    if data_args.chosen_on_test_split:
+        sentence += ": not on examples the choice never saw"
+    if f"test_{data_args.task_spec.main_metric}" in results:
+        sentence += (
+            f"; the `test_*` scores are on the {results['test_samples']:,} examples of the "
+            f"{names.get('test', 'test')} split, which the chosen model met once, at the end"
+        )
+    return sentence + "."
 
 
 def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:

@@ -257,6 +257,19 @@ def test_test_split_results_are_indexed_under_the_test_split(tmp_path: Path) -> 
     assert splits == {"eval_accuracy": "validation", "test_accuracy": "test"}
 
 
+def test_the_card_says_what_the_scores_were_measured_on(tmp_path: Path) -> None:
+    """Where a split's name alone does not say what the scores measure (train examples held out, or a test split
+    that checkpoints were chosen on), the card says it under its results; a run without results says nothing of it."""
+    scored_on = "The `eval_*` scores are on 5 train examples held out (5% of the train examples)."
+    info = {**CLASSIFIER_INFO, "scored_on": scored_on}
+    text = cards.write_model_card(tmp_path, "classifier", info).read_text(encoding="utf-8")
+    results = text.split("## Evaluation results", 1)[1].split("## Limitations", 1)[0]
+    assert results.strip().endswith("| `eval_loss` | 0.31 |\n\n" + scored_on)
+    unscored = {**info, "results": None}
+    text = cards.write_model_card(tmp_path / "unscored", "classifier", unscored).read_text(encoding="utf-8")
+    assert "No evaluation was recorded for this run." in text and scored_on not in text
+
+
 def test_what_a_run_did_not_record_is_left_out(tmp_path: Path) -> None:
     text = cards.write_model_card(tmp_path, "classifier", {"base_model": "someone/base"}).read_text(encoding="utf-8")
     assert "A BERT text classifier fine-tuned from [`someone/base`](https://huggingface.co/someone/base)," in text

@@ -450,6 +450,11 @@ def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_onc
     # Examples held out of train are no split of the data: the card's model-index names none for them.
     card = ModelCard.load(output / "README.md")
     assert {r.metric_name: r.dataset_split for r in card.data.eval_results}["eval_accuracy"] is None
+    assert _scored_on(output) == (
+        "The `eval_*` scores are on 12 train examples held out (25% of the train examples), which checkpoints were "
+        "chosen on; the `test_*` scores are on the 10 examples of the validation split, which the chosen model met "
+        "once, at the end."
+    )
     with data_files[1].open() as handle:
         dev_labels = [int(row["label"]) for row in csv.DictReader(handle)]
     predictions = AutoModelForSequenceClassification.from_pretrained(output).eval()
@@ -521,6 +526,13 @@ def test_a_conll_file_without_task_type_is_named_for_its_layout_after_loading_to
         load_task_datasets(args, check_data_arguments(args))
 
 
+def _scored_on(output: Path) -> str:
+    """What the model card of the run in `output` says, under its results, the scores were measured on."""
+    text = (output / "README.md").read_text(encoding="utf-8")
+    results = text.split("## Evaluation results", 1)[1].split("## Limitations", 1)[0]
+    return " ".join(results.strip().split("\n\n")[-1].split())
+
+
 def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -540,6 +552,11 @@ def test_a_test_file_without_a_validation_file_is_scored_once_never_chosen_on(
         "No validation split: checkpoints are chosen on 2 train examples held out (5%, split held_out), not on the "
         "10 examples of the test split, which the chosen model meets once, at the end."
     ]
+    assert _scored_on(output) == (
+        "The `eval_*` scores are on 2 train examples held out (5% of the train examples), which checkpoints were "
+        "chosen on; the `test_*` scores are on the 10 examples of the test split, which the chosen model met once, "
+        "at the end."
+    )
 
 
 def test_a_train_file_alone_is_chosen_on_and_scored_on_train_held_out(
@@ -561,6 +578,10 @@ def test_a_train_file_alone_is_chosen_on_and_scored_on_train_held_out(
         "No validation split: checkpoints are chosen on 5 train examples held out (5%, split held_out), which are the "
         "eval split scored and reported; there is no test split."
     ]
+    assert _scored_on(output) == (
+        "The `eval_*` scores are on 5 train examples held out (5% of the train examples), which checkpoints were "
+        "chosen on."
+    )
 
 
 def test_a_dataset_with_its_own_labelled_test_split_scores_it_once_at_the_end(tmp_path: Path, model_dir: Path) -> None:
@@ -584,6 +605,10 @@ def test_a_dataset_with_its_own_labelled_test_split_scores_it_once_at_the_end(tm
     assert len(read_rows(output / "test_predictions.csv")) == 6
     state = json.loads((output / "trainer_state.json").read_text())
     assert not any(key.startswith("test_") for log in state["log_history"] for key in log)  # never chosen on
+    assert _scored_on(output) == (
+        "The `eval_*` scores are on the 10 examples of the validation split, which checkpoints were chosen on; the "
+        "`test_*` scores are on the 6 examples of the test split, which the chosen model met once, at the end."
+    )
 
 
 def test_eval_split_test_scores_the_test_file_once_and_says_it_was_chosen_on(
@@ -608,6 +633,10 @@ def test_eval_split_test_scores_the_test_file_once_and_says_it_was_chosen_on(
         f"eval_accuracy {results['eval_accuracy']:.4f} (10 eval examples: the test split, which checkpoints were "
         "chosen on)"
     ), reported
+    assert _scored_on(output) == (
+        "The `eval_*` scores are on the 10 examples of the test split, which checkpoints were chosen on: not on "
+        "examples the choice never saw."
+    )
 
 
 def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:

@@ -216,6 +216,7 @@ class DataArguments:
         self.length_chosen = False  # max_seq_length: the task's default, not given
         self.derived_from_length: list[str] = []  # head_tokens, doc_stride: set from max_seq_length, not given
         self.split_sizes: dict[str, int] = {}
+        self.split_names: dict[str, str] = {}  # train, eval, test -> the data's split read as it (or held_out)
         self.chosen_on_test_split = False  # --eval_split names the test split: its scores are those chosen on
         self.task_spec: TaskSpec = check_data_arguments(self)
 
@@ -428,10 +429,13 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         chosen["test"] = without_empty_labels(chosen["test"], task.scored_column)
     for role, split in chosen.items():  # before a hold-out draws from train: rows are the file's
         check_labels_given(split, task, role)
+    args.split_names = dict(roles)
     if args.validation_split_percentage:
         if share_chosen and set(chosen) == {"train"}:  # all the run scores: a handful at least
             check_enough_held_out(len(chosen["train"]), args.validation_split_percentage)
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
+        scored_once = roles.get("test", roles.get("eval"))  # the former eval split becomes the test split
+        args.split_names = {"train": roles["train"], "eval": HELD_OUT, **({"test": scored_once} if scored_once else {})}
     log_test_split_chosen_on(args, task, roles.get("eval"), len(chosen["eval"]))
     for role, split in chosen.items():
         check_columns(split.column_names, required_columns(task, role, chosen["train"].column_names), role)
