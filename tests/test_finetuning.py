@@ -978,6 +978,39 @@ def test_ctrl_c_ends_a_fine_tune_with_one_line_naming_the_checkpoint_to_continue
     assert line == f"bertscratch finetune: {expected}"
 
 
+def test_a_stop_signal_while_a_checkpoint_is_written_stops_the_run_once_it_is_whole(
+    tmp_path: Path,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """SIGTERM while the first epoch's checkpoint-6 writes its weights (before its optimizer, random and trainer state)
+    waits for the checkpoint to be whole: the run then stops with SIGTERM's status and one line naming checkpoint-6,
+    which holds everything a rerun continues from."""
+    from hf_bertscratch_cli.dispatch import run_command
+
+    out = tmp_path / "cut"
+    real_save = OrderedEvalTrainer.save_model
+
+    def save_stopped(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives here, in the middle of the checkpoint
+        return real_save(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrderedEvalTrainer, "save_model", save_stopped)
+    with pytest.raises(SystemExit) as stopped:
+        run_command("finetune", base_argv(model_dir, *data_files, out))
+    assert stopped.value.code == 128 + signal.SIGTERM
+    checkpoint = out / "checkpoint-6"
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"bertscratch finetune: stopped at step 6; the last checkpoint is {checkpoint}: rerun with "
+        "--resume_from_checkpoint last to continue"
+    )
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        assert (checkpoint / name).is_file(), name
+    assert not list(out.glob("checkpoint-*[!6]"))
+
+
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     tmp_path: Path,
     model_dir: Path,
