@@ -942,73 +942,71 @@ def test_max_eval_samples_caps_the_test_split_too(
     assert "trained on 40 of the 48 training examples, evaluated on 4 of the 10 evaluation examples" in card
 
 
-@pytest.mark.parametrize("at_step", [2, 8])
-def test_ctrl_c_ends_a_fine_tune_with_one_line_naming_the_checkpoint_to_continue_from(
-    at_step: int,
+@pytest.fixture
+def stopped_fine_tune(
     tmp_path: Path,
     model_dir: Path,
     data_files: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
+):
+    """Run `bertscratch finetune` into tmp_path/cut with a signal sent to itself where the Trainer's `method` is
+    called and `when(trainer)` holds; gives its exit status and the one line it ends with."""
+    from hf_bertscratch_cli.dispatch import run_command
+
+    def stopped(method: str, signum: int, when) -> tuple[object, str]:
+        real = getattr(OrderedEvalTrainer, method)
+
+        def signalled(self, *args, **kwargs):
+            if when(self):
+                os.kill(os.getpid(), signum)
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(OrderedEvalTrainer, method, signalled)
+        with pytest.raises(SystemExit) as exited:
+            run_command("finetune", base_argv(model_dir, *data_files, tmp_path / "cut"))
+        (line,) = [line for line in capsys.readouterr().err.splitlines() if "stopped" in line or "interrupted" in line]
+        return exited.value.code, line
+
+    return stopped
+
+
+@pytest.mark.parametrize("at_step", [2, 8])
+def test_ctrl_c_ends_a_fine_tune_with_one_line_naming_the_checkpoint_to_continue_from(
+    at_step: int, tmp_path: Path, stopped_fine_tune
 ) -> None:
     """SIGINT during training ends `bertscratch finetune` with status 130 and one line: the step it stopped at and
     the first epoch's checkpoint-6 a rerun continues from, or, in the first epoch, that there is none yet."""
-    from hf_bertscratch_cli.dispatch import run_command
-
-    out = tmp_path / "cut"
-    real_step = OrderedEvalTrainer.training_step
-
-    def interrupted_step(self, *args, **kwargs):
-        if self.state.global_step == at_step:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(OrderedEvalTrainer, "training_step", interrupted_step)
-    with pytest.raises(SystemExit) as stopped:
-        run_command("finetune", base_argv(model_dir, *data_files, out))
-    assert stopped.value.code == 130
-    (line,) = [line for line in capsys.readouterr().err.splitlines() if "stopped" in line or "interrupted" in line]
+    status, line = stopped_fine_tune(
+        "training_step", signal.SIGINT, lambda trainer: trainer.state.global_step == at_step
+    )
+    assert status == 130
     if at_step == 2:
         expected = "stopped at step 2, before its first checkpoint (--save_strategy epoch): nothing to resume from"
     else:
         expected = (
-            f"stopped at step 8; the last checkpoint is {out / 'checkpoint-6'}: rerun with --resume_from_checkpoint "
-            "last to continue"
+            f"stopped at step 8; the last checkpoint is {tmp_path / 'cut' / 'checkpoint-6'}: rerun with "
+            "--resume_from_checkpoint last to continue"
         )
     assert line == f"bertscratch finetune: {expected}"
 
 
 def test_a_stop_signal_while_a_checkpoint_is_written_stops_the_run_once_it_is_whole(
-    tmp_path: Path,
-    model_dir: Path,
-    data_files: tuple[Path, Path],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture,
+    tmp_path: Path, stopped_fine_tune
 ) -> None:
     """SIGTERM while the first epoch's checkpoint-6 writes its weights (before its optimizer, random and trainer state)
     waits for the checkpoint to be whole: the run then stops with SIGTERM's status and one line naming checkpoint-6,
     which holds everything a rerun continues from."""
-    from hf_bertscratch_cli.dispatch import run_command
-
-    out = tmp_path / "cut"
-    real_save = OrderedEvalTrainer.save_model
-
-    def save_stopped(self, *args, **kwargs):
-        os.kill(os.getpid(), signal.SIGTERM)  # arrives here, in the middle of the checkpoint
-        return real_save(self, *args, **kwargs)
-
-    monkeypatch.setattr(OrderedEvalTrainer, "save_model", save_stopped)
-    with pytest.raises(SystemExit) as stopped:
-        run_command("finetune", base_argv(model_dir, *data_files, out))
-    assert stopped.value.code == 128 + signal.SIGTERM
-    checkpoint = out / "checkpoint-6"
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    status, line = stopped_fine_tune("save_model", signal.SIGTERM, lambda _: True)
+    assert status == 128 + signal.SIGTERM
+    checkpoint = tmp_path / "cut" / "checkpoint-6"
+    assert line == (
         f"bertscratch finetune: stopped at step 6; the last checkpoint is {checkpoint}: rerun with "
         "--resume_from_checkpoint last to continue"
     )
     for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
         assert (checkpoint / name).is_file(), name
-    assert not list(out.glob("checkpoint-*[!6]"))
+    assert not list(checkpoint.parent.glob("checkpoint-*[!6]"))
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(
