@@ -2,9 +2,9 @@
 answered at once (nothing but the standard library is imported: `hf_bertscratch_cli.commands`), a command checked
 before torch loads (by `hf_bertscratch_base`'s `model_reference` and task table: `data_checks`) in three steps: that
 its model and data files are there (`check_sources`), that its flags are the command's (`commands.check_flags`), and
-what their values ask of the model and the data (`check_arguments`); every command then run by the library module
-that implements it (`dispatch`; `plot`, which needs neither torch nor transformers, by the front door's own `plot`
-module).
+what their values ask of the model and the data (`check_arguments`), the first and last skipped where the arguments
+ask for the command's help (`asks_for_help`); every command then run by the library module that implements it
+(`dispatch`; `plot`, which needs neither torch nor transformers, by the front door's own `plot` module).
 
 It is a package of its own because importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds). It is the top layer: it stands on `hf_bertscratch_base`, as
@@ -52,9 +52,9 @@ def check_sources(command: str, args: list[str]) -> None:
 def check_arguments(command: str, args: list[str]) -> None:
     """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
     command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
-    reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions (`check_length`), the columns of the local data
-    files a training command, or an inference command's --input_file, reads, and a finetune train file alone too
-    small to hold examples out of (`check_data_files`)."""
+    reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions
+    (`check_length`), the columns of the local data files a training command, or an inference command's --input_file,
+    reads, and a finetune train file alone too small to hold examples out of (`check_data_files`)."""
     task = flag_value(args, "--task") if command == "finetune" else None
     if command == "finetune":
         check_task_names(task, flag_value(args, "--task_type"))
@@ -73,10 +73,18 @@ def _in_one_line(check: Callable[[str, list[str]], None], command: str, args: li
         raise SystemExit(1) from None
 
 
+def asks_for_help(args: list[str]) -> bool:
+    """Whether a command's arguments ask for its help (-h or --help, before any `--`), which its parser prints before
+    it reads any other value."""
+    given = args[: args.index("--")] if "--" in args else args
+    return any(arg in ("-h", "--help") for arg in given)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `bertscratch` command (argv: the arguments after the program name)."""
     command, args, debug = parse(argv)
-    checking = not (debug or debugging())  # --debug: the library's own checks, with their tracebacks
+    # --debug: the library's own checks, with their tracebacks; a help request: the help, whatever the values say.
+    checking = not (debug or debugging() or asks_for_help(args))
     if checking:
         _in_one_line(check_sources, command, args)  # a missing folder or file, an unreachable Hub: before torch
     check_flags(command, args)  # a mistyped flag: the command's usage error, before torch

@@ -352,3 +352,34 @@ def test_a_train_file_the_front_door_cannot_count_is_left_to_the_library(tmp_pat
     assert count_examples(tmp_path / "train.parquet") is None
     assert count_examples(tmp_path / "squad.json") is None
     assert count_examples(tmp_path / "*.csv") is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["finetune", "--task", "sst2"],  # offline, no copy anywhere
+        ["finetune", "--model_name_or_path", "model", "--max_seq_length", "128"],  # beyond the model's 64 positions
+        ["finetune", "--train_file", "nowhere.csv"],
+        ["classify", "gpt2"],  # a model_type BertScratch does not load
+    ],
+    ids=["offline-task", "too-long", "missing-file", "other-model-type"],
+)
+def test_help_after_a_commands_arguments_is_shown_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """`COMMAND ARGS --help` is run, so that the command's parser prints its help (as it does before anything else),
+    however ARGS would be refused: a help request uses none of their values."""
+    import hf_bertscratch_cli
+
+    model_folder(tmp_path / "model", model_type="bertscratch", max_position_embeddings=64)
+    model_folder(tmp_path / "gpt2", model_type="gpt2")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no datasets cache
+    monkeypatch.delenv("BERTSCRATCH_DATA_DIR", raising=False)
+    ran: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(
+        hf_bertscratch_cli, "run_command", lambda command, args, debug=False: ran.append((command, args))
+    )
+    hf_bertscratch_cli.main([*argv, "--help"])
+    assert ran == [(argv[0], [*argv[1:], "--help"])]
