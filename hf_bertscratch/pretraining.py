@@ -90,6 +90,7 @@ from .run_folder import (
     log_resumption,
     output_dir_of,
     resolve_checkpoint,
+    restore_signal_handlers,
     stopped_message,
     stopping_with_one_line,
 )
@@ -576,8 +577,7 @@ def forwarding_signals(child: subprocess.Popen) -> Iterator[list[int]]:
     try:
         yield received
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        restore_signal_handlers(previous)
 
 
 def launch_processes(argv: list[str], processes: int, threads: int, training_args: PretrainingArguments) -> None:

@@ -403,9 +403,16 @@ def stopping_with_one_line(trainer: Trainer) -> Iterator[None]:
         signum = received[0] if received else signal.SIGINT
         raise Stopped(stopped_message(trainer.args, trainer.state.global_step), signum) from None
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        restore_signal_handlers(previous)
         del trainer._save_checkpoint
+
+
+def restore_signal_handlers(previous: dict[int, Any]) -> None:
+    """Set back the handlers `signal.signal` returned, each signal's; a handler installed outside Python reads as
+    None, which Python cannot set, and stays in place."""
+    for signum, handler in previous.items():
+        if handler is not None:
+            signal.signal(signum, handler)
 
 
 def write_text_atomically(path: str | Path, text: str) -> None:
@@ -561,6 +568,7 @@ __all__ = [
     "publish_run",
     "remove_stale_outputs",
     "resolve_checkpoint",
+    "restore_signal_handlers",
     "resuming",
     "staged_folder",
     "stopped_message",

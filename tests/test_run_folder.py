@@ -300,3 +300,32 @@ def test_the_outputs_removed_over_another_run_are_those_the_commands_write() -> 
     assert pictures and all(p in run_folder.RUN_OUTPUTS and f"test_{p}" in run_folder.RUN_OUTPUTS for p in pictures)
     assert POOLING_FOLDER in run_folder.RUN_OUTPUTS
     assert set(convert.SENTENCE_TRANSFORMERS_FILES) <= set(run_folder.RUN_OUTPUTS)
+
+
+def test_handlers_installed_outside_python_are_left_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal whose handler was installed outside Python reads as None (`signal.signal` returns it so), which
+    Python cannot set back: stopping and forwarding leave it in place, restoring the handlers Python can set."""
+    import signal
+
+    from hf_bertscratch.pretraining import forwarding_signals
+    from hf_bertscratch.run_folder import stopping_with_one_line
+
+    installed: dict[int, object] = {}
+
+    def fake_signal(signum: int, handler: object) -> object:
+        if handler is None:
+            raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+        previous = installed.get(signum)  # None: a handler Python did not install
+        installed[signum] = handler
+        return previous
+
+    monkeypatch.setattr(signal, "signal", fake_signal)
+    monkeypatch.setattr(signal, "getsignal", installed.get)
+    trainer = SimpleNamespace(_save_checkpoint=lambda: None)
+    with stopping_with_one_line(trainer):  # type: ignore[arg-type]
+        pass
+    installed.clear()
+    installed[signal.SIGTERM] = signal.SIG_DFL
+    with forwarding_signals(SimpleNamespace(send_signal=lambda _signum: None)) as received:  # type: ignore[arg-type]
+        assert received == []
+    assert installed[signal.SIGTERM] is signal.SIG_DFL  # the one Python can set is set back
