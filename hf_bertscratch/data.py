@@ -34,10 +34,10 @@ from hf_bertscratch_base.dataset_table import (
 )
 from hf_bertscratch_base.model_reference import (
     DATA_DIR_ENV,
-    OFFLINE_NOT_CACHED,
     check_hub_dataset,
+    datasets_offline_variable,
     hub_dataset_missing,
-    hub_offline,
+    offline_not_cached,
     resolve_data_dir,
 )
 
@@ -298,9 +298,9 @@ def load_raw_datasets(
     try:
         return datasets.load_dataset(dataset_name, dataset_config_name, streaming=streaming, cache_dir=cache_dir)
     except ConnectionError as error:  # offline mode and not cached: datasets' "Couldn't reach 'glue' on the Hub"
-        if not hub_offline():
+        if not datasets_offline_variable():
             raise
-        raise _hub_dataset_missing(dataset_name, dataset_config_name, local_dir, OFFLINE_NOT_CACHED) from error
+        raise _hub_dataset_missing(dataset_name, dataset_config_name, local_dir, offline_not_cached()) from error
 
 
 def _local_copy(

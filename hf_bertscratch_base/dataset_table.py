@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model_reference import OFFLINE_NOT_CACHED, check_hub_dataset, hub_dataset_missing, hub_offline, in_datasets_cache
+from .model_reference import (
+    check_hub_dataset,
+    datasets_offline_variable,
+    hub_dataset_missing,
+    in_datasets_cache,
+    offline_not_cached,
+)
 
 
 @dataclass(frozen=True)
@@ -232,8 +238,8 @@ def check_named_dataset(dataset_name: str, dataset_config_name: str | None, cach
         return  # shipped inside the package
     where = where_a_copy_goes(dataset_name, dataset_config_name, None)
     check_hub_dataset(*where)
-    if hub_offline() and not in_datasets_cache(dataset_name, cache_dir):
-        raise hub_dataset_missing(*where, OFFLINE_NOT_CACHED)
+    if datasets_offline_variable() and not in_datasets_cache(dataset_name, cache_dir):
+        raise hub_dataset_missing(*where, offline_not_cached())
 
 
 __all__ = [

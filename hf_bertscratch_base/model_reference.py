@@ -40,7 +40,21 @@ def resolve_data_dir(data_dir: str | None) -> Path | None:
 
 def hub_offline() -> bool:
     """Whether `HF_HUB_OFFLINE` is set, read now (huggingface_hub reads it once, at import)."""
-    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in {"1", "ON", "YES", "TRUE"}
+    return _true(os.environ.get("HF_HUB_OFFLINE", "0"))
+
+
+def datasets_offline_variable() -> str | None:
+    """The variable that puts datasets in offline mode, read now as datasets reads it once, at import
+    (`datasets.config.HF_HUB_OFFLINE`): `HF_DATASETS_OFFLINE` wherever it is set, on or off, else `HF_HUB_OFFLINE`;
+    None when datasets is online."""
+    value = os.environ.get("HF_DATASETS_OFFLINE")
+    if value is not None:
+        return "HF_DATASETS_OFFLINE" if _true(value) else None
+    return "HF_HUB_OFFLINE" if hub_offline() else None
+
+
+def _true(value: str) -> bool:
+    return value.upper() in {"1", "ON", "YES", "TRUE"}
 
 
 def hub_unreachable() -> str | None:
@@ -122,7 +136,9 @@ def check_not_a_missing_path(reference: str, kind: str, local: str) -> None:
 
 
 # Why a dataset that datasets' cache does not hold cannot load in offline mode, as the errors put it.
-OFFLINE_NOT_CACHED = "HF_HUB_OFFLINE is set, with no copy in the datasets cache"
+def offline_not_cached() -> str:
+    """Why a dataset in datasets' offline mode cannot load (for `hub_dataset_missing`), naming the variable set."""
+    return f"{datasets_offline_variable()} is set, with no copy in the datasets cache"
 
 
 def _cache_folders(cache_dir: str | None) -> list[Path]:
@@ -161,7 +177,7 @@ def check_hub_dataset(what: str, data_dir: str | None, local_folder: str | None)
         local_folder: the folder a local copy has in a data directory ("sst2"); "" when unknown here; None when the
             data has no local copy at all (only local files can stand in).
     """
-    unreachable = hub_unreachable()
+    unreachable = None if datasets_offline_variable() else hub_unreachable()  # offline: datasets reads its cache
     if unreachable:
         raise hub_dataset_missing(what, data_dir, local_folder, f"the Hub cannot be reached ({unreachable})")
 
@@ -193,13 +209,14 @@ def _in_hub_cache(model: str) -> bool:
 __all__ = [
     "DATA_DIR_ENV",
     "HUB_PROBE_TIMEOUT",
-    "OFFLINE_NOT_CACHED",
     "check_hub_dataset",
     "check_model_reference",
     "check_not_a_missing_path",
+    "datasets_offline_variable",
     "hub_dataset_missing",
     "hub_offline",
     "hub_unreachable",
     "in_datasets_cache",
+    "offline_not_cached",
     "resolve_data_dir",
 ]

@@ -222,26 +222,35 @@ def test_a_table_dataset_without_its_local_copy_names_data_dir_when_the_hub_is_u
         load_raw_datasets("squad")
 
 
+@pytest.mark.parametrize(
+    ("variable", "online"),
+    [("HF_HUB_OFFLINE", {}), ("HF_DATASETS_OFFLINE", {"HF_DATASETS_OFFLINE": "0", "HF_HUB_OFFLINE": "1"})],
+)
 def test_a_table_dataset_missing_from_the_cache_in_offline_mode_names_data_dir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, online: dict[str, str]
 ) -> None:
-    """With HF_HUB_OFFLINE set the Hub is not probed (datasets' cache may hold the data); where it does not, the
-    error is not datasets' "Couldn't reach 'glue' on the Hub (OfflineModeIsEnabled)", which names neither the task's
-    folder nor --data_dir, but one line saying where the local copy goes."""
+    """With datasets offline (HF_HUB_OFFLINE, or HF_DATASETS_OFFLINE, which datasets reads first whatever
+    HF_HUB_OFFLINE says) the Hub is not probed (datasets' cache may hold the data); where it does not, the error is not
+    datasets' "Couldn't reach 'glue' on the Hub (OfflineModeIsEnabled)", which names neither the task's folder nor
+    --data_dir, but one line saying where the local copy goes and which variable is set."""
 
     def offline(*args, **kwargs):
         raise ConnectionError("Couldn't reach 'glue' on the Hub (OfflineModeIsEnabled)")
 
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv(variable, "1")
+    monkeypatch.setattr(model_reference, "probe_hub", lambda endpoint: pytest.fail("probed the Hub"))
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(FileNotFoundError) as error:
         load_raw_datasets("glue", "sst2")
     message = str(error.value)
     assert "\n" not in message and message.startswith("Dataset glue/sst2 has no local copy (neither --data_dir")
-    assert "HF_HUB_OFFLINE is set, with no copy in the datasets cache: pass --data_dir" in message
+    assert f"{variable} is set, with no copy in the datasets cache: pass --data_dir" in message
     assert f"--data_dir DIR or set ${DATA_DIR_ENV}=DIR, DIR holding sst2/" in message
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv(variable)
+    for name, value in online.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setattr(model_reference, "hub_unreachable", lambda: None)  # online: datasets' own error stands
     with pytest.raises(ConnectionError, match="Couldn't reach 'glue'"):
         load_raw_datasets("glue", "sst2")

@@ -266,6 +266,24 @@ def test_a_task_without_local_data_in_offline_mode_is_refused_at_once(
     hf_bertscratch_cli.check_arguments("finetune", argv)
 
 
+def test_a_task_without_local_data_in_datasets_offline_mode_is_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """HF_DATASETS_OFFLINE alone puts datasets in offline mode: the front door says so in the library's line, without
+    asking the Hub."""
+    model_folder(tmp_path / "model", model_type="bertscratch")
+    env = offline_without_caches(monkeypatch, tmp_path)
+    del env["HF_HUB_OFFLINE"]
+    env.update(HF_DATASETS_OFFLINE="1", HF_ENDPOINT="http://192.0.2.1:9")  # an endpoint no probe would get past
+    argv = ["--model_name_or_path", "model", "--task", "sst2", "--max_steps", "3", "--output_dir", "out"]
+    done = front_door(tmp_path, "finetune", *argv, env=env)
+    assert done.returncode == 1
+    assert done.stderr.endswith(
+        "and HF_DATASETS_OFFLINE is set, with no copy in the datasets cache: pass --data_dir DIR or set "
+        "$BERTSCRATCH_DATA_DIR=DIR, DIR holding sst2/ (as ../shared/data does).\n"
+    )
+
+
 def test_a_task_whose_files_stand_in_for_some_splits_is_left_to_the_library(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
