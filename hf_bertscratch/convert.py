@@ -17,6 +17,7 @@ Command line (the direction follows the source's `model_type`, the head its `arc
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import re
@@ -37,7 +38,7 @@ from hf_bertscratch_base.model_config import check_model_type
 from . import modeling_bertscratch
 from .arguments import ArgumentParser, parse_args_or_json
 from .configuration_bertscratch import BertScratchConfig
-from .model_reference import check_model_reference
+from .model_reference import check_model_reference, hub_offline
 from .modeling_bertscratch import AUTO_CLASS_TO_MODEL
 from .run_folder import staged_folder
 
@@ -417,15 +418,51 @@ def family_checkpoint(model: str | Path) -> str:
 SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
 
 
+def sentence_transformers_folder(model: str | Path) -> Path | None:
+    """The folder whose sentence-transformers files (modules.json, sentence_bert_config.json,
+    config_sentence_transformers.json, each module folder's config.json) say how `model` embeds: a local folder itself;
+    for a Hub id, the snapshot folder of huggingface_hub's cache those files are downloaded into, once per process
+    (from the cache alone where HF_HUB_OFFLINE is set). None for a Hub id without modules.json (no embedding model),
+    or one the Hub does not give (loading the model then says why)."""
+    if Path(model).is_dir():
+        return Path(model)
+    from huggingface_hub import constants
+
+    return _hub_sentence_transformers_folder(str(model), hub_offline(), str(constants.HF_HUB_CACHE))
+
+
+@functools.cache
+def _hub_sentence_transformers_folder(repo_id: str, offline: bool, cache_dir: str) -> Path | None:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, HFValidationError
+
+    def download(name: str) -> Path | None:
+        try:
+            return Path(hf_hub_download(repo_id, name, cache_dir=cache_dir, local_files_only=offline))
+        except (EntryNotFoundError, HfHubHTTPError, HFValidationError):
+            return None
+
+    modules = download("modules.json")
+    if modules is None:
+        return None
+    for name in SENTENCE_TRANSFORMERS_FILES[1:]:
+        download(name)
+    for module in json.loads(modules.read_text(encoding="utf-8")):
+        if module.get("path"):
+            download(f"{module['path']}/config.json")
+    return modules.parent
+
+
 def copy_sentence_transformers_files(source: str | Path, destination: Path) -> list[str]:
     """Keep an embedding folder one: its sentence-transformers files and module folders (1_Pooling/, ...) go along,
     so sentence-transformers, embedding servers and `bertscratch embed` read the converted (or exported) encoder
     with the pooling and length it was trained with, not their own default. The first module, the transformer at
     the folder's root, is the converted model. Returns the modules' types (none when `source` is no
     sentence-transformers folder)."""
-    source = Path(source)
-    if not (source / "modules.json").is_file():
+    folder = sentence_transformers_folder(source)
+    if folder is None or not (folder / "modules.json").is_file():
         return []
+    source = folder
     for name in SENTENCE_TRANSFORMERS_FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, destination / name)
@@ -523,6 +560,7 @@ __all__ = [
     "convert_checkpoint",
     "copy_sentence_transformers_files",
     "family_checkpoint",
+    "sentence_transformers_folder",
     "CONVERTIBLE_MODEL_TYPES",
     "ConvertArguments",
     "build_parser",

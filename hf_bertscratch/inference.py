@@ -52,7 +52,7 @@ from transformers.utils import ModelOutput, enable_tf32
 from hf_bertscratch_base.model_config import check_max_seq_length
 
 from .batching_bertscratch import selected_positions
-from .convert import family_checkpoint
+from .convert import family_checkpoint, sentence_transformers_folder
 from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
 from .similarity import POOLINGS
@@ -477,40 +477,46 @@ def check_encoder(model: str | Path) -> None:
 
 
 def embedding_pooling(model: str | Path | Pipeline, pooling: str = "auto") -> str:
-    """`pooling`, or for "auto" the pooling an embedding folder was trained with (its sentence-transformers
-    `1_Pooling/config.json`), else mean."""
+    """`pooling`, or for "auto" the pooling an embedding model was trained with (its sentence-transformers
+    `1_Pooling/config.json`, in its folder or Hub snapshot: `convert.sentence_transformers_folder`), else mean."""
     if pooling != "auto":
         if pooling not in POOLINGS:
             raise ValueError(f"pooling={pooling!r} is not supported: expected one of {('auto', *POOLINGS)}.")
         return pooling
     from .embedding import saved_pooling
 
-    folder = model.model.name_or_path if isinstance(model, Pipeline) else model
-    return (saved_pooling(folder) if folder is not None and Path(folder).is_dir() else None) or "mean"
+    folder = _sentence_transformers_folder(model.model.name_or_path if isinstance(model, Pipeline) else model)
+    return (saved_pooling(folder) if folder else None) or "mean"
 
 
 def embedding_normalizes(model: str | Path | Pipeline) -> bool:
-    """Whether an embedding folder's sentence-transformers modules scale its vectors to unit length (a Normalize
-    module: `saved_normalize`), as `embed` then does too; raises for a folder listing modules `embed` does not
-    compute."""
+    """Whether an embedding model's sentence-transformers modules (in its folder or Hub snapshot) scale its vectors to
+    unit length (a Normalize module: `saved_normalize`), as `embed` then does too; raises for a model listing modules
+    `embed` does not compute."""
     from .embedding import saved_normalize
 
-    folder = model.model.name_or_path if isinstance(model, Pipeline) else model
-    return folder is not None and Path(folder).is_dir() and saved_normalize(folder)
+    folder = _sentence_transformers_folder(model.model.name_or_path if isinstance(model, Pipeline) else model)
+    return folder is not None and saved_normalize(folder)
 
 
 def embedding_truncation(extractor: Pipeline) -> dict:
-    """Tokenizer arguments that cut a text where an embedding folder was trained to read (its
-    sentence_bert_config.json's max_seq_length, where sentence-transformers cuts it too), else at the model's
-    positions (`truncation_kwargs`)."""
+    """Tokenizer arguments that cut a text where an embedding model was trained to read (its
+    sentence_bert_config.json's max_seq_length, in its folder or Hub snapshot, where sentence-transformers cuts it
+    too), else at the model's positions (`truncation_kwargs`)."""
     from .embedding import saved_max_seq_length
 
     kwargs = truncation_kwargs(extractor.model)
-    folder = extractor.model.name_or_path
-    trained = saved_max_seq_length(folder) if folder and Path(folder).is_dir() else None
+    folder = _sentence_transformers_folder(extractor.model.name_or_path)
+    trained = saved_max_seq_length(folder) if folder else None
     if trained:
         kwargs["max_length"] = min(trained, kwargs["max_length"])
     return kwargs
+
+
+def _sentence_transformers_folder(model: str | Path | None) -> Path | None:
+    """Where an embedding model's sentence-transformers files are read from, folder or Hub id
+    (`convert.sentence_transformers_folder`); None for no model name (a pipeline built from a model in memory)."""
+    return sentence_transformers_folder(model) if model else None
 
 
 def embed(model: str | Path | Pipeline, text: str, pooling: str = "auto", **load_kwargs: Any) -> np.ndarray:

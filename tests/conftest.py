@@ -198,6 +198,20 @@ def assert_no_local_path(card: str | bytes, tmp_path_factory: pytest.TempPathFac
         assert folder not in text, f"the card names a local path under {folder}:\n{text}"
 
 
+def in_offline_hub_cache(monkeypatch: pytest.MonkeyPatch, folder: Path, cache: Path, repo_id: str) -> None:
+    """Lay `folder`'s files out in `cache` as huggingface_hub's cache holds a download of `repo_id`'s main branch,
+    and read the Hub from that cache alone, offline, for the rest of the test."""
+    import huggingface_hub
+
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    shutil.copytree(folder, repo / "snapshots" / "0123abcd")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
 def record_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, bool] | None = None) -> list[tuple[str, dict]]:
     """Record the calls that reach huggingface_hub's HfApi (the network boundary), with the files uploaded and the
     token each call carries.

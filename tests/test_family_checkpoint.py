@@ -31,7 +31,7 @@ from hf_bertscratch.tasks import TASKS, finetune_defaults
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments
 from hf_bertscratch_cli import main as bertscratch
 
-from conftest import tiny_config_kwargs
+from conftest import in_offline_hub_cache, tiny_config_kwargs
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -199,6 +199,27 @@ def test_the_converted_sentence_transformers_folder_embeds_as_sentence_transform
     code, out, err = _run(["embed", str(sentence_transformers_folder), text], capsys)
     assert code == 0, err
     np.testing.assert_allclose(json.loads(out), expected, atol=1e-5)
+
+
+def test_a_transformers_embedding_model_by_hub_id_embeds_as_its_folder(
+    tmp_path: Path, tokenizer: BertTokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers' BERT given by Hub id is converted with the sentence-transformers files of its Hub snapshot: it
+    pools, normalises and cuts its text (CLS, Normalize, 16 tokens) as the same model given by folder does."""
+    from hf_bertscratch.embedding import write_sentence_transformers_files
+
+    folder = _bert_folder(tmp_path / "bert-embedder", BertModel, tokenizer)
+    write_sentence_transformers_files(folder, "cls", 16, 32)
+    modules = json.loads((folder / "modules.json").read_text())
+    normalize = {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+    (folder / "modules.json").write_text(json.dumps([*modules, normalize]))
+    in_offline_hub_cache(monkeypatch, folder, tmp_path / "hub", "someone/bert-embedder")
+    text = " ".join(["the cat sat on the mat ."] * 10)  # beyond the 16 tokens it was trained on
+    by_folder = inference.embed(folder, text)
+    assert np.linalg.norm(by_folder) == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(inference.embed("someone/bert-embedder", text), by_folder, atol=1e-6)
+    extractor = inference.load_pipeline("feature-extraction", "someone/bert-embedder")
+    assert inference.embedding_truncation(extractor)["max_length"] == 16
 
 
 # ------------------------------------------------------------------------------------------- fine-tuning

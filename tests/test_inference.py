@@ -17,7 +17,7 @@ import hf_bertscratch_base.model_reference
 from hf_bertscratch import inference
 from hf_bertscratch.model_reference import check_model_reference
 
-from conftest import assert_same_results, tiny_config_kwargs
+from conftest import assert_same_results, in_offline_hub_cache, tiny_config_kwargs
 
 LONG_TEXT = " ".join(["the cat sat on the mat ."] * 30)  # 211 tokens, beyond the tiny model's 64 positions
 
@@ -94,6 +94,24 @@ def test_embed_scales_to_unit_length_where_the_folders_modules_do(tmp_path: Path
     np.testing.assert_allclose(np.linalg.norm(reference, axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(np.stack(list(inference.embed_many(folder, texts))), reference, atol=1e-5)
     assert inference.similarity(folder, *texts) == pytest.approx(float(reference[0] @ reference[1]), abs=1e-5)
+
+
+def test_embed_by_hub_id_reads_the_snapshots_sentence_transformers_files(
+    tmp_path: Path, tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedding model given by its Hub id pools, normalises and cuts its text as its sentence-transformers files
+    in the Hub snapshot say (here CLS pooling, a Normalize module, 16 tokens), as the same model given by folder
+    does; offline, from the Hub cache alone."""
+    folder = _embedding_folder_with(
+        tmp_path / "embedder", tokenizer, {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+    )
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "cls"}))
+    in_offline_hub_cache(monkeypatch, folder, tmp_path / "hub", "someone/my-embedder")
+    by_folder = inference.embed(folder, LONG_TEXT)
+    assert np.linalg.norm(by_folder) == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(inference.embed("someone/my-embedder", LONG_TEXT), by_folder, atol=1e-6)
+    pipeline = inference.load_pipeline("feature-extraction", "someone/my-embedder")
+    np.testing.assert_allclose(inference.embed(pipeline, LONG_TEXT), by_folder, atol=1e-6)
 
 
 def test_embed_refuses_a_folder_whose_modules_it_does_not_compute(tmp_path: Path, tokenizer) -> None:
