@@ -541,12 +541,12 @@ def embed_many(
     """`embed` of each of `texts`, in order, `batch_size` texts per forward pass; every text is checked before the
     model runs, and the vectors come as each batch is done. A pipeline passed in must leave each text's states
     unpadded, as `load_pipeline`'s does (`BertScratchFeatureExtractionPipeline`), for batch_size > 1."""
-    pooling = embedding_pooling(model, pooling)
-    normalize = embedding_normalizes(model)
     check_batch_size(batch_size)
     _check_not_empty(texts, "Text", "a sentence to embed")
     if not isinstance(model, Pipeline) and load_kwargs.get("backend", "pytorch") == "pytorch":
-        check_encoder(check_model_reference(model))
+        check_encoder(check_model_reference(model))  # before the settings: a mistyped folder asks no Hub for them
+    pooling = embedding_pooling(model, pooling)
+    normalize = embedding_normalizes(model)
     extractor = as_pipeline("feature-extraction", model, **load_kwargs)
     outputs = extractor(
         _streamed(texts), return_tensors=True, tokenize_kwargs=embedding_truncation(extractor), batch_size=batch_size
