@@ -927,8 +927,8 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
     signum: int, to_group: bool, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
     """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) and
-    Ctrl-C (SIGINT to the terminal's job: the command and torchrun's agent, whose training processes run in sessions of
-    their own) stop the two training processes it launched too, rather than leaving them training into the output
+    Ctrl-C (SIGINT to the terminal's job: the command and torchrun's agent, whose training processes torchrun starts
+    outside that job, under setsid) stop the two training processes it launched too, rather than leaving them training into the output
     folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
     rerun continues from, and no traceback of any process."""
     out = tmp_path / "run"
