@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import inspect
 import json
-import re
 import sys
 import typing
 from collections.abc import Iterable, Mapping
@@ -29,7 +28,7 @@ from typing import Any, NoReturn
 from transformers import HfArgumentParser, TrainingArguments
 
 from hf_bertscratch_base import HELP_WIDTH, did_you_mean
-from hf_bertscratch_base.flags import flag_suggestion
+from hf_bertscratch_base.flags import OneLineParser
 
 # transformers' TrainingArguments flags that `--help` lists beside the command's own (the rest: `--help_all`).
 COMMON_TRAINER_FLAGS = frozenset(
@@ -99,7 +98,7 @@ class _HelpAllAction(argparse.Action):
         parser.exit()
 
 
-class ArgumentParser(HfArgumentParser):
+class ArgumentParser(OneLineParser, HfArgumentParser):
     """`HfArgumentParser` with one-line errors, "did you mean" suggestions, no abbreviated flags and help grouped for
     people.
 
@@ -175,22 +174,6 @@ class ArgumentParser(HfArgumentParser):
         if not allow_extra_keys and set(args) - taken:
             raise ValueError(f"Some keys are not used by the HfArgumentParser: {sorted(set(args) - taken)}")
         return tuple(made)
-
-    def error(self, message: str) -> NoReturn:
-        """Print one line, the bad value and what was expected (argparse's message) with the closest valid name."""
-        self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)} (see {self.prog} --help)\n")
-
-    def _suggestion(self, message: str) -> str:
-        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if choice:
-            names = re.findall(r"'([^']*)'", choice.group(2))
-            return did_you_mean(choice.group(1), names)
-        unknown = re.search(r"unrecognized arguments: (\S+)", message)
-        if unknown:
-            return flag_suggestion(
-                unknown.group(1), [option for action in self._actions for option in action.option_strings]
-            )
-        return ""
 
 
 def described_values(descriptions: Mapping[str, str], values: Iterable[str]) -> str:

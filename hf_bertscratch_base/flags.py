@@ -1,10 +1,13 @@
-"""The closest valid flag to a mistyped one, the same before torch loads (the front door's check of a command's
-flags) and after (the library's argument parser): flags of other training scripts and tools map to this package's,
-any other by spelling."""
+"""The closest valid flag to a mistyped one, and the one line a usage error ends with, the same before torch loads
+(the front door's parsers and its check of a command's flags) and after (the library's argument parser): flags of
+other training scripts and tools map to this package's, any other by spelling."""
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Collection
+from typing import NoReturn
 
 from . import did_you_mean
 
@@ -42,4 +45,30 @@ def flag_suggestion(given: str, flags: Collection[str]) -> str:
     return did_you_mean(name, flags)
 
 
-__all__ = ["FLAG_ALIASES", "flag_suggestion"]
+def usage_error_line(prog: str, message: str) -> str:
+    """`PROG: error: MESSAGE (see PROG --help)`: the one line every command's usage error is."""
+    return f"{prog}: error: {message} (see {prog} --help)\n"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage error is one line (`usage_error_line`, exit status 2): the bad value and what
+    was expected (argparse's message) with the closest valid name, a choice's or a flag's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, usage_error_line(self.prog, f"{message}{self.suggestion(message)}"))
+
+    def suggestion(self, message: str) -> str:
+        """ "; did you mean ...?" for argparse's `message` of an invalid choice or an unrecognized flag, else ""."""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            names = re.findall(r"'([^']*)'", choice.group(2))
+            return did_you_mean(choice.group(1), names)
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        if unknown:
+            return flag_suggestion(
+                unknown.group(1), [option for action in self._actions for option in action.option_strings]
+            )
+        return ""
+
+
+__all__ = ["FLAG_ALIASES", "OneLineParser", "flag_suggestion", "usage_error_line"]

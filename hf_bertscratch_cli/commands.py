@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from hf_bertscratch_base import PROG, did_you_mean
 from hf_bertscratch_base.errors import DEBUG_ENV
-from hf_bertscratch_base.flags import flag_suggestion
+from hf_bertscratch_base.flags import OneLineParser, flag_suggestion, usage_error_line
 
 DISTRIBUTION = "hf-bertscratch"
 # `COMMAND --help` pages kept as text, answered without importing torch (`dispatch.write_help_pages`
@@ -101,7 +101,7 @@ def check_flags(command: str, args: list[str]) -> None:
         return
     prog = f"{PROG} {command}"
     message = f"unrecognized arguments: {' '.join(unknown)}{flag_suggestion(unknown[0], known)}"
-    sys.stderr.write(f"{prog}: error: {message} (see {prog} --help)\n")
+    sys.stderr.write(usage_error_line(prog, message))
     raise SystemExit(2)
 
 
@@ -113,14 +113,14 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(OneLineParser):
     def error(self, message: str) -> NoReturn:
-        hint = ""
         if message.startswith("argument COMMAND: invalid choice:"):
             given = message.split("'")[1]
-            message = f"unknown command {given!r}"
-            hint = did_you_mean(given, COMMAND_SUMMARIES)
-        self.exit(2, f"{self.prog}: error: {message}{hint} (see {self.prog} --help)\n")
+            self.exit(
+                2, usage_error_line(self.prog, f"unknown command {given!r}{did_you_mean(given, COMMAND_SUMMARIES)}")
+            )
+        super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,20 +7,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import NoReturn
 
 from hf_bertscratch_base import HELP_WIDTH, PROG
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """One line, as every command's parser gives it: the bad value and what was expected."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+from hf_bertscratch_base.flags import OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's parser (the front door keeps its `--help` page)."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog=f"{PROG} plot",
         description="Draw training and validation loss (and validation accuracy) of a training run from its "
         "trainer_state.json.",
