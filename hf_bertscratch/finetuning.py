@@ -687,7 +687,7 @@ def main(argv: list[str] | None = None) -> None:
     # rerun that fails keeps the earlier run whole.
     log_resumption(checkpoint)
     start = time.perf_counter()
-    with stopping_with_one_line(trainer):  # Ctrl-C: one line naming the checkpoint to continue from
+    with stopping_with_one_line(trainer, "finetune"):  # Ctrl-C: one line naming the checkpoint to continue from
         train_result = trainer.train(resume_from_checkpoint=checkpoint)
 
     # 5. Evaluate: the best model on eval, the test split once (predicted alone when it has no labels), and what no

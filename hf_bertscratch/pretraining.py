@@ -530,10 +530,12 @@ LAUNCHED = "hf_bertscratch_base.launched"  # the module the processes a command 
 
 # torchrun, except that children that fail are not reported again by torchrun's log and traceback: they have said why
 # (`hf_bertscratch_base.errors.run_launched`), and the launcher prints it (`$BERTSCRATCH_DEBUG`: torchrun's report);
-# nor is a signal that stopped the run, which torchrun passes on to the children. Its agent acts on the first signal
-# only: Ctrl-C reaches it twice (from the terminal and from the launcher), and a second one would cut short its wait
-# for the children, which it would then kill with SIGTERM before they have said where they stopped.
-TORCHRUN = """import logging, sys
+# nor is a signal that stopped the run. Its agent passes the first signal on to the children and waits for them to
+# stop, however long that takes (a child writing a checkpoint stops once the checkpoint is whole, rather than being
+# killed after torch's 30 seconds); each signal after it reaches the children too, which then stop at once
+# (`run_folder.stopping_with_one_line`). The launcher starts it in a session of its own, so that a Ctrl-C reaches it
+# once, through the launcher, and not again from the terminal.
+TORCHRUN = """import logging, os, sys
 from torch.distributed.elastic.multiprocessing import api
 from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -541,13 +543,26 @@ from torch.distributed.run import main
 for name in list(logging.root.manager.loggerDict):
     if name.startswith("torch.distributed.elastic"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-first_signal_only = getattr(api, "_terminate_process_handler", None)  # torch's own; absent, torch's behaviour
-if first_signal_only is not None:
-    def terminate_once(signum, frame):
-        if not getattr(terminate_once, "stopping", False):
-            terminate_once.stopping = True
-            first_signal_only(signum, frame)
-    api._terminate_process_handler = terminate_once
+os.environ.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(2**31 - 1))  # no deadline: the children stop themselves
+stop_children = getattr(api, "_terminate_process_handler", None)  # torch's own; absent, torch's behaviour
+if stop_children is not None:
+    started = []
+    start = api.PContext.start
+    def start_and_keep(self):
+        started.append(self)
+        start(self)
+    api.PContext.start = start_and_keep
+    def stop_then_pass_on(signum, frame):
+        if not getattr(stop_then_pass_on, "stopping", False):
+            stop_then_pass_on.stopping = True
+            stop_children(signum, frame)
+        for children in started:
+            for pid in children.pids().values():
+                try:
+                    os.killpg(pid, signum)
+                except OSError:
+                    pass
+    api._terminate_process_handler = stop_then_pass_on
 try:
     main()
 except ChildFailedError:
@@ -557,9 +572,10 @@ except SignalException as stopped:
 """
 
 
-# What stops a run from outside: Ctrl-C reaches every process of a terminal's job, but a signal sent to this
-# command alone (kill, a job scheduler, timeout) must reach torchrun's agent, which stops its training processes
-# (each of which says where it stopped, `run_folder.stopping_with_one_line`).
+# What stops a run from outside: Ctrl-C, which reaches the processes of the terminal's job, and a signal sent to this
+# command alone (kill, a job scheduler, timeout). Either must reach torchrun's agent, which runs outside that job and
+# passes each signal on to its training processes (each of which says where it stopped,
+# `run_folder.stopping_with_one_line`).
 FORWARDED_SIGNALS = STOP_SIGNALS
 
 
@@ -595,7 +611,10 @@ def launch_processes(argv: list[str], processes: int, threads: int, training_arg
     with tempfile.TemporaryDirectory(prefix="bertscratch-errors-") as errors:
         environment = {WAIT_POLICY_ENV: TRAINING_WAIT_POLICY, **os.environ, THREADS_ENV: str(threads)}
         environment[LAUNCHED_ERRORS_ENV] = errors
-        with subprocess.Popen(command, env=environment) as child, forwarding_signals(child) as received:
+        with (
+            subprocess.Popen(command, env=environment, start_new_session=True) as child,
+            forwarding_signals(child) as received,
+        ):
             returncode = child.wait()
         lines = launched_errors(errors)
     if received:  # stopped from outside, as asked: nothing failed
@@ -648,7 +667,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)
     log_resumption(checkpoint)
-    with stopping_with_one_line(trainer):
+    with stopping_with_one_line(trainer, "pretrain"):
         metrics = train_and_evaluate(trainer, data_args, checkpoint)
     kept = save_outputs(trainer, metrics, model_args, data_args)
     if trainer.is_world_process_zero():

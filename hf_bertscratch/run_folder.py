@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from transformers import TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from hf_bertscratch_base import PROG
 from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.run_files import (
     STAGING,
@@ -363,33 +366,55 @@ def stopped_message(training_args: TrainingArguments, step: int | None) -> str:
     return f"{at}, before its first checkpoint ({schedule}): nothing to resume from"
 
 
+def finish_saving_notice(command: str, checkpoint: str, signum: int) -> str:
+    """The line a stop signal that comes while `checkpoint` is written prints at once: the run stops once it is
+    whole, or at once on a second signal, which leaves it for `resolve_checkpoint` to pass over."""
+    again = "press Ctrl-C again" if signum == signal.SIGINT else f"send {signal.Signals(signum).name} again"
+    return (
+        f"{PROG} {command}: stopping once {checkpoint} is written; {again} to stop now, leaving it incomplete: "
+        "--resume_from_checkpoint last passes over it"
+    )
+
+
 @contextmanager
-def stopping_with_one_line(trainer: Trainer) -> Iterator[None]:
-    """While the block trains `trainer`, a `STOP_SIGNALS` signal stops it with `Stopped`, whose line names the step
-    and the last checkpoint (`stopped_message`) and whose status is the signal's; so does any error that follows one
-    (a process of a multi-process run whose peer stopped first). A signal that comes while a checkpoint is written
-    stops the run once the checkpoint is whole, so the last checkpoint is always one a rerun can continue from."""
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+def stopping_with_one_line(trainer: Trainer, command: str) -> Iterator[None]:
+    """While the block trains `trainer` for `bertscratch COMMAND`, a `STOP_SIGNALS` signal stops it with `Stopped`,
+    whose line names the step and the last whole checkpoint (`stopped_message`) and whose status is the signal's; so
+    does any error that follows one (a process of a multi-process run whose peer stopped first). A signal that comes
+    while a checkpoint is written stops the run once the checkpoint is whole, the process that writes it saying so
+    at once (`finish_saving_notice`); a second signal then stops it at once, leaving that checkpoint incomplete.
+    Other signals that follow the first find the run stopping."""
+    if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+        with _stopping(trainer, command):
+            yield
+    else:
         yield
-        return
+
+
+@contextmanager
+def _stopping(trainer: Trainer, command: str) -> Iterator[None]:
     received: list[int] = []
-    saving = False
+    saving: str | None = None  # the checkpoint being written
 
     def stop(signum: int, _frame: object) -> None:
-        if not received:  # the first signal stops the run; the ones that follow it find it stopping
-            received.append(signum)
-            if not saving:
+        received.append(signum)
+        if saving is None:
+            if len(received) == 1:
                 raise KeyboardInterrupt
+        elif len(received) > 1:
+            raise KeyboardInterrupt
+        elif trainer.args.should_save:  # the process that writes the checkpoint
+            say_at_once(finish_saving_notice(command, saving, signum))
 
     save_checkpoint = trainer._save_checkpoint
 
     def save_whole(*args: Any, **kwargs: Any) -> None:
         nonlocal saving
-        saving = True
+        saving = os.path.join(output_dir_of(trainer.args), f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}")
         try:
             save_checkpoint(*args, **kwargs)
         finally:
-            saving = False
+            saving = None
         if received:
             raise KeyboardInterrupt
 
@@ -400,11 +425,25 @@ def stopping_with_one_line(trainer: Trainer) -> Iterator[None]:
     except BaseException as error:
         if not received and not isinstance(error, KeyboardInterrupt):
             raise
+        # Another signal while the line is made (it reads the output folder, on a disk that may not answer) acts as
+        # it would outside the block.
+        restore_signal_handlers(previous)
         signum = received[0] if received else signal.SIGINT
         raise Stopped(stopped_message(trainer.args, trainer.state.global_step), signum) from None
     finally:
         restore_signal_handlers(previous)
         del trainer._save_checkpoint
+
+
+def say_at_once(line: str) -> None:
+    """Print `line` on stderr from a signal handler, which may have interrupted a write to sys.stderr: straight to
+    its file descriptor, where it has one."""
+    try:
+        descriptor = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without one (io.UnsupportedOperation)
+        print(line, file=sys.stderr, flush=True)
+        return
+    os.write(descriptor, (line + "\n").encode())
 
 
 def restore_signal_handlers(previous: dict[int, Any]) -> None:
@@ -559,6 +598,7 @@ __all__ = [
     "checkpoint_step",
     "finish_run",
     "final_path",
+    "finish_saving_notice",
     "finished_files_in",
     "grant_usual_permissions",
     "log_resumption",
@@ -569,6 +609,7 @@ __all__ = [
     "remove_stale_outputs",
     "resolve_checkpoint",
     "restore_signal_handlers",
+    "say_at_once",
     "resuming",
     "staged_folder",
     "stopped_message",

@@ -5,7 +5,8 @@ raise (a missing data file, say) would otherwise print a traceback in each and t
 children after them. Instead each launched process writes its one line into a folder the launcher names
 (`LAUNCHED_ERRORS_ENV`) and exits with status 1, and the launcher prints the distinct lines once (`launched_errors`).
 `$BERTSCRATCH_DEBUG` keeps the tracebacks. A run stopped by a signal (Ctrl-C, `kill`) is no error: it ends with the
-one line of `Stopped`, printed once, and the signal's exit status (128 + its number, 130 for Ctrl-C).
+one line of `Stopped`, printed once, and the signal's exit status (128 + its number, 130 for Ctrl-C), whether it runs
+as `bertscratch COMMAND` or as `python scripts/COMMAND.py` (`stops_as_one_line`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hf_bertscratch_base import PROG
@@ -35,6 +37,23 @@ def stop_line(command: str, stopped: BaseException) -> str | None:
     """`bertscratch COMMAND: <where it stopped>` for a `Stopped` run; None for a bare KeyboardInterrupt, which stopped
     before there was anything to say."""
     return f"{PROG} {command}: {stopped}" if isinstance(stopped, Stopped) else None
+
+
+def stop_status(stopped: KeyboardInterrupt) -> int:
+    """The exit status a stop ends with: its signal's for a `Stopped` run, Ctrl-C's (130) for a bare
+    KeyboardInterrupt."""
+    return stopped.status if isinstance(stopped, Stopped) else 128 + signal.SIGINT
+
+
+@contextmanager
+def stops_as_one_line(command: str) -> Iterator[None]:
+    """Ctrl-C or a training run's stop signal (`Stopped`) in the block ends the command with one line on stderr,
+    `stop_line`'s (or "interrupted", for a stop before there was anything to say), and `stop_status`."""
+    try:
+        yield
+    except KeyboardInterrupt as stopped:
+        print(stop_line(command, stopped) or f"{PROG} {command}: interrupted", file=sys.stderr)
+        raise SystemExit(stop_status(stopped)) from None
 
 
 def debugging() -> bool:
@@ -67,7 +86,7 @@ def run_launched(command: str, main: Callable[[], None]) -> None:
         line = stop_line(command, stopped)
         if line is not None:
             _rank_file(folder).write_text(line + "\n", encoding="utf-8")
-        raise SystemExit(stopped.status if isinstance(stopped, Stopped) else 128 + signal.SIGINT) from None
+        raise SystemExit(stop_status(stopped)) from None
     except Exception as error:
         if not folder or debugging():
             raise
@@ -101,4 +120,6 @@ __all__ = [
     "print_error",
     "run_launched",
     "stop_line",
+    "stop_status",
+    "stops_as_one_line",
 ]

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.errors import DEBUG_ENV, Stopped, debugging, print_error, stop_line
+from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error, stops_as_one_line
 
 from .commands import COMMAND_SUMMARIES, FLAGS_FILE, HELP_PAGES, parse
 
@@ -195,14 +195,13 @@ def _debug_environment(debug: bool) -> Iterator[None]:
 
 def run_command(command: str, argv: list[str], debug: bool = False) -> None:
     """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
-    `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback)."""
+    `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback), a stop with its own line and the
+    signal's status (`errors.stops_as_one_line`)."""
     debug = debug or debugging()
     try:
-        with _debug_environment(debug):  # the processes a command launches show their tracebacks too (`errors`)
+        # A stop ends it with one line; under `debug`, the processes a command launches show their tracebacks too
+        with stops_as_one_line(command), _debug_environment(debug):
             _run(command, argv)
-    except KeyboardInterrupt as stopped:  # Ctrl-C, or a training run's stop signal (`errors.Stopped`)
-        print(stop_line(command, stopped) or f"{PROG} {command}: interrupted", file=sys.stderr)
-        raise SystemExit(stopped.status if isinstance(stopped, Stopped) else 130) from None
     except Exception as error:
         # Inspection commands and the front door's own also take --debug after the command; forwarded ones only
         # before it.

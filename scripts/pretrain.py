@@ -1,10 +1,13 @@
 """Pretrain a BertScratch model on raw text: see `python scripts/pretrain.py --help`."""
 
+from hf_bertscratch_base.errors import stops_as_one_line
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 use_training_wait_policy()  # before torch loads
 
-from hf_bertscratch.pretraining import main  # noqa: E402
+# Ctrl-C or `kill`, while torch loads too: one line and the signal's exit status, as `bertscratch pretrain` ends
+with stops_as_one_line("pretrain"):
+    from hf_bertscratch.pretraining import main
 
-if __name__ == "__main__":
-    main()
+    if __name__ == "__main__":
+        main()

@@ -5,8 +5,11 @@ Nothing here reads ../shared/data: the core suite runs on data the tests make.
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Iterator
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,49 @@ def cut_back_to_checkpoint(run_dir: Path, keep: str) -> None:
             path.unlink()
         elif path.name.startswith("checkpoint-") and path.name != keep:
             shutil.rmtree(path)
+
+
+# Put first on PYTHONPATH, this folder's sitecustomize makes the Python processes a test starts (and the ones they
+# start) hang opening $HANG_WRITE for writing, as on a disk that does not answer: the first to get there creates
+# $HANG_STARTED and waits until the FIFO $HANG_FIFO is opened for reading, then writes the file.
+HANGING_WRITE = """import builtins, os
+real_open = builtins.open
+def open(file, mode="r", *args, **kwargs):
+    if "w" in mode and str(file) == os.environ["HANG_WRITE"]:
+        real_open(os.environ["HANG_STARTED"], "w").close()
+        real_open(os.environ["HANG_FIFO"], "w").close()
+    return real_open(file, mode, *args, **kwargs)
+builtins.open = open
+"""
+
+
+class HangingWrite:
+    """A write of `path` that hangs in the processes started with `env` until `release`; `started` says it began."""
+
+    def __init__(self, folder: Path, path: Path) -> None:
+        hooks = folder / "hooks"
+        hooks.mkdir()
+        (hooks / "sitecustomize.py").write_text(HANGING_WRITE)
+        self.marker, self.fifo = folder / "hang-started", folder / "hang-fifo"
+        os.mkfifo(self.fifo)
+        python_path = os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")]))
+        self.env = {"PYTHONPATH": python_path, "HANG_WRITE": str(path)}
+        self.env.update(HANG_STARTED=str(self.marker), HANG_FIFO=str(self.fifo))
+
+    def started(self) -> bool:
+        return self.marker.exists()
+
+    def release(self) -> None:
+        os.close(os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def wait_for(condition: Callable[[], object], process: subprocess.Popen, seconds: float = 240) -> None:
+    """Wait until `condition()` holds, failing if `process` ends first or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None, f"the command ended first, with status {process.returncode}"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
 
 
 def tiny_config_kwargs(vocab_size: int) -> dict:

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ from hf_bertscratch.tasks.data import DataArguments, check_data_arguments, load_
 from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
 
-from conftest import assert_no_local_path, record_hub, tiny_config_kwargs
+from conftest import HangingWrite, assert_no_local_path, record_hub, tiny_config_kwargs, wait_for
 
 POSITIVE = "the movie was great and the acting was wonderful best love".split()
 NEGATIVE = "the film was boring and the plot was bad worst hate terrible".split()
@@ -1007,6 +1008,60 @@ def test_a_stop_signal_while_a_checkpoint_is_written_stops_the_run_once_it_is_wh
     for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
         assert (checkpoint / name).is_file(), name
     assert not list(checkpoint.parent.glob("checkpoint-*[!6]"))
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_while_a_checkpoint_is_written_says_so_and_a_second_one_stops_at_once(
+    presses: int, tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
+) -> None:
+    """`python scripts/finetune.py` stopped by Ctrl-C while its second epoch's checkpoint-12 is written (a disk that
+    does not answer) says at once that it stops once that checkpoint is whole, and does; a second Ctrl-C stops it at
+    once instead, naming the first epoch's checkpoint-6 as the one to continue from. Either way it ends as
+    `bertscratch finetune` does: one line, status 130, no traceback."""
+    out = tmp_path / "cut"
+    hang = HangingWrite(tmp_path, out / "checkpoint-12" / "trainer_state.json")
+    script = Path(__file__).parents[1] / "scripts" / "finetune.py"
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": "", **hang.env}
+    with (
+        (tmp_path / "stderr.txt").open("w") as log,
+        subprocess.Popen(
+            [sys.executable, str(script), *base_argv(model_dir, *data_files, out)],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+        ) as process,
+    ):
+        try:
+            wait_for(hang.started, process)
+            os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole job
+            wait_for(lambda: "again" in (tmp_path / "stderr.txt").read_text(), process, seconds=30)
+            if presses == 2:
+                os.killpg(process.pid, signal.SIGINT)
+            else:
+                time.sleep(1)
+                assert process.poll() is None, "it stopped before the checkpoint was whole"
+                hang.release()
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130
+    stderr = (tmp_path / "stderr.txt").read_text()
+    for noise in ("Traceback", "KeyboardInterrupt", "Exception ignored"):
+        assert noise not in stderr, stderr[-3000:]
+    (notice,) = [line for line in stderr.splitlines() if "again" in line]
+    assert notice == (
+        f"bertscratch finetune: stopping once {out / 'checkpoint-12'} is written; press Ctrl-C again to stop now, "
+        "leaving it incomplete: --resume_from_checkpoint last passes over it"
+    )
+    (line,) = [line for line in stderr.splitlines() if "stopped" in line]
+    last = out / ("checkpoint-12" if presses == 1 else "checkpoint-6")
+    assert line == (
+        f"bertscratch finetune: stopped at step 12; the last checkpoint is {last}: rerun with "
+        "--resume_from_checkpoint last to continue"
+    )
+    assert (out / "checkpoint-12" / "trainer_state.json").is_file() == (presses == 1)
 
 
 def test_finished_output_is_kept_and_an_interrupted_run_resumes(

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,15 @@ from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 from hf_bertscratch_base import errors
 from hf_bertscratch_base.heap import heap_policy
 
-from conftest import CORPUS, PRETRAIN_ONE_PROCESS, assert_no_local_path, pretrain_args, record_hub
+from conftest import (
+    CORPUS,
+    PRETRAIN_ONE_PROCESS,
+    HangingWrite,
+    assert_no_local_path,
+    pretrain_args,
+    record_hub,
+    wait_for,
+)
 
 
 def _typed(value: str) -> object:
@@ -927,9 +936,9 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
     signum: int, to_group: bool, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
     """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) and
-    Ctrl-C (SIGINT to the terminal's job: the command and torchrun's agent, whose training processes torchrun starts
-    outside that job, under setsid) stop the two training processes it launched too, rather than leaving them training into the output
-    folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
+    Ctrl-C (SIGINT to the terminal's job: the command alone, since torchrun's agent and the training processes it
+    starts each run in a session of their own) stop the two training processes it launched too, rather than leaving
+    them training into the output folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
     rerun continues from, and no traceback of any process."""
     out = tmp_path / "run"
     argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "2", "--max_steps", "100000")
@@ -941,25 +950,16 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
     with (
         (tmp_path / "stderr.txt").open("w") as log,
         subprocess.Popen([sys.executable, str(script), *argv], stderr=log, env=env, start_new_session=True) as process,
+        _ending_with_no_process_left(process, out),
     ):
-        try:
-            deadline = time.monotonic() + 240
-            while not (out / "checkpoint-2").is_dir() and process.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert (out / "checkpoint-2").is_dir(), "the run saved no checkpoint"
-            if to_group:
-                os.killpg(process.pid, signum)
-            else:
-                process.send_signal(signum)
-            process.wait(timeout=60)
-            deadline = time.monotonic() + 60
-            while _processes_writing(out) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert not _processes_writing(out), "training processes outlived the command"
-        finally:
-            for pid in _processes_writing(out):  # torchrun's workers run outside this process group (setsid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 240
+        while not (out / "checkpoint-2").is_dir() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (out / "checkpoint-2").is_dir(), "the run saved no checkpoint"
+        if to_group:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
     assert process.returncode == 128 + signum
     stderr = (tmp_path / "stderr.txt").read_text()
     for noise in ("Traceback", "KeyboardInterrupt", "Exception ignored", "error"):
@@ -973,6 +973,60 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
     assert stop and int(stop[1]) >= int(stop[2]) >= 2, line
     assert (out / f"checkpoint-{stop[2]}" / "trainer_state.json").is_file()  # written last: the checkpoint is whole
     assert not (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("signum, processes", [(signal.SIGTERM, 1), (signal.SIGINT, 2)], ids=["kill", "ctrl-c"])
+def test_a_second_stop_signal_while_a_checkpoint_is_written_stops_at_once(
+    signum: int, processes: int, text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """A stop signal while checkpoint-4 is written (a disk that does not answer) makes `python scripts/pretrain.py`
+    say at once, in one line, that it stops once that checkpoint is whole and how to stop now; the same signal again
+    stops it at once: one line naming checkpoint-2, the last whole one, and the signal's status. So for `kill` of a
+    one-process run and for Ctrl-C of a run in two processes (the command's, which reach its training processes
+    through torchrun's agent), each line once and no process left behind."""
+    out = tmp_path / "run"
+    hang = HangingWrite(tmp_path, out / "checkpoint-4" / "trainer_state.json")
+    argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", str(processes))
+    argv += ["--max_steps", "100000", "--save_strategy", "steps", "--save_steps", "2"]
+    env = {key: value for key, value in os.environ.items() if key not in ("WORLD_SIZE", "OMP_NUM_THREADS")}
+    env.update(TOKENIZERS_PARALLELISM="false", CUDA_VISIBLE_DEVICES="", **hang.env)
+    script = Path(__file__).parents[1] / "scripts" / "pretrain.py"
+
+    def signalled() -> None:
+        if processes == 2:
+            os.killpg(process.pid, signum)  # Ctrl-C: the terminal signals the whole job
+        else:
+            process.send_signal(signum)
+
+    with (
+        (tmp_path / "stderr.txt").open("w") as log,
+        subprocess.Popen(
+            [sys.executable, str(script), *argv], stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True
+        ) as process,
+        _ending_with_no_process_left(process, out),
+    ):
+        wait_for(hang.started, process)
+        signalled()
+        wait_for(lambda: "again" in (tmp_path / "stderr.txt").read_text(), process, seconds=30)
+        time.sleep(1)  # any second copy of the first signal has arrived
+        assert process.poll() is None, "it stopped before the checkpoint was whole"
+        signalled()
+    assert process.returncode == 128 + signum
+    stderr = (tmp_path / "stderr.txt").read_text()
+    for noise in ("Traceback", "KeyboardInterrupt", "Exception ignored", "error"):
+        assert noise not in stderr, stderr[-3000:]
+    again = "press Ctrl-C again" if signum == signal.SIGINT else "send SIGTERM again"
+    (notice,) = [line for line in stderr.splitlines() if " again " in line]
+    assert notice == (
+        f"bertscratch pretrain: stopping once {out / 'checkpoint-4'} is written; {again} to stop now, leaving it "
+        "incomplete: --resume_from_checkpoint last passes over it"
+    )
+    (line,) = [line for line in stderr.splitlines() if "stopped" in line]
+    assert line == (
+        f"bertscratch pretrain: stopped at step 4; the last checkpoint is {out / 'checkpoint-2'}: rerun with "
+        "--resume_from_checkpoint last to continue"
+    )
+    assert not (out / "checkpoint-4" / "trainer_state.json").exists()
 
 
 @pytest.mark.parametrize("during", ["step", "save", "first-step"])
@@ -1026,6 +1080,23 @@ def test_ctrl_c_in_one_process_ends_with_one_line_and_never_leaves_half_a_checkp
     if during != "first-step":
         assert (checkpoint / "trainer_state.json").is_file() and (checkpoint / "rng_state.pth").is_file()
     assert not any((out / name).exists() for name in FINISHED_FILES)
+
+
+@contextlib.contextmanager
+def _ending_with_no_process_left(process: subprocess.Popen, output_dir: Path) -> Iterator[None]:
+    """After the block, wait for `process` to end, and for the processes training into `output_dir` to end with it
+    (failing if they outlive it by a minute); kill any left, whatever happened."""
+    try:
+        yield
+        process.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while _processes_writing(output_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _processes_writing(output_dir), "training processes outlived the command"
+    finally:
+        for pid in _processes_writing(output_dir):  # torchrun's workers run outside its process group (setsid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _processes_writing(output_dir: Path) -> list[int]:

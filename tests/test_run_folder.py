@@ -322,7 +322,7 @@ def test_handlers_installed_outside_python_are_left_in_place(monkeypatch: pytest
     monkeypatch.setattr(signal, "signal", fake_signal)
     monkeypatch.setattr(signal, "getsignal", installed.get)
     trainer = SimpleNamespace(_save_checkpoint=lambda: None)
-    with stopping_with_one_line(trainer):  # type: ignore[arg-type]
+    with stopping_with_one_line(trainer, "pretrain"):  # type: ignore[arg-type]
         pass
     installed.clear()
     installed[signal.SIGTERM] = signal.SIG_DFL
