@@ -19,7 +19,9 @@ line on stderr and exit status 1 (`--debug`: the traceback).
 The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
 fine-tuning reads its files), `--batch_size` model rows per forward pass (an input each; `tag` and `answer` count
 windows, as transformers' chunked pipelines do) through the same functions as one input (a list of one), and print
-one JSON line per input in the file's order, the input with its result (`show_results`).
+one JSON line per input in the file's order, the input with its result (`show_results`). A file's columns are those
+the column flags name, else those the model was fine-tuned with (`finetune --text_column review`, recorded in its
+config as `input_columns`), else `text` (`question` and `context` for `answer`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,16 @@ from typing import Any, Literal, TextIO
 import numpy as np
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.data_files import TEXT_COLUMN, is_text_file
-from hf_bertscratch_base.task_table import SHAPE_COLUMNS, check_columns, column_flag
+from hf_bertscratch_base.data_files import is_squad_json, is_text_file
+from hf_bertscratch_base.model_config import read_config, read_model_config
+from hf_bertscratch_base.task_table import (
+    INPUT_COLUMN_DEFAULTS,
+    InputColumn,
+    check_input_columns,
+    choose_input_columns,
+    column_flag,
+    recorded_input_columns,
+)
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .run_folder import atomic_write
@@ -77,11 +87,19 @@ def _input_file_field(instead_of: str, row: str, line: str = TEXT_LINE) -> Any:
 # How --input_file's help describes a row of one text, and of text pairs.
 TEXT_ROW = "its text in the column --text_column names"
 PAIR_ROW = "its texts in the columns --text_column and --text_pair_column name"
-QA_COLUMNS = SHAPE_COLUMNS["question-answering"]  # finetune's default question and context columns
 
 
-def _column_field(default: str | None, help: str) -> Any:
-    return field(default=default, metadata={"help": f"With --input_file (not .txt): {help}"})
+def _column_field(role: str, help: str) -> Any:
+    """--{role}_column: None where not given, the column then chosen with the model's config (`command_inputs`)."""
+    default = INPUT_COLUMN_DEFAULTS[role]
+    otherwise = f"else {default!r}" if default is not None else "else none"
+    return field(
+        default=None,
+        metadata={
+            "help": f"With --input_file (not .txt): {help} None: the column the model was fine-tuned with "
+            f"(`finetune --{role}_column`, recorded in its config), {otherwise}."
+        },
+    )
 
 
 def _batch_size_field(counts: str = "With --input_file: texts per forward pass", windows: str = "") -> Any:
@@ -168,7 +186,7 @@ class InferenceArguments(ModelArguments):
 
     text: str | None = _optional_positional("The text to run the model on (quote it); or give --input_file.")
     input_file: str | None = _input_file_field("TEXT", TEXT_ROW)
-    text_column: str = _column_field(TEXT_COLUMN, "the column of texts.")
+    text_column: str | None = _column_field("text", "the column of texts.")
     batch_size: int = _batch_size_field()
     output_file: str | None = _output_file_field()
     backend: Literal["pytorch", "onnxruntime"] = field(
@@ -206,7 +224,7 @@ class ClassifyArguments(InferenceArguments):
         '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first}',
     )
     text_pair_column: str | None = _column_field(
-        None, "the column of the second texts of sentence pairs; None: single texts."
+        "text_pair", "the column of the second texts of sentence pairs (none: single texts)."
     )
     batch_size: int = _batch_size_field("With --input_file: inputs (a text, or a sentence pair) per forward pass")
     json: bool = _json_field("Print the results as JSON instead of a table.")
@@ -251,8 +269,8 @@ class AnswerArguments(CommandArguments):
         "its question and context in the columns --question_column and --context_column name",
         '{"question": ..., "context": ..., "answer": ..., "start": ..., "end": ..., "score": ...}',
     )
-    question_column: str = _column_field(QA_COLUMNS["question"], "the column of questions.")
-    context_column: str = _column_field(QA_COLUMNS["context"], "the column of contexts.")
+    question_column: str | None = _column_field("question", "the column of questions.")
+    context_column: str | None = _column_field("context", "the column of contexts.")
     batch_size: int = _batch_size_field(
         "Windows of question + context per forward pass (as tag counts them)",
         ": a context longer than --max_seq_length gives several, and a batch takes the windows of consecutive "
@@ -308,7 +326,7 @@ class SimilarityArguments(InferenceArguments):
     input_file: str | None = _input_file_field(
         "TEXT and TEXT_PAIR", PAIR_ROW, '{"text": ..., "text_pair": ..., "similarity": their cosine}'
     )
-    text_pair_column: str | None = _column_field(None, "the column of the second texts (required).")
+    text_pair_column: str | None = _column_field("text_pair", "the column of the second texts (required).")
     batch_size: int = _batch_size_field("With --input_file: pairs per forward pass (2 x this many texts)")
     pooling: Literal["auto", "mean", "cls"] = _pooling_field()
 
@@ -542,8 +560,10 @@ def _write_embedding(vectors: np.ndarray, output: Path) -> None:
 
 def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Input role ("text", "text_pair", "question", "context", each a field of `args`) -> the command's inputs, in
-    order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names (a role
-    of `optional` given neither way is left out).
+    order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names, else
+    the one the model was fine-tuned with (recorded in its config), else the role's default
+    (`task_table.choose_input_columns`, as the front door chooses them); a role of `optional` given neither way is
+    left out.
 
     Raises naming what is given both ways (TEXT and --input_file) or neither, --output_file or a column flag
     without --input_file, and --json with it."""
@@ -572,26 +592,47 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
             f"{shown} and --input_file {args.input_file!r} were both given: give the input on the command line, or "
             f"a file of inputs with --input_file (its columns named by {flags})."
         )
-    columns = {role: getattr(args, f"{role}_column") for role in roles}
+    named = {role: getattr(args, f"{role}_column") for role in roles}
+    recorded = {} if has_fixed_columns(args.input_file) else model_input_columns(args.model)
+    columns = choose_input_columns(roles, named, recorded)
     for role in required:
-        if columns[role] is None:
+        if role not in columns:
             raise ValueError(
                 f"--input_file {args.input_file!r}: name the column that holds {_shown(args, role)} with "
                 f"{column_flag(role)}."
             )
-    named = {role: column for role, column in columns.items() if column is not None}
-    return read_input_file(args.input_file, named, quiet=not args.debug)
+    return read_input_file(args.input_file, columns, quiet=not args.debug)
+
+
+def has_fixed_columns(path: str) -> bool:
+    """Whether the file of inputs `path` names its columns itself, whatever a model recorded: a text file's lines
+    are its texts ("text"), a SQuAD-layout json's questions and contexts are "question" and "context"."""
+    return is_text_file(path) or (Path(path).is_file() and is_squad_json(path))
+
+
+def model_input_columns(model: str) -> dict[str, str]:
+    """The input columns fine-tuning recorded in `model`'s config (`task_table.recorded_input_columns`): a local
+    folder's, or a Hub id's from the Hub cache (as the front door reads them), else downloaded; {} where it records
+    none or has no config to be had (loading the model then names what is wrong)."""
+    config = read_model_config(model)
+    if config is None and not Path(model).expanduser().exists():
+        from huggingface_hub import hf_hub_download
+
+        try:
+            config = read_config(hf_hub_download(model, "config.json"))
+        except (OSError, ValueError):  # offline, unreachable, no such model: the pipeline's load says which
+            config = None
+    return recorded_input_columns(config)
 
 
 def _check_no_columns_named(args: Any, roles: tuple[str, ...]) -> None:
-    """Raise naming a column flag (--text_column, ...) set to other than its default without --input_file: only a
-    file has columns, and the flag would do nothing."""
-    defaults = {each.name: each.default for each in dataclasses.fields(args)}
+    """Raise naming a column flag (--text_column, ...) given without --input_file: only a file has columns, and the
+    flag would do nothing."""
     for role in roles:
-        name = f"{role}_column"
-        if getattr(args, name) != defaults[name]:
+        column = getattr(args, f"{role}_column")
+        if column is not None:
             raise ValueError(
-                f"{column_flag(role)} {getattr(args, name)!r} names a column of --input_file, and none was given: "
+                f"{column_flag(role)} {column!r} names a column of --input_file, and none was given: "
                 f"give --input_file, or leave {column_flag(role)} out."
             )
 
@@ -602,20 +643,21 @@ def _shown(args: Any, name: str) -> str:
     return name.upper() if fields[name].metadata.get("positional") else f"--{name}"
 
 
-def read_input_file(path: str, columns: dict[str, str], quiet: bool = True) -> dict[str, list[str]]:
-    """Role -> the texts of its column (`columns`: role -> column name) in the data file `path`, row by row (a .txt
-    file: line by line, its one column "text"; a SQuAD-layout .json file: question by question), read and checked as
-    fine-tuning reads its files (`data.load_data_file`, `load_squad_json`). Raises naming a column the file lacks,
-    with the columns it has, and the first row whose value is empty or not text."""
+def read_input_file(path: str, columns: dict[str, InputColumn], quiet: bool = True) -> dict[str, list[str]]:
+    """Role -> the texts of its column (`columns`: role -> its column, `task_table.choose_input_columns`) in the data
+    file `path`, row by row (a .txt file: line by line, its one column "text"; a SQuAD-layout .json file: question by
+    question), read and checked as fine-tuning reads its files (`data.load_data_file`, `load_squad_json`). Raises
+    naming a column the file lacks, where its name came from and the columns the file has, and the first row whose
+    value is empty or not text."""
     from .data import load_data_file
-    from .tasks.question_answering import is_squad_json, load_squad_json
+    from .tasks.question_answering import load_squad_json
 
     with _datasets_quiet(quiet):
         rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
-    check_columns(rows.column_names, columns, "input", where=f"--input_file {path!r}")  # as the front door does
-    inputs = {role: list(rows[column]) for role, column in columns.items()}
+    check_input_columns(rows.column_names, columns, where=f"--input_file {path!r}")  # as the front door does
+    inputs = {role: list(rows[column.column]) for role, column in columns.items()}
     for role, values in inputs.items():
-        _check_texts(values, path, columns[role], column_flag(role))
+        _check_texts(values, path, columns[role].column, column_flag(role))
     return inputs
 
 

@@ -89,6 +89,12 @@ class BertScratchConfig(PretrainedConfig):
             tokens, "tail" its last, "head+tail" its first `long_text_head_tokens` and its last (Sun et al. 2019);
             [CLS] and the final [SEP] stay. Fine-tuning cuts its features the same way (`--truncation`).
         long_text_head_tokens: The text tokens "head+tail" keeps from the start.
+        input_columns: The columns of its data a model fine-tuned by `bertscratch finetune` read each example's
+            input from, by role ("text", "text_pair", "tokens", "question", "context"; not its labels), e.g.
+            `{"text": "review"}` after `--text_column review`. The commands that run it on a file of inputs
+            (`bertscratch classify MODEL --input_file new.csv`, `answer`, `similarity`, ...) read the same columns
+            where no column flag names another. None (the default): not recorded (a pretrained model, or one
+            fine-tuned elsewhere); the commands read their default columns.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`. In
             evaluation the logits stay `(batch, seq_len, vocab_size)` and the loss reads the labelled rows only.
@@ -125,6 +131,7 @@ class BertScratchConfig(PretrainedConfig):
     long_text_max_length: int | None = None
     long_text_truncation: str = "head"
     long_text_head_tokens: int = 128
+    input_columns: dict[str, str] | None = None
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True

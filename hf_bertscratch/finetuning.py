@@ -61,7 +61,7 @@ from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .run_folder import finish_run, log_resumption, output_dir_of, stopping_with_one_line
 from .task_heads import FINE_TUNED_HEADS
-from .tasks import TaskSpec
+from .tasks import TaskSpec, input_columns
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 from .tokenization import check_tokenizer_fits
@@ -183,7 +183,7 @@ def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
     assert args.classifier_pooling in CLASSIFIER_POOLINGS, "choose_task_defaults resolves --classifier_pooling first"
     source = family_checkpoint(args.model_name_or_path)  # transformers' BERT: its BertScratch conversion
     config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
-    updates = shape.config_updates()
+    updates = {**shape.config_updates(), "input_columns": input_columns(shape.task)}  # what --input_file reads then
     if shape.task.shape in ("classification", "regression"):
         updates["classifier_pooling"] = args.classifier_pooling
         updates.update(long_text_settings(shape, config.max_position_embeddings))

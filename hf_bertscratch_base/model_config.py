@@ -1,7 +1,8 @@
 """What a model's config says that can refuse a command before anything loads, read with the standard library alone:
 its model_type (`check_model_type`: a model BertScratch neither is nor converts) and its positions
 (`check_max_seq_length`: a --max_seq_length they do not cover). The `bertscratch` front door reads a local folder's
-config.json (`read_config`); the library checks the same with the config it has loaded, in the same words.
+config.json (`read_config`); the library checks the same with the config it has loaded, in the same words. Both read
+the input columns fine-tuning recorded in a model's config (`read_model_config`, a Hub id's from the Hub cache too).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from .model_reference import hub_cache_file
 
 # The model types the commands load (`hf_bertscratch.convert.family_checkpoint`): BertScratch's own, then
 # transformers' BERT and ELECTRA (a discriminator), which are converted on load.
@@ -28,6 +31,16 @@ def read_config(reference: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return config if isinstance(config, dict) else None
+
+
+def read_model_config(model: str | Path) -> dict[str, Any] | None:
+    """The config of a model folder or Hub id where it is at hand without a download: a local folder's config.json
+    (`read_config`), or the config.json the Hub cache holds for a Hub id; None otherwise."""
+    config = read_config(model)
+    if config is not None or Path(model).expanduser().exists():
+        return config
+    cached = hub_cache_file(str(model), "config.json")
+    return read_config(cached) if cached is not None else None
 
 
 def check_model_type(model: str | Path, model_type: str | None, architectures: object = None) -> None:
@@ -57,4 +70,11 @@ def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: in
         )
 
 
-__all__ = ["MODEL_TYPES", "NEW_MODEL_POSITIONS", "check_max_seq_length", "check_model_type", "read_config"]
+__all__ = [
+    "MODEL_TYPES",
+    "NEW_MODEL_POSITIONS",
+    "check_max_seq_length",
+    "check_model_type",
+    "read_config",
+    "read_model_config",
+]

@@ -198,12 +198,18 @@ def hub_dataset_missing(what: str, data_dir: str | None, local_folder: str | Non
 
 def _in_hub_cache(model: str) -> bool:
     """Whether the Hub cache holds `model`'s config.json (it then loads offline)."""
+    return hub_cache_file(model, "config.json") is not None
+
+
+def hub_cache_file(model: str, name: str) -> str | None:
+    """The path of the file `name` of the Hub model `model` in the Hub cache; None where the cache holds none."""
     from huggingface_hub import try_to_load_from_cache
 
     try:
-        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+        cached = try_to_load_from_cache(model, name)
     except ValueError:  # not a valid repository id
-        return False
+        return None
+    return cached if isinstance(cached, str) else None
 
 
 __all__ = [
@@ -213,6 +219,7 @@ __all__ = [
     "check_model_reference",
     "check_not_a_missing_path",
     "datasets_offline_variable",
+    "hub_cache_file",
     "hub_dataset_missing",
     "hub_offline",
     "hub_unreachable",

@@ -2,15 +2,18 @@
 roles (`SHAPE_COLUMNS`), and the task a command line names (`resolve_task`).
 
 It lives below the library (in `hf_bertscratch_base`) so that the `bertscratch` front door knows, before torch loads, which columns a
-task reads and which `--*_column` flag picks each (`required_columns`, `split_roles`); `hf_bertscratch.tasks` is its
-name inside the package, beside what each shape does with its examples.
+task reads and which `--*_column` flag picks each (`required_columns`, `split_roles`), and which columns of an inference
+command's --input_file hold its inputs (`choose_input_columns`: a flag, else the columns fine-tuning recorded in the
+model's config, else the defaults); `hf_bertscratch.tasks` is its name inside the package, beside what each shape does
+with its examples.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from . import did_you_mean
 from .data_files import file_layout
@@ -300,6 +303,89 @@ def check_columns(columns: Collection[str], required: dict[str, str], split: str
         raise ValueError(f"Column(s) {missing} not in {place}; it has {list(columns)}: name yours with {flags}.")
 
 
+# The column roles that hold what a model reads of an example (not its id, nor what it is scored against): the roles
+# fine-tuning records the columns of in the model's config (`input_columns`), and an inference command reads from the
+# rows of its --input_file.
+INPUT_ROLES = ("text", "text_pair", "tokens", "question", "context")
+# The config attribute that holds them (`hf_bertscratch.BertScratchConfig.input_columns`): role -> column name.
+INPUT_COLUMNS_ATTRIBUTE = "input_columns"
+# Each input role's column where neither a flag nor the model's config names one (None: none unless named).
+INPUT_COLUMN_DEFAULTS: dict[str, str | None] = {
+    role: column for roles in SHAPE_COLUMNS.values() for role, column in roles.items() if role in INPUT_ROLES
+}
+# Inference command -> the input roles a row of its --input_file holds, each picked by its `--{role}_column` flag.
+INPUT_FILE_ROLES: dict[str, tuple[str, ...]] = {
+    "fill-mask": ("text",),
+    "classify": ("text", "text_pair"),
+    "tag": ("text",),
+    "answer": ("question", "context"),
+    "embed": ("text",),
+    "similarity": ("text", "text_pair"),
+}
+# Where an input column's name came from (`InputColumn.source`): its flag, the model's config, the flag's default.
+FLAG, RECORDED, DEFAULT = "flag", "recorded", "default"
+
+
+def input_columns(task: TaskSpec) -> dict[str, str]:
+    """Input role -> the column `task` reads it from, for the input roles it names (`INPUT_ROLES`): what fine-tuning
+    records in the model's config."""
+    return {role: column for role, column in task.columns.items() if role in INPUT_ROLES and column}
+
+
+def recorded_input_columns(config: Mapping[str, object] | None) -> dict[str, str]:
+    """The input columns a model's config (config.json's object) records (`input_columns`, as fine-tuning writes it):
+    input role -> column name; {} for a config that records none, or a record that is not such a mapping."""
+    recorded = config.get(INPUT_COLUMNS_ATTRIBUTE) if config is not None else None
+    if not isinstance(recorded, Mapping):
+        return {}
+    return {role: column for role, column in recorded.items() if role in INPUT_ROLES and isinstance(column, str)}
+
+
+class InputColumn(NamedTuple):
+    """The column an input role is read from, and where its name came from (`FLAG`, `RECORDED` or `DEFAULT`)."""
+
+    column: str
+    source: str
+
+    def described(self, role: str) -> str:
+        """The column and where its name came from: "'review' (--text_column recorded at fine-tuning)"."""
+        flag = column_flag(role)
+        how = {FLAG: f"{flag} as given", RECORDED: f"{flag} recorded at fine-tuning", DEFAULT: f"{flag}'s default"}
+        return f"{self.column!r} ({how[self.source]})"
+
+
+def choose_input_columns(
+    roles: Iterable[str], flags: Mapping[str, str | None], recorded: Mapping[str, str]
+) -> dict[str, InputColumn]:
+    """Input role -> the column an inference command reads it from in its --input_file: the one its flag names
+    (`flags`: role -> the flag's value, None where not given), else the one fine-tuning read it from (`recorded`:
+    `recorded_input_columns` of the model's config), else the role's default (`INPUT_COLUMN_DEFAULTS`). A role none
+    of them names (text_pair, of a model fine-tuned on single texts) is left out."""
+    chosen = {}
+    for role in roles:
+        flag, record, default = flags.get(role), recorded.get(role), INPUT_COLUMN_DEFAULTS[role]
+        if flag is not None:
+            chosen[role] = InputColumn(flag, FLAG)
+        elif record is not None:
+            chosen[role] = InputColumn(record, RECORDED)
+        elif default is not None:
+            chosen[role] = InputColumn(default, DEFAULT)
+    return chosen
+
+
+def check_input_columns(columns: Collection[str], chosen: Mapping[str, InputColumn], where: str) -> None:
+    """Fail in one line when a file of inputs (`where`: "--input_file 'x.csv'") of `columns` lacks a `chosen` one
+    (`choose_input_columns`), naming each missing column and where its name came from, the columns the file has, and
+    the flags that name others."""
+    missing = {role: chosen_column for role, chosen_column in chosen.items() if chosen_column.column not in columns}
+    if not missing:
+        return
+    named = " and ".join(chosen_column.described(role) for role, chosen_column in missing.items())
+    flags = ", ".join(column_flag(role) for role in missing)
+    noun = "Column" if len(missing) == 1 else "Columns"
+    raise ValueError(f"{noun} {named} not in {where}; it has {list(columns)}: name yours with {flags}.")
+
+
 # A data file's layout that one task type alone reads (`data_files.file_layout`) -> that task type.
 LAYOUT_TASK_TYPES = {"CoNLL": "token-classification", "SQuAD-format": "question-answering"}
 
@@ -375,7 +461,15 @@ def check_enough_held_out(examples: int, percentage: float) -> None:
 __all__ = [
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
+    "DEFAULT",
+    "FLAG",
     "HOLD_OUT_PERCENTAGE",
+    "INPUT_COLUMNS_ATTRIBUTE",
+    "INPUT_COLUMN_DEFAULTS",
+    "INPUT_FILE_ROLES",
+    "INPUT_ROLES",
+    "InputColumn",
+    "RECORDED",
     "MIN_HELD_OUT",
     "SHAPES",
     "SHAPE_COLUMNS",
@@ -386,13 +480,17 @@ __all__ = [
     "TaskSpec",
     "check_columns",
     "check_enough_held_out",
+    "check_input_columns",
     "check_file_layout",
     "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",
+    "choose_input_columns",
     "column_flag",
     "embedding_task",
     "held_out_count",
+    "input_columns",
+    "recorded_input_columns",
     "required_columns",
     "resolve_task",
     "split_roles",

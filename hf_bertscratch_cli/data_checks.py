@@ -1,8 +1,9 @@
 """The front door's check that the local data files a command names have the columns it reads, before torch loads:
 their headers (`hf_bertscratch_base.data_files.read_columns`; a CoNLL text file's first token line,
 `read_conll_columns`) against the task table's columns, or an inference command's input columns, and the
-`--*_column` flags, failing with the library's own line (`task_table.check_columns`, `check_tagged_conll_file`,
-which stay for users of the API), and that a train file alone holds enough examples to hold some out of
+`--*_column` flags (an inference command's: else the columns fine-tuning recorded in the model's config), failing with
+the library's own line (`task_table.check_columns`, `check_input_columns`, `check_tagged_conll_file`, which stay for
+users of the API), and that a train file alone holds enough examples to hold some out of
 (`check_train_file_holds_out_enough`). A file whose header cannot be read cheaply (parquet, a glob, SQuAD's nested json,
 a file that is not UTF-8) is left to the library; a named file that does not exist fails here.
 """
@@ -21,25 +22,30 @@ from hf_bertscratch_base.data_files import (
     read_columns,
     read_conll_columns,
 )
+from hf_bertscratch_base.model_config import read_model_config
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
+    FLAG,
     HOLD_OUT_PERCENTAGE,
+    INPUT_FILE_ROLES,
     MIN_HELD_OUT,
-    SHAPE_COLUMNS,
     TaskOverrides,
     TaskSpec,
     check_columns,
     check_enough_held_out,
     check_file_layout,
+    check_input_columns,
     check_tagged_conll_file,
     check_test_file_as_eval,
+    choose_input_columns,
     column_flag,
+    recorded_input_columns,
     required_columns,
     resolve_task,
     split_roles,
 )
 
-from .commands import flag_value
+from .commands import flag_value, model_argument
 
 
 def _given_files(args: list[str], splits: tuple[str, ...]) -> dict[str, str]:
@@ -126,41 +132,34 @@ def check_text_files(args: list[str]) -> None:
             check_columns(found, {"text": TEXT_COLUMN if text_column is None else text_column}, split)
 
 
-QA_COLUMNS = SHAPE_COLUMNS["question-answering"]  # finetune's default question and context columns
-# Inference command -> the input roles a row of its --input_file holds, each with the column its --{role}_column
-# flag names by default (None: none unless the flag names one), as `hf_bertscratch.cli`'s arguments have them.
-INPUT_FILE_COLUMNS: dict[str, dict[str, str | None]] = {
-    "fill-mask": {"text": TEXT_COLUMN},
-    "classify": {"text": TEXT_COLUMN, "text_pair": None},
-    "tag": {"text": TEXT_COLUMN},
-    "answer": {"question": QA_COLUMNS["question"], "context": QA_COLUMNS["context"]},
-    "embed": {"text": TEXT_COLUMN},
-    "similarity": {"text": TEXT_COLUMN, "text_pair": None},
-}
-
-
 def check_input_file(command: str, args: list[str]) -> None:
-    """An inference command's --input_file has the columns the command reads from it, by its column flags and their
-    defaults (`INPUT_FILE_COLUMNS`; `hf_bertscratch.cli.read_input_file` checks them, with the same line)."""
+    """An inference command's --input_file has the columns the command reads from it: each its column flag names,
+    else the one fine-tuning recorded in the model's config (a model folder's config.json, or a Hub id's in the Hub
+    cache), else the flag's default (`task_table.choose_input_columns`, as `hf_bertscratch.cli.command_inputs`
+    chooses them, failing with the same line). A text file's lines are its texts, whatever the model recorded. Where
+    the model's config is not at hand (a Hub id the cache does not hold), only the columns the flags name are
+    checked: the library reads the others once it has the config."""
     path = _given_files(args, ("input",)).get("input")
     if path is None or "--json" in args:  # --json with a file: the library's refusal of it comes first
         return
     found = read_columns(path)
     if found is None:
         return
-    named = {
-        role: column
-        for role, default in INPUT_FILE_COLUMNS[command].items()
-        if (column := flag_value(args, column_flag(role)) or default)
-    }
-    check_columns(found, named, "input", where=f"--input_file {path!r}")
+    model = model_argument(command, args)
+    config = read_model_config(model) if model is not None else None
+    roles = INPUT_FILE_ROLES[command]
+    flags = {role: flag_value(args, column_flag(role)) for role in roles}
+    chosen = choose_input_columns(roles, flags, {} if is_text_file(path) else recorded_input_columns(config))
+    if config is None:
+        chosen = {role: column for role, column in chosen.items() if column.source == FLAG}
+    check_input_columns(found, chosen, where=f"--input_file {path!r}")
 
 
 # Command -> the splits whose file its `--{split}_file` flags name (an inference command's: --input_file).
 FILE_SPLITS: dict[str, tuple[str, ...]] = {
     "finetune": ("train", "validation", "test"),
     **{command: ("train", "validation") for command in ("pretrain", "pretrain-flax", "train-tokenizer")},
-    **{command: ("input",) for command in INPUT_FILE_COLUMNS},
+    **{command: ("input",) for command in INPUT_FILE_ROLES},
 }
 # Command -> the check of the data files its arguments name.
 DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
@@ -168,7 +167,7 @@ DATA_FILE_CHECKS: dict[str, Callable[[list[str]], None]] = {
     "pretrain": check_text_files,
     "pretrain-flax": check_text_files,
     "train-tokenizer": check_text_files,
-    **{command: functools.partial(check_input_file, command) for command in INPUT_FILE_COLUMNS},
+    **{command: functools.partial(check_input_file, command) for command in INPUT_FILE_ROLES},
 }
 
 
@@ -189,7 +188,6 @@ def check_data_files(command: str, args: list[str]) -> None:
 __all__ = [
     "DATA_FILE_CHECKS",
     "FILE_SPLITS",
-    "INPUT_FILE_COLUMNS",
     "check_data_files",
     "check_files_exist",
     "check_input_file",

@@ -135,11 +135,11 @@ def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytes
     return output_dir
 
 
-@pytest.fixture(scope="module")
-def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`bertscratch finetune` of the pretrained run for one epoch on 16 reviews (labels neg/pos): its output_dir."""
-    data_dir = tmp_path_factory.mktemp("reviews")
-    lines = ["text,label"] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
+def finetune_reviews(pretrained_dir: Path, data_dir: Path, header: str, *columns: str) -> Path:
+    """`bertscratch finetune` of the pretrained run for one epoch on 16 reviews (labels neg/pos) in a train.csv of
+    `header` (its text column, then its label column), named to finetune by the column flags `columns`: its
+    output_dir."""
+    lines = [header] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
     (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     output_dir = data_dir / "classifier"
     dispatch.main(
@@ -151,6 +151,7 @@ def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory
             str(data_dir / "train.csv"),
             "--validation_file",
             str(data_dir / "train.csv"),
+            *columns,
             "--class_names",
             "neg,pos",
             "--output_dir",
@@ -172,6 +173,19 @@ def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory
         ]
     )
     return output_dir
+
+
+@pytest.fixture(scope="module")
+def finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bertscratch finetune` of the pretrained run on reviews in the default columns (text, label)."""
+    return finetune_reviews(pretrained_dir, tmp_path_factory.mktemp("reviews"), "text,label")
+
+
+@pytest.fixture(scope="module")
+def review_classifier_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bertscratch finetune` of the pretrained run on reviews in columns of one's own (review, sentiment)."""
+    columns = ["--text_column", "review", "--label_column", "sentiment"]
+    return finetune_reviews(pretrained_dir, tmp_path_factory.mktemp("own-columns"), "review,sentiment", *columns)
 
 
 # -------------------------------------------------------------------------------------------------- fill-mask
@@ -552,6 +566,47 @@ def test_classify_a_file_with_the_fine_tuned_classifier_writes_its_output_file(
     assert [p.name for p in output.parent.iterdir()] == [output.name]
 
 
+def test_a_classifier_fine_tuned_on_columns_of_its_own_reads_them_from_a_file(
+    capsys, tmp_path: Path, review_classifier_dir: Path
+) -> None:
+    """`finetune --text_column review` records the column in the model's config (not the label column); classify
+    --input_file then reads a file's review column without the flag, each row as that text alone; a flag given names
+    another column; a text file is read line by line as before."""
+    config = json.loads((review_classifier_dir / "config.json").read_text(encoding="utf-8"))
+    assert config["input_columns"] == {"text": "review"}
+    rows = [
+        {"review": text, "sentiment": str(label), "note": other}
+        for (text, label), (other, _) in zip(REVIEWS, REVIEWS[::-1])
+    ]
+    path = write_inputs(tmp_path / "new.csv", rows)
+    printed = json_lines(run_cli(capsys, "classify", review_classifier_dir, "--input_file", path))
+    singles = [json.loads(run_cli(capsys, "classify", review_classifier_dir, row["review"], "--json")) for row in rows]
+    assert_same_results(printed, answered([{"text": row["review"]} for row in rows], singles, "labels"))
+    flagged = run_cli(capsys, "classify", review_classifier_dir, "--input_file", path, "--text_column", "note")
+    assert [line["text"] for line in json_lines(flagged)] == [row["note"] for row in rows]
+    lines = write_inputs(tmp_path / "new.txt", [{"review": row["review"]} for row in rows])
+    read = run_cli(capsys, "classify", review_classifier_dir, "--input_file", lines)
+    assert [line["text"] for line in json_lines(read)] == [row["review"] for row in rows]
+
+
+def test_a_file_without_the_column_recorded_at_fine_tuning_is_one_line_naming_where_it_came_from(
+    capsys, tmp_path: Path, review_classifier_dir: Path
+) -> None:
+    """The front door, reading the model's config.json before torch loads, and the library fail with the same line:
+    the column looked for, that fine-tuning recorded it, the columns the file has and the flag that names another."""
+    path = write_inputs(tmp_path / "texts.csv", [{"text": text, "label": str(label)} for text, label in REVIEWS])
+    argv = ["classify", str(review_classifier_dir), "--input_file", str(path)]
+    expected = (
+        f"Column 'review' (--text_column recorded at fine-tuning) not in --input_file {str(path)!r}; it has ['text', "
+        "'label']: name yours with --text_column.\n"
+    )
+    assert run_cli_error(capsys, *argv) == f"bertscratch classify: error: ValueError: {expected}"
+    with pytest.raises(SystemExit) as exit_info:
+        hf_bertscratch_cli.main(argv)
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == f"bertscratch classify: error: ValueError: {expected}"
+
+
 def test_classify_a_file_of_regression_pairs(capsys, tmp_path: Path, regressor_dir: Path) -> None:
     rows = [{"text": row["premise"], "text_pair": row["hypothesis"]} for row in PAIRS]
     path = write_inputs(tmp_path / "pairs.csv", rows)
@@ -723,11 +778,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, fine
         (["classify", "{classifier}", "--input_file", "{missing.csv}"], {},
          "The input file '{missing.csv}' does not exist."),
         (["classify", "{classifier}", "--input_file", "{reviews.csv}", "--text_column", "review"], {},
-         "Column(s) ['review'] not in --input_file '{reviews.csv}'; it has ['text', 'label']: name yours with "
-         "--text_column."),
+         "Column 'review' (--text_column as given) not in --input_file '{reviews.csv}'; it has ['text', 'label']: "
+         "name yours with --text_column."),
         (["answer", "{classifier}", "--input_file", "{reviews.csv}"], {},
-         "Column(s) ['question', 'context'] not in --input_file '{reviews.csv}'; it has ['text', 'label']: name "
-         "yours with --question_column, --context_column."),
+         "Columns 'question' (--question_column's default) and 'context' (--context_column's default) not in "
+         "--input_file '{reviews.csv}'; it has ['text', 'label']: name yours with --question_column, --context_column."),
         (["classify", "{classifier}", "--input_file", "{empty.txt}"], {"empty.txt": ""},
          "The input file '{empty.txt}' is empty; expected at least one example."),
         (["classify", "{classifier}", "--input_file", "{header.csv}"], {"header.csv": "text,label\n"},
@@ -1143,8 +1198,8 @@ def test_a_file_without_the_tasks_column_fails_in_one_line_before_torch_loads(
         ),
         (
             ["classify", "model", "--input_file", "dev.csv", "--text_pair_column", "second"],
-            "ValueError: Column(s) ['second'] not in --input_file 'dev.csv'; it has ['id', 'text']: name yours with "
-            "--text_pair_column.",
+            "ValueError: Column 'second' (--text_pair_column as given) not in --input_file 'dev.csv'; it has ['id', "
+            "'text']: name yours with --text_pair_column.",
         ),
         (
             ["finetune", "--model_name_or_path", "model", "--task_type", "token-classification"]

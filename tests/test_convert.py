@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -164,6 +165,21 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
     for name in ("sinusoidal_position_std", "sparse_prediction", "unpad_inputs"):
         assert name not in bert, name
     assert bert["hidden_size"] == config.hidden_size and bert["vocab_size"] == 50
+
+
+def test_the_input_columns_fine_tuning_recorded_survive_saving_and_conversion(tmp_path: Path) -> None:
+    """`input_columns` is saved in config.json and read back, and goes to transformers' BERT and back with the
+    model, so that a converted model's --input_file reads the same columns."""
+    recorded = {"text": "premise", "text_pair": "hypothesis"}
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), input_columns=recorded)
+    config.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["input_columns"] == recorded
+    assert hf_bertscratch.BertScratchConfig.from_pretrained(tmp_path).input_columns == recorded
+    bert = convert.bertscratch_config_to_bert(config)
+    assert bert.to_dict()["input_columns"] == recorded
+    assert convert.bert_config_to_bertscratch(bert).input_columns == recorded
+    unrecorded = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50))
+    assert unrecorded.input_columns is None
 
 
 def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:

@@ -16,8 +16,17 @@ from hf_bertscratch.pretraining_arguments import DataArguments as TextDataArgume
 from hf_bertscratch.pretraining_data import load_text_splits
 from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
 from hf_bertscratch_base.data_files import read_columns
+from hf_bertscratch_base.task_table import (
+    COLUMN_ROLES,
+    INPUT_FILE_ROLES,
+    TaskOverrides,
+    column_flag,
+    input_columns,
+    recorded_input_columns,
+    resolve_task,
+)
 from hf_bertscratch_cli.commands import flag_value
-from hf_bertscratch_cli.data_checks import INPUT_FILE_COLUMNS, check_data_files
+from hf_bertscratch_cli.data_checks import check_data_files
 
 SQUAD_ROW = {"question": "Who?", "context": "Ann went.", "answers": {"text": ["Ann"], "answer_start": [0]}}
 
@@ -262,62 +271,94 @@ def test_conll_files_that_the_front_door_leaves_to_the_library(
     check_data_files("finetune", ["--task_type", "token-classification", *(a for pair in files.items() for a in pair)])
 
 
-# An inference command's --input_file: (command, file, its text, flags, the line it fails with).
+# An inference command's --input_file: (command, file, its text, flags, the input columns the model's config records,
+# the line it fails with).
 INPUT_MISSING = [
-    ("classify", "reviews.csv", "text,label\na,0\n", ["--text_column", "review"], "['review'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_column"),
-    ("classify", "pairs.tsv", "text\tlabel\na\t0\n", ["--text-pair-column", "second"], "['second'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_pair_column"),
-    ("similarity", "pairs.jsonl", jsonl({"a": "x", "b": "y"}), ["--text_pair_column=b"], "['text'] not in --input_file '{path}'; it has ['a', 'b']: name yours with --text_column"),
-    ("answer", "questions.csv.gz", "text,label\na,0\n", [], "['question', 'context'] not in --input_file '{path}'; it has ['text', 'label']: name yours with --question_column, --context_column"),
-    ("answer", "questions.jsonl", QUESTIONS, ["--question_column", "query"], "['query', 'context'] not in --input_file '{path}'; it has ['question', 'answers']: name yours with --question_column, --context_column"),
-    ("tag", "texts.jsonl", jsonl({"sentence": "Ann went ."}), [], "['text'] not in --input_file '{path}'; it has ['sentence']: name yours with --text_column"),
-    ("embed", "notes.txt", "hello\n", ["--text_column", "body"], "['body'] not in --input_file '{path}'; it has ['text']: name yours with --text_column"),
-    ("fill-mask", "texts.csv", "body\nthe [MASK] .\n", [], "['text'] not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
+    ("classify", "reviews.csv", "text,label\na,0\n", ["--text_column", "review"], {}, "Column 'review' (--text_column as given) not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_column"),
+    ("classify", "pairs.tsv", "text\tlabel\na\t0\n", ["--text-pair-column", "second"], {}, "Column 'second' (--text_pair_column as given) not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_pair_column"),
+    ("similarity", "pairs.jsonl", jsonl({"a": "x", "b": "y"}), ["--text_pair_column=b"], {}, "Column 'text' (--text_column's default) not in --input_file '{path}'; it has ['a', 'b']: name yours with --text_column"),
+    ("answer", "questions.csv.gz", "text,label\na,0\n", [], {}, "Columns 'question' (--question_column's default) and 'context' (--context_column's default) not in --input_file '{path}'; it has ['text', 'label']: name yours with --question_column, --context_column"),
+    ("answer", "questions.jsonl", QUESTIONS, ["--question_column", "query"], {}, "Columns 'query' (--question_column as given) and 'context' (--context_column's default) not in --input_file '{path}'; it has ['question', 'answers']: name yours with --question_column, --context_column"),
+    ("tag", "texts.jsonl", jsonl({"sentence": "Ann went ."}), [], {}, "Column 'text' (--text_column's default) not in --input_file '{path}'; it has ['sentence']: name yours with --text_column"),
+    ("embed", "notes.txt", "hello\n", ["--text_column", "body"], {}, "Column 'body' (--text_column as given) not in --input_file '{path}'; it has ['text']: name yours with --text_column"),
+    ("fill-mask", "texts.csv", "body\nthe [MASK] .\n", [], {}, "Column 'text' (--text_column's default) not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
+    ("classify", "reviews.csv", "text,label\na,0\n", [], {"text": "review"}, "Column 'review' (--text_column recorded at fine-tuning) not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_column"),
+    ("classify", "pairs.csv", "premise,label\na,0\n", [], {"text": "premise", "text_pair": "hypothesis"}, "Column 'hypothesis' (--text_pair_column recorded at fine-tuning) not in --input_file '{path}'; it has ['premise', 'label']: name yours with --text_pair_column"),
+    ("similarity", "pairs.jsonl", jsonl({"a": "x", "b": "y"}), ["--text_column", "a"], {"text": "s1", "text_pair": "s2"}, "Column 's2' (--text_pair_column recorded at fine-tuning) not in --input_file '{path}'; it has ['a', 'b']: name yours with --text_pair_column"),
+    ("answer", "questions.jsonl", jsonl(SQUAD_ROW), [], {"question": "query", "context": "passage", "tokens": "words"}, "Columns 'query' (--question_column recorded at fine-tuning) and 'passage' (--context_column recorded at fine-tuning) not in --input_file '{path}'; it has ['question', 'context', 'answers']: name yours with --question_column, --context_column"),
+    ("embed", "texts.csv", "body\nhello\n", [], {"text": "sentence"}, "Column 'sentence' (--text_column recorded at fine-tuning) not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
 ]  # fmt: skip
 
 
-def library_input_error(command: str, path: Path, argv: list[str]) -> str:
-    """The library's own line for an inference command's --input_file (`cli.read_input_file`, once torch has
+def model_folder(path: Path, recorded: dict[str, str]) -> Path:
+    """A model folder's config.json, recording the input columns `recorded` (none when empty) as fine-tuning does."""
+    path.mkdir()
+    config = {"model_type": "bertscratch", **({"input_columns": recorded} if recorded else {})}
+    write(path / "config.json", json.dumps(config))
+    return path
+
+
+def library_input_error(model: Path, command: str, path: Path, argv: list[str]) -> str:
+    """The library's own line for an inference command's --input_file (`cli.command_inputs`, once torch has
     loaded), the command's arguments parsed by its own parser."""
     from hf_bertscratch import cli
 
-    args = cli.parse_command_arguments(command, ["model", "--input_file", str(path), *argv])
-    roles = INPUT_FILE_COLUMNS[command]
-    columns = {role: column for role in roles if (column := getattr(args, f"{role}_column"))}
+    args = cli.parse_command_arguments(command, [str(model), "--input_file", str(path), *argv])
     with pytest.raises(ValueError) as error:
-        cli.read_input_file(str(path), columns)
+        cli.command_inputs(args, (), INPUT_FILE_ROLES[command])
     return str(error.value)
 
 
-@pytest.mark.parametrize("command, name, text, flags, missing", INPUT_MISSING)
+@pytest.mark.parametrize("command, name, text, flags, recorded, missing", INPUT_MISSING)
 def test_an_input_file_without_the_commands_columns_fails_at_the_front_door_as_in_the_library(
-    tmp_path: Path, command: str, name: str, text: str, flags: list[str], missing: str
+    tmp_path: Path, command: str, name: str, text: str, flags: list[str], recorded: dict[str, str], missing: str
 ) -> None:
+    """Each column the command reads is the one its flag names, else the one fine-tuning recorded in the model's
+    config, else the flag's default; the line names it, where the name came from, and the columns the file has."""
     path = write(tmp_path / name, text)
+    model = model_folder(tmp_path / "model", recorded)
     with pytest.raises(ValueError) as error:
-        check_data_files(command, ["model", "--input_file", str(path), *flags])
-    assert str(error.value) == f"Column(s) {missing.format(path=path)}."
-    assert str(error.value) == library_input_error(command, path, flags)
+        check_data_files(command, [str(model), "--input_file", str(path), *flags])
+    assert str(error.value) == f"{missing.format(path=path)}."
+    assert str(error.value) == library_input_error(model, command, path, flags)
 
 
 @pytest.mark.parametrize(
-    "command, files, flags",
+    "command, files, flags, recorded",
     [
-        ("classify", {"reviews.csv": "review,label\na,0\n"}, ["--text_column", "review"]),
-        ("classify", {"pairs.tsv": "text\tsecond\na\tb\n"}, ["--text_pair_column", "second"]),
-        ("similarity", {"pairs.jsonl": jsonl({"a": "x", "b": "y"})}, ["--text_column", "a", "--text_pair_column", "b"]),
-        ("answer", {"questions.jsonl": jsonl(SQUAD_ROW)}, []),
-        ("answer", {"dev.json": json.dumps({"version": "1.1", "data": []})}, []),  # SQuAD's layout: the library's
-        ("tag", {"texts.txt": "Ann went .\n"}, []),
-        ("embed", {"texts.parquet": "PAR1"}, ["--text_column", "body"]),  # columns not read before torch loads
-        ("fill-mask", {}, ["the [MASK] ."]),  # no --input_file
-        ("answer", {"reviews.csv": "text,label\na,0\n"}, ["--json"]),  # the library refuses --json with a file first
+        ("classify", {"reviews.csv": "review,label\na,0\n"}, ["--text_column", "review"], {}),
+        ("classify", {"pairs.tsv": "text\tsecond\na\tb\n"}, ["--text_pair_column", "second"], {}),
+        ("similarity", {"pairs.jsonl": jsonl({"a": "x", "b": "y"})}, ["--text_column", "a", "--text_pair_column", "b"], {}),
+        ("answer", {"questions.jsonl": jsonl(SQUAD_ROW)}, [], {}),
+        ("answer", {"dev.json": json.dumps({"version": "1.1", "data": []})}, [], {}),  # SQuAD's layout: the library's
+        ("tag", {"texts.txt": "Ann went .\n"}, [], {}),
+        ("embed", {"texts.parquet": "PAR1"}, ["--text_column", "body"], {}),  # columns not read before torch loads
+        ("fill-mask", {}, ["the [MASK] ."], {}),  # no --input_file
+        ("answer", {"reviews.csv": "text,label\na,0\n"}, ["--json"], {}),  # the library refuses --json with a file first
+        ("classify", {"reviews.csv": "review,label\na,0\n"}, [], {"text": "review"}),
+        ("classify", {"reviews.csv": "text,label\na,0\n"}, ["--text_column", "text"], {"text": "review"}),  # the flag wins
+        ("classify", {"reviews.txt": "a review\n"}, [], {"text": "review"}),  # a text file's lines are its texts
+        ("similarity", {"pairs.csv": "s1,s2\na,b\n"}, [], {"text": "s1", "text_pair": "s2"}),
+        ("answer", {"questions.csv": "query,passage\nwho?,Ann went.\n"}, [], {"question": "query", "context": "passage"}),
     ],
 )  # fmt: skip
 def test_input_files_with_the_commands_columns_pass_the_front_door(
-    tmp_path: Path, command: str, files: dict[str, str], flags: list[str]
+    tmp_path: Path, command: str, files: dict[str, str], flags: list[str], recorded: dict[str, str]
 ) -> None:
     paths = [str(write(tmp_path / name, text)) for name, text in files.items()]
-    check_data_files(command, ["model", *(arg for path in paths for arg in ("--input_file", path)), *flags])
+    model = model_folder(tmp_path / "model", recorded)
+    check_data_files(command, [str(model), *(arg for path in paths for arg in ("--input_file", path)), *flags])
+
+
+def test_the_front_door_leaves_the_columns_of_a_model_whose_config_it_cannot_read_to_the_library(
+    tmp_path: Path,
+) -> None:
+    """A Hub id the cache does not hold may record columns of its own: the front door checks the columns the flags
+    name alone, and leaves the others to the library, which reads the config it downloads."""
+    path = write(tmp_path / "reviews.csv", "review,label\na,0\n")
+    check_data_files("classify", ["user/model", "--input_file", str(path)])
+    with pytest.raises(ValueError, match="Column 'body' \\(--text_column as given\\)"):
+        check_data_files("classify", ["user/model", "--input_file", str(path), "--text_column", "body"])
 
 
 def test_a_missing_input_file_fails_at_the_front_door(tmp_path: Path) -> None:
@@ -327,7 +368,8 @@ def test_a_missing_input_file_fails_at_the_front_door(tmp_path: Path) -> None:
 
 
 def test_the_front_door_reads_the_input_columns_the_commands_read() -> None:
-    """`INPUT_FILE_COLUMNS` is each inference command's input roles and their column flags' defaults."""
+    """`INPUT_FILE_ROLES` is each inference command's input roles, whose column flags default to None: the column
+    fine-tuning recorded, else the role's default, is chosen with the model's config (`choose_input_columns`)."""
     from hf_bertscratch import cli
 
     commands = {
@@ -335,8 +377,39 @@ def test_the_front_door_reads_the_input_columns_the_commands_read() -> None:
         for command, (arguments, _) in cli.INSPECTION_COMMANDS.items()
         if "input_file" in {each.name for each in dataclasses.fields(arguments)}
     }
-    assert set(INPUT_FILE_COLUMNS) == commands
-    for command, roles in INPUT_FILE_COLUMNS.items():
+    assert set(INPUT_FILE_ROLES) == commands
+    for command, roles in INPUT_FILE_ROLES.items():
         fields = {each.name: each.default for each in dataclasses.fields(cli.INSPECTION_COMMANDS[command][0])}
         assert {name[: -len("_column")] for name in fields if name.endswith("_column")} == set(roles), command
-        assert {role: fields[f"{role}_column"] for role in roles} == roles, command
+        assert {fields[f"{role}_column"] for role in roles} == {None}, command
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--task", "sst2"], {"text": "sentence"}),
+        (["--task", "mnli"], {"text": "premise", "text_pair": "hypothesis"}),
+        (["--task_type", "classification", "--text_column", "review", "--label_column", "stars"], {"text": "review"}),
+        (["--task_type", "token-classification", "--tokens_column", "words", "--tags_column", "labels"], {"tokens": "words"}),
+        (["--task_type", "question-answering", "--question_column", "query", "--context_column", "passage"], {"question": "query", "context": "passage"}),
+        (["--task_type", "embedding", "--text_pair_column", "b"], {"text": "text", "text_pair": "b"}),
+    ],
+)  # fmt: skip
+def test_fine_tuning_records_the_columns_it_reads_the_inputs_from(flags: list[str], expected: dict[str, str]) -> None:
+    """The input roles alone (not the labels, tags, answers or ids), read back from a config as recorded."""
+    overrides = TaskOverrides(
+        task=flag_value(flags, "--task"),
+        task_type=flag_value(flags, "--task_type"),
+        columns={role: name for role in COLUMN_ROLES if (name := flag_value(flags, column_flag(role)))},
+    )
+    recorded = input_columns(resolve_task(overrides))
+    assert recorded == expected
+    assert recorded_input_columns({"input_columns": recorded}) == expected
+
+
+@pytest.mark.parametrize(
+    "config", [None, {}, {"input_columns": None}, {"input_columns": ["text"]}, {"input_columns": {"label": "stars"}}]
+)
+def test_a_config_without_input_columns_records_none(config: dict | None) -> None:
+    """A config of another model, or one whose record is not a mapping of input roles to column names."""
+    assert recorded_input_columns(config) == {}

@@ -144,6 +144,20 @@ def test_the_upload_leaves_out_the_options_a_tokenizer_was_loaded_with(
     assert no_network == []
 
 
+def test_the_input_columns_fine_tuning_recorded_are_pushed(
+    mlm_dir: Path, tmp_path: Path, no_network: list[str]
+) -> None:
+    """The columns a fine-tuned model read its inputs from (config.json's `input_columns`) go up with it, for the
+    commands that run it on a file from its Hub id."""
+    source = tmp_path / "model"
+    shutil.copytree(mlm_dir, source)
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    (source / "config.json").write_text(json.dumps({**config, "input_columns": {"text": "review"}}), encoding="utf-8")
+    folder = hub.push_to_hub(source, "alice/tiny-mlm", dry_run=tmp_path / "dry")
+    assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["input_columns"] == {"text": "review"}
+    assert no_network == []
+
+
 def test_missing_code_auto_map_and_card_are_completed(
     mlm_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
