@@ -365,6 +365,8 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
         return _csv(["text", "label"], rows)
     if stem == "reviews":
         return _csv(["review", "stars"], [[sentence(rng), i % 3] for i in range(count)])
+    if stem == "sentences":  # texts to classify in the column GLUE's SST-2 has them in
+        return _csv(["sentence"], [[sentence(rng)] for _ in range(count)])
     if stem == "nli":
         labels = ("entailment", "neutral", "contradiction")
         return _jsonl([{"premise": a, "hypothesis": b, "label": labels[i % 3]} for i, (a, b) in enumerate(pairs)])
@@ -421,7 +423,7 @@ USER_FILES: dict[str, tuple[str, ...]] = {
         )
         for split in ("train", "dev")
     ) + ("ner-dev-misc.jsonl", "sentiment-test.csv", "ner-test.txt"),
-    "docs/using-a-model.md": ("reviews.txt", "reviews.csv"),
+    "docs/using-a-model.md": ("reviews.txt", "reviews.csv", "sentences.csv"),
 }  # fmt: skip
 
 
