@@ -350,6 +350,38 @@ def test_input_files_with_the_commands_columns_pass_the_front_door(
     check_data_files(command, [str(model), *(arg for path in paths for arg in ("--input_file", path)), *flags])
 
 
+@pytest.mark.parametrize(
+    "command, name, text, flags, recorded, expected",
+    [
+        ("answer", "questions.csv", "query,passage\nwho?,Ann went.\n", [], {"question": "query", "context": "passage"},
+         {"question": ["who?"], "context": ["Ann went."]}),
+        ("classify", "pairs.csv", "premise,hypothesis\na,b\n", [], {"text": "premise", "text_pair": "hypothesis"},
+         {"text": ["a"], "text_pair": ["b"]}),
+        ("classify", "reviews.csv", "review,note\na,b\n", ["--text_column", "note"], {"text": "review"},
+         {"text": ["b"]}),
+        ("embed", "texts.txt", "a line\n", [], {"text": "review"}, {"text": ["a line"]}),
+        ("tag", "texts.csv", "text,words\nAnn went .,x\n", [], {"tokens": "words"}, {"text": ["Ann went ."]}),
+    ],
+)  # fmt: skip
+def test_the_library_reads_the_columns_a_model_was_fine_tuned_on(
+    tmp_path: Path,
+    command: str,
+    name: str,
+    text: str,
+    flags: list[str],
+    recorded: dict[str, str],
+    expected: dict[str, list[str]],
+) -> None:
+    """A pair model reads its pairs, a reader its questions and contexts, from the recorded columns; a flag given
+    wins; a text file's lines are its texts; `tag` reads texts, not a token classifier's recorded word lists."""
+    from hf_bertscratch import cli
+
+    path = write(tmp_path / name, text)
+    model = model_folder(tmp_path / "model", recorded)
+    args = cli.parse_command_arguments(command, [str(model), "--input_file", str(path), *flags])
+    assert cli.command_inputs(args, (), INPUT_FILE_ROLES[command]) == expected
+
+
 def test_the_front_door_leaves_the_columns_of_a_model_whose_config_it_cannot_read_to_the_library(
     tmp_path: Path,
 ) -> None:
