@@ -292,15 +292,16 @@ def required_columns(task: TaskSpec, role: str, train_columns: Collection[str] |
     return required
 
 
-def check_columns(columns: Collection[str], required: dict[str, str], split: str, where: str | None = None) -> None:
+def check_columns(columns: Collection[str], required: dict[str, str], split: str) -> None:
     """Fail in one line when the `split` split's `columns` lack a `required` one (role -> column), naming the missing
-    columns, the columns there are, and the flag that picks each missing one; `where` names the place otherwise
-    than as the split (the file of an inference command's inputs: "--input_file 'x.csv'")."""
+    columns, the columns there are, and the flag that picks each missing one (a file of an inference command's
+    inputs: `check_input_columns`)."""
     missing = [column for column in required.values() if column not in columns]
     if missing:
         flags = ", ".join(column_flag(role) for role, column in required.items() if column in missing)
-        place = where or f"the {split} split"
-        raise ValueError(f"Column(s) {missing} not in {place}; it has {list(columns)}: name yours with {flags}.")
+        raise ValueError(
+            f"Column(s) {missing} not in the {split} split; it has {list(columns)}: name yours with {flags}."
+        )
 
 
 # The column roles that hold what a model reads of an example (not its id, nor what it is scored against): the roles
