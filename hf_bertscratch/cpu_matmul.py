@@ -18,9 +18,10 @@ pipelines and a user's forward run), no compiling, exporting or tracing. Elsewhe
 `F.linear`: at the tiny and mini presets' training shapes, oneDNN ran a Linear's forward and both gradients only
 0.98-1.10x as fast on a 2-core AVX-512 AMD EPYC, its weight reordered every step (`python -m lab.profile_training_gemm`,
 results/training-gemm/); on such a CPU, bf16 autocast is training's faster path (`--precision auto`). The reordered
-copy is cached on the layer, rebuilt when the weight changes (its data pointer or version), and never saved, copied or
-pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs
-with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
+copy is cached on the layer, rebuilt when the weight changes (its data pointer or version, or after any optimizer step:
+a fused step writes in place without a new version), and never saved, copied or pickled. Under bf16 CPU autocast it
+multiplies a bf16 copy, as autocast would, on CPUs with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path
+wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
 inductor's CPU graphs: the feed-forward's GELU (`linear_act`) and the residual add after each block's output
@@ -63,6 +64,7 @@ from typing import Any, TypeVar, cast
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,21 @@ _choice: MatmulChoice | None = None
 _forced: str | None = None
 _timed_lock = threading.RLock()
 _timed: dict[tuple[str, str, int, Path], dict[str, Any]] = {}  # this process's answers, by section, key, threads, cache
+
+
+# Optimizer steps taken in this process, any optimizer's: part of a packed weight's key. A fused optimizer step
+# (torch's fused AdamW, Trainer's default) writes the weights in place without bumping their version counters, so the
+# version alone would let a model stepped without a train()/eval() call (a loop of one's own, in eval mode) keep
+# evaluating its old weights.
+_optimizer_steps = 0
+
+
+def _count_optimizer_step(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    global _optimizer_steps
+    _optimizer_steps += 1
+
+
+register_optimizer_step_post_hook(_count_optimizer_step)
 
 
 def set_path(path: str | None) -> None:
@@ -431,8 +448,8 @@ class BertScratchLinear(nn.Linear):
     _packed: tuple[tuple, torch.Tensor, torch.Tensor | None] | None = None
 
     def train(self, mode: bool = True) -> "BertScratchLinear":
-        """`nn.Module.train`, dropping the packed weight: an optimizer may have changed the weight in place without
-        bumping its version counter (the fused AdamW step Trainer uses does not), so each evaluation packs it anew."""
+        """`nn.Module.train`, dropping the packed weight: a change written through the weight's `.data` leaves its
+        version counter as it was, so each evaluation after a train() or eval() call packs it anew."""
         self._packed = None
         return super().train(mode)
 
@@ -462,9 +479,16 @@ class BertScratchLinear(nn.Linear):
         return dtype if (path.fp32 if dtype == torch.float32 else path.bf16) == "onednn" else None
 
     def _packed_weight(self, dtype: torch.dtype, rows: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The weight reordered for oneDNN in `dtype` (and the bias in it), made again when the weight changed."""
+        """The weight reordered for oneDNN in `dtype` (and the bias in it), made again when the weight changed: new
+        memory, a new version, or any optimizer step since it was made."""
         weight, bias = self.weight, self.bias
-        key = (dtype, weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
+        key = (
+            dtype,
+            _optimizer_steps,
+            weight.data_ptr(),
+            weight._version,
+            None if bias is None else (bias.data_ptr(), bias._version),
+        )
         packed = self._packed
         if packed is None or packed[0] != key:
             with torch.no_grad():

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from torch import nn
 from torch.nn import functional as F
 
-from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, cpu_matmul
+from hf_bertscratch import BertScratchConfig, BertScratchForMaskedLM, convert, cpu_matmul
 from tests.conftest import tiny_config_kwargs
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
@@ -89,6 +90,35 @@ def test_an_optimizer_step_between_evaluations_is_seen(path: None) -> None:
         layer(x).square().sum().backward()
         optimizer.step()
         optimizer.zero_grad()
+
+
+@needs_onednn
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "foreach"])
+def test_a_model_stepped_in_eval_mode_evaluates_its_new_weights_as_transformers_bert_does(
+    path: None, fused: bool
+) -> None:
+    """A loop of one's own that trains in eval mode (no dropout) and evaluates between optimizer steps never calls
+    train(): each evaluation still reads the weights the last step wrote, as transformers' BERT with the same
+    weights, though a fused AdamW step leaves the weights' version counters as they were."""
+    cpu_matmul.set_path("onednn")
+    torch.manual_seed(0)
+    reference = transformers.BertForMaskedLM(
+        transformers.BertConfig(
+            vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
+        )
+    ).eval()
+    model = convert.bert_to_bertscratch(reference).eval()
+    input_ids = torch.randint(5, 99, (3, 11))
+    labels = input_ids.masked_fill(torch.rand(3, 11) < 0.5, -100)
+    optimizers = [torch.optim.AdamW(m.parameters(), lr=0.05, fused=fused) for m in (reference, model)]
+    for _ in range(3):
+        with torch.no_grad():
+            expected = reference(input_ids=input_ids).logits
+            torch.testing.assert_close(model(input_ids=input_ids).logits, expected, atol=1e-4, rtol=1e-4)
+        for m, optimizer in zip((reference, model), optimizers):
+            m(input_ids=input_ids, labels=labels).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
 
 
 @needs_onednn
