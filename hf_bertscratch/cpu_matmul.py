@@ -14,14 +14,14 @@ slows a path), and decided again from those; a clear one is final at the first p
 
 `BertScratchLinear` is an `nn.Linear` (same parameters, same state dict, same init) whose forward takes the chosen
 path where nothing is lost by it: a CPU input, no autograd (eval with `torch.no_grad`/`inference_mode`, as the CLI,
-pipelines and a user's forward run), no compiling, exporting or tracing. Elsewhere, training included, it is
-`F.linear`: at the tiny and mini presets' training shapes, oneDNN ran a Linear's forward and both gradients only
-0.98-1.10x as fast on a 2-core AVX-512 AMD EPYC, its weight reordered every step (`python -m lab.profile_training_gemm`,
-results/training-gemm/); on such a CPU, bf16 autocast is training's faster path (`--precision auto`). The reordered
-copy is cached on the layer, rebuilt when the weight changes (its data pointer or version, or after any optimizer step:
-a fused step writes in place without a new version), and never saved, copied or pickled. Under bf16 CPU autocast it
-multiplies a bf16 copy, as autocast would, on CPUs with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path
-wins the probe.
+pipelines and a user's forward run), no forward-mode AD or `torch.func` transform, no compiling, exporting or
+tracing. Elsewhere, training included, it is `F.linear`: at the tiny and mini presets' training shapes, oneDNN ran a
+Linear's forward and both gradients only 0.98-1.10x as fast on a 2-core AVX-512 AMD EPYC, its weight reordered every
+step (`python -m lab.profile_training_gemm`, results/training-gemm/); on such a CPU, bf16 autocast is training's
+faster path (`--precision auto`). The reordered copy is cached on the layer, rebuilt when the weight changes (its
+data pointer or version, or after any optimizer step: a fused step writes in place without a new version), and never
+saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs with native
+bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
 inductor's CPU graphs: the feed-forward's GELU (`linear_act`) and the residual add after each block's output
@@ -62,7 +62,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import torch
+import torch.autograd.forward_ad as fwAD
 from torch import nn
+from torch._C import _functorch
 from torch.nn import functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -430,14 +432,18 @@ def _is_traced() -> bool:
 
 
 def _cpu_inference(input: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether a product of `weight` on `input` is CPU inference on a plain tensor: no autograd, tracing, compiling or
-    exporting, no tensor subclass (fake, functional and other traced tensors)."""
+    """Whether a product of `weight` on `input` is CPU inference on a plain tensor: no autograd, forward-mode AD
+    (an open dual level, or torch.func's jvp), tracing, compiling or exporting, no tensor subclass (fake, functional
+    and other traced tensors), no torch.func transform (vmap's batched weights have no memory to pack, grad's and
+    jvp's wrappers carry derivatives the oneDNN product does not compute)."""
     return (
         type(input) is torch.Tensor
         and input.device.type == "cpu"
         and not (torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad))
         and input.layout == torch.strided
         and not _is_traced()
+        and fwAD._current_level < 0
+        and not (_functorch.is_functorch_wrapped_tensor(input) or _functorch.is_functorch_wrapped_tensor(weight))
     )
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import copy
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
+import torch.autograd.forward_ad as fwAD
 import transformers
 from torch import nn
 from torch.nn import functional as F
@@ -92,6 +93,13 @@ def test_an_optimizer_step_between_evaluations_is_seen(path: None) -> None:
         optimizer.zero_grad()
 
 
+def _bert_config() -> transformers.BertConfig:
+    """A tiny transformers BERT config, dropout on (the models compared run in eval mode)."""
+    return transformers.BertConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
+    )
+
+
 @needs_onednn
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "foreach"])
 def test_a_model_stepped_in_eval_mode_evaluates_its_new_weights_as_transformers_bert_does(
@@ -102,11 +110,7 @@ def test_a_model_stepped_in_eval_mode_evaluates_its_new_weights_as_transformers_
     weights, though a fused AdamW step leaves the weights' version counters as they were."""
     cpu_matmul.set_path("onednn")
     torch.manual_seed(0)
-    reference = transformers.BertForMaskedLM(
-        transformers.BertConfig(
-            vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
-        )
-    ).eval()
+    reference = transformers.BertForMaskedLM(_bert_config()).eval()
     model = convert.bert_to_bertscratch(reference).eval()
     input_ids = torch.randint(5, 99, (3, 11))
     labels = input_ids.masked_fill(torch.rand(3, 11) < 0.5, -100)
@@ -119,6 +123,66 @@ def test_a_model_stepped_in_eval_mode_evaluates_its_new_weights_as_transformers_
             m(input_ids=input_ids, labels=labels).loss.backward()
             optimizer.step()
             optimizer.zero_grad()
+
+
+def _jvp(model: nn.Module, inputs: dict[str, torch.Tensor], tangent: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """torch.func.jvp of the logits in `inputs_embeds`: (logits, their tangent)."""
+    embeds = inputs["inputs_embeds"]
+    rest = {key: value for key, value in inputs.items() if key != "inputs_embeds"}
+    return torch.func.jvp(lambda e: model(inputs_embeds=e, **rest).logits, (embeds,), (tangent,))
+
+
+def _forward_ad(model: nn.Module, inputs: dict[str, torch.Tensor], tangent: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The logits and their tangent from forward-mode AD on a dual `inputs_embeds`."""
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(inputs["inputs_embeds"], tangent)
+        logits = model(**{**inputs, "inputs_embeds": dual}).logits
+        primal, tangent_out = fwAD.unpack_dual(logits)
+        assert tangent_out is not None, "the logits lost their tangent"
+        return primal, tangent_out
+
+
+@needs_onednn
+@pytest.mark.parametrize("transform", [_jvp, _forward_ad], ids=["func.jvp", "forward_ad"])
+def test_forward_mode_ad_gives_transformers_berts_tangents(path: None, transform: Callable) -> None:
+    """Forward-mode AD under no_grad (no autograd graph, so no requires_grad to see) takes `F.linear`, whose
+    tangents the oneDNN product does not compute: the logits' tangent is transformers' BERT's."""
+    cpu_matmul.set_path("onednn")
+    torch.manual_seed(0)
+    reference = transformers.BertForSequenceClassification(_bert_config()).eval()
+    reference.set_attn_implementation("eager")  # torch's CPU sdpa kernels have no forward-mode derivative
+    model = convert.bert_to_bertscratch(reference).eval()
+    model.set_attn_implementation("eager")
+    attention_mask = torch.ones(2, 7, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    inputs = {"inputs_embeds": torch.randn(2, 7, 32), "attention_mask": attention_mask}
+    tangent = torch.randn(2, 7, 32)
+    with torch.no_grad():
+        expected, got = transform(reference, inputs, tangent), transform(model, inputs, tangent)
+    for ours, theirs in zip(got, expected):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+@needs_onednn
+def test_an_ensemble_under_vmap_gives_each_transformers_berts_logits(path: None) -> None:
+    """torch.func's model ensembling (stacked weights, functional_call under vmap) multiplies batched weights, which
+    have no memory to pack: each member's logits are its transformers' BERT's."""
+    cpu_matmul.set_path("onednn")
+    torch.manual_seed(0)
+    references = [transformers.BertForSequenceClassification(_bert_config()).eval() for _ in range(2)]
+    members = [convert.bert_to_bertscratch(reference).eval() for reference in references]
+    params, buffers = torch.func.stack_module_state(members)
+    skeleton = copy.deepcopy(members[0]).to("meta")
+    inputs = {"input_ids": torch.randint(5, 99, (2, 7)), "attention_mask": torch.ones(2, 7, dtype=torch.long)}
+    inputs["attention_mask"][1, 5:] = 0
+
+    def member_logits(p: dict, b: dict) -> torch.Tensor:
+        return torch.func.functional_call(skeleton, (p, b), kwargs=inputs).logits
+
+    with torch.no_grad():
+        got = torch.func.vmap(member_logits)(params, buffers)
+        expected = torch.stack([reference(**inputs).logits for reference in references])
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
 @needs_onednn
