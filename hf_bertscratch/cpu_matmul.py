@@ -18,9 +18,9 @@ pipelines and a user's forward run), no forward-mode AD or `torch.func` transfor
 tracing. Elsewhere, training included, it is `F.linear`: at the tiny and mini presets' training shapes, oneDNN ran a
 Linear's forward and both gradients only 0.98-1.10x as fast on a 2-core AVX-512 AMD EPYC, its weight reordered every
 step (`python -m lab.profile_training_gemm`, results/training-gemm/); on such a CPU, bf16 autocast is training's
-faster path (`--precision auto`). The reordered copy is cached on the layer, rebuilt when the weight changes (its
-data pointer or version, or after any optimizer step: a fused step writes in place without a new version), and never
-saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs with native
+faster path (`--precision auto`). The reordered copy is cached on the layer, rebuilt when the weight changes (another
+tensor, as a parametrized weight is at each forward, its data pointer or version, or after any optimizer step: a fused
+step writes in place without a new version), and never saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs with native
 bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
@@ -56,6 +56,7 @@ import platform
 import statistics
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -451,7 +452,8 @@ class BertScratchLinear(nn.Linear):
     """`nn.Linear` whose CPU inference runs on the process's GEMM path (`choice()`): oneDNN on a prepacked copy of the
     weight where that path was chosen, `F.linear` elsewhere. Parameters, state dict and init are `nn.Linear`'s."""
 
-    _packed: tuple[tuple, torch.Tensor, torch.Tensor | None] | None = None
+    # (key, the weight it was made from, the reordered weight, the bias in its dtype)
+    _packed: tuple[tuple, weakref.ref[torch.Tensor], torch.Tensor, torch.Tensor | None] | None = None
 
     def train(self, mode: bool = True) -> "BertScratchLinear":
         """`nn.Module.train`, dropping the packed weight: a change written through the weight's `.data` leaves its
@@ -485,8 +487,10 @@ class BertScratchLinear(nn.Linear):
         return dtype if (path.fp32 if dtype == torch.float32 else path.bf16) == "onednn" else None
 
     def _packed_weight(self, dtype: torch.dtype, rows: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The weight reordered for oneDNN in `dtype` (and the bias in it), made again when the weight changed: new
-        memory, a new version, or any optimizer step since it was made."""
+        """The weight reordered for oneDNN in `dtype` (and the bias in it), made again when the weight changed: another
+        tensor (a parametrized weight, weight_norm say, is computed anew at each forward, often into the memory the
+        last one freed, so its address and version alone could match), new memory, a new version, or any optimizer
+        step since it was made."""
         weight, bias = self.weight, self.bias
         key = (
             dtype,
@@ -496,12 +500,12 @@ class BertScratchLinear(nn.Linear):
             None if bias is None else (bias.data_ptr(), bias._version),
         )
         packed = self._packed
-        if packed is None or packed[0] != key:
+        if packed is None or packed[0] != key or packed[1]() is not weight:
             with torch.no_grad():
                 reordered = torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(dtype), max(rows, 1))
-                packed = (key, reordered, None if bias is None else bias.detach().to(dtype))
+                packed = (key, weakref.ref(weight), reordered, None if bias is None else bias.detach().to(dtype))
             self._packed = packed
-        return packed[1], packed[2]
+        return packed[2], packed[3]
 
     def __getstate__(self) -> dict:  # copies and pickles leave the reordered weight behind (oneDNN tensors cannot)
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()

@@ -125,6 +125,26 @@ def test_a_model_stepped_in_eval_mode_evaluates_its_new_weights_as_transformers_
             optimizer.zero_grad()
 
 
+@needs_onednn
+def test_a_weight_norm_layer_evaluates_its_new_weights_as_transformers_bert_does(path: None) -> None:
+    """A parametrized weight (weight_norm) is computed anew at each forward, often into the memory the last one freed:
+    a change of its parameters between evaluations is still read, as transformers' BERT with the same
+    parametrization reads it."""
+    cpu_matmul.set_path("onednn")
+    torch.manual_seed(0)
+    reference = transformers.BertForSequenceClassification(_bert_config()).eval()
+    model = convert.bert_to_bertscratch(reference).eval()
+    layers = [reference.bert.encoder.layer[0].intermediate.dense, model.bert.encoder.layers[0].mlp.fc_in]
+    for layer in layers:
+        nn.utils.parametrizations.weight_norm(layer)
+    inputs = {"input_ids": torch.randint(5, 99, (2, 7)), "attention_mask": torch.ones(2, 7, dtype=torch.long)}
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(model(**inputs).logits, reference(**inputs).logits, atol=1e-5, rtol=1e-5)
+            for layer in layers:
+                layer.parametrizations.weight.original0.mul_(2.0)
+
+
 def _jvp(model: nn.Module, inputs: dict[str, torch.Tensor], tangent: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """torch.func.jvp of the logits in `inputs_embeds`: (logits, their tangent)."""
     embeds = inputs["inputs_embeds"]
