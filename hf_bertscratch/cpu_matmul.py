@@ -20,8 +20,9 @@ Linear's forward and both gradients only 0.98-1.10x as fast on a 2-core AVX-512 
 step (`python -m lab.profile_training_gemm`, results/training-gemm/); on such a CPU, bf16 autocast is training's
 faster path (`--precision auto`). The reordered copy is cached on the layer, rebuilt when the weight changes (another
 tensor, as a parametrized weight is at each forward, its data pointer or version, or after any optimizer step: a fused
-step writes in place without a new version), and never saved, copied or pickled. Under bf16 CPU autocast it multiplies a bf16 copy, as autocast would, on CPUs with native
-bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path wins the probe.
+step writes in place without a new version), and never saved, copied or pickled. Under bf16 CPU autocast it
+multiplies a bf16 copy, as autocast would, on CPUs with native bf16 (AVX512_BF16 or AMX) where oneDNN's bf16 path
+wins the probe.
 
 Where the product runs on oneDNN, what follows it in the encoder runs inside the same kernel (a post-op), as in
 inductor's CPU graphs: the feed-forward's GELU (`linear_act`) and the residual add after each block's output
