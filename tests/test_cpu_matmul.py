@@ -474,3 +474,17 @@ def test_a_timed_choice_is_timed_by_the_first_processes_then_cached(
     assert choices[1]["how"] == "cached" and choices[1]["key"] == "key"
 
     cpu_matmul.set_path(None)
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")  # torch deprecates the API itself
+def test_torch_dynamic_quantization_reaches_only_the_plain_linear_layers() -> None:
+    """docs/onnx.md: `quantize_dynamic(model, {nn.Linear})` swaps exact types only, so the encoder's layers (this
+    package's `nn.Linear` subclass) stay fp32 and the int8 route is the ONNX export's `--quantize dynamic`."""
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    config = BertScratchConfig(**tiny_config_kwargs(vocab_size=99), num_labels=3)
+    model = transformers.AutoModelForSequenceClassification.from_config(config).eval()
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    swapped = {name for name, module in quantized.named_modules() if isinstance(module, DynamicLinear)}
+    assert swapped == {"bert.pooler.dense", "classifier"}
+    assert sum(isinstance(module, cpu_matmul.BertScratchLinear) for module in quantized.modules()) > 0
