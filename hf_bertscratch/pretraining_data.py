@@ -214,13 +214,16 @@ def make_pack_function(
 
     Every example is exactly `max_seq_length` tokens (the batch's remainder is dropped), so no compute is spent on
     padding. With `with_offsets`, character offsets travel along for whole-word masking: a token that does not
-    start where the previous one ended begins a new word (offsets restart at each text, so texts never merge).
+    start where the previous one ended begins a new word. Each text's offsets are moved past the previous text's
+    end and one character more, so that the first token of a text always begins a word: offsets restarting at each
+    text would join "a" (0, 1) and " b" (1, 2) into one word.
     """
     block = max_seq_length - 2
 
     def pack(batch: dict[str, list]) -> dict[str, list]:
+        texts = [text or "" for text in batch[text_column]]  # an empty csv cell or a json null reads as None
         encoded = tokenizer(
-            [text or "" for text in batch[text_column]],  # an empty csv cell or a json null reads as None
+            texts,
             add_special_tokens=False,
             return_attention_mask=False,
             return_token_type_ids=False,
@@ -237,7 +240,10 @@ def make_pack_function(
             "special_tokens_mask": [[1] + [0] * block + [1]] * n_blocks,
         }
         if with_offsets:
-            offsets = [tuple(o) for seq in encoded["offset_mapping"] for o in seq]
+            offsets, start = [], 0
+            for text, seq in zip(texts, encoded["offset_mapping"], strict=True):
+                offsets += [(begin + start, end + start) for begin, end in seq]
+                start += len(text) + 1
             out["offset_mapping"] = [[(0, 0), *offsets[i * block : (i + 1) * block], (0, 0)] for i in range(n_blocks)]
         return out
 

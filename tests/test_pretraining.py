@@ -20,6 +20,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -474,6 +475,18 @@ def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:
             elif not tokenizer.convert_ids_to_tokens(int(original[row, word_start])).startswith("["):
                 assert masked[row, pos] == masked[row, word_start], (pieces, pos)
     assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()  # WWM replaces with [MASK] only
+
+
+def test_whole_word_mask_never_joins_the_words_of_two_texts(tokenizer: BertTokenizer) -> None:
+    """A text's first token starts a word of its own even where its offset starts where the previous text's last
+    token ended ("a" then " b": offsets (0, 1) then (1, 2)), so whole-word masking never masks across texts."""
+    pack = make_pack_function(tokenizer, "text", max_seq_length=8, with_offsets=True)
+    examples = pack({"text": ["a", " the", "cat", "dog", "sat", "mat"]})
+    offsets = np.array(examples["offset_mapping"])
+    word_ids, _ = DataCollatorForLanguageModeling._calc_word_ids_and_prob_mask(
+        offsets, np.array(examples["special_tokens_mask"])
+    )
+    assert word_ids.tolist() == [[-1, 1, 2, 3, 4, 5, 6, -1]]
 
 
 def test_packing_reads_an_empty_cell_as_an_empty_text(tokenizer: BertTokenizer) -> None:
