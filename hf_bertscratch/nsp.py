@@ -64,7 +64,9 @@ def _pairs_of_document(
             if others and (len(chunk) == 1 or rng.random() < random_next_probability):
                 other = rng.choice(others)
                 start = rng.randrange(len(other))
-                b = [t for sent in other[start:] for t in sent][: max_tokens - len(a)]
+                # B fills the room A leaves; an A that fills the pair alone leaves B half, and both are cut to fit
+                room = max_tokens - len(a)
+                b = [t for sent in other[start:] for t in sent][: room if room > 0 else max(1, max_tokens // 2)]
                 label = 1
                 i -= len(chunk) - a_end  # the unused sentences of this chunk start the next example
             else:

@@ -86,6 +86,22 @@ def test_pairs_are_half_is_next_and_is_next_continues_the_document(tokenizer: Be
             assert not any(_contains(doc, a + b) for doc in source)
 
 
+def test_a_sentence_longer_than_the_pair_is_paired_with_another_document(tokenizer: BertTokenizer) -> None:
+    """A one-sentence document longer than the pair's room still makes a NotNext pair, its A and B cut to fit,
+    whatever the length of the document B comes from (a B cut to the room left after A would be empty)."""
+    long, short = " ".join(["the cat sat on the mat"] * 10), "the dog ran ."
+    out = make_nsp_pairs_function(tokenizer, "text", 24, 0.5, 0)({"text": [long, "", short, ""]}, [0])
+    long_ids, short_ids = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in (long, short))
+    sources = []
+    for ids, types, label in zip(out["input_ids"], out["token_type_ids"], out["next_sentence_label"], strict=True):
+        assert len(ids) <= 24 and label == 1
+        split = types.index(1)
+        a, b = ids[1 : split - 1], ids[split:-1]
+        assert a and b
+        sources.append("long" if _contains(long_ids, a) else "short" if _contains(short_ids, a) else None)
+    assert sorted(sources) == ["long", "short"]
+
+
 def _contains(sequence: list[int], part: list[int]) -> bool:
     return any(sequence[i : i + len(part)] == part for i in range(len(sequence) - len(part) + 1))
 
