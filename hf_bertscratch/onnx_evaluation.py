@@ -463,7 +463,9 @@ def load_split_features(
     for role in roles:
         raw[role] = sample_examples(raw[role], data_args.max_eval_samples, args.seed)
     settings = FeatureSettings(**{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__})
-    shape = build_shape(task, settings, load_task_tokenizer(model))
+    # The export takes the tokenizer saved with the model too: there is no other to name.
+    remedy = f"save the tokenizer it was fine-tuned with in {model!r} (tokenizer.save_pretrained)"
+    shape = build_shape(task, settings, load_task_tokenizer(model, remedy=remedy))
     shape.prepare_labels(raw)  # every split's labels, the training split's included, as fine-tuning reads them
     check_model(model, task, shape, data_args)
     features = {

@@ -308,6 +308,18 @@ def test_a_model_of_other_labels_is_refused(no_export, data_dir, tokenizer, tmp_
         evaluate(data_dir, model, "--task", "sst2")
 
 
+def test_a_model_saved_without_its_tokenizer_is_refused_with_what_to_do(no_export, data_dir, tmp_path) -> None:
+    """evaluate-onnx reads and exports the tokenizer saved with the model (it has no --tokenizer_name flag to name
+    another), so the error says to save it there."""
+    torch.manual_seed(0)
+    labels = {"id2label": {0: "negative", 1: "positive"}}
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(CORPUS) + 100), **labels)
+    hf_bertscratch.BertScratchForSequenceClassification(config).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=r"holds no tokenizer.*save the tokenizer it was fine-tuned with in") as error:
+        evaluate(data_dir, tmp_path, "--task", "sst2")
+    assert "--tokenizer_name" not in str(error.value)
+
+
 def test_output_dir_is_not_overwritten(no_export, data_dir, classifier_dir, tmp_path) -> None:
     (tmp_path / "evaluation.json").write_text("{}", encoding="utf-8")
     with pytest.raises(FileExistsError, match="pass --overwrite"):

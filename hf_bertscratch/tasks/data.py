@@ -597,11 +597,16 @@ def load_task_data(args: DataArguments, task: TaskSpec, cache_dir: str | None, s
     return raw
 
 
-def load_task_tokenizer(name_or_path: str, cache_dir: str | None = None) -> PreTrainedTokenizerBase:
+def load_task_tokenizer(
+    name_or_path: str,
+    cache_dir: str | None = None,
+    remedy: str = "pass --tokenizer_name (a tokenizer folder or Hub id)",
+) -> PreTrainedTokenizerBase:
     """The tokenizer of a model folder or Hub id (the one saved with the model, or `--tokenizer_name`); it must have
-    a vocabulary and [CLS] and [SEP]."""
+    a vocabulary and [CLS] and [SEP]. `remedy` ends the error of a folder that holds no tokenizer: what the command
+    takes instead."""
     tokenizer = forget_load_options(AutoTokenizer.from_pretrained(name_or_path, cache_dir=cache_dir))
-    check_vocabulary(tokenizer, name_or_path, "pass --tokenizer_name (a tokenizer folder or Hub id)")
+    check_vocabulary(tokenizer, name_or_path, remedy)
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise ValueError(f"Tokenizer {name_or_path!r} lacks a [CLS] or [SEP] token.")
     return tokenizer
