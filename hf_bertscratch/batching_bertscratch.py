@@ -304,6 +304,18 @@ def check_ranges(*checks: _RangeCheck) -> None:
     _raise_if_out_of_range(checks, _read_on_host(_range_scalars(checks)))
 
 
+def check_inputs(
+    config: BertScratchConfig,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    token_type_ids: torch.Tensor | None = None,
+) -> None:
+    """The checks of a forward's shapes and id ranges, for a graph that runs the model without them (an ONNX export
+    would fail on an id past an embedding table with an error that names no input)."""
+    _check_inputs(config, input_ids, attention_mask, None)
+    check_ranges(*_input_ranges(config, input_ids, token_type_ids, None))
+
+
 def check_masked_positions(masked_positions: torch.Tensor, batch_size: int, seq_len: int) -> None:
     """(B, K) positions to decode of a (B, T) batch: the shape checked, and (unless compiling) every position within
     [0, T), in one host sync."""

@@ -141,6 +141,27 @@ def test_onnx_runtime_classifier_cuts_a_long_text_as_pytorch_does(model_dirs, on
     np.testing.assert_allclose(runtime(**batch).logits.numpy(), expected.numpy(), rtol=0, atol=ATOL)
 
 
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ("long", r"^Sequence length 65 exceeds max_position_embeddings=64; truncate"),
+        ("input_ids", r"^input_ids contains 999, outside \[0, \d+\] \(vocab_size="),
+        ("token_type_ids", r"^token_type_ids contains 2, outside \[0, 1\] \(type_vocab_size=2\)"),
+    ],
+)
+def test_onnx_runtime_model_refuses_inputs_as_pytorch_does(change: str, match: str, onnx_dirs) -> None:
+    """Inputs the graph would index past its embedding tables with are refused in the PyTorch model's words, not
+    by an ONNX Runtime Gather error that names no input."""
+    from hf_bertscratch.onnx.runtime import BertScratchOnnxRuntimeModel
+
+    runtime = BertScratchOnnxRuntimeModel.from_folder(onnx_dirs["fill-mask"], "fill-mask")
+    batch = example_batch(runtime.config, 2, 65 if change == "long" else 8)
+    if change != "long":
+        batch[change][0, 1] = 999 if change == "input_ids" else 2
+    with pytest.raises(ValueError, match=match):
+        runtime(**batch)
+
+
 @pytest.mark.parametrize("pooling", ["max", "mean-max"])
 def test_int8_export_of_a_max_pooling_classifier(pooling: str, tokenizer, tmp_path: Path) -> None:
     """ONNX Runtime's symbolic shape inference cannot follow the max-pooling head's reduction; the int8 export still

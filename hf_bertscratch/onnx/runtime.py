@@ -14,7 +14,7 @@ import torch
 from transformers import AutoConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from ..batching_bertscratch import cut_long_texts
+from ..batching_bertscratch import check_inputs, check_masked_positions, cut_long_texts
 from ..configuration_bertscratch import BertScratchConfig
 from .common import MASKED_POSITIONS, ONNX_FILE, ONNX_TASKS, check_task, example_batch, require
 
@@ -151,6 +151,11 @@ class BertScratchOnnxRuntimeModel(PreTrainedModel):
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
         if self.task == "text-classification":  # a long text cut as the PyTorch head cuts it (graphs never cut)
             inputs = cut_long_texts(self.config, {**inputs, "position_ids": None, "inputs_embeds": None})
+        ids, mask, types = (inputs[name] for name in ("input_ids", "attention_mask", "token_type_ids"))
+        assert ids is not None, "forward's input_ids, cut or not"
+        check_inputs(self.config, ids, mask, types)  # as the PyTorch head refuses them
+        if masked_positions is not None:
+            check_masked_positions(masked_positions, ids.shape[0], ids.shape[1])
         inputs[MASKED_POSITIONS] = masked_positions
         outputs = run_session(
             self.inference_session, {name: value for name, value in inputs.items() if value is not None}
