@@ -284,6 +284,15 @@ class PretrainingTrainer(Trainer):
         if budget is not None:
             budget.attach(self)
 
+    def _load_callback_state(self) -> None:
+        """transformers' restore of the saved callbacks (`--restore_callback_states_from_checkpoint`), but for the
+        budget: restored, it would be a new `TrainingBudget` of the checkpoint's minutes in place of this run's, whose
+        clock the schedule reads. The run's budget resumed its clock itself (`TrainingBudget.resumed`)."""
+        super()._load_callback_state()
+        if self.budget is not None and self.budget not in self.callback_handler.callbacks:
+            self.callback_handler.remove_callback(TrainingBudget)
+            self.callback_handler.add_callback(self.budget)
+
     def _set_signature_columns_if_needed(self) -> None:
         if self._signature_columns is None:
             super()._set_signature_columns_if_needed()

@@ -1528,6 +1528,26 @@ def test_time_budget_resumes_with_the_time_already_spent(
     assert _results(cut)["train_budget_spent_minutes"] == 0.5
 
 
+def test_a_larger_budget_continues_when_callback_states_are_restored(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--restore_callback_states_from_checkpoint makes transformers rebuild each saved callback from the checkpoint:
+    the run's budget keeps this run's minutes and the clock it resumed, so a larger budget still trains on (one
+    second per step, as above: 15 steps, then 15 more)."""
+    from hf_bertscratch import budget as budget_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    saving = ("--save_strategy", "steps", "--save_steps", "5")
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.25", *saving))
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 15
+    restore = ("--resume_from_checkpoint", "last", "--restore_callback_states_from_checkpoint", "true")
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, out, "--max_train_minutes", "0.5", *saving, *restore))
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 30
+    assert _results(out)["train_budget_spent_minutes"] == 0.5
+
+
 def test_bad_budget_arguments_fail_before_training(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
