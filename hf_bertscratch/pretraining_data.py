@@ -10,6 +10,7 @@ import math
 import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import datasets
@@ -28,7 +29,7 @@ from .data import check_text_column, load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
 from .pretraining_arguments import DataArguments, ModelArguments, adds_task_text
 from .tasks import check_columns, task_texts
-from .tokenization import load_tokenizer, train_wordpiece_tokenizer
+from .tokenization import TOKENIZER_FILES, load_tokenizer, train_wordpiece_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -184,9 +185,21 @@ def build_tokenizer(
 
     Under torchrun/accelerate only the first process trains the tokenizer and sends it to the others, so every rank
     tokenises with the same ids even where training ties could be broken differently.
+
+    Raises:
+        ValueError: if `--tokenizer_name` names another tokenizer than the one saved in the checkpoint being resumed
+            (its embeddings are rows of that one's ids).
     """
     if model_args.tokenizer_name:
-        return load_tokenizer(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
+        if checkpoint is not None and any((Path(checkpoint) / name).is_file() for name in TOKENIZER_FILES):
+            if tokenizer.get_vocab() != load_tokenizer(checkpoint).get_vocab():
+                raise ValueError(
+                    f"--tokenizer_name {model_args.tokenizer_name!r} is not the tokenizer of the checkpoint resumed, "
+                    f"{checkpoint!r}, whose embeddings are rows of its own tokenizer's ids: leave --tokenizer_name "
+                    "out to resume with the checkpoint's tokenizer."
+                )
+        return tokenizer
     for source in (checkpoint, model_args.model_name_or_path):
         if source:
             return load_tokenizer(source)

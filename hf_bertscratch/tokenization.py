@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 # BERT's special tokens, in the order that gives them ids 0..4 (so [PAD] is 0, the config's pad_token_id).
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# The files of which any one makes a folder a tokenizer `load_tokenizer` loads.
+TOKENIZER_FILES = (*_TOKENIZER_FILES, "vocab.txt")
 # How transformers' `from_pretrained` found a tokenizer, which it keeps among the options `save_pretrained` writes
 # back into tokenizer_config.json: they say nothing of the tokenizer, and do not hold where the folder goes next.
 LOAD_OPTIONS = ("is_local", "local_files_only")

@@ -489,6 +489,23 @@ def test_whole_word_mask_never_joins_the_words_of_two_texts(tokenizer: BertToken
     assert word_ids.tolist() == [[-1, 1, 2, 3, 4, 5, 6, -1]]
 
 
+def test_resuming_with_another_tokenizer_than_the_checkpoints_is_refused(tokenizer_dir: Path, tmp_path: Path) -> None:
+    """The checkpoint's embeddings are rows of its own tokenizer's ids: --tokenizer_name may name that tokenizer on
+    resume, and is refused, before any tokenisation, when it names another (of the same size or not)."""
+    from hf_bertscratch.pretraining_data import build_tokenizer
+
+    model_args, data_args, training_args = pretraining.parse_args(
+        ["--output_dir", str(tmp_path), "--tokenizer_name", str(tokenizer_dir)]
+    )
+    same, other = tmp_path / "checkpoint-2", tmp_path / "checkpoint-4"
+    AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(same)
+    train_wordpiece_tokenizer(CORPUS, vocab_size=60).save_pretrained(other)
+    resumed = build_tokenizer(model_args, None, "text", str(same), training_args)  # type: ignore[arg-type]
+    assert resumed.get_vocab() == AutoTokenizer.from_pretrained(tokenizer_dir).get_vocab()
+    with pytest.raises(ValueError, match=r"^--tokenizer_name '.*' is not the tokenizer of the checkpoint resumed"):
+        build_tokenizer(model_args, None, "text", str(other), training_args)  # type: ignore[arg-type]
+
+
 def test_packing_reads_an_empty_cell_as_an_empty_text(tokenizer: BertTokenizer) -> None:
     """A csv's empty cell or a json null arrives as None: packed as no text, as a blank line is."""
     pack = make_pack_function(tokenizer, "text", max_seq_length=8, with_offsets=False)
