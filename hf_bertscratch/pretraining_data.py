@@ -300,15 +300,29 @@ def tokenize_splits(
             result[name] = split.map(function, batched=True, remove_columns=columns, **map_kwargs)
         _check_not_empty(name, result[name], data_args)
         if model_args.objective == "mlm_nsp" and isinstance(result[name], datasets.Dataset):
-            not_next = sum(result[name]["next_sentence_label"])
-            logger.info(
-                "NSP pairs of %s: %d IsNext, %d NotNext (a one-sentence document has no next sentence: NotNext only)",
-                name,
-                len(result[name]) - not_next,
-                not_next,
-            )
+            _log_nsp_labels(name, result[name]["next_sentence_label"])
     result["train"] = sample_examples(result["train"], data_args.max_train_samples, training_args.seed)
     return result
+
+
+def _log_nsp_labels(name: str, labels: list[int]) -> None:
+    """Log how many of a split's NSP pairs are IsNext (0) and NotNext (1); warn when they are all one of them."""
+    not_next = sum(labels)
+    logger.info(
+        "NSP pairs of %s: %d IsNext, %d NotNext (a one-sentence document has no next sentence: NotNext only)",
+        name,
+        len(labels) - not_next,
+        not_next,
+    )
+    if not_next in (0, len(labels)):
+        logger.warning(
+            "Every NSP pair of %s is %s (%d pairs): next-sentence prediction has nothing to tell apart there. "
+            "IsNext only: the rows form one document (a NotNext B comes from another document of the same batch "
+            "of rows); NotNext only: each document is one sentence.",
+            name,
+            "IsNext" if not_next == 0 else "NotNext",
+            len(labels),
+        )
 
 
 # Training blocks read to count the tokens for `--decoder_bias_start unigram`: all of WikiText-2's ~20k, and a

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import datasets
+import pytest
 import torch
 from transformers import BertTokenizer, DataCollatorForLanguageModeling
 
@@ -100,6 +102,27 @@ def test_a_sentence_longer_than_the_pair_is_paired_with_another_document(tokeniz
         assert a and b
         sources.append("long" if _contains(long_ids, a) else "short" if _contains(short_ids, a) else None)
     assert sorted(sources) == ["long", "short"]
+
+
+def test_nsp_pairs_of_one_label_only_are_warned_of(
+    tokenizer: BertTokenizer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rows that make one document give IsNext pairs only (a NotNext B comes from another document): the run is told
+    that next-sentence prediction has nothing to tell apart there, not left to read an NSP accuracy of nothing."""
+    from hf_bertscratch.pretraining import parse_args
+    from hf_bertscratch.pretraining_data import tokenize_splits
+
+    model_args, data_args, training_args = parse_args(
+        ["--output_dir", str(tmp_path), "--objective", "mlm_nsp", "--max_seq_length", "16", "--use_cpu", "true"]
+    )
+    one_document = datasets.Dataset.from_dict({"text": _documents(n_docs=1)})
+    documents = datasets.Dataset.from_dict({"text": _documents()})
+    with caplog.at_level(logging.WARNING, logger="hf_bertscratch"):
+        tokenize_splits(
+            {"train": documents, "validation": one_document}, tokenizer, model_args, data_args, training_args
+        )
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].startswith("Every NSP pair of validation is IsNext"), warnings
 
 
 def _contains(sequence: list[int], part: list[int]) -> bool:
