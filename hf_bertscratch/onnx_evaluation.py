@@ -168,7 +168,12 @@ def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> 
         raise ValueError(f"--num_threads must be at least 1 (or left out), got {args.num_threads}.")
     if args.output_dir is not None:
         output = Path(args.output_dir)
-        if output.exists() and (not output.is_dir() or any(output.iterdir())) and not args.overwrite:
+        if output.exists() and not output.is_dir():
+            raise NotADirectoryError(
+                f"--output_dir {args.output_dir!r} is a file: expected a folder for the exports and {RESULTS_FILE} "
+                "(or a new path)."
+            )
+        if output.exists() and any(output.iterdir()) and not args.overwrite:
             raise FileExistsError(
                 f"--output_dir {args.output_dir!r} already exists and is not empty; pass --overwrite to replace its "
                 "exports and results."

@@ -326,6 +326,17 @@ def test_output_dir_is_not_overwritten(no_export, data_dir, classifier_dir, tmp_
         evaluate(data_dir, classifier_dir, "--task", "sst2", "--output_dir", str(tmp_path))
 
 
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_a_file_as_output_dir_is_refused(no_export, data_dir, classifier_dir, tmp_path, overwrite) -> None:
+    """A file named as --output_dir is no folder to write into, --overwrite or not (it replaces exports and results
+    in a folder, not a file)."""
+    output = tmp_path / "results.txt"
+    output.write_text("notes\n", encoding="utf-8")
+    with pytest.raises(NotADirectoryError, match=r"^--output_dir '.*results.txt' is a file: expected a folder"):
+        evaluate(data_dir, classifier_dir, "--task", "sst2", "--output_dir", str(output), *overwrite)
+    assert output.read_text(encoding="utf-8") == "notes\n"
+
+
 def test_cli_command(capsys, data_dir, classifier_dir) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["evaluate-onnx", "--help"])
