@@ -151,6 +151,12 @@ def _load_named_text_splits(
     if validation is None and data_args.streaming:
         held_out = data_args.max_eval_samples or 1000
         train, validation = train.skip(held_out), train.take(held_out)
+        if next(iter(train), None) is None:  # reads the held-out rows and one more
+            raise ValueError(
+                f"The streamed train split has no row left after its first {held_out} rows (--max_eval_samples, "
+                "1000 by default), held out for validation: give a --validation_file, a smaller "
+                "--max_eval_samples, or more rows."
+            )
     elif validation is None:
         _check_rows_to_hold_out(len(train), data_args.validation_split_percentage)
         # The last rows, not a random sample: keeps documents contiguous for packing and NSP.

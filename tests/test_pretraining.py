@@ -400,6 +400,22 @@ def test_streaming_trains_from_local_files(
     assert state["global_step"] == 3 and "eval_accuracy" in _results(out)
 
 
+@pytest.mark.parametrize("held_out", [[], ["--max_eval_samples", "100"]])
+def test_streaming_a_file_no_longer_than_its_held_out_rows_is_refused(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path, held_out: list[str]
+) -> None:
+    """A streamed train split with no validation split gives its first --max_eval_samples rows (1000 by default) to
+    validation: a file of fewer rows leaves nothing to train on, which is said so, not read as texts too short."""
+    rows = len(text_file.read_text(encoding="utf-8").splitlines())
+    argv = pretrain_args(
+        text_file, tokenizer_dir, config_dir, tmp_path / "o", "--streaming", "true", "--max_steps", "3"
+    )
+    count = held_out[-1] if held_out else "1000"
+    with pytest.raises(ValueError, match=rf"^The streamed train split has no row left after its first {count} rows "):
+        main([*argv, *held_out])
+    assert rows < 100
+
+
 def test_nsp_objective_trains_pretraining_heads(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
