@@ -197,15 +197,15 @@ def build_tokenizer(
             (its embeddings are rows of that one's ids).
     """
     if model_args.tokenizer_name:
-        tokenizer = load_tokenizer(model_args.tokenizer_name)
+        given = load_tokenizer(model_args.tokenizer_name)
         if checkpoint is not None and any((Path(checkpoint) / name).is_file() for name in TOKENIZER_FILES):
-            if tokenizer.get_vocab() != load_tokenizer(checkpoint).get_vocab():
+            if given.get_vocab() != load_tokenizer(checkpoint).get_vocab():
                 raise ValueError(
                     f"--tokenizer_name {model_args.tokenizer_name!r} is not the tokenizer of the checkpoint resumed, "
                     f"{checkpoint!r}, whose embeddings are rows of its own tokenizer's ids: leave --tokenizer_name "
                     "out to resume with the checkpoint's tokenizer."
                 )
-        return tokenizer
+        return given
     for source in (checkpoint, model_args.model_name_or_path):
         if source:
             return load_tokenizer(source)
