@@ -354,7 +354,9 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
         info["num_parameters"] = num_parameters
     results_file = model_dir / "all_results.json"
     if results_file.is_file():
-        info["results"] = evaluation_results(json.loads(results_file.read_text(encoding="utf-8")))
+        recorded = json.loads(results_file.read_text(encoding="utf-8"))
+        info["results"] = evaluation_results(recorded)
+        info["scored_on"] = scored_on(recorded) or None
     if kind in ("classifier", "token-classifier") and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
     return kind, CardInfo.of(info)
@@ -364,6 +366,30 @@ def evaluation_results(all_results: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of a run's `all_results.json` that its evaluation measured (`eval_` and `test_` keys): the rest
     records the run's settings and counters (seed, learning rate, steps), which are no results of the model."""
     return {key: value for key, value in all_results.items() if key.startswith(("eval_", "test_"))}
+
+
+def scored_on(results: Mapping[str, Any]) -> str:
+    """What a fine-tuning run's scores were measured on, as its card says under them, from its `all_results.json`
+    (`results`): the eval split (train examples held out, the data's validation split, or its test split where
+    --eval_split named it, so that those scores are on the split checkpoints were chosen on) and the test split,
+    scored once at the end. "" for results that do not record their splits (`split_names`)."""
+    names = results.get("split_names")
+    if "eval_samples" not in results or not isinstance(names, Mapping):
+        return ""
+    share = results.get("validation_split_percentage")
+    if share:
+        scored = f"on {results['eval_samples']:,} train examples held out ({share:g}% of the train examples)"
+    else:
+        scored = f"on the {results['eval_samples']:,} examples of the {names.get('eval', 'eval')} split"
+    sentence = f"The `eval_*` scores are {scored}, which checkpoints were chosen on"
+    if results.get("checkpoints_chosen_on_test_split"):
+        sentence += ": not on examples the choice never saw"
+    if f"test_{results.get('main_metric')}" in results and "test_samples" in results:
+        sentence += (
+            f"; the `test_*` scores are on the {results['test_samples']:,} examples of the "
+            f"{names.get('test', 'test')} split, which the chosen model met once, at the end"
+        )
+    return sentence + "."
 
 
 def _card_kind(kind: str) -> CardKind:
@@ -624,6 +650,7 @@ __all__ = [
     "hub_id",
     "info_from_model_folder",
     "local_name",
+    "scored_on",
     "set_card_repo",
     "source_name",
     "template_path",

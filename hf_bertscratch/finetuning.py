@@ -433,6 +433,9 @@ def describe_run(
         **({"test_samples": len(raw["test"])} if "test" in raw else {}),
         # --eval_split names the test split: it is scored once, as eval, and its eval_* scores are those chosen on
         **({"checkpoints_chosen_on_test_split": True} if data_args.chosen_on_test_split else {}),
+        # what the eval and test examples were: the data's split read as each, and the share of train held out
+        "split_names": dict(data_args.split_names),
+        "validation_split_percentage": data_args.validation_split_percentage or 0,
         "wall_time_seconds": wall_time_seconds,
         "machine": describe_hardware(),
         "precision": precision_name(args.bf16, args.fp16),
@@ -502,7 +505,7 @@ def _write_card(
     data_args: DataArguments,
 ) -> None:
     try:
-        from .cards import evaluation_results, source_name, write_model_card
+        from .cards import evaluation_results, scored_on, source_name, write_model_card
     except ImportError:  # the cards module is optional at run time: a missing card must not lose a finished run
         logger.warning("hf_bertscratch.cards is not available; no model card written.")
         return
@@ -540,33 +543,10 @@ def _write_card(
             "hardware": results.get("machine"),
             "wall_time_seconds": results.get("train_runtime"),
             "results": evaluation_results(results),
-            "scored_on": _scored_on(data_args, results),
+            "scored_on": scored_on(results),
             "labels": shape.names if shape.task.shape != "embedding" else [],
         },
     )
-
-
-def _scored_on(data_args: DataArguments, results: dict) -> str:
-    """What the card's scores were measured on: the eval split (train examples held out, the data's validation
-    split, or its test split where --eval_split names it, so that those scores are on the split checkpoints were
-    chosen on) and the test split, scored once at the end."""
-    if "eval_samples" not in results:
-        return ""
-    names = data_args.split_names
-    share = data_args.validation_split_percentage
-    if share:
-        scored = f"on {results['eval_samples']:,} train examples held out ({share:g}% of the train examples)"
-    else:
-        scored = f"on the {results['eval_samples']:,} examples of the {names.get('eval', 'eval')} split"
-    sentence = f"The `eval_*` scores are {scored}, which checkpoints were chosen on"
-    if data_args.chosen_on_test_split:
-        sentence += ": not on examples the choice never saw"
-    if f"test_{data_args.task_spec.main_metric}" in results:
-        sentence += (
-            f"; the `test_*` scores are on the {results['test_samples']:,} examples of the "
-            f"{names.get('test', 'test')} split, which the chosen model met once, at the end"
-        )
-    return sentence + "."
 
 
 def _subsets(data_args: DataArguments, results: dict, seed: int) -> str:

@@ -168,6 +168,8 @@ def test_info_from_model_folder_reads_config_and_metrics(tmp_path: Path, tokeniz
     kind, info = cards.info_from_model_folder(tmp_path)
     assert kind == "classifier"
     assert info.labels == ["neg", "pos"]
+    # A record that does not say which splits its scores are of gets no sentence claiming one.
+    assert info.scored_on is None
     card = cards.build_model_card(kind, info)
     # Only the model's own scores are its results: in the model-index and in the card's table.
     assert {result.metric_name for result in card.data.eval_results} == {"eval_accuracy", "test_accuracy"}

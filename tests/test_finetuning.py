@@ -38,6 +38,7 @@ import hf_bertscratch
 from hf_bertscratch import inference
 from hf_bertscratch.finetuning import OrderedEvalTrainer, load_model, main
 from hf_bertscratch.finetuning_arguments import ModelArguments
+from hf_bertscratch.hub import prepare_upload_folder
 from hf_bertscratch.inference import quiet_loading_report
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
 from hf_bertscratch.tasks.classification import ClassificationShape, label_mapping, make_text_tokenize_function
@@ -456,6 +457,10 @@ def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_onc
         "chosen on; the `test_*` scores are on the 10 examples of the validation split, which the chosen model met "
         "once, at the end."
     )
+    # `push` of the folder without its card writes one from all_results.json that says the same.
+    (output / "README.md").unlink()
+    upload = prepare_upload_folder(output, tmp_path / "upload")
+    assert _scored_on(upload) == _scored_on_text(card.content)
     with data_files[1].open() as handle:
         dev_labels = [int(row["label"]) for row in csv.DictReader(handle)]
     predictions = AutoModelForSequenceClassification.from_pretrained(output).eval()
@@ -529,7 +534,11 @@ def test_a_conll_file_without_task_type_is_named_for_its_layout_after_loading_to
 
 def _scored_on(output: Path) -> str:
     """What the model card of the run in `output` says, under its results, the scores were measured on."""
-    text = (output / "README.md").read_text(encoding="utf-8")
+    return _scored_on_text((output / "README.md").read_text(encoding="utf-8"))
+
+
+def _scored_on_text(text: str) -> str:
+    """What the model card `text` says, under its results, the scores were measured on."""
     results = text.split("## Evaluation results", 1)[1].split("## Limitations", 1)[0]
     return " ".join(results.strip().split("\n\n")[-1].split())
 
