@@ -3,8 +3,8 @@ alone (so the `bertscratch` front door checks a command's model before torch loa
 
 A mistyped local path would otherwise be tried as a Hub id, retried over the network for half a minute and reported as
 a connection error; `check_model_reference` names the missing folder at once, and says when the Hub is offline or
-cannot be reached (and the model is not in the Hub cache). `hub_offline` and `hub_unreachable` are what the metrics
-and the datasets go by too.
+cannot be reached (and the model is not in the Hub cache). `hub_offline` and `hub_unreachable` are what the datasets
+go by too, and the metrics, which also take evaluate's and datasets' own offline switches (`first_variable_on`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -51,6 +52,12 @@ def datasets_offline_variable() -> str | None:
     if value is not None:
         return "HF_DATASETS_OFFLINE" if _true(value) else None
     return "HF_HUB_OFFLINE" if hub_offline() else None
+
+
+def first_variable_on(names: Sequence[str]) -> str | None:
+    """The first of the environment variables `names` set to a true value ("1", "ON", "YES", "TRUE"), read now, or
+    None."""
+    return next((name for name in names if _true(os.environ.get(name, "0"))), None)
 
 
 def _true(value: str) -> bool:
@@ -219,6 +226,7 @@ __all__ = [
     "check_model_reference",
     "check_not_a_missing_path",
     "datasets_offline_variable",
+    "first_variable_on",
     "hub_cache_file",
     "hub_dataset_missing",
     "hub_offline",

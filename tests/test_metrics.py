@@ -120,6 +120,28 @@ def test_an_unreachable_hub_is_asked_nothing_and_said_once(
     assert message == "Metrics: the copies packaged with hf_bertscratch (huggingface.co cannot be reached: no network)."
 
 
+@pytest.mark.parametrize("variable", ["HF_EVALUATE_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"])
+def test_any_offline_switch_loads_the_packaged_copies_without_asking_the_network(
+    monkeypatch: pytest.MonkeyPatch, counted_loads: list[str], caplog: pytest.LogCaptureFixture, variable: str
+) -> None:
+    """evaluate's own switch (HF_EVALUATE_OFFLINE, which evaluate reads), datasets' and the Hub's each mean no
+    download: the packaged copy is loaded at once, the network never probed, and the line names the switch."""
+    for name in ("HF_EVALUATE_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "1")
+
+    def probe() -> str:
+        raise AssertionError("the network was probed")
+
+    monkeypatch.setattr(hf_metrics, "hub_unreachable", probe)
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch.metrics"):
+        load_metric("accuracy")
+    assert counted_loads == [str(local_metric_path("accuracy"))]
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Metrics: the copies packaged with hf_bertscratch ({variable} is set)."
+    ]
+
+
 # float32 values, so that the metrics' Value("float") features pass them through unchanged.
 SCORES = RNG.normal(size=40).astype(np.float32)
 SCORE_PREDICTIONS = (SCORES + RNG.normal(scale=0.7, size=40)).astype(np.float32)

@@ -4,8 +4,9 @@
 metric modules `hf_bertscratch/metrics/<name>/<name>.py`, each importing its class from the module that computes it:
 accuracy, f1 and matthews_correlation with scikit-learn (`sklearn_metrics.py`), pearsonr and spearmanr with SciPy
 (`scipy_metrics.py`), seqeval (`sequence_labelling.py`) and squad (`squad_metrics.py`) implemented here. It loads them
-with `evaluate.load(<local path>)` whenever the Hub is off (`HF_HUB_OFFLINE=1`) or cannot be reached (asked once per
-process, `hub_unreachable`), and says so in one line per reason; each metric is loaded once per process. The returned
+with `evaluate.load(<local path>)` whenever downloads are off (`OFFLINE_VARIABLES`: evaluate's own
+`HF_EVALUATE_OFFLINE`, `HF_HUB_OFFLINE` or `HF_DATASETS_OFFLINE` set to 1, without asking the network) or the Hub
+cannot be reached (asked once per process, `hub_unreachable`), and says so in one line per reason; each metric is loaded once per process. The returned
 objects are ordinary `evaluate.EvaluationModule`s, with the Hub modules' names, inputs and output keys.
 """
 
@@ -20,7 +21,7 @@ import evaluate
 import numpy as np
 
 from hf_bertscratch.metrics.sequence_labelling import entity_spans
-from hf_bertscratch_base.model_reference import hub_offline, hub_unreachable
+from hf_bertscratch_base.model_reference import first_variable_on, hub_unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ LOCAL_METRICS: tuple[str, ...] = (
     "seqeval",
     "squad",
 )
+# Each turns metric downloads off: evaluate's own switch (which `evaluate` reads, at import), and the Hub's and
+# datasets', by which a user says no download at all.
+OFFLINE_VARIABLES = ("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def local_metric_path(name: str) -> Path:
@@ -53,7 +57,8 @@ def load_metric(name: str) -> evaluate.EvaluationModule:
     """
     if name not in LOCAL_METRICS:
         return evaluate.load(name)
-    why = "HF_HUB_OFFLINE is set" if hub_offline() else hub_unreachable()
+    offline = first_variable_on(OFFLINE_VARIABLES)
+    why = f"{offline} is set" if offline else hub_unreachable()
     if why is None:
         try:
             return evaluate.load(name)
@@ -147,10 +152,10 @@ class RegressionMetrics:
 
 __all__ = [
     "LOCAL_METRICS",
+    "OFFLINE_VARIABLES",
     "ClassificationMetrics",
     "RegressionMetrics",
     "entity_spans",
-    "hub_offline",
     "load_metric",
     "local_metric_path",
 ]
