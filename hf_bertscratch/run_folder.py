@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from transformers import TrainingArguments
+from transformers.integrations import is_tensorboard_available
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from hf_bertscratch_base import PROG
 from hf_bertscratch_base.errors import Stopped
+from hf_bertscratch_base.extras import install_command
 from hf_bertscratch_base.run_files import (
     STAGING,
     atomic_write,
@@ -182,6 +184,12 @@ class GuardedTrainingArguments(TrainingArguments):
         choose_precision(self)
         use_cpu_process_group()  # else each process of a CPU torchrun or accelerate launch would train alone
         super().__post_init__()
+        # transformers would say so only once training starts, and name tensorboardX or an old PyTorch as the fix
+        if "tensorboard" in (self.report_to or []) and not is_tensorboard_available():  # a list once checked
+            raise ValueError(
+                "--report_to tensorboard needs the tensorboard package, which is not installed: "
+                f"{install_command('tensorboard')}."
+            )
         # --push_to_hub is this package's: the finished output folder goes up once, at the end, with the project's card
         # and remote code (hf_bertscratch.hub.push_training_output). The Trainer's own push, which would create the
         # repo at start-up and upload the whole folder (staging, training_args.bin) with a generic card, stays off.

@@ -1,8 +1,8 @@
 """What both the `bertscratch` front door and the library know, written with the standard library alone: the task
 table and its column checks (`task_table`), a data file's format and header (`data_files`), where a model comes from
-(`model_reference`), a run folder's files (`run_files`), the command's name, and the "did you mean" of a mistyped
-name; and a run's loss and evaluation curves (`training_curves`, which imports matplotlib to draw them), which
-`bertscratch plot` draws without torch.
+(`model_reference`), a run folder's files (`run_files`), the pip command of an extra (`extras`), the command's name,
+and the "did you mean" of a mistyped name; and a run's loss and evaluation curves (`training_curves`, which imports
+matplotlib to draw them), which `bertscratch plot` draws without torch.
 
 It is a package of its own below both: importing `hf_bertscratch` registers the model with transformers' Auto classes,
 which imports torch and transformers (several seconds), and the front door (`hf_bertscratch_cli`) answers and checks

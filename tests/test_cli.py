@@ -1005,7 +1005,7 @@ def test_pretrain_flax_without_jax_keeps_its_page_and_names_the_extra_to_install
     )  # fmt: skip
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
-    assert line.startswith("bertscratch pretrain-flax: error: ") and 'pip install -e ".[flax]"' in line, line
+    assert line.startswith("bertscratch pretrain-flax: error: ") and 'pip install "hf-bertscratch[flax]"' in line, line
     assert not (tmp_path / "out").exists()
 
 

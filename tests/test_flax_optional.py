@@ -30,5 +30,5 @@ def test_flax_import_without_jax_names_the_extra() -> None:
         "else:\n    raise SystemExit('imported without jax')\n"
     )
     assert result.returncode == 0, result.stderr
-    assert 'pip install -e ".[flax]"' in result.stdout
+    assert 'pip install "hf-bertscratch[flax]"' in result.stdout
     assert "jax" in result.stdout

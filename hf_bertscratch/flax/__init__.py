@@ -1,6 +1,6 @@
 """BertScratch in Flax NNX (JAX): the same model family, reading and writing the same `model.safetensors` folders.
 
-    pip install -e ".[flax]"   (from a clone)
+    pip install "hf-bertscratch[flax]"   (in a clone: pip install -e ".[flax]")
 
     from hf_bertscratch.flax import FlaxBertScratchForMaskedLM
     model = FlaxBertScratchForMaskedLM.from_pretrained("path/to/bertscratch-folder")
@@ -12,6 +12,8 @@ optax installed raises an error naming the extra to install.
 
 from __future__ import annotations
 
+from hf_bertscratch_base.extras import install_command
+
 try:
     import flax  # noqa: F401
     import jax  # noqa: F401
@@ -19,7 +21,7 @@ try:
 except ImportError as error:
     raise ModuleNotFoundError(
         f"hf_bertscratch.flax needs jax, flax and optax ({error.name or error} is missing); install them with "
-        '`pip install -e ".[flax]"` from a clone.',
+        f"{install_command('flax')}.",
         name=error.name,
     ) from error
 

@@ -19,6 +19,8 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
+from hf_bertscratch_base.extras import install_command
+
 from ..task_heads import TASK_HEADS
 
 logger = logging.getLogger(__name__)
@@ -95,8 +97,7 @@ def require(package: str) -> ModuleType:
         return importlib.import_module(package)
     except ModuleNotFoundError as error:
         raise ImportError(
-            f"The ONNX path needs the {package!r} package, which is not installed: "
-            "pip install -e '.[onnx]' from a clone (or pip install onnx onnxruntime onnxscript)."
+            f"The ONNX path needs the {package!r} package, which is not installed: {install_command('onnx')}."
         ) from error
 
 
