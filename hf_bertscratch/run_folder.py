@@ -35,6 +35,7 @@ from hf_bertscratch_base.run_files import (
     STAGING,
     atomic_write,
     checkpoint_folders,
+    checkpoint_gaps,
     checkpoint_step,
     final_path,
     grant_usual_permissions,
@@ -245,50 +246,6 @@ def finished_files_in(output_dir: str | Path, finished_files: Iterable[str] = FI
 def resuming(resume_from_checkpoint: str | None) -> bool:
     """Whether --resume_from_checkpoint asks to resume (`last`, `true` or a path; not unset, `false` or empty)."""
     return resume_from_checkpoint is not None and str(resume_from_checkpoint).lower() not in ("false", "")
-
-
-# What a resume reads of a `checkpoint-N` folder: its weights (one of WEIGHTS_FILES, or an index of shards), the
-# optimizer and schedule (RESUMED_STATE), then trainer_state.json, in the order `Trainer._save_checkpoint` writes
-# them, none atomically: a run stopped while saving (kill -9, a power cut, a full disk) leaves a folder without
-# trainer_state.json, or with it cut short. The random state, written before it, is optional to transformers' resume.
-RESUMED_STATE = ("optimizer.pt", "scheduler.pt")
-TRAINER_STATE = "trainer_state.json"
-WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-def _has_weights(checkpoint: Path) -> bool:
-    """Whether `checkpoint` holds the model's weights: one file, or an index whose shards are all there."""
-    if any((checkpoint / name).is_file() for name in WEIGHTS_FILES):
-        return True
-    for index in (checkpoint / f"{name}.index.json" for name in WEIGHTS_FILES):
-        try:
-            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-        if all((checkpoint / shard).is_file() for shard in shards):
-            return True
-    return False
-
-
-def checkpoint_gaps(checkpoint: str | Path, save_only_model: bool = False) -> str | None:
-    """What keeps `checkpoint` from being resumed, as "no X, Y" or "trainer_state.json unreadable" (None for a
-    whole one): its weights, its optimizer and schedule (none with --save_only_model) and trainer_state.json, which
-    Trainer writes last and which must parse."""
-    checkpoint = Path(checkpoint)
-    missing = [] if _has_weights(checkpoint) else [WEIGHTS_FILES[0]]
-    if not save_only_model:
-        missing += [name for name in RESUMED_STATE if not (checkpoint / name).is_file()]
-    state = checkpoint / TRAINER_STATE
-    if not state.is_file():
-        missing.append(TRAINER_STATE)
-    if missing:
-        return "no " + ", ".join(missing)
-    try:
-        if isinstance(json.loads(state.read_text(encoding="utf-8")), dict):
-            return None
-    except (OSError, ValueError):
-        pass
-    return f"{TRAINER_STATE} unreadable"
 
 
 STOPPED_WHILE_SAVING = "as a run stopped while saving it leaves it"

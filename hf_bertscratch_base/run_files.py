@@ -1,11 +1,13 @@
 """A run folder's files, from the standard library alone: each written atomically with the permissions the umask
-gives (`atomic_write`), a run's checkpoints found (`checkpoint_folders`), and where a file staged for a finished run
-ends up (`final_path`). `hf_bertscratch.run_folder` builds the finished-run protocol on them; `bertscratch plot`
+gives (`atomic_write`), a run's checkpoints found (`checkpoint_folders`) and told whole or incomplete
+(`checkpoint_gaps`), the flags that carry on an unfinished run (`continue_flags`), and where a file staged for a
+finished run ends up (`final_path`). `hf_bertscratch.run_folder` builds the finished-run protocol on them; `bertscratch plot`
 (`training_curves`) reads and writes a run's files with them before torch loads, or without it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -27,6 +29,63 @@ def checkpoint_folders(output_dir: str | Path) -> list[Path]:
     output_dir = Path(output_dir)
     found = [path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name.split("-")[-1].isdigit()]
     return sorted(found, key=checkpoint_step)
+
+
+# What a resume reads of a `checkpoint-N` folder: its weights (one of WEIGHTS_FILES, or an index of shards), the
+# optimizer and schedule (RESUMED_STATE), then trainer_state.json, in the order `Trainer._save_checkpoint` writes
+# them, none atomically: a run stopped while saving (kill -9, a power cut, a full disk) leaves a folder without
+# trainer_state.json, or with it cut short. The random state, written before it, is optional to transformers' resume.
+RESUMED_STATE = ("optimizer.pt", "scheduler.pt")
+TRAINER_STATE = "trainer_state.json"
+WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def _has_weights(checkpoint: Path) -> bool:
+    """Whether `checkpoint` holds the model's weights: one file, or an index whose shards are all there."""
+    if any((checkpoint / name).is_file() for name in WEIGHTS_FILES):
+        return True
+    for index in (checkpoint / f"{name}.index.json" for name in WEIGHTS_FILES):
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if all((checkpoint / shard).is_file() for shard in shards):
+            return True
+    return False
+
+
+def checkpoint_gaps(checkpoint: str | Path, save_only_model: bool = False) -> str | None:
+    """What keeps `checkpoint` from being resumed, as "no X, Y" or "trainer_state.json unreadable" (None for a
+    whole one): its weights, its optimizer and schedule (none with --save_only_model) and trainer_state.json, which
+    Trainer writes last and which must parse."""
+    checkpoint = Path(checkpoint)
+    missing = [] if _has_weights(checkpoint) else [WEIGHTS_FILES[0]]
+    if not save_only_model:
+        missing += [name for name in RESUMED_STATE if not (checkpoint / name).is_file()]
+    state = checkpoint / TRAINER_STATE
+    if not state.is_file():
+        missing.append(TRAINER_STATE)
+    if missing:
+        return "no " + ", ".join(missing)
+    try:
+        if isinstance(json.loads(state.read_text(encoding="utf-8")), dict):
+            return None
+    except (OSError, ValueError):
+        pass
+    return f"{TRAINER_STATE} unreadable"
+
+
+def continue_flags(output_dir: str | Path, save_only_model: bool = False) -> list[str]:
+    """The flags that carry on the unfinished run in `output_dir`, by the rule `--resume_from_checkpoint last` follows
+    (`checkpoint_gaps`): `--resume_from_checkpoint last` where it holds a whole checkpoint; `--overwrite_output_dir
+    true` where it holds incomplete ones alone (a run stopped while saving its only checkpoint: nothing to resume
+    from, and a fresh start beside them is refused without it); none for a folder without checkpoints."""
+    checkpoints = checkpoint_folders(output_dir)
+    if not checkpoints:
+        return []
+    if any(checkpoint_gaps(checkpoint, save_only_model) is None for checkpoint in checkpoints):
+        return ["--resume_from_checkpoint", "last"]
+    return ["--overwrite_output_dir", "true"]
 
 
 def _umask() -> int:
@@ -73,10 +132,15 @@ def final_path(path: str | Path) -> Path:
 
 
 __all__ = [
+    "RESUMED_STATE",
     "STAGING",
+    "TRAINER_STATE",
+    "WEIGHTS_FILES",
     "atomic_write",
     "checkpoint_folders",
+    "checkpoint_gaps",
     "checkpoint_step",
+    "continue_flags",
     "final_path",
     "grant_usual_permissions",
 ]

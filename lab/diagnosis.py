@@ -22,6 +22,7 @@ import numpy as np
 from hf_bertscratch.hardware import describe_hardware
 from hf_bertscratch.records import portable_paths
 from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch_base.run_files import continue_flags
 
 from .finetune_tasks import print_line
 
@@ -76,16 +77,14 @@ def finetune_command(
     program: list[str], args: argparse.Namespace, variant: str, seed: int, flags: list[str]
 ) -> list[str]:
     """`program` (the finetune command) on `args.model` and `args.task` into the run's folder with `flags` and then
-    `args.extra`, resuming from the folder's last checkpoint where it has one."""
+    `args.extra`, carrying on the folder's unfinished run where there is one (`continue_flags`)."""
     folder = run_folder(Path(args.runs_dir), variant, seed)
     command = [*program, "--model_name_or_path", args.model, "--task", args.task, "--output_dir", str(folder),
                "--seed", str(seed), "--save_total_limit", "1", "--report_to", "none", "--disable_tqdm", "true",
                *flags, *args.extra]  # fmt: skip
     if args.data_dir:
         command += ["--data_dir", args.data_dir]
-    if any(folder.glob("checkpoint-*")):
-        command += ["--resume_from_checkpoint", "last"]
-    return command
+    return command + continue_flags(folder)
 
 
 def run_one(args: argparse.Namespace, variant: str, seed: int, command: list[str], one_thread: bool) -> None:

@@ -4,7 +4,8 @@ For each task and each initialisation (pretrained, scratch) the learning rate is
 the first seed, as GLUE papers do (BERT picked the best of {5e-5, 4e-5, 3e-5, 2e-5} on dev), then the remaining
 seeds run at the chosen rate, two runs at a time by default (`--processes`), one process each. Every run
 is `scripts/finetune.py` in a folder `<task>-<init>-lr<lr>-seed<seed>`: a finished run (all_results.json) is
-skipped and an interrupted one continues from its last checkpoint, so the whole sweep can be started again.
+skipped and an interrupted one continues from its last whole checkpoint (or starts over where it was stopped while
+saving its only one: `continue_flags`), so the whole sweep can be started again.
 
     python -m lab.finetune_tasks --runs_dir runs/results --pretrained runs/results/pretrain-long
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from hf_bertscratch.arguments import ArgumentParser, parse_args_or_json
 from hf_bertscratch.tasks import TASKS
+from hf_bertscratch_base.run_files import continue_flags
 
 from . import run_records
 
@@ -178,9 +180,7 @@ class Sweep:
         command += ["--logging_steps", "20", "--report_to", "none", "--disable_tqdm", "true", *recipe.flags]
         command += ["--output_dir", str(folder), *(["--data_dir", args.data_dir] if args.data_dir else [])]
         command += [*(["--init_from_scratch"] if init == "scratch" else []), *args.extra]
-        if any(folder.glob("checkpoint-*")):
-            command += ["--resume_from_checkpoint", "last"]
-        return command
+        return command + continue_flags(folder)
 
     def run(self, task: str, init: str, learning_rate: float, seed: int) -> dict:
         """One fine-tuning run (skipped when finished), its all_results.json."""
@@ -195,7 +195,7 @@ class Sweep:
             self.log(f"skip {folder} (done)")
             self.keep(folder, init)
             return done
-        how = "resume" if any(folder.glob("checkpoint-*")) else "start"
+        how = "resume" if "--resume_from_checkpoint" in continue_flags(folder) else "start"
         self.log(f"{time.strftime('%H:%M:%S', time.gmtime())} {how} {folder}")
         env = {**os.environ, "OMP_NUM_THREADS": str(self.args.threads), "TOKENIZERS_PARALLELISM": "false"}
         with open(f"{folder}.log", "a" if how == "resume" else "w", encoding="utf-8") as log:

@@ -18,8 +18,7 @@ export HF_HUB_OFFLINE=1
 mkdir -p "$RUNS" "$OUT"
 
 if [ ! -f "$RUNS/quick-start/all_results.json" ]; then
-    resume=()
-    if compgen -G "$RUNS/quick-start/checkpoint-*" > /dev/null; then resume=(--resume_from_checkpoint true); fi
+    mapfile -t resume < <(python -m lab.run_records continue "$RUNS/quick-start")
     bertscratch pretrain --output_dir "$RUNS/quick-start" "${resume[@]}"
 fi
 accuracy=$(python -c "import json; print(f\"{100 * json.load(open('$RUNS/quick-start/all_results.json'))['eval_accuracy']:.1f}\")")

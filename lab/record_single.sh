@@ -25,7 +25,7 @@ pretrain() {  # FOLDER FLAGS...: resumed from its last checkpoint when stopped
     shift
     if [ -f "$folder/all_results.json" ]; then return; fi
     local resume=()
-    if compgen -G "$folder/checkpoint-*" > /dev/null; then resume=(--resume_from_checkpoint true); fi
+    mapfile -t resume < <(python -m lab.run_records continue "$folder")
     bertscratch pretrain --output_dir "$folder" "$@" "${resume[@]}"
 }
 masked_accuracy() {

@@ -3,8 +3,9 @@
 #
 #   bash lab/reproduce_results.sh [RUNS_DIR]        # default RUNS_DIR=runs/results
 #
-# Stages (each skipped when its all_results.json already exists, and continued from its last checkpoint-N when it
-# was interrupted, so the script can simply be started again):
+# Stages (each skipped when its all_results.json already exists, and continued from its last whole checkpoint-N when
+# it was interrupted, or started over where it was stopped while saving its only one, so the script can simply be
+# started again):
 #   1. pretrain a BertScratch-mini (4 layers, H=256) with MLM on the IMDB *train* text, WordPiece 8192 learned on
 #      it, data-parallel over PROCS processes (torchrun; gloo on CPU), with the package's pretraining recipe (the
 #      README quick start's: 30% masking, dropout 0, a short-block start, warmup-stable-decay laid over a time budget)
@@ -91,8 +92,10 @@ done_or_run() {  # done_or_run RUN_DIR COMMAND...: run unless RUN_DIR/all_result
         echo "skip $dir (done)"; python -m lab.run_records keep "$dir" "$RECORDS" > /dev/null; return
     fi
     local how=start resume=()
-    if compgen -G "$dir/checkpoint-*" > /dev/null; then  # interrupted: continue from its last checkpoint
-        how=resume; resume=(--resume_from_checkpoint last)
+    # interrupted: continue from its last whole checkpoint, or start over beside incomplete ones alone
+    mapfile -t resume < <(python -m lab.run_records continue "$dir")
+    if [[ "${resume[0]:-}" == --resume_from_checkpoint ]]; then
+        how=resume
     else
         : > "$dir.log"  # a fresh start gets a fresh log; a resumed run's log keeps its earlier part
     fi

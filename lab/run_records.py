@@ -8,6 +8,10 @@ when it started from the same weights, so a driver started again on another mach
 `lab.results_table` reads a record folder as it reads a runs folder.
 
     python -m lab.run_records keep RUN_FOLDER RECORD_DIR     # after a pretraining stage finishes
+    python -m lab.run_records continue RUN_FOLDER            # the flags that carry on its unfinished run, one a line
+
+`continue` gives the shell drivers the rule the Python ones follow (`hf_bertscratch_base.run_files.continue_flags`):
+resume from the last whole checkpoint, or start over beside checkpoints a run stopped while saving left incomplete.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from hf_bertscratch_base.run_files import continue_flags
 
 SOURCE = "source.json"  # what a recorded run started from: {"weights": <sha256 of the starting model's weights>}
 RESTORED = "restored_from_record.json"
@@ -84,8 +90,15 @@ def restore(record_dir: str | Path, run_folder: str | Path, source: str | None =
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "continue":
+        for flag in continue_flags(args[1]):
+            print(flag)
+        return
     if len(args) != 3 or args[0] != "keep":
-        raise SystemExit("usage: python -m lab.run_records keep RUN_FOLDER RECORD_DIR")
+        raise SystemExit(
+            "usage: python -m lab.run_records keep RUN_FOLDER RECORD_DIR, or python -m lab.run_records continue "
+            "RUN_FOLDER"
+        )
     print(f"recorded {args[1]} in {keep(args[1], args[2])}")
 
 

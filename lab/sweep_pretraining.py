@@ -47,6 +47,7 @@ import torch
 
 from hf_bertscratch.records import RunStart, run_record, write_record
 from hf_bertscratch.run_folder import write_text_atomically
+from hf_bertscratch_base.run_files import continue_flags
 
 from .diagnose_position_init import neighbour_weight
 from .report_format import Sources
@@ -297,8 +298,7 @@ def run_candidate(
         *extra,
     ]
     if not (output_dir / "all_results.json").exists():
-        if any(output_dir.glob("checkpoint-*")):
-            command += ["--resume_from_checkpoint", "last"]
+        command += continue_flags(output_dir)
         logger.info("%s: %s", name, " ".join(command))
         start = time.perf_counter()
         log_path = runs_dir / f"{output_dir.name}.log"

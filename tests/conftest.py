@@ -134,6 +134,18 @@ def wait_for(condition: Callable[[], object], process: subprocess.Popen, seconds
         time.sleep(0.1)
 
 
+def write_checkpoint(path: Path, step: int = 1, missing: tuple[str, ...] = ()) -> Path:
+    """A `checkpoint-N` folder with the files Trainer writes into it, in its order (trainer_state.json last), less
+    `missing`: all of them, a whole checkpoint; some, one a run stopped while saving it leaves."""
+    path.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        if name not in missing:
+            (path / name).write_text(name)
+    if "trainer_state.json" not in missing:
+        (path / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
+    return path
+
+
 def tiny_config_kwargs(vocab_size: int) -> dict:
     """A model small enough for CPU unit tests yet with every moving part (2 layers, 4 heads, padding id 0)."""
     return dict(

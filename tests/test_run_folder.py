@@ -12,6 +12,8 @@ import pytest
 from hf_bertscratch import convert, run_folder
 from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run, publish_folder
 
+from conftest import write_checkpoint
+
 
 class _Trainer:
     """What `finish_run` uses of a `transformers.Trainer`: its output_dir, saving, the state and the rank."""
@@ -166,20 +168,10 @@ def test_resuming_a_finished_run_says_it_finished(tmp_path: Path, resume: str) -
         f"again from the start, or choose another --output_dir (with --model_name_or_path {tmp_path} to train its "
         "model further)."
     )
-    _checkpoint(tmp_path / "checkpoint-20")  # a finished pretraining run keeps its last checkpoint, which continues
+    write_checkpoint(
+        tmp_path / "checkpoint-20"
+    )  # a finished pretraining run keeps its last checkpoint, which continues
     assert run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume)) == str(tmp_path / "checkpoint-20")
-
-
-def _checkpoint(path: Path, step: int = 1, missing: tuple[str, ...] = ()) -> Path:
-    """A `checkpoint-N` folder with the files Trainer writes into it, in its order (trainer_state.json last), less
-    `missing`."""
-    path.mkdir()
-    for name in ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
-        if name not in missing:
-            (path / name).write_text(name)
-    if "trainer_state.json" not in missing:
-        (path / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
-    return path
 
 
 @pytest.mark.parametrize("resume", ["last", "true"])
@@ -189,9 +181,11 @@ def test_resuming_passes_over_an_incomplete_checkpoint(
     """A run stopped while it saved a checkpoint (kill -9, a power cut, a full disk) leaves it without the files
     Trainer writes last: `last` continues from the newest whole one, saying in one line which it passed over and
     leaving it there; a truncated trainer_state.json is as incomplete as a missing one."""
-    _checkpoint(tmp_path / "checkpoint-10", step=10)
-    _checkpoint(tmp_path / "checkpoint-20", step=20, missing=("optimizer.pt", "scheduler.pt", "trainer_state.json"))
-    _checkpoint(tmp_path / "checkpoint-30", step=30, missing=("trainer_state.json",))
+    write_checkpoint(tmp_path / "checkpoint-10", step=10)
+    write_checkpoint(
+        tmp_path / "checkpoint-20", step=20, missing=("optimizer.pt", "scheduler.pt", "trainer_state.json")
+    )
+    write_checkpoint(tmp_path / "checkpoint-30", step=30, missing=("trainer_state.json",))
     (tmp_path / "checkpoint-30" / "trainer_state.json").write_text('{"global_st')
     with caplog.at_level(logging.INFO, logger=run_folder.__name__):
         chosen = run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
@@ -209,8 +203,8 @@ def test_a_stopped_run_names_the_checkpoint_a_rerun_continues_from(tmp_path: Pat
     """The line of a stopped run names the newest whole checkpoint, the one `last` continues from, not one an earlier
     run left incomplete past it."""
     args = SimpleNamespace(output_dir=str(tmp_path), save_strategy="steps", save_steps=3, save_only_model=False)
-    _checkpoint(tmp_path / "checkpoint-3", step=3)
-    _checkpoint(tmp_path / "checkpoint-6", step=6, missing=("trainer_state.json",))
+    write_checkpoint(tmp_path / "checkpoint-3", step=3)
+    write_checkpoint(tmp_path / "checkpoint-6", step=6, missing=("trainer_state.json",))
     assert run_folder.stopped_message(args, 4) == (
         f"stopped at step 4; the last checkpoint is {tmp_path / 'checkpoint-3'}: rerun with --resume_from_checkpoint "
         "last to continue"
@@ -218,7 +212,7 @@ def test_a_stopped_run_names_the_checkpoint_a_rerun_continues_from(tmp_path: Pat
 
 
 def test_a_named_incomplete_checkpoint_is_refused(tmp_path: Path) -> None:
-    incomplete = _checkpoint(tmp_path / "checkpoint-20", missing=("model.safetensors", "trainer_state.json"))
+    incomplete = write_checkpoint(tmp_path / "checkpoint-20", missing=("model.safetensors", "trainer_state.json"))
     with pytest.raises(ValueError) as refused:
         run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=str(incomplete)))
     assert str(refused.value) == (
@@ -231,7 +225,7 @@ def test_a_named_incomplete_checkpoint_is_refused(tmp_path: Path) -> None:
 def test_a_checkpoint_saved_without_its_optimizer_resumes_with_save_only_model(tmp_path: Path) -> None:
     """--save_only_model checkpoints hold no optimizer or schedule: with that flag they are whole, without it they
     lack what the resume reads."""
-    only_model = _checkpoint(tmp_path / "checkpoint-20", missing=("optimizer.pt", "scheduler.pt", "rng_state.pth"))
+    only_model = write_checkpoint(tmp_path / "checkpoint-20", missing=("optimizer.pt", "scheduler.pt", "rng_state.pth"))
     args = _folder_args(tmp_path, resume=str(only_model))
     with pytest.raises(ValueError, match=r"incomplete checkpoint \(no optimizer.pt, scheduler.pt\)"):
         run_folder.resolve_checkpoint(args)
@@ -241,7 +235,7 @@ def test_a_checkpoint_saved_without_its_optimizer_resumes_with_save_only_model(t
 
 @pytest.mark.parametrize("resume", ["last", "true"])
 def test_a_folder_of_incomplete_checkpoints_has_nothing_to_resume_from(tmp_path: Path, resume: str) -> None:
-    _checkpoint(tmp_path / "checkpoint-5", missing=("trainer_state.json",))
+    write_checkpoint(tmp_path / "checkpoint-5", missing=("trainer_state.json",))
     with pytest.raises(ValueError) as refused:
         run_folder.resolve_checkpoint(_folder_args(tmp_path, resume=resume))
     assert str(refused.value) == (

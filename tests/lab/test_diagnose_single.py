@@ -11,7 +11,7 @@ import hf_bertscratch
 from hf_bertscratch.tasks.shapes import truncate_ids
 from lab import diagnose_single
 
-from conftest import tiny_config_kwargs
+from conftest import tiny_config_kwargs, write_checkpoint
 
 
 def test_pooled_features_pool_the_cut_texts_as_the_heads_do(tokenizer) -> None:
@@ -45,7 +45,7 @@ def test_a_run_resumes_and_takes_its_variants_flags(tmp_path: Path) -> None:
         "1",
     ]
     assert "--resume_from_checkpoint" not in command
-    (tmp_path / "mean-max-seed42" / "checkpoint-10").mkdir(parents=True)
+    write_checkpoint(tmp_path / "mean-max-seed42" / "checkpoint-10", step=10)
     assert diagnose_single.finetune_command(args, "mean-max", 42)[-2:] == ["--resume_from_checkpoint", "last"]
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from lab import diagnosis
 
+from conftest import write_checkpoint
+
 
 def _args(tmp_path: Path, **given: object) -> argparse.Namespace:
     values: dict[str, object] = {
@@ -57,7 +59,9 @@ def test_a_run_command_takes_the_flags_then_the_extra_ones_and_resumes(tmp_path:
     folder = str(tmp_path / "runs" / "v-seed3")
     assert command[:7] == ["prog", "--model_name_or_path", "runs/D", "--task", "stsb", "--output_dir", folder]
     assert command[-6:] == ["--flag", "f", "--x", "1", "--data_dir", "data"]
-    (tmp_path / "runs" / "v-seed3" / "checkpoint-5").mkdir(parents=True)
+    write_checkpoint(tmp_path / "runs" / "v-seed3" / "checkpoint-5", missing=("trainer_state.json",))
+    assert diagnosis.finetune_command(["prog"], args, "v", 3, [])[-2:] == ["--overwrite_output_dir", "true"]
+    write_checkpoint(tmp_path / "runs" / "v-seed3" / "checkpoint-3")
     assert diagnosis.finetune_command(["prog"], args, "v", 3, [])[-2:] == ["--resume_from_checkpoint", "last"]
 
 

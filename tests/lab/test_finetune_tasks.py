@@ -18,6 +18,8 @@ from hf_bertscratch.tasks.data import check_data_arguments
 from lab import finetune_tasks as task_runs
 from lab import run_records
 
+from conftest import write_checkpoint
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,9 +51,13 @@ def test_each_run_is_a_finetune_command_with_its_task_recipe(tmp_path: Path) -> 
     model, data, training = finetuning_arguments.parse_args(command[2:])
     assert (model.init_from_scratch, data.task, training.learning_rate) == (False, "cola", 1e-3)
 
-    (folder / "checkpoint-30").mkdir(parents=True)  # interrupted: continue from its last checkpoint
+    # Stopped while saving its only checkpoint: nothing to continue from, so the run starts over beside it.
+    write_checkpoint(folder / "checkpoint-30", step=30, missing=("trainer_state.json",))
     _, _, training = finetuning_arguments.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
-    assert training.resume_from_checkpoint == "last"
+    assert (training.resume_from_checkpoint, training.overwrite_output_dir) == (None, True)
+    write_checkpoint(folder / "checkpoint-20", step=20)  # interrupted: continue from its last whole checkpoint
+    _, _, training = finetuning_arguments.parse_args(sweep.command("cola", "pretrained", 1e-3, 42, folder)[2:])
+    assert (training.resume_from_checkpoint, training.overwrite_output_dir) == ("last", False)
 
 
 @pytest.mark.parametrize("smoke", [False, True])
@@ -165,6 +171,18 @@ def test_a_recorded_run_is_restored_only_from_the_same_weights_and_a_finished_on
     restored = [path.parent.name for path in again.runs_dir.glob(f"*/{run_records.RESTORED}")]
     assert sorted(restored) == sorted(path.name for path in records.iterdir() if "-scratch-" in path.name)
     assert len(restored) == 3 and len(ran) == 3
+
+
+def test_the_shell_drivers_get_the_flags_that_carry_on_a_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`python -m lab.run_records continue FOLDER`: the flags the Python drivers add, one a line, for the shell ones."""
+    run_records.main(["continue", str(tmp_path / "none")])
+    assert capsys.readouterr().out == ""
+    write_checkpoint(tmp_path / "run" / "checkpoint-8", step=8, missing=("model.safetensors",))
+    run_records.main(["continue", str(tmp_path / "run")])
+    assert capsys.readouterr().out == "--overwrite_output_dir\ntrue\n"
+    write_checkpoint(tmp_path / "run" / "checkpoint-4", step=4)
+    run_records.main(["continue", str(tmp_path / "run")])
+    assert capsys.readouterr().out == "--resume_from_checkpoint\nlast\n"
 
 
 def test_sweep_rejects_unknown_tasks_and_a_pretrained_folder_without_config(tmp_path: Path) -> None:

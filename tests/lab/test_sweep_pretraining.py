@@ -11,6 +11,8 @@ import pytest
 
 from lab import sweep_pretraining as sweep
 
+from conftest import write_checkpoint
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -152,6 +154,24 @@ def test_a_resumed_sweep_keeps_its_recorded_rows_and_runs_only_the_rest(
     record.write_text("[]")
     with pytest.raises(SystemExit, match="is not a sweep record"):
         sweep.main(first)
+
+
+def test_an_interrupted_candidate_continues_from_its_last_whole_checkpoint_or_starts_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate stopped while saving its only checkpoint (kill -9) has nothing to continue from: it starts over
+    beside it, where the pretraining run would refuse a resume and a fresh start; one with a whole checkpoint resumes."""
+    calls: list[dict] = []
+    monkeypatch.setattr(sweep.subprocess, "run", _fake_run(calls))
+    monkeypatch.setattr(sweep, "neighbour_attention", lambda model_dir: 0.5)
+    argv = ["--runs_dir", str(tmp_path), "--minutes", "2", "--only", "mask-15", "mask-30"]
+    write_checkpoint(tmp_path / "mask-15" / "checkpoint-40", step=40, missing=("optimizer.pt", "trainer_state.json"))
+    write_checkpoint(tmp_path / "mask-30" / "checkpoint-20", step=20)
+    sweep.main(argv)
+    flags = {
+        Path(call["command"][call["command"].index("--output_dir") + 1]).name: call["command"][-2:] for call in calls
+    }
+    assert flags == {"mask-15": ["--overwrite_output_dir", "true"], "mask-30": ["--resume_from_checkpoint", "last"]}
 
 
 def test_timed_runs_use_the_budget_and_refuse_parallel_jobs(
