@@ -39,6 +39,7 @@ from transformers import (
     TrainerCallback,
     set_seed,
 )
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
@@ -319,6 +320,51 @@ class GradientNormCallback(TrainerCallback):
             self.sums, self.steps = dict.fromkeys(self.PARTS, 0.0), 0
 
 
+# Loss lines the terminal shows in a run: one per this share of its steps. Every logged loss (--logging_steps, 2% of
+# the steps by default) stays in trainer_state.json, whose loss curve `bertscratch plot` draws.
+PRINTED_LOSS_LINES = 10
+
+
+class _FewerLossLines:
+    """Shows a training log (one with "loss") only at each tenth of the run (`PRINTED_LOSS_LINES`) and at its last
+    step, its loss the mean of the losses logged since the line before; evaluations and the final summary show as
+    they come. Mixed into transformers' progress bar and its printer (what shows without the bar)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.losses: list[float] = []
+        self.shown_share = 0
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if logs is not None and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+            share = state.global_step * PRINTED_LOSS_LINES // max(state.max_steps, 1)
+            if share == self.shown_share and state.global_step < state.max_steps:
+                return
+            self.shown_share = share
+            logs = {**logs, "loss": sum(self.losses) / len(self.losses)}
+            self.losses = []
+        super().on_log(args, state, control, logs=logs, **kwargs)  # type: ignore[misc]
+
+
+class FewerLossLinesProgressCallback(_FewerLossLines, ProgressCallback):
+    """transformers' progress bar, with a tenth of the run's loss lines written under it (`_FewerLossLines`)."""
+
+
+class FewerLossLinesPrinterCallback(_FewerLossLines, PrinterCallback):
+    """transformers' printer of the logs (--disable_tqdm), printing a tenth of the run's loss lines."""
+
+
+def show_fewer_loss_lines(trainer: Trainer) -> None:
+    """Put the `_FewerLossLines` forms of the trainer's progress bar and log printer in place of transformers' own."""
+    for shown, fewer in (
+        (ProgressCallback, FewerLossLinesProgressCallback),
+        (PrinterCallback, FewerLossLinesPrinterCallback),
+    ):
+        if trainer.pop_callback(shown) is not None:
+            trainer.add_callback(fewer)
+
+
 def build_trainer(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -328,11 +374,12 @@ def build_trainer(
     training_args: FinetuneTrainingArguments,
 ) -> OrderedEvalTrainer:
     """The run's `Trainer`: per-epoch (or per-step) evaluation with the shape's metric, the best checkpoint kept by
-    the task's main metric, the gradient norms logged; an embedding task's trains its bi-encoder objective."""
+    the task's main metric, the gradient norms logged, a tenth of the logged losses shown (`show_fewer_loss_lines`);
+    an embedding task's trains its bi-encoder objective."""
     embedding = {}
     if isinstance(shape, EmbeddingShape):
         embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
-    return (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
+    trainer = (OrderedEmbeddingTrainer if embedding else OrderedEvalTrainer)(
         **embedding,
         model=model,
         args=training_args,
@@ -343,6 +390,8 @@ def build_trainer(
         compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
         callbacks=[GradientNormCallback()],
     )
+    show_fewer_loss_lines(trainer)
+    return trainer
 
 
 # ------------------------------------------------------------------------------------------------------- results

@@ -436,6 +436,33 @@ def test_segment_embeddings_can_start_as_the_first_texts(model_dir: Path) -> Non
     assert not torch.equal(kept.bert.embeddings.token_type_embeddings.weight[1], segments[0])
 
 
+@pytest.mark.parametrize("progress_bar", [True, False])
+def test_the_terminal_shows_a_tenth_of_the_logged_losses_and_every_evaluation(
+    tmp_path: Path,
+    model_dir: Path,
+    data_files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture,
+    progress_bar: bool,
+) -> None:
+    """48 steps log their loss at each step (--logging_steps 0.02): trainer_state.json keeps all 48 for the loss
+    curve, the terminal one line per tenth of the run (each the mean of the logged losses since the line before),
+    beside each epoch's evaluation and the final summary, as transformers' defaults show a short run: few lines."""
+    output = tmp_path / "run"
+    argv = base_argv(model_dir, *data_files, output) + ["--per_device_train_batch_size", "2"]
+    if progress_bar:
+        argv += ["--disable_tqdm", "false"]
+    main(argv)
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{'")]
+    state = json.loads((output / "trainer_state.json").read_text())
+    logged = [log for log in state["log_history"] if "loss" in log]
+    assert [log["step"] for log in logged] == list(range(1, 49))
+    losses = [line for line in printed if "'loss'" in line]
+    assert len(losses) == 10, printed
+    first = sum(log["loss"] for log in logged[:5]) / 5  # steps 1-5: the first tenth of 48 steps
+    assert losses[0].startswith(f"{{'loss': '{first:.4g}'"), (losses[0], first)
+    assert sum("'eval_loss'" in line for line in printed) == 2 and "'train_runtime'" in printed[-1]
+
+
 def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_once(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
