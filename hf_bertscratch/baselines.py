@@ -12,7 +12,10 @@ Four answers that need no training of the model:
 - for tagging, **each word's most frequent tag** in the train split, the commonest tag for a word never seen there
   (`most_frequent_tags`): a lookup table, scored by entity as the tagger is;
 - for extractive question answering, **the sentence of the context that shares the most words with the question**
-  (`best_sentence_answers`), scored by SQuAD's exact match and F1 as the reader is.
+  (`best_sentence_answers`), scored by SQuAD's exact match and F1 as the reader is;
+- for multi-label classification, **each label's commonest train value** (present or absent: most often no label at
+  all), **the train split's commonest label set** for every example (`constant_label_sets`), and the bag of words as
+  one logistic regression per label, scored by micro and macro F1 and subset accuracy as the classifier is.
 
 A score baseline is read as the task reads predictions: a regression task's correlations come straight from the
 scores; a classification task's accuracy, F1 and Matthews correlation come from one threshold on the score, chosen on
@@ -26,6 +29,7 @@ computed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter, defaultdict
@@ -35,7 +39,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .metrics import ClassificationMetrics, RegressionMetrics, load_metric
+from .metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics, load_metric
 
 _WORD = re.compile(r"\w+")
 
@@ -147,6 +151,8 @@ BASELINE_NAMES = {
     "bag_of_word_pairs": "bag of words and word pairs",
     "most_frequent_tag": "each word's most frequent tag",
     "best_sentence": "the context's sentence most like the question",
+    "label_majority": "each label's commonest value",
+    "commonest_set": "the commonest label set",
 }
 # n-gram range -> the name of its baseline
 BAG_OF_WORDS_NGRAMS = {(1, 1): "bag_of_words", (1, 2): "bag_of_word_pairs"}
@@ -161,10 +167,14 @@ def bag_of_words(
 ) -> list[dict[str, float]]:
     """The metrics on each of `scored` ((texts, labels) per split) of TF-IDF + logistic regression fitted once on the
     train texts (`BAG_OF_WORDS`): single texts of `num_labels` classes, words (`ngram_range` (1, 1)) or words and word
-    pairs ((1, 2))."""
+    pairs ((1, 2)). Multi-label `train_labels` ((N, K) 0/1 rows) fit one logistic regression per label, each scored
+    as a multi-label classifier is (`MultiLabelMetrics`)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
 
+    labels_of_rows = np.asarray(train_labels, dtype=np.int64)
+    multi_label = labels_of_rows.ndim == 2  # (N, K) 0/1 rows: one logistic regression per label
     vectorizer = TfidfVectorizer(ngram_range=ngram_range, **BAG_OF_WORDS)
     try:
         features = vectorizer.fit_transform([text or "" for text in train_texts])
@@ -174,14 +184,34 @@ def bag_of_words(
             "words needs"
         ) from error
     classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
-    classifier.fit(features, np.asarray(train_labels, dtype=np.int64))
+    fitted = (OneVsRestClassifier(classifier) if multi_label else classifier).fit(features, labels_of_rows)
     out = []
     for texts, labels in scored:
-        predictions = classifier.predict(vectorizer.transform([text or "" for text in texts]))
+        predictions = fitted.predict(vectorizer.transform([text or "" for text in texts]))
+        if multi_label:
+            out.append(MultiLabelMetrics(num_labels).compute(predictions, np.asarray(labels)))
+            continue
         out.append(
             ClassificationMetrics(num_labels, pairs=True).compute([int(p) for p in predictions], list(map(int, labels)))
         )
     return out
+
+
+def constant_label_sets(
+    train_labels: Sequence[Sequence[float]], scored: Sequence[Sequence[Sequence[float]]]
+) -> dict[str, list[dict[str, float]]]:
+    """A multi-label task's constant answers, scored on each split of `scored` (its (N, K) 0/1 rows): "label_majority",
+    each label present where most train examples hold it (absent at a tie), and "commonest_set", the label set the
+    most train examples hold (the first seen among equals)."""
+    train = np.asarray(train_labels, dtype=np.int64)
+    majority = (2 * train.sum(0) > len(train)).astype(np.int64)
+    sets = Counter(tuple(row) for row in train.tolist())
+    commonest = np.asarray(sets.most_common(1)[0][0], dtype=np.int64)
+    metrics = MultiLabelMetrics(train.shape[1])
+    return {
+        answer: [metrics.compute(np.tile(row, (len(labels), 1)), np.asarray(labels)) for labels in scored]
+        for answer, row in (("label_majority", majority), ("commonest_set", commonest))
+    }
 
 
 def most_frequent_tags(
@@ -268,7 +298,9 @@ def no_learning_scores(
     The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
     classification task, "bag_of_words" and "bag_of_word_pairs" (`bag_of_words`, each fitted once); for token
     classification, "most_frequent_tag" alone (`tagging_baseline`: read from the splits' words and tags); for
-    question answering, "best_sentence" alone (`reading_baseline`: from the splits' questions, contexts and answers).
+    question answering, "best_sentence" alone (`reading_baseline`: from the splits' questions, contexts and answers);
+    for multi-label classification, "label_majority" and "commonest_set" (`constant_label_sets`) and, for single
+    texts, the bags of words.
     A split gets {} when it has no labels. One line names the answers and splits before the work starts; an answer
     that cannot be computed on this data gets {} as its metrics, and one warning line per reason names the answers it
     stopped.
@@ -276,7 +308,7 @@ def no_learning_scores(
     Args:
         task: the run's `TaskSpec`.
         train / train_labels: the raw train split (its text columns are read for word overlap and the bags of words)
-            and its labels as the run scores them (class ids, or numbers).
+            and its labels as the run scores them (class ids, numbers, or a multi-label task's 0/1 rows).
         scored: split name ("eval", "test") -> (the raw split, its labels).
     """
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
@@ -317,6 +349,8 @@ def _answers(
         return {"most_frequent_tag": partial(tagging_baseline, task, train, splits, names)}
     if task.shape == "question-answering":
         return {"best_sentence": partial(reading_baseline, task, [split for split, _ in scored.values()])}
+    if task.shape == "multi-label-classification":
+        return _multi_label_answers(task, train, train_labels, scored)
     num_labels = len(task.label_names) if task.label_names else None
     if task.shape == "classification" and num_labels is None:
         num_labels = int(max(max(train_labels), *(max(labels) for _, labels in scored.values()))) + 1
@@ -337,6 +371,27 @@ def _answers(
 
         answers["word_overlap"] = overlaps
     if task.shape == "classification" and not second and num_labels is not None and len(set(train_labels)) > 1:
+        texts = [(split[first], labels) for split, labels in scored.values()]
+        for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
+            answers[answer] = partial(bag_of_words, train[first], train_labels, texts, num_labels, ngrams)
+    return answers
+
+
+def _multi_label_answers(
+    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+) -> dict[str, Callable[[], list[dict[str, float]]]]:
+    """A multi-label task's no-learning answers (`no_learning_scores`): the constant label sets and, for single texts,
+    the bags of words, one logistic regression per label (a label that every train example holds, or none, answered
+    as the train split holds it)."""
+    label_rows = [labels for _, labels in scored.values()]
+    constants = functools.cache(lambda: constant_label_sets(train_labels, label_rows))
+    answers: dict[str, Callable[[], list[dict[str, float]]]] = {
+        "label_majority": lambda: constants()["label_majority"],
+        "commonest_set": lambda: constants()["commonest_set"],
+    }
+    first, second = task.columns.get("text"), task.columns.get("text_pair")
+    if not second and len(train_labels):
+        num_labels = len(train_labels[0])
         texts = [(split[first], labels) for split, labels in scored.values()]
         for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
             answers[answer] = partial(bag_of_words, train[first], train_labels, texts, num_labels, ngrams)
@@ -374,6 +429,7 @@ __all__ = [
     "no_learning_scores",
     "task_baselines",
     "constant_answer",
+    "constant_label_sets",
     "fit_threshold",
     "best_sentence_answers",
     "most_frequent_tags",

@@ -145,6 +145,19 @@ CARD_KINDS: dict[str, CardKind] = {
         'scorer = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
         'print(scorer({"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}))',
     ),
+    # A sequence head of one sigmoid per label (problem_type "multi_label_classification"): transformers'
+    # text-classification pipeline gives each label's sigmoid for it, and a text has the labels above 0.5.
+    "multi-label-classifier": _finetuned(
+        "text-classification",
+        "Text classification",
+        "ForSequenceClassification",
+        "BERT multi-label text classifier (a text has any number of its labels, none included)",
+        "multi-label classification (binary cross-entropy: one sigmoid per label; a label is predicted where its "
+        "sigmoid is above 0.5)",
+        'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer, top_k=None)\n'
+        'scores = classifier("the movie was wonderful, i loved the acting.")[0]  # each label\'s sigmoid\n'
+        'print([s["label"] for s in scores if s["score"] > 0.5])  # the labels the text has',
+    ),
     "token-classifier": _finetuned(
         "token-classification",
         "Token classification",
@@ -303,8 +316,8 @@ def write_model_card(output_dir: str | Path, kind: str, info: CardInfo | Mapping
     Args:
         output_dir: Folder of the saved model (created if missing).
         kind: one of `CARD_KINDS`: "pretrained" (masked-LM pretraining), "discriminator" (an ELECTRA run),
-            "classifier" (sequence classification), "regressor" (a sequence head trained on scores), "token-classifier",
-            "question-answering" or "embedding".
+            "classifier" (sequence classification), "multi-label-classifier" (any number of labels per text),
+            "regressor" (a sequence head trained on scores), "token-classifier", "question-answering" or "embedding".
         info: What the run knows: a `CardInfo`, or a mapping of its fields (checked the same way).
 
     The file is written to a temporary name beside it and renamed, so a failure never leaves a half card.
@@ -338,7 +351,8 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
 
     Returns:
         (kind, info): the kind whose head the folder's `architectures` name ("classifier", or "regressor" for a
-        config whose problem_type is regression, "token-classifier", "question-answering"), else "pretrained".
+        config whose problem_type is regression, "multi-label-classifier" for multi_label_classification,
+        "token-classifier", "question-answering"), else "pretrained".
     """
     model_dir = Path(model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -347,6 +361,8 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     kind = next((name for name, head in heads.items() if any(a.endswith(head) for a in architectures)), "pretrained")
     if kind == "classifier" and config.get("problem_type") == "regression":
         kind = "regressor"
+    elif kind == "classifier" and config.get("problem_type") == "multi_label_classification":
+        kind = "multi-label-classifier"
     # A folder does not record the weights its training started from (config.json drops `_name_or_path`).
     info: dict[str, Any] = {"model_name": model_dir.resolve().name, "base_model_known": False}
     num_parameters = _count_safetensors_parameters(model_dir)
@@ -357,7 +373,7 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
         recorded = json.loads(results_file.read_text(encoding="utf-8"))
         info["results"] = evaluation_results(recorded)
         info["scored_on"] = scored_on(recorded) or None
-    if kind in ("classifier", "token-classifier") and config.get("id2label"):
+    if kind in ("classifier", "multi-label-classifier", "token-classifier") and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
     return kind, CardInfo.of(info)
 

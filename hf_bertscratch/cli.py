@@ -45,6 +45,7 @@ from hf_bertscratch_base.data_files import is_squad_json, is_text_file
 from hf_bertscratch_base.model_config import read_config, read_model_config
 from hf_bertscratch_base.task_table import (
     INPUT_COLUMN_DEFAULTS,
+    MULTI_LABEL_THRESHOLD,
     InputColumn,
     check_input_columns,
     choose_input_columns,
@@ -213,7 +214,8 @@ class FillMaskArguments(InferenceArguments):
 class ClassifyArguments(InferenceArguments):
     """Classify TEXT, or a sentence pair (or each input of --input_file), with a fine-tuned classifier or regressor.
 
-    Prints every label's probability, best first, or a regressor's score (STS-B)."""
+    Prints every label's probability, best first, or a regressor's score (STS-B); for a multi-label classifier, each
+    label's sigmoid, best first, and the labels above 0.5 (those the text has)."""
 
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
@@ -221,7 +223,8 @@ class ClassifyArguments(InferenceArguments):
     input_file: str | None = _input_file_field(
         "TEXT (and --text_pair)",
         f"{PAIR_ROW} (a text alone without --text_pair_column)",
-        '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first}',
+        '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first, and for a multi-label '
+        'classifier "predicted_labels": those above 0.5}',
     )
     text_pair_column: str | None = _column_field(
         "text_pair", "the column of the second texts of sentence pairs (none: single texts)."
@@ -436,11 +439,15 @@ def _show_fill_mask(args: FillMaskArguments, results: list[list[dict]]) -> None:
 
 
 def run_classify(args: ClassifyArguments) -> None:
-    from .inference import classify_many
+    from .inference import classify_many, is_multi_label, labels_above
 
     inputs = command_inputs(args, ("text",), optional=("text_pair",))
     results = classify_many(args.model, inputs["text"], inputs.get("text_pair"), args.batch_size, **load_kwargs(args))
-    show_results(args, results, inputs, "labels", _show_classification)
+    if not is_multi_label(args.model):
+        show_results(args, results, inputs, "labels", _show_classification)
+        return
+    answers = ({"labels": scores, "predicted_labels": labels_above(scores)} for scores in results)
+    show_results(args, answers, inputs, None, _show_multi_label)
 
 
 def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
@@ -449,6 +456,15 @@ def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
         return
     for result in results:
         print(f"{result['label']:<16} {result['score']:.4f}")
+
+
+def _show_multi_label(args: ClassifyArguments, answer: dict) -> None:
+    """A multi-label classifier's answer: each label's sigmoid, best first, then the labels above the threshold."""
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return
+    _show_classification(args, answer["labels"])
+    print(f"above {MULTI_LABEL_THRESHOLD:g}: {', '.join(answer['predicted_labels']) or '(none)'}")
 
 
 def run_tag(args: TagArguments) -> None:

@@ -2,10 +2,10 @@
 `convert.family_checkpoint`), for any task BERT is fine-tuned for, with HF `Trainer`.
 
 Tasks come from a table (`hf_bertscratch.tasks.TASKS`: the GLUE tasks, IMDB, CoNLL-2003, SQuAD) or from the user's
-own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, regression, token-classification,
-question-answering) with the columns named by flags. One setup serves every shape; what differs per shape (features,
-head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`, and the arguments with their checks in
-`hf_bertscratch.finetuning_arguments`. `main()` reads as its stages:
+own csv/json/jsonl/parquet/Hub data under a shape (`--task_type`: classification, multi-label-classification,
+regression, token-classification, question-answering, embedding) with the columns named by flags. One setup serves
+every shape; what differs per shape (features, head, metric, predictions) lives in `hf_bertscratch.tasks.shapes`, and
+the arguments with their checks in `hf_bertscratch.finetuning_arguments`. `main()` reads as its stages:
 
     parse and check -> data (tokenizer, splits, task shape) -> model (and features, a probed head) -> Trainer.train
     -> evaluate (the best model on eval, test once, no-learning baselines) -> report (all_results.json,
@@ -60,9 +60,10 @@ from .hardware import describe_hardware, describe_precision, precision_name, use
 from .hub import push_training_output
 from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
+from .metrics import labels_above_threshold
 from .run_folder import finish_run, log_resumption, output_dir_of, stopping_with_one_line
 from .task_heads import FINE_TUNED_HEADS
-from .tasks import TaskSpec, input_columns
+from .tasks import SEQUENCE_SHAPES, TaskSpec, input_columns
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
 from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
 from .tokenization import check_tokenizer_fits
@@ -185,7 +186,7 @@ def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
     source = family_checkpoint(args.model_name_or_path)  # transformers' BERT: its BertScratch conversion
     config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
     updates = {**shape.config_updates(), "input_columns": input_columns(shape.task)}  # what --input_file reads then
-    if shape.task.shape in ("classification", "regression"):
+    if shape.task.shape in SEQUENCE_SHAPES:
         updates["classifier_pooling"] = args.classifier_pooling
         updates.update(long_text_settings(shape, config.max_position_embeddings))
     if args.dropout != -1:
@@ -443,7 +444,10 @@ def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, pre
     train_labels = features["train"]["labels"]
     if len(train_labels) != len(raw["train"]):  # features filtered (in-batch negatives' matching pairs)
         return {}
-    scored = {"eval": (raw["eval"], np.asarray(prediction.label_ids).reshape(-1).tolist())}
+    eval_labels = np.asarray(prediction.label_ids)  # (N,), or (N, K) 0/1 rows for a multi-label task
+    if task.shape != "multi-label-classification":
+        eval_labels = eval_labels.reshape(-1)
+    scored = {"eval": (raw["eval"], eval_labels.tolist())}
     test = features.get("test")
     if test is not None and "labels" in test.column_names and len(test) == len(raw["test"]):  # one row per example
         scored["test"] = (raw["test"], test["labels"])
@@ -455,7 +459,7 @@ def pooling_and_objective(config, shape) -> dict:
     if getattr(shape, "objective", None):
         return {"pooling": shape.pooling, "embedding_objective": shape.objective}
     pooling = getattr(config, "classifier_pooling", None)
-    return {"classifier_pooling": pooling} if shape.task.shape in ("classification", "regression") else {}
+    return {"classifier_pooling": pooling} if shape.task.shape in SEQUENCE_SHAPES else {}
 
 
 def describe_run(
@@ -537,6 +541,7 @@ def write_reports(
 # Task shape -> the model card kind of its head.
 CARD_KINDS_OF_SHAPES = {
     "classification": "classifier",
+    "multi-label-classification": "multi-label-classifier",
     "regression": "regressor",
     "token-classification": "token-classifier",
     "question-answering": "question-answering",
@@ -653,11 +658,19 @@ def report_against_baselines(
 
 
 def warn_of_a_constant_answer(results: dict, prediction: PredictionOutput, names: list[str]) -> None:
-    """Warn when the model gives every eval example the same class (`eval_top_class_share` 1), naming it, or scores
-    that hardly vary against the labels' own spread (`eval_prediction_std` below `LOW_SPREAD` of it): a constant
-    answer, which reads nothing of the texts. The constant answer of the baselines is the train split's commonest
-    class; the model's may be another."""
-    if results.get("eval_top_class_share") == 1.0:
+    """Warn when the model gives every eval example the same class (`eval_top_class_share` 1) or the same label set
+    (a multi-label task's `eval_top_set_share` 1), naming it, or scores that hardly vary against the labels' own
+    spread (`eval_prediction_std` below `LOW_SPREAD` of it): a constant answer, which reads nothing of the texts. The
+    constant answer of the baselines is the train split's commonest class; the model's may be another."""
+    if results.get("eval_top_set_share") == 1.0:
+        logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
+        given = [name for name, on in zip(names, labels_above_threshold(np.asarray(logits)[:1])[0]) if on]
+        logger.warning(
+            "The model gives the same labels (%s) to every eval example: a constant answer, which reads nothing of the "
+            "texts (try more epochs or another learning rate).",
+            ", ".join(given) or "none",
+        )
+    elif results.get("eval_top_class_share") == 1.0:
         logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
         index = int(np.asarray(logits).reshape(len(logits), -1)[0].argmax())
         logger.warning(

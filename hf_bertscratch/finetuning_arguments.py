@@ -25,7 +25,7 @@ from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .hub import check_training_push
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
-from .tasks import finetune_defaults, recipe_name
+from .tasks import SEQUENCE_SHAPES, finetune_defaults, recipe_name
 from .tasks.data import DataArguments, fit_length_to_model
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 _REGRESSION_METRICS = ("pearson", "spearmanr", "combined_score", "mse", "prediction_std")  # `RegressionMetrics`
 SHAPE_METRICS = {
     "classification": ("accuracy", "f1", "matthews_correlation", "top_class_share"),
+    "multi-label-classification": ("micro_f1", "macro_f1", "subset_accuracy", "top_set_share"),  # MultiLabelMetrics
     "regression": _REGRESSION_METRICS,
     "token-classification": ("overall_precision", "overall_recall", "overall_f1", "overall_accuracy"),
     "question-answering": ("exact_match", "f1"),
@@ -248,10 +249,15 @@ def choose_task_defaults(
     task = data_args.task_spec
     defaults = finetune_defaults(task, data_args.task, config.hidden_size)
     chosen = list(data_args.chosen_defaults)  # max_seq_length, truncation, ...
+    if model_args.head_init == "probe" and task.shape == "multi-label-classification":
+        raise ValueError(
+            "--head_init probe fits a new head to one class per example, but a multi-label-classification task's "
+            "examples have any number of labels: leave --head_init out (its head starts random)."
+        )
     for name in ("classifier_pooling", "head_init"):
         if getattr(model_args, name) == AUTO:
             setattr(model_args, name, getattr(defaults, name))
-            if task.shape in ("classification", "regression"):  # the settings of a sequence head (the log's)
+            if task.shape in SEQUENCE_SHAPES:  # the settings of a sequence head (the log's)
                 chosen.append(f"{name} {getattr(model_args, name)}")
     if training_args.learning_rate is None:
         training_args.learning_rate = defaults.learning_rate_for(config.hidden_size)
@@ -267,7 +273,7 @@ def choose_task_defaults(
 FIRST_RUN_FLAGS = (
     *("model_name_or_path", "init_from_scratch"),
     *("task", "task_type", "data_dir", "train_file", "validation_file", "test_file", "class_names"),
-    *("text_column", "text_pair_column", "label_column", "tokens_column", "tags_column"),
+    *("text_column", "text_pair_column", "label_column", "label_separator", "tokens_column", "tags_column"),
     *("question_column", "context_column", "answers_column"),
     *("max_seq_length", "max_train_samples", "max_eval_samples"),
     *("output_dir", "overwrite_output_dir", "resume_from_checkpoint", "num_train_epochs", "max_steps"),

@@ -50,6 +50,7 @@ from transformers import (
 from transformers.utils import ModelOutput, enable_tf32
 
 from hf_bertscratch_base.model_config import check_max_seq_length
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .batching_bertscratch import selected_positions
 from .convert import family_checkpoint, sentence_transformers_folder
@@ -418,8 +419,9 @@ def classify(model: str | Path | Pipeline, text: str, text_pair: str | None = No
     `classify_many` on a batch of one.
 
     Returns:
-        A classifier's [{"label", "score"}, ...], best first, scores summing to 1; a regressor's (STS-B)
-        [{"label": "score", "score": the predicted value}].
+        A classifier's [{"label", "score"}, ...], best first, scores summing to 1 (a multi-label classifier's: each
+        label's own sigmoid, the text having those above `MULTI_LABEL_THRESHOLD`: `labels_above`); a regressor's
+        (STS-B) [{"label": "score", "score": the predicted value}].
     """
     (results,) = classify_many(model, [text], None if text_pair is None else [text_pair], **load_kwargs)
     return results
@@ -462,6 +464,19 @@ def classify_many(
     if classifier.model.config.num_labels == 1:  # a regressor: one score, whatever its label was named
         return ([{"label": "score", "score": result[0]["score"]}] for result in results)
     return iter(results)
+
+
+def is_multi_label(model: str | Path | Pipeline) -> bool:
+    """Whether `model` (a folder, a Hub id or a built pipeline) is a multi-label classifier: problem_type
+    "multi_label_classification", whose scores `classify` gives as each label's sigmoid."""
+    config = model.model.config if isinstance(model, Pipeline) else AutoConfig.from_pretrained(str(model))
+    return getattr(config, "problem_type", None) == "multi_label_classification"
+
+
+def labels_above(scores: Sequence[dict], threshold: float = MULTI_LABEL_THRESHOLD) -> list[str]:
+    """The labels of a multi-label classifier's `classify` scores above `threshold` (fine-tuning's 0.5), in the
+    scores' order (best first): the labels the text has."""
+    return [score["label"] for score in scores if score["score"] > threshold]
 
 
 def check_encoder(model: str | Path) -> None:

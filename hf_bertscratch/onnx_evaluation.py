@@ -158,6 +158,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[OnnxEvaluationArguments, 
 def check_arguments(args: OnnxEvaluationArguments, data_args: DataArguments) -> TaskSpec:
     """Every check that needs neither data nor export; returns the resolved task."""
     task = data_args.task_spec
+    if task.shape not in SHAPE_EVALUATIONS:
+        raise ValueError(
+            f"evaluate-onnx scores a task of the shapes {list(SHAPE_EVALUATIONS)}; a {task.shape} task is none of them."
+        )
     if args.split is not None and args.split not in SPLITS:
         raise ValueError(f"--split {args.split!r} is not one of {list(SPLITS)} (or leave it out for every split).")
     if args.batch_size < 1:

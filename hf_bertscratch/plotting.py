@@ -139,8 +139,11 @@ def plot_regression(
     return _save_figure(fig, output_file)
 
 
-def plot_per_type_f1(scores: dict[str, dict[str, float]], output_file: str | Path, title: str = "") -> Path:
-    """Bar chart of entity-level F1 per entity type; `scores` maps type -> {"f1", "number"} (seqeval's output)."""
+def plot_per_type_f1(
+    scores: dict[str, dict[str, float]], output_file: str | Path, title: str = "", ylabel: str = "entity F1"
+) -> Path:
+    """Bar chart of F1 per entity type (or per label of a multi-label task, `ylabel` "F1"); `scores` maps type ->
+    {"f1", "number"} (seqeval's output: F1 and gold count)."""
     if not scores:
         raise ValueError("No entity types to draw: expected seqeval's per-type scores.")
     types = sorted(scores)
@@ -151,8 +154,8 @@ def plot_per_type_f1(scores: dict[str, dict[str, float]], output_file: str | Pat
         label = f"{scores[name]['f1']:.3f}\nn={int(scores[name].get('number', 0))}"
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), label, ha="center", va="bottom", fontsize=8)
     ax.set_ylim(0, 1.15)
-    ax.set_ylabel("entity F1")
-    _figure_title(fig, title or "entity F1 per type")
+    ax.set_ylabel(ylabel)
+    _figure_title(fig, title or f"{ylabel} per type")
     return _save_figure(fig, output_file)
 
 

@@ -260,16 +260,36 @@ def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
     return None
 
 
-def _json_keys(line: str) -> list[str] | None:
-    """The keys of the JSON object on `line`; None when it holds none, or holds SQuAD's nested document (a "data"
-    list, which question answering flattens into its own columns)."""
+def read_first_row(path: str | Path) -> dict | None:
+    """The first row of a JSON Lines file, as `datasets` reads it (a JSON object); None for a file of another kind,
+    or one whose first line holds no such row (`read_columns`)."""
+    path = Path(path).expanduser()
+    builder, _ = FILE_BUILDERS.get(file_extension(path), ("", {}))
+    if builder != "json" or any(char in str(path) for char in "*?[") or not path.is_file():
+        return None
+    try:
+        with open_text(path, encoding="utf-8-sig") as lines:
+            return _json_row(lines.readline(FIRST_ROW_LIMIT))
+    except (OSError, EOFError, ValueError, zlib.error):  # unreadable, not gzip, not UTF-8
+        return None
+
+
+def _json_row(line: str) -> dict | None:
+    """The JSON object on `line`; None when it holds none, or holds SQuAD's nested document (a "data" list, which
+    question answering flattens into its own columns)."""
     try:
         row = json.loads(line)
     except ValueError:
         return None
     if not isinstance(row, dict) or isinstance(row.get("data"), list):
         return None
-    return list(row)
+    return row
+
+
+def _json_keys(line: str) -> list[str] | None:
+    """The keys of the JSON object on `line` (`_json_row`), or None."""
+    row = _json_row(line)
+    return None if row is None else list(row)
 
 
 __all__ = [
@@ -288,4 +308,5 @@ __all__ = [
     "open_text",
     "read_columns",
     "read_conll_columns",
+    "read_first_row",
 ]

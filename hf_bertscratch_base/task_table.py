@@ -18,11 +18,26 @@ from typing import NamedTuple
 from . import did_you_mean
 from .data_files import file_layout
 
-SHAPES = ("classification", "regression", "token-classification", "question-answering", "embedding")
+SHAPES = (
+    "classification",
+    "multi-label-classification",
+    "regression",
+    "token-classification",
+    "question-answering",
+    "embedding",
+)
+# The shapes of a sequence head (`AutoModelForSequenceClassification`): a text or a pair to classes or a score.
+SEQUENCE_SHAPES = ("classification", "multi-label-classification", "regression")
+# A multi-label classifier predicts each label whose sigmoid is above this (transformers' text-classification pipeline
+# gives the sigmoid of each label for a config whose problem_type is "multi_label_classification").
+MULTI_LABEL_THRESHOLD = 0.5
+# How a multi-label task's label field of a csv/tsv file (or any string label) is split into its labels by default.
+LABEL_SEPARATOR = ","
 
 # Column roles each shape reads, with the column name a user's own data is assumed to have.
 SHAPE_COLUMNS: dict[str, dict[str, str | None]] = {
     "classification": {"text": "text", "text_pair": None, "label": "label"},
+    "multi-label-classification": {"text": "text", "text_pair": None, "label": "label"},  # a list of labels per row
     "regression": {"text": "text", "text_pair": None, "label": "label"},
     "token-classification": {"tokens": "tokens", "tags": "ner_tags"},
     "question-answering": {"id": "id", "question": "question", "context": "context", "answers": "answers"},
@@ -36,6 +51,7 @@ COLUMN_ROLES = tuple(dict.fromkeys(role for roles in SHAPE_COLUMNS.values() for 
 # The metric that picks the best checkpoint and heads the results, per shape (a task may name another).
 SHAPE_MAIN_METRIC: dict[str, str] = {
     "classification": "accuracy",
+    "multi-label-classification": "micro_f1",
     "regression": "spearmanr",
     "token-classification": "overall_f1",
     "question-answering": "f1",
@@ -65,6 +81,7 @@ class TaskSpec:
             split. 0: none held out.
         columns: column role -> column name (roles: `SHAPE_COLUMNS[shape]`).
         label_names: class (or tag) names in label-id order; None for regression and question answering.
+        label_separator: a multi-label task's: what splits a string label field (a csv/tsv cell) into its labels.
         main_metric: the metric that picks the best checkpoint and heads the results table.
         metric_label: how the results table names the main metric.
     """
@@ -80,6 +97,7 @@ class TaskSpec:
     validation_split_percentage: float = 0
     main_metric: str = ""
     metric_label: str = ""
+    label_separator: str = LABEL_SEPARATOR
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -179,6 +197,7 @@ class TaskOverrides:
     test_split: str | None = None
     columns: dict[str, str | None] = field(default_factory=dict)
     label_names: list[str] | None = None
+    label_separator: str | None = None
 
 
 def check_task_names(task: str | None, task_type: str | None) -> None:
@@ -198,7 +217,8 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
     Raises:
         ValueError: an unknown task or shape, a shape that contradicts the named task's, a column role the shape
             does not read, class names given for a regression or question-answering task, one class name for a
-            classification task, or a class name given twice.
+            classification task, a class name given twice, or a label separator for a task that is not multi-label
+            (or an empty one).
     """
     check_task_names(overrides.task, overrides.task_type)
     spec = TASKS.get(overrides.task) if overrides.task else None
@@ -215,6 +235,17 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
         raise ValueError(f"A {shape} task reads the columns {list(roles)}; {unknown} do not apply to it.")
     if overrides.label_names and shape in ("regression", "question-answering", "embedding"):
         raise ValueError(f"--class_names {overrides.label_names} given for a {shape} task, which has no classes.")
+    separator = overrides.label_separator
+    if separator is not None and shape != "multi-label-classification":
+        raise ValueError(
+            f"--label_separator {separator!r} splits a multi-label-classification task's label field, but this is a "
+            f"{shape} task: add --task_type multi-label-classification, or leave --label_separator out."
+        )
+    if separator == "":
+        raise ValueError(
+            f"--label_separator {separator!r} splits nothing; expected a character such as ',' or '|' (default "
+            f"{LABEL_SEPARATOR!r})."
+        )
     names = overrides.label_names or []
     if shape == "classification" and len(names) == 1:
         raise ValueError(f"--class_names {names[0]} names one class; a classifier needs two or more, in id order.")
@@ -232,6 +263,7 @@ def resolve_task(overrides: TaskOverrides) -> TaskSpec:
         test_split=overrides.test_split or base.test_split,
         columns={**base.columns, **overrides.columns},
         label_names=tuple(overrides.label_names) if overrides.label_names else base.label_names,
+        label_separator=separator or base.label_separator,
     )
 
 
@@ -439,6 +471,17 @@ def check_tagged_conll_file(task: TaskSpec, role: str, split: str, path: str, co
     )
 
 
+def check_labels_are_no_lists(column: str, split: str, value: object) -> None:
+    """Fail in one line, naming the --task_type that reads them, when a classification task's label `value` (of the
+    `split` split's `column`) is a list: a text with any number of labels is a multi-label task, whose labels are
+    lists."""
+    if isinstance(value, list):
+        raise ValueError(
+            f"The {split} split's labels in column {column!r} are lists, such as {value!r}: a text with any number of "
+            "labels is a multi-label classification task: add --task_type multi-label-classification."
+        )
+
+
 def held_out_count(examples: int, percentage: float) -> int:
     """How many of `examples` train examples `percentage` % holds out (`hold_out_validation`): one at least."""
     return max(1, round(examples * percentage / 100))
@@ -470,8 +513,11 @@ __all__ = [
     "INPUT_FILE_ROLES",
     "INPUT_ROLES",
     "InputColumn",
+    "LABEL_SEPARATOR",
     "RECORDED",
     "MIN_HELD_OUT",
+    "MULTI_LABEL_THRESHOLD",
+    "SEQUENCE_SHAPES",
     "SHAPES",
     "SHAPE_COLUMNS",
     "SHAPE_MAIN_METRIC",
@@ -483,6 +529,7 @@ __all__ = [
     "check_enough_held_out",
     "check_input_columns",
     "check_file_layout",
+    "check_labels_are_no_lists",
     "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",

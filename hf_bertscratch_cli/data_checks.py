@@ -1,6 +1,7 @@
 """The front door's check that the local data files a command names have the columns it reads, before torch loads:
 their headers (`hf_bertscratch_base.data_files.read_columns`; a CoNLL text file's first token line,
-`read_conll_columns`) against the task table's columns, or an inference command's input columns, and the
+`read_conll_columns`) against the task table's columns, or an inference command's input columns (and a
+classification task's first jsonl row, whose label must be no list: `check_labels_are_no_lists`), and the
 `--*_column` flags (an inference command's: else the columns fine-tuning recorded in the model's config), failing with
 the library's own line (`task_table.check_columns`, `check_input_columns`, `check_tagged_conll_file`, which stay for
 users of the API), and that a train file alone holds enough examples to hold some out of
@@ -21,6 +22,7 @@ from hf_bertscratch_base.data_files import (
     is_text_file,
     read_columns,
     read_conll_columns,
+    read_first_row,
 )
 from hf_bertscratch_base.model_config import read_model_config
 from hf_bertscratch_base.task_table import (
@@ -35,6 +37,7 @@ from hf_bertscratch_base.task_table import (
     check_enough_held_out,
     check_file_layout,
     check_input_columns,
+    check_labels_are_no_lists,
     check_tagged_conll_file,
     check_test_file_as_eval,
     choose_input_columns,
@@ -97,6 +100,10 @@ def check_task_files(args: list[str]) -> None:
         found = columns.get(split)
         if found is not None:
             check_columns(found, required_columns(task, role, columns.get(roles["train"])), role)
+    if task.shape == "classification":  # a jsonl file's first label a list: a multi-label task's labels
+        for role, split in roles.items():
+            if split in files and (row := read_first_row(files[split])) is not None:
+                check_labels_are_no_lists(task.column("label"), role, row.get(task.column("label")))
     if set(files) == {"train"} and overrides.task is None and not _other_data(args):
         check_train_file_holds_out_enough(task, files["train"], conll and is_text_file(files["train"]))
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import torch
-from transformers import BertTokenizer
+from transformers import AutoModelForMaskedLM, BertTokenizer
 
 import hf_bertscratch
 from hf_bertscratch.pretraining import PretrainingTrainer
@@ -211,6 +211,18 @@ def tokenizer(vocab_file: Path) -> BertTokenizer:
 def tokenizer_dir(tokenizer: BertTokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tokenizer saved as a folder (what `--tokenizer_name` and pipelines take)."""
     path = tmp_path_factory.mktemp("tokenizer")
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
+    """A tiny BertScratch MLM checkpoint with its tokenizer, as pretrain.py would leave it: what fine-tuning tests
+    start from."""
+    path = tmp_path_factory.mktemp("pretrained")
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
+    torch.manual_seed(0)
+    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

@@ -57,17 +57,6 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
-    """A tiny BertScratch MLM checkpoint with its tokenizer, as pretrain.py would leave it."""
-    path = tmp_path_factory.mktemp("pretrained")
-    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
-    torch.manual_seed(0)
-    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
 def write_csv(path: Path, rows: list[tuple], header: tuple[str, ...] = ("text", "label")) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

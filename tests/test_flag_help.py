@@ -127,6 +127,7 @@ def test_the_inspection_commands_take_the_values_the_library_takes() -> None:
 
 SHAPE_WORDS = {  # how a column flag's help names each shape
     "classification": "classification",
+    "multi-label-classification": "multi-label",
     "regression": "regression",
     "token-classification": "token classification",
     "question-answering": "question answering",

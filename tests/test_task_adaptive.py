@@ -9,14 +9,12 @@ from pathlib import Path
 
 import datasets
 import pytest
-import torch
-from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer, BertTokenizer
+from transformers import AutoModelForPreTraining, AutoTokenizer, BertTokenizer
 
-import hf_bertscratch
 from hf_bertscratch import pretraining, pretraining_arguments, pretraining_report
 from hf_bertscratch.tasks import SHAPE_TEXTS, SHAPES, TASKS, task_texts
 
-from conftest import CORPUS, PRETRAIN_ONE_PROCESS, assert_no_local_path, tiny_config_kwargs
+from conftest import CORPUS, PRETRAIN_ONE_PROCESS, assert_no_local_path
 
 # A fake GLUE RTE: train pairs from the shared corpus, dev pairs that share no sentence with them.
 RTE_TRAIN = [(CORPUS[i], CORPUS[i + 1], "entailment" if i % 4 else "not_entailment") for i in range(0, 12, 2)]
@@ -164,14 +162,9 @@ def rte_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def base_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: BertTokenizer) -> Path:
+def base_dir(model_dir: Path) -> Path:
     """A tiny saved masked-LM with its tokenizer: the model a task-adaptive run continues."""
-    path = tmp_path_factory.mktemp("base")
-    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)))
-    torch.manual_seed(0)
-    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return model_dir
 
 
 def _packed_blocks(tokenizer: BertTokenizer, texts: list[str], max_seq_length: int = 16) -> int:

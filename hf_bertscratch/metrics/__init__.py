@@ -22,6 +22,7 @@ import numpy as np
 
 from hf_bertscratch.metrics.sequence_labelling import entity_spans
 from hf_bertscratch_base.model_reference import first_variable_on, hub_unreachable
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,47 @@ class ClassificationMetrics:
         return self.compute(np.argmax(logits, axis=-1).tolist(), np.asarray(eval_prediction.label_ids).tolist())
 
 
+def labels_above_threshold(logits: np.ndarray) -> np.ndarray:
+    """The 0/1 predictions (N, K) of a multi-label head's logits (N, K): sigmoid(logit) > `MULTI_LABEL_THRESHOLD`."""
+    probabilities = 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
+    return (probabilities > MULTI_LABEL_THRESHOLD).astype(np.int64)
+
+
+class MultiLabelMetrics:
+    """A `compute_metrics` callable for `Trainer` on multi-label tasks, each label predicted where its sigmoid is above
+    `MULTI_LABEL_THRESHOLD`: "micro_f1" (F1 of every (example, label) decision pooled: the main metric), "macro_f1"
+    (the mean of the per-label F1s, a label never predicted nor gold scoring 0), "subset_accuracy" (the share of
+    examples whose predicted label set is exactly the gold one) and "top_set_share" (the share of examples given the
+    commonest predicted set: 1.0, the model gives one answer to everything). scikit-learn computes the scores.
+
+    Args:
+        num_labels: the number of labels K.
+    """
+
+    def __init__(self, num_labels: int) -> None:
+        self.num_labels = num_labels
+
+    def compute(self, predictions: np.ndarray, references: np.ndarray) -> dict[str, float]:
+        """Every metric on 0/1 predictions and references, both of shape (N, K)."""
+        from sklearn.metrics import accuracy_score, f1_score
+
+        predicted = np.asarray(predictions, dtype=np.int64).reshape(-1, self.num_labels)
+        gold = np.asarray(references, dtype=np.int64).reshape(-1, self.num_labels)
+        _, counts = np.unique(predicted, axis=0, return_counts=True)
+        return {
+            "micro_f1": float(f1_score(gold, predicted, average="micro", zero_division=0)),
+            "macro_f1": float(f1_score(gold, predicted, average="macro", zero_division=0)),
+            "subset_accuracy": float(accuracy_score(gold, predicted)),
+            "top_set_share": float(counts.max() / max(len(predicted), 1)) if len(predicted) else 0.0,
+        }
+
+    def __call__(self, eval_prediction) -> dict[str, float]:
+        """Trainer hook: `eval_prediction.predictions` (N, K) logits, `.label_ids` (N, K) 0/1 floats."""
+        logits = eval_prediction.predictions
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        return self.compute(labels_above_threshold(logits), np.asarray(eval_prediction.label_ids))
+
+
 class RegressionMetrics:
     """A `compute_metrics` callable for `Trainer` on regression tasks (STS-B): the correlations `run_glue` reports.
 
@@ -152,10 +194,13 @@ class RegressionMetrics:
 
 __all__ = [
     "LOCAL_METRICS",
+    "MULTI_LABEL_THRESHOLD",
     "OFFLINE_VARIABLES",
     "ClassificationMetrics",
+    "MultiLabelMetrics",
     "RegressionMetrics",
     "entity_spans",
+    "labels_above_threshold",
     "load_metric",
     "local_metric_path",
 ]

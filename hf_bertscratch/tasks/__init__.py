@@ -20,6 +20,7 @@ A task's *shape* says which head it trains and how its examples become features 
 | shape | head | examples | metric |
 | --- | --- | --- | --- |
 | classification | `AutoModelForSequenceClassification` | a text (or a pair) and a class | accuracy, F1, Matthews |
+| multi-label-classification | `AutoModelForSequenceClassification`, one sigmoid per label, BCE | a text (or a pair) and a list of labels, maybe empty | micro and macro F1, subset accuracy |
 | regression | `AutoModelForSequenceClassification`, one output, MSE | a pair and a number | Pearson, Spearman |
 | token-classification | `AutoModelForTokenClassification` | words and one IOB2 tag per word | entity P/R/F1 |
 | question-answering | `AutoModelForQuestionAnswering` | question, context, answers | exact match, F1 |
@@ -39,6 +40,8 @@ from typing import TypedDict
 from hf_bertscratch_base.task_table import (
     COLUMN_ROLES,
     CONLL2003_LABELS,
+    LABEL_SEPARATOR,
+    SEQUENCE_SHAPES,
     SHAPE_COLUMNS,
     SHAPE_MAIN_METRIC,
     SHAPES,
@@ -95,6 +98,7 @@ SMALL_HIDDEN_SIZE = 256  # up to Google's BERT-Mini (4L/H256): small models fine
 # Per shape, chosen on the task table's dev sets (docs/fine-tuning.md, "Defaults"); TASK_DEFAULTS overrides a task.
 SHAPE_DEFAULTS: dict[str, FinetuneDefaults] = {
     "classification": FinetuneDefaults(3e-4, 3e-5, 5),
+    "multi-label-classification": FinetuneDefaults(3e-4, 3e-5, 5),
     "regression": FinetuneDefaults(3e-4, 3e-5, 5),
     "token-classification": FinetuneDefaults(1e-3, 5e-5, 3),
     # transformers' run_qa.py: 384-token windows with a 128-token stride.
@@ -159,7 +163,8 @@ Split = Mapping[str, Iterable]
 
 
 def _sentence_texts(task: TaskSpec, split: Split) -> list[list[str]]:
-    """Classification and regression: each example's text, then a pair's second text as a text of its own."""
+    """Classification (single- or multi-label) and regression: each example's text, then a pair's second text as a
+    text of its own."""
     names = [name for name in (task.columns["text"], task.columns.get("text_pair")) if name]
     return [[text for text in row if text and text.strip()] for row in zip(*(split[name] for name in names))]
 
@@ -189,6 +194,7 @@ def _question_answering_texts(task: TaskSpec, split: Split) -> list[list[str]]:
 # context and its questions).
 SHAPE_TEXTS: dict[str, Callable[[TaskSpec, Split], list[list[str]]]] = {
     "classification": _sentence_texts,
+    "multi-label-classification": _sentence_texts,
     "regression": _sentence_texts,
     "embedding": _sentence_texts,
     "token-classification": _token_texts,
@@ -219,7 +225,9 @@ __all__ = [
     "BERT_HEAD",
     "COLUMN_ROLES",
     "CONLL2003_LABELS",
+    "LABEL_SEPARATOR",
     "PAIR_HEAD",
+    "SEQUENCE_SHAPES",
     "SHAPE_DEFAULTS",
     "SMALL_HIDDEN_SIZE",
     "TASK_DEFAULTS",

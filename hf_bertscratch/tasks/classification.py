@@ -1,12 +1,14 @@
-"""Sequence classification and regression as task shapes: a text or a text pair -> one of K classes (GLUE, IMDB), or a
-score (STS-B). Single texts are cut by `--truncation` (`features.truncate_ids`), pairs by the tokenizer's longest-first
-truncation; labels are read and checked against the label set of every split (`label_mapping`).
+"""Sequence classification and regression as task shapes: a text or a text pair -> one of K classes (GLUE, IMDB), any
+number of K labels (multi-label: topics, emotions, kinds of toxicity), or a score (STS-B). Single texts are cut by
+`--truncation` (`features.truncate_ids`), pairs by the tokenizer's longest-first truncation; labels are read and checked
+against the label set of every split (`label_mapping`; a multi-label task's `multi_label_names`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import datasets
@@ -20,7 +22,9 @@ from transformers import (
 )
 from transformers.trainer_utils import PredictionOutput
 
-from ..metrics import ClassificationMetrics, RegressionMetrics
+from hf_bertscratch_base.task_table import check_labels_are_no_lists
+
+from ..metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics, labels_above_threshold
 from . import TaskSpec
 from .features import (
     FeatureSettings,
@@ -43,14 +47,16 @@ def make_text_tokenize_function(
     max_seq_length: int,
     strategy: str,
     head_tokens: int,
+    encode_labels: Callable[[list], list] | None = None,
 ) -> Callable[[dict[str, list]], dict[str, list]]:
     """A batched `datasets.map` function: texts -> input_ids, token_type_ids, attention_mask, labels, length.
 
     Single texts are tokenised whole, then cut by `strategy` (so tail and head+tail see the real end of the
     review); their uncut length ([CLS] and [SEP] included) comes as `text_length`. Pairs use the tokenizer's own
     longest-first truncation, which is what GLUE pair tasks use. A missing text, single or either side of a pair, is
-    an empty one (`texts_of`). Labels are class ids through `label_map`, or floats for regression (`label_map` None);
-    a split without the label column (a test split to predict) gets none.
+    an empty one (`texts_of`). Labels are class ids through `label_map`, or floats for regression (`label_map` None),
+    or what `encode_labels` makes of a batch of them (a multi-label task's 0/1 rows); a split without the label column
+    (a test split to predict) gets none.
     """
     text, pair, label = task.column("text"), task.columns.get("text_pair"), task.column("label")
 
@@ -77,7 +83,10 @@ def make_text_tokenize_function(
             }
         if label in batch:
             values = batch[label]
-            encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
+            if encode_labels is not None:
+                encoded["labels"] = encode_labels(values)
+            else:
+                encoded["labels"] = [float(v) for v in values] if label_map is None else [label_map[v] for v in values]
         encoded["length"] = [len(ids) for ids in encoded["input_ids"]]
         return encoded
 
@@ -85,11 +94,16 @@ def make_text_tokenize_function(
 
 
 def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str] | None) -> tuple[list[str], dict]:
-    """Class names and a map from raw label value to class id; raises on any label outside the label set.
+    """Class names and a map from raw label value to class id; raises on any label outside the label set, and on
+    labels that are lists (a multi-label task's: `check_labels_are_no_lists`).
 
     Integer labels are ids into the names, 0..K-1 with names given or not; string labels are names. Without given
     names, the sorted distinct train labels are the classes (booleans too: `False`, `True`).
     """
+    for role, split in raw.items():
+        if label_column in split.column_names:
+            listed = next((value for value in split[label_column] if isinstance(value, list)), None)
+            check_labels_are_no_lists(label_column, role, listed)
     train_values = sorted(set(raw["train"][label_column]), key=lambda v: (str(type(v)), v))
     is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
     if any(isinstance(v, float) for v in train_values) and not is_int:
@@ -163,8 +177,9 @@ class ClassificationShape:
         were longer than max_seq_length is kept in `long_texts`, and logged where there are any."""
         s = self.settings
         tokenize = make_text_tokenize_function(
-            self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens
-        )
+            self.tokenizer, self.task, self.label_map, s.max_seq_length, s.truncation, s.head_tokens,
+            self.label_encoder(),
+        )  # fmt: skip
         features = split.map(tokenize, batched=True, remove_columns=split.column_names, desc="Tokenising", **map_kwargs)
         if "text_length" not in features.column_names:
             return features
@@ -178,6 +193,10 @@ class ClassificationShape:
             )  # fmt: skip
         return features.remove_columns("text_length")
 
+    def label_encoder(self) -> Callable[[list], list] | None:
+        """What turns a batch of raw labels into the features' labels, where `label_map` does not (None)."""
+        return None
+
     def collator(self):
         return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=8)
 
@@ -187,6 +206,26 @@ class ClassificationShape:
     def _text_columns(self, raw: datasets.Dataset, i: int) -> list:
         pair = self.task.columns.get("text_pair")
         return [raw[i][self.task.columns["text"]]] + ([raw[i][pair]] if pair else [])
+
+    def _write_rows(
+        self,
+        path: Path,
+        raw: datasets.Dataset,
+        gold_header: str,
+        gold: list[str] | None,
+        predicted: list[str],
+        probabilities: np.ndarray,
+    ) -> None:
+        """predictions.csv of a classifier: index, text, [text_pair], the gold answer (under `gold_header`; none
+        without labels), the prediction and one probability per name (p_<name>)."""
+        header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
+        header += ([gold_header] if gold is not None else []) + ["prediction"] + [f"p_{name}" for name in self.names]
+        rows = [
+            [i, *self._text_columns(raw, i), *([] if gold is None else [gold[i]]), predicted[i]]
+            + [f"{p:.6f}" for p in probabilities[i]]
+            for i in range(len(raw))
+        ]
+        write_csv(path, header, rows)
 
     def write_predictions(
         self,
@@ -205,15 +244,9 @@ class ClassificationShape:
         logits = prediction_logits(prediction)
         labels = prediction_labels(prediction)
         probs = torch.softmax(torch.as_tensor(logits, dtype=torch.float32), dim=-1).numpy()  # (N, num_labels)
-        header = ["index", "text"] + (["text_pair"] if self.task.columns.get("text_pair") else [])
-        header += (["label"] if labels is not None else []) + ["prediction"] + [f"p_{name}" for name in self.names]
-        rows = [
-            [i, *self._text_columns(raw, i), *([] if labels is None else [self.names[labels[i]]])]
-            + [self.names[int(probs[i].argmax())]]
-            + [f"{p:.6f}" for p in probs[i]]
-            for i in range(len(raw))
-        ]
-        write_csv(folder / f"{prefix}predictions.csv", header, rows)
+        gold = None if labels is None else [self.names[label] for label in labels]
+        predicted = [self.names[int(row.argmax())] for row in probs]
+        self._write_rows(folder / f"{prefix}predictions.csv", raw, "label", gold, predicted, probs)
         if labels is None:
             return
         plot_confusion_matrix(
@@ -273,4 +306,130 @@ class RegressionShape(ClassificationShape):
             plot_regression(labels, scores, folder / f"{prefix}{self.picture}", title)
 
 
-__all__ = ["ClassificationShape", "RegressionShape", "label_mapping", "make_text_tokenize_function"]
+def label_sets(values: Sequence, separator: str) -> list[list[str]]:
+    """Each row's labels of a multi-label label column: a list as it is (a jsonl list), a string split on `separator`
+    (a csv/tsv field), each label stripped of surrounding spaces; an empty list, an empty field or a null: no label."""
+    sets = []
+    for value in values:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            parts: list = []
+        elif isinstance(value, str):
+            parts = value.split(separator)
+        elif isinstance(value, (list, tuple)):
+            parts = [part for part in value if part is not None]
+        else:  # one label read as a number (a csv column of single ids)
+            parts = [value]
+        sets.append([label for label in (str(part).strip() for part in parts) if label])
+    return sets
+
+
+def multi_label_names(raw: datasets.DatasetDict, column: str, names: list[str] | None, separator: str) -> list[str]:
+    """A multi-label task's label names: `names` (--class_names) in their order, else the sorted distinct labels of
+    the train split; raises on a train split without any label and on a label of any split outside them."""
+    sets = {role: label_sets(split[column], separator) for role, split in raw.items() if column in split.column_names}
+    train_labels = sorted({label for labels in sets["train"] for label in labels})
+    if not train_labels:
+        raise ValueError(
+            f"No example of the train split has a label in column {column!r}: a multi-label classifier learns which "
+            f"labels a text has; give each train example its labels (a jsonl list, or a field of labels separated by "
+            f"--label_separator {separator!r})."
+        )
+    names = list(names) if names is not None else train_labels
+    known = set(names)
+    for role, role_sets in sets.items():
+        bad = sorted({label for labels in role_sets for label in labels if label not in known})
+        if bad:
+            raise ValueError(
+                f"Label(s) {bad[:10]} in the {role} split are outside the label set {names} (the train split's labels, "
+                "or --class_names)."
+            )
+    return names
+
+
+class MultiLabelClassificationShape(ClassificationShape):
+    """A text or a text pair -> any number of K labels, none included: one sigmoid per label trained with binary
+    cross-entropy (transformers' problem_type "multi_label_classification"); a label is predicted where its sigmoid is
+    above `metrics.MULTI_LABEL_THRESHOLD`. Micro F1 (the main metric), macro F1 and subset accuracy."""
+
+    picture = "per_label_f1.png"
+
+    def prepare_labels(self, raw: datasets.DatasetDict) -> None:
+        """Read and check every split's label sets (`multi_label_names`); log the labels with how many train examples
+        hold each, and warn of one too rare to learn or missing from the eval split (`report_labels`)."""
+        names = list(self.task.label_names) if self.task.label_names else None
+        column = self.task.column("label")
+        self.names = multi_label_names(raw, column, names, self.task.label_separator)
+        self.label_map = None
+        index = {name: i for i, name in enumerate(self.names)}
+        ids = {
+            role: [index[label] for labels in label_sets(split[column], self.task.label_separator) for label in
+                   dict.fromkeys(labels)]
+            for role, split in raw.items()
+            if column in split.column_names
+        }  # fmt: skip
+        report_labels("label", self.names, ids["train"], ids.get("eval"), column)
+
+    def encode(self, values: Sequence) -> list[list[float]]:
+        """Raw label values -> one 0/1 row over the label names per example (BCE's targets)."""
+        index = {name: i for i, name in enumerate(self.names)}
+        rows = []
+        for labels in label_sets(values, self.task.label_separator):
+            row = [0.0] * len(self.names)
+            for label in labels:
+                row[index[label]] = 1.0
+            rows.append(row)
+        return rows
+
+    def label_encoder(self) -> Callable[[list], list] | None:
+        return self.encode
+
+    def config_updates(self) -> dict:
+        """A head of one output per label, each its own sigmoid (transformers' BCE loss for this problem type)."""
+        return {**class_config(self.names), "problem_type": "multi_label_classification"}
+
+    def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
+        return MultiLabelMetrics(len(self.names))
+
+    def _joined(self, row: np.ndarray) -> str:
+        return self.task.label_separator.join(name for name, on in zip(self.names, row) if on)
+
+    def write_predictions(
+        self,
+        folder: Path,
+        raw: datasets.Dataset,
+        features: datasets.Dataset,
+        prediction: PredictionOutput,
+        title: str,
+        prefix: str = "",
+    ) -> None:
+        """predictions.csv (index, text, [text_pair], labels, prediction, p_<label>...: the gold and the predicted
+        labels joined by the label separator, each label's sigmoid) and each label's F1 as bars (per_label_f1.png),
+        each name after `prefix`. A split without labels gets its predictions alone: no labels column, no picture."""
+        from sklearn.metrics import f1_score
+
+        from ..plotting import plot_per_type_f1  # matplotlib loads only when a picture is drawn
+
+        logits = prediction_logits(prediction)
+        labels = prediction_labels(prediction)
+        probabilities = torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32)).numpy()  # (N, K)
+        predicted = labels_above_threshold(logits)
+        gold = None if labels is None else [self._joined(row) for row in labels]
+        names = [self._joined(row) for row in predicted]
+        self._write_rows(folder / f"{prefix}predictions.csv", raw, "labels", gold, names, probabilities)
+        if labels is None:
+            return
+        truth = np.asarray(labels, dtype=np.int64)
+        f1s = f1_score(truth, predicted, average=None, zero_division=0)
+        scores = {name: {"f1": float(f1), "number": int(n)} for name, f1, n in zip(self.names, f1s, truth.sum(0))}
+        plot_per_type_f1(scores, folder / f"{prefix}{self.picture}", title, ylabel="F1")
+
+
+__all__ = [
+    "ClassificationShape",
+    "MultiLabelClassificationShape",
+    "RegressionShape",
+    "label_mapping",
+    "label_sets",
+    "make_text_tokenize_function",
+    "multi_label_names",
+]

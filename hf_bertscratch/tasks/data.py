@@ -18,6 +18,7 @@ from hf_bertscratch_base.data_files import is_text_file
 from hf_bertscratch_base.model_config import check_max_seq_length
 from hf_bertscratch_base.task_table import (
     HOLD_OUT_PERCENTAGE,
+    LABEL_SEPARATOR,
     MIN_HELD_OUT,
     check_enough_held_out,
     check_file_layout,
@@ -118,17 +119,30 @@ class DataArguments:
     )
     text_column: str | None = field(
         default=None,
-        metadata={"help": "Classification/regression/embedding: the text column (default: text, or the task's)."},
+        metadata={
+            "help": "Classification (single- or multi-label)/regression/embedding: the text column (default: text, or "
+            "the task's)."
+        },
     )
     text_pair_column: str | None = field(
         default=None,
-        metadata={"help": "Classification/regression/embedding: the second text of a sentence pair."},
+        metadata={
+            "help": "Classification (single- or multi-label)/regression/embedding: the second text of a sentence pair."
+        },
     )
     label_column: str | None = field(
         default=None,
         metadata={
-            "help": "Classification: class ids or names; regression: numbers; embedding: similarity scores or 0/1 "
-            "match labels (default: label)."
+            "help": "Classification: class ids or names; multi-label classification: each row's list of label names "
+            "(a jsonl list, or a csv/tsv field split on --label_separator; empty: no label); regression: numbers; "
+            "embedding: similarity scores or 0/1 match labels (default: label)."
+        },
+    )
+    label_separator: str | None = field(
+        default=None,
+        metadata={
+            "help": "Multi-label classification: what separates the labels of a csv/tsv label field (default: "
+            f'{LABEL_SEPARATOR!r}, the field quoted: "joy,anger"). A jsonl list needs none.'
         },
     )
     tokens_column: str | None = field(
@@ -233,6 +247,7 @@ def task_overrides(args: DataArguments) -> TaskOverrides:
         test_split=args.test_split,
         columns=columns,
         label_names=names,
+        label_separator=args.label_separator,
     )
 
 
@@ -519,9 +534,9 @@ def without_empty_labels(split: datasets.Dataset, column: str | None) -> dataset
 def check_labels_given(split: datasets.Dataset, task: TaskSpec, role: str) -> None:
     """Fail in one line when rows of the `role` split have no value in the task's label, tags or answers column
     (`unlabelled_rows`), naming which of them it is, before the label set is read: a missing label is no class (`None`
-    would become one) and no number."""
+    would become one) and no number. A multi-label task's empty field is an empty label set: an example of no label."""
     column, what = task.scored_column, task.scored_role
-    if not column or column not in split.column_names:
+    if not column or column not in split.column_names or task.shape == "multi-label-classification":
         return
     missing = unlabelled_rows(split, column)
     if missing:

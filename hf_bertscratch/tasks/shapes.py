@@ -10,6 +10,7 @@ data, what they share in `tasks.features`:
 | shape | module | checked before training | picture |
 | --- | --- | --- | --- |
 | classification | `tasks.classification` | labels inside the class list | confusion_matrix.png |
+| multi-label-classification | `tasks.classification` | each row's labels inside the label list | per_label_f1.png |
 | regression | `tasks.classification` | numeric labels | regression.png (predicted vs gold) |
 | token-classification | `tasks.token_classification` | equal-length tokens/tags lists, tags inside the tag list | per_type_f1.png |
 | question-answering | `tasks.question_answering` | answer texts found at their offsets in the context | (none) |
@@ -31,7 +32,13 @@ from transformers import EvalPrediction, PreTrainedTokenizerBase
 from transformers.trainer_utils import PredictionOutput
 
 from . import TaskSpec
-from .classification import ClassificationShape, RegressionShape, label_mapping, make_text_tokenize_function
+from .classification import (
+    ClassificationShape,
+    MultiLabelClassificationShape,
+    RegressionShape,
+    label_mapping,
+    make_text_tokenize_function,
+)
 from .embedding import EmbeddingShape
 from .features import TRUNCATION_STRATEGIES, FeatureSettings, truncate_ids
 from .question_answering import QuestionAnsweringShape
@@ -39,7 +46,7 @@ from .token_classification import TokenClassificationShape
 
 
 class TaskShape(Protocol):
-    """What fine-tuning, the ONNX evaluation and the model card ask of a task shape (the five classes of
+    """What fine-tuning, the ONNX evaluation and the model card ask of a task shape (the classes of
     `SHAPE_CLASSES`): the head (`auto_class`, `config_updates`), features from examples, the collator, the metric on
     the examples and the predictions a person reads. `names` are the classes, tags or outputs, once
     `prepare_labels` has read them."""
@@ -81,6 +88,7 @@ class TaskShape(Protocol):
 
 SHAPE_CLASSES: dict[str, Callable[..., TaskShape]] = {
     "classification": ClassificationShape,
+    "multi-label-classification": MultiLabelClassificationShape,
     "regression": RegressionShape,
     "token-classification": TokenClassificationShape,
     "question-answering": QuestionAnsweringShape,
@@ -102,6 +110,7 @@ __all__ = [
     "ClassificationShape",
     "EmbeddingShape",
     "FeatureSettings",
+    "MultiLabelClassificationShape",
     "QuestionAnsweringShape",
     "RegressionShape",
     "TaskShape",

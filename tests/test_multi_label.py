@@ -1,0 +1,343 @@
+"""Multi-label classification: label sets read from jsonl lists or separated csv fields, micro/macro F1 and subset
+accuracy at 0.5 on the sigmoid, the no-learning baselines, a tiny fine-tune, `bertscratch classify` and the front
+door."""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import accuracy_score, f1_score
+from test_front_door import front_door
+from transformers import AutoConfig, BertTokenizer, EvalPrediction
+
+import hf_bertscratch
+from hf_bertscratch.baselines import no_learning_scores
+from hf_bertscratch.finetuning import main
+from hf_bertscratch.metrics import MultiLabelMetrics
+from hf_bertscratch.tasks import TaskOverrides, resolve_task
+from hf_bertscratch.tasks.classification import MultiLabelClassificationShape, label_sets
+from hf_bertscratch.tasks.features import FeatureSettings
+from hf_bertscratch_cli import dispatch
+
+TASK_TYPE = "multi-label-classification"
+# Words that carry each label: a text holds the words of its labels, and filler.
+LABEL_WORDS = {"cats": ["cat", "mat"], "dogs": ["dog", "ran"], "films": ["movie", "film"]}
+FILLER = ["the", "a", "is", "of"]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def rows(label_lists: list[list[str]]) -> list[dict]:
+    """One example per label list: the words of its labels among filler."""
+    return [
+        {"text": " ".join(FILLER[: 1 + i % 3] + [word for label in labels for word in LABEL_WORDS[label]]),
+         "labels": labels}
+        for i, labels in enumerate(label_lists)
+    ]  # fmt: skip
+
+
+TRAIN_SETS = [["cats"], ["dogs"], ["cats", "dogs"], [], ["films"], ["cats", "films"], ["dogs"], ["cats"]] * 3
+EVAL_SETS = [["cats"], ["dogs", "films"], [], ["cats", "dogs"], ["films"], ["dogs"]]
+
+
+def write_jsonl(path: Path, examples: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(example) + "\n" for example in examples), encoding="utf-8")
+    return path
+
+
+def task(**overrides: object):
+    return resolve_task(TaskOverrides(task_type=TASK_TYPE, columns={"label": "labels"}, **overrides))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------- metrics
+def test_metrics_are_sklearns_on_the_labels_above_one_half() -> None:
+    logits = np.array([[2.0, -1.0, 0.5], [-3.0, -0.2, 0.0], [1.0, 1.0, -1.0], [-1.0, 4.0, 3.0], [0.1, -2.0, -2.0]])
+    labels = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [0, 0, 0]], dtype=np.float32)
+    predicted = (1 / (1 + np.exp(-logits)) > 0.5).astype(int)  # a logit of 0 is a sigmoid of 0.5: not above it
+    assert predicted[1].tolist() == [0, 0, 0]
+    scores = MultiLabelMetrics(3)(EvalPrediction(predictions=logits, label_ids=labels))
+    assert scores["micro_f1"] == pytest.approx(f1_score(labels, predicted, average="micro"))
+    assert scores["macro_f1"] == pytest.approx(f1_score(labels, predicted, average="macro", zero_division=0))
+    assert scores["subset_accuracy"] == pytest.approx(accuracy_score(labels, predicted))
+    assert scores["subset_accuracy"] == pytest.approx(2 / 5)  # rows 0 and 2 exactly right
+    assert scores["micro_f1"] != pytest.approx(scores["macro_f1"])
+
+
+def test_a_model_that_predicts_no_label_scores_zero_f1_without_a_warning() -> None:
+    labels = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = MultiLabelMetrics(2)(EvalPrediction(predictions=np.full((2, 2), -5.0), label_ids=labels))
+    assert scores["micro_f1"] == 0.0 and scores["macro_f1"] == 0.0 and scores["subset_accuracy"] == 0.0
+    assert scores["top_set_share"] == 1.0
+
+
+# ------------------------------------------------------------------------------------------------------- labels
+def test_label_sets_are_lists_or_separated_fields_and_may_be_empty() -> None:
+    values = [["b", "a"], "a,c", " c , a ", "", None, [], "b"]
+    assert label_sets(values, ",") == [["b", "a"], ["a", "c"], ["c", "a"], [], [], [], ["b"]]
+    assert label_sets(["a|b", "x,y"], "|") == [["a", "b"], ["x,y"]]
+
+
+def shape_of(train: list[list], eval_: list[list], **overrides: object) -> MultiLabelClassificationShape:
+    raw = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": ["t"] * len(train), "labels": train}),
+            "eval": datasets.Dataset.from_dict({"text": ["t"] * len(eval_), "labels": eval_}),
+        }
+    )
+    shape = MultiLabelClassificationShape(task(**overrides), FeatureSettings(), tokenizer=None)  # type: ignore[arg-type]
+    shape.prepare_labels(raw)
+    return shape
+
+
+def test_the_label_names_are_the_sorted_train_labels_and_the_head_is_multi_label() -> None:
+    shape = shape_of(["dogs,cats", "", "films"], ["cats", "dogs,films"])
+    assert shape.names == ["cats", "dogs", "films"]
+    updates = shape.config_updates()
+    assert updates["problem_type"] == "multi_label_classification"
+    assert updates["num_labels"] == 3 and updates["id2label"] == {0: "cats", 1: "dogs", 2: "films"}
+
+
+def test_a_label_the_train_split_lacks_is_refused_in_one_line_naming_it() -> None:
+    with pytest.raises(ValueError) as error:
+        shape_of([["cats"], ["dogs"]], [["cats", "birds"]])
+    assert str(error.value) == (
+        "Label(s) ['birds'] in the eval split are outside the label set ['cats', 'dogs'] (the train split's labels, "
+        "or --class_names)."
+    )
+
+
+def test_class_names_give_the_order_and_may_name_a_label_no_train_example_holds() -> None:
+    shape = shape_of([["dogs"], ["cats"]], [["birds"]], label_names=["dogs", "cats", "birds"])
+    assert shape.names == ["dogs", "cats", "birds"]
+
+
+def test_a_train_split_without_any_label_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^No example of the train split has a label"):
+        shape_of([[], []], [["cats"]])
+
+
+# ---------------------------------------------------------------------------------------------------- baselines
+def multi_hot(sets: list[list[str]], names: list[str]) -> list[list[float]]:
+    return [[float(name in labels) for name in names] for labels in sets]
+
+
+def test_no_learning_baselines_are_the_label_majorities_the_commonest_set_and_a_bag_of_words() -> None:
+    names = sorted(LABEL_WORDS)
+    train, dev = rows(TRAIN_SETS), rows(EVAL_SETS)
+    train_split = datasets.Dataset.from_list(train)
+    dev_split = datasets.Dataset.from_list(dev)
+    spec = task(label_names=names)
+    y_train, y_dev = multi_hot(TRAIN_SETS, names), multi_hot(EVAL_SETS, names)
+    scores = no_learning_scores(spec, train_split, y_train, {"eval": (dev_split, y_dev)})["eval"]
+    assert set(scores) == {"label_majority", "commonest_set", "bag_of_words", "bag_of_word_pairs"}
+    truth = np.array(y_dev, dtype=int)
+    # Each label is absent in most train examples: its majority value is 0, so nothing is predicted.
+    nothing = np.zeros_like(truth)
+    assert scores["label_majority"]["micro_f1"] == 0.0
+    assert scores["label_majority"]["subset_accuracy"] == pytest.approx(accuracy_score(truth, nothing))
+    # The commonest train set: ["cats"] (6 of 24) and ["dogs"] (6) tie; the first seen wins.
+    cats = np.tile([1, 0, 0], (len(truth), 1))
+    assert scores["commonest_set"]["micro_f1"] == pytest.approx(f1_score(truth, cats, average="micro"))
+    assert scores["commonest_set"]["macro_f1"] == pytest.approx(f1_score(truth, cats, average="macro", zero_division=0))
+    # The bag of words: one logistic regression per label on the train texts' TF-IDF.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2)
+    fitted = OneVsRestClassifier(LogisticRegression(C=4.0, max_iter=1000)).fit(
+        vectorizer.fit_transform([r["text"] for r in train]), np.array(y_train, dtype=int)
+    )
+    predicted = fitted.predict(vectorizer.transform([r["text"] for r in dev]))
+    assert scores["bag_of_words"]["micro_f1"] == pytest.approx(f1_score(truth, predicted, average="micro"))
+    assert scores["bag_of_words"]["subset_accuracy"] == pytest.approx(accuracy_score(truth, predicted))
+
+
+# ------------------------------------------------------------------------------------------------ fine-tuning
+@pytest.fixture(scope="module")
+def multi_label_run(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """A fine-tune of the tiny model on jsonl label lists, a few steps: its output_dir."""
+    folder = tmp_path_factory.mktemp("multi_label")
+    train = write_jsonl(folder / "train.jsonl", rows(TRAIN_SETS))
+    dev = write_jsonl(folder / "dev.jsonl", rows(EVAL_SETS))
+    output = folder / "run"
+    main(
+        ["--model_name_or_path", str(model_dir), "--task_type", TASK_TYPE, "--label_column", "labels",
+         "--train_file", str(train), "--validation_file", str(dev), "--output_dir", str(output),
+         "--max_seq_length", "16", "--per_device_train_batch_size", "8", "--num_train_epochs", "2",
+         "--learning_rate", "1e-3", "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true"]
+    )  # fmt: skip
+    return output
+
+
+def test_a_fine_tune_scores_micro_f1_from_its_predictions_beside_the_baselines(multi_label_run: Path) -> None:
+    results = json.loads((multi_label_run / "all_results.json").read_text())
+    assert results["task_type"] == TASK_TYPE and results["main_metric"] == "micro_f1"
+    for key in ("eval_micro_f1", "eval_macro_f1", "eval_subset_accuracy", "baseline_label_majority",
+                "baseline_commonest_set", "baseline_bag_of_words"):  # fmt: skip
+        assert isinstance(results[key], float), key
+    config = AutoConfig.from_pretrained(multi_label_run)
+    assert config.problem_type == "multi_label_classification"
+    assert list(config.id2label.values()) == ["cats", "dogs", "films"]
+    with (multi_label_run / "predictions.csv").open() as handle:
+        predictions = list(csv.DictReader(handle))
+    assert len(predictions) == len(EVAL_SETS)
+    truth = np.array(multi_hot(EVAL_SETS, ["cats", "dogs", "films"]), dtype=int)
+    assert [row["labels"] for row in predictions] == [",".join(labels) for labels in EVAL_SETS]
+    predicted = np.array([[float(row[f"p_{name}"]) > 0.5 for name in ("cats", "dogs", "films")] for row in predictions])
+    names = np.array(["cats", "dogs", "films"])
+    assert [row["prediction"] for row in predictions] == [",".join(names[p]) for p in predicted]
+    assert results["eval_micro_f1"] == pytest.approx(f1_score(truth, predicted, average="micro"), abs=1e-6)
+    assert results["eval_subset_accuracy"] == pytest.approx(accuracy_score(truth, predicted), abs=1e-6)
+    assert (multi_label_run / "per_label_f1.png").is_file()
+    card = (multi_label_run / "README.md").read_text()
+    assert "multi-label" in card and "sigmoid" in card
+
+
+def test_classify_prints_each_labels_sigmoid_and_the_labels_above_one_half(
+    multi_label_run: Path, capsys: pytest.CaptureFixture, tokenizer: BertTokenizer
+) -> None:
+    text = "the cat sat on the mat"
+    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(multi_label_run).eval()
+    with torch.no_grad():
+        probabilities = torch.sigmoid(model(**tokenizer(text, return_tensors="pt")).logits[0]).numpy()
+    expected = {model.config.id2label[i]: float(p) for i, p in enumerate(probabilities)}
+    above = [name for name, p in sorted(expected.items(), key=lambda item: -item[1]) if p > 0.5]
+    capsys.readouterr()
+    dispatch.main(["classify", str(multi_label_run), text])
+    *lines, last = capsys.readouterr().out.splitlines()
+    printed = {label: float(score) for label, score in (line.split() for line in lines)}
+    assert printed == pytest.approx(expected, abs=1e-4)
+    assert list(printed) == sorted(printed, key=printed.get, reverse=True)
+    assert last == f"above 0.5: {', '.join(above) if above else '(none)'}"
+    dispatch.main(["classify", str(multi_label_run), text, "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["predicted_labels"] == above
+    assert {entry["label"]: entry["score"] for entry in answer["labels"]} == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_csv_label_field_is_split_on_the_label_separator(tmp_path: Path) -> None:
+    from hf_bertscratch.tasks.data import DataArguments, load_task_datasets
+
+    train = tmp_path / "train.tsv"
+    train.write_text("text\ttopics\na cat\tcats|dogs\nno topic\t\na film\tfilms\n", encoding="utf-8")
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("text\ttopics\na dog\tdogs\nnothing\t\n", encoding="utf-8")
+    args = DataArguments(
+        task_type=TASK_TYPE, train_file=str(train), validation_file=str(dev), label_column="topics",
+        label_separator="|",
+    )  # fmt: skip
+    raw = load_task_datasets(args, args.task_spec)
+    shape = MultiLabelClassificationShape(args.task_spec, FeatureSettings(), tokenizer=None)  # type: ignore[arg-type]
+    shape.prepare_labels(raw)
+    assert shape.names == ["cats", "dogs", "films"]
+    assert shape.encode(raw["eval"]["topics"]) == [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def test_a_label_separator_for_another_task_type_is_refused() -> None:
+    from hf_bertscratch.tasks.data import DataArguments
+
+    with pytest.raises(ValueError) as error:
+        DataArguments(train_file="train.csv", label_separator="|")
+    assert str(error.value) == (
+        "--label_separator '|' splits a multi-label-classification task's label field, but this is a classification "
+        "task: add --task_type multi-label-classification, or leave --label_separator out."
+    )
+
+
+# ------------------------------------------------------------------------------------------------- front door
+def test_the_front_door_knows_the_task_type_and_its_label_column(tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text('text,tags\na cat,"cats,dogs"\n', encoding="utf-8")
+    argv = ["finetune", "--model_name_or_path", "model", "--train_file", "train.csv", "--output_dir", "out"]
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "bertscratch"}))
+    done = front_door(tmp_path, *argv, "--task_type", TASK_TYPE)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "bertscratch finetune: error: ValueError: Column(s) ['label'] not in the train split; it has ['text', 'tags']: name yours "
+        "with --label_column.\n"
+    )
+    done = front_door(tmp_path, *argv, "--task_type", "multilabel-classification")
+    assert done.returncode == 1
+    assert "did you mean 'multi-label-classification'?" in done.stderr
+
+
+LISTED_LINE = (
+    "The train split's labels in column 'labels' are lists, such as ['cats', 'dogs']: a text with any number of "
+    "labels is a multi-label classification task: add --task_type multi-label-classification."
+)
+
+
+def test_list_labels_of_a_classification_task_name_the_task_type_that_reads_them(tmp_path: Path) -> None:
+    from hf_bertscratch.tasks.classification import label_mapping
+
+    raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"labels": [["cats", "dogs"], []]})})
+    with pytest.raises(ValueError) as error:
+        label_mapping(raw, "labels", None)
+    assert str(error.value) == LISTED_LINE
+    write_jsonl(tmp_path / "train.jsonl", rows([["cats", "dogs"], ["films"]]))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "bertscratch"}))
+    done = front_door(
+        tmp_path, "finetune", "--model_name_or_path", "model", "--train_file", "train.jsonl", "--label_column", "labels",
+        "--output_dir", "out",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == f"bertscratch finetune: error: ValueError: {LISTED_LINE}\n"
+
+
+def test_a_constant_label_set_is_named_as_the_model_gives_it(caplog: pytest.LogCaptureFixture) -> None:
+    from transformers.trainer_utils import PredictionOutput
+
+    from hf_bertscratch.finetuning import warn_of_a_constant_answer
+
+    logits = np.array([[2.0, -1.0, 3.0], [1.0, -2.0, 0.5]])
+    prediction = PredictionOutput(predictions=logits, label_ids=np.zeros((2, 3)), metrics={})
+    with caplog.at_level("WARNING"):
+        warn_of_a_constant_answer({"eval_top_set_share": 1.0}, prediction, ["cats", "dogs", "films"])
+    assert "The model gives the same labels (cats, films) to every eval example" in caplog.text
+
+
+def test_a_probed_head_is_refused_for_a_multi_label_task(tmp_path: Path, model_dir: Path) -> None:
+    from hf_bertscratch.finetuning_arguments import choose_task_defaults, parse_args
+
+    write_jsonl(tmp_path / "train.jsonl", rows(TRAIN_SETS))
+    model_args, data_args, training_args = parse_args(
+        ["--model_name_or_path", str(model_dir), "--task_type", TASK_TYPE, "--train_file", str(tmp_path / "train.jsonl"),
+         "--head_init", "probe", "--output_dir", str(tmp_path / "out"), "--use_cpu", "true"]
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"^--head_init probe fits a new head to one class per example"):
+        choose_task_defaults(model_args, data_args, training_args, AutoConfig.from_pretrained(model_dir))
+
+
+def test_a_saved_multi_label_model_gets_the_multi_label_card(multi_label_run: Path) -> None:
+    from hf_bertscratch.cards import info_from_model_folder
+
+    kind, info = info_from_model_folder(multi_label_run)
+    assert kind == "multi-label-classifier"
+    assert info.labels == ["cats", "dogs", "films"]
+
+
+def test_evaluate_onnx_refuses_a_multi_label_task_in_one_line(tmp_path: Path) -> None:
+    from hf_bertscratch.onnx_evaluation import OnnxEvaluationArguments, check_arguments
+    from hf_bertscratch.tasks.data import DataArguments
+
+    data_args = DataArguments(task_type=TASK_TYPE, train_file=str(write_jsonl(tmp_path / "t.jsonl", rows([["cats"]]))))
+    with pytest.raises(ValueError) as error:
+        check_arguments(OnnxEvaluationArguments(model=str(tmp_path)), data_args)
+    assert str(error.value) == (
+        "evaluate-onnx scores a task of the shapes ['classification', 'regression', 'token-classification', "
+        "'question-answering']; a multi-label-classification task is none of them."
+    )
