@@ -64,8 +64,10 @@ class DataArguments:
     task_type: str | None = field(
         default=None,
         metadata={
-            "help": "The shape of your own data's task (default: classification, or the --task's shape).",
+            "help": f"The shape of your own data's task: {', '.join(SHAPES)} (default: classification, or the "
+            "--task's shape).",
             "choices": list(SHAPES),
+            "metavar": "TASK_TYPE",  # the shapes are listed in the help: in the usage line they would be too wide
         },
     )
     dataset_name: str | None = field(default=None, metadata={"help": "A Hub dataset id (instead of --task)."})
