@@ -374,6 +374,18 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
         return _csv(["sentence1", "sentence2", "score"], [[a, b, round(rng.uniform(0, 5), 2)] for a, b in pairs])
     if stem == "stars":
         return _jsonl([{"text": sentence(rng), "stars": round(rng.uniform(1, 5), 1)} for _ in range(count)])
+    if stem == "emotions":  # multi-label: a JSON list of labels per row, some empty
+        emotions = ("anger", "joy", "surprise")
+        return _jsonl(
+            [
+                {"text": sentence(rng), "emotions": [e for j, e in enumerate(emotions) if (i >> j) & 1]}
+                for i in range(count)
+            ]
+        )
+    if stem == "topics":  # multi-label: a tsv field of labels separated by "|", some empty
+        topics = ("economy", "politics", "sport")
+        rows = [[sentence(rng), "|".join(t for j, t in enumerate(topics) if (i >> j) & 1)] for i in range(count)]
+        return "".join("\t".join(row) + "\n" for row in [["text", "topics"], *rows])
     if stem == "paraphrase":
         return _csv(["question1", "question2", "label"], [[a, b, i % 2] for i, (a, b) in enumerate(pairs)])
     if name == "ner-test.txt":  # CoNLL's layout of words alone: a test file without tags, to be predicted
@@ -412,14 +424,15 @@ def _user_file(name: str, page: str, rng: random.Random, count: int) -> str:
 # which needs the Hub, trains on; see the skip table).
 USER_FILES: dict[str, tuple[str, ...]] = {
     "README.md": (
-        "notes.txt", "train.csv", "dev.csv", "ner.jsonl", "ner-dev.jsonl", "squad-train.json", "squad-dev.json"
+        "notes.txt", "train.csv", "dev.csv", "ner.jsonl", "ner-dev.jsonl", "squad-train.json", "squad-dev.json",
+        "emotions-train.jsonl", "emotions-dev.jsonl",
     ),
     "docs/fine-tuning.md": tuple(
         f"{stem}-{split}.{extension}"
         for stem, extension in (
             ("sentiment", "csv"), ("reviews", "csv"), ("nli", "jsonl"), ("sts", "csv"), ("stars", "jsonl"),
             ("ner", "jsonl"), ("ner", "txt"), ("ner-ids", "jsonl"), ("qa", "jsonl"), ("squad", "json"),
-            ("paraphrase", "csv"),
+            ("paraphrase", "csv"), ("emotions", "jsonl"), ("topics", "tsv"),
         )
         for split in ("train", "dev")
     ) + ("ner-dev-misc.jsonl", "sentiment-test.csv", "ner-test.txt"),
