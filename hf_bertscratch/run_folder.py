@@ -55,7 +55,7 @@ _WRITTEN_LAST = ("all_results.json", "README.md")
 # The subfolder of an ELECTRA run's output folder that holds its generator, a fill-mask model of its own.
 GENERATOR_FOLDER = "generator"
 # The shapes' pictures of fine-tuning's evaluation (`TaskShape.picture`), each also drawn for a test split (test_).
-_PICTURES = ("confusion_matrix.png", "regression.png", "per_type_f1.png")
+_PICTURES = ("confusion_matrix.png", "per_label_f1.png", "regression.png", "per_type_f1.png")
 # What pretraining and fine-tuning write into an output folder beside what every run saves (the model, its tokenizer
 # and code, trainer_state.json, all_results.json, the model card): reports, an embedding model's sentence-transformers
 # files (`embedding.write_sentence_transformers_files`) and ELECTRA's generator. Those an earlier run left
