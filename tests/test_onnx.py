@@ -344,7 +344,7 @@ def test_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         return real_import(name, *args)
 
     monkeypatch.setattr(common.importlib, "import_module", without_onnxruntime)
-    with pytest.raises(ImportError, match=r"needs the 'onnxruntime' package.*pip install -e '\.\[onnx\]'"):
+    with pytest.raises(ImportError, match=r"needs the 'onnxruntime' package.*pip install \"hf-bertscratch\[onnx\]\""):
         onnx_session(tmp_path)
 
 
