@@ -112,7 +112,8 @@ def train_wordpiece_tokenizer(
     order: `tokenizers` numbers equally ranked tokens differently from run to run (its hash maps are seeded per
     process), and WordPiece splits words the same whatever the numbering, so trainings that learn the same tokens
     (as on a real corpus, where ties rarely change which tokens are learned) give them the same ids. Saved to
-    `output_dir` when given.
+    `output_dir` when given, as a whole new folder that replaces it in one rename (no file of an older tokenizer
+    stays beside the new ones, and a save that fails leaves the older one as it was).
 
     Raises:
         ValueError: if `vocab_size` cannot hold the special tokens.
@@ -139,7 +140,10 @@ def train_wordpiece_tokenizer(
         )
     tokenizer = BertTokenizer(vocab=vocab, do_lower_case=lowercase)
     if output_dir is not None:
-        tokenizer.save_pretrained(output_dir)
+        from .run_folder import staged_folder
+
+        with staged_folder(output_dir) as staging:
+            tokenizer.save_pretrained(staging)
         logger.info("Saved a %d-token WordPiece tokenizer to %s", len(tokenizer), output_dir)
     return tokenizer
 
@@ -167,8 +171,9 @@ class TrainTokenizerArguments:
 
 
 def check_tokenizer_output_dir(output_dir: str) -> None:
-    """Refuse an `output_dir` that is a file (`save_pretrained` would write nothing) or a model's folder (the new
-    tokenizer would replace the model's own, whose ids its embeddings were trained on)."""
+    """Refuse an `output_dir` that is a file (`save_pretrained` would write nothing), a model's folder (the new
+    tokenizer would replace the model's own, whose ids its embeddings were trained on) or a folder of other files
+    (the new tokenizer replaces the whole folder)."""
     path = Path(output_dir)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--output_dir {output_dir!r} is a file; expected a folder to save the tokenizer in.")
@@ -176,6 +181,11 @@ def check_tokenizer_output_dir(output_dir: str) -> None:
         raise ValueError(
             f"--output_dir {output_dir!r} holds a model (config.json): the new tokenizer would replace the model's "
             "own, whose ids its embeddings were trained on; choose another --output_dir."
+        )
+    if path.is_dir() and any(path.iterdir()) and not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(
+            f"--output_dir {output_dir!r} holds files and no tokenizer ({', '.join(TOKENIZER_FILES)}): the new "
+            "tokenizer replaces the whole folder; choose a new or empty folder, or one holding a tokenizer to replace."
         )
 
 

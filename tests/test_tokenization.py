@@ -146,3 +146,39 @@ def test_a_loaded_tokenizer_saves_no_load_time_options(tmp_path: Path) -> None:
         load(str(tmp_path / "trained")).save_pretrained(tmp_path / name)
         assert json.loads((tmp_path / name / "tokenizer_config.json").read_text()) == written, name
     assert not {"is_local", "local_files_only"} & set(written)
+
+
+def test_main_replaces_an_older_tokenizer_whole_and_keeps_it_on_failure(
+    text_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tokenizer folder trained again holds the new tokenizer's files alone (an older vocab.txt left beside the new
+    tokenizer.json could be loaded with it); a training that fails on the way leaves the older tokenizer as it was."""
+    output = tmp_path / "tok"
+    output.mkdir()
+    (output / "vocab.txt").write_text("[PAD]\n[UNK]\nold\n", encoding="utf-8")
+    (output / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(BertTokenizer, "save_pretrained", fail)
+    with pytest.raises(OSError, match="disk full"):
+        main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(output)])
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == []
+    assert (output / "vocab.txt").read_text(encoding="utf-8") == "[PAD]\n[UNK]\nold\n"
+    monkeypatch.undo()
+    main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(output)])
+    assert "old" not in load_tokenizer(str(output)).get_vocab()
+    assert not (output / "merges.txt").exists()
+    assert not (output / "vocab.txt").exists() or "old" not in (output / "vocab.txt").read_text().split()
+    assert len(load_tokenizer(str(output))) <= 70
+
+
+def test_main_refuses_a_folder_of_other_files(text_file: Path, tmp_path: Path) -> None:
+    """Saving replaces the whole folder: one holding files and no tokenizer is refused, its files kept."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.md").write_text("kept\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"--output_dir '.*notes' holds files and no tokenizer"):
+        main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(notes)])
+    assert (notes / "todo.md").read_text(encoding="utf-8") == "kept\n"
