@@ -137,15 +137,21 @@ def write_record(path: str | Path, record: dict) -> None:
 def portable_paths(values: list[str]) -> list[str]:
     """`values` with each absolute path under the parent of the current folder written relative to the current folder
     (the repository, for the lab's records): a record names `runs/x` or `../shared/data`, not the machine that made it.
+    A path given as `--flag=PATH` is written so too.
     """
     here = Path.cwd()
-    portable = []
-    for value in values:
+
+    def portable(value: str) -> str:
         path = Path(value)
         if path.is_absolute() and path.is_relative_to(here.parent):
-            value = os.path.relpath(path, here)
-        portable.append(value)
-    return portable
+            return os.path.relpath(path, here)
+        return value
+
+    written = []
+    for value in values:
+        flag, equals, given = value.partition("=")
+        written.append(flag + equals + portable(given) if value.startswith("-") and equals else portable(value))
+    return written
 
 
 def record_file(output_dir: str | Path, *parts: str) -> Path:

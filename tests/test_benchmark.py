@@ -268,6 +268,9 @@ def test_records_name_paths_relative_to_where_the_command_ran(tmp_path, monkeypa
     monkeypatch.chdir(repository)
     given = [str(repository / "runs" / "x"), str(tmp_path / "shared" / "data"), "--seq_len", "128", "relative/path"]
     assert records.portable_paths(given) == ["runs/x", "../shared/data", "--seq_len", "128", "relative/path"]
+    given = [f"--output_dir={repository / 'runs' / 'x'}", f"--data={tmp_path / 'shared'}", "--seq_len=128", "a=/b"]
+    assert records.portable_paths(given) == ["--output_dir=runs/x", "--data=../shared", "--seq_len=128", "a=/b"]
+    assert records.portable_paths(["--out=/elsewhere/x"]) == ["--out=/elsewhere/x"]  # outside: kept as given
 
 
 def test_a_mistyped_flag_is_named_in_one_line_not_taken_as_an_abbreviation(capsys: pytest.CaptureFixture[str]) -> None:
