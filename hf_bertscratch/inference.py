@@ -58,7 +58,7 @@ from .model_reference import check_model_reference
 from .qa_windows import postprocess_predictions, prepare_eval_features
 from .similarity import POOLINGS
 from .task_heads import FINE_TUNED_HEADS, TASK_HEADS, check_task_head
-from .tokenization import check_tokenizer_fits, load_tokenizer
+from .tokenization import check_tokenizer_fits, load_model_tokenizer
 
 if TYPE_CHECKING:
     from .onnx.runtime import BertScratchOnnxRuntimeModel
@@ -219,7 +219,7 @@ def load_pipeline(
     torch_dtype = inference_dtype(dtype, backend)
     given, model = str(model), family_checkpoint(model)  # transformers' BERT converted on load
     check_task_head(model, task, shown=given)
-    loaded = load_tokenizer(str(tokenizer if tokenizer is not None else given))  # a converted folder holds its copy
+    loaded = load_model_tokenizer(given, tokenizer)  # a converted folder holds its copy
     check_tokenizer_fits(loaded, AutoConfig.from_pretrained(model).vocab_size)
     if backend == "onnxruntime":
         return _onnx_pipeline(task, model, loaded, device)
@@ -877,7 +877,7 @@ def _load_qa_model(
         # dtype="auto" would keep a half-precision checkpoint as is: the type is always chosen here.
         qa_model = AutoModelForQuestionAnswering.from_pretrained(name, dtype=inference_dtype(dtype))
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
-            tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else model))  # as given, not `name`
+            tokenizer = load_model_tokenizer(str(model), tokenizer)  # as given, not `name`
         check_tokenizer_fits(tokenizer, qa_model.config.vocab_size)
     target = torch_device(device)
     if target is not None:

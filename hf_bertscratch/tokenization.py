@@ -41,12 +41,13 @@ def forget_load_options(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokeniz
     return tokenizer
 
 
-def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+def load_tokenizer(name_or_path: str, remedy: str | None = None) -> PreTrainedTokenizerBase:
     """Load a tokenizer from a tokenizer folder, a folder with only `vocab.txt`, a `vocab.txt` file, or a Hub id.
 
     Raises:
         FileNotFoundError: if `name_or_path` is a path that does not exist (rather than the Hub's "Repo id must be
-            in the form ..." or a connection error for a mistyped folder).
+            in the form ..." or a connection error for a mistyped folder), or a folder holding no tokenizer file (the
+            message ends with `remedy` when given: how to supply one).
         ValueError: if the tokenizer has no mask token (masked language modelling needs one).
     """
     path = Path(name_or_path).expanduser()
@@ -58,7 +59,8 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     elif path.is_dir() and not any((path / name).is_file() for name in _TOKENIZER_FILES):
         if not (path / "vocab.txt").is_file():
             raise FileNotFoundError(
-                f"Tokenizer folder {name_or_path!r} holds neither {' nor '.join(_TOKENIZER_FILES)} nor vocab.txt."
+                f"Tokenizer folder {name_or_path!r} holds neither {' nor '.join(_TOKENIZER_FILES)} nor vocab.txt"
+                + (f"; {remedy}." if remedy else ".")
             )
         # AutoTokenizer cannot tell a bare vocab.txt folder's class; WordPiece vocab files are BERT's.
         tokenizer = BertTokenizer.from_pretrained(str(path))
@@ -66,6 +68,16 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     check_mask_token(tokenizer, name_or_path)
     return forget_load_options(tokenizer)
+
+
+def load_model_tokenizer(model: str | Path, tokenizer: str | Path | None) -> PreTrainedTokenizerBase:
+    """The tokenizer of the inference commands and `export`: `tokenizer` (their --tokenizer) when given, else the one
+    saved in the model folder or Hub id `model`; a model folder without one is told where to save one or which flag
+    supplies one."""
+    if tokenizer is not None:
+        return load_tokenizer(str(tokenizer))
+    remedy = f"save its tokenizer into {model} (tokenizer.save_pretrained), or pass --tokenizer (in Python, tokenizer=)"
+    return load_tokenizer(str(model), remedy)
 
 
 def check_vocabulary(tokenizer: PreTrainedTokenizerBase, name: str, remedy: str) -> None:
@@ -217,6 +229,7 @@ __all__ = [
     "build_parser",
     "check_mask_token",
     "check_tokenizer_fits",
+    "load_model_tokenizer",
     "load_tokenizer",
     "main",
     "train_wordpiece_tokenizer",

@@ -17,6 +17,7 @@ from transformers import (
     AutoModelForSequenceClassification,
     BertConfig,
     BertForMaskedLM,
+    BertForQuestionAnswering,
     BertForSequenceClassification,
     BertModel,
     BertTokenizer,
@@ -409,13 +410,24 @@ def test_a_converted_checkpoint_without_a_tokenizer_is_named_as_given(
     source = tmp_path / "weights-only"
     torch.manual_seed(0)
     BertForSequenceClassification(BertConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(source)
+    answering = tmp_path / "qa-weights-only"
+    BertForQuestionAnswering(BertConfig(**tiny_config_kwargs(len(tokenizer)))).save_pretrained(answering)
     for argv in (
         ["classify", str(source), "a wonderful film"],
         ["export", str(source), str(tmp_path / "exported")],
+        ["answer", str(answering), "--question", "who?", "--context", "a wonderful film"],
     ):
         code, _, err = _run(argv, capsys)
-        assert code == 1 and f"Tokenizer folder {str(source)!r} holds neither" in err, (argv, err)
+        folder = argv[1]
+        assert code == 1 and f"Tokenizer folder {folder!r} holds neither" in err, (argv, err)
         assert "bertscratch-converted-" not in err, err
+        # the command's own flag that supplies one, and where to save one instead
+        assert f"save its tokenizer into {folder} (tokenizer.save_pretrained), or pass --tokenizer" in err, err
+    tokenizer_folder = tmp_path / "no-tokenizer-either"
+    tokenizer_folder.mkdir()
+    code, _, err = _run(["classify", str(source), "a film", "--tokenizer", str(tokenizer_folder)], capsys)
+    assert code == 1 and f"Tokenizer folder {str(tokenizer_folder)!r} holds neither" in err, err
+    assert "pass --tokenizer" not in err, err  # the flag was given: its folder is what lacks a tokenizer
     tokenizer.save_pretrained(source)  # with its tokenizer, the same folder classifies
     code, out, err = _run(["classify", str(source), "a wonderful film"], capsys)
     assert code == 0 and "LABEL_" in out, err

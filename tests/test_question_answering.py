@@ -23,6 +23,7 @@ from hf_bertscratch.tasks.question_answering import (
     prepare_eval_features,
     prepare_train_features,
 )
+from hf_bertscratch.tokenization import load_tokenizer
 
 QUESTION = "what is the capital of spain ?"  # 7 tokens ("what" is [UNK])
 FILLER = "the dog ran fast in the city and the cat sat on the mat".split()  # one token a word
@@ -582,7 +583,7 @@ def test_answer_question_end_to_end_with_a_saved_model(qa_model_dir: Path) -> No
     assert result["answer"] and context[result["start"] : result["end"]] == result["answer"]
     assert 0.0 < result["score"] <= 1.0
     model = BertScratchForQuestionAnswering.from_pretrained(qa_model_dir)
-    tokenizer = inference.load_tokenizer(str(qa_model_dir))
+    tokenizer = load_tokenizer(str(qa_model_dir))
     assert answer_question((model, tokenizer), QUESTION, context, max_seq_length=32, doc_stride=8) == result
 
 

@@ -380,7 +380,7 @@ def export_onnx(
         `output_dir`, written in one rename once complete.
     """
     from ..convert import copy_sentence_transformers_files, family_checkpoint
-    from ..tokenization import check_tokenizer_fits, load_tokenizer
+    from ..tokenization import check_tokenizer_fits, load_model_tokenizer
 
     given, model = str(model), family_checkpoint(model)  # transformers' BERT converted on load
     output_dir = Path(output_dir)
@@ -404,7 +404,7 @@ def export_onnx(
     torch_model = getattr(importlib.import_module("transformers"), spec.auto_class).from_pretrained(
         model, dtype=torch.float32
     )
-    loaded_tokenizer = load_tokenizer(str(tokenizer if tokenizer is not None else given))  # as the user gave it
+    loaded_tokenizer = load_model_tokenizer(given, tokenizer)  # as the user gave it
     check_tokenizer_fits(loaded_tokenizer, config.vocab_size)
     with staged_folder(output_dir) as staging:
         names = export_graph(torch_model, task, staging / ONNX_FILE, opset, masked_positions, optimize)
