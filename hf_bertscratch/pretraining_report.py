@@ -16,6 +16,8 @@ from .cards import source_name
 from .electra import ElectraPretrainingModel
 from .hardware import describe_hardware
 from .pretraining_arguments import (
+    BUDGET_STEP_CAP,
+    DEFAULT_BUDGET_MINUTES,
     DataArguments,
     ModelArguments,
     PretrainingArguments,
@@ -26,9 +28,11 @@ from .run_folder import output_dir_of
 
 # Training tokens per second of the default recipe (README's quick start: the tiny model, 128-token blocks, two
 # processes) on the machines its records come from (the Xeon's with AdamW for every parameter, the default before
-# Muon). A run far below the slowest trained fewer tokens in its budget
+# Muon). A run of that recipe far below the slowest trained fewer tokens in its budget
 # than the recipe was chosen for, and the end of the run says so.
 REFERENCE_TOKENS_PER_SECOND = {"2-core AMD EPYC (AVX2)": 14_700, "2-core Intel Xeon (AMX)": 31_200}
+# The processes of the runs REFERENCE_TOKENS_PER_SECOND was measured on (--num_processes auto on 2 cores).
+REFERENCE_PROCESSES = 2
 # Accuracy above the unigram answer's below which a run is said to be still on the unigram plateau.
 PLATEAU_MARGIN = 0.03
 # The sentences the saved folder's fill-mask predictions are shown on.
@@ -87,8 +91,7 @@ def summarise_run(
             "(--max_train_minutes) or on a faster machine."
         )
     slowest = min(REFERENCE_TOKENS_PER_SECOND.values())
-    usual = model_args.model_size == "tiny" and model_args.config_name is None and model_args.model_name_or_path is None
-    if usual and metrics.get("train_budget_minutes") and metrics["train_tokens_per_second"] < 0.75 * slowest:
+    if runs_the_recipe(metrics, training_args, model_args) and metrics["train_tokens_per_second"] < 0.75 * slowest:
         measured = ", ".join(
             f"{speed / 1000:.1f}k on a {machine}" for machine, speed in REFERENCE_TOKENS_PER_SECOND.items()
         )
@@ -98,6 +101,29 @@ def summarise_run(
             "other programs running are the likely cause (close them, or raise --max_train_minutes)."
         )
     return lines
+
+
+def _default(arguments: Any, name: str) -> Any:
+    """The default of the dataclass `arguments`' field `name` (its flag's default)."""
+    return arguments.__dataclass_fields__[name].default
+
+
+def runs_the_recipe(metrics: dict[str, float], training_args: PretrainingArguments, model_args: ModelArguments) -> bool:
+    """Whether the run is the default recipe whose speed REFERENCE_TOKENS_PER_SECOND holds: a new model of the
+    default size and objective, the default blocks and batch on as many processes, ended by a time budget at least
+    the default one (a shorter run's tokens a second carry more of its start-up). Another run's speed is not to be
+    read against it (shorter blocks, smaller batches or a few steps train fewer tokens a second on any machine)."""
+    return (
+        model_args.model_size == _default(ModelArguments, "model_size")
+        and model_args.config_name is None
+        and model_args.model_name_or_path is None
+        and model_args.objective == _default(ModelArguments, "objective")
+        and metrics.get("max_seq_length") == _default(DataArguments, "max_seq_length")
+        and training_args.per_device_train_batch_size == _default(PretrainingArguments, "per_device_train_batch_size")
+        and metrics.get("world_size") == REFERENCE_PROCESSES
+        and training_args.max_steps == BUDGET_STEP_CAP  # only the budget ends the run
+        and metrics.get("train_budget_minutes", 0) >= DEFAULT_BUDGET_MINUTES
+    )
 
 
 def _output_model(trainer: Trainer) -> PreTrainedModel:

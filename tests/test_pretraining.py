@@ -1939,6 +1939,8 @@ def test_the_end_of_a_run_says_when_the_model_is_on_the_unigram_plateau_and_when
         "train_tokens": 11_100_160,
         "train_tokens_per_second": 21_800.0,
         "train_budget_minutes": 8.5,
+        "max_seq_length": 128,
+        "world_size": 2,
     }
     (line,) = pretraining.summarise_run(metrics, training_args, model_args, tokenizer)
     assert line.startswith("eval_accuracy 0.3300  perplexity 61.00 (the unigram answer 'the' everywhere: 0.0660")
@@ -1947,6 +1949,13 @@ def test_the_end_of_a_run_says_when_the_model_is_on_the_unigram_plateau_and_when
     _, plateau, slow = pretraining.summarise_run(on_plateau, training_args, model_args, tokenizer)
     assert plateau.startswith("The model is still on the unigram plateau")
     assert slow.startswith("This machine trained 9.6k tokens/s; the default recipe was measured at 14.7k on a")
+    # runs of another shape than the recipe's: their speed is not the quick start's to judge
+    for other in ({"max_seq_length": 32}, {"world_size": 1}, {"train_budget_minutes": 0.5}):
+        lines = pretraining.summarise_run({**on_plateau, **other}, training_args, model_args, tokenizer)
+        assert len(lines) == 2, (other, lines)
+    for flags in (["--per_device_train_batch_size", "4"], ["--max_steps", "1"], ["--objective", "electra"]):
+        model_args, _, other_args = pretraining.parse_args(["--output_dir", "D", *flags])
+        assert len(pretraining.summarise_run(on_plateau, other_args, model_args, tokenizer)) == 2, flags
     model_args.model_size = "base"  # another recipe: its speed is not the quick start's to judge
     assert len(pretraining.summarise_run(on_plateau, training_args, model_args, tokenizer)) == 2
 
