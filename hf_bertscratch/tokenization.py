@@ -168,7 +168,12 @@ def _non_empty(texts: Iterable[str]) -> Iterator[str]:
 class TrainTokenizerArguments:
     """Arguments of `train_tokenizer`: which text to learn from and where to save the tokenizer."""
 
-    output_dir: str = field(metadata={"help": "Folder to save the tokenizer in (loadable by AutoTokenizer)."})
+    output_dir: str = field(
+        metadata={
+            "help": "Folder to save the tokenizer in (loadable by AutoTokenizer); a tokenizer already there is "
+            "replaced whole, once the new one is saved."
+        }
+    )
     vocab_size: int = field(default=30522, metadata={"help": "Vocabulary size, the 5 special tokens included."})
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset id (e.g. wikitext)."})
     dataset_config_name: str | None = field(
