@@ -425,11 +425,23 @@ def write_text_atomically(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def check_replaceable(target: str | Path) -> None:
+    """Refuse a `target` that `staged_folder` cannot replace: the current folder or one holding it (removed from
+    under the shell that ran the command, which would then see an empty folder)."""
+    if Path.cwd().is_relative_to(os.path.abspath(target)):
+        raise ValueError(
+            f"{str(target)!r} is the current folder or holds it: the folder written replaces it whole; expected a "
+            "folder inside it."
+        )
+
+
 @contextmanager
 def staged_folder(target: str | Path) -> Iterator[Path]:
     """Yield a new hidden folder beside `target` to assemble; on success it replaces `target` in one rename (a
-    folder already there is removed), its files with the usual permissions; on failure it is deleted."""
-    target = Path(target)
+    folder already there is removed), its files with the usual permissions; on failure it is deleted. A `target`
+    that holds the current folder is refused (`check_replaceable`)."""
+    check_replaceable(target)
+    target = Path(os.path.abspath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
@@ -558,6 +570,7 @@ __all__ = [
     "atomic_write",
     "check_counts",
     "check_output_dir",
+    "check_replaceable",
     "checkpoint_folders",
     "checkpoint_gaps",
     "checkpoint_step",

@@ -190,7 +190,10 @@ class TrainTokenizerArguments:
 def check_tokenizer_output_dir(output_dir: str) -> None:
     """Refuse an `output_dir` that is a file (`save_pretrained` would write nothing), a model's folder (the new
     tokenizer would replace the model's own, whose ids its embeddings were trained on) or a folder of other files
-    (the new tokenizer replaces the whole folder)."""
+    (the new tokenizer replaces the whole folder), or the current folder or one holding it."""
+    from .run_folder import check_replaceable
+
+    check_replaceable(output_dir)
     path = Path(output_dir)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--output_dir {output_dir!r} is a file; expected a folder to save the tokenizer in.")

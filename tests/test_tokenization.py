@@ -182,3 +182,19 @@ def test_main_refuses_a_folder_of_other_files(text_file: Path, tmp_path: Path) -
     with pytest.raises(ValueError, match=r"--output_dir '.*notes' holds files and no tokenizer"):
         main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", str(notes)])
     assert (notes / "todo.md").read_text(encoding="utf-8") == "kept\n"
+
+
+def test_main_refuses_the_current_folder_it_would_replace(
+    text_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved folder replaces --output_dir whole: the current folder (or one holding it) would be removed from
+    under the shell that ran the command, so it is refused in one line naming it."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for given in (".", str(here), ".."):
+        with pytest.raises(ValueError, match=rf"^{re.escape(repr(given))} is the current folder or holds it"):
+            main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", given])
+    assert here.is_dir() and not any(here.iterdir())
+    main(["--train_file", str(text_file), "--vocab_size", "70", "--output_dir", "tok"])
+    assert len(load_tokenizer(str(here / "tok"))) <= 70
