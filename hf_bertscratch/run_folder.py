@@ -438,7 +438,7 @@ def check_replaceable(target: str | Path) -> None:
 @contextmanager
 def staged_folder(target: str | Path) -> Iterator[Path]:
     """Yield a new hidden folder beside `target` to assemble; on success it replaces `target` in one rename (a
-    folder already there is removed), its files with the usual permissions; on failure it is deleted. A `target`
+    folder already there is removed once the new one stands in its place: `replace_folder`), its files with the usual permissions; on failure it is deleted. A `target`
     that holds the current folder is refused (`check_replaceable`)."""
     check_replaceable(target)
     target = Path(os.path.abspath(target))
@@ -451,9 +451,7 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
         for path in staging.rglob("*"):
             if path.is_file():
                 grant_usual_permissions(path)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+        replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -471,9 +469,28 @@ def publish_folder(staging: str | Path, output_dir: str | Path, last: Iterable[s
             if item.is_file():
                 grant_usual_permissions(item)
         if path.is_dir():
-            shutil.rmtree(output_dir / path.name, ignore_errors=True)
-        os.replace(path, output_dir / path.name)
+            replace_folder(path, output_dir / path.name)
+        else:
+            os.replace(path, output_dir / path.name)
     staging.rmdir()
+
+
+def replace_folder(new: Path, target: Path) -> None:
+    """Move the folder `new` to `target`, replacing a folder there: the old one is set aside under a hidden name
+    beside it, the new one renamed into place, then the old one removed. A failure on the way (a full disk, a kill)
+    leaves the old folder whole, at `target` or, after a kill between the two renames, at its hidden name."""
+    if not target.exists():
+        os.replace(new, target)
+        return
+    old = target.with_name(f".{target.name}.{os.getpid()}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def finish_run(
@@ -583,6 +600,7 @@ __all__ = [
     "output_dir_of",
     "prune_checkpoints",
     "publish_folder",
+    "replace_folder",
     "publish_run",
     "remove_stale_outputs",
     "resolve_checkpoint",

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from hf_bertscratch import convert, run_folder
-from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run, publish_folder
+from hf_bertscratch.run_folder import FINISHED_FILES, STAGING, final_path, finish_run, publish_folder, staged_folder
 
 from conftest import write_checkpoint
 
@@ -323,3 +323,31 @@ def test_handlers_installed_outside_python_are_left_in_place(monkeypatch: pytest
     with forwarding_signals(SimpleNamespace(send_signal=lambda _signum: None)) as received:  # type: ignore[arg-type]
         assert received == []
     assert installed[signal.SIGTERM] is signal.SIG_DFL  # the one Python can set is set back
+
+
+def test_a_folder_written_whole_keeps_the_old_one_until_the_new_one_is_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure while the new folder is moved into place (a full disk, a kill) leaves the old folder where it was,
+    whole: it is set aside, not removed, until the new one stands in its place."""
+    target = tmp_path / "exported"
+    target.mkdir()
+    (target / "model.onnx").write_text("old")
+    real_replace = os.replace
+
+    def failing_replace(source: object, destination: object) -> None:
+        if Path(str(destination)) == target and Path(str(source)).name.endswith(".tmp"):  # the new folder's move
+            raise OSError(28, "No space left on device")
+        real_replace(source, destination)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space"), staged_folder(target) as staging:
+        (staging / "model.onnx").write_text("new")
+    assert (target / "model.onnx").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exported"]
+
+    monkeypatch.setattr(os, "replace", real_replace)
+    with staged_folder(target) as staging:
+        (staging / "model.onnx").write_text("new")
+    assert (target / "model.onnx").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exported"]
