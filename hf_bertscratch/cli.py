@@ -21,7 +21,8 @@ fine-tuning reads its files), `--batch_size` model rows per forward pass (an inp
 windows, as transformers' chunked pipelines do) through the same functions as one input (a list of one), and print
 one JSON line per input in the file's order, the input with its result (`show_results`). A file's columns are those
 the column flags name, else those the model was fine-tuned with (`finetune --text_column review`, recorded in its
-config as `input_columns`), else `text` (`question` and `context` for `answer`).
+config as `input_columns`), else `text` (`question` and `context` for `answer`). `tag` reads a row's list of words
+instead (`--tokens_column`, or the column a token-classification model was fine-tuned on), a tag per word.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from hf_bertscratch_base.task_table import (
     MULTI_LABEL_THRESHOLD,
     InputColumn,
     check_input_columns,
-    choose_input_columns,
+    choose_file_columns,
     column_flag,
     recorded_input_columns,
 )
@@ -235,8 +236,8 @@ class ClassifyArguments(InferenceArguments):
 
 @dataclass(kw_only=True)
 class TagArguments(InferenceArguments):
-    """Find the named entities in TEXT (or in each text of --input_file) with a fine-tuned token classifier: each
-    entity's type, text, span, score."""
+    """Find the named entities in TEXT (or in each text, or list of words, of --input_file) with a fine-tuned token
+    classifier: each entity's type, text, span, score; of a list of words, each word's tag too."""
 
     aggregation_strategy: Literal["simple", "first", "average", "max", "none"] = field(
         default="simple",
@@ -251,7 +252,23 @@ class TagArguments(InferenceArguments):
         ": a text the model's positions hold is one window, a longer one several (one with --aggregation_strategy "
         "none), and a batch takes the windows of consecutive texts of --input_file",
     )
-    input_file: str | None = _input_file_field("TEXT", TEXT_ROW, '{"text": ..., "entities": [...], [] for none}')
+    input_file: str | None = _input_file_field(
+        "TEXT",
+        f"{TEXT_ROW}, or a list of words in the column --tokens_column names",
+        '{"text": ..., "entities": [...], [] for none}; of words: {"tokens": [...], "tags": a tag per word, '
+        '"entities": runs of words, start and end word indices}',
+    )
+    tokens_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "With --input_file (not .txt): the column of word lists (a sentence cut into words, as "
+            "`finetune --task_type token-classification` reads them); each word is tagged as fine-tuning scored it, "
+            "at its first piece, its runs of tags grouped into entities as --aggregation_strategy simple groups pieces, and a "
+            "list must fit the model's positions. None: the column the model was "
+            "fine-tuned with (`finetune --tokens_column`, recorded in its config) where the file has it or lacks "
+            "the column of texts, else none (a row holds a text)."
+        },
+    )
     json: bool = _json_field("Print the results as JSON instead of a table.")
 
 
@@ -468,9 +485,14 @@ def _show_multi_label(args: ClassifyArguments, answer: dict) -> None:
 
 
 def run_tag(args: TagArguments) -> None:
-    from .inference import tag_entities_many
+    from .inference import tag_entities_many, tag_words_many
 
-    texts = command_inputs(args, ("text",))["text"]
+    inputs = command_inputs(args, ("text",), ("tokens",))
+    if "tokens" in inputs:
+        tagged = tag_words_many(args.model, inputs["tokens"], batch_size=args.batch_size, **load_kwargs(args))
+        show_results(args, tagged, inputs, None, _show_entities)
+        return
+    texts = inputs["text"]
     entities = tag_entities_many(
         args.model,
         texts,
@@ -574,17 +596,18 @@ def _write_embedding(vectors: np.ndarray, output: Path) -> None:
 # ------------------------------------------------------------------------------------------ a file of inputs
 
 
-def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, list[str]]:
+def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, list[Any]]:
     """Input role ("text", "text_pair", "question", "context", each a field of `args`) -> the command's inputs, in
     order: the one the command line gives, or every row of --input_file, in the column `--{role}_column` names, else
     the one the model was fine-tuned with (recorded in its config), else the role's default
     (`task_table.choose_input_columns`, as the front door chooses them); a role of `optional` given neither way is
-    left out.
+    left out. An optional role "tokens" (`tag`'s, which has no such field): a row of --input_file may hold a list of
+    words instead (--tokens_column, `task_table.choose_file_columns`), which then comes alone.
 
     Raises naming what is given both ways (TEXT and --input_file) or neither, --output_file or a column flag
     without --input_file, and --json with it."""
     roles = (*required, *optional)
-    given = {role: getattr(args, role) for role in roles if getattr(args, role) is not None}
+    given = {role: getattr(args, role, None) for role in roles if getattr(args, role, None) is not None}
     if args.input_file is None:
         missing = [_shown(args, role) for role in required if role not in given]
         if missing:
@@ -610,14 +633,20 @@ def command_inputs(args: Any, required: tuple[str, ...], optional: tuple[str, ..
         )
     named = {role: getattr(args, f"{role}_column") for role in roles}
     recorded = {} if has_fixed_columns(args.input_file) else model_input_columns(args.model)
-    columns = choose_input_columns(roles, named, recorded)
-    for role in required:
-        if role not in columns:
-            raise ValueError(
-                f"--input_file {args.input_file!r}: name the column that holds {_shown(args, role)} with "
-                f"{column_flag(role)}."
-            )
-    return read_input_file(args.input_file, columns, quiet=not args.debug)
+
+    def choose(found: list[str]) -> dict[str, InputColumn]:
+        columns = choose_file_columns(roles, named, recorded, found)
+        for role in required:
+            if role not in columns and "tokens" not in columns:
+                raise ValueError(
+                    f"--input_file {args.input_file!r}: name the column that holds {_shown(args, role)} with "
+                    f"{column_flag(role)}."
+                )
+        return columns
+
+    if named.get("tokens") is not None and named.get("text") is not None:
+        choose([])  # both named: refused before the file is read
+    return read_input_file(args.input_file, choose, quiet=not args.debug)
 
 
 def has_fixed_columns(path: str) -> bool:
@@ -659,9 +688,14 @@ def _shown(args: Any, name: str) -> str:
     return name.upper() if fields[name].metadata.get("positional") else f"--{name}"
 
 
-def read_input_file(path: str, columns: dict[str, InputColumn], quiet: bool = True) -> dict[str, list[str]]:
-    """Role -> the texts of its column (`columns`: role -> its column, `task_table.choose_input_columns`) in the data
-    file `path`, row by row (a .txt file: line by line, its one column "text"; a SQuAD-layout .json file: question by
+def read_input_file(
+    path: str,
+    columns: dict[str, InputColumn] | Callable[[list[str]], dict[str, InputColumn]],
+    quiet: bool = True,
+) -> dict[str, list[Any]]:
+    """Role -> the texts (role "tokens": the lists of words) of its column (`columns`: role -> its column,
+    `task_table.choose_input_columns`, or what chooses them from the file's columns) in the data file `path`, row by
+    row (a .txt file: line by line, its one column "text"; a SQuAD-layout .json file: question by
     question), read and checked as fine-tuning reads its files (`data.load_data_file`, `load_squad_json`). Raises
     naming a column the file lacks, where its name came from and the columns the file has, and the first row whose
     value is empty or not text."""
@@ -670,11 +704,31 @@ def read_input_file(path: str, columns: dict[str, InputColumn], quiet: bool = Tr
 
     with _datasets_quiet(quiet):
         rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
+    if callable(columns):
+        columns = columns(rows.column_names)
     check_input_columns(rows.column_names, columns, where=f"--input_file {path!r}")  # as the front door does
     inputs = {role: list(rows[column.column]) for role, column in columns.items()}
     for role, values in inputs.items():
-        _check_texts(values, path, columns[role].column, column_flag(role))
+        check = _check_words if role == "tokens" else _check_texts
+        check(values, path, columns[role].column, column_flag(role))
     return inputs
+
+
+def _check_words(values: list[Any], path: str, column: str, flag: str) -> None:
+    """Raise naming the first of `values` (the column `column` of the file `path`) that is not a list of words."""
+    for index, value in enumerate(values):
+        if isinstance(value, list) and value and all(isinstance(word, str) and word.strip() for word in value):
+            continue
+        if not isinstance(value, list):
+            found = f"holds {value!r:.100}"
+        elif not value:
+            found = "holds no words"
+        else:
+            found = "holds an empty word" if all(isinstance(w, str) for w in value) else f"holds {value!r:.100}"
+        raise ValueError(
+            f"Row {index + 1} of --input_file {path!r} (counting from 1, the header not counted) {found} in column "
+            f"{column!r} ({flag}): expected a list of words (strings), as token-classification fine-tuning reads them."
+        )
 
 
 def _check_texts(values: list[Any], path: str, column: str, flag: str) -> None:

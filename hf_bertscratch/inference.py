@@ -706,6 +706,117 @@ def tag_entities_many(
     return ([{**entity, "score": float(entity["score"])} for entity in entities] for entities in found)
 
 
+def tag_words(
+    model: str | Path | Pipeline, words: Sequence[str], tokenizer: str | Path | None = None, **load_kwargs: Any
+) -> dict[str, list]:
+    """The tag of each of `words` (a sentence already cut into words, as a CoNLL file holds it): `tag_words_many`
+    on a batch of one."""
+    (tagged,) = tag_words_many(model, [words], tokenizer, **load_kwargs)
+    return tagged
+
+
+def tag_words_many(
+    model: str | Path | Pipeline,
+    word_lists: Sequence[Sequence[str]],
+    tokenizer: str | Path | None = None,
+    device: str | int | None = None,
+    batch_size: int = 1,
+    **load_kwargs: object,
+) -> Iterator[dict[str, list]]:
+    """Tag each word of each of `word_lists` as token-classification fine-tuning trained and scored the model: the
+    tag predicted at the word's first piece (`tasks.token_classification.align_labels_with_pieces`), `batch_size`
+    lists per forward pass. Every list is checked before the model runs: each must be a non-empty list of
+    non-empty words whose pieces, with [CLS] and [SEP], fit the model's positions (a list is tagged whole, as
+    fine-tuning read it; a longer one is refused, naming it).
+
+    Args:
+        model: as `tag_entities` takes it (a model folder, a Hub id, or a built token-classification pipeline).
+
+    Returns:
+        Per list, in order: {"tags": one tag per word, in the words' order (None for a word the tokenizer turns
+        into no piece), "entities": the B-/I- runs of tags grouped as the pipeline's "simple" strategy groups
+        pieces, each {"entity_group", "score", "word", "start", "end"} with start and end word indices
+        (words[start:end] is the entity) and score the mean of its words' probabilities}.
+    """
+    from .tasks.token_classification import align_labels_with_pieces, check_fast_tokenizer
+
+    check_batch_size(batch_size)
+    _check_word_lists(word_lists)
+    tagger = as_pipeline("token-classification", model, tokenizer=tokenizer, device=device, **load_kwargs)
+    pieces = tagger.tokenizer
+    assert pieces is not None, "a token-classification pipeline is always built with its tokenizer"
+    check_fast_tokenizer(pieces)
+    limit = min(pieces.model_max_length, tagger.model.config.max_position_embeddings)
+    encoded = pieces([list(words) for words in word_lists], is_split_into_words=True, return_token_type_ids=True)
+    for index, ids in enumerate(encoded["input_ids"]):
+        if len(ids) > limit:
+            raise ValueError(
+                f"{_input_name('Word list', index, len(word_lists))} is {len(ids)} tokens long ([CLS] and [SEP] "
+                f"included) and the model reads {limit} at most: split it into shorter lists (a list of words is "
+                "tagged whole, as fine-tuning read it)."
+            )
+    first_pieces = [
+        align_labels_with_pieces(encoded.word_ids(index), list(range(len(words))))
+        for index, words in enumerate(word_lists)
+    ]
+    return (
+        _tagged_words(tagger, words, logits, word_at)
+        for words, logits, word_at in zip(
+            word_lists, _word_logits(tagger, encoded["input_ids"], batch_size), first_pieces
+        )
+    )
+
+
+def _check_word_lists(word_lists: Sequence[Sequence[str]]) -> None:
+    """Raise naming the first of `word_lists` that is empty, not a list of strings, or holds a blank word."""
+    for index, words in enumerate(word_lists):
+        name = _input_name("Word list", index, len(word_lists))
+        if isinstance(words, str) or not all(isinstance(word, str) for word in words):
+            raise ValueError(f"{name} is {words!r:.100}: expected a list of words (strings).")
+        if not words or not all(word.strip() for word in words):
+            raise ValueError(f"{name} {words!r:.100} holds no words or a blank one: expected words to tag.")
+
+
+def _word_logits(tagger: Pipeline, input_ids: list[list[int]], batch_size: int) -> Iterator[np.ndarray]:
+    """The (T, C) logits of each of `input_ids` (one token type, as a single sentence), `batch_size` per forward
+    pass, each cut back to its own length."""
+    pieces = tagger.tokenizer
+    assert pieces is not None, "a token-classification pipeline is always built with its tokenizer"
+    for start in range(0, len(input_ids), batch_size):
+        rows = input_ids[start : start + batch_size]
+        batch = pieces.pad({"input_ids": rows}, return_tensors="pt", return_attention_mask=True)
+        inputs = {**batch, "token_type_ids": torch.zeros_like(batch["input_ids"])}
+        with torch.no_grad():
+            logits = tagger.model(**{name: value.to(tagger.device) for name, value in inputs.items()}).logits
+        logits = logits.float().cpu().numpy()
+        yield from (logits[row, : len(ids)] for row, ids in enumerate(rows))
+
+
+def _tagged_words(tagger: Pipeline, words: Sequence[str], logits: np.ndarray, word_at: list[int]) -> dict[str, list]:
+    """One list's tags, read at each word's first piece (`word_at`: per piece, the index of the word it starts, or
+    -100), and its entities."""
+    id2label = cast(dict[int, str], tagger.model.config.id2label)
+    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    tags: list[str | None] = [None] * len(words)
+    scored = []
+    for position, index in enumerate(word_at):
+        if index < 0:
+            continue
+        label = int(probabilities[position].argmax())
+        tags[index] = id2label[label]
+        entity = {"entity": tags[index], "score": float(probabilities[position, label]), "word": words[index]}
+        scored.append({**entity, "start": index, "end": index + 1})
+    # As the pipeline's "simple" strategy: runs grouped with the O words among them, the O groups then left out.
+    groups = tagger.group_entities(scored)  # type: ignore[attr-defined]  # a token-classification pipeline
+    entities = [
+        {**group, "score": float(group["score"]), "word": " ".join(words[group["start"] : group["end"]])}
+        for group in groups
+        if group["entity_group"] != "O"
+    ]
+    return {"tags": tags, "entities": entities}
+
+
 def answer_question(
     model: str | Path | tuple[PreTrainedModel, PreTrainedTokenizerBase],
     question: str,

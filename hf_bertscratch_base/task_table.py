@@ -350,7 +350,7 @@ INPUT_COLUMN_DEFAULTS: dict[str, str | None] = {
 INPUT_FILE_ROLES: dict[str, tuple[str, ...]] = {
     "fill-mask": ("text",),
     "classify": ("text", "text_pair"),
-    "tag": ("text",),
+    "tag": ("text", "tokens"),  # a text, or a list of words (`choose_file_columns`)
     "answer": ("question", "context"),
     "embed": ("text",),
     "similarity": ("text", "text_pair"),
@@ -404,6 +404,36 @@ def choose_input_columns(
         elif default is not None:
             chosen[role] = InputColumn(default, DEFAULT)
     return chosen
+
+
+def choose_file_columns(
+    roles: Iterable[str],
+    flags: Mapping[str, str | None],
+    recorded: Mapping[str, str],
+    columns: Collection[str] | None,
+) -> dict[str, InputColumn]:
+    """`choose_input_columns` for a file of inputs of `columns` (None: not known), where a row may hold a list of
+    words (the "tokens" role, `tag`'s) instead of a text: the words of the column --tokens_column names, else of the
+    one fine-tuning read them from where the file has it or lacks the text column, else texts, as
+    `choose_input_columns` picks their column. The column of words has no default: a row holds a text unless a flag
+    or the model says otherwise. Raises when both --tokens_column and --text_column are given."""
+    roles = tuple(roles)
+    if "tokens" not in roles:
+        return choose_input_columns(roles, flags, recorded)
+    words, text = flags.get("tokens"), flags.get("text")
+    if words is not None and text is not None:
+        raise ValueError(
+            f"--tokens_column {words!r} and --text_column {text!r} were both given: a row holds a list of words or "
+            "a text; name one of the two columns."
+        )
+    if words is not None:
+        return {"tokens": InputColumn(words, FLAG)}
+    texts = choose_input_columns([role for role in roles if role != "tokens"], flags, recorded)
+    record = recorded.get("tokens")
+    if text is None and record is not None:
+        if columns is None or record in columns or texts["text"].column not in columns:
+            return {"tokens": InputColumn(record, RECORDED)}
+    return texts
 
 
 def check_input_columns(columns: Collection[str], chosen: Mapping[str, InputColumn], where: str) -> None:
@@ -528,6 +558,7 @@ __all__ = [
     "check_columns",
     "check_enough_held_out",
     "check_input_columns",
+    "choose_file_columns",
     "check_file_layout",
     "check_labels_are_no_lists",
     "check_tagged_conll_file",

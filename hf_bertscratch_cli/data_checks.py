@@ -40,7 +40,7 @@ from hf_bertscratch_base.task_table import (
     check_labels_are_no_lists,
     check_tagged_conll_file,
     check_test_file_as_eval,
-    choose_input_columns,
+    choose_file_columns,
     column_flag,
     recorded_input_columns,
     required_columns,
@@ -142,8 +142,8 @@ def check_text_files(args: list[str]) -> None:
 def check_input_file(command: str, args: list[str]) -> None:
     """An inference command's --input_file has the columns the command reads from it: each its column flag names,
     else the one fine-tuning recorded in the model's config (a model folder's config.json, or a Hub id's in the Hub
-    cache), else the flag's default (`task_table.choose_input_columns`, as `hf_bertscratch.cli.command_inputs`
-    chooses them, failing with the same line). A text file's lines are its texts, whatever the model recorded. Where
+    cache), else the flag's default (`task_table.choose_file_columns`, `tag`'s column of word lists or of texts, as
+    `hf_bertscratch.cli.command_inputs` chooses them, failing with the same line). A text file's lines are its texts, whatever the model recorded. Where
     the model's config is not at hand (a Hub id the cache does not hold), only the columns the flags name are
     checked: the library reads the others once it has the config."""
     path = _given_files(args, ("input",)).get("input")
@@ -156,7 +156,8 @@ def check_input_file(command: str, args: list[str]) -> None:
     config = read_model_config(model) if model is not None else None
     roles = INPUT_FILE_ROLES[command]
     flags = {role: flag_value(args, column_flag(role)) for role in roles}
-    chosen = choose_input_columns(roles, flags, {} if is_text_file(path) else recorded_input_columns(config))
+    recorded = {} if is_text_file(path) else recorded_input_columns(config)
+    chosen = choose_file_columns(roles, flags, recorded, found)
     if config is None:
         chosen = {role: column for role, column in chosen.items() if column.source == FLAG}
     check_input_columns(found, chosen, where=f"--input_file {path!r}")

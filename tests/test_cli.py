@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -135,25 +136,15 @@ def pretrained_dir(text_file: Path, tokenizer_dir: Path, tmp_path_factory: pytes
     return output_dir
 
 
-def finetune_reviews(pretrained_dir: Path, data_dir: Path, header: str, *columns: str) -> Path:
-    """`bertscratch finetune` of the pretrained run for one epoch on 16 reviews (labels neg/pos) in a train.csv of
-    `header` (its text column, then its label column), named to finetune by the column flags `columns`: its
-    output_dir."""
-    lines = [header] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
-    (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    output_dir = data_dir / "classifier"
+def run_tiny_finetune(pretrained_dir: Path, output_dir: Path, *flags: str) -> None:
+    """`bertscratch finetune` of the pretrained run for one epoch, 16 tokens per example, into `output_dir`, with
+    the data and task `flags` name."""
     dispatch.main(
         [
             "finetune",
             "--model_name_or_path",
             str(pretrained_dir),
-            "--train_file",
-            str(data_dir / "train.csv"),
-            "--validation_file",
-            str(data_dir / "train.csv"),
-            *columns,
-            "--class_names",
-            "neg,pos",
+            *flags,
             "--output_dir",
             str(output_dir),
             "--max_seq_length",
@@ -172,6 +163,17 @@ def finetune_reviews(pretrained_dir: Path, data_dir: Path, header: str, *columns
             "false",
         ]
     )
+
+
+def finetune_reviews(pretrained_dir: Path, data_dir: Path, header: str, *columns: str) -> Path:
+    """`bertscratch finetune` of the pretrained run for one epoch on 16 reviews (labels neg/pos) in a train.csv of
+    `header` (its text column, then its label column), named to finetune by the column flags `columns`: its
+    output_dir."""
+    lines = [header] + [f'"{text}",{label}' for text, label in REVIEWS * 4]
+    (data_dir / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output_dir = data_dir / "classifier"
+    files = ["--train_file", str(data_dir / "train.csv"), "--validation_file", str(data_dir / "train.csv")]
+    run_tiny_finetune(pretrained_dir, output_dir, *files, *columns, "--class_names", "neg,pos")
     return output_dir
 
 
@@ -1409,3 +1411,165 @@ def test_flags_the_command_takes_pass_the_front_door(monkeypatch: pytest.MonkeyP
     check("finetune", ["args.json"])
     monkeypatch.setattr(hf_bertscratch_cli.commands.metadata, "version", lambda name: "0.0")
     check("finetune", ["--max_step", "3"])
+
+
+# ----------------------------------------------------------------------------------------------- tag word lists
+
+WORD_ROWS = [
+    ["Paris", "is", "the", "capital", "of", "France", "."],
+    ["Berlin", "is", "big", "."],
+    ["Berlin,", "Paris.", "and", "Rome!"],  # words of two pieces, only the first one read
+]
+
+
+def first_piece_tags(model_dir: Path, tokenizer, words: list[str]) -> list[str]:
+    """The tag of each word, read here from the model's logits at the word's first piece."""
+    outputs, encoding = direct_outputs(
+        model_dir, AutoModelForTokenClassification, tokenizer, words, is_split_into_words=True
+    )
+    id2label = AutoConfig.from_pretrained(model_dir).id2label
+    word_ids = encoding.word_ids(0)
+    firsts = [word_ids.index(index) for index in range(len(words))]
+    return [id2label[int(outputs.logits[0, position].argmax())] for position in firsts]
+
+
+@pytest.fixture(scope="module")
+def word_tagger_dir(tagger_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tagger as `finetune --task_type token-classification --tokens_column words` leaves it: its config records
+    the column of word lists."""
+    path = tmp_path_factory.mktemp("ner-words")
+    shutil.copytree(tagger_dir, path, dirs_exist_ok=True)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "input_columns": {"tokens": "words"}}))
+    return path
+
+
+def test_tag_a_file_of_word_lists_tags_each_word_at_its_first_piece(
+    capsys, tmp_path: Path, tagger_dir: Path, tokenizer
+) -> None:
+    path = write_inputs(tmp_path / "words.jsonl", [{"words": words, "id": str(i)} for i, words in enumerate(WORD_ROWS)])
+    out = run_cli(capsys, "tag", tagger_dir, "--input_file", path, "--tokens_column", "words", "--batch_size", "2")
+    lines = json_lines(out)
+    assert [line["tokens"] for line in lines] == WORD_ROWS
+    assert len(tokenizer(WORD_ROWS[2], is_split_into_words=True)["input_ids"]) > len(WORD_ROWS[2]) + 2
+    for line, words in zip(lines, WORD_ROWS):
+        assert line["tags"] == first_piece_tags(tagger_dir, tokenizer, words)
+        groups = [(e["entity_group"], e["start"], e["end"]) for e in line["entities"]]
+        expected = []
+        for index, tag in enumerate(line["tags"]):
+            kind = tag.split("-", 1)[-1]
+            if tag != "O" and expected and expected[-1][0] == kind and expected[-1][2] == index and tag[0] != "B":
+                expected[-1] = (kind, expected[-1][1], index + 1)
+            elif tag != "O":
+                expected.append((kind, index, index + 1))
+        assert groups == expected
+        for entity in line["entities"]:
+            assert entity["word"] == " ".join(words[entity["start"] : entity["end"]])
+    assert any(line["entities"] for line in lines) and any("O" in line["tags"] for line in lines)
+
+
+def test_tag_reads_the_word_lists_of_the_column_recorded_at_fine_tuning(
+    capsys, tmp_path: Path, word_tagger_dir: Path, tokenizer
+) -> None:
+    path = write_inputs(tmp_path / "words.jsonl", [{"words": words} for words in WORD_ROWS])
+    lines = json_lines(run_cli(capsys, "tag", word_tagger_dir, "--input_file", path))
+    assert [line["tags"] for line in lines] == [first_piece_tags(word_tagger_dir, tokenizer, w) for w in WORD_ROWS]
+    texts = write_inputs(tmp_path / "texts.jsonl", [{"text": TAG_TEXT}])  # a file of texts is read as before
+    (line,) = json_lines(run_cli(capsys, "tag", word_tagger_dir, "--input_file", texts))
+    assert line["text"] == TAG_TEXT and "entities" in line
+
+
+def test_tag_word_lists_refuses_a_row_longer_than_the_model_reads(capsys, tmp_path: Path, tagger_dir: Path) -> None:
+    rows = [{"words": WORD_ROWS[1]}, {"words": ["paris"] * 70}]  # the tiny model has 64 positions
+    path = write_inputs(tmp_path / "words.jsonl", rows)
+    err = run_cli_error(capsys, "tag", tagger_dir, "--input_file", path, "--tokens_column", "words")
+    assert "Word list 2 of 2 is 72 tokens long ([CLS] and [SEP] included) and the model reads 64 at most" in err
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            [{"words": "Paris is big"}],
+            "Row 1 of --input_file {path!r} (counting from 1, the header not counted) holds 'Paris is big' in column 'words' "
+            "(--tokens_column): expected a list of words",
+        ),
+        (
+            [{"words": ["Paris", ""]}],
+            "Row 1 of --input_file {path!r} (counting from 1, the header not counted) holds an empty word in column 'words' "
+            "(--tokens_column): expected a list of words",
+        ),
+        (
+            [{"words": []}],
+            "Row 1 of --input_file {path!r} (counting from 1, the header not counted) holds no words in column 'words' (--tokens_column)",
+        ),
+    ],
+)
+def test_tag_word_lists_names_a_row_that_is_not_one(
+    capsys, tmp_path: Path, tagger_dir: Path, rows: list, message: str
+) -> None:
+    path = write_inputs(tmp_path / "words.jsonl", rows)
+    err = run_cli_error(capsys, "tag", tagger_dir, "--input_file", path, "--tokens_column", "words")
+    assert message.format(path=str(path)) in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"), [([], "recorded at fine-tuning"), (["--tokens_column", "words"], "as given")]
+)
+def test_tag_word_lists_column_missing_is_one_line_the_front_door_agrees_with(
+    capsys, tmp_path: Path, word_tagger_dir: Path, flags: list[str], named: str
+) -> None:
+    """A file of neither the word lists' column nor texts: the front door, before torch loads, and the library name
+    the column of words looked for, and where its name came from."""
+    path = write_inputs(tmp_path / "words.jsonl", [{"tokens": WORD_ROWS[0]}])
+    argv = ["tag", str(word_tagger_dir), "--input_file", str(path), *flags]
+    expected = (
+        f"bertscratch tag: error: ValueError: Column 'words' (--tokens_column {named}) not in --input_file "
+        f"{str(path)!r}; it has ['tokens']: name yours with --tokens_column.\n"
+    )
+    assert run_cli_error(capsys, *argv) == expected
+    with pytest.raises(SystemExit):
+        hf_bertscratch_cli.main(argv)
+    assert capsys.readouterr().err == expected
+
+
+def test_tag_refuses_a_column_of_words_and_one_of_texts_together(capsys, tmp_path: Path, tagger_dir: Path) -> None:
+    path = write_inputs(tmp_path / "words.jsonl", [{"words": WORD_ROWS[0], "text": TAG_TEXT}])
+    argv = ["tag", tagger_dir, "--input_file", path, "--tokens_column", "words", "--text_column", "text"]
+    err = run_cli_error(capsys, *argv)
+    assert "--tokens_column 'words' and --text_column 'text' were both given" in err
+
+
+WORD_TAGS = [
+    ["B-LOC", "O", "O", "O", "O", "B-LOC", "O"],
+    ["B-LOC", "O", "O", "O"],
+    ["B-LOC", "B-LOC", "O", "B-LOC"],
+]
+
+
+@pytest.fixture(scope="module")
+def word_finetuned_dir(pretrained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bertscratch finetune --task_type token-classification` of the pretrained run on word lists in columns of
+    one's own (words, ner), predicting a test file of the words alone: its output_dir."""
+    data_dir = tmp_path_factory.mktemp("word-lists")
+    train = write_inputs(data_dir / "train.jsonl", [{"words": w, "ner": t} for w, t in zip(WORD_ROWS, WORD_TAGS)] * 4)
+    test = write_inputs(data_dir / "test.jsonl", [{"words": words} for words in WORD_ROWS])
+    output_dir = data_dir / "tagger"
+    columns = ["--tokens_column", "words", "--tags_column", "ner"]
+    files = ["--train_file", str(train), "--validation_file", str(train), "--test_file", str(test)]
+    run_tiny_finetune(pretrained_dir, output_dir, "--task_type", "token-classification", *files, *columns)
+    return output_dir
+
+
+def test_tag_word_lists_agrees_with_the_predictions_of_fine_tuning(capsys, word_finetuned_dir: Path, tokenizer) -> None:
+    """The model as fine-tuning leaves it records the column of words: tag reads it alone, and tags each word as the
+    logits at its first piece, and as fine-tuning predicted the test file's words."""
+    test = word_finetuned_dir.parent / "test.jsonl"
+    lines = json_lines(run_cli(capsys, "tag", word_finetuned_dir, "--input_file", test))
+    tags = [line["tags"] for line in lines]
+    assert tags == [first_piece_tags(word_finetuned_dir, tokenizer, words) for words in WORD_ROWS]
+    predictions = word_finetuned_dir / "test_predictions.csv"
+    with open(predictions, encoding="utf-8") as rows:
+        predicted = [row["prediction"].split() for row in csv.DictReader(rows)]
+    assert predicted == tags
+    assert len({tag for row in tags for tag in row}) > 1  # both tags predicted, each where fine-tuning put it

@@ -286,6 +286,8 @@ INPUT_MISSING = [
     ("classify", "pairs.csv", "premise,label\na,0\n", [], {"text": "premise", "text_pair": "hypothesis"}, "Column 'hypothesis' (--text_pair_column recorded at fine-tuning) not in --input_file '{path}'; it has ['premise', 'label']: name yours with --text_pair_column"),
     ("similarity", "pairs.jsonl", jsonl({"a": "x", "b": "y"}), ["--text_column", "a"], {"text": "s1", "text_pair": "s2"}, "Column 's2' (--text_pair_column recorded at fine-tuning) not in --input_file '{path}'; it has ['a', 'b']: name yours with --text_pair_column"),
     ("answer", "questions.jsonl", jsonl(SQUAD_ROW), [], {"question": "query", "context": "passage", "tokens": "words"}, "Columns 'query' (--question_column recorded at fine-tuning) and 'passage' (--context_column recorded at fine-tuning) not in --input_file '{path}'; it has ['question', 'context', 'answers']: name yours with --question_column, --context_column"),
+    ("tag", "words.jsonl", jsonl({"sentence": "Ann went ."}), [], {"tokens": "words"}, "Column 'words' (--tokens_column recorded at fine-tuning) not in --input_file '{path}'; it has ['sentence']: name yours with --tokens_column"),
+    ("tag", "words.jsonl", jsonl({"text": "Ann went ."}), ["--tokens_column", "words"], {}, "Column 'words' (--tokens_column as given) not in --input_file '{path}'; it has ['text']: name yours with --tokens_column"),
     ("embed", "texts.csv", "body\nhello\n", [], {"text": "sentence"}, "Column 'sentence' (--text_column recorded at fine-tuning) not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
 ]  # fmt: skip
 
@@ -332,6 +334,9 @@ def test_an_input_file_without_the_commands_columns_fails_at_the_front_door_as_i
         ("answer", {"questions.jsonl": jsonl(SQUAD_ROW)}, [], {}),
         ("answer", {"dev.json": json.dumps({"version": "1.1", "data": []})}, [], {}),  # SQuAD's layout: the library's
         ("tag", {"texts.txt": "Ann went .\n"}, [], {}),
+        ("tag", {"words.jsonl": jsonl({"words": ["Ann", "went"]})}, [], {"tokens": "words"}),
+        ("tag", {"texts.jsonl": jsonl({"text": "Ann went ."})}, [], {"tokens": "words"}),  # texts, of a words model
+        ("tag", {"texts.txt": "Ann went .\n"}, [], {"tokens": "words"}),  # a text file's lines are its texts
         ("embed", {"texts.parquet": "PAR1"}, ["--text_column", "body"], {}),  # columns not read before torch loads
         ("fill-mask", {}, ["the [MASK] ."], {}),  # no --input_file
         ("answer", {"reviews.csv": "text,label\na,0\n"}, ["--json"], {}),  # the library refuses --json with a file first
@@ -360,7 +365,11 @@ def test_input_files_with_the_commands_columns_pass_the_front_door(
         ("classify", "reviews.csv", "review,note\na,b\n", ["--text_column", "note"], {"text": "review"},
          {"text": ["b"]}),
         ("embed", "texts.txt", "a line\n", [], {"text": "review"}, {"text": ["a line"]}),
-        ("tag", "texts.csv", "text,words\nAnn went .,x\n", [], {"tokens": "words"}, {"text": ["Ann went ."]}),
+        ("tag", "texts.csv", "text,note\nAnn went .,x\n", [], {"tokens": "words"}, {"text": ["Ann went ."]}),
+        ("tag", "words.jsonl", jsonl({"text": "Ann went .", "words": ["Ann", "went", "."]}), [], {"tokens": "words"},
+         {"tokens": [["Ann", "went", "."]]}),
+        ("tag", "words.jsonl", jsonl({"text": "Ann went .", "words": ["Ann", "went", "."]}), ["--text_column", "text"],
+         {"tokens": "words"}, {"text": ["Ann went ."]}),
     ],
 )  # fmt: skip
 def test_the_library_reads_the_columns_a_model_was_fine_tuned_on(
@@ -373,7 +382,8 @@ def test_the_library_reads_the_columns_a_model_was_fine_tuned_on(
     expected: dict[str, list[str]],
 ) -> None:
     """A pair model reads its pairs, a reader its questions and contexts, from the recorded columns; a flag given
-    wins; a text file's lines are its texts; `tag` reads texts, not a token classifier's recorded word lists."""
+    wins; a text file's lines are its texts; `tag` reads a token classifier's recorded word lists where the file has
+    them, else texts."""
     from hf_bertscratch import cli
 
     path = write(tmp_path / name, text)

@@ -744,3 +744,14 @@ def test_export_command_writes_the_fused_graph_unless_told_not_to(model_dirs, tm
     layers = json.loads((source / "config.json").read_text())["num_hidden_layers"]
     assert fused.get("com.microsoft.Attention") == layers
     assert not any(name.startswith("com.microsoft.") for name in plain) and "Softmax" in plain
+
+
+def test_word_lists_are_tagged_as_pytorch_tags_them(model_dirs, onnx_dirs) -> None:
+    """`tag --input_file` of word lists under --backend onnxruntime: each word's tag that of the PyTorch folder, in
+    batches of two lists of different lengths."""
+    word_lists = [["Paris,", "is", "the", "capital", "of", "France", "."], ["Berlin", "is", "big"], ["Rome!"]]
+    task = "token-classification"
+    onnx = list(inference.tag_words_many(onnx_dirs[task], word_lists, batch_size=2, backend="onnxruntime"))
+    torch_tags = list(inference.tag_words_many(model_dirs[task], word_lists, batch_size=2))
+    assert [tagged["tags"] for tagged in onnx] == [tagged["tags"] for tagged in torch_tags]
+    assert [len(tagged["tags"]) for tagged in onnx] == [len(words) for words in word_lists]

@@ -360,3 +360,18 @@ def test_the_tags_are_listed_with_their_train_words_and_a_misspelt_one_is_warned
         "WARNING Tag 'B-MSIC' has 1 of the 7 train words and none of the eval split's: too few to learn it from; a "
         "misspelt label in the train file is a tag of its own.",
     ]
+
+
+def test_tag_words_tags_every_word_once_and_groups_b_tags_apart(ner_model_dir: Path) -> None:
+    from hf_bertscratch.inference import tag_words
+
+    words = ["Paris,", "is", "big"]  # "Paris," is two pieces, one tag
+    tagged = tag_words(ner_model_dir, words)
+    assert tagged["tags"] == ["B-LOC"] * 3
+    assert [(e["entity_group"], e["word"], e["start"], e["end"]) for e in tagged["entities"]] == [
+        ("LOC", word, i, i + 1) for i, word in enumerate(words)
+    ]
+    with pytest.raises(ValueError, match="Word list is 'Paris is big': expected a list of words"):
+        tag_words(ner_model_dir, "Paris is big")
+    with pytest.raises(ValueError, match="holds no words or a blank one"):
+        tag_words(ner_model_dir, ["Paris", " "])
