@@ -12,6 +12,7 @@ budget spent into a learning-rate factor for the `lr_scheduler_type` given.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ExportableState, ProgressCallback
 
+logger = logging.getLogger(__name__)
 _clock = time.perf_counter  # the training clock (tests replace it with a deterministic one)
 # Decay shapes (transformers' WSD `decay_type`s): factor(progress through the decay, in [0, 1]), from 1 to 0.
 DECAY_SHAPES: dict[str, Callable[[float], float]] = {
@@ -197,10 +199,20 @@ class TrainingBudget(TrainerCallback, ExportableState):
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        """Restart the clock; the progress bar shows no total (not the step cap) until the step rate is measured."""
+        """Restart the clock; the progress bar shows no total (not the step cap) until the step rate is measured.
+        A run resumed with its budget already spent stops before its first step, saying so in one line."""
         self._restart_clock()
         self._set_progress_total(None)
         self._first_step, self._shown_total = None, None
+        if self.spent_seconds >= self.seconds:
+            control.should_training_stop = True
+            if state.is_world_process_zero:
+                logger.warning(
+                    "Step %d has spent the %g-minute time budget: nothing to train (a larger --max_train_minutes "
+                    "trains on).",
+                    state.global_step,
+                    self.minutes,
+                )
 
     on_evaluate = _restart_clock  # evaluation and saving happen between on_step_end and the next step
     on_save = _restart_clock

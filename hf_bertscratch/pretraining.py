@@ -293,6 +293,13 @@ class PretrainingTrainer(Trainer):
             self.callback_handler.remove_callback(TrainingBudget)
             self.callback_handler.add_callback(self.budget)
 
+    def _run_epoch(self, *args: Any, **kwargs: Any) -> None:
+        """Trainer's pass over the data, unless the training is already told to stop: Trainer takes a step before it
+        looks, which a run resumed with its time budget spent must not (`TrainingBudget.on_train_begin`)."""
+        if self.control.should_training_stop:
+            return
+        super()._run_epoch(*args, **kwargs)
+
     def _set_signature_columns_if_needed(self) -> None:
         if self._signature_columns is None:
             super()._set_signature_columns_if_needed()

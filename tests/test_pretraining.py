@@ -1581,6 +1581,34 @@ def test_a_larger_budget_continues_when_callback_states_are_restored(
     assert _results(out)["train_budget_spent_minutes"] == 0.5
 
 
+def test_resuming_a_spent_budget_trains_nothing_and_says_so(
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A run resumed from the checkpoint that spent its budget, with that budget, takes no step (one second per
+    step, as above: 15 steps, then none) and says in one line why; it still writes its results."""
+    from hf_bertscratch import budget as budget_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    budget = ("--max_train_minutes", "0.25", "--save_strategy", "steps", "--save_steps", "5")
+    main(pretrain_args(text_file, tokenizer_dir, config_dir, out, *budget))
+    (out / "all_results.json").unlink()
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, out, *budget, "--resume_from_checkpoint", "last"))
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 15
+    assert _results(out)["train_budget_spent_minutes"] == 0.25
+    spent = [record.getMessage() for record in caplog.records if "time budget" in record.getMessage()]
+    assert spent == [
+        "Step 15 has spent the 0.25-minute time budget: nothing to train (a larger --max_train_minutes trains on)."
+    ], spent
+
+
 def test_bad_budget_arguments_fail_before_training(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
