@@ -159,16 +159,19 @@ class TrainingBudget(TrainerCallback, ExportableState):
         self._mark: float | None = None
         self._first_step: int | None = None
         self._first_spent = 0.0
-        self.progress_callbacks: list[ProgressCallback] = []  # whose bars show the expected steps (see attach)
+        # The callbacks whose bars show the expected steps; empty, the progress bars among `callbacks` (see attach).
+        self.progress_callbacks: list[ProgressCallback] = []
+        self.callbacks: list[TrainerCallback] = []
         self._shown_total: int | None = None
 
     def attach(self, trainer: Trainer) -> None:
         """Add the budget to `trainer`'s callbacks and let it drive the trainer's progress bar (a
-        `BudgetProgressCallback` in place of transformers' own, where the trainer draws one)."""
+        `BudgetProgressCallback` in place of transformers' own, where the trainer draws one). The bar is looked up in
+        the trainer's callbacks when the budget moves it, so a form of it put in place later is the one moved."""
         if trainer.pop_callback(ProgressCallback) is not None:
             trainer.add_callback(BudgetProgressCallback)
         trainer.add_callback(self)
-        self.progress_callbacks = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, ProgressCallback)]
+        self.callbacks = trainer.callback_handler.callbacks
 
     @property
     def seconds(self) -> float:
@@ -192,6 +195,10 @@ class TrainingBudget(TrainerCallback, ExportableState):
 
     def state(self) -> dict[str, Any]:
         return {"args": {"minutes": self.minutes}, "attributes": {"spent_seconds": self.spent_seconds}}
+
+    def seconds_spent(self, state: TrainerState) -> tuple[float, float]:
+        """How far the run is, as `run_folder.FewerLossLines` reads it: (seconds spent, seconds of the budget)."""
+        return self.spent_seconds, self.seconds
 
     def _restart_clock(self, *args: Any, **kwargs: Any) -> None:
         self._mark = _clock()
@@ -251,7 +258,10 @@ class TrainingBudget(TrainerCallback, ExportableState):
 
     def _set_progress_total(self, total: int | None) -> None:
         self._shown_total = total
-        for callback in self.progress_callbacks:
+        bars = self.progress_callbacks or [
+            callback for callback in self.callbacks if isinstance(callback, ProgressCallback)
+        ]
+        for callback in bars:
             bar = getattr(callback, "training_bar", None)
             if bar is not None and bar.total != total:
                 bar.total = total

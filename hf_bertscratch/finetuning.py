@@ -39,7 +39,6 @@ from transformers import (
     TrainerCallback,
     set_seed,
 )
-from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
@@ -61,7 +60,7 @@ from .hub import push_training_output
 from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .metrics import labels_above_threshold
-from .run_folder import finish_run, log_resumption, output_dir_of, stopping_with_one_line
+from .run_folder import finish_run, log_resumption, output_dir_of, show_fewer_loss_lines, stopping_with_one_line
 from .task_heads import FINE_TUNED_HEADS
 from .tasks import SEQUENCE_SHAPES, TaskSpec, input_columns
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
@@ -319,51 +318,6 @@ class GradientNormCallback(TrainerCallback):
             norms = {f"grad_norm_{part}": float(total) / self.steps for part, total in self.sums.items()}
             state.log_history[-1].update(norms)
             self.sums, self.steps = dict.fromkeys(self.PARTS, 0.0), 0
-
-
-# Loss lines the terminal shows in a run: one per this share of its steps. Every logged loss (--logging_steps, 2% of
-# the steps by default) stays in trainer_state.json, whose loss curve `bertscratch plot` draws.
-PRINTED_LOSS_LINES = 10
-
-
-class _FewerLossLines:
-    """Shows a training log (one with "loss") only at each tenth of the run (`PRINTED_LOSS_LINES`) and at its last
-    step, its loss the mean of the losses logged since the line before; evaluations and the final summary show as
-    they come. Mixed into transformers' progress bar and its printer (what shows without the bar)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.losses: list[float] = []
-        self.shown_share = 0
-
-    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
-        if logs is not None and "loss" in logs:
-            self.losses.append(float(logs["loss"]))
-            share = state.global_step * PRINTED_LOSS_LINES // max(state.max_steps, 1)
-            if share == self.shown_share and state.global_step < state.max_steps:
-                return
-            self.shown_share = share
-            logs = {**logs, "loss": sum(self.losses) / len(self.losses)}
-            self.losses = []
-        super().on_log(args, state, control, logs=logs, **kwargs)  # type: ignore[misc]
-
-
-class FewerLossLinesProgressCallback(_FewerLossLines, ProgressCallback):
-    """transformers' progress bar, with a tenth of the run's loss lines written under it (`_FewerLossLines`)."""
-
-
-class FewerLossLinesPrinterCallback(_FewerLossLines, PrinterCallback):
-    """transformers' printer of the logs (--disable_tqdm), printing a tenth of the run's loss lines."""
-
-
-def show_fewer_loss_lines(trainer: Trainer) -> None:
-    """Put the `_FewerLossLines` forms of the trainer's progress bar and log printer in place of transformers' own."""
-    for shown, fewer in (
-        (ProgressCallback, FewerLossLinesProgressCallback),
-        (PrinterCallback, FewerLossLinesPrinterCallback),
-    ):
-        if trainer.pop_callback(shown) is not None:
-            trainer.add_callback(fewer)
 
 
 def build_trainer(

@@ -91,6 +91,8 @@ from .run_folder import (
     output_dir_of,
     resolve_checkpoint,
     restore_signal_handlers,
+    show_fewer_loss_lines,
+    steps_done,
     stopped_message,
     stopping_with_one_line,
 )
@@ -283,6 +285,7 @@ class PretrainingTrainer(Trainer):
         self.masking_rates = masking_rates
         if budget is not None:
             budget.attach(self)
+        show_fewer_loss_lines(self, steps_done if budget is None else budget.seconds_spent)
 
     def _load_callback_state(self) -> None:
         """transformers' restore of the saved callbacks (`--restore_callback_states_from_checkpoint`), but for the

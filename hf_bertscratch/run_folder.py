@@ -1,4 +1,5 @@
-"""A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share, and
+"""A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share (with
+the loss lines their terminal shows, `show_fewer_loss_lines`), and
 the atomic writes every command uses (`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that
 appears only when complete), with the permissions the umask gives (the file-level pieces, which need no torch, are
 `hf_bertscratch_base.run_files`'s).
@@ -24,8 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from transformers import TrainingArguments
+from transformers import TrainerState, TrainingArguments
 from transformers.integrations import is_tensorboard_available
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from hf_bertscratch_base import PROG
@@ -341,6 +343,56 @@ def finish_saving_notice(command: str, checkpoint: str, signum: int) -> str:
     )
 
 
+# Loss lines the terminal shows in a training run: one per this share of the run. Every logged loss (--logging_steps)
+# stays in trainer_state.json, whose loss curve `bertscratch plot` draws.
+PRINTED_LOSS_LINES = 10
+
+
+def steps_done(state: TrainerState) -> tuple[float, float]:
+    """How far a run of a fixed number of steps is: (steps taken, steps to take)."""
+    return state.global_step, max(state.max_steps, 1)
+
+
+class FewerLossLines:
+    """Shows a training log (one with "loss") only at each tenth of the run (`PRINTED_LOSS_LINES`) and at its last
+    step, its loss the mean of the losses logged since the line before; evaluations and the final summary show as
+    they come. `progress` says how far the run is, as (done, of): its steps (`steps_done`), or the seconds of its
+    time budget. Mixed into transformers' progress bar and its printer (what shows without the bar) by
+    `show_fewer_loss_lines`."""
+
+    def __init__(
+        self, *args: Any, progress: Callable[[TrainerState], tuple[float, float]] = steps_done, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.progress = progress
+        self.losses: list[float] = []
+        self.shown_share = 0
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if logs is not None and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+            done, of = self.progress(state)
+            share = min(int(done * PRINTED_LOSS_LINES // of), PRINTED_LOSS_LINES)
+            if share == self.shown_share and state.global_step < state.max_steps:
+                return
+            self.shown_share = share
+            logs = {**logs, "loss": sum(self.losses) / len(self.losses)}
+            self.losses = []
+        super().on_log(args, state, control, logs=logs, **kwargs)  # type: ignore[misc]
+
+
+def show_fewer_loss_lines(
+    trainer: Trainer, progress: Callable[[TrainerState], tuple[float, float]] = steps_done
+) -> None:
+    """Put the `FewerLossLines` forms of the trainer's progress bar and log printer (whichever class each is: a
+    budgeted run's bar is `budget.BudgetProgressCallback`) in place of them, the run's progress told by `progress`."""
+    for shown in (ProgressCallback, PrinterCallback):
+        callback = trainer.pop_callback(shown)
+        if callback is not None:
+            fewer = type(f"FewerLossLines{type(callback).__name__}", (FewerLossLines, type(callback)), {})
+            trainer.add_callback(fewer(progress=progress))
+
+
 @contextmanager
 def stopping_with_one_line(trainer: Trainer, command: str) -> Iterator[None]:
     """While the block trains `trainer` for `bertscratch COMMAND`, a `STOP_SIGNALS` signal stops it with `Stopped`,
@@ -578,6 +630,9 @@ def prune_checkpoints(
 
 
 __all__ = [
+    "PRINTED_LOSS_LINES",
+    "FewerLossLines",
+    "show_fewer_loss_lines",
     "FINISHED_FILES",
     "GuardedTrainingArguments",
     "OutputFolderArguments",

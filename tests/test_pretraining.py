@@ -1609,6 +1609,39 @@ def test_resuming_a_spent_budget_trains_nothing_and_says_so(
     ], spent
 
 
+@pytest.mark.parametrize(("run_length", "progress_bar"), [("budget", True), ("steps", False)])
+def test_the_terminal_shows_a_loss_line_per_tenth_of_the_run(
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    run_length: str,
+    progress_bar: bool,
+) -> None:
+    """30 steps logging their loss at each step: trainer_state.json keeps all 30 for the loss curve, the terminal one
+    line per tenth of the run, of the time budget (one second per step, as above) or of the steps, each the mean of
+    the losses logged since the line before, as fine-tuning shows its run."""
+    from hf_bertscratch import budget as budget_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget_module, "_clock", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    length = ("--max_train_minutes", "0.5") if run_length == "budget" else ("--max_steps", "30")
+    argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, *length, "--logging_steps", "1")
+    main(argv + ["--disable_tqdm", "false" if progress_bar else "true"])
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{'")]
+    logged = [
+        log["loss"] for log in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in log
+    ]
+    assert len(logged) == 30
+    losses = [line for line in printed if "'loss'" in line]
+    assert len(losses) == 10, printed
+    means = [f"{{'loss': '{sum(logged[:steps]) / steps:.4g}'" for steps in range(1, 31)]
+    assert any(losses[0].startswith(mean) for mean in means[1:5]), (losses[0], means[:5])
+
+
 def test_bad_budget_arguments_fail_before_training(
     text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
 ) -> None:
