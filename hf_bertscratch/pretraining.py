@@ -77,6 +77,7 @@ from .pretraining_arguments import (
 from .pretraining_data import (
     MaskingEpochCallback,
     SeededMaskingCollator,
+    TrainingDataRecord,
     build_tokenizer,
     count_tokens,
     load_text_splits,
@@ -444,6 +445,9 @@ def build_trainer(
     set_seed(training_args.seed)
     documents = model_args.objective == "mlm_nsp"  # NSP pairs sentences within a document
     train_text, validation_text = load_text_splits(data_args, training_args.seed, documents)
+    data_record = TrainingDataRecord.of(train_text, data_args)
+    if data_record is not None and training_args.process_index == 0:
+        data_record.check_resumed(checkpoint)
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)
@@ -476,7 +480,7 @@ def build_trainer(
         data_collator=collator,
         compute_metrics=metrics,
         reduce_predictions=preprocess,
-        callbacks=[MaskingEpochCallback(collator)],
+        callbacks=[MaskingEpochCallback(collator), *([data_record] if data_record is not None else [])],
         eval_collator=eval_collator,
         budget=budget,
         short_seq_length=data_args.short_seq_length,

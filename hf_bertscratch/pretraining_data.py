@@ -5,6 +5,7 @@ trained on the text), tokenised and packed blocks (or NSP sentence pairs), and t
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import os
@@ -24,10 +25,12 @@ from transformers import (
     TrainerState,
     TrainingArguments,
 )
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from .data import check_text_column, load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
 from .pretraining_arguments import DataArguments, ModelArguments, adds_task_text
+from .run_folder import output_dir_of, write_text_atomically
 from .tasks import check_columns, task_texts
 from .tokenization import TOKENIZER_FILES, load_tokenizer, train_wordpiece_tokenizer
 
@@ -448,3 +451,47 @@ class MaskingEpochCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         self.collator.epoch = int(math.floor(state.epoch or 0.0))
+
+
+# The file of each checkpoint that records the data it trained on (`TrainingDataRecord`).
+TRAINING_DATA_FILE = "training_data.json"
+
+
+class TrainingDataRecord(TrainerCallback):
+    """Records the training data's fingerprint in each checkpoint (`TRAINING_DATA_FILE`), and warns in one line when
+    a run resumes from a checkpoint that recorded another: Trainer skips the batches the checkpoint trained on, as if
+    they were the same. The fingerprint is the one `datasets` gives the train split, which follows local files'
+    paths and modification times, a Hub dataset's revision, and the selection made of them (nothing is read again)."""
+
+    def __init__(self, fingerprint: str, source: str) -> None:
+        self.fingerprint, self.source = fingerprint, source
+
+    @classmethod
+    def of(
+        cls, train: datasets.Dataset | datasets.IterableDataset, data_args: DataArguments
+    ) -> TrainingDataRecord | None:
+        """The record of the `train` split named by `data_args`; None for one `datasets` gives no fingerprint."""
+        fingerprint = getattr(train, "_fingerprint", None)
+        if not isinstance(fingerprint, str):
+            return None
+        named = data_args.train_file or " ".join(filter(None, (data_args.dataset_name, data_args.dataset_config_name)))
+        return cls(fingerprint, named or "the tasks' texts")
+
+    def check_resumed(self, checkpoint: str | None) -> None:
+        """Warn when `checkpoint` recorded other training data than this run's (nothing for one that recorded none)."""
+        recorded = Path(checkpoint) / TRAINING_DATA_FILE if checkpoint is not None else None
+        if recorded is None or not recorded.is_file():
+            return
+        if json.loads(recorded.read_text(encoding="utf-8")).get("fingerprint") != self.fingerprint:
+            logger.warning(
+                "The training data (%s) changed since %s was saved: the resumed run skips the batches that checkpoint "
+                "trained on as if they were the same, which they are not.",
+                self.source,
+                checkpoint,
+            )
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        folder = Path(output_dir_of(args)) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            record = {"fingerprint": self.fingerprint, "data": self.source}
+            write_text_atomically(folder / TRAINING_DATA_FILE, json.dumps(record, indent=2) + "\n")

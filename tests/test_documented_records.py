@@ -17,7 +17,7 @@ PAGES = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
 RECORD_PATH = re.compile(r"(?<![\w./-])results/[\w.*/-]*")
 # A record file named alone, in backticks: `NAME.json`.
 RECORD_NAME = re.compile(r"`([\w.*-]+\.json)`")
-# Files every run folder or model folder holds, which the pages name without meaning a record.
+# Files every run folder, its checkpoints or a model folder hold, which the pages name without meaning a record.
 RUN_FILES = frozenset(
     {
         "config.json",
@@ -29,6 +29,7 @@ RUN_FILES = frozenset(
         "evaluation.json",
         "tokenizer.json",
         "tokenizer_config.json",
+        "training_data.json",
         "*_results.json",
     }
 )

@@ -54,6 +54,7 @@ from conftest import (
     PRETRAIN_ONE_PROCESS,
     HangingWrite,
     assert_no_local_path,
+    cut_back_to_checkpoint,
     pretrain_args,
     record_hub,
     wait_for,
@@ -315,6 +316,41 @@ def test_resume_passes_over_a_checkpoint_cut_short_while_saving(
     full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
     for name in full:
         torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_resume_warns_in_one_line_when_the_training_text_changed(
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each checkpoint records the training data's fingerprint: resumed on the same text it says nothing more, on a
+    text that changed since (whose first batches the run skips as if they were the old ones) it warns in one line
+    naming the file."""
+    train = tmp_path / "train.txt"
+    train.write_text(text_file.read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "run"
+    steps = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3", "--keep_checkpoints")
+    argv = pretrain_args(train, tokenizer_dir, config_dir, out, *steps)
+    main(argv)
+    resume = [*argv, "--resume_from_checkpoint", "last"]
+    changed: list[list[str]] = []
+    for changes in (False, True):
+        cut_back_to_checkpoint(out, "checkpoint-3")
+        if changes:
+            train.write_text(train.read_text(encoding="utf-8").upper(), encoding="utf-8")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+            main(resume)
+        changed.append([record.getMessage() for record in caplog.records if "changed" in record.getMessage()])
+    assert changed == [
+        [],
+        [
+            f"The training data ({train}) changed since {out / 'checkpoint-3'} was saved: the resumed run skips the "
+            "batches that checkpoint trained on as if they were the same, which they are not."
+        ],
+    ], changed
 
 
 @pytest.mark.parametrize(
