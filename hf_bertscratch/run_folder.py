@@ -1,8 +1,7 @@
 """A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share (with
-the loss lines their terminal shows, `show_fewer_loss_lines`), and
-the atomic writes every command uses (`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that
-appears only when complete), with the permissions the umask gives (the file-level pieces, which need no torch, are
-`hf_bertscratch_base.run_files`'s).
+the loss lines their terminal shows, `show_fewer_loss_lines`), and the atomic writes every command uses
+(`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that appears only when complete), with the
+permissions the umask gives (the file-level pieces, which need no torch, are `hf_bertscratch_base.run_files`'s).
 
 transformers 5 dropped `TrainingArguments.overwrite_output_dir` and its check; `GuardedTrainingArguments` puts them
 back, so that a finished run is never written over by accident; a folder holding only `checkpoint-N/` folders is an
