@@ -263,8 +263,8 @@ class TagArguments(InferenceArguments):
         metadata={
             "help": "With --input_file (not .txt): the column of word lists (a sentence cut into words, as "
             "`finetune --task_type token-classification` reads them); each word is tagged as fine-tuning scored it, "
-            "at its first piece, its runs of tags grouped into entities as --aggregation_strategy simple groups pieces, and a "
-            "list must fit the model's positions. None: the column the model was "
+            "at its first piece, its runs of tags grouped into entities as --aggregation_strategy simple groups pieces "
+            "(another strategy is refused), and a list must fit the model's positions. None: the column the model was "
             "fine-tuned with (`finetune --tokens_column`, recorded in its config) where the file has it or lacks "
             "the column of texts, else none (a row holds a text)."
         },
@@ -489,6 +489,12 @@ def run_tag(args: TagArguments) -> None:
 
     inputs = command_inputs(args, ("text",), ("tokens",))
     if "tokens" in inputs:
+        if args.aggregation_strategy != "simple":  # a flag that would change nothing
+            raise ValueError(
+                f"--aggregation_strategy {args.aggregation_strategy!r} groups the pieces of texts, and --input_file "
+                f"{args.input_file!r} holds lists of words, whose tags are grouped word by word as the simple strategy "
+                "groups pieces: leave --aggregation_strategy out."
+            )
         tagged = tag_words_many(args.model, inputs["tokens"], batch_size=args.batch_size, **load_kwargs(args))
         show_results(args, tagged, inputs, None, _show_entities)
         return

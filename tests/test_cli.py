@@ -1479,6 +1479,21 @@ def test_tag_reads_the_word_lists_of_the_column_recorded_at_fine_tuning(
     assert line["text"] == TAG_TEXT and "entities" in line
 
 
+@pytest.mark.parametrize("strategy", ["first", "average", "max", "none"])
+def test_tag_word_lists_refuse_an_aggregation_strategy_they_do_not_use(
+    capsys, tmp_path: Path, word_tagger_dir: Path, strategy: str
+) -> None:
+    """Word lists are grouped into entities word by word, as the simple strategy groups pieces: another strategy
+    would change nothing, and is refused naming it rather than passed over."""
+    path = write_inputs(tmp_path / "words.jsonl", [{"words": words} for words in WORD_ROWS])
+    err = run_cli_error(capsys, "tag", word_tagger_dir, "--input_file", path, "--aggregation_strategy", strategy)
+    assert err == (
+        f"bertscratch tag: error: ValueError: --aggregation_strategy {strategy!r} groups the pieces of texts, and "
+        f"--input_file {str(path)!r} holds lists of words, whose tags are grouped word by word as "
+        "the simple strategy groups pieces: leave --aggregation_strategy out.\n"
+    )
+
+
 def test_tag_word_lists_refuses_a_row_longer_than_the_model_reads(capsys, tmp_path: Path, tagger_dir: Path) -> None:
     rows = [{"words": WORD_ROWS[1]}, {"words": ["paris"] * 70}]  # the tiny model has 64 positions
     path = write_inputs(tmp_path / "words.jsonl", rows)
