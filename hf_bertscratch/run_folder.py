@@ -367,11 +367,20 @@ class FewerLossLines:
         self.losses: list[float] = []
         self.shown_share = 0
 
+    def share_shown(self, state: TrainerState) -> int:
+        """The tenths of the run `state` has reached (0 to `PRINTED_LOSS_LINES`)."""
+        done, of = self.progress(state)
+        return min(int(done * PRINTED_LOSS_LINES // of), PRINTED_LOSS_LINES)
+
+    def on_train_begin(self, args, state, control, **kwargs) -> None:
+        # A resumed run starts within a tenth: its lines fall at the tenths a run never stopped shows.
+        self.losses, self.shown_share = [], self.share_shown(state)
+        super().on_train_begin(args, state, control, **kwargs)  # type: ignore[misc]
+
     def on_log(self, args, state, control, logs=None, **kwargs) -> None:
         if logs is not None and "loss" in logs:
             self.losses.append(float(logs["loss"]))
-            done, of = self.progress(state)
-            share = min(int(done * PRINTED_LOSS_LINES // of), PRINTED_LOSS_LINES)
+            share = self.share_shown(state)
             if share == self.shown_share and state.global_step < state.max_steps:
                 return
             self.shown_share = share

@@ -452,6 +452,27 @@ def test_the_terminal_shows_a_tenth_of_the_logged_losses_and_every_evaluation(
     assert sum("'eval_loss'" in line for line in printed) == 2 and "'train_runtime'" in printed[-1]
 
 
+def test_a_resumed_run_shows_its_loss_lines_at_the_same_tenths_as_one_never_stopped(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """A run resumed at step 30 of 100 shows a loss line at steps 40, 50, ... 100, each the mean of the losses logged
+    since the tenth before, as the run never stopped would: not a line at its first logged step."""
+    from transformers import PrinterCallback, TrainerControl, TrainerState, TrainingArguments
+
+    from hf_bertscratch.run_folder import FewerLossLines
+
+    printer = type("FewerLossLinesPrinterCallback", (FewerLossLines, PrinterCallback), {})()  # show_fewer_loss_lines'
+    args = TrainingArguments(output_dir="unused", report_to="none")
+    state, control = TrainerState(global_step=30, max_steps=100), TrainerControl()
+    printer.on_train_begin(args, state, control)
+    for step in range(31, 101):
+        state.global_step = step
+        printer.on_log(args, state, control, logs={"loss": float(step)})
+    printed = [line for line in capsys.readouterr().out.splitlines() if "'loss'" in line]
+    assert len(printed) == 7, printed
+    assert printed[0] == "{'loss': '35.5'}" and printed[-1] == "{'loss': '95.5'}", printed  # steps 31-40, 91-100
+
+
 def test_validation_split_holds_out_train_examples_and_scores_the_eval_split_once(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
