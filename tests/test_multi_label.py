@@ -128,6 +128,27 @@ def test_a_train_split_without_any_label_is_refused() -> None:
         shape_of([[], []], [["cats"]])
 
 
+def test_integer_labels_are_ids_into_the_class_names_as_single_label_ids_are() -> None:
+    """Lists of class ids (GoEmotions' layout), in a jsonl list or a csv field: ids 0..K-1 into --class_names, or
+    named by their numbers in numeric order without them."""
+    named = shape_of([[0, 2], [10]], [[1]], label_names=[f"e{i}" for i in range(11)])
+    assert named.names == [f"e{i}" for i in range(11)]
+    assert named.encode([[0, 2], "10", []]) == [
+        [1.0, 0.0, 1.0, *[0.0] * 8],
+        [*[0.0] * 10, 1.0],
+        [0.0] * 11,
+    ]
+    unnamed = shape_of([[0, 2], [10]], [[1]])
+    assert unnamed.names == [str(i) for i in range(11)]
+    assert unnamed.encode(["2,10"]) == [[0.0, 0.0, 1.0, *[0.0] * 7, 1.0]]
+    with pytest.raises(ValueError) as error:
+        shape_of([[0], [3]], [[1]], label_names=["a", "b", "c"])
+    assert str(error.value) == (
+        "Label(s) [3] in the train split are outside the label set ['a', 'b', 'c'] (the train split's labels, or "
+        "--class_names); integer labels are ids into --class_names, from 0."
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- baselines
 def multi_hot(sets: list[list[str]], names: list[str]) -> list[list[float]]:
     return [[float(name in labels) for name in names] for labels in sets]

@@ -306,9 +306,10 @@ class RegressionShape(ClassificationShape):
             plot_regression(labels, scores, folder / f"{prefix}{self.picture}", title)
 
 
-def label_sets(values: Sequence, separator: str) -> list[list[str]]:
+def label_sets(values: Sequence, separator: str) -> list[list[str | int]]:
     """Each row's labels of a multi-label label column: a list as it is (a jsonl list), a string split on `separator`
-    (a csv/tsv field), each label stripped of surrounding spaces; an empty list, an empty field or a null: no label."""
+    (a csv/tsv field), each label stripped of surrounding spaces; an empty list, an empty field or a null: no label.
+    A label that is an integer, or a string of digits, comes as an int: a class id (`multi_label_names`)."""
     sets = []
     for value in values:
         if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -319,31 +320,51 @@ def label_sets(values: Sequence, separator: str) -> list[list[str]]:
             parts = [part for part in value if part is not None]
         else:  # one label read as a number (a csv column of single ids)
             parts = [value]
-        sets.append([label for label in (str(part).strip() for part in parts) if label])
+        labels: list[str | int] = []
+        for part in parts:
+            if isinstance(part, (int, np.integer)) and not isinstance(part, bool):
+                labels.append(int(part))
+            elif text := str(part).strip():
+                labels.append(int(text) if text.isdecimal() else text)
+        sets.append(labels)
     return sets
 
 
-def multi_label_names(raw: datasets.DatasetDict, column: str, names: list[str] | None, separator: str) -> list[str]:
-    """A multi-label task's label names: `names` (--class_names) in their order, else the sorted distinct labels of
-    the train split; raises on a train split without any label and on a label of any split outside them."""
+def multi_label_names(
+    raw: datasets.DatasetDict, column: str, names: list[str] | None, separator: str
+) -> tuple[list[str], dict[str | int, int]]:
+    """A multi-label task's label names and the map from each label as `label_sets` reads it to its id. Labels that
+    are all integers are class ids, as a single-label task's are: 0..K-1 into `names` (--class_names), or without
+    names the ids 0 to the largest train id, named by their numbers. Other labels are names: `names` in their order,
+    else the sorted distinct labels of the train split. Raises on a train split without any label and on a label of
+    any split outside the set."""
     sets = {role: label_sets(split[column], separator) for role, split in raw.items() if column in split.column_names}
-    train_labels = sorted({label for labels in sets["train"] for label in labels})
+    train_labels = {label for labels in sets["train"] for label in labels}
     if not train_labels:
         raise ValueError(
             f"No example of the train split has a label in column {column!r}: a multi-label classifier learns which "
             f"labels a text has; give each train example its labels (a jsonl list, or a field of labels separated by "
             f"--label_separator {separator!r})."
         )
-    names = list(names) if names is not None else train_labels
-    known = set(names)
+    as_ids = all(isinstance(label, int) for labels in sets.values() for row in labels for label in row)
+    index: dict[str | int, int]
+    if as_ids:
+        if names is None:
+            names = [str(i) for i in range(max(int(label) for label in train_labels) + 1)]
+        index = {i: i for i in range(len(names))}
+    else:
+        names = list(names) if names is not None else sorted(str(label) for label in train_labels)
+        index = {name: i for i, name in enumerate(names)}
+        index.update({int(name): i for i, name in enumerate(names) if name.isdecimal()})  # "3" read as an id
     for role, role_sets in sets.items():
-        bad = sorted({label for labels in role_sets for label in labels if label not in known})
+        bad = sorted({label for labels in role_sets for label in labels if label not in index}, key=str)
         if bad:
+            ids = "; integer labels are ids into --class_names, from 0" if as_ids else ""
             raise ValueError(
                 f"Label(s) {bad[:10]} in the {role} split are outside the label set {names} (the train split's labels, "
-                "or --class_names)."
+                f"or --class_names){ids}."
             )
-    return names
+    return names, index
 
 
 class MultiLabelClassificationShape(ClassificationShape):
@@ -358,11 +379,10 @@ class MultiLabelClassificationShape(ClassificationShape):
         hold each, and warn of one too rare to learn or missing from the eval split (`report_labels`)."""
         names = list(self.task.label_names) if self.task.label_names else None
         column = self.task.column("label")
-        self.names = multi_label_names(raw, column, names, self.task.label_separator)
+        self.names, self.index = multi_label_names(raw, column, names, self.task.label_separator)
         self.label_map = None
-        index = {name: i for i, name in enumerate(self.names)}
         ids = {
-            role: [index[label] for labels in label_sets(split[column], self.task.label_separator) for label in
+            role: [self.index[label] for labels in label_sets(split[column], self.task.label_separator) for label in
                    dict.fromkeys(labels)]
             for role, split in raw.items()
             if column in split.column_names
@@ -371,12 +391,11 @@ class MultiLabelClassificationShape(ClassificationShape):
 
     def encode(self, values: Sequence) -> list[list[float]]:
         """Raw label values -> one 0/1 row over the label names per example (BCE's targets)."""
-        index = {name: i for i, name in enumerate(self.names)}
         rows = []
         for labels in label_sets(values, self.task.label_separator):
             row = [0.0] * len(self.names)
             for label in labels:
-                row[index[label]] = 1.0
+                row[self.index[label]] = 1.0
             rows.append(row)
         return rows
 
