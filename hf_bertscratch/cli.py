@@ -42,7 +42,7 @@ from typing import Any, Literal, TextIO
 import numpy as np
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.data_files import is_squad_json, is_text_file
+from hf_bertscratch_base.data_files import check_input_file_is_not_conll, is_squad_json, is_text_file
 from hf_bertscratch_base.model_config import read_config, read_model_config
 from hf_bertscratch_base.task_table import (
     INPUT_COLUMN_DEFAULTS,
@@ -708,6 +708,7 @@ def read_input_file(
     from .data import load_data_file
     from .tasks.question_answering import load_squad_json
 
+    check_input_file_is_not_conll(path)
     with _datasets_quiet(quiet):
         rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
     if callable(columns):

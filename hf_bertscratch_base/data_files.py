@@ -221,6 +221,17 @@ def looks_like_conll(path: str | Path) -> bool:
     return len(widths) == 1 and widths.pop() > 1 and all(IOB_TAG.match(fields[-1]) for fields in lines)
 
 
+def check_input_file_is_not_conll(path: str | Path) -> None:
+    """Fail in one line when an inference command's --input_file is a CoNLL text file (`looks_like_conll`): its lines
+    would be read as texts, a word and its tags each."""
+    if looks_like_conll(path):
+        raise ValueError(
+            f"--input_file {str(path)!r} is laid out as CoNLL (a word and its tags on each line), and a .txt file of "
+            "inputs holds one text per line: give each sentence's words as a list in a JSON Lines column instead "
+            "(tag --tokens_column)."
+        )
+
+
 def file_layout(path: str | Path) -> str | None:
     """The layout of a data file that one task type alone reads: "CoNLL" (a text file of tagged words,
     `looks_like_conll`), "SQuAD-format" (a json document of articles, `is_squad_json`, up to `LAYOUT_SNIFF_BYTES`);
@@ -298,6 +309,7 @@ __all__ = [
     "FILE_BUILDERS",
     "TEXT_COLUMN",
     "TSV_READING",
+    "check_input_file_is_not_conll",
     "conll_sentences",
     "count_examples",
     "file_extension",

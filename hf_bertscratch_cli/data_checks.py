@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hf_bertscratch_base.data_files import (
     TEXT_COLUMN,
+    check_input_file_is_not_conll,
     count_examples,
     is_text_file,
     read_columns,
@@ -149,6 +150,7 @@ def check_input_file(command: str, args: list[str]) -> None:
     path = _given_files(args, ("input",)).get("input")
     if path is None or "--json" in args:  # --json with a file: the library's refusal of it comes first
         return
+    check_input_file_is_not_conll(path)
     found = read_columns(path)
     if found is None:
         return

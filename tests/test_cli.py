@@ -609,6 +609,26 @@ def test_a_file_without_the_column_recorded_at_fine_tuning_is_one_line_naming_wh
     assert capsys.readouterr().err == f"bertscratch classify: error: ValueError: {expected}"
 
 
+def test_a_conll_text_file_as_input_file_is_one_line_saying_how_to_give_words(
+    capsys, tmp_path: Path, tagger_dir: Path
+) -> None:
+    """A .txt --input_file holds one text per line; a CoNLL file (a word and its tags on each line) read so would be
+    tagged word by word as texts, or fail at its first blank line: the front door and the library refuse it alike."""
+    path = tmp_path / "sentences.txt"
+    path.write_text("EU B-ORG\nrejects O\nGerman B-MISC\n\nPeter B-PER\nBlackburn I-PER\n", encoding="utf-8")
+    argv = ["tag", str(tagger_dir), "--input_file", str(path)]
+    expected = (
+        f"--input_file {str(path)!r} is laid out as CoNLL (a word and its tags on each line), and a .txt file of "
+        "inputs holds one text per line: give each sentence's words as a list in a JSON Lines column instead (tag "
+        "--tokens_column).\n"
+    )
+    assert run_cli_error(capsys, *argv) == f"bertscratch tag: error: ValueError: {expected}"
+    with pytest.raises(SystemExit) as exit_info:
+        hf_bertscratch_cli.main(argv)
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == f"bertscratch tag: error: ValueError: {expected}"
+
+
 def test_classify_a_file_of_regression_pairs(capsys, tmp_path: Path, regressor_dir: Path) -> None:
     rows = [{"text": row["premise"], "text_pair": row["hypothesis"]} for row in PAIRS]
     path = write_inputs(tmp_path / "pairs.csv", rows)
