@@ -724,7 +724,7 @@ def tag_words_many(
     **load_kwargs: object,
 ) -> Iterator[dict[str, list]]:
     """Tag each word of each of `word_lists` as token-classification fine-tuning trained and scored the model: the
-    tag predicted at the word's first piece (`tasks.token_classification.align_labels_with_pieces`), `batch_size`
+    tag predicted at the word's first piece (`tokenization.align_labels_with_pieces`), `batch_size`
     lists per forward pass. Every list is checked before the model runs: each must be a non-empty list of
     non-empty words whose pieces, with [CLS] and [SEP], fit the model's positions (a list is tagged whole, as
     fine-tuning read it; a longer one is refused, naming it).
@@ -738,7 +738,7 @@ def tag_words_many(
         pieces, each {"entity_group", "score", "word", "start", "end"} with start and end word indices
         (words[start:end] is the entity) and score the mean of its words' probabilities}.
     """
-    from .tasks.token_classification import align_labels_with_pieces, check_fast_tokenizer
+    from .tokenization import align_labels_with_pieces, check_fast_tokenizer
 
     check_batch_size(batch_size)
     _check_word_lists(word_lists)

@@ -65,7 +65,7 @@ from .task_heads import check_task_head
 from .tasks import TaskSpec
 from .tasks.data import DataArguments, fit_length_to_model, load_task_datasets, load_task_tokenizer
 from .tasks.shapes import FeatureSettings, TaskShape, build_shape
-from .tasks.token_classification import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
+from .tokenization import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 
 logger = logging.getLogger(__name__)
 

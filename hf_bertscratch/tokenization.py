@@ -232,8 +232,45 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Saved a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 
 
+IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
+
+
+def align_labels_with_pieces(word_ids: list[int | None], word_label_ids: list[int]) -> list[int]:
+    """Piece labels (T,) from word labels: the word's label on its first piece, -100 on its other pieces and on the
+    special tokens (word id None), so each word is scored once.
+
+    Args:
+        word_ids: per piece, the index of its word or None, as `BatchEncoding.word_ids(i)` gives it.
+        word_label_ids: per word, its label id.
+    """
+    labels = []
+    previous = None
+    for word_id in word_ids:
+        if word_id is None or word_id == previous:
+            labels.append(IGNORE_INDEX)
+        elif not 0 <= word_id < len(word_label_ids):
+            raise ValueError(f"Word id {word_id} is outside the {len(word_label_ids)} word labels.")
+        else:
+            labels.append(word_label_ids[word_id])
+        previous = word_id
+    return labels
+
+
+def check_fast_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Raise ValueError for a slow tokenizer: labels are aligned with pieces through word_ids, which only fast
+    (Rust `tokenizers`) tokenizers give."""
+    if not tokenizer.is_fast:
+        raise ValueError(
+            f"{type(tokenizer).__name__} is a slow tokenizer: token classification needs a fast one (it maps pieces "
+            "back to words with word_ids); load it with AutoTokenizer or hf_bertscratch.tokenization.load_tokenizer."
+        )
+
+
 __all__ = [
+    "IGNORE_INDEX",
     "SPECIAL_TOKENS",
+    "align_labels_with_pieces",
+    "check_fast_tokenizer",
     "build_parser",
     "check_mask_token",
     "check_tokenizer_fits",

@@ -22,12 +22,12 @@ from hf_bertscratch.tasks.features import FeatureSettings
 from hf_bertscratch.tasks.token_classification import (
     CONLL2003_LABELS,
     TokenClassificationShape,
-    align_labels_with_pieces,
     check_tags,
     label_names_from,
     logits_to_word_tags,
     make_word_tokenize_function,
 )
+from hf_bertscratch.tokenization import align_labels_with_pieces
 
 from conftest import tiny_config_kwargs
 

@@ -3,7 +3,7 @@
 One implementation of each step, shared by training and evaluation (the run_ner.py pair):
 
 - preprocess: (`hf_bertscratch.data.read_conll` ->) `label_names_from` -> `check_tags` ->
-  `make_word_tokenize_function` (via `align_labels_with_pieces`): sentences of words and tags become input_ids and
+  `make_word_tokenize_function` (via `tokenization.align_labels_with_pieces`): sentences of words and tags become input_ids and
   piece labels.
 - postprocess: `logits_to_word_tags` turns (N, T, C) logits back into one tag per scored word, the lists of tag
   strings the seqeval metric takes.
@@ -32,6 +32,7 @@ from transformers import (
 from transformers.trainer_utils import PredictionOutput
 
 from ..metrics import load_metric
+from ..tokenization import IGNORE_INDEX, align_labels_with_pieces, check_fast_tokenizer
 from . import (
     CONLL2003_LABELS,  # the Hub dataset's ClassLabel names in id order (the conll2003 task's labels)
     TaskSpec,
@@ -44,8 +45,6 @@ from .features import (
     report_labels,
     write_csv,
 )
-
-IGNORE_INDEX = -100  # the label the loss and the metric skip: special tokens and non-first pieces
 
 
 # ------------------------------------------------------------------------------------------------ labels
@@ -115,37 +114,6 @@ def check_tags(
 
 
 # ------------------------------------------------------------------------------------------------ preprocess
-def align_labels_with_pieces(word_ids: list[int | None], word_label_ids: list[int]) -> list[int]:
-    """Piece labels (T,) from word labels: the word's label on its first piece, -100 on its other pieces and on the
-    special tokens (word id None), so each word is scored once.
-
-    Args:
-        word_ids: per piece, the index of its word or None, as `BatchEncoding.word_ids(i)` gives it.
-        word_label_ids: per word, its label id.
-    """
-    labels = []
-    previous = None
-    for word_id in word_ids:
-        if word_id is None or word_id == previous:
-            labels.append(IGNORE_INDEX)
-        elif not 0 <= word_id < len(word_label_ids):
-            raise ValueError(f"Word id {word_id} is outside the {len(word_label_ids)} word labels.")
-        else:
-            labels.append(word_label_ids[word_id])
-        previous = word_id
-    return labels
-
-
-def check_fast_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
-    """Raise ValueError for a slow tokenizer: labels are aligned with pieces through word_ids, which only fast
-    (Rust `tokenizers`) tokenizers give."""
-    if not tokenizer.is_fast:
-        raise ValueError(
-            f"{type(tokenizer).__name__} is a slow tokenizer: token classification needs a fast one (it maps pieces "
-            "back to words with word_ids); load it with AutoTokenizer or hf_bertscratch.tokenization.load_tokenizer."
-        )
-
-
 def _tag_ids(tags: list, label_to_id: dict) -> list[int]:
     """Label ids of one sentence's tags: strings through `label_to_id`, ints (ClassLabel ids) as they are."""
     try:
@@ -233,8 +201,6 @@ __all__ = [
     "CONLL2003_LABELS",
     "IGNORE_INDEX",
     "TokenClassificationShape",
-    "align_labels_with_pieces",
-    "check_fast_tokenizer",
     "check_tags",
     "label_names_from",
     "logits_to_word_tags",
