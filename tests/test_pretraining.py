@@ -1019,7 +1019,7 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
 ) -> None:
     """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) and
     Ctrl-C (SIGINT to the terminal's job: the command alone, since torchrun's agent and the training processes it
-    starts each run in a session of their own) stop the two training processes it launched too, rather than leaving
+    starts each run in a process session of their own, setsid) stop the two training processes it launched too, rather than leaving
     them training into the output folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
     rerun continues from, and no traceback of any process."""
     out = tmp_path / "run"
