@@ -591,6 +591,15 @@ def test_a_classifier_fine_tuned_on_columns_of_its_own_reads_them_from_a_file(
     assert [line["text"] for line in json_lines(read)] == [row["review"] for row in rows]
 
 
+def assert_library_and_front_door_refuse(capsys, argv: list[str], line: str) -> None:
+    """The library and the front door (before torch loads) both refuse `argv` with `line`, the front door exiting 1."""
+    assert run_cli_error(capsys, *argv) == line
+    with pytest.raises(SystemExit) as exit_info:
+        hf_bertscratch_cli.main(argv)
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == line
+
+
 def test_a_file_without_the_column_recorded_at_fine_tuning_is_one_line_naming_where_it_came_from(
     capsys, tmp_path: Path, review_classifier_dir: Path
 ) -> None:
@@ -602,11 +611,7 @@ def test_a_file_without_the_column_recorded_at_fine_tuning_is_one_line_naming_wh
         f"Column 'review' (--text_column recorded at fine-tuning) not in --input_file {str(path)!r}; it has ['text', "
         "'label']: name yours with --text_column.\n"
     )
-    assert run_cli_error(capsys, *argv) == f"bertscratch classify: error: ValueError: {expected}"
-    with pytest.raises(SystemExit) as exit_info:
-        hf_bertscratch_cli.main(argv)
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == f"bertscratch classify: error: ValueError: {expected}"
+    assert_library_and_front_door_refuse(capsys, argv, f"bertscratch classify: error: ValueError: {expected}")
 
 
 def test_a_conll_text_file_as_input_file_is_one_line_saying_how_to_give_words(
@@ -622,11 +627,7 @@ def test_a_conll_text_file_as_input_file_is_one_line_saying_how_to_give_words(
         "inputs holds one text per line: give each sentence's words as a list in a JSON Lines column instead (tag "
         "--tokens_column).\n"
     )
-    assert run_cli_error(capsys, *argv) == f"bertscratch tag: error: ValueError: {expected}"
-    with pytest.raises(SystemExit) as exit_info:
-        hf_bertscratch_cli.main(argv)
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == f"bertscratch tag: error: ValueError: {expected}"
+    assert_library_and_front_door_refuse(capsys, argv, f"bertscratch tag: error: ValueError: {expected}")
 
 
 def test_classify_a_file_of_regression_pairs(capsys, tmp_path: Path, regressor_dir: Path) -> None:
