@@ -713,7 +713,7 @@ def read_input_file(
         rows = load_squad_json(path) if Path(path).is_file() and is_squad_json(path) else load_data_file(path)
     if callable(columns):
         columns = columns(rows.column_names)
-    check_input_columns(rows.column_names, columns, where=f"--input_file {path!r}")  # as the front door does
+    check_input_columns(rows.column_names, columns, path)  # as the front door does
     inputs = {role: list(rows[column.column]) for role, column in columns.items()}
     for role, values in inputs.items():
         check = _check_words if role == "tokens" else _check_texts

@@ -32,6 +32,9 @@ FILE_BUILDERS: dict[str, tuple[str, dict[str, object]]] = {
     "parquet": ("parquet", {}),
 }
 TEXT_COLUMN = "text"  # the one column of a text file (a row per line), and the default --text_column of pretraining
+# The builders whose columns may hold lists (a row's list of words, as token classification reads them): a csv or tsv
+# cell holds a string, and a text file has no columns.
+LIST_BUILDERS = ("json", "parquet")
 # The --train_file help of the commands that read raw text (pretraining, train-tokenizer): the formats and globs
 # `hf_bertscratch.data.load_raw_datasets` reads.
 TEXT_TRAIN_FILE_HELP = (
@@ -47,6 +50,18 @@ def file_extension(path: Path) -> str:
     if suffixes and suffixes[-1] == "gz":
         suffixes = suffixes[:-1]
     return suffixes[-1] if suffixes else ""
+
+
+def file_kinds(builders: Iterable[str]) -> str:
+    """The extensions of the data files `builders` read, as a line names them: ".json, .jsonl or .parquet"."""
+    wanted = set(builders)
+    kinds = [f".{extension}" for extension, (builder, _) in FILE_BUILDERS.items() if builder in wanted]
+    return kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+
+
+def column_file_kinds() -> str:
+    """The extensions of the data files whose rows have named columns (all but plain text's): ".csv, ... or .parquet"."""
+    return file_kinds(builder for builder, _ in FILE_BUILDERS.values() if builder != "text")
 
 
 def open_text(path: Path, encoding: str = "utf-8") -> TextIO:
@@ -307,12 +322,15 @@ __all__ = [
     "CONLL_COLUMNS",
     "CONLL_DOCSTART",
     "FILE_BUILDERS",
+    "LIST_BUILDERS",
     "TEXT_COLUMN",
     "TSV_READING",
     "check_input_file_is_not_conll",
     "conll_sentences",
     "count_examples",
+    "column_file_kinds",
     "file_extension",
+    "file_kinds",
     "file_layout",
     "is_squad_json",
     "is_text_file",

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import NamedTuple
 
 from . import did_you_mean
-from .data_files import file_layout
+from .data_files import LIST_BUILDERS, column_file_kinds, file_extension, file_kinds, file_layout, is_text_file
 
 SHAPES = (
     "classification",
@@ -436,17 +437,37 @@ def choose_file_columns(
     return texts
 
 
-def check_input_columns(columns: Collection[str], chosen: Mapping[str, InputColumn], where: str) -> None:
-    """Fail in one line when a file of inputs (`where`: "--input_file 'x.csv'") of `columns` lacks a `chosen` one
+def check_input_columns(columns: Collection[str], chosen: Mapping[str, InputColumn], path: str) -> None:
+    """Fail in one line when the file of inputs `path` (--input_file) of `columns` lacks a `chosen` one
     (`choose_input_columns`), naming each missing column and where its name came from, the columns the file has, and
-    the flags that name others."""
+    the flags that name others; of a text file, that it holds one text per line and has no columns, and the files
+    that have them (`_text_file_has_no_columns`)."""
     missing = {role: chosen_column for role, chosen_column in chosen.items() if chosen_column.column not in columns}
     if not missing:
         return
     named = " and ".join(chosen_column.described(role) for role, chosen_column in missing.items())
-    flags = ", ".join(column_flag(role) for role in missing)
     noun = "Column" if len(missing) == 1 else "Columns"
-    raise ValueError(f"{noun} {named} not in {where}; it has {list(columns)}: name yours with {flags}.")
+    if is_text_file(path):
+        raise ValueError(_text_file_has_no_columns(path, missing, f"{noun.lower()} {named}"))
+    flags = ", ".join(column_flag(role) for role in missing)
+    raise ValueError(f"{noun} {named} not in --input_file {path!r}; it has {list(columns)}: name yours with {flags}.")
+
+
+def _text_file_has_no_columns(path: str, missing: Mapping[str, InputColumn], named: str) -> str:
+    """The line of a text file of inputs (`path`: one text per line, its one column the lines) that lacks the
+    `missing` columns (`named`, as the line names them): which files have such columns (lists of words: those whose
+    cells hold lists, `LIST_BUILDERS`), and for a --text_column given, that its lines are read without it."""
+    if "tokens" in missing:
+        advice = f"lists of words come in a column of a {file_kinds(LIST_BUILDERS)} file"
+    else:
+        advice = f"columns come in a {column_file_kinds()} file"
+    text = missing.get("text")
+    if text is not None and text.source == FLAG:
+        advice += f"; leave {column_flag('text')} out to read its lines"
+    return (
+        f"--input_file {path!r} is a .{file_extension(Path(path))} file: it holds one text per line and has no "
+        f"columns, so no {named}: {advice}."
+    )
 
 
 # A data file's layout that one task type alone reads (`data_files.file_layout`) -> that task type.

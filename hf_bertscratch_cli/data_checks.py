@@ -162,7 +162,7 @@ def check_input_file(command: str, args: list[str]) -> None:
     chosen = choose_file_columns(roles, flags, recorded, found)
     if config is None:
         chosen = {role: column for role, column in chosen.items() if column.source == FLAG}
-    check_input_columns(found, chosen, where=f"--input_file {path!r}")
+    check_input_columns(found, chosen, path)
 
 
 # Command -> the splits whose file its `--{split}_file` flags name (an inference command's: --input_file).

@@ -271,6 +271,8 @@ def test_conll_files_that_the_front_door_leaves_to_the_library(
     check_data_files("finetune", ["--task_type", "token-classification", *(a for pair in files.items() for a in pair)])
 
 
+# The start of the line a text file of inputs (one text per line) fails with where a column is asked of it.
+TEXT_FILE = "--input_file '{path}' is a .txt file: it holds one text per line and has no columns,"
 # An inference command's --input_file: (command, file, its text, flags, the input columns the model's config records,
 # the line it fails with).
 INPUT_MISSING = [
@@ -280,7 +282,12 @@ INPUT_MISSING = [
     ("answer", "questions.csv.gz", "text,label\na,0\n", [], {}, "Columns 'question' (--question_column's default) and 'context' (--context_column's default) not in --input_file '{path}'; it has ['text', 'label']: name yours with --question_column, --context_column"),
     ("answer", "questions.jsonl", QUESTIONS, ["--question_column", "query"], {}, "Columns 'query' (--question_column as given) and 'context' (--context_column's default) not in --input_file '{path}'; it has ['question', 'answers']: name yours with --question_column, --context_column"),
     ("tag", "texts.jsonl", jsonl({"sentence": "Ann went ."}), [], {}, "Column 'text' (--text_column's default) not in --input_file '{path}'; it has ['sentence']: name yours with --text_column"),
-    ("embed", "notes.txt", "hello\n", ["--text_column", "body"], {}, "Column 'body' (--text_column as given) not in --input_file '{path}'; it has ['text']: name yours with --text_column"),
+    ("embed", "notes.txt", "hello\n", ["--text_column", "body"], {}, f"{TEXT_FILE} so no column 'body' (--text_column as given): columns come in a .csv, .tsv, .json, .jsonl or .parquet file; leave --text_column out to read its lines"),
+    ("tag", "notes.txt", "Ann went .\n", ["--tokens_column", "words"], {}, f"{TEXT_FILE} so no column 'words' (--tokens_column as given): lists of words come in a column of a .json, .jsonl or .parquet file"),
+    ("tag", "notes.txt.gz", "Ann went .\n", ["--tokens_column", "words"], {"tokens": "words"}, f"{TEXT_FILE} so no column 'words' (--tokens_column as given): lists of words come in a column of a .json, .jsonl or .parquet file"),
+    ("classify", "notes.txt", "a premise\n", ["--text_pair_column", "hypothesis"], {}, f"{TEXT_FILE} so no column 'hypothesis' (--text_pair_column as given): columns come in a .csv, .tsv, .json, .jsonl or .parquet file"),
+    ("similarity", "notes.txt", "a text\n", ["--text_pair_column", "b"], {"text_pair": "b"}, f"{TEXT_FILE} so no column 'b' (--text_pair_column as given): columns come in a .csv, .tsv, .json, .jsonl or .parquet file"),
+    ("answer", "notes.txt", "Who?\n", [], {}, f"{TEXT_FILE} so no columns 'question' (--question_column's default) and 'context' (--context_column's default): columns come in a .csv, .tsv, .json, .jsonl or .parquet file"),
     ("fill-mask", "texts.csv", "body\nthe [MASK] .\n", [], {}, "Column 'text' (--text_column's default) not in --input_file '{path}'; it has ['body']: name yours with --text_column"),
     ("classify", "reviews.csv", "text,label\na,0\n", [], {"text": "review"}, "Column 'review' (--text_column recorded at fine-tuning) not in --input_file '{path}'; it has ['text', 'label']: name yours with --text_column"),
     ("classify", "pairs.csv", "premise,label\na,0\n", [], {"text": "premise", "text_pair": "hypothesis"}, "Column 'hypothesis' (--text_pair_column recorded at fine-tuning) not in --input_file '{path}'; it has ['premise', 'label']: name yours with --text_pair_column"),
