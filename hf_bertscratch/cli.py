@@ -261,7 +261,8 @@ class TagArguments(InferenceArguments):
     tokens_column: str | None = field(
         default=None,
         metadata={
-            "help": "With --input_file (not .txt): the column of word lists (a sentence cut into words, as "
+            "help": "With --input_file (.json, .jsonl or .parquet, whose cells hold lists): the column of word "
+            "lists (a sentence cut into words, as "
             "`finetune --task_type token-classification` reads them); each word is tagged as fine-tuning scored it, "
             "at its first piece, its runs of tags grouped into entities as --aggregation_strategy simple groups pieces "
             "(another strategy is refused), and a list must fit the model's positions. None: the column the model was "

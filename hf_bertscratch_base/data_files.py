@@ -287,16 +287,21 @@ def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
 
 
 def read_first_row(path: str | Path) -> dict | None:
-    """The first row of a JSON Lines file, as `datasets` reads it (a JSON object); None for a file of another kind,
-    or one whose first line holds no such row (`read_columns`)."""
+    """The first row of a JSON Lines file, as `datasets` reads it (a JSON object), or of a csv or tsv file, its cells
+    as the strings they are (under the header's names); None for a file of another kind, or one whose start holds no
+    such row (`read_columns`)."""
     path = Path(path).expanduser()
-    builder, _ = FILE_BUILDERS.get(file_extension(path), ("", {}))
-    if builder != "json" or any(char in str(path) for char in "*?[") or not path.is_file():
+    builder, kwargs = FILE_BUILDERS.get(file_extension(path), ("", {}))
+    if builder not in ("csv", "json") or any(char in str(path) for char in "*?[") or not path.is_file():
         return None
     try:
         with open_text(path, encoding="utf-8-sig") as lines:
-            return _json_row(lines.readline(FIRST_ROW_LIMIT))
-    except (OSError, EOFError, ValueError, zlib.error):  # unreadable, not gzip, not UTF-8
+            if builder == "json":
+                return _json_row(lines.readline(FIRST_ROW_LIMIT))
+            rows = itertools.islice(_csv_rows(lines, kwargs), 2)
+            header, first = next(rows, None), next(rows, None)
+            return None if header is None or first is None else dict(zip(header, first))
+    except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
         return None
 
 

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import did_you_mean
-from .data_files import LIST_BUILDERS, column_file_kinds, file_extension, file_kinds, file_layout, is_text_file
+from .data_files import (
+    FILE_BUILDERS,
+    LIST_BUILDERS,
+    column_file_kinds,
+    file_extension,
+    file_kinds,
+    file_layout,
+    is_text_file,
+    read_first_row,
+)
 
 SHAPES = (
     "classification",
@@ -441,9 +450,11 @@ def check_input_columns(columns: Collection[str], chosen: Mapping[str, InputColu
     """Fail in one line when the file of inputs `path` (--input_file) of `columns` lacks a `chosen` one
     (`choose_input_columns`), naming each missing column and where its name came from, the columns the file has, and
     the flags that name others; of a text file, that it holds one text per line and has no columns, and the files
-    that have them (`_text_file_has_no_columns`)."""
+    that have them (`_text_file_has_no_columns`). A column of lists of words (`tag`'s "tokens") in a csv or tsv file,
+    whose cells hold strings, fails too (`check_word_lists_file`)."""
     missing = {role: chosen_column for role, chosen_column in chosen.items() if chosen_column.column not in columns}
     if not missing:
+        check_word_lists_file(path, chosen)
         return
     named = " and ".join(chosen_column.described(role) for role, chosen_column in missing.items())
     noun = "Column" if len(missing) == 1 else "Columns"
@@ -467,6 +478,24 @@ def _text_file_has_no_columns(path: str, missing: Mapping[str, InputColumn], nam
     return (
         f"--input_file {path!r} is a .{file_extension(Path(path))} file: it holds one text per line and has no "
         f"columns, so no {named}: {advice}."
+    )
+
+
+def check_word_lists_file(path: str, chosen: Mapping[str, InputColumn]) -> None:
+    """Fail in one line, naming the first row's value, when `chosen` reads lists of words (the "tokens" role) from a
+    file of inputs (`path`) whose cells cannot hold lists, a csv or tsv file's (`LIST_BUILDERS`, as
+    token-classification fine-tuning refuses them): its strings would be refused row by row as no lists. A file
+    without a first row is left to the reader, which names it."""
+    words = chosen.get("tokens")
+    builder = FILE_BUILDERS.get(file_extension(Path(path)), ("", {}))[0]
+    if words is None or builder in LIST_BUILDERS or (row := read_first_row(path)) is None:
+        return
+    raise ValueError(
+        f"Row 1 of --input_file {path!r} (counting from 1, the header not counted) holds "
+        f"{row.get(words.column)!r:.100} in column {words.described('tokens')}: a .{file_extension(Path(path))} "
+        f"file's cells hold strings, and lists of words come in a column of a {file_kinds(LIST_BUILDERS)} file, as "
+        f"token-classification fine-tuning reads them; to tag the strings as texts, name the column with "
+        f"{column_flag('text')} instead."
     )
 
 
@@ -585,6 +614,7 @@ __all__ = [
     "check_tagged_conll_file",
     "check_task_names",
     "check_test_file_as_eval",
+    "check_word_lists_file",
     "choose_input_columns",
     "column_flag",
     "embedding_task",

@@ -299,6 +299,34 @@ INPUT_MISSING = [
 ]  # fmt: skip
 
 
+# A csv or tsv file's word-list column: (file, its text, flags, the input columns the model's config records).
+CSV_WORD_LISTS = [
+    ("words.csv", "words,id\nEU rejects German call,1\n", [], {"tokens": "words"}),
+    ("words.tsv.gz", "id\twords\n1\tEU rejects German call\n", ["--tokens_column", "words"], {}),
+]
+
+
+@pytest.mark.parametrize("name, text, flags, recorded", CSV_WORD_LISTS)
+def test_a_csv_column_of_word_lists_fails_at_the_front_door_as_in_the_library(
+    tmp_path: Path, name: str, text: str, flags: list[str], recorded: dict[str, str]
+) -> None:
+    """A csv or tsv cell holds a string: `tag` refuses the column it would read word lists from, naming the row and
+    its value, the files that hold lists, and the flag that reads the strings as texts."""
+    path = write(tmp_path / name, text)
+    model = model_folder(tmp_path / "model", recorded)
+    source = "as given" if flags else "recorded at fine-tuning"
+    expected = (
+        f"Row 1 of --input_file {str(path)!r} (counting from 1, the header not counted) holds 'EU rejects German "
+        f"call' in column 'words' (--tokens_column {source}): a .{name.split('.')[1]} file's cells hold strings, and "
+        "lists of words come in a column of a .json, .jsonl or .parquet file, as token-classification fine-tuning "
+        "reads them; to tag the strings as texts, name the column with --text_column instead."
+    )
+    with pytest.raises(ValueError) as error:
+        check_data_files("tag", [str(model), "--input_file", str(path), *flags])
+    assert str(error.value) == expected
+    assert str(error.value) == library_input_error(model, "tag", path, flags)
+
+
 def model_folder(path: Path, recorded: dict[str, str]) -> Path:
     """A model folder's config.json, recording the input columns `recorded` (none when empty) as fine-tuning does."""
     path.mkdir()
