@@ -4,6 +4,7 @@ This file imports nothing but transformers, huggingface_hub and the standard lib
 ship it next to the weights for `trust_remote_code=True` loading.
 """
 
+import copy
 from typing import TypedDict
 
 from huggingface_hub.dataclasses import strict
@@ -45,6 +46,21 @@ CLASSIFIER_POOLINGS = ("cls", "mean", "max", "mean-max", "segments")
 # How the sequence classification head cuts a single text longer than it was fine-tuned on: keep its start, its end,
 # or its start and end (Sun et al. 2019).
 LONG_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
+
+# What fine-tuning records in a model's config for its task alone (`finetuning.load_model`): the head's classes and
+# problem type (transformers' entries; num_labels follows id2label), how the sequence head reads and cuts a text, and
+# the columns its data was read from. A model pretrained on from a fine-tuned one holds none of them
+# (`drop_task_entries`).
+TASK_ENTRIES = (
+    "id2label",
+    "label2id",
+    "problem_type",
+    "classifier_pooling",
+    "long_text_max_length",
+    "long_text_truncation",
+    "long_text_head_tokens",
+    "input_columns",
+)
 
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
@@ -217,4 +233,23 @@ class BertScratchConfig(PretrainedConfig):
             )
 
 
-__all__ = ["CLASSIFIER_POOLINGS", "LONG_TEXT_TRUNCATIONS", "BertScratchConfig", "BertScratchPreset", "PRESETS"]
+def drop_task_entries(config: BertScratchConfig) -> list[str]:
+    """Put each of `TASK_ENTRIES` that `config` sets otherwise back to a new model's value, so that a model
+    pretrained on from a fine-tuned one names no labels, head settings or input columns of the fine-tune's task (the
+    commands that run a model on a file of inputs would look for that task's columns); returns their names."""
+    new = BertScratchConfig()
+    dropped = [name for name in TASK_ENTRIES if getattr(config, name) != getattr(new, name)]
+    for name in dropped:
+        setattr(config, name, copy.deepcopy(getattr(new, name)))
+    return dropped
+
+
+__all__ = [
+    "CLASSIFIER_POOLINGS",
+    "LONG_TEXT_TRUNCATIONS",
+    "TASK_ENTRIES",
+    "BertScratchConfig",
+    "BertScratchPreset",
+    "PRESETS",
+    "drop_task_entries",
+]

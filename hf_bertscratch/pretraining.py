@@ -71,6 +71,7 @@ from .pretraining_arguments import (
     PretrainingArguments,
     check_model_fits,
     check_resumed_pair,
+    forget_fine_tuned_task,
     new_model_config,
     parse_args,
 )
@@ -132,6 +133,8 @@ def build_model(
             if path
             else auto_class.from_config(new_model_config(model_args, tokenizer))
         )
+    if model_args.model_name_or_path:
+        forget_fine_tuned_task(model.config, model_args.model_name_or_path)
     check_model_fits(model.config, data_args, tokenizer)
     if model_args.objective == "electra":
         return ElectraPretrainingModel(

@@ -22,7 +22,7 @@ from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda, wsd_cooldown
-from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset
+from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset, drop_task_entries
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
@@ -734,6 +734,20 @@ def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerB
     config.vocab_size = len(tokenizer)
     config.pad_token_id = tokenizer.pad_token_id
     return config
+
+
+def forget_fine_tuned_task(config: BertScratchConfig, source: str) -> None:
+    """Leave out of the config of a model pretrained on from given weights (`source`) what fine-tuning recorded for
+    its task alone (`configuration_bertscratch.drop_task_entries`: labels, head settings, input columns), saying
+    so where there was any."""
+    dropped = drop_task_entries(config)
+    if dropped:
+        logger.info(
+            "The task entries of %s's config (%s) are left out of the pretrained model: fine-tuning records "
+            "them for its own task.",
+            source,
+            ", ".join(dropped),
+        )
 
 
 def check_model_fits(config: BertScratchConfig, data_args: DataArguments, tokenizer: PreTrainedTokenizerBase) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, BertTokenizer
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, BertTokenizer
 
 import hf_bertscratch
 
@@ -336,6 +336,23 @@ def test_pretrain_flax_continues_a_transformers_bert_from_its_converted_weights(
         atol=1e-6,
         rtol=0,
     )
+
+
+def test_pretrain_flax_leaves_a_fine_tuned_folders_task_out_of_the_pretrained_config(
+    tokenizer: BertTokenizer, text_file, tmp_path: Path
+) -> None:
+    """As `pretrain` does: a fine-tuned classifier pretrained on keeps its encoder, not the labels, head settings and
+    input columns fine-tuning recorded for its task."""
+    from test_pretraining import FINE_TUNED_ENTRIES, save_fine_tuned_classifier
+
+    from hf_bertscratch.flax.pretraining import main as pretraining_main
+
+    reviews, output_dir = save_fine_tuned_classifier(tmp_path / "reviews", tokenizer), tmp_path / "run"
+    argv = ["--output_dir", str(output_dir), "--train_file", str(text_file), "--model_name_or_path", str(reviews)]
+    pretraining_main([*argv, "--max_seq_length", "16", "--max_steps", "2", "--per_device_train_batch_size", "4"])
+    pretrained, new = AutoConfig.from_pretrained(output_dir), hf_bertscratch.BertScratchConfig()
+    for name in FINE_TUNED_ENTRIES:
+        assert getattr(pretrained, name) == getattr(new, name), name
 
 
 # ------------------------------------------------------------------------------------------------- benchmark

@@ -25,6 +25,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import (
+    AutoConfig,
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
     AutoTokenizer,
@@ -48,6 +49,7 @@ from hf_bertscratch.run_folder import FINISHED_FILES
 from hf_bertscratch.tokenization import train_wordpiece_tokenizer
 from hf_bertscratch_base import errors
 from hf_bertscratch_base.heap import heap_policy
+from hf_bertscratch_base.task_table import recorded_input_columns
 
 from conftest import (
     CORPUS,
@@ -505,6 +507,50 @@ def test_a_transformers_bert_folder_is_continued_from_its_converted_weights(
     words = next(tensor for name, tensor in saved.items() if name.endswith("embeddings.word_embeddings.weight"))
     torch.testing.assert_close(words, bert.bert.embeddings.word_embeddings.weight.detach(), atol=1e-6, rtol=0)
     assert json.loads((out / "config.json").read_text())["model_type"] == "bertscratch"
+
+
+# What fine-tuning records in a model's config for its task alone (`finetuning.load_model`): the head's classes and
+# problem type, how the sequence head reads and cuts its inputs, and the columns its data was read from.
+FINE_TUNED_ENTRIES = {
+    "num_labels": 3,
+    "id2label": {0: "neg", 1: "neutral", 2: "pos"},
+    "label2id": {"neg": 0, "neutral": 1, "pos": 2},
+    "problem_type": "single_label_classification",
+    "classifier_pooling": "mean",
+    "long_text_max_length": 32,
+    "long_text_truncation": "head+tail",
+    "long_text_head_tokens": 8,
+    "input_columns": {"text": "review"},
+}
+
+
+def save_fine_tuned_classifier(path: Path, tokenizer: BertTokenizer) -> Path:
+    """A tiny classifier with its tokenizer in `path`, its config holding what fine-tuning records for its task
+    (`FINE_TUNED_ENTRIES`)."""
+    from conftest import tiny_config_kwargs
+
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), **FINE_TUNED_ENTRIES)
+    hf_bertscratch.BertScratchForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_pretraining_a_fine_tuned_folder_leaves_its_task_out_of_the_pretrained_config(
+    text_file: Path, tokenizer: BertTokenizer, tmp_path: Path, objective: str
+) -> None:
+    """Pretraining on from a fine-tuned classifier keeps its encoder, not what it recorded for its task: the
+    pretrained model's config has a new model's labels and heads' settings, and records no input columns (or the
+    commands that run it on a file of inputs would look for the fine-tune's)."""
+    reviews, out = save_fine_tuned_classifier(tmp_path / "reviews", tokenizer), tmp_path / "continued"
+    argv = ["--train_file", str(text_file), "--model_name_or_path", str(reviews), "--output_dir", str(out)]
+    extra = ["--objective", objective, "--max_steps", "2", "--validation_split_percentage", "40"]
+    main([*argv, *PRETRAIN_ONE_PROCESS, *extra])
+    saved = json.loads((out / "config.json").read_text())
+    assert recorded_input_columns(saved) == {}
+    pretrained, new = AutoConfig.from_pretrained(out), hf_bertscratch.BertScratchConfig()
+    for name in FINE_TUNED_ENTRIES:
+        assert getattr(pretrained, name) == getattr(new, name), name
 
 
 def test_whole_word_mask_masks_every_piece_of_a_word(tmp_path: Path) -> None:

@@ -33,7 +33,13 @@ from transformers import PreTrainedTokenizerBase
 
 from ..convert import family_checkpoint
 from ..flax_pretraining_arguments import FlaxPretrainingArguments, parse_args
-from ..pretraining_arguments import DataArguments, ModelArguments, check_model_fits, new_model_config
+from ..pretraining_arguments import (
+    DataArguments,
+    ModelArguments,
+    check_model_fits,
+    forget_fine_tuned_task,
+    new_model_config,
+)
 from ..pretraining_data import (
     SeededMaskingCollator,
     build_tokenizer,
@@ -72,6 +78,7 @@ def build_model(
     or a new model from the torch side's config choice."""
     if model_args.model_name_or_path:
         model = FlaxBertScratchForMaskedLM.from_pretrained(family_checkpoint(model_args.model_name_or_path), seed=seed)
+        forget_fine_tuned_task(model.config, model_args.model_name_or_path)
     else:
         model = FlaxBertScratchForMaskedLM(new_model_config(model_args, tokenizer), rngs=nnx.Rngs(seed))
     check_model_fits(model.config, data_args, tokenizer)
