@@ -18,11 +18,12 @@ line on stderr and exit status 1 (`--debug`: the traceback).
 
 The six commands that run a model on a text also run it on every input of a file (`--input_file`, read as
 fine-tuning reads its files), `--batch_size` model rows per forward pass (an input each; `tag` and `answer` count
-windows, as transformers' chunked pipelines do) through the same functions as one input (a list of one), and print
-one JSON line per input in the file's order, the input with its result (`show_results`). A file's columns are those
-the column flags name, else those the model was fine-tuned with (`finetune --text_column review`, recorded in its
-config as `input_columns`), else `text` (`question` and `context` for `answer`). `tag` reads a row's list of words
-instead (`--tokens_column`, or the column a token-classification model was fine-tuned on), a tag per word.
+windows of texts, as transformers' chunked pipelines do, and `tag` a list of words as one) through the same
+functions as one input (a list of one), and print one JSON line per input in the file's order, the input with its
+result (`show_results`). A file's columns are those the column flags name, else those the model was fine-tuned
+with (`finetune --text_column review`, recorded in its config as `input_columns`), else `text` (`question` and
+`context` for `answer`). `tag` reads a row's list of words instead (`--tokens_column`, or the column a
+token-classification model was fine-tuned on), a tag per word.
 """
 
 from __future__ import annotations
@@ -248,9 +249,10 @@ class TagArguments(InferenceArguments):
         },
     )
     batch_size: int = _batch_size_field(
-        "Windows per forward pass (as transformers' token-classification pipeline counts them)",
-        ": a text the model's positions hold is one window, a longer one several (one with --aggregation_strategy "
-        "none), and a batch takes the windows of consecutive texts of --input_file",
+        "Windows of texts, or lists of words (--tokens_column), per forward pass",
+        ": a text the model's positions hold is one window (as transformers' token-classification pipeline counts "
+        "them), a longer one several (one with --aggregation_strategy none), and a batch takes the windows of "
+        "consecutive texts of --input_file; a list of words is one, tagged whole, and a batch takes consecutive lists",
     )
     input_file: str | None = _input_file_field(
         "TEXT",

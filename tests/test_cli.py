@@ -1569,6 +1569,13 @@ def test_tag_word_lists_column_missing_is_one_line_the_front_door_agrees_with(
     assert capsys.readouterr().err == expected
 
 
+def test_tag_batch_size_help_says_what_a_batch_holds_of_each_input_tag_reads() -> None:
+    """tag reads texts, cut into windows, and lists of words, each tagged whole: --batch_size counts both."""
+    (batch_size,) = [a for a in cli.command_parser("tag")._actions if a.dest == "batch_size"]
+    assert batch_size.help.startswith("Windows of texts, or lists of words (--tokens_column), per forward pass")
+    assert "a list of words is one, tagged whole" in batch_size.help
+
+
 def test_tag_refuses_a_column_of_words_and_one_of_texts_together(capsys, tmp_path: Path, tagger_dir: Path) -> None:
     path = write_inputs(tmp_path / "words.jsonl", [{"words": WORD_ROWS[0], "text": TAG_TEXT}])
     argv = ["tag", tagger_dir, "--input_file", path, "--tokens_column", "words", "--text_column", "text"]
