@@ -45,7 +45,7 @@ from transformers import (
     set_seed,
 )
 
-from hf_bertscratch_base import PROG
+from hf_bertscratch_base import program_name
 from hf_bertscratch_base.errors import DEBUG_ENV, LAUNCHED_ERRORS_ENV, debugging, launched_errors, run_launched
 from hf_bertscratch_base.heap import keep_freed_memory
 from hf_bertscratch_base.thread_pool import TRAINING_WAIT_POLICY, WAIT_POLICY_ENV
@@ -643,15 +643,16 @@ def launch_processes(argv: list[str], processes: int, threads: int, training_arg
         ):
             returncode = child.wait()
         lines = launched_errors(errors)
+    program = program_name("pretrain")
     if received:  # stopped from outside, as asked: nothing failed
         said = [line for line in lines if ": error: " not in line]
-        print(said[0] if said else f"{PROG} pretrain: {stopped_message(training_args, None)}", file=sys.stderr)
+        print(said[0] if said else f"{program}: {stopped_message(training_args, None)}", file=sys.stderr)
         raise SystemExit(128 + received[0])
     if returncode != 0:
         if not lines and not debugging():  # with $BERTSCRATCH_DEBUG, torchrun has reported it
             lines = [
-                f"{PROG} pretrain: error: a training process ended with exit code {returncode} and no error of "
-                f"its own (killed: out of memory?); {DEBUG_ENV}=1 shows torchrun's report"
+                f"{program}: error: a training process ended with exit code {returncode} and no error of its own "
+                f"(killed: out of memory?); {DEBUG_ENV}=1 shows torchrun's report"
             ]
         for line in lines:
             print(line, file=sys.stderr)

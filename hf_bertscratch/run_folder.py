@@ -29,7 +29,7 @@ from transformers.integrations import is_tensorboard_available
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from hf_bertscratch_base import PROG
+from hf_bertscratch_base import program_name
 from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.extras import install_command
 from hf_bertscratch_base.run_files import (
@@ -337,7 +337,7 @@ def finish_saving_notice(command: str, checkpoint: str, signum: int) -> str:
     whole, or at once on a second signal, which leaves it for `resolve_checkpoint` to pass over."""
     again = "press Ctrl-C again" if signum == signal.SIGINT else f"send {signal.Signals(signum).name} again"
     return (
-        f"{PROG} {command}: stopping once {checkpoint} is written; {again} to stop now, leaving it incomplete: "
+        f"{program_name(command)}: stopping once {checkpoint} is written; {again} to stop now, leaving it incomplete: "
         "--resume_from_checkpoint last passes over it"
     )
 

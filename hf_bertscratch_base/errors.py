@@ -6,7 +6,8 @@ children after them. Instead each launched process writes its one line into a fo
 (`LAUNCHED_ERRORS_ENV`) and exits with status 1, and the launcher prints the distinct lines once (`launched_errors`).
 `$BERTSCRATCH_DEBUG` keeps the tracebacks. A run stopped by a signal (Ctrl-C, `kill`) is no error: it ends with the
 one line of `Stopped`, printed once, and the signal's exit status (128 + its number, 130 for Ctrl-C), whether it runs
-as `bertscratch COMMAND` or as `python scripts/COMMAND.py` (`stops_as_one_line`).
+as `bertscratch COMMAND` or as `python scripts/COMMAND.py` (`stops_as_one_line`). Each line starts with the name of
+what the user ran, `bertscratch COMMAND` or `scripts/COMMAND.py` (`hf_bertscratch_base.program_name`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hf_bertscratch_base import PROG
+from hf_bertscratch_base import program_name
 
 DEBUG_ENV = "BERTSCRATCH_DEBUG"  # set (not "0"): every command shows the traceback of an error, not one line
 LAUNCHED_ERRORS_ENV = "BERTSCRATCH_LAUNCHED_ERRORS"  # the folder a launched process writes its error line into
@@ -34,9 +35,9 @@ class Stopped(KeyboardInterrupt):
 
 
 def stop_line(command: str, stopped: BaseException) -> str | None:
-    """`bertscratch COMMAND: <where it stopped>` for a `Stopped` run; None for a bare KeyboardInterrupt, which stopped
-    before there was anything to say."""
-    return f"{PROG} {command}: {stopped}" if isinstance(stopped, Stopped) else None
+    """`bertscratch COMMAND: <where it stopped>` (or the script's name, `program_name`) for a `Stopped` run; None for
+    a bare KeyboardInterrupt, which stopped before there was anything to say."""
+    return f"{program_name(command)}: {stopped}" if isinstance(stopped, Stopped) else None
 
 
 def stop_status(stopped: KeyboardInterrupt) -> int:
@@ -52,7 +53,7 @@ def stops_as_one_line(command: str) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as stopped:
-        print(stop_line(command, stopped) or f"{PROG} {command}: interrupted", file=sys.stderr)
+        print(stop_line(command, stopped) or f"{program_name(command)}: interrupted", file=sys.stderr)
         raise SystemExit(stop_status(stopped)) from None
 
 
@@ -62,9 +63,10 @@ def debugging() -> bool:
 
 
 def error_line(command: str, error: BaseException) -> str:
-    """`bertscratch COMMAND: error: Type: message`, the message's whitespace made single spaces."""
+    """`bertscratch COMMAND: error: Type: message` (or the script's name, `program_name`), the message's whitespace
+    made single spaces."""
     message = " ".join(str(error).split()) or "(no message)"
-    return f"{PROG} {command}: error: {type(error).__name__}: {message}"
+    return f"{program_name(command)}: error: {type(error).__name__}: {message}"
 
 
 def _rank_file(folder: str) -> Path:

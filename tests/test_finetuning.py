@@ -1063,7 +1063,7 @@ def test_ctrl_c_while_a_checkpoint_is_written_says_so_and_a_second_one_stops_at_
     """`python scripts/finetune.py` stopped by Ctrl-C while its second epoch's checkpoint-12 is written (a disk that
     does not answer) says at once that it stops once that checkpoint is whole, and does; a second Ctrl-C stops it at
     once instead, naming the first epoch's checkpoint-6 as the one to continue from. Either way it ends as
-    `bertscratch finetune` does: one line, status 130, no traceback."""
+    `bertscratch finetune` does: one line, status 130, no traceback; its lines name the script, the command run."""
     out = tmp_path / "cut"
     hang = HangingWrite(tmp_path, out / "checkpoint-12" / "trainer_state.json")
     script = Path(__file__).parents[1] / "scripts" / "finetune.py"
@@ -1098,13 +1098,13 @@ def test_ctrl_c_while_a_checkpoint_is_written_says_so_and_a_second_one_stops_at_
         assert noise not in stderr, stderr[-3000:]
     (notice,) = [line for line in stderr.splitlines() if "again" in line]
     assert notice == (
-        f"bertscratch finetune: stopping once {out / 'checkpoint-12'} is written; press Ctrl-C again to stop now, "
+        f"scripts/finetune.py: stopping once {out / 'checkpoint-12'} is written; press Ctrl-C again to stop now, "
         "leaving it incomplete: --resume_from_checkpoint last passes over it"
     )
     (line,) = [line for line in stderr.splitlines() if "stopped" in line]
     last = out / ("checkpoint-12" if presses == 1 else "checkpoint-6")
     assert line == (
-        f"bertscratch finetune: stopped at step 12; the last checkpoint is {last}: rerun with "
+        f"scripts/finetune.py: stopped at step 12; the last checkpoint is {last}: rerun with "
         "--resume_from_checkpoint last to continue"
     )
     assert (out / "checkpoint-12" / "trainer_state.json").is_file() == (presses == 1)

@@ -1094,7 +1094,7 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
         assert noise not in stderr, stderr[-3000:]
     (line,) = [line for line in stderr.splitlines() if "stopped" in line]
     stop = re.fullmatch(
-        rf"bertscratch pretrain: stopped at step (\d+); the last checkpoint is {re.escape(str(out))}/checkpoint-(\d+): "
+        rf"scripts/pretrain.py: stopped at step (\d+); the last checkpoint is {re.escape(str(out))}/checkpoint-(\d+): "
         "rerun with --resume_from_checkpoint last to continue",
         line,
     )
@@ -1146,12 +1146,12 @@ def test_a_second_stop_signal_while_a_checkpoint_is_written_stops_at_once(
     again = "press Ctrl-C again" if signum == signal.SIGINT else "send SIGTERM again"
     (notice,) = [line for line in stderr.splitlines() if " again " in line]
     assert notice == (
-        f"bertscratch pretrain: stopping once {out / 'checkpoint-4'} is written; {again} to stop now, leaving it "
+        f"scripts/pretrain.py: stopping once {out / 'checkpoint-4'} is written; {again} to stop now, leaving it "
         "incomplete: --resume_from_checkpoint last passes over it"
     )
     (line,) = [line for line in stderr.splitlines() if "stopped" in line]
     assert line == (
-        f"bertscratch pretrain: stopped at step 4; the last checkpoint is {out / 'checkpoint-2'}: rerun with "
+        f"scripts/pretrain.py: stopped at step 4; the last checkpoint is {out / 'checkpoint-2'}: rerun with "
         "--resume_from_checkpoint last to continue"
     )
     assert not (out / "checkpoint-4" / "trainer_state.json").exists()
@@ -1333,6 +1333,31 @@ def test_a_launched_process_stopped_by_a_signal_writes_its_stop_line_and_exits_w
     with pytest.raises(SystemExit) as exited:
         errors.run_launched("pretrain", interrupted)
     assert exited.value.code == 130 and errors.launched_errors(tmp_path) == []
+
+
+def test_the_lines_of_a_run_started_as_a_script_name_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python scripts/pretrain.py` names itself in its lines, and the processes it launches (which inherit its
+    environment) name it in theirs: the command the user ran, not `bertscratch pretrain`."""
+    from hf_bertscratch.run_folder import finish_saving_notice
+    from hf_bertscratch_base import PROGRAM_ENV, run_as_script
+
+    assert errors.error_line("pretrain", ValueError("bad")) == "bertscratch pretrain: error: ValueError: bad"
+    monkeypatch.setenv(PROGRAM_ENV, "")  # put back as it was afterwards
+    run_as_script(str(Path(__file__).parents[1] / "scripts" / "pretrain.py"))
+    monkeypatch.setenv(errors.LAUNCHED_ERRORS_ENV, str(tmp_path))
+    monkeypatch.setenv("RANK", "0")
+
+    def stopped() -> None:
+        raise errors.Stopped("stopped at step 3; nothing to resume from", signal.SIGTERM)
+
+    with pytest.raises(SystemExit):
+        errors.run_launched("pretrain", stopped)
+    assert errors.launched_errors(tmp_path) == ["scripts/pretrain.py: stopped at step 3; nothing to resume from"]
+    assert errors.error_line("pretrain", ValueError("bad")) == "scripts/pretrain.py: error: ValueError: bad"
+    notice = finish_saving_notice("pretrain", "out/checkpoint-4", signal.SIGINT)
+    assert notice.startswith("scripts/pretrain.py: stopping once out/checkpoint-4 is written; press Ctrl-C again")
 
 
 def test_a_launched_process_stopped_while_it_starts_exits_quietly(tmp_path: Path) -> None:
