@@ -12,12 +12,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
 import datasets
+from datasets.fingerprint import Hasher
 from pandas.errors import ParserError
 
 from hf_bertscratch_base.data_files import FILE_BUILDERS, conll_sentences, file_extension, is_text_file, open_text
@@ -144,7 +146,39 @@ def _load_files(
         # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone
         # (an id in the dev file) would fail the whole load; a run reads its own columns of each split.
         splits[split] = _load_split(name, split, [str(f) for f in files], streaming, cache_dir, kwargs)
+        if isinstance(splits[split], datasets.Dataset):
+            splits[split]._fingerprint = Hasher.hash([name, kwargs, [file_digest(f) for f in files]])
     return datasets.IterableDatasetDict(splits) if streaming else datasets.DatasetDict(splits)
+
+
+# A file up to this size is hashed whole by `file_digest`; a larger one by its size and DIGEST_CHUNKS chunks of it.
+DIGEST_WHOLE_BYTES = 256 * 2**20
+DIGEST_CHUNKS = 64
+DIGEST_CHUNK_BYTES = 2**20
+
+
+def file_digest(path: Path) -> str:
+    """A digest of a local file's bytes (BLAKE2b), not of its path or modification time: the whole file up to
+    `DIGEST_WHOLE_BYTES` (tens of MB take well under a second); a larger one by its size and `DIGEST_CHUNKS` chunks of
+    `DIGEST_CHUNK_BYTES` spread evenly from its first byte to its last, so an edit that keeps its size and falls
+    between two chunks goes unseen.
+
+    `_load_files` gives the splits it reads this fingerprint (their files' digests, the builder and its options) in
+    place of the one `datasets` gives, which follows the files' paths and modification times; what is made of a split
+    after (a selection, a shuffle, a concatenation) carries it on. A run's checkpoints record it
+    (`run_folder.TrainingDataRecord`)."""
+    size = path.stat().st_size
+    digest = hashlib.blake2b(str(size).encode(), digest_size=16)
+    with path.open("rb") as handle:
+        if size <= DIGEST_WHOLE_BYTES:
+            while block := handle.read(DIGEST_CHUNK_BYTES):
+                digest.update(block)
+        else:
+            stride = (size - DIGEST_CHUNK_BYTES) / (DIGEST_CHUNKS - 1)
+            for chunk in range(DIGEST_CHUNKS):
+                handle.seek(round(chunk * stride))
+                digest.update(handle.read(DIGEST_CHUNK_BYTES))
+    return digest.hexdigest()
 
 
 def _load_split(
@@ -480,6 +514,7 @@ __all__ = [
     "LocalDataset",
     "check_max_samples",
     "check_text_column",
+    "file_digest",
     "load_data_file",
     "load_raw_datasets",
     "read_conll",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from hf_bertscratch.data import DATA_DIR_ENV, load_data_file, load_raw_datasets, resolve_data_dir
+from hf_bertscratch import data
+from hf_bertscratch.data import DATA_DIR_ENV, file_digest, load_data_file, load_raw_datasets, resolve_data_dir
 from hf_bertscratch_base import model_reference
 
 
@@ -283,3 +285,43 @@ def test_sample_examples_is_a_seeded_random_draw() -> None:
 
     with pytest.raises(ValueError, match="--max_eval_samples must be a positive number of examples.*got 0"):
         check_max_samples(Args())
+
+
+def test_a_files_digest_follows_its_bytes_and_a_large_ones_its_size_and_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's digest follows its bytes, not its modification time; one above DIGEST_WHOLE_BYTES follows its size
+    and the chunks read, an edit between two chunks unseen (as documented)."""
+    path = tmp_path / "train.txt"
+    text = bytes(range(97, 123)) * 40  # 1040 bytes
+    path.write_bytes(text)
+    digest = file_digest(path)
+    os.utime(path, ns=(0, 10**9))
+    assert file_digest(path) == digest
+    path.write_bytes(text[:-1] + b"!")
+    assert file_digest(path) != digest
+    monkeypatch.setattr(data, "DIGEST_WHOLE_BYTES", 100)
+    monkeypatch.setattr(data, "DIGEST_CHUNKS", 3)
+    monkeypatch.setattr(data, "DIGEST_CHUNK_BYTES", 10)  # chunks at bytes 0, 515 and 1030
+    path.write_bytes(text)
+    sampled = file_digest(path)
+    assert sampled != digest
+
+    def edited(at: int) -> str:
+        path.write_bytes(text[:at] + b"!" + text[at + 1 :])
+        return file_digest(path)
+
+    assert [edited(at) == sampled for at in (5, 520, 1035, 300)] == [False, False, False, True]
+    path.write_bytes(text + b"!")
+    assert file_digest(path) != sampled
+
+
+def test_splits_read_from_files_are_fingerprinted_by_their_bytes(tmp_path: Path) -> None:
+    """The fingerprint of a split read from a file stays when the file is touched and changes with its bytes."""
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\nhello,0\nworld,1\n", encoding="utf-8")
+    first = load_raw_datasets(train_file=str(path))["train"]._fingerprint
+    os.utime(path, ns=(0, 10**9))
+    assert load_raw_datasets(train_file=str(path))["train"]._fingerprint == first
+    path.write_text("text,label\nhello,1\nworld,0\n", encoding="utf-8")
+    assert load_raw_datasets(train_file=str(path))["train"]._fingerprint != first

@@ -327,32 +327,54 @@ def test_resume_warns_in_one_line_when_the_training_text_changed(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Each checkpoint records the training data's fingerprint: resumed on the same text it says nothing more, on a
-    text that changed since (whose first batches the run skips as if they were the old ones) it warns in one line
-    naming the file."""
+    """Each checkpoint records the training data's fingerprint, which follows a local file's bytes: resumed on the
+    same text it says nothing more, also after the file was touched; on a text rewritten since (whose first batches
+    the run skips as if they were the old ones), its modification time kept or not, it warns in one line naming the
+    file. A record in the older form (path and modification time) is not compared: one line says so."""
     train = tmp_path / "train.txt"
     train.write_text(text_file.read_text(encoding="utf-8"), encoding="utf-8")
     out = tmp_path / "run"
     steps = ("--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3", "--keep_checkpoints")
     argv = pretrain_args(train, tokenizer_dir, config_dir, out, *steps)
     main(argv)
+    record = out / "checkpoint-3" / "training_data.json"
+    written = record.read_text(encoding="utf-8")
     resume = [*argv, "--resume_from_checkpoint", "last"]
-    changed: list[list[str]] = []
-    for changes in (False, True):
+
+    def touch() -> None:
+        os.utime(train, ns=(train.stat().st_atime_ns, train.stat().st_mtime_ns + 10**9))
+
+    def rewrite_keeping_the_time() -> None:
+        before = train.stat()
+        train.write_text(train.read_text(encoding="utf-8").upper(), encoding="utf-8")
+        os.utime(train, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    def older_record() -> None:
+        record.write_text(json.dumps({"fingerprint": "0123456789abcdef", "data": str(train)}), encoding="utf-8")
+
+    said: list[list[str]] = []
+    for change in (None, touch, rewrite_keeping_the_time, older_record):
         cut_back_to_checkpoint(out, "checkpoint-3")
-        if changes:
-            train.write_text(train.read_text(encoding="utf-8").upper(), encoding="utf-8")
+        record.write_text(written, encoding="utf-8")
+        if change is not None:
+            change()
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
             main(resume)
-        changed.append([record.getMessage() for record in caplog.records if "changed" in record.getMessage()])
-    assert changed == [
+        said.append([r.getMessage() for r in caplog.records if "training data" in r.getMessage()])
+    checkpoint = out / "checkpoint-3"
+    assert said == [
+        [],
         [],
         [
-            f"The training data ({train}) changed since {out / 'checkpoint-3'} was saved: the resumed run skips the "
+            f"The training data ({train}) changed since {checkpoint} was saved: the resumed run skips the "
             "batches that checkpoint trained on as if they were the same, which they are not."
         ],
-    ], changed
+        [
+            f"{checkpoint} recorded its training data by path and modification time, as earlier versions did: "
+            "it is not compared with this run's."
+        ],
+    ], said
 
 
 @pytest.mark.parametrize(
