@@ -42,6 +42,7 @@ from transformers import (
 from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
+from hf_bertscratch_base.dataset_table import dataset_id
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
@@ -60,7 +61,14 @@ from .hub import push_training_output
 from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
 from .metrics import labels_above_threshold
-from .run_folder import finish_run, log_resumption, output_dir_of, show_fewer_loss_lines, stopping_with_one_line
+from .run_folder import (
+    TrainingDataRecord,
+    finish_run,
+    log_resumption,
+    output_dir_of,
+    show_fewer_loss_lines,
+    stopping_with_one_line,
+)
 from .task_heads import FINE_TUNED_HEADS
 from .tasks import SEQUENCE_SHAPES, TaskSpec, input_columns
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
@@ -103,6 +111,20 @@ def make_features(
             role: shape.features(split, training=role == "train", num_proc=data_args.preprocessing_num_workers)
             for role, split in raw.items()
         }
+
+
+def training_data_record(
+    task: TaskSpec, raw: datasets.DatasetDict, shape: TaskShape, data_args: DataArguments
+) -> TrainingDataRecord | None:
+    """What each checkpoint records of the train split, and what a resumed run is checked against
+    (`run_folder.TrainingDataRecord`): its fingerprint, where it was read from, and the head's labels in id order
+    (none for a shape without classes: question answering, an embedding)."""
+    dataset = data_args.dataset_name or task.dataset_name
+    config = data_args.dataset_config_name or task.dataset_config_name
+    source = data_args.train_file or (dataset_id(dataset, config) if dataset else "the task's train split")
+    id2label = shape.config_updates().get("id2label")
+    labels = [id2label[index] for index in sorted(id2label)] if id2label else None
+    return TrainingDataRecord.of(raw["train"], source, labels)
 
 
 # A share of unknown tokens in the training text above which the tokenizer does not fit the text (WordPiece leaves
@@ -327,10 +349,11 @@ def build_trainer(
     raw: datasets.DatasetDict,
     features: dict[str, datasets.Dataset],
     training_args: FinetuneTrainingArguments,
+    extra_callbacks: tuple[TrainerCallback, ...] = (),
 ) -> OrderedEvalTrainer:
     """The run's `Trainer`: per-epoch (or per-step) evaluation with the shape's metric, the best checkpoint kept by
-    the task's main metric, the gradient norms logged, a tenth of the logged losses shown (`show_fewer_loss_lines`);
-    an embedding task's trains its bi-encoder objective."""
+    the task's main metric, the gradient norms logged, a tenth of the logged losses shown (`show_fewer_loss_lines`),
+    and `extra_callbacks` (the training data's record); an embedding task's trains its bi-encoder objective."""
     embedding = {}
     if isinstance(shape, EmbeddingShape):
         embedding = {"objective": shape.objective, "pooling": shape.pooling, "label_range": shape.label_range}
@@ -343,7 +366,7 @@ def build_trainer(
         processing_class=tokenizer,
         data_collator=shape.collator(),
         compute_metrics=shape.compute_metrics(raw["eval"], features["eval"]),
-        callbacks=[GradientNormCallback()],
+        callbacks=[GradientNormCallback(), *extra_callbacks],
     )
     show_fewer_loss_lines(trainer)
     return trainer
@@ -669,6 +692,10 @@ def main(argv: list[str] | None = None) -> None:
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     log_predicted_test(task, raw)
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
+    # Resumed: refused with other labels than the checkpoint's head's; a warning where the train split changed.
+    data_record = training_data_record(task, raw, shape, data_args)
+    if data_record is not None:
+        data_record.check_resumed(checkpoint, warn=training_args.process_index == 0)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
@@ -678,7 +705,8 @@ def main(argv: list[str] | None = None) -> None:
         fit_head(model, model_args, shape, features["train"])
 
     # 4. Trainer and training, with the best checkpoint kept by the task's main metric.
-    trainer = build_trainer(model, tokenizer, shape, raw, features, training_args)
+    records = (data_record,) if data_record is not None else ()
+    trainer = build_trainer(model, tokenizer, shape, raw, features, training_args, records)
     # An earlier finished run's files (--overwrite_output_dir) stay until this run's replace them (finish_run), so a
     # rerun that fails keeps the earlier run whole.
     log_resumption(checkpoint)

@@ -78,16 +78,17 @@ from .pretraining_arguments import (
 from .pretraining_data import (
     MaskingEpochCallback,
     SeededMaskingCollator,
-    TrainingDataRecord,
     build_tokenizer,
     count_tokens,
     load_text_splits,
     masking_collators,
     tokenize_splits,
+    training_data_source,
 )
 from .pretraining_report import card_info, show_fill_mask, summarise_run, unigram_metrics
 from .run_folder import (
     STOP_SIGNALS,
+    TrainingDataRecord,
     finish_run,
     log_resumption,
     output_dir_of,
@@ -448,9 +449,9 @@ def build_trainer(
     set_seed(training_args.seed)
     documents = model_args.objective == "mlm_nsp"  # NSP pairs sentences within a document
     train_text, validation_text = load_text_splits(data_args, training_args.seed, documents)
-    data_record = TrainingDataRecord.of(train_text, data_args)
-    if data_record is not None and training_args.process_index == 0:
-        data_record.check_resumed(checkpoint)
+    data_record = TrainingDataRecord.of(train_text, training_data_source(data_args))
+    if data_record is not None:
+        data_record.check_resumed(checkpoint, warn=training_args.process_index == 0)
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)

@@ -5,7 +5,6 @@ trained on the text), tokenised and packed blocks (or NSP sentence pairs), and t
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -25,12 +24,10 @@ from transformers import (
     TrainerState,
     TrainingArguments,
 )
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from .data import check_text_column, load_raw_datasets, sample_examples
 from .nsp import make_nsp_pairs_function
 from .pretraining_arguments import DataArguments, ModelArguments, adds_task_text
-from .run_folder import output_dir_of, write_text_atomically
 from .tasks import check_columns, task_texts
 from .tokenization import TOKENIZER_FILES, load_tokenizer, train_wordpiece_tokenizer
 
@@ -453,60 +450,8 @@ class MaskingEpochCallback(TrainerCallback):
         self.collator.epoch = int(math.floor(state.epoch or 0.0))
 
 
-# The file of each checkpoint that records the data it trained on (`TrainingDataRecord`), and the form of that record
-# written now: the records of earlier versions (no "format") hold a fingerprint of paths and modification times.
-TRAINING_DATA_FILE = "training_data.json"
-TRAINING_DATA_FORMAT = 2
-
-
-class TrainingDataRecord(TrainerCallback):
-    """Records the training data's fingerprint in each checkpoint (`TRAINING_DATA_FILE`), and warns in one line when
-    a run resumes from a checkpoint that recorded another: Trainer skips the batches the checkpoint trained on, as if
-    they were the same. The fingerprint is the train split's own (`datasets`'s `_fingerprint`): it follows a local
-    file's bytes (`data.file_digest`, the fingerprint `data.load_raw_datasets` gives the splits it reads from files),
-    a Hub dataset's name, config and revision, and the selection made of them."""
-
-    def __init__(self, fingerprint: str, source: str) -> None:
-        self.fingerprint, self.source = fingerprint, source
-
-    @classmethod
-    def of(
-        cls, train: datasets.Dataset | datasets.IterableDataset, data_args: DataArguments
-    ) -> TrainingDataRecord | None:
-        """The record of the `train` split named by `data_args`; None for one `datasets` gives no fingerprint."""
-        fingerprint = getattr(train, "_fingerprint", None)
-        if not isinstance(fingerprint, str):
-            return None
-        named = data_args.train_file or " ".join(filter(None, (data_args.dataset_name, data_args.dataset_config_name)))
-        return cls(fingerprint, named or "the tasks' texts")
-
-    def check_resumed(self, checkpoint: str | None) -> None:
-        """Warn when `checkpoint` recorded other training data than this run's (nothing for one that recorded none),
-        and say when its record is one of an earlier version's, which is not compared."""
-        recorded = Path(checkpoint) / TRAINING_DATA_FILE if checkpoint is not None else None
-        if recorded is None or not recorded.is_file():
-            return
-        try:
-            record = json.loads(recorded.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            logger.warning("Cannot read %s (%s): the training data is not compared with it.", recorded, error)
-            return
-        if not isinstance(record, dict) or record.get("format") != TRAINING_DATA_FORMAT:
-            logger.info(
-                "%s recorded its training data by path and modification time, as earlier versions did: it is not "
-                "compared with this run's.",
-                checkpoint,
-            )
-        elif record.get("fingerprint") != self.fingerprint:
-            logger.warning(
-                "The training data (%s) changed since %s was saved: the resumed run skips the batches that checkpoint "
-                "trained on as if they were the same, which they are not.",
-                self.source,
-                checkpoint,
-            )
-
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
-        folder = Path(output_dir_of(args)) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        if state.is_world_process_zero and folder.is_dir():
-            record = {"format": TRAINING_DATA_FORMAT, "fingerprint": self.fingerprint, "data": self.source}
-            write_text_atomically(folder / TRAINING_DATA_FILE, json.dumps(record, indent=2) + "\n")
+def training_data_source(data_args: DataArguments) -> str:
+    """How the resume warning names the training text (`run_folder.TrainingDataRecord`): the file, the dataset, or
+    the tasks' texts."""
+    named = data_args.train_file or " ".join(filter(None, (data_args.dataset_name, data_args.dataset_config_name)))
+    return named or "the tasks' texts"

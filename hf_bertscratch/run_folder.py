@@ -1,5 +1,6 @@
 """A run's output folder: the overwrite guard and checkpoint resolution that pretraining and fine-tuning share (with
-the loss lines their terminal shows, `show_fewer_loss_lines`), and the atomic writes every command uses
+the loss lines their terminal shows, `show_fewer_loss_lines`, and the record of the training data each checkpoint
+holds, `TrainingDataRecord`), and the atomic writes every command uses
 (`atomic_write` for a file, `staged_folder`/`publish_folder` for a folder that appears only when complete), with the
 permissions the umask gives (the file-level pieces, which need no torch, are `hf_bertscratch_base.run_files`'s).
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from transformers import TrainerState, TrainingArguments
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.integrations import is_tensorboard_available
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -45,6 +46,7 @@ from hf_bertscratch_base.run_files import (
 from .hardware import choose_precision, use_cpu_process_group
 
 if TYPE_CHECKING:
+    import datasets
     from transformers import Trainer
 
 logger = logging.getLogger(__name__)
@@ -311,6 +313,80 @@ def log_resumption(checkpoint: str | None) -> None:
     step = json.loads(state.read_text(encoding="utf-8")).get("global_step") if state.is_file() else None
     at = f" at step {step}" if step is not None else ""
     logger.info("Resuming from %s%s: its weights, optimizer, schedule and random state.", checkpoint, at)
+
+
+# The file of each checkpoint that records the data it trained on (`TrainingDataRecord`), and the form of that record
+# written now: the records of earlier versions (no "format") hold a fingerprint of paths and modification times.
+TRAINING_DATA_FILE = "training_data.json"
+TRAINING_DATA_FORMAT = 2
+
+
+class TrainingDataRecord(TrainerCallback):
+    """Records the training data's fingerprint in each checkpoint (`TRAINING_DATA_FILE`), and on resuming warns in
+    one line when the checkpoint recorded another: Trainer skips the batches the checkpoint trained on, as if they
+    were the same. Pretraining and fine-tuning share it.
+
+    The fingerprint is the train split's own (`datasets`'s `_fingerprint`): it follows a local file's bytes
+    (`data.file_digest`, the fingerprint `data.load_raw_datasets` gives the splits it reads from files), a Hub
+    dataset's name, config and revision, and the selection made of them (a subset, a shuffle, a held-out share). A
+    fine-tune's record holds its label names too (`labels`): one resumed with other labels than its checkpoint's
+    head was trained on is refused, since the head's ids would stand for other classes."""
+
+    def __init__(self, fingerprint: str, source: str, labels: list[str] | None = None) -> None:
+        self.fingerprint, self.source, self.labels = fingerprint, source, labels
+
+    @classmethod
+    def of(
+        cls, train: datasets.Dataset | datasets.IterableDataset, source: str, labels: list[str] | None = None
+    ) -> TrainingDataRecord | None:
+        """The record of the train split `train`, read from `source` (a file, a dataset: how a warning names it);
+        None for one `datasets` gives no fingerprint (a streamed split)."""
+        fingerprint = getattr(train, "_fingerprint", None)
+        return cls(fingerprint, source, labels) if isinstance(fingerprint, str) else None
+
+    def check_resumed(self, checkpoint: str | None, warn: bool = True) -> None:
+        """Refuse to resume from `checkpoint` with other labels than its head's (`config.json`'s id2label, in id
+        order); where `warn` (the first process of several), warn when it recorded other training data than this
+        run's, and say when its record is one of an earlier version's, which is not compared."""
+        if checkpoint is None:
+            return
+        config = Path(checkpoint) / "config.json"
+        if self.labels is not None and config.is_file():
+            id2label = json.loads(config.read_text(encoding="utf-8")).get("id2label") or {}
+            trained = [id2label[key] for key in sorted(id2label, key=int)]
+            if trained and trained != self.labels:
+                raise ValueError(
+                    f"--resume_from_checkpoint {checkpoint} was trained on the labels {trained}, this run on "
+                    f"{self.labels}: its head's ids would stand for other classes. Resume on the labels it was "
+                    "trained on, or start over (--overwrite_output_dir)."
+                )
+        recorded = Path(checkpoint) / TRAINING_DATA_FILE
+        if not warn or not recorded.is_file():
+            return
+        try:
+            record = json.loads(recorded.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            logger.warning("Cannot read %s (%s): the training data is not compared with it.", recorded, error)
+            return
+        if not isinstance(record, dict) or record.get("format") != TRAINING_DATA_FORMAT:
+            logger.info(
+                "%s recorded its training data by path and modification time, as earlier versions did: it is not "
+                "compared with this run's.",
+                checkpoint,
+            )
+        elif record.get("fingerprint") != self.fingerprint:
+            logger.warning(
+                "The training data (%s) changed since %s was saved: the resumed run skips the batches that checkpoint "
+                "trained on as if they were the same, which they are not.",
+                self.source,
+                checkpoint,
+            )
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        folder = Path(output_dir_of(args)) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            record = {"format": TRAINING_DATA_FORMAT, "fingerprint": self.fingerprint, "data": self.source}
+            write_text_atomically(folder / TRAINING_DATA_FILE, json.dumps(record, indent=2) + "\n")
 
 
 # What stops a training run from outside: Ctrl-C, `kill` (a job scheduler, `timeout`), a closed terminal.
@@ -647,6 +723,9 @@ __all__ = [
     "RUN_OUTPUTS",
     "STOP_SIGNALS",
     "STAGING",
+    "TRAINING_DATA_FILE",
+    "TRAINING_DATA_FORMAT",
+    "TrainingDataRecord",
     "atomic_write",
     "check_counts",
     "check_output_dir",

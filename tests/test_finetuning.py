@@ -1171,6 +1171,66 @@ def test_finished_output_is_kept_and_an_interrupted_run_resumes(
     assert json.loads((cut / "all_results.json").read_text())["global_step"] == 6
 
 
+def test_a_resumed_fine_tune_checks_its_training_data_and_refuses_another_label_set(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fine-tune's checkpoints record its training data as pretraining's do (`training_data.json`): resumed on the
+    same rows, also after the file was touched, it says nothing; on a train file rewritten since, its modification
+    time kept, it warns in one line naming the file. Resumed with another label set, whose ids the checkpoint's head
+    does not mean (other names, or another number of classes), it is refused in one line naming both."""
+    train = write_csv(tmp_path / "train.csv", sentiment_rows(48, 0))
+    dev = write_csv(tmp_path / "dev.csv", sentiment_rows(10, 1))
+    cut = tmp_path / "cut"
+    real_step = OrderedEvalTrainer.training_step
+
+    def stop_at(step: int) -> None:
+        steps = {"n": 0}
+
+        def dying_step(self, *args, **kwargs):
+            steps["n"] += 1
+            if steps["n"] == step:
+                raise KeyboardInterrupt("killed")
+            return real_step(self, *args, **kwargs)
+
+        monkeypatch.setattr(OrderedEvalTrainer, "training_step", dying_step)
+
+    stop_at(8)  # in the second epoch: checkpoint-6 stays
+    with pytest.raises(KeyboardInterrupt):
+        main(base_argv(model_dir, train, dev, cut))
+    checkpoint = cut / "checkpoint-6"
+    assert json.loads((checkpoint / "training_data.json").read_text())["data"] == str(train)
+
+    def resumed(*flags: str, train_file: Path = train) -> list[str]:
+        stop_at(1)  # the checks come before the first step: checkpoint-6 stays for the next resumption
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_bertscratch"), pytest.raises(KeyboardInterrupt):
+            main([*base_argv(model_dir, train_file, dev, cut), "--resume_from_checkpoint", "last", *flags])
+        return [record.getMessage() for record in caplog.records if "training data" in record.getMessage()]
+
+    before = train.stat()
+    os.utime(train, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # touched, its rows the same
+    assert resumed() == []
+    write_csv(train, sentiment_rows(48, 2))
+    os.utime(train, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert resumed() == [
+        f"The training data ({train}) changed since {checkpoint} was saved: the resumed run skips the batches that "
+        "checkpoint trained on as if they were the same, which they are not."
+    ]
+    three = write_csv(tmp_path / "three.csv", [(text, i % 3) for i, (text, _) in enumerate(sentiment_rows(48, 0))])
+    for flags, train_file, labels in (
+        (("--class_names", "bad,good"), train, "['bad', 'good']"),
+        ((), three, "['0', '1', '2']"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            resumed(*flags, train_file=train_file)
+        assert str(refused.value) == (
+            f"--resume_from_checkpoint {checkpoint} was trained on the labels ['0', '1'], this run on {labels}: its "
+            "head's ids would stand for other classes. Resume on the labels it was trained on, or start over "
+            "(--overwrite_output_dir)."
+        )
+    assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
+
+
 def test_torchrun_two_processes_train_one_model_and_write_its_outputs_once(
     tmp_path: Path, model_dir: Path, data_files: tuple[Path, Path]
 ) -> None:

@@ -351,3 +351,17 @@ def test_a_folder_written_whole_keeps_the_old_one_until_the_new_one_is_in_place(
         (staging / "model.onnx").write_text("new")
     assert (target / "model.onnx").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exported"]
+
+
+def test_a_training_data_record_that_cannot_be_read_is_named_and_not_compared(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    (checkpoint / run_folder.TRAINING_DATA_FILE).write_text("{cut short", encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+        run_folder.TrainingDataRecord("0123", "train.txt").check_resumed(str(checkpoint))
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Cannot read {checkpoint / 'training_data.json'} (Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)): the training data is not compared with it."
+    ]
