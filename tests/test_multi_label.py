@@ -20,7 +20,7 @@ from transformers import AutoConfig, BertTokenizer, EvalPrediction
 import hf_bertscratch
 from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.finetuning import main
-from hf_bertscratch.metrics import MultiLabelMetrics
+from hf_bertscratch.metrics import MultiLabelMetrics, choose_threshold, labels_above_threshold
 from hf_bertscratch.tasks import TaskOverrides, resolve_task
 from hf_bertscratch.tasks.classification import MultiLabelClassificationShape, label_sets
 from hf_bertscratch.tasks.features import FeatureSettings
@@ -80,6 +80,31 @@ def test_a_model_that_predicts_no_label_scores_zero_f1_without_a_warning() -> No
         scores = MultiLabelMetrics(2)(EvalPrediction(predictions=np.full((2, 2), -5.0), label_ids=labels))
     assert scores["micro_f1"] == 0.0 and scores["macro_f1"] == 0.0 and scores["subset_accuracy"] == 0.0
     assert scores["top_set_share"] == 1.0
+
+
+# Sigmoids of 3 examples x 2 labels, none on a threshold of the grid, and their gold labels: micro F1 0.667 at 0.5,
+# 8/9 at 0.25 and 0.3 (all but 0.22 predicted), 0.75 at 0.35 and 0.4, 6/7 at 0.45.
+SIGMOIDS = np.array([[0.31, 0.62], [0.47, 0.22], [0.72, 0.41]])
+GOLD = np.array([[1, 1], [1, 0], [1, 0]], dtype=np.float32)
+
+
+def logits_of(probabilities: np.ndarray) -> np.ndarray:
+    return np.log(probabilities / (1 - probabilities))
+
+
+def test_metrics_and_predictions_read_the_threshold_given() -> None:
+    logits = logits_of(SIGMOIDS)
+    assert labels_above_threshold(logits).tolist() == [[0, 1], [0, 0], [1, 0]]
+    assert labels_above_threshold(logits, 0.3).tolist() == [[1, 1], [1, 0], [1, 1]]
+    prediction = EvalPrediction(predictions=logits, label_ids=GOLD)
+    assert MultiLabelMetrics(2)(prediction)["micro_f1"] == pytest.approx(2 / 3)
+    assert MultiLabelMetrics(2, threshold=0.3)(prediction)["micro_f1"] == pytest.approx(8 / 9)
+
+
+def test_the_chosen_threshold_is_the_grids_best_micro_f1_the_nearest_to_one_half_of_a_tie() -> None:
+    assert choose_threshold(logits_of(SIGMOIDS), GOLD) == 0.3  # 0.25 scores the same, further from 0.5
+    assert choose_threshold(logits_of(SIGMOIDS[:, :1]), GOLD[:, :1]) == 0.3  # 1.0 from 0.05 to 0.3
+    assert choose_threshold(logits_of(SIGMOIDS), np.zeros_like(GOLD)) == 0.5  # nothing to find: F1 0 everywhere
 
 
 # ------------------------------------------------------------------------------------------------------- labels

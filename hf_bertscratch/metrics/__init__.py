@@ -112,25 +112,47 @@ class ClassificationMetrics:
         return self.compute(np.argmax(logits, axis=-1).tolist(), np.asarray(eval_prediction.label_ids).tolist())
 
 
-def labels_above_threshold(logits: np.ndarray) -> np.ndarray:
-    """The 0/1 predictions (N, K) of a multi-label head's logits (N, K): sigmoid(logit) > `MULTI_LABEL_THRESHOLD`."""
+def labels_above_threshold(logits: np.ndarray, threshold: float = MULTI_LABEL_THRESHOLD) -> np.ndarray:
+    """The 0/1 predictions (N, K) of a multi-label head's logits (N, K): sigmoid(logit) > `threshold`."""
     probabilities = 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
-    return (probabilities > MULTI_LABEL_THRESHOLD).astype(np.int64)
+    return (probabilities > threshold).astype(np.int64)
+
+
+# The thresholds fine-tuning chooses among on the eval split (`choose_threshold`): 0.05, 0.10, ..., 0.95.
+THRESHOLD_GRID = tuple(round(0.05 * step, 2) for step in range(1, 20))
+
+
+def choose_threshold(logits: np.ndarray, labels: np.ndarray, grid: Sequence[float] = THRESHOLD_GRID) -> float:
+    """The one threshold of `grid` at which a multi-label head's `logits` (N, K) score the best micro F1 (the main
+    metric) against the 0/1 `labels` (N, K); of thresholds that score alike, the nearest to `MULTI_LABEL_THRESHOLD`
+    (0.5 where nothing is gained)."""
+    gold = np.asarray(labels, dtype=np.int64).astype(bool)
+
+    def micro_f1(threshold: float) -> float:
+        predicted = labels_above_threshold(logits, threshold).astype(bool)
+        true_positives = int((predicted & gold).sum())
+        decided = int(predicted.sum()) + int(gold.sum())  # 2 TP + FP + FN
+        return 2 * true_positives / decided if decided else 0.0
+
+    scores = {threshold: micro_f1(threshold) for threshold in grid}
+    return min(grid, key=lambda t: (-scores[t], abs(t - MULTI_LABEL_THRESHOLD), t))
 
 
 class MultiLabelMetrics:
     """A `compute_metrics` callable for `Trainer` on multi-label tasks, each label predicted where its sigmoid is above
-    `MULTI_LABEL_THRESHOLD`: "micro_f1" (F1 of every (example, label) decision pooled: the main metric), "macro_f1"
-    (the mean of the per-label F1s, a label never predicted nor gold scoring 0), "subset_accuracy" (the share of
-    examples whose predicted label set is exactly the gold one) and "top_set_share" (the share of examples given the
-    commonest predicted set: 1.0, the model gives one answer to everything). scikit-learn computes the scores.
+    `threshold`: "micro_f1" (F1 of every (example, label) decision pooled: the main metric), "macro_f1" (the mean of
+    the per-label F1s, a label never predicted nor gold scoring 0), "subset_accuracy" (the share of examples whose
+    predicted label set is exactly the gold one) and "top_set_share" (the share of examples given the commonest
+    predicted set: 1.0, the model gives one answer to everything). scikit-learn computes the scores.
 
     Args:
         num_labels: the number of labels K.
+        threshold: the sigmoid above which a label is predicted (`MULTI_LABEL_THRESHOLD` by default).
     """
 
-    def __init__(self, num_labels: int) -> None:
+    def __init__(self, num_labels: int, threshold: float = MULTI_LABEL_THRESHOLD) -> None:
         self.num_labels = num_labels
+        self.threshold = threshold
 
     def compute(self, predictions: np.ndarray, references: np.ndarray) -> dict[str, float]:
         """Every metric on 0/1 predictions and references, both of shape (N, K)."""
@@ -150,7 +172,7 @@ class MultiLabelMetrics:
         """Trainer hook: `eval_prediction.predictions` (N, K) logits, `.label_ids` (N, K) 0/1 floats."""
         logits = eval_prediction.predictions
         logits = logits[0] if isinstance(logits, tuple) else logits
-        return self.compute(labels_above_threshold(logits), np.asarray(eval_prediction.label_ids))
+        return self.compute(labels_above_threshold(logits, self.threshold), np.asarray(eval_prediction.label_ids))
 
 
 class RegressionMetrics:
@@ -199,6 +221,8 @@ __all__ = [
     "ClassificationMetrics",
     "MultiLabelMetrics",
     "RegressionMetrics",
+    "THRESHOLD_GRID",
+    "choose_threshold",
     "entity_spans",
     "labels_above_threshold",
     "load_metric",
