@@ -22,6 +22,8 @@ from huggingface_hub.dataclasses import strict
 from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
+
 from .data import DATASET_CITATIONS
 from .run_folder import GENERATOR_FOLDER, final_path, write_text_atomically
 
@@ -146,17 +148,19 @@ CARD_KINDS: dict[str, CardKind] = {
         'print(scorer({"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}))',
     ),
     # A sequence head of one sigmoid per label (problem_type "multi_label_classification"): transformers'
-    # text-classification pipeline gives each label's sigmoid for it, and a text has the labels above 0.5.
+    # text-classification pipeline gives each label's sigmoid for it, and a text has the labels above the threshold
+    # its config records (`multi_label_threshold`; 0.5 where it records none).
     "multi-label-classifier": _finetuned(
         "text-classification",
         "Text classification",
         "ForSequenceClassification",
         "BERT multi-label text classifier (a text has any number of its labels, none included)",
         "multi-label classification (binary cross-entropy: one sigmoid per label; a label is predicted where its "
-        "sigmoid is above 0.5)",
+        "sigmoid is above the threshold `config.json` records as `multi_label_threshold`)",
         'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer, top_k=None)\n'
         'scores = classifier("the movie was wonderful, i loved the acting.")[0]  # each label\'s sigmoid\n'
-        'print([s["label"] for s in scores if s["score"] > 0.5])  # the labels the text has',
+        "threshold = model.config.multi_label_threshold or 0.5  # the threshold it was scored at\n"
+        'print([s["label"] for s in scores if s["score"] > threshold])  # the labels the text has',
     ),
     "token-classifier": _finetuned(
         "token-classification",
@@ -388,7 +392,31 @@ def scored_on(results: Mapping[str, Any]) -> str:
     """What a fine-tuning run's scores were measured on, as its card says under them, from its `all_results.json`
     (`results`): the eval split (train examples held out, the data's validation split, or its test split where
     --eval_split named it, so that those scores are on the split checkpoints were chosen on) and the test split,
-    scored once at the end. "" for results that do not record their splits (`split_names`)."""
+    scored once at the end; then a multi-label classifier's threshold (`threshold_used`). "" for results that record
+    neither their splits (`split_names`) nor a threshold."""
+    return " ".join(sentence for sentence in (_splits_scored(results), threshold_used(results)) if sentence)
+
+
+def threshold_used(results: Mapping[str, Any]) -> str:
+    """The threshold a multi-label classifier's scores give its labels at (`multi_label_threshold` of its
+    `all_results.json`), and where it came from: chosen on the eval split, the default, or given; "" for results
+    that record none."""
+    threshold = results.get("multi_label_threshold")
+    if not isinstance(threshold, int | float):
+        return ""
+    if results.get("multi_label_threshold_chosen"):
+        source = (
+            ", the threshold chosen on the eval split: the one of 0.05, 0.10, ..., 0.95 that gave the chosen model "
+            "its best eval micro F1, so the `eval_*` scores are at their best threshold"
+            + ("; the `test_*` scores are at it too" if f"test_{results.get('main_metric')}" in results else "")
+        )
+    else:
+        source = " (the default)" if threshold == MULTI_LABEL_THRESHOLD else " (given at fine-tuning)"
+    return f"A label is predicted where its sigmoid is above {threshold:g}{source}."
+
+
+def _splits_scored(results: Mapping[str, Any]) -> str:
+    """`scored_on`'s sentence of the splits; "" for results that do not record them."""
     names = results.get("split_names")
     if "eval_samples" not in results or not isinstance(names, Mapping):
         return ""
@@ -670,5 +698,6 @@ __all__ = [
     "set_card_repo",
     "source_name",
     "template_path",
+    "threshold_used",
     "write_model_card",
 ]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -217,7 +218,8 @@ class ClassifyArguments(InferenceArguments):
     """Classify TEXT, or a sentence pair (or each input of --input_file), with a fine-tuned classifier or regressor.
 
     Prints every label's probability, best first, or a regressor's score (STS-B); for a multi-label classifier, each
-    label's sigmoid, best first, and the labels above 0.5 (those the text has)."""
+    label's sigmoid, best first, and the labels above its threshold (those the text has: --threshold, else the one
+    fine-tuning recorded in its config, else 0.5)."""
 
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
@@ -226,12 +228,20 @@ class ClassifyArguments(InferenceArguments):
         "TEXT (and --text_pair)",
         f"{PAIR_ROW} (a text alone without --text_pair_column)",
         '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first, and for a multi-label '
-        'classifier "predicted_labels": those above 0.5}',
+        'classifier "predicted_labels": those above its threshold}',
     )
     text_pair_column: str | None = _column_field(
         "text_pair", "the column of the second texts of sentence pairs (none: single texts)."
     )
     batch_size: int = _batch_size_field("With --input_file: inputs (a text, or a sentence pair) per forward pass")
+    threshold: float | None = field(
+        default=None,
+        metadata={
+            "help": "A multi-label classifier's: give each label whose sigmoid is above this (between 0 and 1; "
+            "another model refuses it). None: the threshold fine-tuning recorded in the model's config "
+            f"(`finetune --multi_label_threshold`), else {MULTI_LABEL_THRESHOLD:g}."
+        },
+    )
     json: bool = _json_field("Print the results as JSON instead of a table.")
 
 
@@ -459,15 +469,16 @@ def _show_fill_mask(args: FillMaskArguments, results: list[list[dict]]) -> None:
 
 
 def run_classify(args: ClassifyArguments) -> None:
-    from .inference import classify_many, is_multi_label, labels_above
+    from .inference import classify_many, labels_above, multi_label_threshold
 
+    threshold = multi_label_threshold(args.model, args.threshold)  # None: not a multi-label classifier
     inputs = command_inputs(args, ("text",), optional=("text_pair",))
     results = classify_many(args.model, inputs["text"], inputs.get("text_pair"), args.batch_size, **load_kwargs(args))
-    if not is_multi_label(args.model):
+    if threshold is None:
         show_results(args, results, inputs, "labels", _show_classification)
         return
-    answers = ({"labels": scores, "predicted_labels": labels_above(scores)} for scores in results)
-    show_results(args, answers, inputs, None, _show_multi_label)
+    answers = ({"labels": scores, "predicted_labels": labels_above(scores, threshold)} for scores in results)
+    show_results(args, answers, inputs, None, functools.partial(_show_multi_label, threshold=threshold))
 
 
 def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
@@ -478,13 +489,13 @@ def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
         print(f"{result['label']:<16} {result['score']:.4f}")
 
 
-def _show_multi_label(args: ClassifyArguments, answer: dict) -> None:
-    """A multi-label classifier's answer: each label's sigmoid, best first, then the labels above the threshold."""
+def _show_multi_label(args: ClassifyArguments, answer: dict, threshold: float) -> None:
+    """A multi-label classifier's answer: each label's sigmoid, best first, then the labels above `threshold`."""
     if args.json:
         print(json.dumps(answer, indent=2))
         return
     _show_classification(args, answer["labels"])
-    print(f"above {MULTI_LABEL_THRESHOLD:g}: {', '.join(answer['predicted_labels']) or '(none)'}")
+    print(f"above {threshold:g}: {', '.join(answer['predicted_labels']) or '(none)'}")
 
 
 def run_tag(args: TagArguments) -> None:

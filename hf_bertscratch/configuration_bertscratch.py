@@ -111,6 +111,10 @@ class BertScratchConfig(PretrainedConfig):
             (`bertscratch classify MODEL --input_file new.csv`, `answer`, `similarity`, ...) read the same columns
             where no column flag names another. None (the default): not recorded (a pretrained model, or one
             fine-tuned elsewhere); the commands read their default columns.
+        multi_label_threshold: A multi-label classifier's (problem_type "multi_label_classification"): the sigmoid
+            above which a label is given, as `bertscratch finetune` scored it (0.5, `--multi_label_threshold`, or
+            the one chosen on the eval split); `bertscratch classify` gives labels at it unless `--threshold` names
+            another. None (the default): not recorded (another head, or a model fine-tuned elsewhere): 0.5.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`. In
             evaluation the logits stay `(batch, seq_len, vocab_size)` and the loss reads the labelled rows only.
@@ -148,6 +152,7 @@ class BertScratchConfig(PretrainedConfig):
     long_text_truncation: str = "head"
     long_text_head_tokens: int = 128
     input_columns: dict[str, str] | None = None
+    multi_label_threshold: float | None = None
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True
@@ -208,6 +213,12 @@ class BertScratchConfig(PretrainedConfig):
                 f"BertScratchConfig.pad_token_id must be None or in [0, vocab_size - 1 = {self.vocab_size - 1}], got "
                 f"{self.pad_token_id}."
             )
+
+    def validate_multi_label_threshold(self) -> None:
+        """Reject a recorded multi-label threshold outside (0, 1), at which every label, or none, would be given."""
+        threshold = self.multi_label_threshold
+        if threshold is not None and not 0.0 < threshold < 1.0:
+            raise ValueError(f"BertScratchConfig.multi_label_threshold must be None or in (0, 1), got {threshold}.")
 
     def validate_long_text(self) -> None:
         """Reject a long-text setting the sequence head cannot apply, naming the bad value (run by `@strict`)."""

@@ -50,6 +50,7 @@ from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .convert import family_checkpoint
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
+    AUTO,
     FinetuneTrainingArguments,
     ModelArguments,
     choose_task_defaults,
@@ -60,7 +61,7 @@ from .hardware import describe_hardware, describe_precision, precision_name, use
 from .hub import push_training_output
 from .inference import quiet_loading_report
 from .initialisation import probe_head, reinitialise_head, start_segments_as_first
-from .metrics import labels_above_threshold
+from .metrics import MULTI_LABEL_THRESHOLD, labels_above_threshold
 from .run_folder import (
     TrainingDataRecord,
     finish_run,
@@ -72,7 +73,8 @@ from .run_folder import (
 from .task_heads import FINE_TUNED_HEADS
 from .tasks import SEQUENCE_SHAPES, TaskSpec, input_columns
 from .tasks.data import DataArguments, load_task_data, load_task_tokenizer
-from .tasks.shapes import EmbeddingShape, FeatureSettings, TaskShape, build_shape
+from .tasks.features import prediction_logits
+from .tasks.shapes import EmbeddingShape, FeatureSettings, MultiLabelClassificationShape, TaskShape, build_shape
 from .tokenization import check_tokenizer_fits
 
 logger = logging.getLogger(__name__)
@@ -88,17 +90,29 @@ def build_task_shape(
     training_args: FinetuneTrainingArguments,
 ) -> TaskShape:
     """The task's shape (`tasks.shapes.build_shape`) with the feature settings of the flags, its labels read from
-    `raw` (and checked); an embedding task's with its objective and pooling."""
+    `raw` (and checked); an embedding task's with its objective and pooling, a multi-label task's with its threshold
+    (`multi_label_threshold`)."""
     settings = FeatureSettings(
         **{name: getattr(data_args, name) for name in FeatureSettings.__dataclass_fields__}  # one source: the flags
     )
-    options = {}
+    options: dict[str, object] = {}
     if task.shape == "embedding":
         options = {"objective": data_args.embedding_objective, "pooling": model_args.classifier_pooling}
         training_args.remove_unused_columns = False  # the second text's features are no argument of forward
+    elif task.shape == "multi-label-classification":
+        options = {"threshold": multi_label_threshold(training_args)}
     shape = build_shape(task, settings, tokenizer, **options)
     shape.prepare_labels(raw)
     return shape
+
+
+def multi_label_threshold(training_args: FinetuneTrainingArguments) -> float | None:
+    """The threshold --multi_label_threshold gives a multi-label task's labels: its number, `MULTI_LABEL_THRESHOLD`
+    where not given, None for "auto" (chosen on the eval split once the model is trained)."""
+    given = training_args.multi_label_threshold
+    if given is None:
+        return MULTI_LABEL_THRESHOLD
+    return None if given == AUTO else float(given)
 
 
 def make_features(
@@ -206,7 +220,11 @@ def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
     assert args.classifier_pooling in CLASSIFIER_POOLINGS, "choose_task_defaults resolves --classifier_pooling first"
     source = family_checkpoint(args.model_name_or_path)  # transformers' BERT: its BertScratch conversion
     config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
-    updates = {**shape.config_updates(), "input_columns": input_columns(shape.task)}  # what --input_file reads then
+    updates = {
+        "multi_label_threshold": None,  # the checkpoint's, if any, is no threshold of this head's (the shape's is)
+        **shape.config_updates(),
+        "input_columns": input_columns(shape.task),  # what --input_file reads then
+    }
     if shape.task.shape in SEQUENCE_SHAPES:
         updates["classifier_pooling"] = args.classifier_pooling
         updates.update(long_text_settings(shape, config.max_position_embeddings))
@@ -397,10 +415,12 @@ def evaluate_best_model(
     """The best model's predictions (split -> its per-example predictions: "eval", and "test" when the task has a
     test split) and the eval (and test) metrics. The evaluation comes from training when it was made there; else one
     pass now gives both the metrics and the per-example predictions. The test split is scored once; one without
-    labels is predicted, and gives no metrics."""
+    labels is predicted, and gives no metrics. A multi-label task's threshold to choose is chosen on the eval
+    predictions before the test split is scored (`settle_threshold`)."""
     prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
     predictions, metrics = {"eval": prediction}, dict(prediction.metrics)
+    metrics.update(settle_threshold(shape, prediction, "test" in scored_splits(shape.task, raw)))
     if "test" in features:
         scored = "test" in scored_splits(shape.task, raw)
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"]) if scored else None
@@ -408,6 +428,37 @@ def evaluate_best_model(
         if scored:
             metrics.update(predictions["test"].metrics or {})
     return predictions, metrics
+
+
+def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored: bool) -> dict[str, float]:
+    """Where a multi-label task's threshold is chosen on the eval split (--multi_label_threshold auto), choose it on
+    the trained model's eval `prediction` (`MultiLabelClassificationShape.settle_threshold`) and say so in one line;
+    returns the eval scores at it, which replace those at `MULTI_LABEL_THRESHOLD`. {} for any other task, and a
+    threshold given."""
+    if not isinstance(shape, MultiLabelClassificationShape):
+        return {}
+    scores = shape.settle_threshold(prediction)
+    if not scores:
+        return {}
+    assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
+    logger.info(
+        "Multi-label threshold %g, chosen on the %d eval examples: eval micro F1 %.4f (%.4f at %g)%s.",
+        shape.threshold,
+        len(prediction_logits(prediction)),
+        scores["micro_f1"],
+        prediction.metrics["eval_micro_f1"],
+        MULTI_LABEL_THRESHOLD,
+        "; the test split is scored at it" if test_scored else "",
+    )
+    return {f"eval_{name}": value for name, value in scores.items()}
+
+
+def threshold_record(shape: TaskShape) -> dict:
+    """What all_results.json records of a multi-label task's threshold: the sigmoid above which its scores give a
+    label, and whether it was chosen on the eval split; {} for other tasks."""
+    if not isinstance(shape, MultiLabelClassificationShape):
+        return {}
+    return {"multi_label_threshold": shape.threshold, "multi_label_threshold_chosen": shape.threshold_chosen_on_eval}
 
 
 def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
@@ -481,6 +532,7 @@ def describe_run(
         "model_name_or_path": model_args.model_name_or_path,
         "num_train_epochs": args.num_train_epochs,
         **pooling_and_objective(model.config, shape),
+        **threshold_record(shape),
     }
 
 
@@ -641,7 +693,8 @@ def warn_of_a_constant_answer(results: dict, prediction: PredictionOutput, names
     constant answer of the baselines is the train split's commonest class; the model's may be another."""
     if results.get("eval_top_set_share") == 1.0:
         logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
-        given = [name for name, on in zip(names, labels_above_threshold(np.asarray(logits)[:1])[0]) if on]
+        threshold = results.get("multi_label_threshold", MULTI_LABEL_THRESHOLD)
+        given = [name for name, on in zip(names, labels_above_threshold(np.asarray(logits)[:1], threshold)[0]) if on]
         logger.warning(
             "The model gives the same labels (%s) to every eval example: a constant answer, which reads nothing of the "
             "texts (try more epochs or another learning rate).",
@@ -718,6 +771,8 @@ def main(argv: list[str] | None = None) -> None:
     # learning scores.
     predictions, scores = evaluate_best_model(trainer, shape, raw, features)
     prediction = predictions["eval"]
+    if isinstance(shape, MultiLabelClassificationShape):  # given or chosen on eval: what classify reads in config.json
+        model.config.multi_label_threshold = shape.threshold
     results = {**train_result.metrics, **scores, **run_baselines(task, raw, features, prediction)}
     results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
 

@@ -14,11 +14,13 @@ loaded.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import InitVar, dataclass, field
 
 from transformers import PretrainedConfig, TrainingArguments
 
 from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .arguments import ArgumentParser, described_values, parse_args_or_json
 from .configuration_bertscratch import CLASSIFIER_POOLINGS
@@ -44,6 +46,7 @@ POOLING_READS = {
 }
 
 logger = logging.getLogger(__name__)
+MULTI_LABEL_SHAPE = "multi-label-classification"  # the task shape whose labels --multi_label_threshold decides
 
 # Task shape -> the metrics its evaluation reports beside the loss (`compute_metrics` of `tasks.shapes`), which
 # --metric_for_best_model may name; token classification also reports `<TYPE>_f1` for each entity type of the data.
@@ -69,6 +72,29 @@ def check_metric_for_best_model(metric: str, shape: str) -> None:
         f"--metric_for_best_model {metric!r} is not a metric a {shape} task reports{did_you_mean(name, known) or '.'} "
         f"Expected one of {known} (or {AUTO_METRIC!r}: the task's main metric)."
     )
+
+
+def check_multi_label_threshold(value: object, data_args: DataArguments | None) -> str:
+    """--multi_label_threshold as given: "auto", or a number strictly between 0 and 1 (a .json file's number too) as
+    its text; refused for a task of another shape (`data_args`' task, when known), where it would decide nothing."""
+    given = str(value)
+    if given != AUTO:
+        try:
+            threshold = float(given)
+        except ValueError:
+            threshold = math.nan
+        if not 0.0 < threshold < 1.0:
+            raise ValueError(
+                f"--multi_label_threshold {given!r} is neither a number between 0 and 1 nor {AUTO!r} (chosen on the "
+                "eval split)."
+            )
+    shape = data_args.task_spec.shape if data_args is not None else MULTI_LABEL_SHAPE
+    if shape != MULTI_LABEL_SHAPE:
+        raise ValueError(
+            f"--multi_label_threshold {given!r} decides a {MULTI_LABEL_SHAPE} task's labels, but this is a {shape} "
+            f"task: add --task_type {MULTI_LABEL_SHAPE}, or leave --multi_label_threshold out."
+        )
+    return given
 
 
 @dataclass
@@ -142,6 +168,8 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
     _argument_group_name = "training"  # its flags' heading in --help
 
     def __post_init__(self, data_args: DataArguments | None = None) -> None:
+        if self.multi_label_threshold is not None:
+            self.multi_label_threshold = check_multi_label_threshold(self.multi_label_threshold, data_args)
         if self.metric_for_best_model == AUTO_METRIC and data_args is not None:
             # The task's main metric; every main metric is higher-is-better.
             self.metric_for_best_model, self.greater_is_better = data_args.task_spec.main_metric, True
@@ -186,6 +214,16 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         metadata={
             "help": f"Metric that picks the best checkpoint; {AUTO_METRIC!r}: the task's main metric (accuracy, "
             "Matthews for CoLA, F1 for MRPC, Spearman for STS-B, entity F1 for NER, F1 for QA)."
+        },
+    )
+    multi_label_threshold: str | None = field(
+        default=None,
+        metadata={
+            "help": "A multi-label-classification task's: the sigmoid above which a label is given, in the eval and "
+            f"test scores and the predictions: a number between 0 and 1, or {AUTO!r}: the one of 0.05, 0.10, ..., "
+            "0.95 that gives the chosen model the best eval micro F1 (the checkpoints themselves are compared at "
+            f"{MULTI_LABEL_THRESHOLD:g}); never chosen on the test split. None: {MULTI_LABEL_THRESHOLD:g}. Recorded in "
+            "the model's config, where `bertscratch classify` reads it."
         },
     )
     save_total_limit: int | None = field(
@@ -273,7 +311,8 @@ def choose_task_defaults(
 FIRST_RUN_FLAGS = (
     *("model_name_or_path", "init_from_scratch"),
     *("task", "task_type", "data_dir", "train_file", "validation_file", "test_file", "class_names"),
-    *("text_column", "text_pair_column", "label_column", "label_separator", "tokens_column", "tags_column"),
+    *("text_column", "text_pair_column", "label_column", "label_separator", "multi_label_threshold"),
+    *("tokens_column", "tags_column"),
     *("question_column", "context_column", "answers_column"),
     *("max_seq_length", "max_train_samples", "max_eval_samples"),
     *("output_dir", "overwrite_output_dir", "resume_from_checkpoint", "num_train_epochs", "max_steps"),

@@ -49,7 +49,7 @@ from transformers import (
 )
 from transformers.utils import ModelOutput, enable_tf32
 
-from hf_bertscratch_base.model_config import check_max_seq_length
+from hf_bertscratch_base.model_config import check_max_seq_length, classify_threshold
 from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .batching_bertscratch import selected_positions
@@ -420,8 +420,8 @@ def classify(model: str | Path | Pipeline, text: str, text_pair: str | None = No
 
     Returns:
         A classifier's [{"label", "score"}, ...], best first, scores summing to 1 (a multi-label classifier's: each
-        label's own sigmoid, the text having those above `MULTI_LABEL_THRESHOLD`: `labels_above`); a regressor's
-        (STS-B) [{"label": "score", "score": the predicted value}].
+        label's own sigmoid, the text having those above its threshold: `multi_label_threshold`, `labels_above`); a
+        regressor's (STS-B) [{"label": "score", "score": the predicted value}].
     """
     (results,) = classify_many(model, [text], None if text_pair is None else [text_pair], **load_kwargs)
     return results
@@ -466,16 +466,18 @@ def classify_many(
     return iter(results)
 
 
-def is_multi_label(model: str | Path | Pipeline) -> bool:
-    """Whether `model` (a folder, a Hub id or a built pipeline) is a multi-label classifier: problem_type
-    "multi_label_classification", whose scores `classify` gives as each label's sigmoid."""
+def multi_label_threshold(model: str | Path | Pipeline, threshold: float | None = None) -> float | None:
+    """The threshold a multi-label classifier `model` (a folder, a Hub id or a built pipeline) gives its labels at:
+    `threshold` where given (strictly between 0 and 1), else the one fine-tuning recorded in its config
+    (`multi_label_threshold`), else `MULTI_LABEL_THRESHOLD`; None for any other model, which refuses a `threshold`
+    naming its problem_type (`model_config.classify_threshold`)."""
     config = model.model.config if isinstance(model, Pipeline) else AutoConfig.from_pretrained(str(model))
-    return getattr(config, "problem_type", None) == "multi_label_classification"
+    return classify_threshold(config.name_or_path or str(model), config.to_dict(), threshold)
 
 
 def labels_above(scores: Sequence[dict], threshold: float = MULTI_LABEL_THRESHOLD) -> list[str]:
-    """The labels of a multi-label classifier's `classify` scores above `threshold` (fine-tuning's 0.5), in the
-    scores' order (best first): the labels the text has."""
+    """The labels of a multi-label classifier's `classify` scores above `threshold` (`multi_label_threshold`: 0.5
+    unless fine-tuning recorded another or one is given), in the scores' order (best first): the labels the text has."""
     return [score["label"] for score in scores if score["score"] > threshold]
 
 

@@ -1,6 +1,7 @@
 """What a model's config says that can refuse a command before anything loads, read with the standard library alone:
-its model_type (`check_model_type`: a model BertScratch neither is nor converts) and its positions
-(`check_max_seq_length`: a --max_seq_length they do not cover). The `bertscratch` front door reads a local folder's
+its model_type (`check_model_type`: a model BertScratch neither is nor converts), its positions
+(`check_max_seq_length`: a --max_seq_length they do not cover) and its problem type (`classify_threshold`: a
+--threshold for a classifier that is not multi-label). The `bertscratch` front door reads a local folder's
 config.json (`read_config`); the library checks the same with the config it has loaded, in the same words. Both read
 the input columns fine-tuning recorded in a model's config (`read_model_config`, a Hub id's from the Hub cache too).
 """
@@ -8,16 +9,23 @@ the input columns fine-tuning recorded in a model's config (`read_model_config`,
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .model_reference import hub_cache_file
+from .task_table import MULTI_LABEL_THRESHOLD
 
 # The model types the commands load (`hf_bertscratch.convert.family_checkpoint`): BertScratch's own, then
 # transformers' BERT and ELECTRA (a discriminator), which are converted on load.
 MODEL_TYPES = ("bertscratch", "bert", "electra")
 # The positions of a new model (`bertscratch pretrain --max_position_embeddings`'s default).
 NEW_MODEL_POSITIONS = 512
+# transformers' problem_type of a multi-label classifier: one sigmoid per label, a label given where it is above a
+# threshold (`classify_threshold`).
+MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
+# The config attribute where fine-tuning records that threshold (`BertScratchConfig.multi_label_threshold`).
+THRESHOLD_ATTRIBUTE = "multi_label_threshold"
 
 
 def read_config(reference: str | Path) -> dict[str, Any] | None:
@@ -70,11 +78,51 @@ def check_max_seq_length(max_seq_length: int | None, max_position_embeddings: in
         )
 
 
+def check_threshold(threshold: float, flag: str) -> None:
+    """Refuse a multi-label threshold (`flag`'s value) that is not strictly between 0 and 1, where some sigmoid could
+    fall on either side of it."""
+    if not 0.0 < threshold < 1.0:  # NaN too
+        raise ValueError(
+            f"{flag} {threshold:g} is not between 0 and 1: a multi-label classifier predicts each label whose sigmoid "
+            "is above it."
+        )
+
+
+def classify_threshold(model: str | Path, config: Mapping[str, Any], threshold: float | None = None) -> float | None:
+    """The threshold `bertscratch classify` gives `model`'s labels at, from its `config`: for a multi-label classifier
+    `threshold` (--threshold) where given, else the one fine-tuning recorded (`THRESHOLD_ATTRIBUTE`), else
+    `MULTI_LABEL_THRESHOLD`; None for any other model, which refuses a --threshold in one line naming its problem_type.
+    The front door reads `config` from config.json, the library from the config it has loaded: the line is the same."""
+    if threshold is not None:
+        check_threshold(threshold, "--threshold")
+    problem_type = config.get("problem_type")
+    if problem_type != MULTI_LABEL_PROBLEM_TYPE:
+        if threshold is not None:
+            named = f"has problem_type {problem_type!r}" if problem_type else "records no problem_type"
+            raise ValueError(
+                f"--threshold {threshold:g} decides which labels a multi-label classifier (problem_type "
+                f"{MULTI_LABEL_PROBLEM_TYPE!r}) gives a text, and the config of {model} {named}: leave --threshold out."
+            )
+        return None
+    if threshold is not None:
+        return threshold
+    recorded = config.get(THRESHOLD_ATTRIBUTE)
+    return (
+        float(recorded)
+        if isinstance(recorded, int | float) and not isinstance(recorded, bool)
+        else MULTI_LABEL_THRESHOLD
+    )
+
+
 __all__ = [
     "MODEL_TYPES",
+    "MULTI_LABEL_PROBLEM_TYPE",
     "NEW_MODEL_POSITIONS",
+    "THRESHOLD_ATTRIBUTE",
     "check_max_seq_length",
     "check_model_type",
+    "check_threshold",
+    "classify_threshold",
     "read_config",
     "read_model_config",
 ]

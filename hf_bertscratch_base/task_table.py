@@ -38,8 +38,10 @@ SHAPES = (
 )
 # The shapes of a sequence head (`AutoModelForSequenceClassification`): a text or a pair to classes or a score.
 SEQUENCE_SHAPES = ("classification", "multi-label-classification", "regression")
-# A multi-label classifier predicts each label whose sigmoid is above this (transformers' text-classification pipeline
-# gives the sigmoid of each label for a config whose problem_type is "multi_label_classification").
+# A multi-label classifier predicts each label whose sigmoid is above this, unless fine-tuning's
+# --multi_label_threshold chose another (recorded in its config) or classify's --threshold gives one (transformers'
+# text-classification pipeline gives the sigmoid of each label for a config whose problem_type is
+# "multi_label_classification").
 MULTI_LABEL_THRESHOLD = 0.5
 # How a multi-label task's label field of a csv/tsv file (or any string label) is split into its labels by default.
 LABEL_SEPARATOR = ","

@@ -26,7 +26,7 @@ from hf_bertscratch_base.thread_pool import use_training_wait_policy
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
 from .data_checks import check_data_files, check_files_exist
 from .dispatch import run_command
-from .model_checks import check_length, check_model_config
+from .model_checks import check_length, check_model_config, check_threshold_flag
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
@@ -53,14 +53,16 @@ def check_arguments(command: str, args: list[str]) -> None:
     """What the flags' values ask for that can fail before torch loads, checked once the flags are known to be the
     command's: finetune's --task and --task_type, its --task without a data directory when the Hub cannot be
     reached or is offline with no cached copy (`check_named_dataset`), a --max_seq_length beyond the model's positions
-    (`check_length`), the columns of the local data files a training command, or an inference command's --input_file,
-    reads, and a finetune train file alone too small to hold examples out of (`check_data_files`)."""
+    (`check_length`), classify's --threshold for a model that is no multi-label classifier (`check_threshold_flag`),
+    the columns of the local data files a training command, or an inference command's --input_file, reads, and a
+    finetune train file alone too small to hold examples out of (`check_data_files`)."""
     task = flag_value(args, "--task") if command == "finetune" else None
     if command == "finetune":
         check_task_names(task, flag_value(args, "--task_type"))
     if task and not os.environ.get(DATA_DIR_ENV) and not any(flag_value(args, flag) for flag in OTHER_DATA_FLAGS):
         check_named_dataset(TASKS[task].dataset_name, TASKS[task].dataset_config_name, flag_value(args, "--cache_dir"))
     check_length(command, args)
+    check_threshold_flag(command, args)
     check_data_files(command, args)
 
 

@@ -1,13 +1,21 @@
 """The front door's checks of a command's model by its config, before torch loads (`hf_bertscratch_base.model_config`,
 whose words the library's checks use too): a local model folder of a model_type the command does not load
 (`check_model_config`), and a `--max_seq_length` beyond the positions of the model it is for (`check_length`): a model
-folder's or a config's `max_position_embeddings`, or a new model's `--max_position_embeddings`. A Hub id, or a config
-that cannot be read, is left to the library.
+folder's or a config's `max_position_embeddings`, or a new model's `--max_position_embeddings`; and classify's
+`--threshold` outside (0, 1) or for a model that is no multi-label classifier (`check_threshold_flag`). A Hub id, or a
+config that cannot be read, is left to the library.
 """
 
 from __future__ import annotations
 
-from hf_bertscratch_base.model_config import NEW_MODEL_POSITIONS, check_max_seq_length, check_model_type, read_config
+from hf_bertscratch_base.model_config import (
+    NEW_MODEL_POSITIONS,
+    check_max_seq_length,
+    check_model_type,
+    check_threshold,
+    classify_threshold,
+    read_config,
+)
 
 from .commands import MODEL_FIRST, flag_value, model_argument
 
@@ -59,11 +67,29 @@ def check_length(command: str, args: list[str]) -> None:
         check_max_seq_length(length, model_positions(command, args))
 
 
+def check_threshold_flag(command: str, args: list[str]) -> None:
+    """classify's --threshold is between 0 and 1, and its local model is a multi-label classifier
+    (`classify_threshold`, the library's check); a value that is no number is left to the command's parser."""
+    given = flag_value(args, "--threshold") if command == "classify" else None
+    try:
+        threshold = float(given) if given is not None else None
+    except ValueError:
+        threshold = None  # no number: the command's parser names it
+    if threshold is None:
+        return
+    check_threshold(threshold, "--threshold")
+    model = model_argument(command, args)
+    config = read_config(model) if model is not None else None
+    if model is not None and config is not None:
+        classify_threshold(model, config, threshold)
+
+
 __all__ = [
     "FAMILY_COMMANDS",
     "LENGTH_COMMANDS",
     "MODEL_TYPE_COMMANDS",
     "check_length",
     "check_model_config",
+    "check_threshold_flag",
     "model_positions",
 ]

@@ -167,19 +167,23 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
     assert bert["hidden_size"] == config.hidden_size and bert["vocab_size"] == 50
 
 
-def test_the_input_columns_fine_tuning_recorded_survive_saving_and_conversion(tmp_path: Path) -> None:
-    """`input_columns` is saved in config.json and read back, and goes to transformers' BERT and back with the
-    model, so that a converted model's --input_file reads the same columns."""
-    recorded = {"text": "premise", "text_pair": "hypothesis"}
-    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), input_columns=recorded)
+@pytest.mark.parametrize(
+    ("name", "recorded"),
+    [("input_columns", {"text": "premise", "text_pair": "hypothesis"}), ("multi_label_threshold", 0.35)],
+)
+def test_what_fine_tuning_recorded_survives_saving_and_conversion(name: str, recorded: object, tmp_path: Path) -> None:
+    """`input_columns`, and a multi-label classifier's `multi_label_threshold`, are saved in config.json and read
+    back, and go to transformers' BERT and back with the model, so that a converted model's --input_file reads the
+    same columns and `classify` gives labels at the same threshold."""
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), **{name: recorded})
     config.save_pretrained(tmp_path)
-    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["input_columns"] == recorded
-    assert hf_bertscratch.BertScratchConfig.from_pretrained(tmp_path).input_columns == recorded
+    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))[name] == recorded
+    assert getattr(hf_bertscratch.BertScratchConfig.from_pretrained(tmp_path), name) == recorded
     bert = convert.bertscratch_config_to_bert(config)
-    assert bert.to_dict()["input_columns"] == recorded
-    assert convert.bert_config_to_bertscratch(bert).input_columns == recorded
+    assert bert.to_dict()[name] == recorded
+    assert getattr(convert.bert_config_to_bertscratch(bert), name) == recorded
     unrecorded = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50))
-    assert unrecorded.input_columns is None
+    assert getattr(unrecorded, name) is None
 
 
 def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:

@@ -665,6 +665,7 @@ def test_unknown_keyword_is_refused_by_name(head: str) -> None:
             {"long_text_max_length": 64, "long_text_truncation": "head+tail", "long_text_head_tokens": 63},
             r"long_text_head_tokens must be in \[0, long_text_max_length - 2 = 62\], got 63",
         ),
+        ({"multi_label_threshold": 1.5}, r"multi_label_threshold must be None or in \(0, 1\), got 1.5"),
         # The field types are checked too (@strict reads the annotations, so the config module must not postpone them).
         ({"unpad_inputs": "yes"}, r"Field 'unpad_inputs' expected bool, got str \(value: 'yes'\)"),
         ({"hidden_size": 128.0}, r"Field 'hidden_size' expected int, got float"),

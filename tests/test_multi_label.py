@@ -1,11 +1,12 @@
 """Multi-label classification: label sets read from jsonl lists or separated csv fields, micro/macro F1 and subset
-accuracy at 0.5 on the sigmoid, the no-learning baselines, a tiny fine-tune, `bertscratch classify` and the front
-door."""
+accuracy at a threshold on the sigmoid (0.5, given, or chosen on the eval split), the no-learning baselines, a tiny
+fine-tune, `bertscratch classify` and the front door."""
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.metrics import accuracy_score, f1_score
+from test_cli import assert_library_and_front_door_refuse
 from test_front_door import front_door
 from transformers import AutoConfig, BertTokenizer, EvalPrediction
 
@@ -114,16 +116,39 @@ def test_label_sets_are_lists_or_separated_fields_and_may_be_empty() -> None:
     assert label_sets(["a|b", "x,y"], "|") == [["a", "b"], ["x,y"]]
 
 
-def shape_of(train: list[list], eval_: list[list], **overrides: object) -> MultiLabelClassificationShape:
+def shape_of(
+    train: list[list], eval_: list[list], threshold: float | None = 0.5, **overrides: object
+) -> MultiLabelClassificationShape:
     raw = datasets.DatasetDict(
         {
             "train": datasets.Dataset.from_dict({"text": ["t"] * len(train), "labels": train}),
             "eval": datasets.Dataset.from_dict({"text": ["t"] * len(eval_), "labels": eval_}),
         }
     )
-    shape = MultiLabelClassificationShape(task(**overrides), FeatureSettings(), tokenizer=None)  # type: ignore[arg-type]
+    shape = MultiLabelClassificationShape(task(**overrides), FeatureSettings(), None, threshold)  # type: ignore[arg-type]
     shape.prepare_labels(raw)
     return shape
+
+
+def test_a_shape_scores_at_the_threshold_given_or_at_the_one_it_chooses_on_the_eval_predictions() -> None:
+    from transformers.trainer_utils import PredictionOutput
+
+    from hf_bertscratch.cards import threshold_used
+
+    prediction = PredictionOutput(predictions=logits_of(SIGMOIDS), label_ids=GOLD, metrics={})
+    raw = datasets.Dataset.from_dict({"text": ["t"] * 3})  # compute_metrics' examples: a multi-label shape reads none
+    given = shape_of([["a"], ["b"]], [["a"]], threshold=0.45)
+    assert given.compute_metrics(raw, raw)(prediction)["micro_f1"] == pytest.approx(6 / 7)
+    assert given.settle_threshold(prediction) == {} and given.threshold == 0.45
+    assert given.config_updates()["multi_label_threshold"] == 0.45
+    assert threshold_used({"multi_label_threshold": 0.45, "multi_label_threshold_chosen": False}) == (
+        "A label is predicted where its sigmoid is above 0.45 (given at fine-tuning)."
+    )
+    chosen = shape_of([["a"], ["b"]], [["a"]], threshold=None)
+    assert chosen.threshold == 0.5  # until the eval predictions choose it
+    assert chosen.settle_threshold(prediction)["micro_f1"] == pytest.approx(8 / 9)
+    assert chosen.threshold == 0.3
+    assert chosen.compute_metrics(raw, raw)(prediction)["micro_f1"] == pytest.approx(8 / 9)
 
 
 def test_the_label_names_are_the_sorted_train_labels_and_the_head_is_multi_label() -> None:
@@ -212,20 +237,26 @@ def test_no_learning_baselines_are_the_label_majorities_the_commonest_set_and_a_
 
 
 # ------------------------------------------------------------------------------------------------ fine-tuning
-@pytest.fixture(scope="module")
-def multi_label_run(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
-    """A fine-tune of the tiny model on jsonl label lists, a few steps: its output_dir."""
-    folder = tmp_path_factory.mktemp("multi_label")
+def fine_tune(folder: Path, model_dir: Path, *flags: str, test_sets: list[list[str]] | None = None) -> Path:
+    """A fine-tune of the tiny model on jsonl label lists written into `folder` (a test split of `test_sets` too),
+    a few steps, with `flags` besides: its output_dir."""
     train = write_jsonl(folder / "train.jsonl", rows(TRAIN_SETS))
     dev = write_jsonl(folder / "dev.jsonl", rows(EVAL_SETS))
+    test = ["--test_file", str(write_jsonl(folder / "test.jsonl", rows(test_sets)))] if test_sets else []
     output = folder / "run"
     main(
         ["--model_name_or_path", str(model_dir), "--task_type", TASK_TYPE, "--label_column", "labels",
-         "--train_file", str(train), "--validation_file", str(dev), "--output_dir", str(output),
+         "--train_file", str(train), "--validation_file", str(dev), *test, "--output_dir", str(output),
          "--max_seq_length", "16", "--per_device_train_batch_size", "8", "--num_train_epochs", "2",
-         "--learning_rate", "1e-3", "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true"]
+         "--learning_rate", "1e-3", "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true", *flags]
     )  # fmt: skip
     return output
+
+
+@pytest.fixture(scope="module")
+def multi_label_run(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """A fine-tune of the tiny model on jsonl label lists, a few steps: its output_dir."""
+    return fine_tune(tmp_path_factory.mktemp("multi_label"), model_dir)
 
 
 def test_a_fine_tune_scores_micro_f1_from_its_predictions_beside_the_baselines(multi_label_run: Path) -> None:
@@ -272,6 +303,143 @@ def test_classify_prints_each_labels_sigmoid_and_the_labels_above_one_half(
     answer = json.loads(capsys.readouterr().out)
     assert answer["predicted_labels"] == above
     assert {entry["label"]: entry["score"] for entry in answer["labels"]} == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_fine_tune_records_the_threshold_of_its_scores_one_half_by_default(multi_label_run: Path) -> None:
+    results = json.loads((multi_label_run / "all_results.json").read_text())
+    assert results["multi_label_threshold"] == 0.5 and results["multi_label_threshold_chosen"] is False
+    assert AutoConfig.from_pretrained(multi_label_run).multi_label_threshold == 0.5
+    card = (multi_label_run / "README.md").read_text()
+    assert "A label is predicted where its sigmoid is above 0.5 (the default)." in card
+
+
+TEST_SETS = [["dogs"], ["cats", "films"], ["films"], [], ["cats"], ["cats", "dogs", "films"], ["dogs", "films"]]
+
+
+@pytest.fixture(scope="module")
+def chosen_threshold_run(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """The fine-tune of `multi_label_run` with a test split, its threshold chosen on the eval split: its output_dir."""
+    folder = tmp_path_factory.mktemp("chosen_threshold")
+    return fine_tune(folder, model_dir, "--multi_label_threshold", "auto", test_sets=TEST_SETS)
+
+
+def sigmoids_and_gold(predictions_csv: Path) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """A multi-label run's predictions.csv: each example's sigmoids (N, K), gold 0/1 rows (N, K) and the rows."""
+    with predictions_csv.open() as handle:
+        table = list(csv.DictReader(handle))
+    names = ["cats", "dogs", "films"]
+    sigmoids = np.array([[float(row[f"p_{name}"]) for name in names] for row in table])
+    gold = np.array([[name in row["labels"].split(",") for name in names] for row in table], dtype=int)
+    return sigmoids, gold, table
+
+
+def test_a_threshold_chosen_on_the_eval_split_scores_eval_and_test_and_is_recorded(chosen_threshold_run: Path) -> None:
+    results = json.loads((chosen_threshold_run / "all_results.json").read_text())
+    threshold = results["multi_label_threshold"]
+    assert results["multi_label_threshold_chosen"] is True
+    assert AutoConfig.from_pretrained(chosen_threshold_run).multi_label_threshold == threshold
+    eval_sigmoids, eval_gold, eval_rows = sigmoids_and_gold(chosen_threshold_run / "predictions.csv")
+    # Chosen on the eval split's sigmoids alone: the grid's best eval micro F1, the nearest to 0.5 of a tie.
+    grid = [round(0.05 * step, 2) for step in range(1, 20)]
+    f1s = {t: f1_score(eval_gold, eval_sigmoids > t, average="micro", zero_division=0) for t in grid}
+    best = max(f1s.values())
+    assert threshold == min((t for t in grid if f1s[t] == pytest.approx(best)), key=lambda t: abs(t - 0.5))
+    assert results["eval_micro_f1"] == pytest.approx(f1s[threshold], abs=1e-6)
+    names = np.array(["cats", "dogs", "films"])
+    assert [row["prediction"] for row in eval_rows] == [",".join(names[row > threshold]) for row in eval_sigmoids]
+    test_sigmoids, test_gold, _ = sigmoids_and_gold(chosen_threshold_run / "test_predictions.csv")
+    assert results["test_micro_f1"] == pytest.approx(
+        f1_score(test_gold, test_sigmoids > threshold, average="micro", zero_division=0), abs=1e-6
+    )
+    assert results["test_subset_accuracy"] == pytest.approx(accuracy_score(test_gold, test_sigmoids > threshold))
+    card = (chosen_threshold_run / "README.md").read_text()
+    assert (
+        f"A label is predicted where its sigmoid is above {threshold:g}, the threshold chosen on the eval split" in card
+    )
+
+
+def test_classify_predicts_at_the_recorded_threshold_and_at_the_one_given(
+    multi_label_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(multi_label_run, model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "multi_label_threshold": 0.01}))
+    text = "the cat sat on the mat"
+    capsys.readouterr()
+    dispatch.main(["classify", str(model), text, "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["predicted_labels"] == [entry["label"] for entry in answer["labels"] if entry["score"] > 0.01]
+    dispatch.main(["classify", str(model), text, "--threshold", "0.99"])
+    assert capsys.readouterr().out.splitlines()[-1] == "above 0.99: (none)"
+    dispatch.main(["classify", str(model), text])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("above 0.01: ")
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.2", "nan"])
+def test_classify_refuses_a_threshold_outside_zero_to_one(value: str, multi_label_run: Path, capsys) -> None:
+    assert_library_and_front_door_refuse(
+        capsys,
+        ["classify", str(multi_label_run), "a cat", "--threshold", value],
+        f"bertscratch classify: error: ValueError: --threshold {float(value):g} is not between 0 and 1: a "
+        "multi-label classifier predicts each label whose sigmoid is above it.\n",
+    )
+
+
+def test_classify_refuses_a_threshold_for_a_model_that_is_not_multi_label(tmp_path: Path, capsys) -> None:
+    for problem_type, named in (("single_label_classification", "has problem_type 'single_label_classification'"),
+                                ("regression", "has problem_type 'regression'"), (None, "records no problem_type")):  # fmt: skip
+        model = tmp_path / str(problem_type)
+        model.mkdir()
+        (model / "config.json").write_text(
+            json.dumps(
+                {
+                    "model_type": "bertscratch",
+                    "architectures": ["BertScratchForSequenceClassification"],
+                    "problem_type": problem_type,
+                }
+            )  # fmt: skip
+        )
+        argv = ["classify", str(model), "a cat", "--threshold", "0.3"]
+        line = (
+            f"bertscratch classify: error: ValueError: --threshold 0.3 decides which labels a multi-label classifier "
+            f"(problem_type 'multi_label_classification') gives a text, and the config of {model} {named}: "
+            "leave --threshold out.\n"
+        )
+        assert_library_and_front_door_refuse(capsys, argv, line)
+        done = front_door(tmp_path, *argv)  # before torch loads
+        assert (done.returncode, done.stderr) == (1, line)
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        ("1", "--multi_label_threshold '1' is neither a number between 0 and 1 nor 'auto' (chosen on the eval split)."),
+        (
+            "best",
+            "--multi_label_threshold 'best' is neither a number between 0 and 1 nor 'auto' (chosen on the eval split).",
+        ),  # fmt: skip
+    ],
+)
+def test_a_bad_multi_label_threshold_is_refused_as_the_command_line_is_parsed(value: str, line: str) -> None:
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    with pytest.raises(ValueError) as error:
+        parse_args(["--model_name_or_path", "m", "--task_type", TASK_TYPE, "--train_file", "t.jsonl",
+                    "--output_dir", "out", "--multi_label_threshold", value])  # fmt: skip
+    assert str(error.value) == line
+
+
+def test_a_multi_label_threshold_for_another_task_type_is_refused() -> None:
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    with pytest.raises(ValueError) as error:
+        parse_args(["--model_name_or_path", "m", "--train_file", "t.csv", "--output_dir", "out",
+                    "--multi_label_threshold", "auto"])  # fmt: skip
+    assert str(error.value) == (
+        "--multi_label_threshold 'auto' decides a multi-label-classification task's labels, but this is a "
+        "classification task: add --task_type multi-label-classification, or leave --multi_label_threshold out."
+    )
 
 
 def test_a_csv_label_field_is_split_on_the_label_separator(tmp_path: Path) -> None:

@@ -22,9 +22,15 @@ from transformers import (
 )
 from transformers.trainer_utils import PredictionOutput
 
-from hf_bertscratch_base.task_table import check_labels_are_no_lists
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD, check_labels_are_no_lists
 
-from ..metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics, labels_above_threshold
+from ..metrics import (
+    ClassificationMetrics,
+    MultiLabelMetrics,
+    RegressionMetrics,
+    choose_threshold,
+    labels_above_threshold,
+)
 from . import TaskSpec
 from .features import (
     FeatureSettings,
@@ -370,9 +376,36 @@ def multi_label_names(
 class MultiLabelClassificationShape(ClassificationShape):
     """A text or a text pair -> any number of K labels, none included: one sigmoid per label trained with binary
     cross-entropy (transformers' problem_type "multi_label_classification"); a label is predicted where its sigmoid is
-    above `metrics.MULTI_LABEL_THRESHOLD`. Micro F1 (the main metric), macro F1 and subset accuracy."""
+    above `threshold` (`metrics.MULTI_LABEL_THRESHOLD` unless given, or chosen on the eval split: `settle_threshold`).
+    Micro F1 (the main metric), macro F1 and subset accuracy.
+
+    Args:
+        threshold: the sigmoid above which a label is predicted; None: chosen on the eval split's predictions of the
+            trained model (`settle_threshold`), `MULTI_LABEL_THRESHOLD` until then.
+    """
 
     picture = "per_label_f1.png"
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        settings: FeatureSettings,
+        tokenizer: PreTrainedTokenizerBase,
+        threshold: float | None = MULTI_LABEL_THRESHOLD,
+    ) -> None:
+        super().__init__(task, settings, tokenizer)
+        self.threshold_chosen_on_eval = threshold is None
+        self.threshold = MULTI_LABEL_THRESHOLD if threshold is None else threshold
+
+    def settle_threshold(self, prediction: PredictionOutput) -> dict[str, float]:
+        """Where the threshold is chosen on the eval split: set it to the one at which the eval `prediction` (the
+        trained model's) scores the best micro F1 (`metrics.choose_threshold`), and return the eval scores at it.
+        {} where it was given."""
+        labels = prediction_labels(prediction)
+        if not self.threshold_chosen_on_eval or labels is None:  # the eval split is always scored
+            return {}
+        self.threshold = choose_threshold(prediction_logits(prediction), labels)
+        return MultiLabelMetrics(len(self.names), self.threshold)(prediction)
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read and check every split's label sets (`multi_label_names`); log the labels with how many train examples
@@ -403,11 +436,17 @@ class MultiLabelClassificationShape(ClassificationShape):
         return self.encode
 
     def config_updates(self) -> dict:
-        """A head of one output per label, each its own sigmoid (transformers' BCE loss for this problem type)."""
-        return {**class_config(self.names), "problem_type": "multi_label_classification"}
+        """A head of one output per label, each its own sigmoid (transformers' BCE loss for this problem type), and
+        the threshold its labels are given at (`bertscratch classify` reads it; one chosen on the eval split replaces
+        it once chosen)."""
+        return {
+            **class_config(self.names),
+            "problem_type": "multi_label_classification",
+            "multi_label_threshold": self.threshold,
+        }
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
-        return MultiLabelMetrics(len(self.names))
+        return MultiLabelMetrics(len(self.names), self.threshold)
 
     def _joined(self, row: np.ndarray) -> str:
         return self.task.label_separator.join(name for name, on in zip(self.names, row) if on)
@@ -422,8 +461,9 @@ class MultiLabelClassificationShape(ClassificationShape):
         prefix: str = "",
     ) -> None:
         """predictions.csv (index, text, [text_pair], labels, prediction, p_<label>...: the gold and the predicted
-        labels joined by the label separator, each label's sigmoid) and each label's F1 as bars (per_label_f1.png),
-        each name after `prefix`. A split without labels gets its predictions alone: no labels column, no picture."""
+        labels (those above `threshold`) joined by the label separator, each label's sigmoid) and each label's F1 as
+        bars (per_label_f1.png), each name after `prefix`. A split without labels gets its predictions alone: no labels
+        column, no picture."""
         from sklearn.metrics import f1_score
 
         from ..plotting import plot_per_type_f1  # matplotlib loads only when a picture is drawn
@@ -431,7 +471,7 @@ class MultiLabelClassificationShape(ClassificationShape):
         logits = prediction_logits(prediction)
         labels = prediction_labels(prediction)
         probabilities = torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32)).numpy()  # (N, K)
-        predicted = labels_above_threshold(logits)
+        predicted = labels_above_threshold(logits, self.threshold)
         gold = None if labels is None else [self._joined(row) for row in labels]
         names = [self._joined(row) for row in predicted]
         self._write_rows(folder / f"{prefix}predictions.csv", raw, "labels", gold, names, probabilities)
