@@ -537,7 +537,8 @@ FINE_TUNED_ENTRIES = {
     "num_labels": 3,
     "id2label": {0: "neg", 1: "neutral", 2: "pos"},
     "label2id": {"neg": 0, "neutral": 1, "pos": 2},
-    "problem_type": "single_label_classification",
+    "problem_type": "multi_label_classification",
+    "multi_label_threshold": 0.35,
     "classifier_pooling": "mean",
     "long_text_max_length": 32,
     "long_text_truncation": "head+tail",
@@ -547,7 +548,7 @@ FINE_TUNED_ENTRIES = {
 
 
 def save_fine_tuned_classifier(path: Path, tokenizer: BertTokenizer) -> Path:
-    """A tiny classifier with its tokenizer in `path`, its config holding what fine-tuning records for its task
+    """A tiny (multi-label) classifier with its tokenizer in `path`, its config holding what fine-tuning records for its task
     (`FINE_TUNED_ENTRIES`)."""
     from conftest import tiny_config_kwargs
 
