@@ -412,11 +412,26 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         self.config.validate()  # a config changed since the model was built: refused before any file is written
         # FSDP2 swaps the model's class for a subclass defined in torch; the code to ship is this file's class.
         model_class = next(c for c in type(self).__mro__ if c.__module__ == __name__)
-        if kwargs.get("is_main_process", True):  # before the weights, so a push from save_pretrained takes it along
+        if kwargs.get("is_main_process", True):  # a push from save_pretrained takes it along: _upload_modified_files
             os.makedirs(save_directory, exist_ok=True)
             custom_object_save(model_class, save_directory)  # this file and those it imports (`code_files`)
         self.config.auto_map = family_auto_map()
         super().save_pretrained(save_directory, *args, **kwargs)
+
+    def _upload_modified_files(
+        self,
+        working_dir: str | os.PathLike,
+        repo_id: str,
+        files_timestamps: dict[str, float],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """transformers' upload of the files a save changed (`save_pretrained(..., push_to_hub=True)`), the code files
+        included: `save_pretrained` writes them before transformers notes the folder's file times, and a repository
+        whose config's auto_map names code it lacks does not load."""
+        code = {os.path.basename(path) for path in code_files()}
+        changed = {name: time for name, time in files_timestamps.items() if name not in code}
+        return super()._upload_modified_files(working_dir, repo_id, changed, *args, **kwargs)
 
 
 def code_files() -> list[str]:

@@ -2,7 +2,8 @@
 an ELECTRA run's generator/ subfolder included, into a repository that is private whenever private was asked for.
 
 The Hub is unreachable here, so uploads are checked at huggingface_hub's boundary (`HfApi.create_repo`, `repo_info`,
-`update_repo_settings`, `create_branch`, `upload_folder` patched); everything up to those calls runs for real.
+`update_repo_settings`, `create_branch`, `upload_folder`, and for transformers' own uploads `create_commit` and
+`ModelCard.load`, patched); everything up to those calls runs for real.
 """
 
 from __future__ import annotations
@@ -458,6 +459,54 @@ def test_an_unreachable_hub_is_one_line_naming_its_endpoint_and_the_dry_run(
     )
     assert "Name or service not known" in line and "--dry_run DIR" in line
     assert [name for name, _ in calls] == ["create_repo"]  # nothing was uploaded
+
+
+@pytest.mark.parametrize("how", ["save_pretrained", "push_to_hub"])
+def test_transformers_own_push_uploads_the_code_its_config_names(
+    cls_dir: Path, tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """`model.save_pretrained(folder, push_to_hub=True, repo_id=...)` and `model.push_to_hub(repo_id)`, transformers'
+    own uploads, commit the modeling code beside the config whose auto_map names it: the repository loads with
+    transformers alone. (save_pretrained uploads only the files it writes after noting the folder's times, and the
+    code is written before that.)"""
+    from huggingface_hub import CommitInfo, RepoUrl
+    from huggingface_hub.errors import EntryNotFoundError
+
+    committed: dict[str, bytes] = {}
+
+    def create_commit(self: HfApi, repo_id: str, operations: list, **kwargs) -> CommitInfo:
+        for operation in operations:
+            committed[operation.path_in_repo] = Path(operation.path_or_fileobj).read_bytes()
+        url = f"https://huggingface.co/{repo_id}/commit/abc"
+        return CommitInfo(commit_url=url, commit_message="", commit_description="", oid="abc")
+
+    def no_card(*args, **kwargs):  # a new repository: transformers writes its generic card
+        raise EntryNotFoundError("README.md")
+
+    monkeypatch.setattr(
+        HfApi, "create_repo", lambda self, repo_id, **kwargs: RepoUrl(f"https://huggingface.co/{repo_id}")
+    )
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr(ModelCard, "load", no_card)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(cls_dir)
+    if how == "save_pretrained":
+        model.save_pretrained(tmp_path / "saved", push_to_hub=True, repo_id="alice/tiny-cls", token="hf_test")
+    else:
+        model.push_to_hub("alice/tiny-cls", token="hf_test")
+
+    code = {Path(path).name for path in modeling_bertscratch.code_files()}
+    assert code | {"config.json", "model.safetensors"} <= set(committed), sorted(committed)
+    uploaded = tmp_path / "uploaded"
+    uploaded.mkdir()
+    for name, content in committed.items():
+        (uploaded / name).write_bytes(content)
+    tokenizer.save_pretrained(uploaded)  # pushed on its own (`tokenizer.push_to_hub`), as docs/hub.md says
+    case = {"key": "cls", "folder": uploaded, "subfolder": "", "task": "text-classification", "text": CLASSIFY_TEXT}
+    remote = _load_without_the_package([case], tmp_path)
+    _assert_same_outputs(
+        remote["cls"], _reference_outputs(cls_dir, "text-classification", CLASSIFY_TEXT, tokenizer), "label"
+    )
 
 
 @pytest.mark.parametrize("revision", [None, "experiment-1"])
