@@ -640,6 +640,8 @@ def cut_long_texts(config: BertScratchConfig, inputs: dict[str, torch.Tensor | N
     reference = inputs["input_ids"] if inputs["input_ids"] is not None else inputs["inputs_embeds"]
     if max_length is None or reference is None or torch.compiler.is_compiling():  # an exported graph reads as given
         return inputs
+    if reference.dim() != (2 if inputs["input_ids"] is not None else 3):  # the encoder's check names the shape
+        return inputs
     if reference.shape[1] <= max_length:
         return inputs
     key_mask(inputs["attention_mask"], f"Cutting a text to long_text_max_length={max_length}")

@@ -595,6 +595,26 @@ def test_bad_inputs_raise_clear_errors(tiny_model: torch.nn.Module, change: Call
         tiny_model(**inputs)
 
 
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"input_ids": torch.tensor([2, 5, 6, 3])}, r"input_ids must have shape \(batch, seq_len\); got shape \(4,\)"),
+        (
+            {"inputs_embeds": torch.zeros(4, 32)},
+            r"inputs_embeds must have shape \(batch, seq_len, hidden_size=32\); got shape \(4, 32\)",
+        ),
+    ],
+    ids=["1d-ids", "2d-embeds"],
+)
+def test_a_classifier_that_cuts_long_texts_names_a_badly_shaped_input(inputs: dict, message: str) -> None:
+    """A classifier fine-tuned with a long-text cut (`long_text_max_length`) reads the length of its input before the
+    encoder does: an input of the wrong shape gets the encoder's error, not an IndexError from the cut."""
+    config = BertScratchConfig(**tiny_config_kwargs(VOCAB), long_text_max_length=16)
+    model = hf_bertscratch.BertScratchForSequenceClassification(config).eval()
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_mlm_labels_of_another_shape_are_refused(training: bool) -> None:
     """Sparse decoding picks the labelled positions of the flattened labels: labels one token short of the ids would
