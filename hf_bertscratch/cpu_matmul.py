@@ -475,8 +475,11 @@ class BertScratchLinear(nn.Linear):
         return self._onednn_dtype(input) if _cpu_inference(input, self.weight) else None
 
     def _onednn_dtype(self, input: torch.Tensor) -> torch.dtype | None:
-        """`_fast_dtype` of an input already known to be CPU inference (`_cpu_inference`)."""
+        """`_fast_dtype` of an input already known to be CPU inference (`_cpu_inference`). None for weights made in
+        inference mode: such tensors keep no version, so a copy packed from them could not tell they changed."""
         weight = self.weight
+        if weight.is_inference() or (self.bias is not None and self.bias.is_inference()):
+            return None
         dtype = input.dtype
         if torch.is_autocast_enabled("cpu"):
             dtype = torch.get_autocast_dtype("cpu")

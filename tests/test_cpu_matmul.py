@@ -77,6 +77,29 @@ def test_the_packed_weight_follows_weight_changes_and_is_not_state(path: None) -
 
 
 @needs_onednn
+def test_a_model_made_in_inference_mode_runs_and_follows_its_weights(path: None) -> None:
+    """Weights made inside `torch.inference_mode()` (a model built there) are inference tensors, which keep no version
+    to tell a change by: the layers and the fused products run as `F.linear` would, through changes made in place."""
+    cpu_matmul.set_path("onednn")
+    x, residual = torch.randn(6, 48), torch.randn(6, 40)
+    with torch.inference_mode():
+        layer = _linear()
+        for _ in range(2):
+            product = F.linear(x, layer.weight, layer.bias)
+            torch.testing.assert_close(layer(x), product, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                cpu_matmul.linear_act(layer, x, nn.GELU(), "gelu"), F.gelu(product), atol=1e-5, rtol=1e-5
+            )
+            torch.testing.assert_close(
+                cpu_matmul.linear_add(layer, x, residual, nn.Dropout(0.1).eval()),
+                residual + product,
+                atol=1e-5,
+                rtol=1e-5,
+            )
+            layer.weight.mul_(2.0)
+
+
+@needs_onednn
 def test_an_optimizer_step_between_evaluations_is_seen(path: None) -> None:
     """Trainer's fused AdamW changes the weight in place without bumping its version counter; evaluating after the
     next training step (train(), step, eval()) still reads the new weight."""
