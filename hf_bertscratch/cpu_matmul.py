@@ -349,9 +349,11 @@ FUSED_ACTIVATIONS = {"gelu": "none", "gelu_pytorch_tanh": "tanh"}
 
 def _unhooked(module: nn.Module) -> bool:
     """Whether `module` is this file's layer itself (not an adapter wrapping it, not a subclass), with no hooks that a
-    call computing its product some other way would skip (or that could keep its output)."""
+    call computing its product some other way would skip (or that could keep its output): torch's, or a forward
+    replaced on the module itself, as accelerate's hooks do (offloading loads the weights in that forward)."""
     return (
         type(module) is BertScratchLinear
+        and "forward" not in vars(module)
         and not (module._forward_hooks or module._forward_pre_hooks)
         and not (nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks)
     )

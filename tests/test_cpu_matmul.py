@@ -257,7 +257,9 @@ def test_a_model_on_onednn_gives_the_default_paths_logits(path: None) -> None:
 
 @needs_onednn
 @pytest.mark.parametrize("hidden_act", ["gelu", "gelu_pytorch_tanh"])
-def test_the_fused_gelu_and_residual_add_give_the_unfused_numbers(path: None, hidden_act: str) -> None:
+def test_the_fused_gelu_and_residual_add_give_the_unfused_numbers(
+    path: None, hidden_act: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`linear_act` and `linear_add` on the oneDNN path (the GELU and the add run inside the product) give what the
     layer, the activation and the add give one after another, on (N, H) and (B, T, H) inputs."""
     from transformers.activations import ACT2FN
@@ -265,7 +267,8 @@ def test_the_fused_gelu_and_residual_add_give_the_unfused_numbers(path: None, hi
     cpu_matmul.set_path("onednn")
     layer, activation, dropout = _linear(), ACT2FN[hidden_act], nn.Dropout(0.1).eval()
     unfused = []
-    layer.forward = lambda input: unfused.append(input)  # type: ignore[method-assign]  # a fused call skips it
+    # a fused call skips the layer's forward (the class's: one replaced on the layer itself is a hook, and runs)
+    monkeypatch.setattr(cpu_matmul.BertScratchLinear, "forward", lambda self, input: unfused.append(input))
     for shape in ((7, 48), (3, 5, 48)):
         x, residual = torch.randn(shape), torch.randn(*shape[:-1], 40)
         expected_act = activation(F.linear(x, layer.weight, layer.bias))
@@ -354,6 +357,25 @@ def test_the_default_path_keeps_a_hooks_output_and_gradients(path: None) -> None
     (residual + F.linear(x, layer.weight, layer.bias)).square().sum().backward()
     for got, want in zip(expected, (layer.weight.grad, layer.bias.grad, residual.grad), strict=True):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("gemm", ["default", pytest.param("onednn", marks=needs_onednn)])
+def test_layers_offloaded_by_accelerate_compute_with_their_weights(path: None, gemm: str, tmp_path: Path) -> None:
+    """A device_map that offloads the encoder to disk loads each layer's weights in a hook accelerate wraps around
+    the layer's forward (no torch hook): the fused products go through that forward, so inference gives the logits
+    of the model loaded whole instead of reading weights still on the meta device."""
+    cpu_matmul.set_path(gemm)
+    torch.manual_seed(0)
+    BertScratchForMaskedLM(BertScratchConfig(**tiny_config_kwargs(99))).save_pretrained(tmp_path / "model")
+    whole = BertScratchForMaskedLM.from_pretrained(tmp_path / "model").eval()
+    device_map = {"bert.embeddings": "cpu", "bert.encoder": "disk", "cls": "cpu"}
+    offloaded = BertScratchForMaskedLM.from_pretrained(
+        tmp_path / "model", device_map=device_map, offload_folder=str(tmp_path / "offload")
+    ).eval()
+    inputs = {"input_ids": torch.tensor([[2, 7, 8, 9, 3], [2, 7, 3, 0, 0]]), "attention_mask": torch.ones(2, 5)}
+    inputs["attention_mask"][1, 3:] = 0
+    with torch.inference_mode():
+        torch.testing.assert_close(offloaded(**inputs).logits, whole(**inputs).logits, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("gemm", ["default", pytest.param("onednn", marks=needs_onednn)])
