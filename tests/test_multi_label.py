@@ -22,7 +22,7 @@ from transformers import AutoConfig, BertTokenizer, EvalPrediction
 import hf_bertscratch
 from hf_bertscratch.baselines import no_learning_scores
 from hf_bertscratch.finetuning import main
-from hf_bertscratch.metrics import MultiLabelMetrics, choose_threshold, labels_above_threshold
+from hf_bertscratch.metrics import MultiLabelMetrics, choose_label_thresholds, choose_threshold, labels_above_threshold
 from hf_bertscratch.tasks import TaskOverrides, resolve_task
 from hf_bertscratch.tasks.classification import MultiLabelClassificationShape, label_sets
 from hf_bertscratch.tasks.features import FeatureSettings
@@ -107,6 +107,28 @@ def test_the_chosen_threshold_is_the_grids_best_micro_f1_the_nearest_to_one_half
     assert choose_threshold(logits_of(SIGMOIDS), GOLD) == 0.3  # 0.25 scores the same, further from 0.5
     assert choose_threshold(logits_of(SIGMOIDS[:, :1]), GOLD[:, :1]) == 0.3  # 1.0 from 0.05 to 0.3
     assert choose_threshold(logits_of(SIGMOIDS), np.zeros_like(GOLD)) == 0.5  # nothing to find: F1 0 everywhere
+
+
+def test_a_threshold_chosen_by_macro_f1_is_the_grids_best_mean_of_the_label_f1s() -> None:
+    # At 0.45 the labels score F1 0.8 and 1.0 (macro 0.9); at 0.3, micro F1's choice, 1.0 and 0.667 (macro 0.833).
+    assert choose_threshold(logits_of(SIGMOIDS), GOLD, metric="macro_f1") == 0.45
+    with pytest.raises(ValueError, match="choose a multi-label threshold by 'accuracy'; expected 'micro_f1' or 'macro"):
+        choose_threshold(logits_of(SIGMOIDS), GOLD, metric="accuracy")
+
+
+def test_thresholds_chosen_per_label_are_each_labels_best_and_the_global_one_for_a_label_without_positives() -> None:
+    # Label 0 (gold everywhere) scores F1 1.0 up to 0.3; label 1 (gold in the first example) from 0.45 to 0.6;
+    # label 2 has no gold example: it keeps the one threshold chosen for every label by the same metric.
+    sigmoids = np.column_stack([SIGMOIDS, [0.9, 0.1, 0.2]])
+    gold = np.column_stack([GOLD, np.zeros(3, dtype=np.float32)])
+    assert choose_threshold(logits_of(sigmoids), gold) == 0.3
+    assert choose_label_thresholds(logits_of(sigmoids), gold) == [0.3, 0.5, 0.3]
+    assert choose_threshold(logits_of(sigmoids), gold, metric="macro_f1") == 0.45
+    assert choose_label_thresholds(logits_of(sigmoids), gold, metric="macro_f1") == [0.3, 0.5, 0.45]
+    thresholds = choose_label_thresholds(logits_of(sigmoids), gold)
+    assert labels_above_threshold(logits_of(sigmoids), thresholds).tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
+    prediction = EvalPrediction(predictions=logits_of(sigmoids), label_ids=gold)
+    assert MultiLabelMetrics(3, threshold=thresholds)(prediction)["micro_f1"] == pytest.approx(8 / 9)
 
 
 # ------------------------------------------------------------------------------------------------------- labels

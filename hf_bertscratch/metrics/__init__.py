@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import evaluate
@@ -112,30 +112,79 @@ class ClassificationMetrics:
         return self.compute(np.argmax(logits, axis=-1).tolist(), np.asarray(eval_prediction.label_ids).tolist())
 
 
-def labels_above_threshold(logits: np.ndarray, threshold: float = MULTI_LABEL_THRESHOLD) -> np.ndarray:
-    """The 0/1 predictions (N, K) of a multi-label head's logits (N, K): sigmoid(logit) > `threshold`."""
+def labels_above_threshold(
+    logits: np.ndarray, threshold: float | Sequence[float] = MULTI_LABEL_THRESHOLD
+) -> np.ndarray:
+    """The 0/1 predictions (N, K) of a multi-label head's logits (N, K): sigmoid(logit) > `threshold`, one for every
+    label or one per label (K)."""
     probabilities = 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
-    return (probabilities > threshold).astype(np.int64)
+    return (probabilities > np.asarray(threshold, dtype=np.float64)).astype(np.int64)
 
 
 # The thresholds fine-tuning chooses among on the eval split (`choose_threshold`): 0.05, 0.10, ..., 0.95.
 THRESHOLD_GRID = tuple(round(0.05 * step, 2) for step in range(1, 20))
+# The metrics a multi-label threshold is chosen by (`choose_threshold`): micro F1, the main metric, or macro F1.
+THRESHOLD_METRICS = ("micro_f1", "macro_f1")
 
 
-def choose_threshold(logits: np.ndarray, labels: np.ndarray, grid: Sequence[float] = THRESHOLD_GRID) -> float:
-    """The one threshold of `grid` at which a multi-label head's `logits` (N, K) score the best micro F1 (the main
-    metric) against the 0/1 `labels` (N, K); of thresholds that score alike, the nearest to `MULTI_LABEL_THRESHOLD`
-    (0.5 where nothing is gained)."""
-    gold = np.asarray(labels, dtype=np.int64).astype(bool)
+def _f1(predicted: np.ndarray, gold: np.ndarray, metric: str) -> float:
+    """Micro or macro F1 (`metric`) of boolean predictions against boolean gold labels, both (N, K); a label never
+    predicted nor gold scores 0 in the macro mean, as in `MultiLabelMetrics`."""
+    true_positives = (predicted & gold).sum(axis=0)
+    decided = predicted.sum(axis=0) + gold.sum(axis=0)  # 2 TP + FP + FN, per label
+    if metric == "micro_f1":
+        return 2 * int(true_positives.sum()) / int(decided.sum()) if decided.sum() else 0.0
+    per_label = np.divide(2 * true_positives, decided, out=np.zeros(len(decided)), where=decided > 0)
+    return float(per_label.mean()) if len(per_label) else 0.0
 
-    def micro_f1(threshold: float) -> float:
-        predicted = labels_above_threshold(logits, threshold).astype(bool)
-        true_positives = int((predicted & gold).sum())
-        decided = int(predicted.sum()) + int(gold.sum())  # 2 TP + FP + FN
-        return 2 * true_positives / decided if decided else 0.0
 
-    scores = {threshold: micro_f1(threshold) for threshold in grid}
+def _best(grid: Sequence[float], score: Callable[[float], float]) -> float:
+    """The threshold of `grid` with the best `score`; of thresholds that score alike, the nearest to
+    `MULTI_LABEL_THRESHOLD`."""
+    scores = {threshold: score(threshold) for threshold in grid}
     return min(grid, key=lambda t: (-scores[t], abs(t - MULTI_LABEL_THRESHOLD), t))
+
+
+def _check_threshold_metric(metric: str) -> None:
+    if metric not in THRESHOLD_METRICS:
+        raise ValueError(
+            f"Cannot choose a multi-label threshold by {metric!r}; expected {' or '.join(map(repr, THRESHOLD_METRICS))}."
+        )
+
+
+def choose_threshold(
+    logits: np.ndarray, labels: np.ndarray, grid: Sequence[float] = THRESHOLD_GRID, metric: str = "micro_f1"
+) -> float:
+    """The one threshold of `grid` at which a multi-label head's `logits` (N, K) score the best `metric` (micro F1,
+    the main metric, or macro F1) against the 0/1 `labels` (N, K); of thresholds that score alike, the nearest to
+    `MULTI_LABEL_THRESHOLD` (0.5 where nothing is gained)."""
+    _check_threshold_metric(metric)
+    gold = np.asarray(labels, dtype=np.int64).astype(bool)
+    return _best(grid, lambda t: _f1(labels_above_threshold(logits, t).astype(bool), gold, metric))
+
+
+def choose_label_thresholds(
+    logits: np.ndarray, labels: np.ndarray, grid: Sequence[float] = THRESHOLD_GRID, metric: str = "micro_f1"
+) -> list[float]:
+    """One threshold of `grid` per label (K) for a multi-label head's `logits` (N, K) against the 0/1 `labels`
+    (N, K), starting from the one threshold `choose_threshold` gives every label. By macro F1 each label takes the
+    threshold of its own best F1 (which makes their mean the best); by micro F1 each label in turn takes the one of
+    the best micro F1, the others' held. Of thresholds that score alike, the nearest to `MULTI_LABEL_THRESHOLD`; a
+    label with no gold example keeps the one threshold, as nothing on the split tells how high its sigmoids go."""
+    gold = np.asarray(labels, dtype=np.int64).astype(bool).reshape(len(logits), -1)
+    thresholds = [choose_threshold(logits, gold, grid, metric)] * gold.shape[1]
+    logits = np.asarray(logits, dtype=np.float64).reshape(gold.shape)
+    for label in np.flatnonzero(gold.any(axis=0)):
+
+        def score(threshold: float, label: int = int(label)) -> float:
+            if metric == "macro_f1":  # the label's own F1
+                return _f1(labels_above_threshold(logits[:, label : label + 1], threshold).astype(bool),
+                           gold[:, label : label + 1], metric)  # fmt: skip
+            trial = [*thresholds[:label], threshold, *thresholds[label + 1 :]]
+            return _f1(labels_above_threshold(logits, trial).astype(bool), gold, metric)
+
+        thresholds[label] = _best(grid, score)
+    return thresholds
 
 
 class MultiLabelMetrics:
@@ -147,10 +196,11 @@ class MultiLabelMetrics:
 
     Args:
         num_labels: the number of labels K.
-        threshold: the sigmoid above which a label is predicted (`MULTI_LABEL_THRESHOLD` by default).
+        threshold: the sigmoid above which a label is predicted (`MULTI_LABEL_THRESHOLD` by default): one for every
+            label, or one per label.
     """
 
-    def __init__(self, num_labels: int, threshold: float = MULTI_LABEL_THRESHOLD) -> None:
+    def __init__(self, num_labels: int, threshold: float | Sequence[float] = MULTI_LABEL_THRESHOLD) -> None:
         self.num_labels = num_labels
         self.threshold = threshold
 
@@ -222,6 +272,8 @@ __all__ = [
     "MultiLabelMetrics",
     "RegressionMetrics",
     "THRESHOLD_GRID",
+    "THRESHOLD_METRICS",
+    "choose_label_thresholds",
     "choose_threshold",
     "entity_spans",
     "labels_above_threshold",
