@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import logging
 import os
@@ -45,7 +44,7 @@ import numpy as np
 
 from hf_bertscratch_base import PROG
 from hf_bertscratch_base.data_files import check_input_file_is_not_conll, is_squad_json, is_text_file
-from hf_bertscratch_base.model_config import read_config, read_model_config
+from hf_bertscratch_base.model_config import one_or_each, read_config, read_model_config
 from hf_bertscratch_base.task_table import (
     INPUT_COLUMN_DEFAULTS,
     MULTI_LABEL_THRESHOLD,
@@ -219,7 +218,7 @@ class ClassifyArguments(InferenceArguments):
 
     Prints every label's probability, best first, or a regressor's score (STS-B); for a multi-label classifier, each
     label's sigmoid, best first, and the labels above its threshold (those the text has: --threshold, else the one
-    fine-tuning recorded in its config, else 0.5)."""
+    fine-tuning recorded in its config for every label or each label's own, else 0.5)."""
 
     text_pair: str | None = field(
         default=None, metadata={"help": "The second text of a sentence-pair task (MRPC, RTE, STS-B, ...)."}
@@ -228,7 +227,7 @@ class ClassifyArguments(InferenceArguments):
         "TEXT (and --text_pair)",
         f"{PAIR_ROW} (a text alone without --text_pair_column)",
         '{"text": ..., "text_pair": ... (a pair), "labels": every label\'s score, best first, and for a multi-label '
-        'classifier "predicted_labels": those above its threshold}',
+        'classifier "predicted_labels": those above its threshold and "threshold": it (a number, or each label\'s)}',
     )
     text_pair_column: str | None = _column_field(
         "text_pair", "the column of the second texts of sentence pairs (none: single texts)."
@@ -238,8 +237,9 @@ class ClassifyArguments(InferenceArguments):
         default=None,
         metadata={
             "help": "A multi-label classifier's: give each label whose sigmoid is above this (between 0 and 1; "
-            "another model refuses it). None: the threshold fine-tuning recorded in the model's config "
-            f"(`finetune --multi_label_threshold`), else {MULTI_LABEL_THRESHOLD:g}."
+            "another model refuses it), for every label. None: the threshold fine-tuning recorded in the model's "
+            "config (`finetune --multi_label_threshold`: one for every label, or each label's own), else "
+            f"{MULTI_LABEL_THRESHOLD:g}."
         },
     )
     json: bool = _json_field("Print the results as JSON instead of a table.")
@@ -471,14 +471,18 @@ def _show_fill_mask(args: FillMaskArguments, results: list[list[dict]]) -> None:
 def run_classify(args: ClassifyArguments) -> None:
     from .inference import classify_many, labels_above, multi_label_threshold
 
-    threshold = multi_label_threshold(args.model, args.threshold)  # None: not a multi-label classifier
+    thresholds = multi_label_threshold(args.model, args.threshold)  # None: not a multi-label classifier
     inputs = command_inputs(args, ("text",), optional=("text_pair",))
     results = classify_many(args.model, inputs["text"], inputs.get("text_pair"), args.batch_size, **load_kwargs(args))
-    if threshold is None:
+    if thresholds is None:
         show_results(args, results, inputs, "labels", _show_classification)
         return
-    answers = ({"labels": scores, "predicted_labels": labels_above(scores, threshold)} for scores in results)
-    show_results(args, answers, inputs, None, functools.partial(_show_multi_label, threshold=threshold))
+    threshold = one_or_each(thresholds)  # as config.json records it: one number, or each label's
+    answers = (
+        {"labels": scores, "predicted_labels": labels_above(scores, thresholds), "threshold": threshold}
+        for scores in results
+    )
+    show_results(args, answers, inputs, None, _show_multi_label)
 
 
 def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
@@ -489,13 +493,19 @@ def _show_classification(args: ClassifyArguments, results: list[dict]) -> None:
         print(f"{result['label']:<16} {result['score']:.4f}")
 
 
-def _show_multi_label(args: ClassifyArguments, answer: dict, threshold: float) -> None:
-    """A multi-label classifier's answer: each label's sigmoid, best first, then the labels above `threshold`."""
+def _show_multi_label(args: ClassifyArguments, answer: dict) -> None:
+    """A multi-label classifier's answer: each label's sigmoid, best first, then the labels above its threshold (one
+    for every label, or each label's own)."""
     if args.json:
         print(json.dumps(answer, indent=2))
         return
     _show_classification(args, answer["labels"])
-    print(f"above {threshold:g}: {', '.join(answer['predicted_labels']) or '(none)'}")
+    threshold = answer["threshold"]
+    if isinstance(threshold, dict):
+        above = "each label's threshold (" + ", ".join(f"{name} {value:g}" for name, value in threshold.items()) + ")"
+    else:
+        above = f"{threshold:g}"
+    print(f"above {above}: {', '.join(answer['predicted_labels']) or '(none)'}")
 
 
 def run_tag(args: TagArguments) -> None:

@@ -114,8 +114,10 @@ class BertScratchConfig(PretrainedConfig):
             fine-tuned elsewhere); the commands read their default columns.
         multi_label_threshold: A multi-label classifier's (problem_type "multi_label_classification"): the sigmoid
             above which a label is given, as `bertscratch finetune` scored it (0.5, `--multi_label_threshold`, or
-            the one chosen on the eval split); `bertscratch classify` gives labels at it unless `--threshold` names
-            another. None (the default): not recorded (another head, or a model fine-tuned elsewhere): 0.5.
+            the one chosen on the eval split): one number for every label, or a mapping giving each label of
+            id2label its own (`--multi_label_threshold auto-per-label`), e.g. `{"cats": 0.3, "dogs": 0.55}`, each
+            in (0, 1); `bertscratch classify` gives labels at it unless `--threshold` names one for every label.
+            None (the default): not recorded (another head, or a model fine-tuned elsewhere): 0.5.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`. In
             evaluation the logits stay `(batch, seq_len, vocab_size)` and the loss reads the labelled rows only.
@@ -153,7 +155,7 @@ class BertScratchConfig(PretrainedConfig):
     long_text_truncation: str = "head"
     long_text_head_tokens: int = 128
     input_columns: dict[str, str] | None = None
-    multi_label_threshold: float | None = None
+    multi_label_threshold: float | dict[str, float] | None = None
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
     unpad_inputs: bool = True
@@ -216,10 +218,27 @@ class BertScratchConfig(PretrainedConfig):
             )
 
     def validate_multi_label_threshold(self) -> None:
-        """Reject a recorded multi-label threshold outside (0, 1), at which every label, or none, would be given."""
-        threshold = self.multi_label_threshold
-        if threshold is not None and not 0.0 < threshold < 1.0:
-            raise ValueError(f"BertScratchConfig.multi_label_threshold must be None or in (0, 1), got {threshold}.")
+        """Reject a recorded multi-label threshold outside (0, 1), at which every label, or none, would be given, and
+        per-label thresholds that do not give each label of id2label one."""
+        # The same check as `hf_bertscratch_base.model_config.check_recorded_thresholds` (the front door's, on a
+        # config.json), written out here as this file imports nothing of the package.
+        field, recorded = "BertScratchConfig.multi_label_threshold", self.multi_label_threshold
+        names = [str(name) for name in (self.id2label or {}).values()]
+        if isinstance(recorded, dict):
+            lacking = [name for name in names if name not in recorded]
+            unknown = [name for name in recorded if name not in names]
+            if lacking or unknown:
+                problem = (
+                    f"{', '.join(lacking)} lacks one" if lacking else f"{', '.join(unknown)} is no label of the model"
+                )
+                raise ValueError(
+                    f"{field} must give each of the labels {names} one threshold, got {recorded} ({problem})."
+                )
+            for name, threshold in recorded.items():
+                if not 0.0 < threshold < 1.0:
+                    raise ValueError(f"{field} must be None or in (0, 1) for each label, got {threshold} for {name}.")
+        elif recorded is not None and not 0.0 < recorded < 1.0:
+            raise ValueError(f"{field} must be None or in (0, 1), got {recorded}.")
 
     def validate_long_text(self) -> None:
         """Reject a long-text setting the sequence head cannot apply, naming the bad value (run by `@strict`)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
@@ -466,19 +466,24 @@ def classify_many(
     return iter(results)
 
 
-def multi_label_threshold(model: str | Path | Pipeline, threshold: float | None = None) -> float | None:
-    """The threshold a multi-label classifier `model` (a folder, a Hub id or a built pipeline) gives its labels at:
-    `threshold` where given (strictly between 0 and 1), else the one fine-tuning recorded in its config
-    (`multi_label_threshold`), else `MULTI_LABEL_THRESHOLD`; None for any other model, which refuses a `threshold`
-    naming its problem_type (`model_config.classify_threshold`)."""
+def multi_label_threshold(model: str | Path | Pipeline, threshold: float | None = None) -> dict[str, float] | None:
+    """The threshold a multi-label classifier `model` (a folder, a Hub id or a built pipeline) gives each of its
+    labels at (label -> threshold): `threshold` for every label where given (strictly between 0 and 1), else those
+    fine-tuning recorded in its config (`multi_label_threshold`: one for every label, or one per label), else
+    `MULTI_LABEL_THRESHOLD`; None for any other model, which refuses a `threshold` naming its problem_type
+    (`model_config.classify_threshold`)."""
     config = model.model.config if isinstance(model, Pipeline) else AutoConfig.from_pretrained(str(model))
     return classify_threshold(config.name_or_path or str(model), config.to_dict(), threshold)
 
 
-def labels_above(scores: Sequence[dict], threshold: float = MULTI_LABEL_THRESHOLD) -> list[str]:
-    """The labels of a multi-label classifier's `classify` scores above `threshold` (`multi_label_threshold`: 0.5
-    unless fine-tuning recorded another or one is given), in the scores' order (best first): the labels the text has."""
-    return [score["label"] for score in scores if score["score"] > threshold]
+def labels_above(scores: Sequence[dict], threshold: float | Mapping[str, float] = MULTI_LABEL_THRESHOLD) -> list[str]:
+    """The labels of a multi-label classifier's `classify` scores above `threshold` (one for every label, or label ->
+    its own: `multi_label_threshold`), in the scores' order (best first): the labels the text has."""
+    return [
+        score["label"]
+        for score in scores
+        if score["score"] > (threshold[score["label"]] if isinstance(threshold, Mapping) else threshold)
+    ]
 
 
 def check_encoder(model: str | Path) -> None:

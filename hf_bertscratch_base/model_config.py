@@ -9,7 +9,7 @@ the input columns fine-tuning recorded in a model's config (`read_model_config`,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +88,56 @@ def check_threshold(threshold: float, flag: str) -> None:
         )
 
 
-def classify_threshold(model: str | Path, config: Mapping[str, Any], threshold: float | None = None) -> float | None:
-    """The threshold `bertscratch classify` gives `model`'s labels at, from its `config`: for a multi-label classifier
-    `threshold` (--threshold) where given, else the one fine-tuning recorded (`THRESHOLD_ATTRIBUTE`), else
-    `MULTI_LABEL_THRESHOLD`; None for any other model, which refuses a --threshold in one line naming its problem_type.
+def label_thresholds(recorded: object, names: Sequence[str]) -> dict[str, float]:
+    """Each label of a multi-label classifier (`names`, in the order of its outputs) with the sigmoid above which it is
+    given, from the threshold its config records (`THRESHOLD_ATTRIBUTE`): None, `MULTI_LABEL_THRESHOLD` for every
+    label; a number, it for every label; a mapping label -> threshold (chosen per label), its threshold for each. The
+    one reading of a model's thresholds: fine-tuning's scores, `classify` and the card give labels at them. A recorded
+    value that is not one of those, or names another set of labels, is refused in one line
+    (`check_recorded_thresholds`)."""
+    check_recorded_thresholds(recorded, names)
+    if isinstance(recorded, Mapping):
+        return {name: float(recorded[name]) for name in names}
+    threshold = MULTI_LABEL_THRESHOLD if recorded is None else float(recorded)  # type: ignore[arg-type]
+    return dict.fromkeys(names, threshold)
+
+
+def check_recorded_thresholds(recorded: object, names: Sequence[str]) -> None:
+    """Refuse a recorded multi-label threshold (`THRESHOLD_ATTRIBUTE`) that is neither None, a number in (0, 1), nor
+    a mapping giving each of `names` one in (0, 1), naming the bad value."""
+    field = f"BertScratchConfig.{THRESHOLD_ATTRIBUTE}"
+    if isinstance(recorded, Mapping):
+        lacking = [name for name in names if name not in recorded]
+        unknown = [name for name in recorded if name not in names]
+        if lacking or unknown:
+            problem = f"{', '.join(lacking)} lacks one" if lacking else f"{', '.join(unknown)} is no label of the model"
+            raise ValueError(
+                f"{field} must give each of the labels {list(names)} one threshold, got {dict(recorded)} ({problem})."
+            )
+        for name, threshold in recorded.items():
+            if not _in_zero_to_one(threshold):
+                raise ValueError(f"{field} must be None or in (0, 1) for each label, got {threshold} for {name}.")
+    elif recorded is not None and not _in_zero_to_one(recorded):
+        raise ValueError(f"{field} must be None or in (0, 1), got {recorded}.")
+
+
+def _in_zero_to_one(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 < value < 1.0
+
+
+def config_label_names(config: Mapping[str, Any]) -> list[str]:
+    """A classifier's label names from its config's id2label (keys ints, or their text as in config.json), in the
+    order of its outputs."""
+    id2label = config.get("id2label") or {}
+    return [id2label[key] for key in sorted(id2label, key=int)]
+
+
+def classify_threshold(
+    model: str | Path, config: Mapping[str, Any], threshold: float | None = None
+) -> dict[str, float] | None:
+    """The threshold `bertscratch classify` gives each of `model`'s labels at, from its `config`: for a multi-label
+    classifier `threshold` (--threshold) for every label where given, else the ones fine-tuning recorded
+    (`label_thresholds`); None for any other model, which refuses a --threshold in one line naming its problem_type.
     The front door reads `config` from config.json, the library from the config it has loaded: the line is the same."""
     if threshold is not None:
         check_threshold(threshold, "--threshold")
@@ -104,14 +150,15 @@ def classify_threshold(model: str | Path, config: Mapping[str, Any], threshold: 
                 f"{MULTI_LABEL_PROBLEM_TYPE!r}) gives a text, and the config of {model} {named}: leave --threshold out."
             )
         return None
-    if threshold is not None:
-        return threshold
-    recorded = config.get(THRESHOLD_ATTRIBUTE)
-    return (
-        float(recorded)
-        if isinstance(recorded, int | float) and not isinstance(recorded, bool)
-        else MULTI_LABEL_THRESHOLD
+    return label_thresholds(
+        config.get(THRESHOLD_ATTRIBUTE) if threshold is None else threshold, config_label_names(config)
     )
+
+
+def one_or_each(thresholds: Mapping[str, float]) -> float | dict[str, float]:
+    """Labels' thresholds as a model records them: one number where every label has the same, else each label's."""
+    values = set(thresholds.values())
+    return values.pop() if len(values) == 1 else dict(thresholds)
 
 
 __all__ = [
@@ -121,8 +168,12 @@ __all__ = [
     "THRESHOLD_ATTRIBUTE",
     "check_max_seq_length",
     "check_model_type",
+    "check_recorded_thresholds",
     "check_threshold",
     "classify_threshold",
+    "config_label_names",
+    "label_thresholds",
+    "one_or_each",
     "read_config",
     "read_model_config",
 ]

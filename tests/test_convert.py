@@ -169,7 +169,11 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
 
 @pytest.mark.parametrize(
     ("name", "recorded"),
-    [("input_columns", {"text": "premise", "text_pair": "hypothesis"}), ("multi_label_threshold", 0.35)],
+    [
+        ("input_columns", {"text": "premise", "text_pair": "hypothesis"}),
+        ("multi_label_threshold", 0.35),
+        ("multi_label_threshold", {"LABEL_0": 0.2, "LABEL_1": 0.65}),  # one per label, chosen per label
+    ],
 )
 def test_what_fine_tuning_recorded_survives_saving_and_conversion(name: str, recorded: object, tmp_path: Path) -> None:
     """`input_columns`, and a multi-label classifier's `multi_label_threshold`, are saved in config.json and read

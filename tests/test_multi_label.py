@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -396,6 +397,60 @@ def test_classify_predicts_at_the_recorded_threshold_and_at_the_one_given(
     assert capsys.readouterr().out.splitlines()[-1] == "above 0.99: (none)"
     dispatch.main(["classify", str(model), text])
     assert capsys.readouterr().out.splitlines()[-1].startswith("above 0.01: ")
+
+
+def test_classify_predicts_at_each_labels_recorded_threshold_and_says_which(
+    multi_label_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(multi_label_run, model)
+    config = json.loads((model / "config.json").read_text())
+    thresholds = {"cats": 0.01, "dogs": 0.99, "films": 0.02}
+    (model / "config.json").write_text(json.dumps({**config, "multi_label_threshold": thresholds}))
+    texts = write_jsonl(tmp_path / "texts.jsonl", [{"text": "the cat sat on the mat"}, {"text": "a film"}])
+    capsys.readouterr()
+    dispatch.main(["classify", str(model), "--input_file", str(texts)])
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [answer["threshold"] for answer in answers] == [thresholds, thresholds]
+    for answer in answers:  # dogs' sigmoid is never above 0.99; the others' always above 0.02
+        assert answer["predicted_labels"] == [e["label"] for e in answer["labels"] if e["label"] != "dogs"]
+    dispatch.main(["classify", str(model), "the cat sat on the mat"])
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith("above each label's threshold (cats 0.01, dogs 0.99, films 0.02): ")
+    )
+    dispatch.main(["classify", str(model), "--input_file", str(texts), "--threshold", "0.99"])
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(answer["threshold"], answer["predicted_labels"]) for answer in answers] == [(0.99, []), (0.99, [])]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "line"),
+    [
+        (
+            {"cats": 0.3, "dogs": 0.5},
+            "BertScratchConfig.multi_label_threshold must give each of the labels "
+            "['cats', 'dogs', 'films'] one threshold, got {'cats': 0.3, 'dogs': 0.5} (films lacks one).",
+        ),
+        (
+            {"cats": 0.3, "dogs": 0.5, "films": 1.0, "birds": 0.5},
+            "BertScratchConfig.multi_label_threshold must give "
+            "each of the labels ['cats', 'dogs', 'films'] one threshold, got {'cats': 0.3, 'dogs': 0.5, 'films': 1.0, "
+            "'birds': 0.5} (birds is no label of the model).",
+        ),
+        (
+            {"cats": 0.3, "dogs": 0.5, "films": 1.0},
+            "BertScratchConfig.multi_label_threshold must be None or in (0, 1) for each label, got 1.0 for films.",
+        ),
+    ],
+)
+def test_a_recorded_threshold_is_one_in_zero_to_one_for_every_label_or_one_per_label(
+    recorded: object, line: str
+) -> None:
+    id2label = {0: "cats", 1: "dogs", 2: "films"}
+    with pytest.raises(Exception, match=re.escape(line)):  # @strict wraps the config's ValueError, same text
+        hf_bertscratch.BertScratchConfig(id2label=id2label, multi_label_threshold=recorded)
 
 
 @pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.2", "nan"])
