@@ -149,7 +149,7 @@ CARD_KINDS: dict[str, CardKind] = {
     ),
     # A sequence head of one sigmoid per label (problem_type "multi_label_classification"): transformers'
     # text-classification pipeline gives each label's sigmoid for it, and a text has the labels above the threshold
-    # its config records (`multi_label_threshold`; 0.5 where it records none).
+    # its config records (`multi_label_threshold`: one for every label, or each label's own; 0.5 where it records none).
     "multi-label-classifier": _finetuned(
         "text-classification",
         "Text classification",
@@ -159,8 +159,9 @@ CARD_KINDS: dict[str, CardKind] = {
         "sigmoid is above the threshold `config.json` records as `multi_label_threshold`)",
         'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer, top_k=None)\n'
         'scores = classifier("the movie was wonderful, i loved the acting.")[0]  # each label\'s sigmoid\n'
-        "threshold = model.config.multi_label_threshold or 0.5  # the threshold it was scored at\n"
-        'print([s["label"] for s in scores if s["score"] > threshold])  # the labels the text has',
+        "threshold = model.config.multi_label_threshold or 0.5  # as scored: one for every label, or each label's\n"
+        'each = threshold if isinstance(threshold, dict) else {s["label"]: threshold for s in scores}\n'
+        'print([s["label"] for s in scores if s["score"] > each[s["label"]]])  # the labels the text has',
     ),
     "token-classifier": _finetuned(
         "token-classification",
@@ -399,19 +400,30 @@ def scored_on(results: Mapping[str, Any]) -> str:
 
 def threshold_used(results: Mapping[str, Any]) -> str:
     """The threshold a multi-label classifier's scores give its labels at (`multi_label_threshold` of its
-    `all_results.json`), and where it came from: chosen on the eval split, the default, or given; "" for results
-    that record none."""
+    `all_results.json`: one for every label, or each label's own), and where it came from: chosen on the eval split
+    (by `multi_label_threshold_metric`, micro F1 where not recorded), the default, or given; "" for results that
+    record none."""
     threshold = results.get("multi_label_threshold")
-    if not isinstance(threshold, int | float):
+    per_label = isinstance(threshold, Mapping)
+    if not per_label and not isinstance(threshold, int | float):
         return ""
     if results.get("multi_label_threshold_chosen"):
+        metric = str(results.get("multi_label_threshold_metric") or "micro_f1").replace("_f1", " F1")
         source = (
-            ", the threshold chosen on the eval split: the one of 0.05, 0.10, ..., 0.95 that gave the chosen model "
-            "its best eval micro F1, so the `eval_*` scores are at their best threshold"
-            + ("; the `test_*` scores are at it too" if f"test_{results.get('main_metric')}" in results else "")
+            f", {'each chosen for its label' if per_label else 'the threshold chosen'} on the eval split: the one of "
+            f"0.05, 0.10, ..., 0.95 that gave the chosen model its best eval {metric}, so the `eval_*` scores are at "
+            f"their best {'thresholds' if per_label else 'threshold'}"
+            + (
+                f"; the `test_*` scores are at {'them' if per_label else 'it'} too"
+                if f"test_{results.get('main_metric')}" in results
+                else ""
+            )  # fmt: skip
         )
     else:
         source = " (the default)" if threshold == MULTI_LABEL_THRESHOLD else " (given at fine-tuning)"
+    if isinstance(threshold, Mapping):
+        each = ", ".join(f"{name} {value:g}" for name, value in threshold.items())
+        return f"Each label is predicted where its sigmoid is above its own threshold ({each}){source}."
     return f"A label is predicted where its sigmoid is above {threshold:g}{source}."
 
 

@@ -43,6 +43,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 from hf_bertscratch_base.dataset_table import dataset_id
+from hf_bertscratch_base.model_config import label_thresholds
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
@@ -50,7 +51,8 @@ from .configuration_bertscratch import CLASSIFIER_POOLINGS
 from .convert import family_checkpoint
 from .embedding import EmbeddingTrainer
 from .finetuning_arguments import (
-    AUTO,
+    AUTO_PER_LABEL,
+    CHOSEN_THRESHOLDS,
     FinetuneTrainingArguments,
     ModelArguments,
     choose_task_defaults,
@@ -100,19 +102,25 @@ def build_task_shape(
         options = {"objective": data_args.embedding_objective, "pooling": model_args.classifier_pooling}
         training_args.remove_unused_columns = False  # the second text's features are no argument of forward
     elif task.shape == "multi-label-classification":
-        options = {"threshold": multi_label_threshold(training_args)}
+        options = multi_label_threshold(training_args)
     shape = build_shape(task, settings, tokenizer, **options)
     shape.prepare_labels(raw)
     return shape
 
 
-def multi_label_threshold(training_args: FinetuneTrainingArguments) -> float | None:
-    """The threshold --multi_label_threshold gives a multi-label task's labels: its number, `MULTI_LABEL_THRESHOLD`
-    where not given, None for "auto" (chosen on the eval split once the model is trained)."""
+def multi_label_threshold(training_args: FinetuneTrainingArguments) -> dict[str, object]:
+    """How --multi_label_threshold gives a multi-label task's labels, as `MultiLabelClassificationShape` takes it:
+    "threshold", its number (`MULTI_LABEL_THRESHOLD` where not given) or None for "auto" and "auto-per-label"
+    (chosen on the eval split once the model is trained); "per_label", whether one is chosen per label; and
+    "threshold_metric", the eval metric it is chosen by: the run's --metric_for_best_model where that is macro F1, else
+    micro F1 (the main metric)."""
     given = training_args.multi_label_threshold
-    if given is None:
-        return MULTI_LABEL_THRESHOLD
-    return None if given == AUTO else float(given)
+    best = (training_args.metric_for_best_model or "").removeprefix("eval_")
+    return {
+        "threshold": MULTI_LABEL_THRESHOLD if given is None else None if given in CHOSEN_THRESHOLDS else float(given),
+        "per_label": given == AUTO_PER_LABEL,
+        "threshold_metric": "macro_f1" if best == "macro_f1" else "micro_f1",
+    }
 
 
 def make_features(
@@ -431,7 +439,7 @@ def evaluate_best_model(
 
 
 def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored: bool) -> dict[str, float]:
-    """Where a multi-label task's threshold is chosen on the eval split (--multi_label_threshold auto), choose it on
+    """Where a multi-label task's threshold is chosen on the eval split (--multi_label_threshold auto, auto-per-label), choose it on
     the trained model's eval `prediction` (`MultiLabelClassificationShape.settle_threshold`) and say so in one line;
     returns the eval scores at it, which replace those at `MULTI_LABEL_THRESHOLD`. {} for any other task, and a
     threshold given."""
@@ -441,24 +449,38 @@ def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored
     if not scores:
         return {}
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
+    metric = shape.threshold_metric
+    chosen = (
+        "thresholds per label (" + ", ".join(f"{name} {value:g}" for name, value in shape.threshold.items()) + ")"
+        if isinstance(shape.threshold, dict)
+        else f"threshold {shape.threshold:g}"
+    )
     logger.info(
-        "Multi-label threshold %g, chosen on the %d eval examples: eval micro F1 %.4f (%.4f at %g)%s.",
-        shape.threshold,
+        "Multi-label %s, chosen by eval %s on the %d eval examples: eval %s %.4f (%.4f at %g)%s.",
+        chosen,
+        metric.replace("_f1", " F1"),
         len(prediction_logits(prediction)),
-        scores["micro_f1"],
-        prediction.metrics["eval_micro_f1"],
+        metric.replace("_f1", " F1"),
+        scores[metric],
+        prediction.metrics[f"eval_{metric}"],
         MULTI_LABEL_THRESHOLD,
-        "; the test split is scored at it" if test_scored else "",
+        f"; the test split is scored at {'them' if isinstance(shape.threshold, dict) else 'it'}" if test_scored else "",
     )
     return {f"eval_{name}": value for name, value in scores.items()}
 
 
 def threshold_record(shape: TaskShape) -> dict:
     """What all_results.json records of a multi-label task's threshold: the sigmoid above which its scores give a
-    label, and whether it was chosen on the eval split; {} for other tasks."""
+    label (one for every label, or each label's, as config.json records it), whether it was chosen on the eval split,
+    and if so by which eval metric; {} for other tasks."""
     if not isinstance(shape, MultiLabelClassificationShape):
         return {}
-    return {"multi_label_threshold": shape.threshold, "multi_label_threshold_chosen": shape.threshold_chosen_on_eval}
+    chosen = shape.threshold_chosen_on_eval
+    return {
+        "multi_label_threshold": shape.threshold,
+        "multi_label_threshold_chosen": chosen,
+        **({"multi_label_threshold_metric": shape.threshold_metric} if chosen else {}),
+    }
 
 
 def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
@@ -693,8 +715,8 @@ def warn_of_a_constant_answer(results: dict, prediction: PredictionOutput, names
     constant answer of the baselines is the train split's commonest class; the model's may be another."""
     if results.get("eval_top_set_share") == 1.0:
         logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
-        threshold = results.get("multi_label_threshold", MULTI_LABEL_THRESHOLD)
-        given = [name for name, on in zip(names, labels_above_threshold(np.asarray(logits)[:1], threshold)[0]) if on]
+        thresholds = list(label_thresholds(results.get("multi_label_threshold"), names).values())
+        given = [name for name, on in zip(names, labels_above_threshold(np.asarray(logits)[:1], thresholds)[0]) if on]
         logger.warning(
             "The model gives the same labels (%s) to every eval example: a constant answer, which reads nothing of the "
             "texts (try more epochs or another learning rate).",

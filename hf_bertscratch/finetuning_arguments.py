@@ -32,6 +32,9 @@ from .tasks.data import DataArguments, fit_length_to_model
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
 AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
+# --multi_label_threshold's values that choose it on the eval split: one threshold for every label, or one per label.
+AUTO_PER_LABEL = "auto-per-label"
+CHOSEN_THRESHOLDS = (AUTO, AUTO_PER_LABEL)
 SEGMENT_STARTS = ("keep", "first")
 HEAD_INITS = ("random", "probe")
 # --classifier_pooling: auto or a pooling of the config's CLASSIFIER_POOLINGS, and what the head reads under each.
@@ -75,18 +78,19 @@ def check_metric_for_best_model(metric: str, shape: str) -> None:
 
 
 def check_multi_label_threshold(value: object, data_args: DataArguments | None) -> str:
-    """--multi_label_threshold as given: "auto", or a number strictly between 0 and 1 (a .json file's number too) as
-    its text; refused for a task of another shape (`data_args`' task, when known), where it would decide nothing."""
+    """--multi_label_threshold as given: "auto", "auto-per-label", or a number strictly between 0 and 1 (a .json
+    file's number too) as its text; refused for a task of another shape (`data_args`' task, when known), where it
+    would decide nothing."""
     given = str(value)
-    if given != AUTO:
+    if given not in CHOSEN_THRESHOLDS:
         try:
             threshold = float(given)
         except ValueError:
             threshold = math.nan
         if not 0.0 < threshold < 1.0:
             raise ValueError(
-                f"--multi_label_threshold {given!r} is neither a number between 0 and 1 nor {AUTO!r} (chosen on the "
-                "eval split)."
+                f"--multi_label_threshold {given!r} is neither a number between 0 and 1 nor {AUTO!r} or "
+                f"{AUTO_PER_LABEL!r} (chosen on the eval split)."
             )
     shape = data_args.task_spec.shape if data_args is not None else MULTI_LABEL_SHAPE
     if shape != MULTI_LABEL_SHAPE:
@@ -221,9 +225,11 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         metadata={
             "help": "A multi-label-classification task's: the sigmoid above which a label is given, in the eval and "
             f"test scores and the predictions: a number between 0 and 1, or {AUTO!r}: the one of 0.05, 0.10, ..., "
-            "0.95 that gives the chosen model the best eval micro F1 (the checkpoints themselves are compared at "
-            f"{MULTI_LABEL_THRESHOLD:g}); never chosen on the test split. None: {MULTI_LABEL_THRESHOLD:g}. Recorded in "
-            "the model's config, where `bertscratch classify` reads it."
+            "0.95 that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
+            f"macro_f1; the checkpoints themselves are compared at {MULTI_LABEL_THRESHOLD:g}), or {AUTO_PER_LABEL!r}: "
+            "one of them per label, by the same metric (a label with no eval example keeps the one of 'auto'); never "
+            f"chosen on the test split. None: {MULTI_LABEL_THRESHOLD:g}. Recorded in the model's config, where "
+            "`bertscratch classify` reads it."
         },
     )
     save_total_limit: int | None = field(

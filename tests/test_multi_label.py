@@ -174,6 +174,55 @@ def test_a_shape_scores_at_the_threshold_given_or_at_the_one_it_chooses_on_the_e
     assert chosen.compute_metrics(raw, raw)(prediction)["micro_f1"] == pytest.approx(8 / 9)
 
 
+def test_a_shape_chooses_a_threshold_per_label_by_the_metric_it_is_told_and_records_each_labels() -> None:
+    from transformers.trainer_utils import PredictionOutput
+
+    from hf_bertscratch.cards import threshold_used
+
+    prediction = PredictionOutput(predictions=logits_of(SIGMOIDS), label_ids=GOLD, metrics={})
+    raw = datasets.Dataset.from_dict({"text": ["t"] * 3})
+    by_macro = shape_of([["a"], ["b"]], [["a"]], threshold=None)
+    by_macro.threshold_metric = "macro_f1"
+    assert by_macro.settle_threshold(prediction)["macro_f1"] == pytest.approx(0.9)
+    assert by_macro.threshold == 0.45
+    per_label = shape_of([["a"], ["b"]], [["a"]], threshold=None)
+    per_label.per_label, per_label.threshold_metric = True, "macro_f1"
+    assert per_label.settle_threshold(prediction)["macro_f1"] == 1.0
+    assert per_label.threshold == {"a": 0.3, "b": 0.5}
+    assert per_label.config_updates()["multi_label_threshold"] == {"a": 0.3, "b": 0.5}
+    assert per_label.compute_metrics(raw, raw)(prediction)["micro_f1"] == 1.0
+    results = {
+        "multi_label_threshold": {"a": 0.3, "b": 0.5},
+        "multi_label_threshold_chosen": True,
+        "multi_label_threshold_metric": "macro_f1",
+    }
+    assert threshold_used(results) == (
+        "Each label is predicted where its sigmoid is above its own threshold (a 0.3, b 0.5), each chosen for its label "
+        "on the eval split: the one of 0.05, 0.10, ..., 0.95 that gave the chosen model its best eval macro F1, so the "
+        "`eval_*` scores are at their best thresholds."
+    )
+
+
+def test_the_log_says_the_thresholds_chosen_and_the_metric_they_were_chosen_by(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from transformers.trainer_utils import PredictionOutput
+
+    from hf_bertscratch.finetuning import settle_threshold
+
+    at_one_half = {"eval_micro_f1": 2 / 3, "eval_macro_f1": 0.75}
+    prediction = PredictionOutput(predictions=logits_of(SIGMOIDS), label_ids=GOLD, metrics=at_one_half)
+    shape = shape_of([["a"], ["b"]], [["a"]], threshold=None)
+    shape.per_label, shape.threshold_metric = True, "macro_f1"
+    caplog.clear()
+    with caplog.at_level("INFO", logger="hf_bertscratch.finetuning"):
+        assert settle_threshold(shape, prediction, test_scored=True)["eval_macro_f1"] == 1.0
+    assert [record.getMessage() for record in caplog.records if record.name == "hf_bertscratch.finetuning"] == [
+        "Multi-label thresholds per label (a 0.3, b 0.5), chosen by eval macro F1 on the 3 eval examples: eval macro F1 "
+        "1.0000 (0.7500 at 0.5); the test split is scored at them."
+    ]
+
+
 def test_the_label_names_are_the_sorted_train_labels_and_the_head_is_multi_label() -> None:
     shape = shape_of(["dogs,cats", "", "films"], ["cats", "dogs,films"])
     assert shape.names == ["cats", "dogs", "films"]
@@ -359,7 +408,7 @@ def sigmoids_and_gold(predictions_csv: Path) -> tuple[np.ndarray, np.ndarray, li
 def test_a_threshold_chosen_on_the_eval_split_scores_eval_and_test_and_is_recorded(chosen_threshold_run: Path) -> None:
     results = json.loads((chosen_threshold_run / "all_results.json").read_text())
     threshold = results["multi_label_threshold"]
-    assert results["multi_label_threshold_chosen"] is True
+    assert results["multi_label_threshold_chosen"] is True and results["multi_label_threshold_metric"] == "micro_f1"
     assert AutoConfig.from_pretrained(chosen_threshold_run).multi_label_threshold == threshold
     eval_sigmoids, eval_gold, eval_rows = sigmoids_and_gold(chosen_threshold_run / "predictions.csv")
     # Chosen on the eval split's sigmoids alone: the grid's best eval micro F1, the nearest to 0.5 of a tie.
@@ -379,6 +428,45 @@ def test_a_threshold_chosen_on_the_eval_split_scores_eval_and_test_and_is_record
     assert (
         f"A label is predicted where its sigmoid is above {threshold:g}, the threshold chosen on the eval split" in card
     )
+
+
+@pytest.fixture(scope="module")
+def per_label_run(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """The fine-tune of `chosen_threshold_run` judged by macro F1, a threshold chosen for each label: its output_dir."""
+    folder = tmp_path_factory.mktemp("per_label")
+    flags = ("--multi_label_threshold", "auto-per-label", "--metric_for_best_model", "macro_f1")
+    return fine_tune(folder, model_dir, *flags, test_sets=TEST_SETS)
+
+
+def test_thresholds_chosen_per_label_on_the_eval_split_score_eval_and_test_and_are_recorded(
+    per_label_run: Path,
+) -> None:
+    results = json.loads((per_label_run / "all_results.json").read_text())
+    names = ["cats", "dogs", "films"]
+    thresholds = results["multi_label_threshold"]
+    assert list(thresholds) == names
+    assert results["multi_label_threshold_chosen"] is True and results["multi_label_threshold_metric"] == "macro_f1"
+    assert AutoConfig.from_pretrained(per_label_run).multi_label_threshold == thresholds
+    eval_sigmoids, eval_gold, eval_rows = sigmoids_and_gold(per_label_run / "predictions.csv")
+    # Chosen on the eval split's sigmoids alone, by the run's metric for best model (macro F1).
+    assert thresholds == dict(
+        zip(names, choose_label_thresholds(logits_of(eval_sigmoids), eval_gold, metric="macro_f1"))
+    )
+    vector = np.array([thresholds[name] for name in names])
+    for metric, average in (("macro_f1", "macro"), ("micro_f1", "micro")):
+        assert results[f"eval_{metric}"] == pytest.approx(
+            f1_score(eval_gold, eval_sigmoids > vector, average=average, zero_division=0), abs=1e-6
+        )
+    assert [row["prediction"] for row in eval_rows] == [
+        ",".join(np.array(names)[row > vector]) for row in eval_sigmoids
+    ]
+    test_sigmoids, test_gold, _ = sigmoids_and_gold(per_label_run / "test_predictions.csv")
+    assert results["test_macro_f1"] == pytest.approx(
+        f1_score(test_gold, test_sigmoids > vector, average="macro", zero_division=0), abs=1e-6
+    )
+    card = (per_label_run / "README.md").read_text()
+    listed = ", ".join(f"{name} {thresholds[name]:g}" for name in names)
+    assert f"Each label is predicted where its sigmoid is above its own threshold ({listed})" in card
 
 
 def test_classify_predicts_at_the_recorded_threshold_and_at_the_one_given(
@@ -491,10 +579,13 @@ def test_classify_refuses_a_threshold_for_a_model_that_is_not_multi_label(tmp_pa
 @pytest.mark.parametrize(
     ("value", "line"),
     [
-        ("1", "--multi_label_threshold '1' is neither a number between 0 and 1 nor 'auto' (chosen on the eval split)."),
+        (
+            "1",
+            "--multi_label_threshold '1' is neither a number between 0 and 1 nor 'auto' or 'auto-per-label' (chosen on the eval split).",
+        ),
         (
             "best",
-            "--multi_label_threshold 'best' is neither a number between 0 and 1 nor 'auto' (chosen on the eval split).",
+            "--multi_label_threshold 'best' is neither a number between 0 and 1 nor 'auto' or 'auto-per-label' (chosen on the eval split).",
         ),  # fmt: skip
     ],
 )

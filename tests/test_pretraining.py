@@ -538,7 +538,7 @@ FINE_TUNED_ENTRIES = {
     "id2label": {0: "neg", 1: "neutral", 2: "pos"},
     "label2id": {"neg": 0, "neutral": 1, "pos": 2},
     "problem_type": "multi_label_classification",
-    "multi_label_threshold": 0.35,
+    "multi_label_threshold": {"neg": 0.35, "neutral": 0.5, "pos": 0.2},  # chosen per label
     "classifier_pooling": "mean",
     "long_text_max_length": 32,
     "long_text_truncation": "head+tail",

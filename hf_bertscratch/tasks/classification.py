@@ -22,12 +22,14 @@ from transformers import (
 )
 from transformers.trainer_utils import PredictionOutput
 
+from hf_bertscratch_base.model_config import label_thresholds
 from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD, check_labels_are_no_lists
 
 from ..metrics import (
     ClassificationMetrics,
     MultiLabelMetrics,
     RegressionMetrics,
+    choose_label_thresholds,
     choose_threshold,
     labels_above_threshold,
 )
@@ -376,12 +378,15 @@ def multi_label_names(
 class MultiLabelClassificationShape(ClassificationShape):
     """A text or a text pair -> any number of K labels, none included: one sigmoid per label trained with binary
     cross-entropy (transformers' problem_type "multi_label_classification"); a label is predicted where its sigmoid is
-    above `threshold` (`metrics.MULTI_LABEL_THRESHOLD` unless given, or chosen on the eval split: `settle_threshold`).
-    Micro F1 (the main metric), macro F1 and subset accuracy.
+    above `threshold` (`metrics.MULTI_LABEL_THRESHOLD` unless given, or chosen on the eval split: `settle_threshold`),
+    one for every label or each label's own. Micro F1 (the main metric), macro F1 and subset accuracy.
 
     Args:
         threshold: the sigmoid above which a label is predicted; None: chosen on the eval split's predictions of the
             trained model (`settle_threshold`), `MULTI_LABEL_THRESHOLD` until then.
+        per_label: where chosen, choose one threshold per label (`metrics.choose_label_thresholds`), not one for
+            every label.
+        threshold_metric: where chosen, the eval metric it is chosen by: "micro_f1" or "macro_f1".
     """
 
     picture = "per_label_f1.png"
@@ -392,20 +397,34 @@ class MultiLabelClassificationShape(ClassificationShape):
         settings: FeatureSettings,
         tokenizer: PreTrainedTokenizerBase,
         threshold: float | None = MULTI_LABEL_THRESHOLD,
+        per_label: bool = False,
+        threshold_metric: str = "micro_f1",
     ) -> None:
         super().__init__(task, settings, tokenizer)
         self.threshold_chosen_on_eval = threshold is None
-        self.threshold = MULTI_LABEL_THRESHOLD if threshold is None else threshold
+        # One for every label, or label -> its own (as config.json records it: `label_thresholds` reads both).
+        self.threshold: float | dict[str, float] = MULTI_LABEL_THRESHOLD if threshold is None else threshold
+        self.per_label, self.threshold_metric = per_label, threshold_metric
+
+    @property
+    def thresholds(self) -> list[float]:
+        """Each label's threshold, in the order of the head's outputs (`model_config.label_thresholds`)."""
+        return list(label_thresholds(self.threshold, self.names).values())
 
     def settle_threshold(self, prediction: PredictionOutput) -> dict[str, float]:
-        """Where the threshold is chosen on the eval split: set it to the one at which the eval `prediction` (the
-        trained model's) scores the best micro F1 (`metrics.choose_threshold`), and return the eval scores at it.
-        {} where it was given."""
+        """Where the threshold is chosen on the eval split: set it to the one (or for each label, the one) at which
+        the eval `prediction` (the trained model's) scores the best `threshold_metric` (`metrics.choose_threshold`,
+        `metrics.choose_label_thresholds`), and return the eval scores at it. {} where it was given."""
         labels = prediction_labels(prediction)
         if not self.threshold_chosen_on_eval or labels is None:  # the eval split is always scored
             return {}
-        self.threshold = choose_threshold(prediction_logits(prediction), labels)
-        return MultiLabelMetrics(len(self.names), self.threshold)(prediction)
+        logits = prediction_logits(prediction)
+        if self.per_label:
+            chosen = choose_label_thresholds(logits, labels, metric=self.threshold_metric)
+            self.threshold = dict(zip(self.names, chosen, strict=True))
+        else:
+            self.threshold = choose_threshold(logits, labels, metric=self.threshold_metric)
+        return MultiLabelMetrics(len(self.names), self.thresholds)(prediction)
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read and check every split's label sets (`multi_label_names`); log the labels with how many train examples
@@ -446,7 +465,7 @@ class MultiLabelClassificationShape(ClassificationShape):
         }
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
-        return MultiLabelMetrics(len(self.names), self.threshold)
+        return MultiLabelMetrics(len(self.names), self.thresholds)
 
     def _joined(self, row: np.ndarray) -> str:
         return self.task.label_separator.join(name for name, on in zip(self.names, row) if on)
@@ -471,7 +490,7 @@ class MultiLabelClassificationShape(ClassificationShape):
         logits = prediction_logits(prediction)
         labels = prediction_labels(prediction)
         probabilities = torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32)).numpy()  # (N, K)
-        predicted = labels_above_threshold(logits, self.threshold)
+        predicted = labels_above_threshold(logits, self.thresholds)
         gold = None if labels is None else [self._joined(row) for row in labels]
         names = [self._joined(row) for row in predicted]
         self._write_rows(folder / f"{prefix}predictions.csv", raw, "labels", gold, names, probabilities)
