@@ -469,13 +469,18 @@ def test_thresholds_chosen_per_label_on_the_eval_split_score_eval_and_test_and_a
     assert f"Each label is predicted where its sigmoid is above its own threshold ({listed})" in card
 
 
+def with_threshold(run: Path, model: Path, recorded: object) -> Path:
+    """A copy of the fine-tuned `run` in `model` whose config.json records `recorded` as its multi-label threshold."""
+    shutil.copytree(run, model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "multi_label_threshold": recorded}))
+    return model
+
+
 def test_classify_predicts_at_the_recorded_threshold_and_at_the_one_given(
     multi_label_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    model = tmp_path / "model"
-    shutil.copytree(multi_label_run, model)
-    config = json.loads((model / "config.json").read_text())
-    (model / "config.json").write_text(json.dumps({**config, "multi_label_threshold": 0.01}))
+    model = with_threshold(multi_label_run, tmp_path / "model", 0.01)
     text = "the cat sat on the mat"
     capsys.readouterr()
     dispatch.main(["classify", str(model), text, "--json"])
@@ -490,11 +495,8 @@ def test_classify_predicts_at_the_recorded_threshold_and_at_the_one_given(
 def test_classify_predicts_at_each_labels_recorded_threshold_and_says_which(
     multi_label_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    model = tmp_path / "model"
-    shutil.copytree(multi_label_run, model)
-    config = json.loads((model / "config.json").read_text())
     thresholds = {"cats": 0.01, "dogs": 0.99, "films": 0.02}
-    (model / "config.json").write_text(json.dumps({**config, "multi_label_threshold": thresholds}))
+    model = with_threshold(multi_label_run, tmp_path / "model", thresholds)
     texts = write_jsonl(tmp_path / "texts.jsonl", [{"text": "the cat sat on the mat"}, {"text": "a film"}])
     capsys.readouterr()
     dispatch.main(["classify", str(model), "--input_file", str(texts)])
