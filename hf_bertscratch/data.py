@@ -145,9 +145,10 @@ def _load_files(
         logger.info("Loading %s files: %s", name, {split: [str(f) for f in files]})
         # One split at a time: `datasets` reads the splits of one call as one table, so a column in one split alone
         # (an id in the dev file) would fail the whole load; a run reads its own columns of each split.
-        splits[split] = _load_split(name, split, [str(f) for f in files], streaming, cache_dir, kwargs)
-        if isinstance(splits[split], datasets.Dataset):
-            splits[split]._fingerprint = Hasher.hash([name, kwargs, [file_digest(f) for f in files]])
+        digests = None if streaming else [file_digest(f) for f in files]
+        splits[split] = _load_split(name, split, [str(f) for f in files], streaming, cache_dir, kwargs, digests)
+        if digests is not None:
+            splits[split]._fingerprint = Hasher.hash([name, kwargs, digests])
     return datasets.IterableDatasetDict(splits) if streaming else datasets.DatasetDict(splits)
 
 
@@ -166,7 +167,7 @@ def file_digest(path: Path) -> str:
     `_load_files` gives the splits it reads this fingerprint (their files' digests, the builder and its options) in
     place of the one `datasets` gives, which follows the files' paths and modification times; what is made of a split
     after (a selection, a shuffle, a concatenation) carries it on. A run's checkpoints record it
-    (`run_folder.TrainingDataRecord`)."""
+    (`run_folder.TrainingDataRecord`). `_load_split` keys `datasets`' cache of the converted files on it too."""
     size = path.stat().st_size
     digest = hashlib.blake2b(str(size).encode(), digest_size=16)
     with path.open("rb") as handle:
@@ -182,14 +183,33 @@ def file_digest(path: Path) -> str:
 
 
 def _load_split(
-    builder: str, split: str, files: list[str], streaming: bool, cache_dir: str | None, kwargs: dict[str, object]
+    builder: str,
+    split: str,
+    files: list[str],
+    streaming: bool,
+    cache_dir: str | None,
+    kwargs: dict[str, object],
+    digests: list[str] | None = None,
 ) -> datasets.Dataset | datasets.IterableDataset:
     """One split's files through `datasets.load_dataset`. A file it cannot read fails as a ValueError that names the
     file and the cause, instead of the library's "An error occurred while generating the dataset" (whose cause only
-    its log shows): a ragged line, bytes that are not UTF-8, a header with no rows under it."""
+    its log shows): a ragged line, bytes that are not UTF-8, a header with no rows under it.
+
+    `datasets` keys the Arrow files it converts the split to on the files' paths and modification times alone, so a
+    file rewritten with its modification time kept (`cp -p`, `rsync -t`, two writes within the clock's resolution)
+    would be read from the old conversion. The files' `digests` (`file_digest`), given as the builder config's
+    description, enter that key (the config id hashes every config option the call sets, in datasets 4 and 5 alike):
+    new bytes are converted again, unchanged ones read from the cache."""
+    content = {"description": f"file digests {Hasher.hash(digests)}"} if digests else {}
     try:
         return datasets.load_dataset(
-            builder, data_files={split: files}, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs
+            builder,
+            data_files={split: files},
+            split=split,
+            streaming=streaming,
+            cache_dir=cache_dir,
+            **content,
+            **kwargs,
         )
     except datasets.exceptions.DatasetGenerationError as error:
         cause = error.__cause__ or error

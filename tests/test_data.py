@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import datasets
@@ -325,3 +326,44 @@ def test_splits_read_from_files_are_fingerprinted_by_their_bytes(tmp_path: Path)
     assert load_raw_datasets(train_file=str(path))["train"]._fingerprint == first
     path.write_text("text,label\nhello,1\nworld,0\n", encoding="utf-8")
     assert load_raw_datasets(train_file=str(path))["train"]._fingerprint != first
+
+
+def _read_input(path: Path, cache: Path) -> list[str]:
+    return list(load_data_file(path, cache_dir=str(cache))["sentence"])
+
+
+def _read_train(path: Path, cache: Path) -> list[str]:
+    return list(load_raw_datasets(train_file=str(path), cache_dir=str(cache))["train"]["sentence"])
+
+
+def _read_local_copy(path: Path, cache: Path) -> list[str]:
+    raw = load_raw_datasets("glue", "sst2", data_dir=str(path.parent.parent), cache_dir=str(cache))
+    return list(raw["train"]["sentence"])
+
+
+@pytest.mark.parametrize("read", [_read_input, _read_train, _read_local_copy])
+def test_a_file_rewritten_with_its_modification_time_kept_is_read_anew_and_an_unchanged_one_from_the_cache(
+    tmp_path: Path, read: Callable[[Path, Path], list[str]]
+) -> None:
+    """`datasets` keys its cache on a local file's path and modification time: a file rewritten with both kept (as
+    `cp -p` or `rsync -t` leave it) gives its new rows, not the cached old ones; a file left alone is not converted
+    again."""
+    path = tmp_path / "data" / "sst2" / "train.tsv"
+    path.parent.mkdir(parents=True)
+    (path.parent / "dev.tsv").write_text("sentence\tlabel\ndev\t1\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+
+    def converted() -> int:
+        return len(list(cache.glob("*/*/*/*/dataset_info.json")))
+
+    path.write_text("sentence\tlabel\nold one\t0\nold two\t1\n", encoding="utf-8")
+    kept = path.stat()
+    assert read(path, cache) == ["old one", "old two"]
+    first = converted()
+    assert read(path, cache) == ["old one", "old two"]
+    assert converted() == first
+    path.write_text("sentence\tlabel\nnew one\t0\nnew two\t1\n", encoding="utf-8")
+    os.utime(path, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert path.stat().st_mtime_ns == kept.st_mtime_ns
+    assert read(path, cache) == ["new one", "new two"]
+    assert converted() == first + 1
