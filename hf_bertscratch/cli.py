@@ -43,7 +43,13 @@ from typing import Any, Literal, TextIO
 import numpy as np
 
 from hf_bertscratch_base import PROG
-from hf_bertscratch_base.data_files import check_input_file_is_not_conll, is_squad_json, is_text_file
+from hf_bertscratch_base.data_files import (
+    LIST_BUILDERS,
+    check_input_file_is_not_conll,
+    file_kinds,
+    is_squad_json,
+    is_text_file,
+)
 from hf_bertscratch_base.model_config import one_or_each, read_config, read_model_config
 from hf_bertscratch_base.task_table import (
     INPUT_COLUMN_DEFAULTS,
@@ -266,14 +272,14 @@ class TagArguments(InferenceArguments):
     )
     input_file: str | None = _input_file_field(
         "TEXT",
-        f"{TEXT_ROW}, or a list of words in the column --tokens_column names",
+        f"{TEXT_ROW}, or, in a {file_kinds(LIST_BUILDERS)} file, a list of words in the column --tokens_column names",
         '{"text": ..., "entities": [...], [] for none}; of words: {"tokens": [...], "tags": a tag per word, '
         '"entities": runs of words, start and end word indices}',
     )
     tokens_column: str | None = field(
         default=None,
         metadata={
-            "help": "With --input_file (.json, .jsonl or .parquet, whose cells hold lists): the column of word "
+            "help": f"With --input_file ({file_kinds(LIST_BUILDERS)}, whose cells hold lists): the column of word "
             "lists (a sentence cut into words, as "
             "`finetune --task_type token-classification` reads them); each word is tagged as fine-tuning scored it, "
             "at its first piece, its runs of tags grouped into entities as --aggregation_strategy simple groups pieces "

@@ -29,6 +29,7 @@ from transformers import (
 import hf_bertscratch
 import hf_bertscratch_cli
 from hf_bertscratch import cli
+from hf_bertscratch_base.data_files import LIST_BUILDERS, file_kinds
 from hf_bertscratch_cli import dispatch
 
 from conftest import PRETRAIN_FAST, assert_same_results, tiny_config_kwargs
@@ -1574,6 +1575,15 @@ def test_tag_batch_size_help_says_what_a_batch_holds_of_each_input_tag_reads() -
     (batch_size,) = [a for a in cli.command_parser("tag")._actions if a.dest == "batch_size"]
     assert batch_size.help.startswith("Windows of texts, or lists of words (--tokens_column), per forward pass")
     assert "a list of words is one, tagged whole" in batch_size.help
+
+
+def test_tag_input_file_help_says_which_files_hold_lists_of_words() -> None:
+    """Lists of words come in a column of a .json, .jsonl or .parquet file (a csv or tsv cell holds a string, and
+    `check_word_lists_file` refuses it): --input_file's help and --tokens_column's say so."""
+    helps = {action.dest: action.help or "" for action in cli.command_parser("tag")._actions}
+    kinds = file_kinds(LIST_BUILDERS)
+    assert f"or, in a {kinds} file, a list of words in the column --tokens_column names" in helps["input_file"]
+    assert helps["tokens_column"].startswith(f"With --input_file ({kinds}, whose cells hold lists)")
 
 
 def test_tag_refuses_a_column_of_words_and_one_of_texts_together(capsys, tmp_path: Path, tagger_dir: Path) -> None:
