@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 
 import datasets
+import huggingface_hub
 import pytest
 
 from hf_bertscratch.tasks.data import MIN_HELD_OUT, DataArguments, load_task_datasets
@@ -413,6 +414,10 @@ def test_a_dataset_the_files_need_but_cannot_reach_is_named_with_the_splits_it_w
     """A test file alone leaves RTE's train and validation splits to its dataset: with no local copy and no Hub, the
     one line says so beside where a local copy would go, and which files would stand in."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # as datasets and huggingface_hub read it when imported, in a process started with it: else they try the Hub,
+    # with retries, for over 20 seconds before the run fails
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.delenv("BERTSCRATCH_DATA_DIR", raising=False)
     test = write_tsv(tmp_path / "rte-test.tsv", rte_rows(2, 0))
     with pytest.raises(FileNotFoundError) as error:
