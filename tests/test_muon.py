@@ -127,6 +127,7 @@ for step in range(3):
 rank = dist.get_rank()
 torch.save({"params": [p.detach() for p in params], "state": optimizer.state_dict(), "calls": calls},
            f"{sys.argv[1]}/rank{rank}.pt")
+dist.barrier()  # neither rank tears its gloo connections down while the other still uses them (an abort at exit)
 dist.destroy_process_group()
 """
 
