@@ -98,7 +98,21 @@ def check_multi_label_threshold(value: object, data_args: DataArguments | None) 
             f"--multi_label_threshold {given!r} decides a {MULTI_LABEL_SHAPE} task's labels, but this is a {shape} "
             f"task: add --task_type {MULTI_LABEL_SHAPE}, or leave --multi_label_threshold out."
         )
+    if given in CHOSEN_THRESHOLDS and data_args is not None and evaluates_on_test_split(data_args):
+        raise ValueError(
+            f"--multi_label_threshold {given} would be chosen on the test split (--eval_split {data_args.eval_split}): "
+            "give a number, or choose it on a validation split."
+        )
     return given
+
+
+def evaluates_on_test_split(data_args: DataArguments) -> bool:
+    """Whether --eval_split names the test split (the task's, else "test") and no share of train is held out in its
+    place (--validation_split_percentage, else the task's), so that checkpoints are chosen on the test split."""
+    task = data_args.task_spec
+    share = data_args.validation_split_percentage
+    held_out = share if share is not None else task.validation_split_percentage
+    return bool(data_args.eval_split) and not held_out and data_args.eval_split == (task.test_split or "test")
 
 
 @dataclass
@@ -227,8 +241,8 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             f"test scores and the predictions: a number between 0 and 1, or {AUTO!r}: the one of 0.05, 0.10, ..., "
             "0.95 that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
             f"macro_f1; the checkpoints themselves are compared at {MULTI_LABEL_THRESHOLD:g}), or {AUTO_PER_LABEL!r}: "
-            "one of them per label, by the same metric (a label with no eval example keeps the one of 'auto'); never "
-            f"chosen on the test split. None: {MULTI_LABEL_THRESHOLD:g}. Recorded in the model's config, where "
+            "one of them per label, by the same metric (a label that no eval example holds keeps auto's); never "
+            f"chosen on the test split (refused with --eval_split naming it). None: {MULTI_LABEL_THRESHOLD:g}. Recorded in the model's config, where "
             "`bertscratch classify` reads it."
         },
     )

@@ -725,3 +725,17 @@ def test_evaluate_onnx_refuses_a_multi_label_task_in_one_line(tmp_path: Path) ->
         "evaluate-onnx scores a task of the shapes ['classification', 'regression', 'token-classification', "
         "'question-answering']; a multi-label-classification task is none of them."
     )
+
+
+@pytest.mark.parametrize("value", ["auto", "auto-per-label"])
+def test_a_threshold_to_choose_on_the_test_split_is_refused_as_the_command_line_is_parsed(value: str) -> None:
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    with pytest.raises(ValueError) as error:
+        parse_args(["--model_name_or_path", "m", "--task_type", TASK_TYPE, "--train_file", "t.jsonl",
+                    "--test_file", "s.jsonl", "--eval_split", "test", "--validation_split_percentage", "0",
+                    "--output_dir", "out", "--multi_label_threshold", value])  # fmt: skip
+    assert str(error.value) == (
+        f"--multi_label_threshold {value} would be chosen on the test split (--eval_split test): give a number, "
+        "or choose it on a validation split."
+    )
