@@ -50,7 +50,6 @@ from transformers import (
 from transformers.utils import ModelOutput, enable_tf32
 
 from hf_bertscratch_base.model_config import check_max_seq_length, classify_threshold
-from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .batching_bertscratch import selected_positions
 from .convert import family_checkpoint, sentence_transformers_folder
@@ -476,9 +475,11 @@ def multi_label_threshold(model: str | Path | Pipeline, threshold: float | None 
     return classify_threshold(config.name_or_path or str(model), config.to_dict(), threshold)
 
 
-def labels_above(scores: Sequence[dict], threshold: float | Mapping[str, float] = MULTI_LABEL_THRESHOLD) -> list[str]:
+def labels_above(scores: Sequence[dict], threshold: float | Mapping[str, float]) -> list[str]:
     """The labels of a multi-label classifier's `classify` scores above `threshold` (one for every label, or label ->
-    its own: `multi_label_threshold`), in the scores' order (best first): the labels the text has."""
+    its own), in the scores' order (best first): the labels the text has. The model's own are
+    `multi_label_threshold(model)`, those fine-tuning recorded, as `bertscratch classify` reads them:
+    `labels_above(classify(model, text), multi_label_threshold(model))`."""
     return [
         score["label"]
         for score in scores

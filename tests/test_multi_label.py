@@ -739,3 +739,15 @@ def test_a_threshold_to_choose_on_the_test_split_is_refused_as_the_command_line_
         f"--multi_label_threshold {value} would be chosen on the test split (--eval_split test): give a number, "
         "or choose it on a validation split."
     )
+
+
+def test_the_python_api_gives_the_labels_above_the_models_recorded_threshold(
+    multi_label_run: Path, tmp_path: Path
+) -> None:
+    from hf_bertscratch.inference import classify, labels_above, multi_label_threshold
+
+    model = with_threshold(multi_label_run, tmp_path / "model", 0.01)
+    scores = classify(model, "the cat sat on the mat")
+    assert labels_above(scores, multi_label_threshold(model)) == [s["label"] for s in scores if s["score"] > 0.01]
+    with pytest.raises(TypeError):  # no threshold of its own: a model's is read with multi_label_threshold
+        labels_above(scores)  # type: ignore[call-arg]
