@@ -35,15 +35,17 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
 
-from .metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics, load_metric
+from .metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics, labels_above_threshold, load_metric
 
 _WORD = re.compile(r"\w+")
 
 logger = logging.getLogger(__name__)
+# A multi-label threshold choice on the eval split: (logits (N, K), 0/1 labels (N, K)) -> one threshold, or one per label.
+ThresholdChoice: TypeAlias = Callable[[np.ndarray, np.ndarray], float | list[float]]
 
 
 class _Split(Protocol):
@@ -164,11 +166,14 @@ def bag_of_words(
     scored: Sequence[tuple[Sequence[str], Sequence[int]]],
     num_labels: int,
     ngram_range: tuple[int, int] = (1, 1),
+    choose: ThresholdChoice | None = None,
 ) -> list[dict[str, float]]:
     """The metrics on each of `scored` ((texts, labels) per split) of TF-IDF + logistic regression fitted once on the
     train texts (`BAG_OF_WORDS`): single texts of `num_labels` classes, words (`ngram_range` (1, 1)) or words and word
     pairs ((1, 2)). Multi-label `train_labels` ((N, K) 0/1 rows) fit one logistic regression per label, each scored
-    as a multi-label classifier is (`MultiLabelMetrics`)."""
+    as a multi-label classifier is (`MultiLabelMetrics`): at `MULTI_LABEL_THRESHOLD`, or where the classifier's
+    threshold is chosen on the eval split, at the one `choose` (the classifier's own choice: one threshold, or one per
+    label) picks on the first of `scored` (the eval split) from the regressions' probabilities as logits."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
@@ -186,6 +191,15 @@ def bag_of_words(
     classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
     fitted = (OneVsRestClassifier(classifier) if multi_label else classifier).fit(features, labels_of_rows)
     out = []
+    if multi_label and choose is not None:
+        logits = [
+            _as_logits(fitted.predict_proba(vectorizer.transform([t or "" for t in texts]))) for texts, _ in scored
+        ]
+        threshold = choose(logits[0], np.asarray(scored[0][1]))
+        return [
+            MultiLabelMetrics(num_labels).compute(labels_above_threshold(split, threshold), np.asarray(labels))
+            for split, (_, labels) in zip(logits, scored, strict=True)
+        ]
     for texts, labels in scored:
         predictions = fitted.predict(vectorizer.transform([text or "" for text in texts]))
         if multi_label:
@@ -195,6 +209,12 @@ def bag_of_words(
             ClassificationMetrics(num_labels, pairs=True).compute([int(p) for p in predictions], list(map(int, labels)))
         )
     return out
+
+
+def _as_logits(probabilities: np.ndarray) -> np.ndarray:
+    """Probabilities as the logits whose sigmoids they are (a threshold choice reads logits)."""
+    clipped = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-12, 1 - 1e-12)
+    return np.log(clipped / (1 - clipped))
 
 
 def constant_label_sets(
@@ -292,7 +312,11 @@ def _reason(error: Exception) -> str:
 
 
 def no_learning_scores(
-    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+    task,
+    train: _Split,
+    train_labels: Sequence,
+    scored: Mapping[str, tuple[_Split, Sequence]],
+    choose: ThresholdChoice | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Every metric of each no-learning answer to a task on each split of `scored`: split -> answer -> metrics.
     The answers: "constant"; for a pair task with scores or two classes, "word_overlap"; for a single-text
@@ -310,13 +334,14 @@ def no_learning_scores(
         train / train_labels: the raw train split (its text columns are read for word overlap and the bags of words)
             and its labels as the run scores them (class ids, numbers, or a multi-label task's 0/1 rows).
         scored: split name ("eval", "test") -> (the raw split, its labels).
+        choose: a multi-label classifier's threshold choice where it is made on the eval split (`bag_of_words`).
     """
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in scored}
     scored = {name: split for name, split in scored.items() if len(split[1]) > 0}
     if not scored:
         return out
     not_computed: dict[str, list[str]] = {}  # reason -> the answers it stopped
-    answers = _answers(task, train, train_labels, scored)
+    answers = _answers(task, train, train_labels, scored, choose)
     if answers:  # the bags of words of a large train split take a while: the wait is named before it starts
         logger.info(
             "Scoring what no learning scores on the %s split%s: %s%s.",
@@ -337,7 +362,11 @@ def no_learning_scores(
 
 
 def _answers(
-    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+    task,
+    train: _Split,
+    train_labels: Sequence,
+    scored: Mapping[str, tuple[_Split, Sequence]],
+    choose: ThresholdChoice | None = None,
 ) -> dict[str, Callable[[], list[dict[str, float]]]]:
     """The no-learning answers that apply to the task (`no_learning_scores`), each a callable that gives its metrics
     on every split of `scored`, in order."""
@@ -350,7 +379,7 @@ def _answers(
     if task.shape == "question-answering":
         return {"best_sentence": partial(reading_baseline, task, [split for split, _ in scored.values()])}
     if task.shape == "multi-label-classification":
-        return _multi_label_answers(task, train, train_labels, scored)
+        return _multi_label_answers(task, train, train_labels, scored, choose)
     num_labels = len(task.label_names) if task.label_names else None
     if task.shape == "classification" and num_labels is None:
         num_labels = int(max(max(train_labels), *(max(labels) for _, labels in scored.values()))) + 1
@@ -378,7 +407,11 @@ def _answers(
 
 
 def _multi_label_answers(
-    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+    task,
+    train: _Split,
+    train_labels: Sequence,
+    scored: Mapping[str, tuple[_Split, Sequence]],
+    choose: ThresholdChoice | None = None,
 ) -> dict[str, Callable[[], list[dict[str, float]]]]:
     """A multi-label task's no-learning answers (`no_learning_scores`): the constant label sets and, for single texts,
     the bags of words, one logistic regression per label (a label that every train example holds, or none, answered
@@ -394,7 +427,7 @@ def _multi_label_answers(
         num_labels = len(train_labels[0])
         texts = [(split[first], labels) for split, labels in scored.values()]
         for ngrams, answer in BAG_OF_WORDS_NGRAMS.items():
-            answers[answer] = partial(bag_of_words, train[first], train_labels, texts, num_labels, ngrams)
+            answers[answer] = partial(bag_of_words, train[first], train_labels, texts, num_labels, ngrams, choose)
     return answers
 
 
@@ -405,14 +438,18 @@ def baseline_key(answer: str, split: str = "eval") -> str:
 
 
 def task_baselines(
-    task, train: _Split, train_labels: Sequence, scored: Mapping[str, tuple[_Split, Sequence]]
+    task,
+    train: _Split,
+    train_labels: Sequence,
+    scored: Mapping[str, tuple[_Split, Sequence]],
+    choose: ThresholdChoice | None = None,
 ) -> dict[str, float | None]:
     """`no_learning_scores` of the task's main metric, as a run's results record them (`baseline_key`): on the eval
     split `baseline_constant`, `baseline_word_overlap`, `baseline_bag_of_words`, `baseline_bag_of_word_pairs` (those
     that apply); on a test split the same keys with `test_` in front. An answer not computed on this data is
     recorded as None (null in all_results.json)."""
     out: dict[str, float | None] = {}
-    for split, answers in no_learning_scores(task, train, train_labels, scored).items():
+    for split, answers in no_learning_scores(task, train, train_labels, scored, choose).items():
         for answer, metrics in answers.items():
             if not metrics:  # not computed on this data (`no_learning_scores` said why)
                 out[baseline_key(answer, split)] = None

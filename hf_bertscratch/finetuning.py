@@ -483,8 +483,11 @@ def threshold_record(shape: TaskShape) -> dict:
     }
 
 
-def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
-    """What the task scores with no learning (`baselines.task_baselines`), for the run's results."""
+def run_baselines(shape: TaskShape, raw: datasets.DatasetDict, features: dict, prediction: PredictionOutput) -> dict:
+    """What the task scores with no learning (`baselines.task_baselines`), for the run's results; a multi-label bag of
+    words at a threshold chosen on the eval split as the model's is, where the model's is chosen there."""
+    task = shape.task
+    choose = shape.threshold_choice() if isinstance(shape, MultiLabelClassificationShape) else None
     if task.shape == "question-answering":  # answers are read from the examples (features are context windows)
         answers = task.columns["answers"]
         scored = {role: (raw[role], raw[role][answers]) for role in scored_splits(task, raw)}
@@ -501,7 +504,7 @@ def run_baselines(task: TaskSpec, raw: datasets.DatasetDict, features: dict, pre
     test = features.get("test")
     if test is not None and "labels" in test.column_names and len(test) == len(raw["test"]):  # one row per example
         scored["test"] = (raw["test"], test["labels"])
-    return task_baselines(task, raw["train"], train_labels, scored)
+    return task_baselines(task, raw["train"], train_labels, scored, choose)
 
 
 def pooling_and_objective(config, shape) -> dict:
@@ -795,7 +798,7 @@ def main(argv: list[str] | None = None) -> None:
     prediction = predictions["eval"]
     if isinstance(shape, MultiLabelClassificationShape):  # given or chosen on eval: what classify reads in config.json
         model.config.multi_label_threshold = shape.threshold
-    results = {**train_result.metrics, **scores, **run_baselines(task, raw, features, prediction)}
+    results = {**train_result.metrics, **scores, **run_baselines(shape, raw, features, prediction)}
     results.update(describe_run(model, trainer, shape, raw, model_args, data_args, time.perf_counter() - start))
 
     # 6. Report: every file written (run_folder.finish_run: all_results.json and the model card last), then pushed.

@@ -308,6 +308,27 @@ def test_no_learning_baselines_are_the_label_majorities_the_commonest_set_and_a_
     assert scores["bag_of_words"]["subset_accuracy"] == pytest.approx(accuracy_score(truth, predicted))
 
 
+def test_a_bag_of_words_scores_every_split_at_the_threshold_chosen_on_the_first_as_a_chosen_one_is() -> None:
+    from hf_bertscratch.baselines import bag_of_words
+
+    names = sorted(LABEL_WORDS)
+    train, dev, test = rows(TRAIN_SETS), rows(EVAL_SETS), rows(TRAIN_SETS[:6])
+    y_train, y_dev, y_test = (multi_hot(sets, names) for sets in (TRAIN_SETS, EVAL_SETS, TRAIN_SETS[:6]))
+    seen: list[tuple[np.ndarray, list]] = []
+
+    def choose(logits: np.ndarray, labels: np.ndarray) -> float:
+        seen.append((logits, labels.tolist()))
+        return 0.999  # above every sigmoid: no label predicted
+
+    scored = [([r["text"] for r in dev], y_dev), ([r["text"] for r in test], y_test)]
+    at_half = bag_of_words([r["text"] for r in train], y_train, scored, len(names))
+    chosen = bag_of_words([r["text"] for r in train], y_train, scored, len(names), choose=choose)
+    assert [labels for _, labels in seen] == [np.asarray(y_dev).tolist()]  # chosen once, on the first split
+    assert seen[0][0].shape == (len(dev), len(names))
+    assert at_half[0]["micro_f1"] > 0 and at_half[1]["micro_f1"] > 0
+    assert chosen[0]["micro_f1"] == chosen[1]["micro_f1"] == 0.0
+
+
 # ------------------------------------------------------------------------------------------------ fine-tuning
 def fine_tune(folder: Path, model_dir: Path, *flags: str, test_sets: list[list[str]] | None = None) -> Path:
     """A fine-tune of the tiny model on jsonl label lists written into `folder` (a test split of `test_sets` too),

@@ -418,13 +418,21 @@ class MultiLabelClassificationShape(ClassificationShape):
         labels = prediction_labels(prediction)
         if not self.threshold_chosen_on_eval or labels is None:  # the eval split is always scored
             return {}
-        logits = prediction_logits(prediction)
-        if self.per_label:
-            chosen = choose_label_thresholds(logits, labels, metric=self.threshold_metric)
-            self.threshold = dict(zip(self.names, chosen, strict=True))
-        else:
-            self.threshold = choose_threshold(logits, labels, metric=self.threshold_metric)
+        chosen = self.choose_threshold(prediction_logits(prediction), labels)
+        self.threshold = dict(zip(self.names, chosen, strict=True)) if isinstance(chosen, list) else chosen
         return MultiLabelMetrics(len(self.names), self.thresholds)(prediction)
+
+    def threshold_choice(self) -> Callable[[np.ndarray, np.ndarray], float | list[float]] | None:
+        """How the threshold is chosen on the eval split (`choose_threshold`), for another classifier to be scored as
+        this one is (the bag-of-words baselines); None where it was given."""
+        return self.choose_threshold if self.threshold_chosen_on_eval else None
+
+    def choose_threshold(self, logits: np.ndarray, labels: np.ndarray) -> float | list[float]:
+        """The threshold of the best `threshold_metric` for `logits` (N, K) against the 0/1 `labels` (N, K): one for
+        every label (`metrics.choose_threshold`), or one per label in the head's order (`choose_label_thresholds`)."""
+        if self.per_label:
+            return choose_label_thresholds(logits, labels, metric=self.threshold_metric)
+        return choose_threshold(logits, labels, metric=self.threshold_metric)
 
     def prepare_labels(self, raw: datasets.DatasetDict) -> None:
         """Read and check every split's label sets (`multi_label_names`); log the labels with how many train examples
