@@ -169,8 +169,10 @@ def test_a_shape_scores_at_the_threshold_given_or_at_the_one_it_chooses_on_the_e
     )
     chosen = shape_of([["a"], ["b"]], [["a"]], threshold=None)
     assert chosen.threshold == 0.5  # until the eval predictions choose it
+    assert chosen.config_updates()["multi_label_threshold"] is None  # a checkpoint's config: none chosen yet
     assert chosen.settle_threshold(prediction)["micro_f1"] == pytest.approx(8 / 9)
     assert chosen.threshold == 0.3
+    assert chosen.config_updates()["multi_label_threshold"] == 0.3
     assert chosen.compute_metrics(raw, raw)(prediction)["micro_f1"] == pytest.approx(8 / 9)
 
 

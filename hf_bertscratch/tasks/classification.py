@@ -402,6 +402,7 @@ class MultiLabelClassificationShape(ClassificationShape):
     ) -> None:
         super().__init__(task, settings, tokenizer)
         self.threshold_chosen_on_eval = threshold is None
+        self.threshold_settled = threshold is not None  # given, or chosen on the eval split (`settle_threshold`)
         # One for every label, or label -> its own (as config.json records it: `label_thresholds` reads both).
         self.threshold: float | dict[str, float] = MULTI_LABEL_THRESHOLD if threshold is None else threshold
         self.per_label, self.threshold_metric = per_label, threshold_metric
@@ -420,6 +421,7 @@ class MultiLabelClassificationShape(ClassificationShape):
             return {}
         chosen = self.choose_threshold(prediction_logits(prediction), labels)
         self.threshold = dict(zip(self.names, chosen, strict=True)) if isinstance(chosen, list) else chosen
+        self.threshold_settled = True
         return MultiLabelMetrics(len(self.names), self.thresholds)(prediction)
 
     def threshold_choice(self) -> Callable[[np.ndarray, np.ndarray], float | list[float]] | None:
@@ -464,12 +466,13 @@ class MultiLabelClassificationShape(ClassificationShape):
 
     def config_updates(self) -> dict:
         """A head of one output per label, each its own sigmoid (transformers' BCE loss for this problem type), and
-        the threshold its labels are given at (`bertscratch classify` reads it; one chosen on the eval split replaces
-        it once chosen)."""
+        the threshold its labels are given at (`bertscratch classify` reads it): None in the checkpoints of a run
+        that chooses it on the eval split until it is chosen (`settle_threshold`), which classify reads as
+        `MULTI_LABEL_THRESHOLD`."""
         return {
             **class_config(self.names),
             "problem_type": "multi_label_classification",
-            "multi_label_threshold": self.threshold,
+            "multi_label_threshold": self.threshold if self.threshold_settled else None,
         }
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
