@@ -431,6 +431,7 @@ def sigmoids_and_gold(predictions_csv: Path) -> tuple[np.ndarray, np.ndarray, li
 def test_a_threshold_chosen_on_the_eval_split_scores_eval_and_test_and_is_recorded(chosen_threshold_run: Path) -> None:
     results = json.loads((chosen_threshold_run / "all_results.json").read_text())
     threshold = results["multi_label_threshold"]
+    assert threshold != 0.5  # a choice that moved it: one skipped would leave 0.5 and pass the checks below too
     assert results["multi_label_threshold_chosen"] is True and results["multi_label_threshold_metric"] == "micro_f1"
     assert AutoConfig.from_pretrained(chosen_threshold_run).multi_label_threshold == threshold
     eval_sigmoids, eval_gold, eval_rows = sigmoids_and_gold(chosen_threshold_run / "predictions.csv")
@@ -468,6 +469,7 @@ def test_thresholds_chosen_per_label_on_the_eval_split_score_eval_and_test_and_a
     names = ["cats", "dogs", "films"]
     thresholds = results["multi_label_threshold"]
     assert list(thresholds) == names
+    assert set(thresholds.values()) != {0.5}  # a choice that moved one: one skipped would leave 0.5 for each
     assert results["multi_label_threshold_chosen"] is True and results["multi_label_threshold_metric"] == "macro_f1"
     assert AutoConfig.from_pretrained(per_label_run).multi_label_threshold == thresholds
     eval_sigmoids, eval_gold, eval_rows = sigmoids_and_gold(per_label_run / "predictions.csv")
