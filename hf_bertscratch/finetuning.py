@@ -43,7 +43,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 from hf_bertscratch_base.dataset_table import dataset_id
-from hf_bertscratch_base.model_config import label_thresholds
+from hf_bertscratch_base.model_config import config_label_names, label_thresholds
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
@@ -144,9 +144,9 @@ def training_data_record(
     dataset = data_args.dataset_name or task.dataset_name
     config = data_args.dataset_config_name or task.dataset_config_name
     source = data_args.train_file or (dataset_id(dataset, config) if dataset else "the task's train split")
-    id2label = shape.config_updates().get("id2label")
-    labels = [id2label[index] for index in sorted(id2label)] if id2label else None
-    return TrainingDataRecord.of(raw["train"], source, labels)
+    head = shape.config_updates()
+    labels = config_label_names(head) if head.get("id2label") else None
+    return TrainingDataRecord.of(raw["train"], source, labels, head.get("problem_type"))
 
 
 # A share of unknown tokens in the training text above which the tokenizer does not fit the text (WordPiece leaves

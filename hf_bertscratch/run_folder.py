@@ -33,6 +33,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from hf_bertscratch_base import program_name
 from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.extras import install_command
+from hf_bertscratch_base.model_config import config_label_names
 from hf_bertscratch_base.run_files import (
     STAGING,
     atomic_write,
@@ -329,36 +330,45 @@ class TrainingDataRecord(TrainerCallback):
     The fingerprint is the train split's own (`datasets`'s `_fingerprint`): it follows a local file's bytes
     (`data.file_digest`, the fingerprint `data.load_raw_datasets` gives the splits it reads from files), a Hub
     dataset's name, config and revision, and the selection made of them (a subset, a shuffle, a held-out share). A
-    fine-tune's record holds its label names too (`labels`): one resumed with other labels than its checkpoint's
-    head was trained on is refused, since the head's ids would stand for other classes."""
+    fine-tune's record holds its label names and problem type too (`labels`, `problem_type`): one resumed with other
+    labels or another problem type than its checkpoint's head was trained on is refused, since the head's ids would
+    stand for other classes, or its outputs be read (and its loss computed) otherwise."""
 
-    def __init__(self, fingerprint: str, source: str, labels: list[str] | None = None) -> None:
-        self.fingerprint, self.source, self.labels = fingerprint, source, labels
+    def __init__(
+        self, fingerprint: str, source: str, labels: list[str] | None = None, problem_type: str | None = None
+    ) -> None:
+        self.fingerprint, self.source, self.labels, self.problem_type = fingerprint, source, labels, problem_type
 
     @classmethod
     def of(
-        cls, train: datasets.Dataset | datasets.IterableDataset, source: str, labels: list[str] | None = None
+        cls,
+        train: datasets.Dataset | datasets.IterableDataset,
+        source: str,
+        labels: list[str] | None = None,
+        problem_type: str | None = None,
     ) -> TrainingDataRecord | None:
         """The record of the train split `train`, read from `source` (a file, a dataset: how a warning names it);
         None for one `datasets` gives no fingerprint (a streamed split)."""
         fingerprint = getattr(train, "_fingerprint", None)
-        return cls(fingerprint, source, labels) if isinstance(fingerprint, str) else None
+        return cls(fingerprint, source, labels, problem_type) if isinstance(fingerprint, str) else None
 
     def check_resumed(self, checkpoint: str | None, warn: bool = True) -> None:
         """Refuse to resume from `checkpoint` with other labels than its head's (`config.json`'s id2label, in id
-        order); where `warn` (the first process of several), warn when it recorded other training data than this
+        order) or another problem type (its problem_type); where `warn` (the first process of several), warn when it recorded other training data than this
         run's, and say when its record is one of an earlier version's, which is not compared."""
         if checkpoint is None:
             return
         config = Path(checkpoint) / "config.json"
         if self.labels is not None and config.is_file():
-            id2label = json.loads(config.read_text(encoding="utf-8")).get("id2label") or {}
-            trained = [id2label[key] for key in sorted(id2label, key=int)]
-            if trained and trained != self.labels:
+            head = json.loads(config.read_text(encoding="utf-8"))
+            trained, trained_type = config_label_names(head), head.get("problem_type")
+            other_type = bool(self.problem_type and trained_type and trained_type != self.problem_type)
+            if (trained and trained != self.labels) or other_type:
                 raise ValueError(
-                    f"--resume_from_checkpoint {checkpoint} was trained on the labels {trained}, this run on "
-                    f"{self.labels}: its head's ids would stand for other classes. Resume on the labels it was "
-                    "trained on, or start over (--overwrite_output_dir)."
+                    f"--resume_from_checkpoint {checkpoint} was trained on the labels {trained} ({trained_type}), "
+                    f"this run on {self.labels} ({self.problem_type}): its head's ids would stand for other classes, "
+                    "or its outputs be read otherwise. Resume on the labels and task type it was trained on, or start "
+                    "over (--overwrite_output_dir)."
                 )
         recorded = Path(checkpoint) / TRAINING_DATA_FILE
         if not warn or not recorded.is_file():

@@ -1224,8 +1224,9 @@ def test_a_resumed_fine_tune_checks_its_training_data_and_refuses_another_label_
         with pytest.raises(ValueError) as refused:
             resumed(*flags, train_file=train_file)
         assert str(refused.value) == (
-            f"--resume_from_checkpoint {checkpoint} was trained on the labels ['0', '1'], this run on {labels}: its "
-            "head's ids would stand for other classes. Resume on the labels it was trained on, or start over "
+            f"--resume_from_checkpoint {checkpoint} was trained on the labels ['0', '1'] (single_label_classification), "
+            f"this run on {labels} (single_label_classification): its head's ids would stand for other classes, or its "
+            "outputs be read otherwise. Resume on the labels and task type it was trained on, or start over "
             "(--overwrite_output_dir)."
         )
     assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -365,3 +366,25 @@ def test_a_training_data_record_that_cannot_be_read_is_named_and_not_compared(
         f"Cannot read {checkpoint / 'training_data.json'} (Expecting property name enclosed in double quotes: line 1 "
         "column 2 (char 1)): the training data is not compared with it."
     ]
+
+
+def test_a_resumed_head_of_other_labels_or_another_problem_type_is_refused_in_one_line(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    config = {"id2label": {"0": "cats", "1": "dogs"}, "problem_type": "single_label_classification"}
+    (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    same = run_folder.TrainingDataRecord("0123", "train.txt", ["cats", "dogs"], "single_label_classification")
+    same.check_resumed(str(checkpoint), warn=False)
+    for labels, problem_type in (
+        (["cats", "dogs"], "multi_label_classification"),
+        (["dogs", "cats"], "single_label_classification"),
+    ):
+        record = run_folder.TrainingDataRecord("0123", "train.txt", labels, problem_type)
+        with pytest.raises(ValueError) as refused:
+            record.check_resumed(str(checkpoint), warn=False)
+        assert str(refused.value) == (
+            f"--resume_from_checkpoint {checkpoint} was trained on the labels ['cats', 'dogs'] "
+            f"(single_label_classification), this run on {labels} ({problem_type}): "
+            "its head's ids would stand for other classes, or its outputs be read otherwise. Resume on the labels and "
+            "task type it was trained on, or start over (--overwrite_output_dir)."
+        )
