@@ -22,6 +22,7 @@ from huggingface_hub.dataclasses import strict
 from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from hf_bertscratch_base.model_config import describe_grid, describe_thresholds
 from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .data import DATASET_CITATIONS
@@ -404,14 +405,14 @@ def threshold_used(results: Mapping[str, Any]) -> str:
     (by `multi_label_threshold_metric`, micro F1 where not recorded), the default, or given; "" for results that
     record none."""
     threshold = results.get("multi_label_threshold")
-    per_label = isinstance(threshold, Mapping)
-    if not per_label and not isinstance(threshold, int | float):
+    if not isinstance(threshold, Mapping | int | float):
         return ""
+    per_label = isinstance(threshold, Mapping)
     if results.get("multi_label_threshold_chosen"):
         metric = str(results.get("multi_label_threshold_metric") or "micro_f1").replace("_f1", " F1")
         source = (
             f", {'each chosen for its label' if per_label else 'the threshold chosen'} on the eval split: the one of "
-            f"0.05, 0.10, ..., 0.95 that gave the chosen model its best eval {metric}, so the `eval_*` scores are at "
+            f"{describe_grid()} that gave the chosen model its best eval {metric}, so the `eval_*` scores are at "
             f"their best {'thresholds' if per_label else 'threshold'}"
             + (
                 f"; the `test_*` scores are at {'them' if per_label else 'it'} too"
@@ -421,10 +422,9 @@ def threshold_used(results: Mapping[str, Any]) -> str:
         )
     else:
         source = " (the default)" if threshold == MULTI_LABEL_THRESHOLD else " (given at fine-tuning)"
-    if isinstance(threshold, Mapping):
-        each = ", ".join(f"{name} {value:g}" for name, value in threshold.items())
-        return f"Each label is predicted where its sigmoid is above its own threshold ({each}){source}."
-    return f"A label is predicted where its sigmoid is above {threshold:g}{source}."
+    if per_label:
+        return f"Each label is predicted where its sigmoid is above its own threshold ({describe_thresholds(threshold)}){source}."
+    return f"A label is predicted where its sigmoid is above {describe_thresholds(threshold)}{source}."
 
 
 def _splits_scored(results: Mapping[str, Any]) -> str:

@@ -50,7 +50,7 @@ from hf_bertscratch_base.data_files import (
     is_squad_json,
     is_text_file,
 )
-from hf_bertscratch_base.model_config import one_or_each, read_config, read_model_config
+from hf_bertscratch_base.model_config import describe_thresholds, one_or_each, read_config, read_model_config
 from hf_bertscratch_base.task_table import (
     INPUT_COLUMN_DEFAULTS,
     MULTI_LABEL_THRESHOLD,
@@ -507,10 +507,10 @@ def _show_multi_label(args: ClassifyArguments, answer: dict) -> None:
         return
     _show_classification(args, answer["labels"])
     threshold = answer["threshold"]
-    if isinstance(threshold, dict):
-        above = "each label's threshold (" + ", ".join(f"{name} {value:g}" for name, value in threshold.items()) + ")"
-    else:
-        above = f"{threshold:g}"
+    per_label = isinstance(threshold, dict)
+    above = (
+        f"each label's threshold ({describe_thresholds(threshold)})" if per_label else describe_thresholds(threshold)
+    )
     print(f"above {above}: {', '.join(answer['predicted_labels']) or '(none)'}")
 
 

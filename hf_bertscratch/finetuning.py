@@ -43,7 +43,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 from hf_bertscratch_base.dataset_table import dataset_id
-from hf_bertscratch_base.model_config import config_label_names, label_thresholds
+from hf_bertscratch_base.model_config import config_label_names, describe_thresholds, label_thresholds
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
@@ -450,11 +450,9 @@ def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored
         return {}
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
     metric = shape.threshold_metric
-    chosen = (
-        "thresholds per label (" + ", ".join(f"{name} {value:g}" for name, value in shape.threshold.items()) + ")"
-        if isinstance(shape.threshold, dict)
-        else f"threshold {shape.threshold:g}"
-    )
+    per_label = isinstance(shape.threshold, dict)
+    listed = describe_thresholds(shape.threshold)
+    chosen = f"thresholds per label ({listed})" if per_label else f"threshold {listed}"
     logger.info(
         "Multi-label %s, chosen by eval %s on the %d eval examples: eval %s %.4f (%.4f at %g)%s.",
         chosen,

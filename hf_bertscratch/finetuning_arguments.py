@@ -14,12 +14,12 @@ loaded.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import InitVar, dataclass, field
 
 from transformers import PretrainedConfig, TrainingArguments
 
 from hf_bertscratch_base import did_you_mean
+from hf_bertscratch_base.model_config import check_threshold, describe_grid
 from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .arguments import ArgumentParser, described_values, parse_args_or_json
@@ -86,12 +86,11 @@ def check_multi_label_threshold(value: object, data_args: DataArguments | None) 
         try:
             threshold = float(given)
         except ValueError:
-            threshold = math.nan
-        if not 0.0 < threshold < 1.0:
             raise ValueError(
                 f"--multi_label_threshold {given!r} is neither a number between 0 and 1 nor {AUTO!r} or "
                 f"{AUTO_PER_LABEL!r} (chosen on the eval split)."
-            )
+            ) from None
+        check_threshold(threshold, "--multi_label_threshold")  # as classify's --threshold
     shape = data_args.task_spec.shape if data_args is not None else MULTI_LABEL_SHAPE
     if shape != MULTI_LABEL_SHAPE:
         raise ValueError(
@@ -238,8 +237,8 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         default=None,
         metadata={
             "help": "A multi-label-classification task's: the sigmoid above which a label is given, in the eval and "
-            f"test scores and the predictions: a number between 0 and 1, or {AUTO!r}: the one of 0.05, 0.10, ..., "
-            "0.95 that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
+            f"test scores and the predictions: a number between 0 and 1, or {AUTO!r}: the one of {describe_grid()} "
+            "that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
             f"macro_f1; the checkpoints themselves are compared at {MULTI_LABEL_THRESHOLD:g}), or {AUTO_PER_LABEL!r}: "
             "one of them per label, by the same metric (a label that no eval example holds keeps auto's); never "
             f"chosen on the test split (refused with --eval_split naming it). None: {MULTI_LABEL_THRESHOLD:g}. Recorded in the model's config, where "

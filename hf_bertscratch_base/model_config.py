@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .model_reference import hub_cache_file
-from .task_table import MULTI_LABEL_THRESHOLD
+from .task_table import MULTI_LABEL_THRESHOLD, THRESHOLD_GRID
 
 # The model types the commands load (`hf_bertscratch.convert.family_checkpoint`): BertScratch's own, then
 # transformers' BERT and ELECTRA (a discriminator), which are converted on load.
@@ -155,6 +155,19 @@ def classify_threshold(
     )
 
 
+def describe_thresholds(threshold: float | Mapping[str, float]) -> str:
+    """A multi-label threshold as the log, `bertscratch classify` and the card give it: one number for every label
+    ("0.35"), or each label's own ("cats 0.3, dogs 0.55")."""
+    if isinstance(threshold, Mapping):
+        return ", ".join(f"{name} {value:g}" for name, value in threshold.items())
+    return f"{threshold:g}"
+
+
+def describe_grid(grid: Sequence[float] = THRESHOLD_GRID) -> str:
+    """The thresholds fine-tuning chooses among, as the help and the card name them: "0.05, 0.10, ..., 0.95"."""
+    return f"{grid[0]:.2f}, {grid[1]:.2f}, ..., {grid[-1]:.2f}"
+
+
 def one_or_each(thresholds: Mapping[str, float]) -> float | dict[str, float]:
     """Labels' thresholds as a model records them: one number where every label has the same, else each label's."""
     values = set(thresholds.values())
@@ -172,6 +185,8 @@ __all__ = [
     "check_threshold",
     "classify_threshold",
     "config_label_names",
+    "describe_grid",
+    "describe_thresholds",
     "label_thresholds",
     "one_or_each",
     "read_config",

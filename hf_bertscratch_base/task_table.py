@@ -43,6 +43,8 @@ SEQUENCE_SHAPES = ("classification", "multi-label-classification", "regression")
 # text-classification pipeline gives the sigmoid of each label for a config whose problem_type is
 # "multi_label_classification").
 MULTI_LABEL_THRESHOLD = 0.5
+# The thresholds fine-tuning chooses among on the eval split (`metrics.choose_threshold`): 0.05, 0.10, ..., 0.95.
+THRESHOLD_GRID = tuple(round(0.05 * step, 2) for step in range(1, 20))
 # How a multi-label task's label field of a csv/tsv file (or any string label) is split into its labels by default.
 LABEL_SEPARATOR = ","
 
@@ -599,6 +601,7 @@ __all__ = [
     "RECORDED",
     "MIN_HELD_OUT",
     "MULTI_LABEL_THRESHOLD",
+    "THRESHOLD_GRID",
     "SEQUENCE_SHAPES",
     "SHAPES",
     "SHAPE_COLUMNS",

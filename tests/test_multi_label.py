@@ -608,7 +608,7 @@ def test_classify_refuses_a_threshold_for_a_model_that_is_not_multi_label(tmp_pa
     [
         (
             "1",
-            "--multi_label_threshold '1' is neither a number between 0 and 1 nor 'auto' or 'auto-per-label' (chosen on the eval split).",
+            "--multi_label_threshold 1 is not between 0 and 1: a multi-label classifier predicts each label whose sigmoid is above it.",
         ),
         (
             "best",
@@ -776,3 +776,14 @@ def test_the_python_api_gives_the_labels_above_the_models_recorded_threshold(
     assert labels_above(scores, multi_label_threshold(model)) == [s["label"] for s in scores if s["score"] > 0.01]
     with pytest.raises(TypeError):  # no threshold of its own: a model's is read with multi_label_threshold
         labels_above(scores)  # type: ignore[call-arg]
+
+
+def test_thresholds_and_the_grid_are_described_one_way_everywhere() -> None:
+    from hf_bertscratch.metrics import THRESHOLD_GRID
+    from hf_bertscratch_base.model_config import describe_grid, describe_thresholds
+
+    assert describe_thresholds(0.35) == "0.35"
+    assert describe_thresholds({"cats": 0.3, "dogs": 0.55}) == "cats 0.3, dogs 0.55"
+    assert describe_grid() == "0.05, 0.10, ..., 0.95"
+    assert describe_grid((0.2, 0.4, 0.6)) == "0.20, 0.40, ..., 0.60"
+    assert describe_grid() == describe_grid(THRESHOLD_GRID)

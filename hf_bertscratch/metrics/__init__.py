@@ -22,7 +22,7 @@ import numpy as np
 
 from hf_bertscratch.metrics.sequence_labelling import entity_spans
 from hf_bertscratch_base.model_reference import first_variable_on, hub_unreachable
-from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD, THRESHOLD_GRID
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +121,6 @@ def labels_above_threshold(
     return (probabilities > np.asarray(threshold, dtype=np.float64)).astype(np.int64)
 
 
-# The thresholds fine-tuning chooses among on the eval split (`choose_threshold`): 0.05, 0.10, ..., 0.95.
-THRESHOLD_GRID = tuple(round(0.05 * step, 2) for step in range(1, 20))
 # The metrics a multi-label threshold is chosen by (`choose_threshold`): micro F1, the main metric, or macro F1.
 THRESHOLD_METRICS = ("micro_f1", "macro_f1")
 
