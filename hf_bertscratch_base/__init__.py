@@ -19,8 +19,9 @@ from pathlib import Path
 
 # The console command's name, which its usage lines and one-line errors start with (`bertscratch COMMAND: error: ...`).
 PROG = "bertscratch"
-# Set by a script run as `python scripts/NAME.py` (`run_as_script`): the name the lines of its run start with instead
-# of `bertscratch COMMAND`, which the processes it launches inherit.
+# Set by a script run as `python scripts/NAME.py` (`run_as_script`) to "NAME=scripts/NAME.py": the command the script
+# runs and the name the lines of that command start with instead of `bertscratch NAME`, which the processes it launches
+# inherit; another command started under it keeps its own name.
 PROGRAM_ENV = "BERTSCRATCH_PROGRAM"
 # Columns of every command's help page, whatever the terminal: the stored pages (`hf_bertscratch_cli.dispatch`) are
 # this wide.
@@ -29,14 +30,16 @@ HELP_WIDTH = 100
 
 def program_name(command: str) -> str:
     """What the user ran, which a run's one-line messages start with (its stop, an error of a process it launched):
-    `bertscratch COMMAND`, or the script the run was started as (`scripts/finetune.py`, `run_as_script`)."""
-    return os.environ.get(PROGRAM_ENV) or f"{PROG} {command}"
+    `bertscratch COMMAND`, or the script the run was started as (`scripts/finetune.py`, `run_as_script`) where it
+    runs this command."""
+    script_command, _, script = os.environ.get(PROGRAM_ENV, "").partition("=")
+    return script if script and script_command == command else f"{PROG} {command}"
 
 
 def run_as_script(path: str) -> None:
     """Make this process, and the ones it launches, name the script at `path` (its `__file__`, in scripts/) as
     `scripts/NAME.py` in its lines (`program_name`): the command the user ran, `python scripts/NAME.py`."""
-    os.environ[PROGRAM_ENV] = f"scripts/{Path(path).name}"
+    os.environ[PROGRAM_ENV] = f"{Path(path).stem}=scripts/{Path(path).name}"
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:

@@ -1383,6 +1383,19 @@ def test_the_lines_of_a_run_started_as_a_script_name_the_script(
     assert notice.startswith("scripts/pretrain.py: stopping once out/checkpoint-4 is written; press Ctrl-C again")
 
 
+def test_a_script_names_itself_in_its_own_commands_lines_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another command started under a script's environment (a child process, or the variable exported in a shell)
+    names itself as `bertscratch COMMAND`, not as the script."""
+    from hf_bertscratch_base import PROGRAM_ENV, program_name, run_as_script
+
+    monkeypatch.setenv(PROGRAM_ENV, "")  # put back as it was afterwards
+    run_as_script(str(Path(__file__).parents[1] / "scripts" / "finetune.py"))
+    assert program_name("finetune") == "scripts/finetune.py"
+    assert program_name("classify") == "bertscratch classify"
+    assert program_name("pretrain") == "bertscratch pretrain"
+    assert errors.error_line("evaluate", ValueError("bad")) == "bertscratch evaluate: error: ValueError: bad"
+
+
 def test_a_launched_process_stopped_while_it_starts_exits_quietly(tmp_path: Path) -> None:
     """Ctrl-C while a launched process still imports torch (the first seconds) ends it with status 130 and no
     traceback, as later on; once started it runs the command's main with its arguments."""
