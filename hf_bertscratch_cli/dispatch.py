@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 
-from hf_bertscratch_base import PROG
+from hf_bertscratch_base import PROG, PROGRAM_ENV
 from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error, stops_as_one_line
 
 from .commands import COMMAND_SUMMARIES, FLAGS_FILE, HELP_PAGES, parse
@@ -213,7 +213,10 @@ def run_command(command: str, argv: list[str], debug: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """`bertscratch ARGV` in this process without the front door's checks of the sources (`hf_bertscratch_cli.main`
-    makes them, and sets the training commands' OpenMP wait policy, first): parse, then `run_command`."""
+    makes them, and sets the training commands' OpenMP wait policy, first): parse, then `run_command`. A script's
+    name (`PROGRAM_ENV`, inherited or exported) is dropped: this run is `bertscratch COMMAND`, as are the processes
+    it launches."""
+    os.environ.pop(PROGRAM_ENV, None)
     command, args, debug = parse(argv)
     run_command(command, args, debug=debug)
 

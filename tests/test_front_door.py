@@ -401,3 +401,18 @@ def test_help_after_a_commands_arguments_is_shown_not_refused(
     )
     hf_bertscratch_cli.main([*argv, "--help"])
     assert ran == [(argv[0], [*argv[1:], "--help"])]
+
+
+def test_the_front_door_names_its_command_under_a_scripts_exported_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`bertscratch finetune` run where `scripts/finetune.py`'s variable is exported (a shell, a child process) is
+    still `bertscratch finetune` in its lines."""
+    from hf_bertscratch_base import PROGRAM_ENV
+    from hf_bertscratch_cli import dispatch
+
+    monkeypatch.setenv(PROGRAM_ENV, "finetune=scripts/finetune.py")
+    with pytest.raises(SystemExit):
+        dispatch.main(["finetune", "--model_name_or_path", "m", "--task_type", "multi-label-classification",
+                       "--train_file", "t.jsonl", "--output_dir", "out", "--multi_label_threshold", "best"])  # fmt: skip
+    assert capsys.readouterr().err.splitlines()[-1].startswith("bertscratch finetune: error: ValueError: ")
