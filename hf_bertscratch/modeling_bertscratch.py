@@ -403,7 +403,9 @@ class BertScratchPreTrainedModel(PreTrainedModel):
             embeddings, "position_embeddings", None
         )
 
-    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
+    def save_pretrained(
+        self, save_directory: str | os.PathLike, is_main_process: bool = True, *args: Any, **kwargs: Any
+    ) -> None:
         """`PreTrainedModel.save_pretrained`, plus this package's code and an `auto_map` naming every head.
 
         The configuration and modeling files are copied next to the weights so that transformers alone can load the
@@ -412,11 +414,11 @@ class BertScratchPreTrainedModel(PreTrainedModel):
         self.config.validate()  # a config changed since the model was built: refused before any file is written
         # FSDP2 swaps the model's class for a subclass defined in torch; the code to ship is this file's class.
         model_class = next(c for c in type(self).__mro__ if c.__module__ == __name__)
-        if kwargs.get("is_main_process", True):  # a push from save_pretrained takes it along: _upload_modified_files
+        if is_main_process:  # a push from save_pretrained takes it along: _upload_modified_files
             os.makedirs(save_directory, exist_ok=True)
             custom_object_save(model_class, save_directory)  # this file and those it imports (`code_files`)
         self.config.auto_map = family_auto_map()
-        super().save_pretrained(save_directory, *args, **kwargs)
+        super().save_pretrained(save_directory, is_main_process, *args, **kwargs)
 
     def _upload_modified_files(
         self,

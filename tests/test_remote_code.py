@@ -174,3 +174,16 @@ def test_saving_changes_no_class_state_and_ships_the_code(tmp_path: Path) -> Non
         } <= {p.name for p in (tmp_path / head).iterdir()}
     classes = [hf_bertscratch.BertScratchConfig, *(getattr(hf_bertscratch, name) for name in hf_bertscratch.__all__)]
     assert [cls for cls in classes if getattr(cls, "_auto_class", None) is not None] == []
+
+
+def test_a_process_other_than_the_main_one_writes_no_code_files(tmp_path: Path) -> None:
+    """`is_main_process=False`, given by keyword or in second place as transformers' own signature allows, keeps the
+    code files out of the folder, as it keeps the config out: only the main process writes them."""
+    model = hf_bertscratch.BertScratchForMaskedLM(hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(64)))
+    code = {Path(path).name for path in hf_bertscratch.modeling_bertscratch.code_files()}
+    model.save_pretrained(tmp_path / "keyword", is_main_process=False)
+    model.save_pretrained(tmp_path / "positional", False)
+    for folder in ("keyword", "positional"):
+        written = {p.name for p in (tmp_path / folder).iterdir()}
+        assert written & code == set(), folder
+        assert "config.json" not in written, folder
