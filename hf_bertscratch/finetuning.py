@@ -135,6 +135,15 @@ def make_features(
         }
 
 
+def forget_truncation(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Turn off the cut that tokenising the features left on a fast tokenizer's backend, which its tokenizer.json
+    would otherwise record: a user of the saved folder's tokenizers library would find every text cut to
+    --max_seq_length without asking."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend.no_truncation()
+
+
 def training_data_record(
     task: TaskSpec, raw: datasets.DatasetDict, shape: TaskShape, data_args: DataArguments
 ) -> TrainingDataRecord | None:
@@ -764,7 +773,10 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer_name = model_args.tokenizer_name or model_args.model_name_or_path
     tokenizer = load_task_tokenizer(tokenizer_name, model_args.cache_dir)
     check_tokenizer_fits(tokenizer, config.vocab_size, f"tokenizer of {tokenizer_name!r}")
-    tokenizer.model_max_length = data_args.max_seq_length  # saved with the model: the length it was fine-tuned at
+    # Saved with the model as the limit transformers' pipelines cut at: the starting tokenizer's (what pretraining
+    # read), at most the model's positions; not --max_seq_length, which would cut a text longer than the fine-tune's
+    # features where the model reads further. This package's commands cut as fine-tuning did from config.json.
+    tokenizer.model_max_length = min(tokenizer.model_max_length, config.max_position_embeddings)
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     log_predicted_test(task, raw)
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
@@ -776,6 +788,7 @@ def main(argv: list[str] | None = None) -> None:
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
     features = make_features(shape, raw, data_args, training_args)
+    forget_truncation(tokenizer)
     warn_of_unknown_tokens(features["train"], tokenizer, tokenizer_name)
     if checkpoint is None:
         fit_head(model, model_args, shape, features["train"])

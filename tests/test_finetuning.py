@@ -944,7 +944,8 @@ def test_finetune_end_to_end(
         "head+tail",
         6,
     )
-    assert AutoTokenizer.from_pretrained(output).model_max_length == results["max_seq_length"]
+    # The saved tokenizer's limit is the model's positions (the starting one set none), not --max_seq_length.
+    assert AutoTokenizer.from_pretrained(output).model_max_length == config.max_position_embeddings
     # A pipeline handed a text longer than the model's positions (64) classifies it as cut in fine-tuning.
     long_text = " ".join(POSITIVE * 40)
     classify = pipeline("text-classification", model=str(output))
@@ -1609,6 +1610,15 @@ def test_token_classification_on_own_jsonl_columns(tmp_path: Path, model_dir: Pa
     assert "test_overall_f1" not in results  # no --test_file
     config = json.loads((output / "config.json").read_text())
     assert config["id2label"] == {"0": "O", "1": "B-ANIMAL", "2": "B-CITY"}  # "O" first, then sorted
+    # transformers' pipeline alone tags a text longer than the fine-tune's --max_seq_length (24) to its end: the
+    # saved tokenizer neither records that length as its own limit nor keeps truncation on.
+    from transformers import pipeline
+
+    text = " ".join(["the cat sat in paris"] * 8)  # 42 pieces with [CLS] and [SEP]
+    tagger = pipeline("token-classification", model=str(output), device="cpu", aggregation_strategy="none")
+    pieces = tagger(text, ignore_labels=[])  # every piece, those tagged O too
+    assert [piece["word"] for piece in pieces] == text.split()
+    assert json.loads((output / "tokenizer.json").read_text())["truncation"] is None
 
 
 QA_QUESTION = "what is the capital of {} ?"
