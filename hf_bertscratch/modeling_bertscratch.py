@@ -992,6 +992,9 @@ class BertScratchForSequenceClassification(BertScratchPreTrainedModel):
 class BertScratchForTokenClassification(BertScratchPreTrainedModel):
     """Per-token classifier (NER, POS) on the last hidden states."""
 
+    # The loss is a token average: with Trainer's `num_items_in_batch` it stays exact under accumulation.
+    accepts_loss_kwargs = True
+
     def __init__(self, config: BertScratchConfig) -> None:
         super().__init__(config)
         self.num_labels = _num_labels(config)
@@ -1024,7 +1027,9 @@ class BertScratchForTokenClassification(BertScratchPreTrainedModel):
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
         loss = None
         if labels is not None:
-            loss = self.loss_function(logits, labels, self.config)  # cross-entropy, -100 ignored
+            # Cross-entropy over the positions not labelled -100, averaged over them, or over `num_items_in_batch`
+            # (Trainer's count of them across a gradient-accumulation step's micro-batches) when given.
+            loss = self.loss_function(logits, labels, self.config, num_items_in_batch=kwargs.get("num_items_in_batch"))
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )

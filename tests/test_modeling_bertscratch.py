@@ -364,6 +364,34 @@ def test_num_items_in_batch_makes_accumulation_exact() -> None:
     _assert_same_grads({n: p.grad for n, p in model.named_parameters() if p.grad is not None}, full_grads)
 
 
+def test_num_items_in_batch_makes_token_classification_accumulation_exact() -> None:
+    """A batch of 8 taken as 2 micro-batches of 4, each divided by Trainer's count of scored tokens in all 8, gives
+    the whole batch's loss and gradient, though the micro-batches score different numbers of tokens."""
+    torch.manual_seed(0)
+    config = BertScratchConfig(
+        **tiny_config_kwargs(VOCAB), num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
+    model = hf_bertscratch.BertScratchForTokenClassification(config).train()
+    generator = torch.Generator().manual_seed(2)
+    lengths = torch.tensor([SEQ, 2, 3, 2, SEQ, SEQ, 7, SEQ])  # the second 4 rows score far more tokens
+    attention_mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).long()
+    labels = torch.randint(0, 3, (8, SEQ), generator=generator).masked_fill(attention_mask == 0, -100)
+    inputs = {"input_ids": torch.randint(1, VOCAB, (8, SEQ), generator=generator), "attention_mask": attention_mask}
+    inputs["labels"] = labels
+    total = int((labels != -100).sum())
+    full_loss, full_grads = _grads(model, inputs)
+
+    model.zero_grad()
+    accumulated = 0.0
+    for rows in (slice(0, 4), slice(4, 8)):
+        loss = model(**{k: v[rows] for k, v in inputs.items()}, num_items_in_batch=torch.tensor(total)).loss
+        loss.backward()
+        accumulated += loss.item()
+    torch.testing.assert_close(torch.tensor(accumulated), full_loss, atol=1e-6, rtol=1e-5)
+    _assert_same_grads({n: p.grad for n, p in model.named_parameters() if p.grad is not None}, full_grads)
+    assert type(model).accepts_loss_kwargs is True  # Trainer passes num_items_in_batch only then
+
+
 @pytest.mark.parametrize(
     ("problem_type", "labels", "loss_fn"),
     [
