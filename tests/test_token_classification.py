@@ -375,3 +375,54 @@ def test_tag_words_tags_every_word_once_and_groups_b_tags_apart(ner_model_dir: P
         tag_words(ner_model_dir, "Paris is big")
     with pytest.raises(ValueError, match="holds no words or a blank one"):
         tag_words(ner_model_dir, ["Paris", " "])
+
+
+def test_trainer_step_of_two_accumulated_micro_batches_of_4_equals_one_batch_of_8(
+    tokenizer: BertTokenizer, tmp_path: Path
+) -> None:
+    """Trainer passes the head its count of scored tokens across the accumulation step, so 2 x 4 rows of unequal
+    numbers of labelled words move the weights as one batch of the 8 rows does (plain SGD: the step is the gradient)."""
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    generator = torch.Generator().manual_seed(3)
+    lengths = [12, 3, 2, 4, 12, 11, 12, 10]  # rows 5-8 score far more tokens than rows 1-4
+    rows = [
+        {
+            "input_ids": torch.randint(5, len(tokenizer), (n,), generator=generator).tolist(),
+            "labels": torch.randint(0, len(CONLL2003_LABELS), (n,), generator=generator).tolist(),
+        }
+        for n in lengths
+    ]
+    config = hf_bertscratch.BertScratchConfig(
+        **tiny_config_kwargs(len(tokenizer)),
+        num_labels=len(CONLL2003_LABELS),
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+
+    def one_step(batch_size: int, accumulation: int) -> dict[str, torch.Tensor]:
+        torch.manual_seed(0)
+        model = hf_bertscratch.BertScratchForTokenClassification(config)
+        arguments = TrainingArguments(
+            output_dir=str(tmp_path / f"{batch_size}x{accumulation}"),
+            per_device_train_batch_size=batch_size,
+            gradient_accumulation_steps=accumulation,
+            max_steps=1,
+            optim="sgd",
+            learning_rate=1.0,
+            max_grad_norm=0.0,
+            lr_scheduler_type="constant",
+            use_cpu=True,
+            report_to=[],
+            save_strategy="no",
+            disable_tqdm=True,
+        )
+        collator = DataCollatorForTokenClassification(tokenizer)
+        Trainer(
+            model=model, args=arguments, train_dataset=datasets.Dataset.from_list(rows), data_collator=collator
+        ).train()
+        return {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+
+    whole, accumulated = one_step(8, 1), one_step(4, 2)
+    for name, parameter in whole.items():
+        torch.testing.assert_close(accumulated[name], parameter, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
