@@ -91,6 +91,6 @@ def test_two_commands_set_everything_up_and_give_recorded_times(page: str) -> No
     assert "&& bertscratch pretrain --output_dir runs/bert-tiny-wikitext2" in quick_start
     assert quick_start.endswith(f"# the quick start: {_minutes_and_seconds(record['end_to_end_seconds'])}")
     assert 'pip install "torch==2.13.0" -e ".[dev]"' in tests and "&& python -m pytest -n 2 " in tests
-    assert tests.endswith("# the tests: 853 s")  # .ci/run's suite on an idle 2-core machine (Zen 3, c058287)
+    assert tests.endswith("# the tests: 531 s")  # .ci/run's suite on an idle 2-core machine (Xeon AMX, f7caf2a)
     dev = (REPO / "pyproject.toml").read_text(encoding="utf-8").split("\ndev = [", 1)[1].split("]", 1)[0]
     assert '"pytest>=' in dev and '"pytest-xdist>=' in dev  # what -n 2 needs
