@@ -560,8 +560,8 @@ LAUNCHED = "hf_bertscratch_base.launched"  # the module the processes a command 
 # nor is a signal that stopped the run. Its agent passes the first signal on to the children and waits for them to
 # stop, however long that takes (a child writing a checkpoint stops once the checkpoint is whole, rather than being
 # killed after torch's 30 seconds); each signal after it reaches the children too, which then stop at once
-# (`run_folder.stopping_with_one_line`). The launcher starts it in a process session of its own (setsid), so that a Ctrl-C reaches it
-# once, through the launcher, and not again from the terminal.
+# (`run_folder.stopping_with_one_line`). The launcher starts it with setsid, detached from the terminal's process
+# group, so that a Ctrl-C reaches it once, through the launcher, and not again from the terminal.
 TORCHRUN = """import logging, os, sys
 from torch.distributed.elastic.multiprocessing import api
 from torch.distributed.elastic.multiprocessing.api import SignalException

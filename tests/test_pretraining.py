@@ -1088,9 +1088,10 @@ def test_a_stop_signal_ends_the_command_and_the_processes_it_launched_with_one_l
 ) -> None:
     """`kill` of `bertscratch pretrain` (SIGTERM to the command alone, as a job scheduler or `timeout` sends it) and
     Ctrl-C (SIGINT to the terminal's job: the command alone, since torchrun's agent and the training processes it
-    starts each run in a process session of their own, setsid) stop the two training processes it launched too, rather than leaving
-    them training into the output folder; the command ends with the signal's exit status and one line naming the step and the whole checkpoint a
-    rerun continues from, and no traceback of any process."""
+    starts are each started with setsid, detached from the terminal's process group) stop the two training processes
+    it launched too, rather than leaving them training into the output folder; the command ends with the signal's exit
+    status and one line naming the step and the whole checkpoint a rerun continues from, and no traceback of any
+    process."""
     out = tmp_path / "run"
     argv = pretrain_args(text_file, tokenizer_dir, config_dir, out, "--num_processes", "2", "--max_steps", "100000")
     argv += ["--save_strategy", "steps", "--save_steps", "2"]
