@@ -190,25 +190,22 @@ def bag_of_words(
         ) from error
     classifier = LogisticRegression(C=BAG_OF_WORDS_C, max_iter=1000)
     fitted = (OneVsRestClassifier(classifier) if multi_label else classifier).fit(features, labels_of_rows)
-    out = []
-    if multi_label and choose is not None:
-        logits = [
-            _as_logits(fitted.predict_proba(vectorizer.transform([t or "" for t in texts]))) for texts, _ in scored
-        ]
+    rows = [vectorizer.transform([text or "" for text in texts]) for texts, _ in scored]
+    if multi_label and choose is not None:  # at the threshold chosen on the eval split (the first of `scored`)
+        logits = [_as_logits(fitted.predict_proba(split)) for split in rows]
         threshold = choose(logits[0], np.asarray(scored[0][1]))
+        predictions = [labels_above_threshold(split, threshold) for split in logits]
+    else:
+        predictions = [fitted.predict(split) for split in rows]
+    if multi_label:
         return [
-            MultiLabelMetrics(num_labels).compute(labels_above_threshold(split, threshold), np.asarray(labels))
-            for split, (_, labels) in zip(logits, scored, strict=True)
+            MultiLabelMetrics(num_labels).compute(predicted, np.asarray(labels))
+            for predicted, (_, labels) in zip(predictions, scored, strict=True)
         ]
-    for texts, labels in scored:
-        predictions = fitted.predict(vectorizer.transform([text or "" for text in texts]))
-        if multi_label:
-            out.append(MultiLabelMetrics(num_labels).compute(predictions, np.asarray(labels)))
-            continue
-        out.append(
-            ClassificationMetrics(num_labels, pairs=True).compute([int(p) for p in predictions], list(map(int, labels)))
-        )
-    return out
+    return [
+        ClassificationMetrics(num_labels, pairs=True).compute([int(p) for p in predicted], list(map(int, labels)))
+        for predicted, (_, labels) in zip(predictions, scored, strict=True)
+    ]
 
 
 def _as_logits(probabilities: np.ndarray) -> np.ndarray:
