@@ -44,7 +44,8 @@ from .metrics import ClassificationMetrics, MultiLabelMetrics, RegressionMetrics
 _WORD = re.compile(r"\w+")
 
 logger = logging.getLogger(__name__)
-# A multi-label threshold choice on the eval split: (logits (N, K), 0/1 labels (N, K)) -> one threshold, or one per label.
+# A multi-label threshold choice on the eval split: (logits (N, K), 0/1 labels (N, K)) -> one threshold, or one per
+# label.
 ThresholdChoice: TypeAlias = Callable[[np.ndarray, np.ndarray], float | list[float]]
 
 

@@ -423,7 +423,8 @@ def threshold_used(results: Mapping[str, Any]) -> str:
     else:
         source = " (the default)" if threshold == MULTI_LABEL_THRESHOLD else " (given at fine-tuning)"
     if per_label:
-        return f"Each label is predicted where its sigmoid is above its own threshold ({describe_thresholds(threshold)}){source}."
+        each = describe_thresholds(threshold)
+        return f"Each label is predicted where its sigmoid is above its own threshold ({each}){source}."
     return f"A label is predicted where its sigmoid is above {describe_thresholds(threshold)}{source}."
 
 

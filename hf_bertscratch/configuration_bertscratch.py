@@ -266,8 +266,9 @@ class BertScratchConfig(PretrainedConfig):
 
 def drop_task_entries(config: BertScratchConfig) -> list[str]:
     """Put each of `TASK_ENTRIES` that `config` sets otherwise back to a new model's value, so that a model
-    pretrained on from a fine-tuned one names no labels, head settings, threshold or input columns of the fine-tune's task (the
-    commands that run a model on a file of inputs would look for that task's columns); returns their names."""
+    pretrained on from a fine-tuned one names no labels, head settings, threshold or input columns of the fine-tune's
+    task (the commands that run a model on a file of inputs would look for that task's columns); returns their
+    names."""
     new = BertScratchConfig()
     dropped = [name for name in TASK_ENTRIES if getattr(config, name) != getattr(new, name)]
     for name in dropped:

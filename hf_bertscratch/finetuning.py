@@ -437,9 +437,9 @@ def evaluate_best_model(
     prediction = trainer.evaluation_of_current_weights() or trainer.predict(features["eval"], metric_key_prefix="eval")
     assert prediction.metrics is not None, "Trainer's evaluation loop always reports metrics"
     predictions, metrics = {"eval": prediction}, dict(prediction.metrics)
-    metrics.update(settle_threshold(shape, prediction, "test" in scored_splits(shape.task, raw)))
+    scored = "test" in scored_splits(shape.task, raw)
+    metrics.update(settle_threshold(shape, prediction, scored))
     if "test" in features:
-        scored = "test" in scored_splits(shape.task, raw)
         trainer.compute_metrics = shape.compute_metrics(raw["test"], features["test"]) if scored else None
         predictions["test"] = trainer.predict(features["test"], metric_key_prefix="test")
         if scored:
@@ -448,10 +448,10 @@ def evaluate_best_model(
 
 
 def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored: bool) -> dict[str, float]:
-    """Where a multi-label task's threshold is chosen on the eval split (--multi_label_threshold auto, auto-per-label), choose it on
-    the trained model's eval `prediction` (`MultiLabelClassificationShape.settle_threshold`) and say so in one line;
-    returns the eval scores at it, which replace those at `MULTI_LABEL_THRESHOLD`. {} for any other task, and a
-    threshold given."""
+    """Where a multi-label task's threshold is chosen on the eval split (--multi_label_threshold auto,
+    auto-per-label), choose it on the trained model's eval `prediction`
+    (`MultiLabelClassificationShape.settle_threshold`) and say so in one line; returns the eval scores at it, which
+    replace those at `MULTI_LABEL_THRESHOLD`. {} for any other task, and a threshold given."""
     if not isinstance(shape, MultiLabelClassificationShape):
         return {}
     scores = shape.settle_threshold(prediction)
@@ -471,7 +471,7 @@ def settle_threshold(shape: TaskShape, prediction: PredictionOutput, test_scored
         scores[metric],
         prediction.metrics[f"eval_{metric}"],
         MULTI_LABEL_THRESHOLD,
-        f"; the test split is scored at {'them' if isinstance(shape.threshold, dict) else 'it'}" if test_scored else "",
+        f"; the test split is scored at {'them' if per_label else 'it'}" if test_scored else "",
     )
     return {f"eval_{name}": value for name, value in scores.items()}
 

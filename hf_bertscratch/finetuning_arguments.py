@@ -241,8 +241,8 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             "that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
             f"macro_f1; the checkpoints themselves are compared at {MULTI_LABEL_THRESHOLD:g}), or {AUTO_PER_LABEL!r}: "
             "one of them per label, by the same metric (a label that no eval example holds keeps auto's); never "
-            f"chosen on the test split (refused with --eval_split naming it). None: {MULTI_LABEL_THRESHOLD:g}. Recorded in the model's config, where "
-            "`bertscratch classify` reads it."
+            f"chosen on the test split (refused with --eval_split naming it). None: {MULTI_LABEL_THRESHOLD:g}. "
+            "Recorded in the model's config, where `bertscratch classify` reads it."
         },
     )
     save_total_limit: int | None = field(

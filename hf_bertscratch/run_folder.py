@@ -354,8 +354,9 @@ class TrainingDataRecord(TrainerCallback):
 
     def check_resumed(self, checkpoint: str | None, warn: bool = True) -> None:
         """Refuse to resume from `checkpoint` with other labels than its head's (`config.json`'s id2label, in id
-        order) or another problem type (its problem_type); where `warn` (the first process of several), warn when it recorded other training data than this
-        run's, and say when its record is one of an earlier version's, which is not compared."""
+        order) or another problem type (its problem_type); where `warn` (the first process of several), warn when it
+        recorded other training data than this run's, and say when its record is one of an earlier version's, which
+        is not compared."""
         if checkpoint is None:
             return
         config = Path(checkpoint) / "config.json"

@@ -77,10 +77,11 @@ def check_threshold_flag(command: str, args: list[str]) -> None:
         threshold = None  # no number: the command's parser names it
     if threshold is None:
         return
-    check_threshold(threshold, "--threshold")
     model = model_argument(command, args)
     config = read_config(model) if model is not None else None
-    if model is not None and config is not None:
+    if model is None or config is None:
+        check_threshold(threshold, "--threshold")
+    else:  # the range first, then the model's problem type
         classify_threshold(model, config, threshold)
 
 
