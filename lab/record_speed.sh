@@ -6,6 +6,7 @@
 #   bash lab/record_speed.sh [inference|training|graphs|all]      # default all
 #   bash lab/record_speed.sh sizes|bf16|compiled                  # docs/speed.md's other tables (results/speed-more/)
 #   bash lab/record_speed.sh decoder                              # the MLM decoder alone (results/decoder/)
+#   CPU=zen4 bash lab/record_speed.sh cpu-choices                 # one CPU's choices and ratios (results/cpu-choices/)
 #
 # Run it on a machine with nothing else running; start it twice to see how far two runs agree (a second run of a
 # kind writes <kind>-2.json, a third <kind>-3.json, ...: earlier records are never overwritten). REPEATS=N changes
@@ -24,7 +25,13 @@ next_record() {  # next_record KIND [FOLDER]: results/FOLDER/KIND.json, or KIND-
 
 case $WHAT in
     inference|training|graphs|all|sizes|bf16|compiled|decoder) ;;
-    *) echo "expected inference, training, graphs, all, sizes, bf16, compiled or decoder, got '$WHAT'" >&2; exit 2;;
+    cpu-choices)
+        if [[ ! ${CPU:-} =~ ^[a-z0-9-]+$ ]]; then
+            echo "cpu-choices needs CPU=<short name of this CPU> (lowercase letters, digits, '-'), got '${CPU:-}'" >&2
+            exit 2
+        fi;;
+    *) echo "expected inference, training, graphs, all, sizes, bf16, compiled, decoder or cpu-choices, got '$WHAT'" >&2
+       exit 2;;
 esac
 if [[ $WHAT == inference || $WHAT == all ]]; then
     # PyTorch (ours and transformers' BERT) against ONNX Runtime on `bertscratch export`'s graph, fp32 and int8
@@ -74,5 +81,31 @@ if [[ $WHAT == decoder ]]; then
         python -m lab.profile_decode --num_threads "$threads" --onnxruntime true --repeats "${REPEATS:-6}" \
             --output_json "$(next_record "threads-$threads" decoder)"
     done
+fi
+if [[ $WHAT == cpu-choices ]]; then
+    # what docs/speed.md reports for each CPU: the choices the model measures where it runs (each benchmark record's
+    # cpu_choices), full-logits inference, the training step, the encoder against ORT, and the MLM head's decodings of
+    # a padded batch; records results/cpu-choices/<kind>-$CPU.json (-2, -3, ... when taken)
+    mkdir -p results/cpu-choices
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 --workloads infer \
+        --repeats "${REPEATS:-7}" --memory false --decoding auto --num_threads 2 \
+        --output_json "$(next_record "inference-mini-$CPU-auto" cpu-choices)"
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
+        --repeats "${REPEATS:-11}" --workloads train --num_threads 2 \
+        --output_json "$(next_record "training-mini-$CPU" cpu-choices)"
+    python scripts/benchmark.py --presets mini --seq_lens 128 --paddings 0 0.3 --batch_size 32 \
+        --repeats "${REPEATS:-11}" --workloads encode --onnxruntime true --memory false --num_threads 2 \
+        --output_json "$(next_record "encode-ort-mini-$CPU" cpu-choices)"
+    python -m lab.profile_decode --num_threads 2 --paddings 0.1 0.3 0.5 --repeats "${REPEATS:-6}" \
+        --output_json "$(next_record "padded-decoding-$CPU" cpu-choices)"
+    # two fine-tunes side by side on the cores against one alone, from the quick start's model (MODEL=folder)
+    model=${MODEL:-runs/bert-tiny-wikitext2}
+    if [[ -f $model/config.json ]]; then
+        python -m lab.time_side_by_side --model "$model" --data_dir "${DATA_DIR:-../shared/data}" --rounds 1 \
+            --ways fitted --record "$(next_record "finetune-sst2-$CPU-shipped" threads)"
+    else
+        echo "no model at $model (run the quick start, or set MODEL): two fine-tunes side by side not timed" >&2
+    fi
+    exit 0
 fi
 python -m lab.make_report

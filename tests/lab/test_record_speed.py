@@ -1,4 +1,5 @@
-"""`lab/record_speed.sh`: the benchmark runs it records land where the speed tables read them."""
+"""`lab/record_speed.sh`: the benchmark runs it records land where the speed tables (and docs/speed.md's per-CPU
+sections, from results/cpu-choices/) read them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_
     script = (ROOT / "lab" / "record_speed.sh").read_text(encoding="utf-8").replace("\\\n", " ")
     commands = [line.split("python scripts/benchmark.py", 1)[1] for line in script.splitlines()
                 if "python scripts/benchmark.py" in line]  # fmt: skip
-    assert len(commands) == 6
+    assert len(commands) == 9
     folders = []
     for command in commands:
         output = command.split('--output_json "$(next_record ', 1)[1].split(")", 1)[0].split()
@@ -25,5 +26,5 @@ def test_record_speed_script_runs_valid_benchmarks_into_the_folders_make_report_
         argv = shlex.split(command.split("--output_json", 1)[0].replace('"${REPEATS:-', "").replace('}"', ""))
         args = benchmark.parse_args([*argv, "--output_json", str(tmp_path / "x.json")])
         assert args.repeats >= 3 and args.num_threads == 2
-    assert set(folders) == {speed_tables.SPEED_RECORDS, speed_tables.MORE_SPEED_RECORDS}
+    assert set(folders) == {speed_tables.SPEED_RECORDS, speed_tables.MORE_SPEED_RECORDS, "results/cpu-choices"}
     assert (ROOT / "docs/speed.md").read_text(encoding="utf-8").count(speed_tables.MORE_SPEED_BLOCK[0]) == 1
