@@ -28,7 +28,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.integrations import is_tensorboard_available
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 
 from hf_bertscratch_base import program_name
 from hf_bertscratch_base.errors import Stopped
@@ -100,6 +100,23 @@ COUNTS: dict[str, tuple[Callable[[float], bool], str]] = {
     "dataloader_num_workers": (lambda value: value >= 0, "0 (batches loaded by the training process) or more"),
 }
 
+# The --hub_strategy values that --push_to_hub keeps to: it uploads the finished output folder once, when the run ends
+# (`hub.push_training_output`). transformers' every_save, checkpoint and all_checkpoints would push during the run, which
+# these commands do not (the Trainer's own push stays off: `GuardedTrainingArguments`).
+PUSH_HUB_STRATEGIES = ("end",)
+
+
+def check_hub_strategy(args: TrainingArguments) -> None:
+    """Refuse, with --push_to_hub, a --hub_strategy that promises pushes during the run (not in
+    `PUSH_HUB_STRATEGIES`), naming it and what is accepted."""
+    strategy = getattr(args.hub_strategy, "value", args.hub_strategy)  # a HubStrategy once transformers has read it
+    if args.push_to_hub and strategy not in PUSH_HUB_STRATEGIES:
+        raise ValueError(
+            f"--hub_strategy {strategy!r} is not what --push_to_hub does here: it uploads the finished output folder "
+            f"once, at the end of the run, and pushes nothing during it; expected "
+            f"{' or '.join(map(repr, PUSH_HUB_STRATEGIES))} (the default)."
+        )
+
 
 def check_counts(args: TrainingArguments) -> None:
     """Refuse a count of `COUNTS` outside the values that run, and epochs that would train no step while they set
@@ -153,6 +170,15 @@ class GuardedTrainingArguments(TrainingArguments):
     hub_model_id: str | None = field(
         default=None, metadata={"help": "The Hub repository USER/NAME (or ORG/NAME) that --push_to_hub uploads to."}
     )
+    hub_strategy: HubStrategy | str = field(
+        default="end",
+        metadata={
+            "help": "When --push_to_hub uploads: end, the finished output folder once, at the end of the run (the "
+            "only value taken with --push_to_hub). transformers' pushes during the run (every_save, checkpoint, "
+            "all_checkpoints) are not made: save checkpoints with --save_strategy, and upload a folder yourself with "
+            "bertscratch push."
+        },
+    )
     dataloader_pin_memory: bool = field(
         default=torch.cuda.is_available(), metadata={"help": "Pin batches in memory (only useful with a GPU)."}
     )
@@ -186,6 +212,7 @@ class GuardedTrainingArguments(TrainingArguments):
         if self.learning_rate is not None and not self.learning_rate > 0:  # None: the task chooses (finetune)
             raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}.")
         check_counts(self)  # before transformers' __post_init__ turns eval_steps 0 into logging_steps
+        check_hub_strategy(self)
         choose_precision(self)
         use_cpu_process_group()  # else each process of a CPU torchrun or accelerate launch would train alone
         super().__post_init__()
@@ -731,6 +758,7 @@ __all__ = [
     "FINISHED_FILES",
     "GuardedTrainingArguments",
     "OutputFolderArguments",
+    "PUSH_HUB_STRATEGIES",
     "RUN_OUTPUTS",
     "STOP_SIGNALS",
     "STAGING",
@@ -739,6 +767,7 @@ __all__ = [
     "TrainingDataRecord",
     "atomic_write",
     "check_counts",
+    "check_hub_strategy",
     "check_output_dir",
     "check_replaceable",
     "checkpoint_folders",

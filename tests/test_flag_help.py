@@ -10,7 +10,15 @@ from collections.abc import Iterator
 import pytest
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
-from hf_bertscratch import benchmark, cli, cpu_matmul, finetuning_arguments, hardware, pretraining_arguments
+from hf_bertscratch import (
+    benchmark,
+    cli,
+    cpu_matmul,
+    finetuning_arguments,
+    hardware,
+    pretraining_arguments,
+    run_folder,
+)
 from hf_bertscratch.arguments import ArgumentParser, _inherited_trainer_fields, described_values
 from hf_bertscratch.configuration_bertscratch import CLASSIFIER_POOLINGS, PRESETS
 from hf_bertscratch.onnx.common import ONNX_TASKS
@@ -25,6 +33,8 @@ CHECKED_IN_CODE: dict[tuple[str, str], tuple[str, ...]] = {
     ("finetune", "precision"): hardware.PRECISIONS,
     ("finetune", "eval_strategy"): tuple(strategy.value for strategy in IntervalStrategy),
     ("finetune", "save_strategy"): tuple(strategy.value for strategy in SaveStrategy),
+    ("pretrain", "hub_strategy"): run_folder.PUSH_HUB_STRATEGIES,
+    ("finetune", "hub_strategy"): run_folder.PUSH_HUB_STRATEGIES,
     ("benchmark", "presets"): tuple(PRESETS),
     ("benchmark", "workloads"): benchmark.WORKLOADS,
     ("benchmark", "variants"): benchmark.VARIANTS,

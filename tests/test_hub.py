@@ -778,3 +778,38 @@ def test_training_push_is_checked_before_training_and_uploads_the_run(
     seen.clear()
     hub.push_training_output(TrainingArguments(output_dir=str(tmp_path), report_to=[]))
     assert seen == {}
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_a_hub_strategy_that_pushes_during_the_run_is_refused_as_the_arguments_are_read(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers' every_save, checkpoint and all_checkpoints promise pushes while training, which --push_to_hub
+    does not make (it uploads the finished folder once, at the end, and the Trainer's own push stays off): with
+    --push_to_hub each is refused before anything runs, in one line naming it and the value taken; end, the default,
+    is taken, and without --push_to_hub the flag pushes nothing whatever its value."""
+    from hf_bertscratch.finetuning_arguments import parse_args as parse_finetuning_args
+    from hf_bertscratch.pretraining_arguments import parse_args as parse_pretraining_args
+
+    calls = record_hub(monkeypatch)
+    parse, argv = {
+        "pretrain": (parse_pretraining_args, ["--output_dir", str(tmp_path / "run")]),
+        "finetune": (
+            parse_finetuning_args,
+            ["--model_name_or_path", "m", "--task", "sst2", "--output_dir", str(tmp_path / "run")],
+        ),
+    }[command]
+    push = ["--push_to_hub", "true", "--hub_model_id", "alice/run"]
+    for strategy in ("every_save", "checkpoint", "all_checkpoints"):
+        with pytest.raises(ValueError) as refused:
+            parse([*argv, *push, "--hub_strategy", strategy])
+        assert str(refused.value) == (
+            f"--hub_strategy {strategy!r} is not what --push_to_hub does here: it uploads the finished output folder "
+            "once, at the end of the run, and pushes nothing during it; expected 'end' (the default)."
+        )
+    for given in ([], ["--hub_strategy", "end"]):
+        training = parse([*argv, *push, *given])[-1]
+        assert training.hub_strategy == "end" and hub.wants_push(training) and not training.push_to_hub
+    training = parse([*argv, "--hub_strategy", "checkpoint"])[-1]
+    assert not hub.wants_push(training) and not training.push_to_hub
+    assert calls == [] and not (tmp_path / "run").exists()
