@@ -5,6 +5,7 @@ ship it next to the weights for `trust_remote_code=True` loading.
 """
 
 import copy
+from dataclasses import field
 from typing import TypedDict
 
 from huggingface_hub.dataclasses import strict
@@ -48,9 +49,9 @@ CLASSIFIER_POOLINGS = ("cls", "mean", "max", "mean-max", "segments")
 LONG_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
 # What fine-tuning records in a model's config for its task alone (`finetuning.load_model`): the head's classes and
-# problem type (transformers' entries; num_labels follows id2label), how the sequence head reads and cuts a text, and
-# the columns its data was read from. A model pretrained on from a fine-tuned one holds none of them
-# (`drop_task_entries`).
+# problem type (transformers' entries; num_labels follows id2label), how the sequence head reads and cuts a text, the
+# columns its data was read from, and the activation sentence-transformers' CrossEncoder applies to its scores. A model
+# pretrained on from a fine-tuned one holds none of them (`drop_task_entries`).
 TASK_ENTRIES = (
     "id2label",
     "label2id",
@@ -61,6 +62,7 @@ TASK_ENTRIES = (
     "long_text_truncation",
     "long_text_head_tokens",
     "input_columns",
+    "sentence_transformers",
 )
 
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_python", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
@@ -112,6 +114,14 @@ class BertScratchConfig(PretrainedConfig):
             (`bertscratch classify MODEL --input_file new.csv`, `answer`, `similarity`, ...) read the same columns
             where no column flag names another. None (the default): not recorded (a pretrained model, or one
             fine-tuned elsewhere); the commands read their default columns.
+        sentence_transformers: sentence-transformers' own entry, which its `CrossEncoder` reads: `{"activation_fn":
+            "torch.nn.modules.linear.Identity"}` names the activation `CrossEncoder(folder).predict` applies to the
+            sequence head's logits, so that it predicts the model's own scores. Fine-tuning records it for a regressor
+            (Identity: its score, where CrossEncoder's default would squash a head of one output with a sigmoid) and a
+            multi-label classifier (Sigmoid: each label's, as transformers' text-classification pipeline gives
+            them). {} (the default): not recorded; CrossEncoder's default, the logits for a head of two or more
+            outputs (a single-label classifier; `predict(..., apply_softmax=True)` gives the pipeline's
+            probabilities).
         multi_label_threshold: A multi-label classifier's (problem_type "multi_label_classification"): the sigmoid
             above which a label is given, as `bertscratch finetune` scored it (0.5, `--multi_label_threshold`, or
             the one chosen on the eval split): one number for every label, or a mapping giving each label of
@@ -155,6 +165,8 @@ class BertScratchConfig(PretrainedConfig):
     long_text_truncation: str = "head"
     long_text_head_tokens: int = 128
     input_columns: dict[str, str] | None = None
+    # {} rather than None when not recorded: CrossEncoder looks into it whenever the config has the attribute.
+    sentence_transformers: dict[str, str] = field(default_factory=dict)
     multi_label_threshold: float | dict[str, float] | None = None
     tie_word_embeddings: bool = True
     sparse_prediction: bool = True
@@ -266,9 +278,9 @@ class BertScratchConfig(PretrainedConfig):
 
 def drop_task_entries(config: BertScratchConfig) -> list[str]:
     """Put each of `TASK_ENTRIES` that `config` sets otherwise back to a new model's value, so that a model
-    pretrained on from a fine-tuned one names no labels, head settings, threshold or input columns of the fine-tune's
-    task (the commands that run a model on a file of inputs would look for that task's columns); returns their
-    names."""
+    pretrained on from a fine-tuned one names no labels, head settings, threshold, input columns or CrossEncoder
+    activation of the fine-tune's task (the commands that run a model on a file of inputs would look for that task's
+    columns); returns their names."""
     new = BertScratchConfig()
     dropped = [name for name in TASK_ENTRIES if getattr(config, name) != getattr(new, name)]
     for name in dropped:

@@ -239,6 +239,7 @@ def load_model(args: ModelArguments, shape: TaskShape) -> PreTrainedModel:
     config = AutoConfig.from_pretrained(source, cache_dir=args.cache_dir)
     updates = {
         "multi_label_threshold": None,  # the checkpoint's, if any, is no threshold of this head's (the shape's is)
+        "sentence_transformers": {},  # nor its CrossEncoder activation (the shape's, where it has one)
         **shape.config_updates(),
         "input_columns": input_columns(shape.task),  # what --input_file reads then
     }

@@ -173,12 +173,15 @@ def test_bertscratch_only_config_fields_are_dropped_for_bert() -> None:
         ("input_columns", {"text": "premise", "text_pair": "hypothesis"}),
         ("multi_label_threshold", 0.35),
         ("multi_label_threshold", {"LABEL_0": 0.2, "LABEL_1": 0.65}),  # one per label, chosen per label
+        ("sentence_transformers", {"activation_fn": "torch.nn.modules.linear.Identity"}),  # a regressor's
     ],
 )
 def test_what_fine_tuning_recorded_survives_saving_and_conversion(name: str, recorded: object, tmp_path: Path) -> None:
-    """`input_columns`, and a multi-label classifier's `multi_label_threshold`, are saved in config.json and read
-    back, and go to transformers' BERT and back with the model, so that a converted model's --input_file reads the
-    same columns and `classify` gives labels at the same threshold."""
+    """`input_columns`, a multi-label classifier's `multi_label_threshold` and the activation sentence-transformers'
+    CrossEncoder applies to a head's scores are saved in config.json and read back, and go to transformers' BERT and
+    back with the model, so that a converted model's --input_file reads the same columns, `classify` gives labels at
+    the same threshold and a CrossEncoder of it predicts the same scores. Not recorded, each is None, or {} for
+    sentence-transformers' entry (which CrossEncoder looks into whenever a config has it)."""
     config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50), **{name: recorded})
     config.save_pretrained(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))[name] == recorded
@@ -187,7 +190,7 @@ def test_what_fine_tuning_recorded_survives_saving_and_conversion(name: str, rec
     assert bert.to_dict()[name] == recorded
     assert getattr(convert.bert_config_to_bertscratch(bert), name) == recorded
     unrecorded = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(50))
-    assert getattr(unrecorded, name) is None
+    assert getattr(unrecorded, name) == ({} if name == "sentence_transformers" else None)
 
 
 def test_other_model_type_is_refused_before_writing(tmp_path: Path) -> None:

@@ -1467,6 +1467,14 @@ def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
         scores = model(**batch).logits  # (N, 1)
     assert scores.shape == (len(dev_rows), 1)
     assert predictions == pytest.approx(scores[:, 0].tolist(), abs=1e-6)
+    # sentence-transformers' CrossEncoder predicts those scores too, not their sigmoid (its default for one output):
+    # the config names the activation it applies.
+    from sentence_transformers import CrossEncoder
+
+    cross_encoder = CrossEncoder(str(output), device="cpu", max_length=24)
+    predicted = cross_encoder.predict(list(zip(texts, pairs, strict=True)), batch_size=4)
+    assert predicted.tolist() == pytest.approx(scores[:, 0].tolist(), abs=1e-5)
+    assert config["sentence_transformers"] == {"activation_fn": "torch.nn.modules.linear.Identity"}
 
 
 def conll_sentences(n: int, seed: int) -> list[list[tuple[str, str]]]:

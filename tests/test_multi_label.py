@@ -408,6 +408,31 @@ def test_a_fine_tune_records_the_threshold_of_its_scores_one_half_by_default(mul
     assert "A label is predicted where its sigmoid is above 0.5 (the default)." in card
 
 
+def test_a_cross_encoder_of_the_folder_predicts_each_labels_sigmoid_as_the_pipeline_gives_it(
+    multi_label_run: Path, tokenizer: BertTokenizer
+) -> None:
+    """sentence-transformers' CrossEncoder applies the activation the config names: each label's sigmoid, the scores
+    transformers' text-classification pipeline gives (its default for a head of several outputs is the logits)."""
+    from sentence_transformers import CrossEncoder
+    from transformers import pipeline
+
+    assert AutoConfig.from_pretrained(multi_label_run).sentence_transformers == {
+        "activation_fn": "torch.nn.modules.activation.Sigmoid"
+    }
+    pairs = [("the cat sat on the mat", "a dog ran"), ("a movie", "the film is a film")]
+    predicted = CrossEncoder(str(multi_label_run), device="cpu").predict(pairs)
+    model = hf_bertscratch.BertScratchForSequenceClassification.from_pretrained(multi_label_run).eval()
+    classify = pipeline("text-classification", model=model, tokenizer=tokenizer)
+    for (text, text_pair), scores in zip(pairs, predicted, strict=True):
+        with torch.no_grad():
+            logits = model(**tokenizer(text, text_pair, return_tensors="pt")).logits[0]
+        assert scores.tolist() == pytest.approx(torch.sigmoid(logits).tolist(), abs=1e-5)
+        by_label = {
+            entry["label"]: entry["score"] for entry in classify({"text": text, "text_pair": text_pair}, top_k=None)
+        }
+        assert scores.tolist() == pytest.approx([by_label[name] for name in ("cats", "dogs", "films")], abs=1e-5)
+
+
 TEST_SETS = [["dogs"], ["cats", "films"], ["films"], [], ["cats"], ["cats", "dogs", "films"], ["dogs", "films"]]
 
 

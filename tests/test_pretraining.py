@@ -532,7 +532,8 @@ def test_a_transformers_bert_folder_is_continued_from_its_converted_weights(
 
 
 # What fine-tuning records in a model's config for its task alone (`finetuning.load_model`): the head's classes and
-# problem type, how the sequence head reads and cuts its inputs, and the columns its data was read from.
+# problem type, how the sequence head reads and cuts its inputs, the columns its data was read from, and the activation
+# sentence-transformers' CrossEncoder applies to its scores.
 FINE_TUNED_ENTRIES = {
     "num_labels": 3,
     "id2label": {0: "neg", 1: "neutral", 2: "pos"},
@@ -544,6 +545,7 @@ FINE_TUNED_ENTRIES = {
     "long_text_truncation": "head+tail",
     "long_text_head_tokens": 8,
     "input_columns": {"text": "review"},
+    "sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"},  # CrossEncoder's
 }
 
 

@@ -48,6 +48,14 @@ from .features import (
 logger = logging.getLogger(__name__)
 
 
+def cross_encoder_activation(activation: type[torch.nn.Module]) -> dict[str, dict[str, str]]:
+    """The config entry (`BertScratchConfig.sentence_transformers`) naming the activation sentence-transformers'
+    `CrossEncoder` applies to the head's logits in `predict`, where its default would not give the model's scores: a
+    sigmoid on a head of one output (a regressor's score squashed into (0, 1)), nothing on a wider one (a multi-label
+    classifier's logits, where transformers' text-classification pipeline gives each label's sigmoid)."""
+    return {"sentence_transformers": {"activation_fn": f"{activation.__module__}.{activation.__qualname__}"}}
+
+
 def make_text_tokenize_function(
     tokenizer: PreTrainedTokenizerBase,
     task: TaskSpec,
@@ -281,7 +289,14 @@ class RegressionShape(ClassificationShape):
         self.names, self.label_map = ["score"], None
 
     def config_updates(self) -> dict:
-        return {"num_labels": 1, "problem_type": "regression", "id2label": {0: "score"}, "label2id": {"score": 0}}
+        """One output, the score itself: its logit, which a CrossEncoder of the folder predicts unchanged."""
+        return {
+            "num_labels": 1,
+            "problem_type": "regression",
+            "id2label": {0: "score"},
+            "label2id": {"score": 0},
+            **cross_encoder_activation(torch.nn.Identity),
+        }
 
     def compute_metrics(self, raw: datasets.Dataset, features: datasets.Dataset) -> Callable[[EvalPrediction], dict]:
         return RegressionMetrics()
@@ -468,10 +483,12 @@ class MultiLabelClassificationShape(ClassificationShape):
         """A head of one output per label, each its own sigmoid (transformers' BCE loss for this problem type), and
         the threshold its labels are given at (`bertscratch classify` reads it): None in the checkpoints of a run
         that chooses it on the eval split until it is chosen (`settle_threshold`), which classify reads as
-        `MULTI_LABEL_THRESHOLD`."""
+        `MULTI_LABEL_THRESHOLD`; and each label's sigmoid as what a CrossEncoder of the folder predicts, as the
+        pipeline gives it."""
         return {
             **class_config(self.names),
             "problem_type": "multi_label_classification",
+            **cross_encoder_activation(torch.nn.Sigmoid),
             "multi_label_threshold": self.threshold if self.threshold_settled else None,
         }
 
