@@ -545,7 +545,7 @@ def describe_run(
         "train_samples": len(raw["train"]),
         "eval_samples": len(raw["eval"]),
         **({"test_samples": len(raw["test"])} if "test" in raw else {}),
-        # --eval_split names the test split: it is scored once, as eval, and its eval_* scores are those chosen on
+        # the eval split is the test split: it is scored once, as eval, and its eval_* scores are those chosen on
         **({"checkpoints_chosen_on_test_split": True} if data_args.chosen_on_test_split else {}),
         # what the eval and test examples were: the data's split read as each, and the share of train held out
         "split_names": dict(data_args.split_names),

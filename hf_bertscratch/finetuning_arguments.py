@@ -28,7 +28,7 @@ from .hub import check_training_push
 from .model_reference import check_model_reference
 from .run_folder import GuardedTrainingArguments, check_output_dir, resolve_checkpoint
 from .tasks import SEQUENCE_SHAPES, finetune_defaults, recipe_name
-from .tasks.data import DataArguments, fit_length_to_model
+from .tasks.data import DataArguments, chooses_on_test_split, fit_length_to_model, test_split_chosen_by
 
 AUTO = "auto"  # a setting chosen for the task (and model) at hand
 AUTO_METRIC = AUTO  # --metric_for_best_model's default: the task's main metric
@@ -97,21 +97,12 @@ def check_multi_label_threshold(value: object, data_args: DataArguments | None) 
             f"--multi_label_threshold {given!r} decides a {MULTI_LABEL_SHAPE} task's labels, but this is a {shape} "
             f"task: add --task_type {MULTI_LABEL_SHAPE}, or leave --multi_label_threshold out."
         )
-    if given in CHOSEN_THRESHOLDS and data_args is not None and evaluates_on_test_split(data_args):
+    if given in CHOSEN_THRESHOLDS and data_args is not None and chooses_on_test_split(data_args):
         raise ValueError(
-            f"--multi_label_threshold {given} would be chosen on the test split (--eval_split {data_args.eval_split}): "
+            f"--multi_label_threshold {given} would be chosen on the test split ({test_split_chosen_by(data_args)}): "
             "give a number, or choose it on a validation split."
         )
     return given
-
-
-def evaluates_on_test_split(data_args: DataArguments) -> bool:
-    """Whether --eval_split names the test split (the task's, else "test") and no share of train is held out in its
-    place (--validation_split_percentage, else the task's), so that checkpoints are chosen on the test split."""
-    task = data_args.task_spec
-    share = data_args.validation_split_percentage
-    held_out = share if share is not None else task.validation_split_percentage
-    return bool(data_args.eval_split) and not held_out and data_args.eval_split == (task.test_split or "test")
 
 
 @dataclass
@@ -241,7 +232,7 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
             "that gives the chosen model the best eval micro F1 (macro F1 where --metric_for_best_model is "
             f"macro_f1; the checkpoints themselves are compared at {MULTI_LABEL_THRESHOLD:g}), or {AUTO_PER_LABEL!r}: "
             "one of them per label, by the same metric (a label that no eval example holds keeps auto's); never "
-            f"chosen on the test split (refused with --eval_split naming it). None: {MULTI_LABEL_THRESHOLD:g}. "
+            f"chosen on the test split (refused where the eval split is the test split). None: {MULTI_LABEL_THRESHOLD:g}. "
             "Recorded in the model's config, where `bertscratch classify` reads it."
         },
     )

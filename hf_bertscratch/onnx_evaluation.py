@@ -63,7 +63,13 @@ from .onnx.runtime import BertScratchOnnxRuntimeModel
 from .records import write_record
 from .task_heads import check_task_head
 from .tasks import TaskSpec
-from .tasks.data import DataArguments, fit_length_to_model, load_task_datasets, load_task_tokenizer
+from .tasks.data import (
+    DataArguments,
+    fit_length_to_model,
+    load_task_datasets,
+    load_task_tokenizer,
+    test_split_chosen_by,
+)
 from .tasks.shapes import FeatureSettings, TaskShape, build_shape
 from .tokenization import IGNORE_INDEX  # unscored labels; also what outputs and labels are padded with
 
@@ -460,7 +466,7 @@ def load_split_features(
         )
     if args.split == "test" and data_args.chosen_on_test_split:
         raise ValueError(
-            f"The test split is the eval split here (--eval_split {data_args.eval_split}), scored once, as fine-tuning "
+            f"The test split is the eval split here ({test_split_chosen_by(data_args)}), scored once, as fine-tuning "
             "scores it: give --split eval, or leave --split out."
         )
     if args.split is not None and args.split not in raw:

@@ -12,7 +12,7 @@ import datasets
 import huggingface_hub
 import pytest
 
-from hf_bertscratch.tasks.data import MIN_HELD_OUT, DataArguments, load_task_datasets
+from hf_bertscratch.tasks.data import MIN_HELD_OUT, DataArguments, chooses_on_test_split, load_task_datasets
 from hf_bertscratch_base.task_table import HOLD_OUT_PERCENTAGE
 
 RTE_HEADER = ("index", "sentence1", "sentence2", "label")
@@ -195,6 +195,53 @@ def test_eval_split_test_scores_the_test_split_once_from_a_file_as_from_a_datase
         splits, args = load(caplog, **flags, eval_split="test", validation_split_percentage=10)
         assert sizes(splits) == {"train": 18, "eval": 2, "test": 3} and splits["test"]["text"] == ["a", "b", "c"]
         assert not args.chosen_on_test_split
+
+
+# Data flags -> whether checkpoints are chosen on the test split. The files: a train file, a labelled test file.
+TEST_SPLIT_CHOICES = [
+    ({"files": True, "eval_split": "test"}, True),
+    ({"files": True, "eval_split": "test", "validation_split_percentage": 10}, False),
+    ({"files": True}, False),  # the test file is scored once; a share of train is held out to choose on
+    ({"task": "imdb"}, False),  # IMDB's 5% of train held out; its test split scored once
+    ({"task": "imdb", "eval_split": "test"}, False),
+    ({"task": "imdb", "validation_split_percentage": 0}, True),  # its eval split, the only labelled one, is its test
+    ({"task": "imdb", "eval_split": "test", "validation_split_percentage": 0}, True),
+    ({"task": "rte"}, False),
+]
+
+
+@pytest.mark.parametrize("flags, chosen_on_test", TEST_SPLIT_CHOICES)
+def test_one_rule_says_where_checkpoints_are_chosen_on_the_test_split(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, flags: dict, chosen_on_test: bool
+) -> None:
+    """The command line's answer (`chooses_on_test_split`, which refuses a multi-label threshold to choose there) is
+    the loaded data's (`args.chosen_on_test_split`, the run's record), and both are whether the eval split read is
+    the test split: IMDB's eval split is its test split, so holding none of train out chooses on it, --eval_split or
+    not, and the log says so."""
+    flags = dict(flags)
+    if flags.pop("files", False):
+        rows = {"train": [(f"train {i}", str(i % 2)) for i in range(20)], "test": [("a", "0"), ("b", "1")]}
+        for split, split_rows in rows.items():
+            flags[f"{split}_file"] = str(write_tsv(tmp_path / f"{split}.tsv", split_rows, ("text", "label")))
+    else:
+        flags["data_dir"] = str(data_dir)
+    args = DataArguments(**flags)
+    assert chooses_on_test_split(args) is chosen_on_test
+    splits, args = load(caplog, **flags)
+    assert args.chosen_on_test_split is chosen_on_test
+    assert (args.split_names["eval"] == "test" and "test" not in splits) is chosen_on_test
+    logged = said(caplog, "Checkpoints are chosen on the test split")
+    task_eval_split = "the task's eval split, with --validation_split_percentage 0"  # IMDB's, its test split
+    why = f"--eval_split {flags['eval_split']}" if "eval_split" in flags else task_eval_split
+    assert logged == (
+        [
+            f"Checkpoints are chosen on the test split 'test' ({len(splits['eval'])} examples, {why}), "
+            "which is scored once, as the eval split: its eval_* scores are those of the split the "
+            "checkpoints were chosen on, not of examples the choice never saw."
+        ]
+        if chosen_on_test
+        else []
+    )
 
 
 def test_a_file_the_run_does_not_read_is_refused(

@@ -233,7 +233,7 @@ class DataArguments:
         self.derived_from_length: list[str] = []  # head_tokens, doc_stride: set from max_seq_length, not given
         self.split_sizes: dict[str, int] = {}
         self.split_names: dict[str, str] = {}  # train, eval, test -> the data's split read as it (or held_out)
-        self.chosen_on_test_split = False  # --eval_split names the test split: its scores are those chosen on
+        self.chosen_on_test_split = False  # the eval split is the test split: its scores are those chosen on
         self.task_spec: TaskSpec = check_data_arguments(self)
 
 
@@ -414,8 +414,9 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     presence, columns and emptiness before any training. Without a validation split, a share of the train split is
     held out to choose checkpoints on (`HOLD_OUT_PERCENTAGE`, or the task's): where a test split is given, it is
     scored once, at the end; where train is all the data, the held-out examples are the eval split reported, and at
-    least `MIN_HELD_OUT` of them. Where --eval_split names the test split, it is scored once too, as the eval split
-    that checkpoints are chosen on, which the log says (`log_test_split_chosen_on`)."""
+    least `MIN_HELD_OUT` of them. Where the eval split is the test split (--eval_split names it, or IMDB's with none
+    of train held out), it is scored once too, as the eval split that checkpoints are chosen on, which the log says
+    (`log_test_split_chosen_on`)."""
     raw = _load_splits(args, task, cache_dir)
     roles = split_roles(task, list(raw), bool(args.test_file), bool(args.test_split), bool(args.eval_split))
     share_chosen = args.validation_split_percentage is None  # not given: the task's, else by the data's splits
@@ -453,7 +454,7 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
         chosen = hold_out_validation(chosen, args.validation_split_percentage)
         scored_once = roles.get("test", roles.get("eval"))  # the former eval split becomes the test split
         args.split_names = {"train": roles["train"], "eval": HELD_OUT, **({"test": scored_once} if scored_once else {})}
-    log_test_split_chosen_on(args, task, roles.get("eval"), len(chosen["eval"]))
+    log_test_split_chosen_on(args, roles.get("eval"), len(chosen["eval"]))
     for role, split in chosen.items():
         check_columns(split.column_names, required_columns(task, role, chosen["train"].column_names), role)
         if len(split) == 0:
@@ -466,18 +467,39 @@ def load_task_datasets(args: DataArguments, task: TaskSpec, cache_dir: str | Non
     return chosen
 
 
-def log_test_split_chosen_on(args: DataArguments, task: TaskSpec, eval_split: str | None, examples: int) -> None:
-    """Where --eval_split names the test split (the task's, else "test") and no share of train is held out instead,
-    say in one line that it is scored once, as the eval split, so that its scores are those of the split checkpoints
-    are chosen on, and mark the arguments so (`args.chosen_on_test_split`, for the run's record)."""
-    named = bool(args.eval_split) and not args.validation_split_percentage
-    args.chosen_on_test_split = named and eval_split == (task.test_split or "test")
+def chooses_on_test_split(args: DataArguments, eval_split: str | None = None) -> bool:
+    """Whether checkpoints (and a multi-label threshold) are chosen on the test split: the split read as eval is the
+    test split (the task's, else "test") and no share of train is held out in its place. `eval_split`: the data's
+    split read as eval once the splits are known (`split_roles`; "" where one is held out of train); None: the task's
+    (--eval_split, else the table's: IMDB's is its test split), as the command line is parsed. The share held out:
+    --validation_split_percentage, else the task's (IMDB's 5%)."""
+    task = args.task_spec
+    split = task.eval_split if eval_split is None else eval_split
+    share = args.validation_split_percentage
+    held_out = share if share is not None else task.validation_split_percentage
+    return bool(split) and not held_out and split == (task.test_split or "test")
+
+
+def test_split_chosen_by(args: DataArguments) -> str:
+    """What makes the eval split the test split (`chooses_on_test_split`), as a message names it: --eval_split, or the
+    task's own eval split with none of train held out in its place."""
+    if args.eval_split:
+        return f"--eval_split {args.eval_split}"
+    return "the task's eval split, with --validation_split_percentage 0"
+
+
+def log_test_split_chosen_on(args: DataArguments, eval_split: str | None, examples: int) -> None:
+    """Where checkpoints are chosen on the test split (`chooses_on_test_split`: `eval_split`, the data's split read as
+    eval, is the test split), say in one line that it is scored once, as the eval split, so that its scores are those
+    of the split checkpoints are chosen on, and mark the arguments so (`args.chosen_on_test_split`, for the run's
+    record)."""
+    args.chosen_on_test_split = chooses_on_test_split(args, eval_split or "")
     if args.chosen_on_test_split:
         logger.info(
-            "Checkpoints are chosen on the test split %r (%s examples, --eval_split %s), which is scored once, as the "
-            "eval split: its eval_* scores are those of the split the checkpoints were chosen on, not of examples the "
-            "choice never saw.",
-            eval_split, f"{examples:,}", args.eval_split,
+            "Checkpoints are chosen on the test split %r (%s examples, %s), which is scored once, as the eval split: "
+            "its eval_* scores are those of the split the checkpoints were chosen on, not of examples the choice "
+            "never saw.",
+            eval_split, f"{examples:,}", test_split_chosen_by(args),
         )  # fmt: skip
 
 
