@@ -3,7 +3,8 @@ GEMM into a reused logits buffer (a padded batch's real rows then moved to their
 
 An MLM head's inference forward returns (B, T, V) logits (500 MB at mini, B=32, T=128): a fresh tensor of that size
 is page-faulted and zeroed on every call, one GEMM writes the bias over it, then the product over it again. With
-`enable(model)`, the model can decode instead (without autograd, on CPU) into its last logits buffer once nothing
+`enable(model)`, the model can decode instead (without autograd, on CPU, its decoder's weights not offloaded by
+accelerate: an offloaded head decodes as usual, through its forward) into its last logits buffer once nothing
 outside uses that memory any more, pad rows zeroed, in one GEMM whose real rows are then moved to their padded
 positions, or tile by tile straight to them so that each output tile stays in cache while its bias and product are written. Logits are
 the same as the model's own decoding (tested); `bertscratch pretrain`'s MLM + NSP evaluation and the inference workload of
@@ -201,8 +202,8 @@ def _move_runs(out: torch.Tensor, runs: list[tuple[int, int, int]]) -> None:
 
 class TiledLogitsDecoder:
     """A model's `logits_decoder` (set by `enable`): decodes (B, T, H) into (B, T, V) logits in `tile`s, into the
-    reused buffer, where it can (CPU, no autograd, no tracing, no autocast); returns None elsewhere, and the model
-    then decodes as usual. `tile` "auto" is resolved by `choose_decoding` at the first decoding of a batch without
+    reused buffer, where it can (CPU, no autograd, no tracing, no autocast, the decoder's weights not offloaded:
+    `applies`); returns None elsewhere, and the model then decodes as usual. `tile` "auto" is resolved by `choose_decoding` at the first decoding of a batch without
     padding (`tile`) and at the first of a padded one (`padded_tile`); "model" leaves every decoding to the model. The buffer is not model state: a copy of the decoder starts without one."""
 
     def __init__(self, tile: Tile = "auto") -> None:
@@ -247,15 +248,18 @@ class TiledLogitsDecoder:
     @staticmethod
     def applies(head: BertScratchLMHead, sequence_output: torch.Tensor) -> bool:
         """Decoding into the buffer needs CPU, no autograd (it writes with out=), no tracing, no autocast (which does
-        not cast out= calls), the decoder's dtype and a decoder bias."""
-        weight = head.decoder.weight
+        not cast out= calls), the decoder's dtype, a decoder bias, and the decoder's weights in memory: accelerate's
+        offloading (a `device_map` with "disk" or "cpu" offload) leaves them on the meta device and loads them only
+        within the decoder's forward, which the model's own decoding calls."""
+        weight, bias = head.decoder.weight, head.decoder.bias
         return (
             sequence_output.device.type == "cpu"
             and not (torch.is_grad_enabled() and (sequence_output.requires_grad or weight.requires_grad))
             and not torch.compiler.is_compiling()
             and not torch.is_autocast_enabled("cpu")
             and sequence_output.dtype == weight.dtype
-            and head.decoder.bias is not None
+            and bias is not None
+            and not (weight.is_meta or bias.is_meta)
         )
 
     def logits_buffer(self, rows: int, columns: int, like: torch.Tensor) -> torch.Tensor:

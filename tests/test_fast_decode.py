@@ -3,6 +3,8 @@ overwrite logits a caller still holds, and the decoding of each machine is the f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -79,6 +81,40 @@ def test_decoding_into_runs_puts_each_run_at_its_place(runs: list[tuple[int, int
     torch.testing.assert_close(out[written], expected[written], atol=ATOL, rtol=1e-4)
     if tile is not None or not fast_decode._in_grid_order(runs):  # one GEMM uses the rows before a run as scratch
         assert bool((out[~written] == 7.0).all())
+
+
+@pytest.mark.parametrize("tile", [None, (5, 40)])
+def test_a_head_offloaded_by_accelerate_decodes_through_its_forward(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tile: tuple[int, int] | None
+) -> None:
+    """A device_map that offloads the MLM head to disk leaves its decoder's weights on the meta device, loaded in a
+    hook accelerate wraps around the decoder's forward: with `enable`, the model then decodes through that forward
+    (its own decoding), not into the buffer from the weights, and gives the logits of the model loaded whole, padded
+    batch or not. (Untied: with the decoder tied to the word embeddings, accelerate looks for the tied weight among
+    the offloaded ones and fails before any decoding.)"""
+    torch.manual_seed(0)
+    config = BertScratchConfig(**tiny_config_kwargs(VOCAB), tie_word_embeddings=False)
+    BertScratchForMaskedLM(config).save_pretrained(tmp_path / "model")
+    whole = BertScratchForMaskedLM.from_pretrained(tmp_path / "model").eval()
+    offloaded = BertScratchForMaskedLM.from_pretrained(
+        tmp_path / "model", device_map={"bert": "cpu", "cls": "disk"}, offload_folder=str(tmp_path / "offload")
+    ).eval()
+    assert offloaded.cls.decoder.weight.is_meta
+    fast_decode.enable(offloaded, tile)
+    calls = []
+    decode_into = fast_decode.decode_into
+    monkeypatch.setattr(fast_decode, "decode_into", lambda *args: calls.append(args[3]) or decode_into(*args))
+    batch = _batch()
+    for inputs in (
+        {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+        {"input_ids": batch["input_ids"][:1]},
+    ):
+        real = inputs.get("attention_mask", torch.ones_like(inputs["input_ids"])).bool()
+        with torch.inference_mode():
+            logits, expected = offloaded(**inputs).logits, whole(**inputs).logits
+        torch.testing.assert_close(logits[real], expected[real], atol=ATOL, rtol=1e-4)
+        assert bool((logits[~real] == 0).all())
+    assert not calls
 
 
 def test_a_bad_tile_is_named() -> None:
