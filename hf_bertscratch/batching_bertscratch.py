@@ -583,7 +583,8 @@ def attention_mask_for(
 
     Args:
         attention_mask: (B, T) 0/1 key mask, or None when no key is masked, or a prepared 4D mask (B, 1, T or 1, T),
-            which every implementation takes as additive (`_prepared_mask`; FlashAttention then runs as SDPA).
+            which every implementation takes as additive (`_prepared_mask`; FlashAttention then runs as SDPA, flex
+            attention adds it as a position bias, `BertScratchAttention`).
         documents: (B or 1, T) document ids of a padding-free batch, or None.
         hidden_states: the encoder's input, for the additive mask's dtype and the device.
 
@@ -598,9 +599,7 @@ def attention_mask_for(
         return None
     implementation = attention_implementation(config, output_attentions)
     if attention_mask is not None and attention_mask.dim() == 4:  # prepared: the attention runs it as given
-        prepared = _prepared_mask(attention_mask, hidden_states.dtype)
-        # flex attention's score mask is read at [batch, 0, query, key]: a (B, 1, 1, T) one needs its T query rows
-        return prepared.expand(-1, -1, grid[1], -1) if implementation == "flex_attention" else prepared
+        return _prepared_mask(attention_mask, hidden_states.dtype)
     if is_flash_attention_requested(requested_attention_implementation=implementation) and documents is None:
         return attention_mask
     if implementation != "flex_attention":

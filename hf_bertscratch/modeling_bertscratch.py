@@ -200,13 +200,18 @@ class BertScratchAttention(nn.Module):
 
         implementation = attention_implementation(self.config, output_attentions)
         mask = attention_mask
-        sequences: dict[str, torch.Tensor | int] = {}
+        extra: dict[str, torch.Tensor | int] = {}  # what the attention function takes beside the mask
         if varlen is not None:
-            mask, sequences = None, varlen.kwargs()
+            mask, extra = None, varlen.kwargs()
         elif isinstance(mask, torch.Tensor) and mask.dim() == 4:  # additive, built in float32: clamp for fp16
             mask = mask.clamp(min=torch.finfo(query.dtype).min).to(query.dtype)
             if is_flash_attention_requested(requested_attention_implementation=implementation):
                 implementation = "sdpa"  # a padding-free batch kept padded for per-layer outputs (see plan_batch)
+            elif implementation == "flex_attention":
+                # transformers' flex function reads a tensor mask as mask[b][0][q][kv], which crashes torch's compiled
+                # CPU kernel (torch 2.13), and a position bias as bias[b, h, q, kv]: the same additive scores
+                bias = mask.expand(batch_size, self.num_heads, seq_len, seq_len)  # (B, nh, T, T), a view
+                mask, extra = None, {"position_bias": bias}
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         context, probs = attention_interface(
             self,
@@ -216,7 +221,7 @@ class BertScratchAttention(nn.Module):
             mask,
             dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
             scaling=self.scaling,
-            **sequences,
+            **extra,
         )
         context = context.reshape(batch_size, seq_len, -1)  # (B, T, H) or (1, N, H)
         if varlen is not None:

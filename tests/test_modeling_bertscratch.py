@@ -1367,6 +1367,38 @@ def test_flex_attention_equals_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not torch.allclose(outputs["packed"]["eager", False], outputs["full"]["eager", False], atol=1e-3)
 
 
+@pytest.mark.slow  # torch compiles flex attention, on CPU too
+@pytest.mark.parametrize("unpad", [True, False], ids=["unpad", "padded"])
+@pytest.mark.parametrize("form", ["bool", "float"])
+@pytest.mark.parametrize("head", ["BertModel", "BertForMaskedLM"])
+def test_flex_attention_applies_a_prepared_4d_mask_as_given(head: str, form: str, unpad: bool) -> None:
+    """A (B, 1, T, T) mask, bool (True to attend) or additive, and a (B, 1, 1, T) additive key mask are applied under
+    flex attention as under eager and sdpa with the same weights, and give transformers' BERT's outputs (its sdpa for
+    the bool mask, as `test_parity_with_a_prepared_4d_mask`). Forward only: flex attention has no CPU backward."""
+    reference, ours = _pair(head, "sdpa" if form == "bool" else "eager", unpad)
+    inputs = _inputs()
+    inputs.update(_labels(head, inputs))
+    blocks = _block_diagonal_mask(inputs)
+    masks = {"(B, 1, T, T)": blocks if form == "bool" else _additive_form(blocks)}
+    if form == "float":
+        masks["(B, 1, 1, T)"] = _additive_form(inputs["attention_mask"].bool()[:, None, None, :])
+    key = "logits" if head == "BertForMaskedLM" else "last_hidden_state"
+    for shape, mask in masks.items():
+        batch = inputs | {"attention_mask": mask}
+        got = {}
+        for attn in ("eager", "sdpa", "flex_attention"):
+            ours.set_attn_implementation(attn)
+            with torch.no_grad():
+                got[attn] = ours(**batch)
+        for attn in ("eager", "sdpa"):
+            _compare(got["flex_attention"][key], got[attn][key], None, f"{shape}: flex against {attn}")
+        with torch.no_grad():
+            _compare_outputs(got["flex_attention"], reference(**batch), mask=None)
+    with torch.no_grad():  # the mask is applied, not dropped: a segment's tokens do not see the other segment
+        plain = ours(**(inputs | {"attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)}))
+    assert not torch.allclose(plain[key], got["flex_attention"][key])
+
+
 # --------------------------------------------------------------------------------------------------------- CUDA
 
 
