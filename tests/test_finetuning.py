@@ -41,7 +41,12 @@ from hf_bertscratch.finetuning_arguments import ModelArguments
 from hf_bertscratch.hub import prepare_upload_folder
 from hf_bertscratch.inference import quiet_loading_report
 from hf_bertscratch.tasks import CONLL2003_LABELS, TASKS
-from hf_bertscratch.tasks.classification import ClassificationShape, label_mapping, make_text_tokenize_function
+from hf_bertscratch.tasks.classification import (
+    ClassificationShape,
+    cross_encoder_activation,
+    label_mapping,
+    make_text_tokenize_function,
+)
 from hf_bertscratch.tasks.data import DataArguments, check_data_arguments, load_task_datasets
 from hf_bertscratch.tasks.embedding import EmbeddingShape
 from hf_bertscratch.tasks.features import FeatureSettings, truncate_ids
@@ -389,15 +394,19 @@ def test_a_fine_tuned_folder_gives_its_encoder_to_another_task(
     tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Intermediate-task transfer: a regressor's folder handed to a classification task keeps its encoder and drops
-    its head (logged); a folder whose head already has the task's classes keeps it; other classes of the same count
-    get a new head."""
+    its head (logged) and the CrossEncoder activation it recorded; a folder whose head already has the task's classes
+    keeps it; other classes of the same count get a new head."""
     regressor_dir = tmp_path / "regressor"
-    regressor = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1, problem_type="regression")
+    regressor = AutoModelForSequenceClassification.from_pretrained(
+        model_dir, num_labels=1, problem_type="regression", **cross_encoder_activation(torch.nn.Identity)
+    )
+    assert regressor.config.sentence_transformers == {"activation_fn": "torch.nn.modules.linear.Identity"}
     regressor.save_pretrained(regressor_dir)
     with caplog.at_level("INFO", logger="hf_bertscratch.finetuning"):
         model = load_model(resolved(regressor_dir), classes("neg", "pos"))
     assert model.config.num_labels == 2 and model.config.id2label == {0: "neg", 1: "pos"}
     assert model.config.problem_type == "single_label_classification"  # not the regressor's MSE
+    assert model.config.sentence_transformers == {}  # CrossEncoder's default for two outputs, not the regressor's
     batch = AutoTokenizer.from_pretrained(model_dir)(["the cat", "a dog ran"], padding=True, return_tensors="pt")
     loss = model(**batch, labels=torch.tensor([0, 1])).loss
     torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(model(**batch).logits, torch.tensor([0, 1])))
