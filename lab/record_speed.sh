@@ -100,8 +100,9 @@ if [[ $WHAT == cpu-choices ]]; then
         --output_json "$(next_record "padded-decoding-$CPU" cpu-choices)"
     # two fine-tunes side by side on the cores against one alone, from the quick start's model (MODEL=folder)
     model=${MODEL:-runs/bert-tiny-wikitext2}
+    data_dir=${DATA_DIR:-${BERTSCRATCH_DATA_DIR:-../shared/data}}  # the folder holding sst2/, as the other recorders
     if [[ -f $model/config.json ]]; then
-        python -m lab.time_side_by_side --model "$model" --data_dir "${DATA_DIR:-../shared/data}" --rounds 1 \
+        python -m lab.time_side_by_side --model "$model" --data_dir "$data_dir" --rounds 1 \
             --ways fitted --record "$(next_record "finetune-sst2-$CPU-shipped" threads)"
     else
         echo "no model at $model (run the quick start, or set MODEL): two fine-tunes side by side not timed" >&2
