@@ -304,6 +304,15 @@ _NO_COUNTERPART = {
 }
 
 
+def bertscratch_config(config: Any, source: str) -> BertScratchConfig:
+    """`config` as a BertScratch config: itself where it is one, a BERT or ELECTRA config converted (the same sizes);
+    any other model_type refused in the front door's line, naming `source` (where the config came from)."""
+    check_model_type(source, config.model_type, config.architectures, "config")
+    if config.model_type not in _FROM_TRANSFORMERS:
+        return config
+    return _FROM_TRANSFORMERS[config.model_type][2](config)
+
+
 def _conversion_from_transformers(
     source: str | Path, config: Any
 ) -> tuple[str, Callable[[PreTrainedModel], PreTrainedModel]]:
@@ -548,6 +557,7 @@ __all__ = [
     "bert_state_dict_to_bertscratch",
     "bertscratch_state_dict_to_bert",
     "bert_config_to_bertscratch",
+    "bertscratch_config",
     "bertscratch_config_to_bert",
     "bert_to_bertscratch",
     "bertscratch_to_bert",

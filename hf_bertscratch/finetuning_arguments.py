@@ -20,6 +20,7 @@ from transformers import PretrainedConfig, TrainingArguments
 
 from hf_bertscratch_base import did_you_mean
 from hf_bertscratch_base.model_config import check_threshold, describe_grid
+from hf_bertscratch_base.model_reference import check_source_flag
 from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
 
 from .arguments import ArgumentParser, described_values, parse_args_or_json
@@ -164,6 +165,7 @@ class ModelArguments:
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
 
     def __post_init__(self) -> None:
+        check_source_flag("--tokenizer_name", self.tokenizer_name)
         if self.dropout != -1 and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1) or -1 (the checkpoint's), got {self.dropout}.")
 

@@ -18,11 +18,13 @@ from transformers.training_args import OptimizerNames
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN, TEXT_TRAIN_FILE_HELP
 from hf_bertscratch_base.model_config import NEW_MODEL_POSITIONS, check_max_seq_length
+from hf_bertscratch_base.model_reference import check_source_flag
 from hf_bertscratch_base.task_table import TASKS
 
 from .arguments import ArgumentParser, parse_args_or_json
 from .budget import budget_lr_lambda, wsd_cooldown
 from .configuration_bertscratch import PRESETS, BertScratchConfig, BertScratchPreset, drop_task_entries
+from .convert import bertscratch_config
 from .data import DEFAULT_PRETRAINING_DATASET, check_max_samples
 from .electra import (
     check_electra_arguments,
@@ -479,6 +481,8 @@ def check_model_arguments(model_args: ModelArguments) -> None:
     ):
         raise ValueError(f"model_size must be one of {sorted(PRESETS)}, got {model_args.model_size!r}.")
     check_num_attention_heads(model_args)
+    check_source_flag("--config_name", model_args.config_name)
+    check_source_flag("--tokenizer_name", model_args.tokenizer_name)
     if model_args.tokenizer_name is None and model_args.model_name_or_path is None:  # a tokenizer is trained
         if model_args.tokenizer_vocab_size <= len(SPECIAL_TOKENS):
             raise ValueError(
@@ -719,10 +723,12 @@ def preset_sizes(model_args: ModelArguments) -> BertScratchPreset:
 
 
 def new_model_config(model_args: ModelArguments, tokenizer: PreTrainedTokenizerBase) -> BertScratchConfig:
-    """The config of a new model: `--config_name`, or the `--model_size` preset with this run's dropout, positions
-    and position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
+    """The config of a new model: `--config_name` (transformers' BERT or ELECTRA sizes made BertScratch's, any other
+    model_type refused: `bertscratch_config`), or the `--model_size` preset with this run's dropout, positions and
+    position init; its vocabulary and [PAD] are the tokenizer's. (Shared with the JAX entry point.)"""
     if model_args.config_name:
-        config = AutoConfig.from_pretrained(model_args.config_name)
+        given = AutoConfig.from_pretrained(model_args.config_name)
+        config = bertscratch_config(given, f"--config_name {model_args.config_name!r}")
     else:
         config = BertScratchConfig(
             **preset_sizes(model_args),

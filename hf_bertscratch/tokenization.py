@@ -17,7 +17,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
 from hf_bertscratch_base.data_files import TEXT_COLUMN, TEXT_TRAIN_FILE_HELP
-from hf_bertscratch_base.model_reference import check_not_a_missing_path
+from hf_bertscratch_base.model_reference import LOCAL_TOKENIZER, check_not_a_missing_path
 from hf_bertscratch_base.task_table import check_columns
 
 from .arguments import ArgumentParser, parse_args_or_json
@@ -53,7 +53,7 @@ def load_tokenizer(name_or_path: str, remedy: str | None = None) -> PreTrainedTo
     path = Path(name_or_path).expanduser()
     tokenizer: PreTrainedTokenizerBase
     if not path.exists():
-        check_not_a_missing_path(name_or_path, "Tokenizer", "a tokenizer folder, a vocab.txt file or its folder")
+        check_not_a_missing_path(name_or_path, "Tokenizer", LOCAL_TOKENIZER)
     if path.is_file():
         tokenizer = BertTokenizer(vocab=str(path))
     elif path.is_dir() and not any((path / name).is_file() for name in _TOKENIZER_FILES):

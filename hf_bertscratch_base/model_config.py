@@ -19,6 +19,8 @@ from .task_table import MULTI_LABEL_THRESHOLD, THRESHOLD_GRID
 # The model types the commands load (`hf_bertscratch.convert.family_checkpoint`): BertScratch's own, then
 # transformers' BERT and ELECTRA (a discriminator), which are converted on load.
 MODEL_TYPES = ("bertscratch", "bert", "electra")
+# What a model of those types keeps as it becomes BertScratch, by what its folder or file holds (`check_model_type`).
+KEPT = {"checkpoint": "weights", "config": "sizes"}
 # The positions of a new model (`bertscratch pretrain --max_position_embeddings`'s default).
 NEW_MODEL_POSITIONS = 512
 # transformers' problem_type of a multi-label classifier: one sigmoid per label, a label given where it is above a
@@ -51,10 +53,13 @@ def read_model_config(model: str | Path) -> dict[str, Any] | None:
     return read_config(cached) if cached is not None else None
 
 
-def check_model_type(model: str | Path, model_type: str | None, architectures: object = None) -> None:
+def check_model_type(
+    model: str | Path, model_type: str | None, architectures: object = None, kind: str = "checkpoint"
+) -> None:
     """Refuse, in one line naming it (and its `architectures`, where the config records them) and what is accepted,
     a model whose config's `model_type` is none of `MODEL_TYPES` (None: no model_type recorded, left to the library).
-    The front door reads them from config.json, the library from the config it has loaded: the line is the same."""
+    The front door reads them from config.json, the library from the config it has loaded: the line is the same.
+    `kind` is what `model` holds: a "checkpoint" (weights) or a "config" (a new model's sizes: `--config_name`)."""
     if model_type is None or model_type in MODEL_TYPES:
         return
     named = (
@@ -63,8 +68,8 @@ def check_model_type(model: str | Path, model_type: str | None, architectures: o
         else ""
     )
     raise ValueError(
-        f"{model} holds a checkpoint of model_type {model_type!r}{named}; expected 'bertscratch', or transformers' "
-        "'bert' or 'electra' (an ELECTRA discriminator), which become BertScratch with the same weights."
+        f"{model} holds a {kind} of model_type {model_type!r}{named}; expected 'bertscratch', or transformers' "
+        f"'bert' or 'electra' (an ELECTRA discriminator), which become BertScratch with the same {KEPT[kind]}."
     )
 
 

@@ -21,6 +21,8 @@ from urllib.parse import urlparse
 DATA_DIR_ENV = "BERTSCRATCH_DATA_DIR"  # the data directory of local dataset copies, when --data_dir is not given
 HUB_PROBE_TIMEOUT = 3.0  # seconds one connection to the Hub may take before it counts as unreachable
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+# What a local tokenizer is, as `hf_bertscratch.tokenization.load_tokenizer` loads one.
+LOCAL_TOKENIZER = "a tokenizer folder, a vocab.txt file or its folder"
 
 
 def resolve_data_dir(data_dir: str | None) -> Path | None:
@@ -131,15 +133,34 @@ def check_model_reference(model: str | Path) -> str:
     return model
 
 
-def check_not_a_missing_path(reference: str, kind: str, local: str) -> None:
+def check_not_a_missing_path(reference: str, kind: str, local: str, flag: str | None = None) -> None:
     """Fail in one line when `reference`, which names no existing path, cannot be a Hub id either: a path
     (`./x`, `/x`, `~/x`, `a/b/c`) or `runs/nope` where `runs/` is a local folder (not a Hub user). `kind` names the
-    thing ("Model", "Tokenizer"), `local` what a local one is ("a model folder")."""
+    thing ("Model", "Tokenizer"), `local` what a local one is ("a model folder"), `flag` the flag that gave it, where
+    one did."""
+    given = f"{reference!r} ({flag})" if flag else repr(reference)
     if reference.startswith((".", "/", "~")) or not _HUB_ID.match(reference):
-        raise FileNotFoundError(f"{kind} {reference!r} does not exist: expected {local} or a Hub id (user/name).")
+        raise FileNotFoundError(f"{kind} {given} does not exist: expected {local} or a Hub id (user/name).")
     namespace = reference.split("/")[0] if "/" in reference else None
     if namespace is not None and Path(namespace).is_dir():  # runs/nope: a folder of runs/, not a Hub user
-        raise FileNotFoundError(f"{kind} folder {reference!r} does not exist (there is a local folder {namespace!r}).")
+        raise FileNotFoundError(f"{kind} folder {given} does not exist (there is a local folder {namespace!r}).")
+
+
+# A flag that names a tokenizer or a config, a local path or a Hub id -> what it names and what a local one is.
+SOURCE_FLAGS: dict[str, tuple[str, str]] = {
+    "--tokenizer_name": ("Tokenizer", LOCAL_TOKENIZER),
+    "--tokenizer": ("Tokenizer", LOCAL_TOKENIZER),
+    "--config_name": ("Config", "a config.json file, a model folder holding one"),
+}
+
+
+def check_source_flag(flag: str, value: str | None) -> None:
+    """Fail in one line naming `flag` (one of `SOURCE_FLAGS`) and its value when the value is a path that does not
+    exist (`check_not_a_missing_path`): said at once, not after a Hub id's retries or transformers' "Repo id must
+    use alphanumeric chars". None (the flag not given) passes."""
+    if value is not None and not Path(value).expanduser().exists():
+        kind, local = SOURCE_FLAGS[flag]
+        check_not_a_missing_path(value, kind, local, flag)
 
 
 # Why a dataset that datasets' cache does not hold cannot load in offline mode, as the errors put it.
@@ -222,9 +243,12 @@ def hub_cache_file(model: str, name: str) -> str | None:
 __all__ = [
     "DATA_DIR_ENV",
     "HUB_PROBE_TIMEOUT",
+    "LOCAL_TOKENIZER",
+    "SOURCE_FLAGS",
     "check_hub_dataset",
     "check_model_reference",
     "check_not_a_missing_path",
+    "check_source_flag",
     "datasets_offline_variable",
     "first_variable_on",
     "hub_cache_file",

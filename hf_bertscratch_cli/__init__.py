@@ -26,7 +26,7 @@ from hf_bertscratch_base.thread_pool import use_training_wait_policy
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
 from .data_checks import check_data_files, check_files_exist
 from .dispatch import run_command
-from .model_checks import check_length, check_model_config, check_threshold_flag
+from .model_checks import check_length, check_model_config, check_source_flags, check_threshold_flag
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
@@ -37,11 +37,13 @@ OTHER_DATA_FLAGS = ("--data_dir", "--dataset_name", "--train_file", "--validatio
 
 def check_sources(command: str, args: list[str]) -> None:
     """What the arguments point to that can be missing or of the wrong kind, checked in a second before the flags
-    are: the model (a folder, or a Hub id with the Hub reachable; a folder of a model_type the command loads), the
-    --data_dir of a training command and the local data files a command reads."""
+    are: the model (a folder, or a Hub id with the Hub reachable; a folder of a model_type the command loads), a
+    tokenizer or config flag's path (there, and a config of a model_type the command loads), the --data_dir of a
+    training command and the local data files a command reads."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
+    check_source_flags(command, args)
     check_model_config(command, args)
     data_dir = flag_value(args, "--data_dir") if command in ("finetune", "pretrain") else None
     if data_dir:

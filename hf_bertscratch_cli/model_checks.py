@@ -1,9 +1,10 @@
 """The front door's checks of a command's model by its config, before torch loads (`hf_bertscratch_base.model_config`,
-whose words the library's checks use too): a local model folder of a model_type the command does not load
-(`check_model_config`), and a `--max_seq_length` beyond the positions of the model it is for (`check_length`): a model
-folder's or a config's `max_position_embeddings`, or a new model's `--max_position_embeddings`; and classify's
-`--threshold` outside (0, 1) or for a model that is no multi-label classifier (`check_threshold_flag`). A Hub id, or a
-config that cannot be read, is left to the library.
+whose words the library's checks use too): a local model folder, or a --config_name, of a model_type the command does
+not load (`check_model_config`), a tokenizer or config flag naming a path that does not exist (`check_source_flags`),
+and a `--max_seq_length` beyond the positions of the model it is for (`check_length`): a model folder's or a config's
+`max_position_embeddings`, or a new model's `--max_position_embeddings`; and classify's `--threshold` outside (0, 1)
+or for a model that is no multi-label classifier (`check_threshold_flag`). A Hub id, or a config that cannot be read,
+is left to the library.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hf_bertscratch_base.model_config import (
     classify_threshold,
     read_config,
 )
+from hf_bertscratch_base.model_reference import check_source_flag
 
 from .commands import MODEL_FIRST, flag_value, model_argument
 
@@ -25,16 +27,35 @@ FAMILY_COMMANDS = ("finetune", *MODEL_FIRST)
 # The commands whose model of another model_type is refused (`check_model_type`): the family's, and pretrain, which
 # continues a BertScratch model (a model of any other model_type fails there).
 MODEL_TYPE_COMMANDS = (*FAMILY_COMMANDS, "pretrain")
+# A flag that names a tokenizer or a config (`SOURCE_FLAGS`) -> the commands that take it.
+SOURCE_FLAG_COMMANDS: dict[str, tuple[str, ...]] = {
+    "--tokenizer_name": ("pretrain", "pretrain-flax", "finetune"),
+    "--config_name": ("pretrain", "pretrain-flax"),
+    "--tokenizer": tuple(command for command in MODEL_FIRST if command != "convert"),
+}
 # The commands that refuse a --max_seq_length beyond their model's positions (`check_max_seq_length`).
 LENGTH_COMMANDS = ("pretrain", "finetune", "answer", "evaluate-onnx")
 
 
 def check_model_config(command: str, args: list[str]) -> None:
-    """A MODEL_TYPE_COMMANDS command's local model folder holds a model_type the command loads (`check_model_type`)."""
+    """A MODEL_TYPE_COMMANDS command's local model folder, and a new model's local --config_name, hold a model_type
+    the command loads (`check_model_type`)."""
     model = model_argument(command, args) if command in MODEL_TYPE_COMMANDS else None
     config = read_config(model) if model is not None else None
     if model is not None and config is not None:
         check_model_type(model, config.get("model_type"), config.get("architectures"))
+    config_name = flag_value(args, "--config_name") if command in SOURCE_FLAG_COMMANDS["--config_name"] else None
+    config = read_config(config_name) if config_name else None
+    if config is not None:
+        given = f"--config_name {config_name!r}"
+        check_model_type(given, config.get("model_type"), config.get("architectures"), "config")
+
+
+def check_source_flags(command: str, args: list[str]) -> None:
+    """A tokenizer or config flag the command takes names no path that does not exist (`check_source_flag`)."""
+    for flag, commands in SOURCE_FLAG_COMMANDS.items():
+        if command in commands:
+            check_source_flag(flag, flag_value(args, flag))
 
 
 def _integer(value: str | None) -> int | None:
@@ -89,8 +110,10 @@ __all__ = [
     "FAMILY_COMMANDS",
     "LENGTH_COMMANDS",
     "MODEL_TYPE_COMMANDS",
+    "SOURCE_FLAG_COMMANDS",
     "check_length",
     "check_model_config",
+    "check_source_flags",
     "check_threshold_flag",
     "model_positions",
 ]

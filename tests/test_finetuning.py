@@ -377,6 +377,13 @@ def test_classes_well_spread_over_both_splits_get_no_warning(caplog: pytest.LogC
     assert prepared_classes([0, 1] * 3, None, caplog)[-1].startswith("INFO 2 classes")
 
 
+def test_a_tokenizer_name_that_is_not_there_is_refused_as_it_is_parsed() -> None:
+    """Past the front door too: the flag and its value in one line, not transformers' "Repo id must use alphanumeric
+    chars" once the model's config has loaded."""
+    with pytest.raises(FileNotFoundError, match=re.escape("Tokenizer '../nowhere' (--tokenizer_name) does not exist")):
+        ModelArguments(model_name_or_path="m", tokenizer_name="../nowhere")
+
+
 def resolved(model: Path, **kwargs: object) -> ModelArguments:
     """The model arguments of `model` as `choose_task_defaults` leaves them for a classification task with a small
     model: [CLS] pooling."""

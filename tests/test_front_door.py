@@ -122,6 +122,55 @@ def test_a_model_type_bertscratch_takes_passes_the_front_door(tmp_path: Path, mo
     hf_bertscratch_cli.check_sources("classify", [str(model), "a fine film"])
 
 
+# What a missing tokenizer and config are called in their one line, and what a local one is.
+SOURCE_LINES = {
+    "tokenizer": ("Tokenizer", "a tokenizer folder, a vocab.txt file or its folder"),
+    "config": ("Config", "a config.json file, a model folder holding one"),
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "argv"),
+    [
+        ("finetune", "--tokenizer_name", ["--model_name_or_path", "model", "--task", "sst2", "--output_dir", "out"]),
+        ("pretrain", "--tokenizer_name", ["--output_dir", "out"]),
+        ("pretrain", "--config_name", ["--output_dir", "out"]),
+        ("pretrain-flax", "--config_name", ["--output_dir", "out"]),
+        ("classify", "--tokenizer", ["model", "a fine film"]),
+    ],
+)
+@pytest.mark.parametrize("path", ["./nowhere", "../nowhere", "~/nowhere/tokenizer", "/nowhere", "model/a/b"])
+def test_a_tokenizer_or_config_flag_naming_a_missing_path_is_refused_naming_the_flag(
+    reviews: Path, command: str, flag: str, argv: list[str], path: str
+) -> None:
+    """A path that is not there (a Hub id cannot start with ./, ../, ~ or /, nor have two slashes) is refused in one
+    line naming the flag and its value, before torch loads, not tried as a Hub id after it."""
+    done = front_door(reviews, command, *argv, flag, path)
+    kind, local = SOURCE_LINES["config" if flag == "--config_name" else "tokenizer"]
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"bertscratch {command}: error: FileNotFoundError: {kind} {path!r} ({flag}) does not exist: expected {local} "
+        "or a Hub id (user/name).\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["pretrain", "pretrain-flax"])
+@pytest.mark.parametrize("config_name", ["gpt2", "gpt2/config.json"])
+def test_a_config_name_of_another_model_type_is_refused_naming_the_types(
+    tmp_path: Path, command: str, config_name: str
+) -> None:
+    """A --config_name folder or file whose model_type BertScratch neither is nor converts is refused in one line
+    naming the flag, the model_type found and those taken, before torch loads."""
+    model_folder(tmp_path / "gpt2", model_type="gpt2", architectures=["GPT2LMHeadModel"], n_positions=1024)
+    done = front_door(tmp_path, command, "--config_name", config_name, "--output_dir", "out")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"bertscratch {command}: error: ValueError: --config_name {config_name!r} holds a config of model_type 'gpt2' "
+        "(GPT2LMHeadModel); expected 'bertscratch', or transformers' 'bert' or 'electra' (an ELECTRA discriminator), "
+        "which become BertScratch with the same sizes.\n"
+    )
+
+
 LENGTH_LINE = (
     "bertscratch {command}: error: ValueError: --max_seq_length {length} exceeds the model's max_position_embeddings "
     "{positions}: use --max_seq_length {positions} or less.\n"

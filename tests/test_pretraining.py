@@ -927,6 +927,40 @@ def test_a_new_models_heads_are_the_recipes_for_tiny_the_presets_otherwise_or_as
         pretraining.ModelArguments(num_attention_heads=4, config_name="some/config")
 
 
+@pytest.mark.parametrize("flag", ["config_name", "tokenizer_name"])
+def test_a_config_or_tokenizer_path_that_is_not_there_is_refused_as_it_is_parsed(flag: str) -> None:
+    """Past the front door too: the flag and its value in one line, before a tokenizer is trained or a model built,
+    not transformers' "Repo id must use alphanumeric chars" once the data has loaded."""
+    kind = "Config" if flag == "config_name" else "Tokenizer"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{kind} './nowhere' (--{flag}) does not exist: expected")):
+        pretraining.ModelArguments(**{flag: "./nowhere"})
+
+
+def test_a_config_name_of_bert_is_made_bertscratchs_and_of_gpt2_refused(tmp_path: Path, tokenizer_dir: Path) -> None:
+    """A --config_name of transformers' BERT gives a BertScratch model of its sizes (not transformers' own BERT); a
+    GPT-2 config is refused in the front door's line, naming the model_type found and those taken."""
+    from transformers import AutoTokenizer, BertConfig, GPT2Config
+
+    from hf_bertscratch.pretraining_arguments import new_model_config
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    BertConfig(hidden_size=48, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64).save_pretrained(
+        tmp_path / "bert"
+    )
+    config = new_model_config(pretraining.ModelArguments(config_name=str(tmp_path / "bert")), tokenizer)
+    assert type(config) is hf_bertscratch.BertScratchConfig
+    assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (48, 1, 64)
+    assert type(AutoModelForMaskedLM.from_config(config)) is hf_bertscratch.BertScratchForMaskedLM
+    GPT2Config(n_embd=32, n_layer=1, n_head=2, architectures=["GPT2LMHeadModel"]).save_pretrained(tmp_path / "gpt2")
+    gpt2 = str(tmp_path / "gpt2")
+    with pytest.raises(ValueError) as refused:
+        new_model_config(pretraining.ModelArguments(config_name=gpt2), tokenizer)
+    assert str(refused.value) == (
+        f"--config_name {gpt2!r} holds a config of model_type 'gpt2' (GPT2LMHeadModel); expected 'bertscratch', or "
+        "transformers' 'bert' or 'electra' (an ELECTRA discriminator), which become BertScratch with the same sizes."
+    )
+
+
 def test_negative_sinusoidal_position_std_is_refused(text_file: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sinusoidal_position_std must be >= 0 .* got -0.1"):
         main(
