@@ -28,9 +28,20 @@ CURVE_PANELS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+def check_image_path(output_file: str | Path) -> None:
+    """Refuse, in one line, an image path that is an existing folder (the picture would replace no file there, and
+    the rename onto it fails); checked before the picture is drawn (`bertscratch attention`: before torch loads)."""
+    if Path(output_file).expanduser().is_dir():
+        raise IsADirectoryError(
+            f"Cannot write image {str(output_file)!r}: it is a folder; expected an image file's path, e.g. "
+            f"{str(Path(output_file) / 'picture.png')!r}."
+        )
+
+
 def save_figure(fig: Figure, output_file: str | Path) -> Path:
     """Write `fig` to `output_file` (format from its suffix, PNG if none) through a temp file and a rename."""
     output_file = Path(output_file)
+    check_image_path(output_file)
     image_format = output_file.suffix.lstrip(".").lower() or "png"
     supported = fig.canvas.get_supported_filetypes()
     if image_format not in supported:
@@ -45,6 +56,11 @@ def save_figure(fig: Figure, output_file: str | Path) -> Path:
 def find_trainer_state(run_dir: str | Path) -> Path:
     """The `trainer_state.json` of a Trainer run: `run_dir`'s own, else that of its latest `checkpoint-N`."""
     run_dir = Path(run_dir)
+    if run_dir.is_file():
+        raise NotADirectoryError(
+            f"Run directory {str(run_dir)!r} is a file: expected a Trainer output_dir, the folder that holds "
+            "trainer_state.json or checkpoint-* folders."
+        )
     if not run_dir.is_dir():
         raise FileNotFoundError(f"Run directory {str(run_dir)!r} does not exist (expected a Trainer output_dir).")
     state = run_dir / "trainer_state.json"
@@ -98,6 +114,7 @@ def plot_training_curves(run_dir: str | Path, output_file: str | Path | None = N
     """
     history = read_log_history(find_trainer_state(run_dir))
     output_file = Path(run_dir) / "loss_curve.png" if output_file is None else Path(output_file)
+    check_image_path(output_file)  # before the drawing
     panels = {name: [(label, *_series(history, key)) for key, label in series] for name, series in CURVE_PANELS.items()}
     panels = {name: [s for s in series if s[1]] for name, series in panels.items()}
     if not panels["loss"]:
@@ -126,6 +143,7 @@ __all__ = [
     "CURVE_PANELS",
     "CURVE_PANEL_INCHES",
     "DPI",
+    "check_image_path",
     "find_trainer_state",
     "plot_training_curves",
     "read_log_history",

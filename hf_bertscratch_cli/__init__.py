@@ -22,6 +22,7 @@ from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error
 from hf_bertscratch_base.model_reference import DATA_DIR_ENV, check_model_reference, resolve_data_dir
 from hf_bertscratch_base.task_table import TASKS, check_task_names
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
+from hf_bertscratch_base.training_curves import check_image_path
 
 from .commands import COMMAND_SUMMARIES, check_flags, flag_value, model_argument, parse, version
 from .data_checks import check_data_files, check_files_exist
@@ -30,6 +31,8 @@ from .model_checks import check_length, check_model_config, check_source_flags, 
 
 # The commands whose OpenMP threads sleep when idle (`hf_bertscratch_base.thread_pool`).
 TRAINING_COMMANDS = ("pretrain", "finetune")
+# The commands whose --output is the image they draw (`check_image_path`: no folder).
+IMAGE_COMMANDS = ("attention", "plot")
 # finetune flags that name data other than the task's own local copy or Hub dataset, or files that stand in for some
 # of its splits (the library's error then says which splits they leave to the dataset).
 OTHER_DATA_FLAGS = ("--data_dir", "--dataset_name", "--train_file", "--validation_file", "--test_file")
@@ -39,7 +42,7 @@ def check_sources(command: str, args: list[str]) -> None:
     """What the arguments point to that can be missing or of the wrong kind, checked in a second before the flags
     are: the model (a folder, or a Hub id with the Hub reachable; a folder of a model_type the command loads), a
     tokenizer or config flag's path (there, and a config of a model_type the command loads), the --data_dir of a
-    training command and the local data files a command reads."""
+    training command, the local data files a command reads and the image a drawing command writes (no folder)."""
     model = model_argument(command, args)
     if model is not None:
         check_model_reference(model)
@@ -49,6 +52,9 @@ def check_sources(command: str, args: list[str]) -> None:
     if data_dir:
         resolve_data_dir(data_dir)  # a folder that is not there
     check_files_exist(command, args)
+    image = flag_value(args, "--output") if command in IMAGE_COMMANDS else None
+    if image is not None:
+        check_image_path(image)
 
 
 def check_arguments(command: str, args: list[str]) -> None:

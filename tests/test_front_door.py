@@ -171,6 +171,20 @@ def test_a_config_name_of_another_model_type_is_refused_naming_the_types(
     )
 
 
+@pytest.mark.parametrize("command", ["attention", "plot"])
+def test_a_folder_as_the_image_to_draw_is_refused_before_drawing(tmp_path: Path, command: str) -> None:
+    """The picture's --output an existing folder: one line before torch loads (attention) or anything is drawn."""
+    model_folder(tmp_path / "model", model_type="bertscratch")
+    (tmp_path / "pictures").mkdir()
+    argv = ["model", "the cat sat"] if command == "attention" else ["model"]
+    done = front_door(tmp_path, command, *argv, "--output", "pictures")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"bertscratch {command}: error: IsADirectoryError: Cannot write image 'pictures': it is a folder; expected an "
+        "image file's path, e.g. 'pictures/picture.png'.\n"
+    )
+
+
 LENGTH_LINE = (
     "bertscratch {command}: error: ValueError: --max_seq_length {length} exceeds the model's max_position_embeddings "
     "{positions}: use --max_seq_length {positions} or less.\n"

@@ -89,6 +89,20 @@ def test_training_curves_errors(tmp_path: Path, setup, error: type, match: str) 
     assert not (run_dir / "loss_curve.png").exists()
 
 
+def test_a_file_for_the_run_folder_or_a_folder_for_the_image_is_named(tmp_path: Path) -> None:
+    """A run's trainer_state.json given as its folder, or a folder as the image, fails in one line saying which is
+    which, not "does not exist" or an error about a temporary file's rename."""
+    state = write_state(tmp_path / "run", PRETRAIN_HISTORY)
+    with pytest.raises(
+        NotADirectoryError, match=f"Run directory {str(state)!r} is a file: expected a Trainer output_dir"
+    ):
+        plotting.plot_training_curves(state)
+    (tmp_path / "pictures").mkdir()
+    with pytest.raises(IsADirectoryError, match="pictures': it is a folder; expected an image file's path"):
+        plotting.plot_training_curves(tmp_path / "run", tmp_path / "pictures")
+    assert list((tmp_path / "pictures").iterdir()) == []
+
+
 def test_bad_image_format_is_rejected_before_writing(tmp_path: Path) -> None:
     write_state(tmp_path / "run", PRETRAIN_HISTORY)
     with pytest.raises(ValueError, match="format 'bmpx'"):
