@@ -39,7 +39,7 @@ def program_name(command: str) -> str:
 def run_as_script(path: str) -> None:
     """Make this process, and the ones it launches, name the script at `path` (its `__file__`, in scripts/) as
     `scripts/NAME.py` in its lines (`program_name`): the command the user ran, `python scripts/NAME.py`."""
-    os.environ[PROGRAM_ENV] = f"{Path(path).stem}=scripts/{Path(path).name}"
+    os.environ[PROGRAM_ENV] = f"{Path(path).stem.replace('_', '-')}=scripts/{Path(path).name}"
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:

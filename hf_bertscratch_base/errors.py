@@ -6,7 +6,8 @@ children after them. Instead each launched process writes its one line into a fo
 (`LAUNCHED_ERRORS_ENV`) and exits with status 1, and the launcher prints the distinct lines once (`launched_errors`).
 `$BERTSCRATCH_DEBUG` keeps the tracebacks. A run stopped by a signal (Ctrl-C, `kill`) is no error: it ends with the
 one line of `Stopped`, printed once, and the signal's exit status (128 + its number, 130 for Ctrl-C), whether it runs
-as `bertscratch COMMAND` or as `python scripts/COMMAND.py` (`stops_as_one_line`). Each line starts with the name of
+as `bertscratch COMMAND` or as `python scripts/COMMAND.py` (`stops_as_one_line`), as does an error, in its one
+line and exit status 1 (`errors_as_one_line`). Each line starts with the name of
 what the user ran, `bertscratch COMMAND` or `scripts/COMMAND.py` (`hf_bertscratch_base.program_name`).
 """
 
@@ -55,6 +56,21 @@ def stops_as_one_line(command: str) -> Iterator[None]:
     except KeyboardInterrupt as stopped:
         print(stop_line(command, stopped) or f"{program_name(command)}: interrupted", file=sys.stderr)
         raise SystemExit(stop_status(stopped)) from None
+
+
+@contextmanager
+def errors_as_one_line(command: str, debug: bool = False) -> Iterator[None]:
+    """An error in the block ends the command with its one line on stderr (`error_line`) and exit status 1, a stop
+    with its own (`stops_as_one_line`); with `debug` or `$BERTSCRATCH_DEBUG` the error is raised with its traceback.
+    What `bertscratch COMMAND` and `python scripts/COMMAND.py` both end with."""
+    try:
+        with stops_as_one_line(command):
+            yield
+    except Exception as error:
+        if debug or debugging():
+            raise
+        print_error(command, error)
+        raise SystemExit(1) from None
 
 
 def debugging() -> bool:
@@ -118,6 +134,7 @@ __all__ = [
     "Stopped",
     "debugging",
     "error_line",
+    "errors_as_one_line",
     "launched_errors",
     "print_error",
     "run_launched",

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from hf_bertscratch_base import PROG, PROGRAM_ENV
-from hf_bertscratch_base.errors import DEBUG_ENV, debugging, print_error, stops_as_one_line
+from hf_bertscratch_base.errors import DEBUG_ENV, debugging, errors_as_one_line
 
 from .commands import COMMAND_SUMMARIES, FLAGS_FILE, HELP_PAGES, parse
 
@@ -196,19 +196,13 @@ def _debug_environment(debug: bool) -> Iterator[None]:
 def run_command(command: str, argv: list[str], debug: bool = False) -> None:
     """Run COMMAND with its arguments; any error ends it with one line on stderr and exit status 1 (with `debug`,
     `$BERTSCRATCH_DEBUG` or an inspection command's own --debug: the traceback), a stop with its own line and the
-    signal's status (`errors.stops_as_one_line`)."""
+    signal's status (`errors.errors_as_one_line`)."""
     debug = debug or debugging()
-    try:
-        # A stop ends it with one line; under `debug`, the processes a command launches show their tracebacks too
-        with stops_as_one_line(command), _debug_environment(debug):
-            _run(command, argv)
-    except Exception as error:
-        # Inspection commands and the front door's own also take --debug after the command; forwarded ones only
-        # before it.
-        if debug or (command not in FORWARDED and "--debug" in argv):
-            raise
-        print_error(command, error)
-        raise SystemExit(1) from None
+    # Inspection commands and the front door's own also take --debug after the command; forwarded ones only before it.
+    tracebacks = debug or (command not in FORWARDED and "--debug" in argv)
+    # Under `debug`, the processes a command launches show their tracebacks too
+    with errors_as_one_line(command, tracebacks), _debug_environment(debug):
+        _run(command, argv)
 
 
 def main(argv: list[str] | None = None) -> None:

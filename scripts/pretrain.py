@@ -1,14 +1,15 @@
 """Pretrain a BertScratch model on raw text: see `python scripts/pretrain.py --help`."""
 
 from hf_bertscratch_base import run_as_script
-from hf_bertscratch_base.errors import stops_as_one_line
+from hf_bertscratch_base.errors import errors_as_one_line
 from hf_bertscratch_base.thread_pool import use_training_wait_policy
 
 use_training_wait_policy()  # before torch loads
 run_as_script(__file__)  # its lines name `scripts/pretrain.py`, the command run, as do those of the processes it starts
 
-# Ctrl-C or `kill`, while torch loads too: one line and the signal's exit status, as `bertscratch pretrain` ends
-with stops_as_one_line("pretrain"):
+# An error: one line and exit status 1 ($BERTSCRATCH_DEBUG: the traceback); Ctrl-C or `kill`, while torch loads too:
+# one line and the signal's exit status; as `bertscratch pretrain` ends
+with errors_as_one_line("pretrain"):
     from hf_bertscratch.pretraining import main
 
     if __name__ == "__main__":

@@ -1626,3 +1626,36 @@ def test_tag_word_lists_agrees_with_the_predictions_of_fine_tuning(capsys, word_
         predicted = [row["prediction"].split() for row in csv.DictReader(rows)]
     assert predicted == tags
     assert len({tag for row in tags for tag in row}) > 1  # both tags predicted, each where fine-tuning put it
+
+
+# A bad value given each script, and the one line it ends with (after the script's name).
+SCRIPT_ERRORS = {
+    "finetune.py": (
+        ["--model_name_or_path", "model", "--dropout", "5", "--output_dir", "out"],
+        "ValueError: dropout must be in [0, 1) or -1 (the checkpoint's), got 5.0.",
+    ),
+    "pretrain.py": (["--dropout", "3", "--output_dir", "out"], "ValueError: dropout must be in [0, 1), got 3.0."),
+    "evaluate_onnx.py": (
+        ["--model", "model", "--task", "sst3"],
+        "ValueError: Unknown --task 'sst3'; did you mean 'sst2'? Expected one of ['cola', 'sst2', 'mrpc', 'stsb', "
+        "'rte', 'wnli', 'mnli', 'qnli', 'qqp', 'imdb', 'conll2003', 'squad'] (or give a dataset).",
+    ),
+}
+
+
+@pytest.mark.parametrize("script", list(SCRIPT_ERRORS))
+def test_a_scripts_bad_value_ends_in_the_commands_one_line(tmp_path: Path, script: str) -> None:
+    """`python scripts/NAME.py` with a bad value ends as `bertscratch COMMAND` does: one line naming the script and
+    exit status 1; `BERTSCRATCH_DEBUG=1` shows the traceback."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "bertscratch"}')
+    argv, line = SCRIPT_ERRORS[script]
+    command = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / script), *argv]
+    env = {key: value for key, value in os.environ.items() if key != "BERTSCRATCH_DEBUG"}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert done.returncode == 1
+    assert done.stderr == f"scripts/{script}: error: {line}\n"
+    debugged = subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, env={**env, "BERTSCRATCH_DEBUG": "1"}, check=False
+    )
+    assert debugged.returncode == 1 and "Traceback" in debugged.stderr, debugged.stderr
