@@ -22,7 +22,14 @@ import datasets
 from datasets.fingerprint import Hasher
 from pandas.errors import ParserError
 
-from hf_bertscratch_base.data_files import FILE_BUILDERS, conll_sentences, file_extension, is_text_file, open_text
+from hf_bertscratch_base.data_files import (
+    FILE_BUILDERS,
+    check_row_width,
+    conll_sentences,
+    file_extension,
+    is_text_file,
+    open_text,
+)
 from hf_bertscratch_base.dataset_table import (
     BUNDLED_DATASETS,
     DATASET_CITATIONS,
@@ -76,6 +83,7 @@ def _check_file(path: Path, split: str) -> Path:
         raise FileNotFoundError(f"The {split} file {str(path)!r} does not exist.")
     if path.stat().st_size == 0:
         raise ValueError(f"The {split} file {str(path)!r} is empty; expected at least one example.")
+    check_row_width(path)
     return path
 
 

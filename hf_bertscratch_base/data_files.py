@@ -286,6 +286,29 @@ def _csv_header(lines: TextIO, reading: dict[str, object]) -> list[str] | None:
     return None
 
 
+def check_row_width(path: str | Path) -> None:
+    """Refuse a csv or tsv file whose first data row has more fields than its header, naming the row and both counts:
+    pandas (by which `datasets` reads csv) would take the extra leading fields as the row index and shift every
+    column onto the wrong name, silently. A file of another kind, or one that cannot be read, passes (its reader
+    names what is wrong)."""
+    path = Path(path).expanduser()
+    builder, kwargs = FILE_BUILDERS.get(file_extension(path), ("", {}))
+    if builder != "csv" or any(char in str(path) for char in "*?[") or not path.is_file():
+        return
+    try:
+        with open_text(path, encoding="utf-8-sig") as lines:
+            rows = itertools.islice(_csv_rows(lines, kwargs), 2)
+            header, first = next(rows, None), next(rows, None)
+    except (OSError, EOFError, ValueError, zlib.error, csv.Error):  # unreadable, not gzip, not UTF-8, a huge field
+        return
+    if header is not None and first is not None and len(first) > len(header):
+        raise ValueError(
+            f"{str(path)!r}: its first data row has {len(first)} fields ({first[:6]}) and its header {len(header)} "
+            f"({header}), which would shift every column onto the wrong name: quote the fields that hold the "
+            "separator, or give the header a name for each field."
+        )
+
+
 def read_first_row(path: str | Path) -> dict | None:
     """The first row of a JSON Lines file, as `datasets` reads it (a JSON object), or of a csv or tsv file, its cells
     as the strings they are (under the header's names); None for a file of another kind, or one whose start holds no
@@ -331,6 +354,7 @@ __all__ = [
     "TEXT_COLUMN",
     "TSV_READING",
     "check_input_file_is_not_conll",
+    "check_row_width",
     "conll_sentences",
     "count_examples",
     "column_file_kinds",

@@ -19,6 +19,7 @@ from pathlib import Path
 from hf_bertscratch_base.data_files import (
     TEXT_COLUMN,
     check_input_file_is_not_conll,
+    check_row_width,
     count_examples,
     is_text_file,
     read_columns,
@@ -54,12 +55,15 @@ from .commands import flag_value, model_argument
 
 def _given_files(args: list[str], splits: tuple[str, ...]) -> dict[str, str]:
     """Split -> the file that `--{split}_file` names, for the splits the arguments give a file; a plain path (not a
-    glob or a URL) that does not exist fails here (FileNotFoundError), before any other file's check."""
+    glob or a URL) that does not exist fails here (FileNotFoundError), before any other file's check, as does a csv
+    or tsv file whose first row has more fields than its header (`check_row_width`)."""
     files = {split: flag_value(args, f"--{split}_file") for split in splits}
     given = {split: path for split, path in files.items() if path}
     for split, path in given.items():
         if not any(char in path for char in "*?[") and "://" not in path and not Path(path).exists():
             raise FileNotFoundError(f"The {split} file {path!r} (--{split}_file) does not exist.")
+    for path in given.values():
+        check_row_width(path)
     return given
 
 

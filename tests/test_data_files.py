@@ -490,3 +490,29 @@ def test_fine_tuning_records_the_columns_it_reads_the_inputs_from(flags: list[st
 def test_a_config_without_input_columns_records_none(config: dict | None) -> None:
     """A config of another model, or one whose record is not a mapping of input roles to column names."""
     assert recorded_input_columns(config) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "lines"), [("extra.csv", "text,label\na,good film,1\n"), ("extra.tsv", "text\tlabel\na\tgood film\t1\n")]
+)
+def test_a_first_row_wider_than_the_header_is_refused_naming_the_row_and_counts(
+    tmp_path: Path, name: str, lines: str
+) -> None:
+    """pandas would take the extra leading field as the row's index and read 'good film' as the text and 1 as the
+    label of a row whose text is 'a': refused before the file is read, by the library as by the front door."""
+    import hf_bertscratch_cli
+    from hf_bertscratch.data import load_data_file
+
+    path = tmp_path / name
+    path.write_text(lines + "b,fine,0\n".replace(",", "\t" if name.endswith("tsv") else ","))
+    line = (
+        f"{str(path)!r}: its first data row has 3 fields (['a', 'good film', '1']) and its header 2 (['text', "
+        "'label']), which would shift every column onto the wrong name: quote the fields that hold the separator, "
+        "or give the header a name for each field."
+    )
+    with pytest.raises(ValueError) as refused:
+        load_data_file(path, "train")
+    assert str(refused.value) == line
+    with pytest.raises(ValueError) as at_the_door:
+        hf_bertscratch_cli.check_sources("finetune", ["--train_file", str(path)])
+    assert str(at_the_door.value) == line
