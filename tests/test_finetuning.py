@@ -326,6 +326,29 @@ def test_boolean_labels_are_classes_of_their_own() -> None:
     assert label_mapping(raw, "label", None) == (["False", "True"], {False: 0, True: 1})
 
 
+@pytest.mark.parametrize(
+    ("name", "rows"),
+    [
+        ("mixed.csv", "text,label\na fine film,pos\na dull film,neg\nso so,1\n"),
+        ("mixed.jsonl", '{"text": "a fine film", "label": "pos"}\n{"text": "a dull film", "label": "neg"}\n'
+         '{"text": "so so", "label": 1}\n'),
+    ],
+)  # fmt: skip
+def test_labels_mixing_ids_and_names_are_refused_naming_the_first_of_each(tmp_path: Path, name: str, rows: str) -> None:
+    """Read as they are, "1" and "pos" would be two classes: the first id and the first name are named with their
+    rows, in a csv file (where the id comes as a string) as in a JSON Lines one."""
+    from hf_bertscratch.data import load_data_file
+
+    (tmp_path / name).write_text(rows)
+    raw = datasets.DatasetDict({"train": load_data_file(tmp_path / name, "train")})
+    with pytest.raises(ValueError) as refused:
+        label_mapping(raw, "label", None)
+    assert str(refused.value) == (
+        f"The train split's 'label' column mixes integer ids and label names: {raw['train']['label'][2]!r} (row 3) is "
+        "an id, 'pos' (row 1) a name; give every label as a name, or every one as an id from 0."
+    )
+
+
 def prepared_classes(train: list, dev: list | None, caplog: pytest.LogCaptureFixture, **columns: str) -> list[str]:
     """The lines `prepare_labels` logs for a task with these train (and eval) labels."""
     task = check_data_arguments(DataArguments(train_file="x.csv", label_column="sentiment", **columns))

@@ -109,6 +109,33 @@ def make_text_tokenize_function(
     return tokenize
 
 
+def _is_class_id(value: object) -> bool | None:
+    """Whether a label is an integer id (an int, or a string of digits as a csv file whose column also holds names
+    gives it) or a name (any other string); None for anything else (booleans, numbers, missing)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return True
+    if isinstance(value, str):
+        return value.strip().removeprefix("-").isdigit()
+    return None
+
+
+def check_one_label_kind(values: Sequence[object], label_column: str, role: str) -> None:
+    """Refuse labels that mix integer ids and names (`_is_class_id`), naming the first of each and its row (1 for the
+    split's first example): read as they are, "1" and "pos" would become two classes of one meaning or of none."""
+    first: dict[bool, tuple[int, object]] = {}
+    for row, value in enumerate(values, start=1):
+        kind = _is_class_id(value)
+        if kind is not None and kind not in first:
+            first[kind] = (row, value)
+            if len(first) == 2:
+                (id_row, id_value), (name_row, name_value) = first[True], first[False]
+                raise ValueError(
+                    f"The {role} split's {label_column!r} column mixes integer ids and label names: {id_value!r} "
+                    f"(row {id_row}) is an id, {name_value!r} (row {name_row}) a name; give every label as a name, "
+                    "or every one as an id from 0."
+                )
+
+
 def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str] | None) -> tuple[list[str], dict]:
     """Class names and a map from raw label value to class id; raises on any label outside the label set, and on
     labels that are lists (a multi-label task's: `check_labels_are_no_lists`).
@@ -120,6 +147,7 @@ def label_mapping(raw: datasets.DatasetDict, label_column: str, names: list[str]
         if label_column in split.column_names:
             listed = next((value for value in split[label_column] if isinstance(value, list)), None)
             check_labels_are_no_lists(label_column, role, listed)
+            check_one_label_kind(split[label_column], label_column, role)
     train_values = sorted(set(raw["train"][label_column]), key=lambda v: (str(type(v)), v))
     is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in train_values)
     if any(isinstance(v, float) for v in train_values) and not is_int:
@@ -534,6 +562,7 @@ __all__ = [
     "ClassificationShape",
     "MultiLabelClassificationShape",
     "RegressionShape",
+    "check_one_label_kind",
     "label_mapping",
     "label_sets",
     "make_text_tokenize_function",
