@@ -106,6 +106,27 @@ def check_multi_label_threshold(value: object, data_args: DataArguments | None) 
     return given
 
 
+def check_evaluation_needed(eval_strategy: str, save_strategy: str, load_best_model_at_end: bool) -> None:
+    """Refuse, naming both flags, what needs evaluations beside `--eval_strategy no`: `--save_strategy best` (which
+    would save no checkpoint, silently), or checkpoints with `--load_best_model_at_end`, which is on by default here
+    (transformers' own error names that flag as if it had been given)."""
+    if eval_strategy != "no":
+        return
+    save_strategy = getattr(save_strategy, "value", save_strategy)  # "epoch", not SaveStrategy.EPOCH, in the line
+    if save_strategy == "best":
+        raise ValueError(
+            "--save_strategy best saves a checkpoint where an evaluation scores best, and --eval_strategy no "
+            "evaluates none: evaluate (--eval_strategy epoch or steps), or save on a schedule (--save_strategy epoch "
+            "or steps)."
+        )
+    if load_best_model_at_end and save_strategy != "no":
+        raise ValueError(
+            f"--load_best_model_at_end (on by default) reloads the checkpoint an evaluation scored best, and "
+            f"--eval_strategy no evaluates none: pass --load_best_model_at_end false to keep the --save_strategy "
+            f"{save_strategy} checkpoints and end with the last model, or evaluate (--eval_strategy {save_strategy})."
+        )
+
+
 @dataclass
 class ModelArguments:
     """Which checkpoint to fine-tune and how to load it."""
@@ -191,6 +212,7 @@ class FinetuneTrainingArguments(GuardedTrainingArguments):
         if self.save_steps is None:
             steps = self.eval_steps or self.logging_steps  # eval_steps unset or 0: transformers' logging_steps
             self.save_steps = steps if self.save_strategy == "steps" and steps > 0 else TrainingArguments.save_steps
+        check_evaluation_needed(self.eval_strategy, self.save_strategy, self.load_best_model_at_end)
         super().__post_init__()
 
     # fp32 by default, unlike pretraining: the Trainer evaluates under the training's autocast too, and the scores a

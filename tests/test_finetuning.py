@@ -788,6 +788,38 @@ def test_task_defaults_fill_what_the_command_line_left_unset(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (
+            ["--save_strategy", "best"],
+            "--save_strategy best saves a checkpoint where an evaluation scores best, and --eval_strategy no evaluates "
+            "none: evaluate (--eval_strategy epoch or steps), or save on a schedule (--save_strategy epoch or steps).",
+        ),
+        (
+            ["--save_strategy", "epoch"],
+            "--load_best_model_at_end (on by default) reloads the checkpoint an evaluation scored best, and "
+            "--eval_strategy no evaluates none: pass --load_best_model_at_end false to keep the --save_strategy epoch "
+            "checkpoints and end with the last model, or evaluate (--eval_strategy epoch).",
+        ),
+    ],
+)
+def test_what_needs_evaluations_beside_eval_strategy_no_is_refused_naming_both_flags(
+    tmp_path: Path, flags: list[str], line: str
+) -> None:
+    """--save_strategy best would save nothing, silently; checkpoints to choose the best of, with nothing evaluated,
+    fail in transformers' words as if --load_best_model_at_end had been given: one line names both flags instead.
+    Without checkpoints, or with --load_best_model_at_end false, the run goes on."""
+    from hf_bertscratch.finetuning_arguments import parse_args
+
+    base = ["--model_name_or_path", "unused", "--task", "sst2", "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(ValueError) as refused:
+        parse_args([*base, "--eval_strategy", "no", *flags])
+    assert str(refused.value) == line
+    kept = parse_args([*base, "--eval_strategy", "no", "--save_strategy", "epoch", "--load_best_model_at_end", "false"])
+    assert (kept[2].save_strategy, kept[2].load_best_model_at_end) == ("epoch", False)
+
+
+@pytest.mark.parametrize(
     "flags, strategy, steps",
     [
         (["--eval_strategy", "steps"], "steps", 0.02),  # eval_steps unset: transformers' logging_steps
