@@ -66,6 +66,7 @@ from .initialisation import probe_head, reinitialise_head, start_segments_as_fir
 from .metrics import MULTI_LABEL_THRESHOLD, labels_above_threshold
 from .run_folder import (
     TrainingDataRecord,
+    check_resumed_model,
     finish_run,
     log_resumption,
     output_dir_of,
@@ -788,6 +789,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
+    check_resumed_model(checkpoint, model)
     features = make_features(shape, raw, data_args, training_args)
     forget_truncation(tokenizer)
     warn_of_unknown_tokens(features["train"], tokenizer, tokenizer_name)

@@ -89,6 +89,7 @@ from .pretraining_report import card_info, show_fill_mask, summarise_run, unigra
 from .run_folder import (
     STOP_SIGNALS,
     TrainingDataRecord,
+    check_resumed_model,
     finish_run,
     log_resumption,
     output_dir_of,
@@ -694,6 +695,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__package__).setLevel(logging.INFO if training_args.should_log else logging.WARNING)
     trainer = build_trainer(model_args, data_args, training_args, checkpoint)
+    check_resumed_model(checkpoint, trainer.model)
     log_resumption(checkpoint)
     with stopping_with_one_line(trainer, "pretrain"):
         metrics = train_and_evaluate(trainer, data_args, checkpoint)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers import PreTrainedModel, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.integrations import is_tensorboard_available
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
@@ -33,7 +33,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from hf_bertscratch_base import program_name
 from hf_bertscratch_base.errors import Stopped
 from hf_bertscratch_base.extras import install_command
-from hf_bertscratch_base.model_config import config_label_names
+from hf_bertscratch_base.model_config import config_label_names, read_config
 from hf_bertscratch_base.run_files import (
     STAGING,
     atomic_write,
@@ -331,6 +331,24 @@ def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments)
             "a whole one, or --resume_from_checkpoint last for the newest whole one."
         )
     return resume
+
+
+def check_resumed_model(checkpoint: str | None, model: object) -> None:
+    """Refuse to resume `checkpoint` into a model of another class than the one its config.json records (its
+    `architectures`: a fine-tune's head in pretraining, a token classifier in a sequence classification), naming
+    both, instead of the size-mismatch traceback its weights would fail with. A checkpoint that records none, or a
+    model that is no transformers model (ELECTRA's generator-discriminator pair), passes."""
+    config = read_config(checkpoint) if checkpoint is not None else None
+    recorded = config.get("architectures") if config is not None else None
+    if not isinstance(recorded, list) or not recorded or not isinstance(model, PreTrainedModel):
+        return
+    run_class = type(model).__name__
+    if run_class not in recorded:
+        raise ValueError(
+            f"--resume_from_checkpoint {checkpoint} holds a {', '.join(map(str, recorded))} and this run trains a "
+            f"{run_class}: resume a checkpoint of a run like this one, or start from that model with "
+            f"--model_name_or_path {checkpoint} and another --output_dir."
+        )
 
 
 def log_resumption(checkpoint: str | None) -> None:
@@ -752,6 +770,7 @@ def prune_checkpoints(
 
 
 __all__ = [
+    "check_resumed_model",
     "PRINTED_LOSS_LINES",
     "FewerLossLines",
     "show_fewer_loss_lines",

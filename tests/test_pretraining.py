@@ -60,6 +60,7 @@ from conftest import (
     pretrain_args,
     record_hub,
     wait_for,
+    write_checkpoint,
 )
 
 
@@ -958,6 +959,23 @@ def test_a_config_name_of_bert_is_made_bertscratchs_and_of_gpt2_refused(tmp_path
     assert str(refused.value) == (
         f"--config_name {gpt2!r} holds a config of model_type 'gpt2' (GPT2LMHeadModel); expected 'bertscratch', or "
         "transformers' 'bert' or 'electra' (an ELECTRA discriminator), which become BertScratch with the same sizes."
+    )
+
+
+def test_resuming_a_fine_tunes_checkpoint_is_refused_naming_both_model_classes(
+    text_file: Path, tokenizer_dir: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """A fine-tune's checkpoint resumed in pretraining names the classifier it holds and the masked LM this run
+    trains, before its weights load (where they would fail on a size mismatch, or load half)."""
+    out = tmp_path / "out"
+    checkpoint = write_checkpoint(out / "checkpoint-4", step=4)
+    (checkpoint / "config.json").write_text(json.dumps({"architectures": ["BertScratchForSequenceClassification"]}))
+    with pytest.raises(ValueError) as refused:
+        main(pretrain_args(text_file, tokenizer_dir, config_dir, out, "--resume_from_checkpoint", "last"))
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {checkpoint} holds a BertScratchForSequenceClassification and this run trains a "
+        f"BertScratchForMaskedLM: resume a checkpoint of a run like this one, or start from that model with "
+        f"--model_name_or_path {checkpoint} and another --output_dir."
     )
 
 

@@ -388,3 +388,24 @@ def test_a_resumed_head_of_other_labels_or_another_problem_type_is_refused_in_on
             "its head's ids would stand for other classes, or its outputs be read otherwise. Resume on the labels and "
             "task type it was trained on, or start over (--overwrite_output_dir)."
         )
+
+
+def test_a_checkpoint_of_another_head_is_refused_naming_both_classes(tmp_path: Path, tiny_config: object) -> None:
+    """A token classifier's checkpoint resumed by a sequence classification fine-tune: both classes named, before the
+    Trainer loads its weights; a checkpoint of the run's own class, or one that records no architectures, passes."""
+    import hf_bertscratch
+
+    model = hf_bertscratch.BertScratchForSequenceClassification(tiny_config)
+    checkpoint = write_checkpoint(tmp_path / "checkpoint-2", step=2)
+    (checkpoint / "config.json").write_text(json.dumps({"architectures": ["BertScratchForTokenClassification"]}))
+    with pytest.raises(ValueError) as refused:
+        run_folder.check_resumed_model(str(checkpoint), model)
+    assert str(refused.value) == (
+        f"--resume_from_checkpoint {checkpoint} holds a BertScratchForTokenClassification and this run trains a "
+        f"BertScratchForSequenceClassification: resume a checkpoint of a run like this one, or start from that model "
+        f"with --model_name_or_path {checkpoint} and another --output_dir."
+    )
+    (checkpoint / "config.json").write_text(json.dumps({"architectures": ["BertScratchForSequenceClassification"]}))
+    run_folder.check_resumed_model(str(checkpoint), model)
+    (checkpoint / "config.json").write_text("{}")
+    run_folder.check_resumed_model(str(checkpoint), model)
