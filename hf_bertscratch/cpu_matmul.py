@@ -39,9 +39,11 @@ The switch, `BERTSCRATCH_CPU_MATMUL` (read when the path is first needed) or `se
 
 The same cache holds the other choices that depend on the CPU, each timed once per machine and thread count by
 `timed_candidates` (interleaved rounds, timed again by the next `MAX_PROBES` - 1 processes, each candidate keeping its
-best time: a clear answer under load can be the wrong one) and logged once per process: the decoding of a padded batch's MLM logits (`padding_bertscratch`) and the
-decoding of CPU inference into a reused buffer (`hf_bertscratch.fast_decode`). `measured_choices()` lists what this
-process measured or read, for a benchmark's record.
+best time: a clear answer under load can be the wrong one) and logged once per process: the decoding of a padded
+batch's MLM logits (`padding_bertscratch`), the decoding of CPU inference into a reused buffer
+(`hf_bertscratch.fast_decode`) and how training draws its dropout masks (`apply_dropout`, which `BertScratchDropout`
+and the model's attention use). `measured_choices()` lists what this process measured or read, for a benchmark's
+record.
 
 This file imports torch only: the model file imports it, and `save_pretrained` ships it beside the model for
 `trust_remote_code` loading.
@@ -518,3 +520,91 @@ class BertScratchLinear(nn.Linear):
         state = dict(state)
         state.pop("_packed", None)
         return state
+
+
+# Dropout in CPU training. torch draws a dropout mask with `bernoulli_`, which runs MKL's generator on Intel CPUs and
+# elsewhere draws one number per element from the CPU generator, serially (a 2 Mi-element mask: 18 ms on a 2-core
+# Zen 4 EPYC, about 10% of mini's fp32 training step at dropout 0.1). `apply_dropout` draws 16 bits per element instead,
+# four from each 64-bit number the same generator gives, where that is faster on this CPU (`draws_dropout_bits`).
+KEEP_MASK_BITS = 16  # the dropout rate runs rounded to a multiple of 2**-16 (0.1 as 0.1000061)
+DROPOUT_PROBE_SHAPE = (32, 4, 128, 128)  # mini's attention probabilities of a 32 x 128 batch: 2 Mi elements
+DROPOUT_PROBE_RATE = 0.1
+
+
+def draws_dropout_bits(input: torch.Tensor) -> bool:
+    """Whether `apply_dropout` draws `input`'s keep mask itself: a plain CPU tensor in eager mode (no tracing, compiling,
+    exporting or torch.func transform), `BERTSCRATCH_CPU_MATMUL` not `default`/`off`, and 16-bit draws timed faster
+    than torch's dropout on this CPU (`cpu_matmul.timed_candidates`, once per machine and thread count, cached)."""
+    if not (
+        type(input) is torch.Tensor
+        and input.device.type == "cpu"
+        and input.layout == torch.strided
+        and not _is_traced()
+        and not _functorch.is_functorch_wrapped_tensor(input)
+    ):
+        return False
+    if (_forced or os.environ.get(ENV, "auto")).strip().lower() in ("default", "off"):
+        return False
+    key = f"{'x'.join(map(str, DROPOUT_PROBE_SHAPE))} float32, rate {DROPOUT_PROBE_RATE}"
+
+    def measure() -> dict[str, float]:
+        probe = torch.randn(DROPOUT_PROBE_SHAPE, generator=torch.Generator().manual_seed(0))
+        with torch.random.fork_rng(devices=[]):  # the global generator (what seeds a run's dropout) stays untouched
+            return time_interleaved(
+                {
+                    "bernoulli": lambda: F.dropout(probe, DROPOUT_PROBE_RATE, True),
+                    "16-bit draws": lambda: _dropout_from_bits(probe, DROPOUT_PROBE_RATE),
+                },
+                rounds=5,
+            )
+
+    def summary(seconds: dict[str, float]) -> str:
+        return f"Dropout masks in CPU training drawn with {min(seconds, key=lambda name: seconds[name])}"
+
+    seconds = timed_candidates("dropout", key, measure, summary)
+    return seconds["16-bit draws"] < seconds["bernoulli"]
+
+
+def apply_dropout(input: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """`F.dropout(input, p, training)`: each element zeroed with probability `p`, the others scaled by 1 / (1 - p),
+    in training only. Where `draws_dropout_bits`, the keep mask comes from 16 random bits per element of the CPU
+    generator (`torch.manual_seed` makes it repeatable) and `p` runs rounded to a multiple of 2**-16, the scale
+    1 / (1 - that) so that the expectation stays `input`; elsewhere it is `F.dropout`."""
+    if not training or p <= 0.0 or p >= 1.0 or not draws_dropout_bits(input):
+        return F.dropout(input, p, training)
+    return _dropout_from_bits(input, p)
+
+
+def _dropout_from_bits(input: torch.Tensor, p: float) -> torch.Tensor:
+    drops = round(p * 2**KEEP_MASK_BITS)  # of the 2**16 values a 16-bit draw takes, how many drop the element
+    if not 0 < drops < 2**KEEP_MASK_BITS:  # p within 2**-17 of 0 or 1
+        return F.dropout(input, p, True)
+    draws = torch.empty(-(-input.numel() // 4), dtype=torch.int64).random_(-(2**63), 2**63 - 1)  # 64 random bits
+    lanes = draws.view(torch.int16)[: input.numel()].view(input.shape)  # each uniform over [-2**15, 2**15)
+    keep = lanes >= drops - 2**15
+    return _MaskedScale.apply(input, keep, 2**KEEP_MASK_BITS / (2**KEEP_MASK_BITS - drops))
+
+
+class _MaskedScale(torch.autograd.Function):
+    """input * keep * scale, whose backward multiplies the gradient alike (keeping the bool mask only, as torch's
+    dropout does)."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, keep: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        return input.mul(keep).mul_(scale)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (keep,) = ctx.saved_tensors
+        return grad_output.mul(keep).mul_(ctx.scale), None, None
+
+
+class BertScratchDropout(nn.Dropout):
+    """`nn.Dropout` whose CPU training draws its mask with `apply_dropout` (16-bit draws where faster on this CPU)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if self.inplace:
+            return F.dropout(input, self.p, self.training, inplace=True)
+        return apply_dropout(input, self.p, self.training)

@@ -16,7 +16,7 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
 
 How a forward runs its batch (input checks, the one host read, varlen and masks) is `batching_bertscratch.py`, a
 padded batch's real tokens and each device's rules for it `padding_bertscratch.py`, and the GEMM path of CPU
-inference `cpu_matmul.py`. This file imports torch, public transformers API, its own configuration and those three
+inference and the dropout masks of CPU training `cpu_matmul.py`. This file imports torch, public transformers API, its own configuration and those three
 files only, so that `save_pretrained` can ship them for `trust_remote_code=True` loading.
 """
 
@@ -69,7 +69,7 @@ from .batching_bertscratch import (
     requested,
 )
 from .configuration_bertscratch import BertScratchConfig
-from .cpu_matmul import BertScratchLinear, linear_act, linear_add
+from .cpu_matmul import BertScratchDropout, BertScratchLinear, apply_dropout, draws_dropout_bits, linear_act, linear_add
 from .padding_bertscratch import BertScratchPadding, decode_padded
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
@@ -95,7 +95,7 @@ class BertScratchEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertScratchDropout(config.hidden_dropout_prob)
 
     def forward(
         self,
@@ -150,7 +150,7 @@ def eager_attention_forward(
     if attention_mask is not None:
         scores = scores + attention_mask.float()  # in half precision a masked score could overflow to -inf
     probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    probs = F.dropout(probs, p=dropout, training=module.training)
+    probs = apply_dropout(probs, dropout, module.training)
     output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, nh, hs)
     return output, probs
 
@@ -170,7 +170,7 @@ class BertScratchAttention(nn.Module):
         self.qkv = BertScratchLinear(config.hidden_size, 3 * config.hidden_size)
         self.dense = BertScratchLinear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertScratchDropout(config.hidden_dropout_prob)
 
     def forward(
         self,
@@ -199,6 +199,10 @@ class BertScratchAttention(nn.Module):
         query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
 
         implementation = attention_implementation(self.config, output_attentions)
+        if implementation == "sdpa" and self.training and self.config.attention_probs_dropout_prob > 0:
+            # sdpa's CPU kernel draws its dropout mask with bernoulli; the eager function, the same computation,
+            # draws it with `apply_dropout` where that is faster
+            implementation = "eager" if draws_dropout_bits(query) else implementation
         mask = attention_mask
         extra: dict[str, torch.Tensor | int] = {}  # what the attention function takes beside the mask
         if varlen is not None:
@@ -243,7 +247,7 @@ class BertScratchMLP(nn.Module):
         self._act_type = type(self.act)  # what `hidden_act` names; another module put in `act` runs as written
         self.fc_out = BertScratchLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertScratchDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., H); row-wise, so it runs the same on (B, T, H) and unpadded (N, H). On the oneDNN path of
@@ -882,9 +886,9 @@ def _num_labels(config: BertScratchConfig) -> int:
     return num_labels
 
 
-def _classifier_dropout(config: BertScratchConfig) -> nn.Dropout:
+def _classifier_dropout(config: BertScratchConfig) -> BertScratchDropout:
     rate = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-    return nn.Dropout(rate)
+    return BertScratchDropout(rate)
 
 
 def mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
