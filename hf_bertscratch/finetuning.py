@@ -43,7 +43,7 @@ from transformers.trainer_utils import EvalLoopOutput, PredictionOutput
 
 import hf_bertscratch  # noqa: F401  (registers the bertscratch model type with the Auto classes)
 from hf_bertscratch_base.dataset_table import dataset_id
-from hf_bertscratch_base.model_config import config_label_names, describe_thresholds, label_thresholds
+from hf_bertscratch_base.model_config import describe_thresholds, label_thresholds
 
 from . import cpu_matmul
 from .baselines import BASELINE_NAMES, baseline_key, task_baselines
@@ -146,17 +146,14 @@ def forget_truncation(tokenizer: PreTrainedTokenizerBase) -> None:
 
 
 def training_data_record(
-    task: TaskSpec, raw: datasets.DatasetDict, shape: TaskShape, data_args: DataArguments
+    task: TaskSpec, raw: datasets.DatasetDict, data_args: DataArguments
 ) -> TrainingDataRecord | None:
     """What each checkpoint records of the train split, and what a resumed run is checked against
-    (`run_folder.TrainingDataRecord`): its fingerprint, where it was read from, and the head's labels in id order
-    (none for a shape without classes: question answering, an embedding)."""
+    (`run_folder.TrainingDataRecord`): its fingerprint and where it was read from."""
     dataset = data_args.dataset_name or task.dataset_name
     config = data_args.dataset_config_name or task.dataset_config_name
     source = data_args.train_file or (dataset_id(dataset, config) if dataset else "the task's train split")
-    head = shape.config_updates()
-    labels = config_label_names(head) if head.get("id2label") else None
-    return TrainingDataRecord.of(raw["train"], source, labels, head.get("problem_type"))
+    return TrainingDataRecord.of(raw["train"], source)
 
 
 # A share of unknown tokens in the training text above which the tokenizer does not fit the text (WordPiece leaves
@@ -782,14 +779,14 @@ def main(argv: list[str] | None = None) -> None:
     raw = load_task_data(data_args, task, model_args.cache_dir, training_args.seed)
     log_predicted_test(task, raw)
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
-    # Resumed: refused with other labels than the checkpoint's head's; a warning where the train split changed.
-    data_record = training_data_record(task, raw, shape, data_args)
+    # Resumed: a warning where the train split changed since the checkpoint.
+    data_record = training_data_record(task, raw, data_args)
     if data_record is not None:
         data_record.check_resumed(checkpoint, warn=training_args.process_index == 0)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)
-    check_resumed_model(checkpoint, model)
+    check_resumed_model(checkpoint, model)  # resumed: refused for another head, or other labels, before it loads
     features = make_features(shape, raw, data_args, training_args)
     forget_truncation(tokenizer)
     warn_of_unknown_tokens(features["train"], tokenizer, tokenizer_name)

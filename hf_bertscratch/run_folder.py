@@ -334,21 +334,45 @@ def resolve_checkpoint(training_args: TrainingArguments | OutputFolderArguments)
 
 
 def check_resumed_model(checkpoint: str | None, model: object) -> None:
-    """Refuse to resume `checkpoint` into a model of another class than the one its config.json records (its
-    `architectures`: a fine-tune's head in pretraining, a token classifier in a sequence classification), naming
-    both, instead of the size-mismatch traceback its weights would fail with. A checkpoint that records none, or a
-    model that is no transformers model (ELECTRA's generator-discriminator pair), passes."""
+    """Refuse to resume `checkpoint` into `model` where its weights would not fit or not mean the same, naming both,
+    before they load: a model of another class than the one its config.json records (its `architectures`: a
+    fine-tune's head in pretraining, a token classifier in a sequence classification), or a head of one output per
+    label (`num_labels`) over other labels, in id order, or for another problem type (its `id2label` and
+    `problem_type`: a checkpoint of another task's or data's classes, whose head ids would stand for other classes,
+    or whose weights fail on a size mismatch). A checkpoint that records no config, or a model that is no
+    transformers model (ELECTRA's generator-discriminator pair), passes."""
     config = read_config(checkpoint) if checkpoint is not None else None
-    recorded = config.get("architectures") if config is not None else None
-    if not isinstance(recorded, list) or not recorded or not isinstance(model, PreTrainedModel):
+    if config is None or not isinstance(model, PreTrainedModel):
         return
+    recorded = config.get("architectures")
     run_class = type(model).__name__
-    if run_class not in recorded:
+    if isinstance(recorded, list) and recorded and run_class not in recorded:
         raise ValueError(
             f"--resume_from_checkpoint {checkpoint} holds a {', '.join(map(str, recorded))} and this run trains a "
             f"{run_class}: resume a checkpoint of a run like this one, or start from that model with "
             f"--model_name_or_path {checkpoint} and another --output_dir."
         )
+    if getattr(model, "num_labels", None) is None:  # no head of one output per label: a masked LM, an encoder
+        return
+    trained, trained_type = _recorded_labels(config), config.get("problem_type")
+    labels, problem_type = config_label_names({"id2label": model.config.id2label}), model.config.problem_type
+    if trained != labels or bool(problem_type and trained_type and trained_type != problem_type):
+        raise ValueError(
+            f"--resume_from_checkpoint {checkpoint} was trained on the labels {trained}{_of_type(trained_type)}, "
+            f"this run on {labels}{_of_type(problem_type)}: its head's ids would stand for other classes, or its "
+            "outputs be read otherwise. Resume with the task, data and labels it was trained on, or start over in "
+            "another --output_dir (or with --overwrite_output_dir)."
+        )
+
+
+def _recorded_labels(config: dict[str, Any]) -> list[str]:
+    """A head's label names, in id order, as its config.json records them: transformers writes no `id2label` for
+    its default two labels (LABEL_0, LABEL_1), nor for a config's `num_labels` alone."""
+    return config_label_names(config) or [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
+
+
+def _of_type(problem_type: str | None) -> str:
+    return f" ({problem_type})" if problem_type else ""
 
 
 def log_resumption(checkpoint: str | None) -> None:
@@ -375,47 +399,23 @@ class TrainingDataRecord(TrainerCallback):
     The fingerprint is the train split's own (`datasets`'s `_fingerprint`): it follows a local file's bytes
     (`data.file_digest`, the fingerprint `data.load_raw_datasets` gives the splits it reads from files), a Hub
     dataset's name, config and revision, and the selection made of them (a subset, a shuffle, a held-out share). A
-    fine-tune's record holds its label names and problem type too (`labels`, `problem_type`): one resumed with other
-    labels or another problem type than its checkpoint's head was trained on is refused, since the head's ids would
-    stand for other classes, or its outputs be read (and its loss computed) otherwise."""
+    checkpoint's labels and problem type are `check_resumed_model`'s to compare, whatever the data."""
 
-    def __init__(
-        self, fingerprint: str, source: str, labels: list[str] | None = None, problem_type: str | None = None
-    ) -> None:
-        self.fingerprint, self.source, self.labels, self.problem_type = fingerprint, source, labels, problem_type
+    def __init__(self, fingerprint: str, source: str) -> None:
+        self.fingerprint, self.source = fingerprint, source
 
     @classmethod
-    def of(
-        cls,
-        train: datasets.Dataset | datasets.IterableDataset,
-        source: str,
-        labels: list[str] | None = None,
-        problem_type: str | None = None,
-    ) -> TrainingDataRecord | None:
+    def of(cls, train: datasets.Dataset | datasets.IterableDataset, source: str) -> TrainingDataRecord | None:
         """The record of the train split `train`, read from `source` (a file, a dataset: how a warning names it);
         None for one `datasets` gives no fingerprint (a streamed split)."""
         fingerprint = getattr(train, "_fingerprint", None)
-        return cls(fingerprint, source, labels, problem_type) if isinstance(fingerprint, str) else None
+        return cls(fingerprint, source) if isinstance(fingerprint, str) else None
 
     def check_resumed(self, checkpoint: str | None, warn: bool = True) -> None:
-        """Refuse to resume from `checkpoint` with other labels than its head's (`config.json`'s id2label, in id
-        order) or another problem type (its problem_type); where `warn` (the first process of several), warn when it
-        recorded other training data than this run's, and say when its record is one of an earlier version's, which
-        is not compared."""
+        """Where `warn` (the first process of several), warn when `checkpoint` recorded other training data than this
+        run's, and say when its record is one of an earlier version's, which is not compared."""
         if checkpoint is None:
             return
-        config = Path(checkpoint) / "config.json"
-        if self.labels is not None and config.is_file():
-            head = json.loads(config.read_text(encoding="utf-8"))
-            trained, trained_type = config_label_names(head), head.get("problem_type")
-            other_type = bool(self.problem_type and trained_type and trained_type != self.problem_type)
-            if (trained and trained != self.labels) or other_type:
-                raise ValueError(
-                    f"--resume_from_checkpoint {checkpoint} was trained on the labels {trained} ({trained_type}), "
-                    f"this run on {self.labels} ({self.problem_type}): its head's ids would stand for other classes, "
-                    "or its outputs be read otherwise. Resume on the labels and task type it was trained on, or start "
-                    "over (--overwrite_output_dir)."
-                )
         recorded = Path(checkpoint) / TRAINING_DATA_FILE
         if not warn or not recorded.is_file():
             return

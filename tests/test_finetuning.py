@@ -1298,8 +1298,8 @@ def test_a_resumed_fine_tune_checks_its_training_data_and_refuses_another_label_
         assert str(refused.value) == (
             f"--resume_from_checkpoint {checkpoint} was trained on the labels ['0', '1'] (single_label_classification), "
             f"this run on {labels} (single_label_classification): its head's ids would stand for other classes, or its "
-            "outputs be read otherwise. Resume on the labels and task type it was trained on, or start over "
-            "(--overwrite_output_dir)."
+            "outputs be read otherwise. Resume with the task, data and labels it was trained on, or start over in "
+            "another --output_dir (or with --overwrite_output_dir)."
         )
     assert sorted(path.name for path in cut.iterdir() if path.name != "runs") == ["checkpoint-6"]
 

@@ -368,26 +368,47 @@ def test_a_training_data_record_that_cannot_be_read_is_named_and_not_compared(
     ]
 
 
-def test_a_resumed_head_of_other_labels_or_another_problem_type_is_refused_in_one_line(tmp_path: Path) -> None:
-    checkpoint = tmp_path / "checkpoint-3"
-    checkpoint.mkdir()
-    config = {"id2label": {"0": "cats", "1": "dogs"}, "problem_type": "single_label_classification"}
-    (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    same = run_folder.TrainingDataRecord("0123", "train.txt", ["cats", "dogs"], "single_label_classification")
-    same.check_resumed(str(checkpoint), warn=False)
-    for labels, problem_type in (
-        (["cats", "dogs"], "multi_label_classification"),
-        (["dogs", "cats"], "single_label_classification"),
+def test_a_resumed_head_of_other_labels_or_another_problem_type_is_refused_in_one_line(
+    tmp_path: Path, tiny_config: object
+) -> None:
+    """A checkpoint of the run's own class whose head was trained on other labels (other names, another order, another
+    number: whose weights would fail on a size mismatch), or for another problem type, is refused naming both label
+    sets, before its weights load; one that records no id2label holds transformers' default two labels."""
+    import hf_bertscratch
+
+    config = tiny_config.to_dict() | {"id2label": {0: "cats", 1: "dogs"}, "label2id": {"cats": 0, "dogs": 1}}
+    checkpoint = write_checkpoint(tmp_path / "checkpoint-3", step=3)
+
+    def resumed(labels: list[str], problem_type: str, head: str = "Sequence", recorded: dict | None = None) -> None:
+        model_class = getattr(hf_bertscratch, f"BertScratchFor{head}Classification")
+        id2label = dict(enumerate(labels))
+        model = model_class(type(tiny_config)(**config | {"id2label": id2label, "problem_type": problem_type}))
+        written = {"architectures": [model_class.__name__], "problem_type": "single_label_classification"}
+        written |= {"id2label": {"0": "cats", "1": "dogs"}} if recorded is None else recorded
+        (checkpoint / "config.json").write_text(json.dumps(written), encoding="utf-8")
+        run_folder.check_resumed_model(str(checkpoint), model)
+
+    resumed(["cats", "dogs"], "single_label_classification")
+    resumed(["cats", "dogs"], None, "Token")  # a head whose problem type is unset reads its outputs either way
+    for labels, problem_type, head in (
+        (["cats", "dogs"], "multi_label_classification", "Sequence"),
+        (["dogs", "cats"], "single_label_classification", "Sequence"),
+        (["cats", "dogs", "birds"], "single_label_classification", "Sequence"),
+        (["cats", "dogs", "birds"], None, "Token"),
     ):
-        record = run_folder.TrainingDataRecord("0123", "train.txt", labels, problem_type)
         with pytest.raises(ValueError) as refused:
-            record.check_resumed(str(checkpoint), warn=False)
+            resumed(labels, problem_type, head)
+        of_type = f" ({problem_type})" if problem_type else ""
         assert str(refused.value) == (
             f"--resume_from_checkpoint {checkpoint} was trained on the labels ['cats', 'dogs'] "
-            f"(single_label_classification), this run on {labels} ({problem_type}): "
-            "its head's ids would stand for other classes, or its outputs be read otherwise. Resume on the labels and "
-            "task type it was trained on, or start over (--overwrite_output_dir)."
+            f"(single_label_classification), this run on {labels}{of_type}: its head's ids would stand for other "
+            "classes, or its outputs be read otherwise. Resume with the task, data and labels it was trained on, or "
+            "start over in another --output_dir (or with --overwrite_output_dir)."
         )
+    with pytest.raises(ValueError, match=r"trained on the labels \['LABEL_0', 'LABEL_1'\] \(single_label_clas"):
+        resumed(["cats", "dogs", "birds"], "single_label_classification", recorded={})
+    with pytest.raises(ValueError, match=r"trained on the labels \['LABEL_0', 'LABEL_1', 'LABEL_2'\] \(single_lab"):
+        resumed(["cats", "dogs"], "single_label_classification", recorded={"num_labels": 3})
 
 
 def test_a_checkpoint_of_another_head_is_refused_naming_both_classes(tmp_path: Path, tiny_config: object) -> None:
