@@ -488,11 +488,12 @@ def _copy_tokenizer(source: str | Path, destination: Path, remedy: str) -> None:
     warning that ends with `remedy`: what to do where the converted folder is the user's, or a temporary one)."""
     from transformers import AutoTokenizer
 
-    from .tokenization import check_vocabulary, forget_load_options
+    from .tokenization import check_vocab_file, check_vocabulary, forget_load_options
 
     try:
         tokenizer = forget_load_options(AutoTokenizer.from_pretrained(str(source)))
         check_vocabulary(tokenizer, str(source), remedy)
+        check_vocab_file(source)
     except (OSError, ValueError) as error:
         logger.warning("No tokenizer carried over from %s: %s", source, error)
         return

@@ -48,7 +48,8 @@ def load_tokenizer(name_or_path: str, remedy: str | None = None) -> PreTrainedTo
         FileNotFoundError: if `name_or_path` is a path that does not exist (rather than the Hub's "Repo id must be
             in the form ..." or a connection error for a mistyped folder), or a folder holding no tokenizer file (the
             message ends with `remedy` when given: how to supply one).
-        ValueError: if the tokenizer has no mask token (masked language modelling needs one).
+        ValueError: if the tokenizer has no mask token (masked language modelling needs one), or it is read from a
+            vocab.txt that lists a word twice (`check_vocab_file`).
     """
     path = Path(name_or_path).expanduser()
     tokenizer: PreTrainedTokenizerBase
@@ -67,6 +68,7 @@ def load_tokenizer(name_or_path: str, remedy: str | None = None) -> PreTrainedTo
     else:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     check_mask_token(tokenizer, name_or_path)
+    check_vocab_file(path)
     return forget_load_options(tokenizer)
 
 
@@ -90,6 +92,40 @@ def check_vocabulary(tokenizer: PreTrainedTokenizerBase, name: str, remedy: str)
             f"{name!r} holds no tokenizer: the one transformers builds from it knows only its {size} special tokens; "
             f"{remedy}."
         )
+
+
+# How many of a vocab.txt's repeated words `check_vocab_file` names.
+_REPEATS_NAMED = 3
+
+
+def check_vocab_file(name_or_path: str | Path) -> None:
+    """Raise ValueError when the vocab.txt a tokenizer of `name_or_path` is read from (the file itself, or a local
+    folder's vocab.txt where it holds no tokenizer.json, which a tokenizer reads instead) lists a word on more than one
+    line, naming how many words and the first few with their lines. BertTokenizer gives such a word the id of its last
+    line, so it has fewer tokens than its largest id + 1, and a model sized by it fails on an index out of range."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir() and not (path / "tokenizer.json").is_file():
+        path /= "vocab.txt"
+    if not path.is_file():
+        return
+    lines: dict[str, list[int]] = {}
+    with path.open(encoding="utf-8") as vocab:  # read as transformers' `load_vocab` does: a word a line, as it is
+        for number, line in enumerate(vocab, start=1):
+            lines.setdefault(line.rstrip("\n"), []).append(number)
+    repeated = sorted(((word, at) for word, at in lines.items() if len(at) > 1), key=lambda item: item[1][1])
+    if not repeated:
+        return
+    named = ", ".join(
+        f"{word!r} (lines {', '.join(map(str, at[:-1]))} and {at[-1]})" for word, at in repeated[:_REPEATS_NAMED]
+    )
+    more = f" and {len(repeated) - _REPEATS_NAMED} more" if len(repeated) > _REPEATS_NAMED else ""
+    total = sum(map(len, lines.values()))
+    raise ValueError(
+        f"Vocabulary file {str(path)!r} lists {len(repeated)} {'word' if len(repeated) == 1 else 'words'} on more "
+        f"than one line: {named}{more}; a tokenizer gives such a word the id of its last line, which leaves it "
+        f"{len(lines)} tokens with ids up to {total - 1}, past the {len(lines)} embedding rows of a model sized by it: "
+        "keep each word on one line."
+    )
 
 
 def check_tokenizer_fits(tokenizer: PreTrainedTokenizerBase, vocab_size: int, name: str = "tokenizer") -> None:
@@ -274,6 +310,7 @@ __all__ = [
     "build_parser",
     "check_mask_token",
     "check_tokenizer_fits",
+    "check_vocab_file",
     "load_model_tokenizer",
     "load_tokenizer",
     "main",

@@ -12,7 +12,7 @@ from transformers import BertTokenizer
 
 from hf_bertscratch.tokenization import SPECIAL_TOKENS, load_tokenizer, main, train_wordpiece_tokenizer
 
-from conftest import CORPUS
+from conftest import CORPUS, tiny_config_kwargs
 
 
 @pytest.mark.parametrize("form", ["folder", "vocab_folder", "vocab_file"])
@@ -31,6 +31,42 @@ def test_load_tokenizer_rejects_missing_mask_and_empty_folder(vocab_file: Path, 
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         load_tokenizer(str(tmp_path / "empty"))
+
+
+def test_a_vocab_file_that_lists_a_word_twice_is_refused_naming_its_lines(vocab_file: Path, tmp_path: Path) -> None:
+    """BertTokenizer gives a word listed twice the id of its last line, leaving fewer tokens than its largest id + 1
+    (training then fails on an index out of range): such a vocab.txt is refused where a tokenizer is read from it (the
+    file, a folder holding only it, the vocab.txt beside a model's config.json as Google's BERT checkpoints ship it,
+    for pretraining and for fine-tuning), naming how many words and the first three with their lines."""
+    import hf_bertscratch
+    from hf_bertscratch.tasks.data import load_task_tokenizer
+
+    words = vocab_file.read_text(encoding="utf-8").splitlines()
+    n = len(words)
+    listed = [*words, words[5], "extra", words[6], words[7], words[5], words[8]]
+    only, model = tmp_path / "only", tmp_path / "model"
+    hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(n + 1)).save_pretrained(model)
+    for folder in (only, model):
+        folder.mkdir(exist_ok=True)
+        (folder / "vocab.txt").write_text("\n".join(listed) + "\n", encoding="utf-8")
+    for load, given in (
+        (load_tokenizer, only / "vocab.txt"),
+        (load_tokenizer, only),
+        (load_tokenizer, model),
+        (load_task_tokenizer, model),
+    ):
+        with pytest.raises(ValueError) as refused:
+            load(str(given))
+        read = given if given.is_file() else given / "vocab.txt"
+        assert str(refused.value) == (
+            f"Vocabulary file {str(read)!r} lists 4 words on more than one line: {words[5]!r} (lines 6, {n + 1} "
+            f"and {n + 5}), {words[6]!r} (lines 7 and {n + 3}), {words[7]!r} (lines 8 and {n + 4}) and 1 more; "
+            "a tokenizer gives such a word the id of its last line, "
+            f"which leaves it {n + 1} tokens with ids up to {n + 5}, past the {n + 1} embedding rows of a model sized "
+            "by it: keep each word on one line."
+        ), (load.__name__, given)
+    (only / "vocab.txt").write_text("\n".join([*words, "extra"]) + "\n", encoding="utf-8")
+    assert len(load_tokenizer(str(only))) == n + 1
 
 
 def test_load_tokenizer_names_a_missing_path_instead_of_trying_it_on_the_hub(

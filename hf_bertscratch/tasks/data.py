@@ -29,7 +29,7 @@ from hf_bertscratch_base.task_table import (
 
 from ..data import check_max_samples, dataset_source, load_raw_datasets, sample_examples
 from ..embedding import EMBEDDING_OBJECTIVES, objective_for_labels
-from ..tokenization import check_vocabulary, forget_load_options
+from ..tokenization import check_vocab_file, check_vocabulary, forget_load_options
 from . import (
     COLUMN_ROLES,
     SHAPES,
@@ -642,10 +642,11 @@ def load_task_tokenizer(
     remedy: str = "pass --tokenizer_name (a tokenizer folder or Hub id)",
 ) -> PreTrainedTokenizerBase:
     """The tokenizer of a model folder or Hub id (the one saved with the model, or `--tokenizer_name`); it must have
-    a vocabulary and [CLS] and [SEP]. `remedy` ends the error of a folder that holds no tokenizer: what the command
-    takes instead."""
+    a vocabulary, read from a vocab.txt that lists each word once where it is one, and [CLS] and [SEP]. `remedy` ends
+    the error of a folder that holds no tokenizer: what the command takes instead."""
     tokenizer = forget_load_options(AutoTokenizer.from_pretrained(name_or_path, cache_dir=cache_dir))
     check_vocabulary(tokenizer, name_or_path, remedy)
+    check_vocab_file(name_or_path)
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise ValueError(f"Tokenizer {name_or_path!r} lacks a [CLS] or [SEP] token.")
     return tokenizer
