@@ -111,7 +111,10 @@ class BertScratchEmbeddings(nn.Module):
             position_ids = torch.arange(seq_len, device=device).unsqueeze(0)  # (1, T), broadcast over the batch
         embeddings = inputs_embeds + self.position_embeddings(position_ids)
         if token_type_ids is None:
-            embeddings = embeddings + self.token_type_embeddings.weight[0]
+            # segment 0's row, looked up through the module (not read from its weight): offloading loads the weight
+            # only around the module's own forward
+            segment_zero = torch.zeros((), dtype=torch.long, device=device)
+            embeddings = embeddings + self.token_type_embeddings(segment_zero)  # (H,), broadcast over (B, T)
         else:
             embeddings = embeddings + self.token_type_embeddings(token_type_ids)
         return self.dropout(self.layer_norm(embeddings))

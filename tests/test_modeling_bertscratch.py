@@ -824,6 +824,36 @@ def test_mlm_decoder_is_tied_to_word_embeddings() -> None:
         assert model.cls.decoder.weight is model.bert.embeddings.word_embeddings.weight, head
 
 
+# Device maps that offload the tied MLM weights (decoder and word embeddings) to disk together: the whole model, or
+# the embeddings and the head with the encoder in memory. Module names are BERT's too.
+TIED_ON_DISK = {"all": {"": "disk"}, "tied": {"bert.embeddings": "disk", "bert.encoder": "cpu", "cls": "disk"}}
+
+
+@pytest.mark.parametrize(
+    ("head", "device_map"),
+    [("BertForMaskedLM", "all"), ("BertForMaskedLM", "tied"), ("BertForPreTraining", "all")],
+)
+def test_mlm_heads_offloaded_to_disk_match_bert_offloaded_alike(head: str, device_map: str, tmp_path: Path) -> None:
+    """Loaded with a device_map that puts the tied weights on disk, an MLM head gives what transformers' BERT loaded
+    the same way gives, with token_type_ids and without (segment 0 then comes through the segment embedding's
+    forward, inside which accelerate loads its weight)."""
+    reference, ours = _pair(head)
+    reference.save_pretrained(tmp_path / "bert")
+    ours.save_pretrained(tmp_path / "ours")
+    loaded = [
+        model_class.from_pretrained(
+            tmp_path / name, device_map=TIED_ON_DISK[device_map], offload_folder=str(tmp_path / f"offload-{name}")
+        )
+        for model_class, name in ((getattr(transformers, head), "bert"), (type(ours), "ours"))
+    ]
+    assert all(model.get_output_embeddings().weight.is_meta for model in loaded)  # on disk, loaded per forward
+    inputs = _inputs()
+    for given in (inputs, {key: value for key, value in inputs.items() if key != "token_type_ids"}):
+        with torch.no_grad():
+            expected, got = loaded[0](**given), loaded[1](**given)
+        _compare_outputs(got, expected, inputs["attention_mask"].bool())
+
+
 def test_largest_parity_difference_is_reported(capsys: pytest.CaptureFixture) -> None:
     """Runs every head once more and reports the largest |ours - BERT| (the figure quoted in the README)."""
     for head in HEADS:
