@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import PreTrainedModel
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import custom_object_save, get_relative_import_files
@@ -415,6 +415,36 @@ class BertScratchPreTrainedModel(PreTrainedModel):
             embeddings, "position_embeddings", None
         )
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike | None, *args: Any, **kwargs: Any) -> Any:
+        """`PreTrainedModel.from_pretrained`, first refusing a `device_map` that offloads one of two tied weights to
+        disk and not the other (`tied_weights_split_by_disk`): accelerate then fails, at loading or at the first
+        forward, with an error that names neither (transformers' BERT fails the same way)."""
+        device_map = kwargs.get("device_map")
+        split = tied_weights_split_by_disk(device_map, cls._tied_weights_keys) if isinstance(device_map, dict) else None
+        if split is not None and cls._ties_word_embeddings(pretrained_model_name_or_path, kwargs):
+            (target, target_place), (source, source_place) = split
+            raise ValueError(
+                f"device_map={device_map!r} puts {target} on {target_place!r} and {source}, the weight tied to it, "
+                f"on {source_place!r}: accelerate cannot offload one of two tied weights to disk. Give both the same "
+                "place (both 'disk', or both kept in memory, e.g. 'cpu'), or pass device_map='auto'."
+            )
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
+    @classmethod
+    def _ties_word_embeddings(cls, pretrained_model_name_or_path: str | os.PathLike | None, kwargs: dict) -> bool:
+        """Whether the config `from_pretrained` would build the model from ties the word embeddings: `config` when
+        given as one, else the one it names or the folder's, with the keyword arguments that set its fields."""
+        config = kwargs.get("config")
+        if isinstance(config, PreTrainedConfig):
+            return bool(config.tie_word_embeddings)
+        source = config if config is not None else pretrained_model_name_or_path
+        if source is None:  # no config to read: `from_pretrained` says so itself
+            return False
+        options = {key: value for key, value in kwargs.items() if key != "config"}
+        loaded, _ = cls.config_class.from_pretrained(source, return_unused_kwargs=True, **options)
+        return bool(loaded.tie_word_embeddings)
+
     def save_pretrained(
         self, save_directory: str | os.PathLike, is_main_process: bool = True, *args: Any, **kwargs: Any
     ) -> None:
@@ -453,6 +483,23 @@ def code_files() -> list[str]:
     finds them: this one and those it imports relatively (the configuration, `batching_bertscratch.py`,
     `padding_bertscratch.py` and `cpu_matmul.py`)."""
     return [__file__, *get_relative_import_files(__file__)]
+
+
+def tied_weights_split_by_disk(
+    device_map: dict[str, Any], tied_weights: dict[str, str] | None
+) -> tuple[tuple[str, Any], tuple[str, Any]] | None:
+    """The first pair of tied weights (`_tied_weights_keys`, target -> source) of which `device_map` offloads one to
+    disk and not the other, as ((target, its place), (source, its place)); None where there is none. A weight's place
+    is the value of the longest entry naming it or a module above it ("" names the whole model)."""
+
+    def place(name: str) -> Any:
+        entries = [key for key in device_map if key in ("", name) or name.startswith(key + ".")]
+        return device_map[max(entries, key=len)] if entries else None
+
+    for target, source in (tied_weights or {}).items():
+        if (place(target) == "disk") != (place(source) == "disk"):
+            return (target, place(target)), (source, place(source))
+    return None
 
 
 def family_auto_map() -> dict[str, str]:

@@ -90,8 +90,8 @@ def test_a_head_offloaded_by_accelerate_decodes_through_its_forward(
     """A device_map that offloads the MLM head to disk leaves its decoder's weights on the meta device, loaded in a
     hook accelerate wraps around the decoder's forward: with `enable`, the model then decodes through that forward
     (its own decoding), not into the buffer from the weights, and gives the logits of the model loaded whole, padded
-    batch or not. (Untied: with the decoder tied to the word embeddings, accelerate looks for the tied weight among
-    the offloaded ones and fails before any decoding.)"""
+    batch or not. (Untied: with the decoder tied to the word embeddings, a map that offloads the head to disk and not
+    the embeddings is refused, as accelerate cannot load a tied weight from disk for one of its modules only.)"""
     torch.manual_seed(0)
     config = BertScratchConfig(**tiny_config_kwargs(VOCAB), tie_word_embeddings=False)
     BertScratchForMaskedLM(config).save_pretrained(tmp_path / "model")

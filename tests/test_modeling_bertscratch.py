@@ -854,6 +854,46 @@ def test_mlm_heads_offloaded_to_disk_match_bert_offloaded_alike(head: str, devic
         _compare_outputs(got, expected, inputs["attention_mask"].bool())
 
 
+@pytest.mark.parametrize(
+    ("device_map", "message"),
+    [
+        (
+            {"bert": "cpu", "cls": "disk"},
+            r"puts cls.decoder.weight on 'disk' and bert.embeddings.word_embeddings.weight, the weight tied to it, on "
+            r"'cpu': accelerate cannot offload one of two tied weights to disk. Give both the same place",
+        ),
+        (
+            {"bert.embeddings": "disk", "bert.encoder": "cpu", "cls": "cpu"},
+            r"puts cls.decoder.weight on 'cpu' and bert.embeddings.word_embeddings.weight, the weight tied to it, on "
+            r"'disk'",
+        ),
+    ],
+)
+def test_a_device_map_offloading_one_of_the_tied_weights_to_disk_is_refused_by_name(
+    device_map: dict, message: str, tmp_path: Path
+) -> None:
+    """transformers' BERT fails under such a map, with a KeyError at the first forward or a meta-device error at
+    loading that names neither weight (the refusal stands for that: drop it once BERT loads and runs there); ours
+    refuses it before loading, from the class and through the Auto class. Untied, the same map loads."""
+    reference, ours = _pair("BertForMaskedLM")
+    reference.save_pretrained(tmp_path / "bert")
+    ours.save_pretrained(tmp_path / "ours")
+    offload = str(tmp_path / "offload")
+    with pytest.raises((KeyError, ValueError)):
+        bert = transformers.BertForMaskedLM.from_pretrained(
+            tmp_path / "bert", device_map=device_map, offload_folder=offload
+        )
+        bert(**_inputs())
+    for loader in (type(ours), transformers.AutoModelForMaskedLM):
+        with pytest.raises(ValueError, match=message):
+            loader.from_pretrained(tmp_path / "ours", device_map=device_map, offload_folder=offload)
+    untied = type(ours)(BertScratchConfig(**tiny_config_kwargs(VOCAB), tie_word_embeddings=False))
+    untied.save_pretrained(tmp_path / "untied")
+    loaded = type(ours).from_pretrained(tmp_path / "untied", device_map=device_map, offload_folder=offload + "-untied")
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**_inputs()).logits, untied.eval()(**_inputs()).logits)
+
+
 def test_largest_parity_difference_is_reported(capsys: pytest.CaptureFixture) -> None:
     """Runs every head once more and reports the largest |ours - BERT| (the figure quoted in the README)."""
     for head in HEADS:
