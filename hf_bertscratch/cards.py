@@ -23,7 +23,7 @@ from huggingface_hub.errors import StrictDataclassError
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from hf_bertscratch_base.model_config import describe_grid, describe_thresholds
-from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD
+from hf_bertscratch_base.task_table import MULTI_LABEL_THRESHOLD, recorded_input_columns
 
 from .data import DATASET_CITATIONS
 from .run_folder import GENERATOR_FOLDER, final_path, write_text_atomically
@@ -46,6 +46,8 @@ class CardKind:
             what the model is ("BERT text classifier").
         objective: the training objective, for the training-procedure table.
         usage: the last lines of the card's "How to use" snippet, after `model` and `tokenizer` are loaded.
+        pair_usage: lines after `usage` in the card of a model that reads a text pair (`CardInfo.text_pair`): how
+            sentence-transformers' `CrossEncoder` loads a head whose config names the activation it applies.
         own_results: when the run also measured another model (ELECTRA's generator), the prefix (after `eval_` or
             `test_`) of the results that measure this one; only those enter the model-index. Empty: all results.
         results_note: what the results measure, where a key alone does not say.
@@ -62,6 +64,7 @@ class CardKind:
     description: str = ""
     objective: str = ""
     usage: str = ""
+    pair_usage: str = ""
     own_results: str = ""
     results_note: str = ""
     generator_folder: str | None = None
@@ -83,7 +86,9 @@ ELECTRA_CITATION = """@inproceedings{clark2020electra,
 }"""
 
 
-def _finetuned(pipeline_tag: str, task_name: str, head: str, description: str, objective: str, usage: str) -> CardKind:
+def _finetuned(
+    pipeline_tag: str, task_name: str, head: str, description: str, objective: str, usage: str, pair_usage: str = ""
+) -> CardKind:
     return CardKind(
         "classifier.md",
         pipeline_tag,
@@ -94,6 +99,19 @@ def _finetuned(pipeline_tag: str, task_name: str, head: str, description: str, o
         description,
         objective,
         usage,
+        pair_usage,
+    )
+
+
+def _cross_encoder_usage(gives: str) -> str:
+    """The lines of a card that load a pair model as sentence-transformers' `CrossEncoder`, whose `predict` applies
+    the activation fine-tuning records in its config (`tasks.classification.cross_encoder_activation`): `gives` says
+    what it then predicts."""
+    return (
+        "from sentence_transformers import CrossEncoder  # pip install sentence-transformers\n"
+        "cross_encoder = CrossEncoder(repo_id, revision=revision, trust_remote_code=True)\n"
+        'print(cross_encoder.predict([("a man is playing a guitar.", "a man plays an instrument.")]))  # '
+        f"{gives}"
     )
 
 
@@ -147,6 +165,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "regression (mean squared error against the scores)",
         'scorer = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
         'print(scorer({"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}))',
+        _cross_encoder_usage("the same score"),
     ),
     # A sequence head of one sigmoid per label (problem_type "multi_label_classification"): transformers'
     # text-classification pipeline gives each label's sigmoid for it, and a text has the labels above the threshold
@@ -163,6 +182,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "threshold = model.config.multi_label_threshold or 0.5  # as scored: one for every label, or each label's\n"
         'each = threshold if isinstance(threshold, dict) else {s["label"]: threshold for s in scores}\n'
         'print([s["label"] for s in scores if s["score"] > each[s["label"]]])  # the labels the text has',
+        _cross_encoder_usage("each label's sigmoid"),
     ),
     "token-classifier": _finetuned(
         "token-classification",
@@ -254,6 +274,8 @@ class CardInfo:
             on, where a split's name alone does not (train examples held out, a test split that checkpoints were
             chosen on).
         task: "fill-mask" or "text-classification" (default: the card kind's); labels: class names in id order.
+        text_pair: whether the model reads a text pair (its task has a `text_pair` column): the card then shows the
+            kind's `pair_usage`, sentence-transformers' `CrossEncoder`, where it has one.
         license, language: card metadata.
     """
 
@@ -276,6 +298,7 @@ class CardInfo:
     scored_on: str | None = None
     task: str | None = None
     labels: list[Any] | tuple[Any, ...] | None = None
+    text_pair: bool = False
     license: str = "apache-2.0"
     language: str = "en"
 
@@ -358,7 +381,8 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
     Returns:
         (kind, info): the kind whose head the folder's `architectures` name ("classifier", or "regressor" for a
         config whose problem_type is regression, "multi-label-classifier" for multi_label_classification,
-        "token-classifier", "question-answering"), else "pretrained".
+        "token-classifier", "question-answering"), else "pretrained"; `text_pair` from the input columns its config
+        records (`input_columns`, which `bertscratch finetune` writes).
     """
     model_dir = Path(model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -381,6 +405,7 @@ def info_from_model_folder(model_dir: str | Path) -> tuple[str, CardInfo]:
         info["scored_on"] = scored_on(recorded) or None
     if kind in ("classifier", "multi-label-classifier", "token-classifier") and config.get("id2label"):
         info["labels"] = [config["id2label"][key] for key in sorted(config["id2label"], key=int)]
+    info["text_pair"] = "text_pair" in recorded_input_columns(config)
     return kind, CardInfo.of(info)
 
 
@@ -536,7 +561,7 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
         "auto_class": card_kind.auto_class,
         "description": card_kind.description,
         "origin": _origin(card_kind, info),
-        "usage": card_kind.usage,
+        "usage": "\n".join(filter(None, (card_kind.usage, card_kind.pair_usage if info.text_pair else ""))),
         "generator_folder": card_kind.generator_folder,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
         "dataset_description": info.dataset_description or "",

@@ -659,6 +659,7 @@ def _write_card(
             "results": evaluation_results(results),
             "scored_on": scored_on(results),
             "labels": shape.names if shape.task.shape != "embedding" else [],
+            "text_pair": "text_pair" in input_columns(task),  # a pair model's card loads it as a CrossEncoder too
         },
     )
 

@@ -327,3 +327,60 @@ def test_a_regressor_has_a_card_of_its_own(tmp_path: Path, tiny_config, caplog: 
     tiny_config.num_labels, tiny_config.problem_type = 1, "regression"
     hf_bertscratch.BertScratchForSequenceClassification(tiny_config).save_pretrained(tmp_path / "model")
     assert cards.info_from_model_folder(tmp_path / "model")[0] == "regressor"
+
+
+# The card kinds whose config names the activation sentence-transformers' CrossEncoder applies to the head's logits
+# (`tasks.classification.cross_encoder_activation`), and that activation.
+CROSS_ENCODER_KINDS = {
+    "regressor": "torch.nn.modules.linear.Identity",
+    "multi-label-classifier": "torch.nn.modules.activation.Sigmoid",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(cards.CARD_KINDS))
+def test_only_a_pair_model_whose_config_names_its_activation_is_shown_as_a_cross_encoder(
+    tmp_path: Path, kind: str
+) -> None:
+    for text_pair in (False, True):
+        card = ModelCard.load(cards.write_model_card(tmp_path / str(text_pair), kind, {"text_pair": text_pair}))
+        shown = "cross_encoder = CrossEncoder(repo_id, revision=revision, trust_remote_code=True)" in card.text
+        assert shown == (text_pair and kind in CROSS_ENCODER_KINDS), (kind, text_pair)
+
+
+@pytest.mark.parametrize("kind", sorted(CROSS_ENCODER_KINDS))
+def test_the_cross_encoder_of_a_pair_models_card_predicts_its_scores(
+    tmp_path: Path, kind: str, tokenizer, tiny_config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The card's snippet, run on a saved pair model (its repo id a local folder), loads it as a CrossEncoder whose
+    predictions are the model's scores as the snippet's pipeline gives them: a regressor's own score (not squashed by
+    CrossEncoder's default sigmoid), a multi-label classifier's sigmoid of each label."""
+    import re
+
+    import torch
+
+    import hf_bertscratch
+
+    torch.manual_seed(0)
+    tiny_config.id2label = {0: "score"} if kind == "regressor" else {0: "sports", 1: "music", 2: "film"}
+    tiny_config.problem_type = "regression" if kind == "regressor" else "multi_label_classification"
+    tiny_config.sentence_transformers = {"activation_fn": CROSS_ENCODER_KINDS[kind]}
+    tiny_config.input_columns = {"text": "sentence1", "text_pair": "sentence2"}
+    folder = tmp_path / "model"
+    model = hf_bertscratch.BertScratchForSequenceClassification(tiny_config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    written_kind, info = cards.info_from_model_folder(folder)  # the card a push writes for a folder without one
+    assert (written_kind, info.text_pair) == (kind, True)
+    cards.set_card_repo(cards.write_model_card(folder, kind, info), str(folder))
+    snippet = re.search(r"```python\n(.*?)```", (folder / "README.md").read_text(encoding="utf-8"), re.S)
+    assert snippet is not None
+    names: dict = {}
+    exec(snippet.group(1), names)  # the card's own example, on a local folder
+    assert "CrossEncoder" in snippet.group(1)
+    pair = ("a man is playing a guitar.", "a man plays an instrument.")
+    with torch.no_grad():
+        logits = model(**tokenizer(*pair, return_tensors="pt")).logits[0]
+    expected = logits if kind == "regressor" else torch.sigmoid(logits)
+    predicted = names["cross_encoder"].predict([pair])[0]
+    assert torch.tensor(predicted).reshape(-1).tolist() == pytest.approx(expected.tolist(), abs=1e-5)
+    assert capsys.readouterr().out  # the snippet printed its answers

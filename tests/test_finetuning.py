@@ -1528,6 +1528,7 @@ def test_regression_end_to_end(tmp_path: Path, model_dir: Path) -> None:
     assert config["problem_type"] == "regression" and config["id2label"] == {"0": "score"}
     card = (output / "README.md").read_text(encoding="utf-8")  # a regressor's card, not a classifier's
     assert "A BERT text regression model" in card and "classifier" not in card and "cross-entropy" not in card
+    assert "CrossEncoder(repo_id, revision=revision, trust_remote_code=True)" in card  # a pair model's card
     model = AutoModelForSequenceClassification.from_pretrained(output).eval()
     assert model.config.num_labels == 1
     # The saved model's own scores are the predictions written.
