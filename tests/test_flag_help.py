@@ -153,3 +153,25 @@ def test_a_column_flags_help_names_every_shape_that_reads_it(role: str) -> None:
     readers = [shape for shape, roles in SHAPE_COLUMNS.items() if role in roles]
     missing = [shape for shape in readers if SHAPE_WORDS[shape] not in help.lower()]
     assert not missing, f"--{role}_column: {help!r} does not name {missing}"
+
+
+def test_the_hold_out_help_states_each_tasks_default_as_parsing_sets_it() -> None:
+    """--validation_split_percentage's help names, for every task of the table, the share of train it holds out
+    unless the flag is given, and that share is the one parsing `--task NAME` sets; a task that holds some out by
+    default chooses on its test split with 0, as the help says."""
+    from hf_bertscratch.tasks import TASKS
+    from hf_bertscratch.tasks.data import DataArguments, chooses_on_test_split
+
+    (help,) = [
+        help for name, action, help in FLAGS if (name, action.dest) == ("finetune", "validation_split_percentage")
+    ]
+    stated = re.search(r"Default, by --task: (.*?)\. For your own data:", " ".join(help.split()))
+    assert stated, help
+    shares = {}
+    for group in stated.group(1).split("); "):
+        stated_group = re.fullmatch(r"([\w, ]+?) (\d+) \(.*", group)
+        assert stated_group, group
+        shares.update(dict.fromkeys(stated_group.group(1).split(", "), float(stated_group.group(2))))
+    assert shares == {name: DataArguments(task=name).validation_split_percentage for name in TASKS}
+    for name in (name for name, share in shares.items() if share):
+        assert chooses_on_test_split(DataArguments(task=name, validation_split_percentage=0))

@@ -52,6 +52,22 @@ logger = logging.getLogger(__name__)
 DOC_STRIDE = 128
 
 
+def _task_hold_outs() -> str:
+    """What --validation_split_percentage's help says each table task holds out unless it is given (its
+    `TaskSpec.validation_split_percentage`): "imdb 5 (...); cola, sst2, ... 0 (...)"."""
+    held = [
+        f"{name} {task.validation_split_percentage:g}"
+        for name, task in TASKS.items()
+        if task.validation_split_percentage
+    ]
+    kept = [name for name, task in TASKS.items() if not task.validation_split_percentage]
+    return (
+        f"{', '.join(held)} (no validation split: its test split is scored once, at the end; 0 chooses on that test "
+        f"split instead, scored once as the eval split); {', '.join(kept)} 0 (none held out: each has a validation "
+        "split to choose on)"
+    )
+
+
 @dataclass
 class DataArguments:
     """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
@@ -113,10 +129,9 @@ class DataArguments:
         metadata={
             "help": "For data without a validation split: hold out this percentage of the train split (the same "
             "examples in every run) to choose checkpoints on; the eval split is then scored once, at the end, as the "
-            f"test split. Default: the task's (IMDB {HOLD_OUT_PERCENTAGE}); {HOLD_OUT_PERCENTAGE} for your own data "
-            "without a validation split (a test split is scored once, not chosen on; train data alone must hold out "
-            f"{MIN_HELD_OUT} examples at least, or is refused); otherwise 0 (none held out). 0 without a validation "
-            "split is refused."
+            f"test split. Default, by --task: {_task_hold_outs()}. For your own data: {HOLD_OUT_PERCENTAGE} without "
+            "a validation split (a test split is scored once, not chosen on; train data alone must hold out "
+            f"{MIN_HELD_OUT} examples at least, or is refused; 0 is refused, leaving no split to choose on), else 0."
         },
     )
     text_column: str | None = field(
