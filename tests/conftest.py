@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -298,26 +299,37 @@ def record_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, bool] | None = 
     the Hub would be: `create_repo` adds a missing one (private only when asked, as for an account whose default is
     public) and leaves an existing one as it is, `update_repo_settings` changes its visibility, `repo_info` reads it.
     """
-    from huggingface_hub import CommitInfo, HfApi, ModelInfo
+    from huggingface_hub import CommitInfo, HfApi, ModelInfo, RepoUrl
+    from huggingface_hub.utils import filter_repo_objects
 
     calls: list[tuple[str, dict]] = []
     repos = {} if repos is None else repos
 
-    def upload_folder(self: HfApi, **kwargs) -> CommitInfo:
+    def upload_folder(self: HfApi, **kwargs) -> CommitInfo | Future:
         folder = Path(kwargs["folder_path"])  # temporary: read it at the moment it is handed over
-        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+        # the files the Hub would take (transformers' Trainer leaves its checkpoints out so)
+        names = filter_repo_objects(
+            names, allow_patterns=kwargs.get("allow_patterns"), ignore_patterns=kwargs.get("ignore_patterns")
+        )
+        files = {name: (folder / name).read_bytes() for name in names}
         calls.append(("upload_folder", {**kwargs, "files": files, "token": self.token}))
-        return CommitInfo(
+        commit = CommitInfo(
             commit_url="https://huggingface.co/alice/run/commit/abc",
             commit_message="",
             commit_description="",
             oid="abc",
         )
+        if not kwargs.get("run_as_future"):
+            return commit
+        done: Future = Future()  # transformers' Trainer pushes in the background while it trains: already done
+        done.set_result(commit)
+        return done
 
-    def create_repo(self: HfApi, repo_id: str, **kwargs) -> str:
+    def create_repo(self: HfApi, repo_id: str, **kwargs) -> RepoUrl:
         calls.append(("create_repo", {"repo_id": repo_id, **kwargs, "token": self.token}))
         repos.setdefault(repo_id, kwargs.get("private") is True)
-        return f"https://huggingface.co/{repo_id}"
+        return RepoUrl(f"https://huggingface.co/{repo_id}")
 
     def create_branch(self: HfApi, repo_id: str, **kwargs) -> None:
         calls.append(("create_branch", {"repo_id": repo_id, **kwargs, "token": self.token}))

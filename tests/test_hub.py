@@ -813,3 +813,69 @@ def test_a_hub_strategy_that_pushes_during_the_run_is_refused_as_the_arguments_a
     training = parse([*argv, "--hub_strategy", "checkpoint"])[-1]
     assert not hub.wants_push(training) and not training.push_to_hub
     assert calls == [] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("saved_first", [False, True], ids=["bare-output-dir", "model-saved-into-it-first"])
+def test_a_plain_trainers_pushes_while_it_trains_carry_the_code_only_when_the_model_was_saved_first(
+    tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_first: bool
+) -> None:
+    """transformers' own Trainer (`TrainingArguments(push_to_hub=True)`, its default `hub_strategy="every_save"`)
+    pushes its output folder at each save, having copied into it the checkpoint's config.json and weights alone
+    (`Trainer._push_from_checkpoint`): the config's auto_map names code files the push lacks, so the repository does
+    not load with `trust_remote_code` until the final `trainer.push_to_hub()`. A model saved into the output folder
+    before training (docs/hub.md) leaves its code there, and each push carries it and loads without the package."""
+    from transformers import Trainer
+
+    calls = record_hub(monkeypatch)
+
+    def no_model_info(*args, **kwargs):  # transformers' model card would read a base model's license from the Hub
+        raise AssertionError("HfApi.model_info called")
+
+    monkeypatch.setattr(HfApi, "model_info", no_model_info)
+    torch.manual_seed(4)
+    config = hf_bertscratch.BertScratchConfig(**tiny_config_kwargs(len(tokenizer)), id2label=LABELS)
+    model = hf_bertscratch.BertScratchForSequenceClassification(config)
+    output = tmp_path / "output"
+    if saved_first:
+        model.save_pretrained(output)
+    args = TrainingArguments(
+        output_dir=str(output),
+        push_to_hub=True,
+        hub_model_id="alice/tiny-cls",
+        save_strategy="steps",
+        save_steps=1,
+        max_steps=2,
+        per_device_train_batch_size=2,
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    assert args.hub_strategy == "every_save"
+    examples = [{**tokenizer(CLASSIFY_TEXT), "labels": label} for label in (0, 1, 1, 0)]
+    trainer = Trainer(model=model, args=args, train_dataset=examples, processing_class=tokenizer)
+    trainer.train()
+
+    pushes = [call["files"] for name, call in calls if name == "upload_folder"]
+    assert [call["commit_message"] for name, call in calls if name == "upload_folder"] == [
+        "Training in progress, step 1",
+        "Training in progress, step 2",
+    ]
+    code = {Path(path).name for path in modeling_bertscratch.code_files()}
+    for files in pushes:
+        auto_map = json.loads(files["config.json"])["auto_map"]
+        named = {f"{reference.split('.')[0]}.py" for reference in auto_map.values()}
+        assert named and named <= code
+        assert (code <= set(files)) if saved_first else not (code & set(files)), sorted(files)
+    trainer.push_to_hub()  # the final push saves the model into the output folder: its code goes up
+    (final,) = [call["files"] for name, call in calls if name == "upload_folder"][len(pushes) :]
+    assert code <= set(final)
+    if saved_first:
+        pushed = tmp_path / "pushed"
+        pushed.mkdir()
+        for name, content in pushes[-1].items():
+            (pushed / name).write_bytes(content)
+        case = {"key": "cls", "folder": pushed, "subfolder": "", "task": "text-classification", "text": CLASSIFY_TEXT}
+        remote = _load_without_the_package([case], tmp_path)
+        with torch.no_grad():
+            logits = trainer.model.eval()(**tokenizer(CLASSIFY_TEXT, return_tensors="pt")).logits
+        torch.testing.assert_close(torch.tensor(remote["cls"]["logits"]), logits)
