@@ -217,7 +217,12 @@ def test_the_decoding_is_chosen_by_timing_once_and_cached(
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_timing_the_candidates_names_each(padded: bool) -> None:
+def test_timing_the_candidates_names_each_and_leaves_the_global_generator(padded: bool) -> None:
+    """Each candidate is timed, and the probe draws nothing from the global generator: a run's masking and dropout
+    are the same whether its first evaluation probed or read the cache."""
     ours, _ = _models()
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
     seconds = fast_decode.time_candidates(ours.cls, padded)
     assert set(seconds) == {"model", None, fast_decode.DEFAULT_TILE} and min(seconds.values()) > 0
+    assert torch.equal(torch.get_rng_state(), state)
