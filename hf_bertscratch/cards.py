@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
@@ -45,7 +46,9 @@ class CardKind:
         description: pretrained kinds: the objective in a few words ("masked language modeling"); fine-tuned kinds:
             what the model is ("BERT text classifier").
         objective: the training objective, for the training-procedure table.
-        usage: the last lines of the card's "How to use" snippet, after `model` and `tokenizer` are loaded.
+        usage: the last lines of the card's "How to use" snippet, after `model` and `tokenizer` are loaded; a
+            `$example` in them is the input the pipeline is given (`EXAMPLE_TEXT`, or `EXAMPLE_PAIR` for a model that
+            reads a text pair).
         pair_usage: lines after `usage` in the card of a model that reads a text pair (`CardInfo.text_pair`): how
             sentence-transformers' `CrossEncoder` loads a head whose config names the activation it applies.
         own_results: when the run also measured another model (ELECTRA's generator), the prefix (after `eval_` or
@@ -84,6 +87,12 @@ ELECTRA_CITATION = """@inproceedings{clark2020electra,
   booktitle = {International Conference on Learning Representations},
   year      = {2020}
 }"""
+
+
+# The input a card's pipeline example gives a sequence head (`$example` in `CardKind.usage`): one text, or a text pair
+# the way transformers' text-classification pipeline takes one (a dict of `text` and `text_pair`).
+EXAMPLE_TEXT = '"the movie was wonderful, i loved the acting."'
+EXAMPLE_PAIR = '{"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}'
 
 
 def _finetuned(
@@ -152,8 +161,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "ForSequenceClassification",
         "BERT text classifier",
         "sequence classification (cross-entropy over the labels)",
-        'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
-        'print(classifier("the movie was wonderful, i loved the acting."))',
+        'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer)\nprint(classifier($example))',
     ),
     # A sequence head with one output trained on scores (STS-B): transformers' text-classification pipeline gives
     # its score as it is (no softmax) for a config whose problem_type is "regression".
@@ -163,8 +171,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "ForSequenceClassification",
         "BERT text regression model (a score for a text or a text pair)",
         "regression (mean squared error against the scores)",
-        'scorer = pipeline("text-classification", model=model, tokenizer=tokenizer)\n'
-        'print(scorer({"text": "a man is playing a guitar.", "text_pair": "a man plays an instrument."}))',
+        'scorer = pipeline("text-classification", model=model, tokenizer=tokenizer)\nprint(scorer($example))',
         _cross_encoder_usage("the same score"),
     ),
     # A sequence head of one sigmoid per label (problem_type "multi_label_classification"): transformers'
@@ -178,7 +185,7 @@ CARD_KINDS: dict[str, CardKind] = {
         "multi-label classification (binary cross-entropy: one sigmoid per label; a label is predicted where its "
         "sigmoid is above the threshold `config.json` records as `multi_label_threshold`)",
         'classifier = pipeline("text-classification", model=model, tokenizer=tokenizer, top_k=None)\n'
-        'scores = classifier("the movie was wonderful, i loved the acting.")[0]  # each label\'s sigmoid\n'
+        "scores = classifier([$example])[0]  # each label's sigmoid (a list in, a list of answers out)\n"
         "threshold = model.config.multi_label_threshold or 0.5  # as scored: one for every label, or each label's\n"
         'each = threshold if isinstance(threshold, dict) else {s["label"]: threshold for s in scores}\n'
         'print([s["label"] for s in scores if s["score"] > each[s["label"]]])  # the labels the text has',
@@ -274,8 +281,9 @@ class CardInfo:
             on, where a split's name alone does not (train examples held out, a test split that checkpoints were
             chosen on).
         task: "fill-mask" or "text-classification" (default: the card kind's); labels: class names in id order.
-        text_pair: whether the model reads a text pair (its task has a `text_pair` column): the card then shows the
-            kind's `pair_usage`, sentence-transformers' `CrossEncoder`, where it has one.
+        text_pair: whether the model reads a text pair (its task has a `text_pair` column): the card's pipeline is
+            then given a pair (`EXAMPLE_PAIR`), and it shows the kind's `pair_usage`, sentence-transformers'
+            `CrossEncoder`, where it has one.
         license, language: card metadata.
     """
 
@@ -561,7 +569,7 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
         "auto_class": card_kind.auto_class,
         "description": card_kind.description,
         "origin": _origin(card_kind, info),
-        "usage": "\n".join(filter(None, (card_kind.usage, card_kind.pair_usage if info.text_pair else ""))),
+        "usage": "\n".join(filter(None, (_usage(card_kind, info), card_kind.pair_usage if info.text_pair else ""))),
         "generator_folder": card_kind.generator_folder,
         "datasets": [(name, DATASET_CITATIONS.get(name, (name, ""))[0]) for name in datasets],
         "dataset_description": info.dataset_description or "",
@@ -575,6 +583,11 @@ def _template_fields(card_kind: CardKind, info: CardInfo) -> dict[str, Any]:
         "citations": [BERT_CITATION, *card_kind.citations, *_dataset_citations(datasets)],
         "project_url": PROJECT_URL,
     }
+
+
+def _usage(card_kind: CardKind, info: CardInfo) -> str:
+    """The kind's usage lines, their pipeline given a text pair where the model reads one, else one text."""
+    return Template(card_kind.usage).safe_substitute(example=EXAMPLE_PAIR if info.text_pair else EXAMPLE_TEXT)
 
 
 def _model_name(info: CardInfo) -> str:

@@ -347,13 +347,17 @@ def test_only_a_pair_model_whose_config_names_its_activation_is_shown_as_a_cross
         assert shown == (text_pair and kind in CROSS_ENCODER_KINDS), (kind, text_pair)
 
 
-@pytest.mark.parametrize("kind", sorted(CROSS_ENCODER_KINDS))
-def test_the_cross_encoder_of_a_pair_models_card_predicts_its_scores(
-    tmp_path: Path, kind: str, tokenizer, tiny_config, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The card's snippet, run on a saved pair model (its repo id a local folder), loads it as a CrossEncoder whose
-    predictions are the model's scores as the snippet's pipeline gives them: a regressor's own score (not squashed by
-    CrossEncoder's default sigmoid), a multi-label classifier's sigmoid of each label."""
+# The card kinds of a sequence head, and the config that makes a folder's card that kind: its labels and problem_type.
+SEQUENCE_KINDS = {
+    "classifier": ({0: "neg", 1: "pos"}, "single_label_classification"),
+    "regressor": ({0: "score"}, "regression"),
+    "multi-label-classifier": ({0: "sports", 1: "music", 2: "film"}, "multi_label_classification"),
+}
+
+
+def _run_card_example(folder: Path, kind: str, text_pair: bool, tokenizer, tiny_config) -> tuple:
+    """Save a tiny sequence model of `kind` reading one text or a text pair, write the card a push writes for it (its
+    repo id the local folder) and run the card's snippet: the model, the snippet's names and what it printed."""
     import re
 
     import torch
@@ -361,26 +365,63 @@ def test_the_cross_encoder_of_a_pair_models_card_predicts_its_scores(
     import hf_bertscratch
 
     torch.manual_seed(0)
-    tiny_config.id2label = {0: "score"} if kind == "regressor" else {0: "sports", 1: "music", 2: "film"}
-    tiny_config.problem_type = "regression" if kind == "regressor" else "multi_label_classification"
-    tiny_config.sentence_transformers = {"activation_fn": CROSS_ENCODER_KINDS[kind]}
-    tiny_config.input_columns = {"text": "sentence1", "text_pair": "sentence2"}
-    folder = tmp_path / "model"
+    tiny_config.id2label, tiny_config.problem_type = SEQUENCE_KINDS[kind]
+    tiny_config.label2id = {label: index for index, label in tiny_config.id2label.items()}
+    if kind in CROSS_ENCODER_KINDS:
+        tiny_config.sentence_transformers = {"activation_fn": CROSS_ENCODER_KINDS[kind]}
+    tiny_config.input_columns = {"text": "sentence1", "text_pair": "sentence2"} if text_pair else {"text": "text"}
     model = hf_bertscratch.BertScratchForSequenceClassification(tiny_config).eval()
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     written_kind, info = cards.info_from_model_folder(folder)  # the card a push writes for a folder without one
-    assert (written_kind, info.text_pair) == (kind, True)
+    assert (written_kind, info.text_pair) == (kind, text_pair)
     cards.set_card_repo(cards.write_model_card(folder, kind, info), str(folder))
     snippet = re.search(r"```python\n(.*?)```", (folder / "README.md").read_text(encoding="utf-8"), re.S)
     assert snippet is not None
-    names: dict = {}
+    printed: list = []
+    names: dict = {"print": printed.append}
     exec(snippet.group(1), names)  # the card's own example, on a local folder
-    assert "CrossEncoder" in snippet.group(1)
+    return model, snippet.group(1), names, printed
+
+
+@pytest.mark.parametrize("text_pair", [False, True])
+@pytest.mark.parametrize("kind", sorted(SEQUENCE_KINDS))
+def test_the_pipeline_of_a_sequence_models_card_reads_what_the_model_reads(
+    tmp_path: Path, kind: str, text_pair: bool, tokenizer, tiny_config
+) -> None:
+    """The card's snippet gives its pipeline a text pair (as the text-classification pipeline takes one: a dict of
+    `text` and `text_pair`) where the model reads one, else one text: the pipeline's scores are the model's on it."""
+    import torch
+
+    model, _, names, printed = _run_card_example(tmp_path / "model", kind, text_pair, tokenizer, tiny_config)
+    texts = ("a man is playing a guitar.", "a man plays an instrument.") if text_pair else (cards.EXAMPLE_TEXT[1:-1],)
+    with torch.no_grad():
+        logits = model(**tokenizer(*texts, return_tensors="pt")).logits[0]
+    if kind == "multi-label-classifier":
+        scores = {score["label"]: score["score"] for score in names["scores"]}
+        expected = dict(zip(model.config.id2label.values(), torch.sigmoid(logits).tolist(), strict=True))
+        assert scores == pytest.approx(expected, abs=1e-5)
+    else:
+        answer = printed[0][0] if isinstance(printed[0], list) else printed[0]
+        expected_score = logits[0] if kind == "regressor" else torch.softmax(logits, -1).max()
+        assert answer["score"] == pytest.approx(expected_score.item(), abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", sorted(CROSS_ENCODER_KINDS))
+def test_the_cross_encoder_of_a_pair_models_card_predicts_its_scores(
+    tmp_path: Path, kind: str, tokenizer, tiny_config
+) -> None:
+    """The card's snippet, run on a saved pair model (its repo id a local folder), loads it as a CrossEncoder whose
+    predictions are the model's scores as the snippet's pipeline gives them: a regressor's own score (not squashed by
+    CrossEncoder's default sigmoid), a multi-label classifier's sigmoid of each label."""
+    import torch
+
+    model, snippet, names, printed = _run_card_example(tmp_path / "model", kind, True, tokenizer, tiny_config)
+    assert "CrossEncoder" in snippet
     pair = ("a man is playing a guitar.", "a man plays an instrument.")
     with torch.no_grad():
         logits = model(**tokenizer(*pair, return_tensors="pt")).logits[0]
     expected = logits if kind == "regressor" else torch.sigmoid(logits)
     predicted = names["cross_encoder"].predict([pair])[0]
     assert torch.tensor(predicted).reshape(-1).tolist() == pytest.approx(expected.tolist(), abs=1e-5)
-    assert capsys.readouterr().out  # the snippet printed its answers
+    assert printed  # the snippet printed its answers
