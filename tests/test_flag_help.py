@@ -175,3 +175,24 @@ def test_the_hold_out_help_states_each_tasks_default_as_parsing_sets_it() -> Non
     assert shares == {name: DataArguments(task=name).validation_split_percentage for name in TASKS}
     for name in (name for name, share in shares.items() if share):
         assert chooses_on_test_split(DataArguments(task=name, validation_split_percentage=0))
+
+
+def test_the_eval_split_help_names_the_tasks_whose_held_out_share_chooses_instead_of_the_test_split() -> None:
+    """--eval_split's help says that naming the test split chooses on it only where none of train is held out: it
+    names each task that holds a share out by default, with that share, and on those `--eval_split test` chooses on
+    the held-out examples unless --validation_split_percentage 0 is given too, as parsing decides."""
+    from hf_bertscratch.tasks import TASKS
+    from hf_bertscratch.tasks.data import DataArguments, chooses_on_test_split
+
+    (help,) = [help for name, action, help in FLAGS if (name, action.dest) == ("finetune", "eval_split")]
+    help = " ".join(help.split()).replace("%%", "%")
+    holders = {
+        name: task.validation_split_percentage for name, task in TASKS.items() if task.validation_split_percentage
+    }
+    assert holders, "a task of the table holds a share of train out by default"
+    for name, share in holders.items():
+        assert f"{name}'s {share:g}% by default" in help, help
+        assert not chooses_on_test_split(DataArguments(task=name, eval_split="test"))
+        assert chooses_on_test_split(DataArguments(task=name, eval_split="test", validation_split_percentage=0))
+    assert "chooses on it where none of train is held out" in help
+    assert "add --validation_split_percentage 0 to choose on it" in help

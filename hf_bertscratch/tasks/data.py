@@ -68,6 +68,16 @@ def _task_hold_outs() -> str:
     )
 
 
+def _task_hold_out_defaults() -> str:
+    """The tasks that hold a share of train out unless --validation_split_percentage is given, with their share, as
+    --eval_split's help names them: "imdb's 5%%" (argparse shows it as 5%)."""
+    return ", ".join(
+        f"{name}'s {task.validation_split_percentage:g}%%"  # argparse expands help: %% shows as %
+        for name, task in TASKS.items()
+        if task.validation_split_percentage
+    )
+
+
 @dataclass
 class DataArguments:
     """Which task and data to train and evaluate on, and how to turn examples into model inputs."""
@@ -113,8 +123,12 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Split to choose checkpoints on (default: the task's, else validation; without one, a share of "
-            "train held out, the test split scored once at the end). Naming the test split (test) chooses on it: it "
-            "is then scored once, as the eval split, and the run's record says so."
+            "train held out, the test split scored once at the end). Naming the test split (test) chooses on it where "
+            "none of train is held out: it is then scored once, as the eval split, and the run's record says so. "
+            f"Where --validation_split_percentage holds a share of train out ({_task_hold_out_defaults()} by "
+            "default), that share chooses the checkpoint and is the eval split scored (eval_*), and the test split "
+            "is scored once, at the end, as the test split (test_*): add --validation_split_percentage 0 to choose "
+            "on it."
         },
     )
     test_split: str | None = field(
