@@ -782,8 +782,8 @@ def main(argv: list[str] | None = None) -> None:
     shape = build_task_shape(task, raw, tokenizer, model_args, data_args, training_args)
     # Resumed: a warning where the train split changed since the checkpoint.
     data_record = training_data_record(task, raw, data_args)
-    if data_record is not None:
-        data_record.check_resumed(checkpoint, warn=training_args.process_index == 0)
+    if data_record is not None and training_args.process_index == 0:  # its warning once, from the first process
+        data_record.check_resumed(checkpoint)
 
     # 3. Model: the task's head on the pretrained encoder; a probed head is fitted to the training features.
     model = load_model(model_args, shape)

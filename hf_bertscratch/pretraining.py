@@ -451,8 +451,8 @@ def build_trainer(
     documents = model_args.objective == "mlm_nsp"  # NSP pairs sentences within a document
     train_text, validation_text = load_text_splits(data_args, training_args.seed, documents)
     data_record = TrainingDataRecord.of(train_text, training_data_source(data_args))
-    if data_record is not None:
-        data_record.check_resumed(checkpoint, warn=training_args.process_index == 0)
+    if data_record is not None and training_args.process_index == 0:  # its warning once, from the first process
+        data_record.check_resumed(checkpoint)
     tokenizer = build_tokenizer(model_args, train_text, data_args.text_column, checkpoint, training_args)
     check_mask_token(tokenizer)  # before the (slow) tokenisation
     model = build_model(model_args, data_args, tokenizer)

@@ -411,13 +411,12 @@ class TrainingDataRecord(TrainerCallback):
         fingerprint = getattr(train, "_fingerprint", None)
         return cls(fingerprint, source) if isinstance(fingerprint, str) else None
 
-    def check_resumed(self, checkpoint: str | None, warn: bool = True) -> None:
-        """Where `warn` (the first process of several), warn when `checkpoint` recorded other training data than this
-        run's, and say when its record is one of an earlier version's, which is not compared."""
-        if checkpoint is None:
-            return
-        recorded = Path(checkpoint) / TRAINING_DATA_FILE
-        if not warn or not recorded.is_file():
+    def check_resumed(self, checkpoint: str | None) -> None:
+        """Warn when `checkpoint` (None: a run not resumed) recorded other training data than this run's, and say
+        when its record is one of an earlier version's, which is not compared. It only logs: a run of several
+        processes calls it on the first alone, so that the warning is said once."""
+        recorded = Path(checkpoint) / TRAINING_DATA_FILE if checkpoint is not None else None
+        if recorded is None or not recorded.is_file():
             return
         try:
             record = json.loads(recorded.read_text(encoding="utf-8"))

@@ -37,7 +37,7 @@ from transformers import (
 from transformers.trainer_pt_utils import LabelSmoother
 
 import hf_bertscratch
-from hf_bertscratch import fast_decode, hardware, pretraining, pretraining_arguments
+from hf_bertscratch import fast_decode, hardware, pretraining, pretraining_arguments, run_folder
 from hf_bertscratch.pretraining import (
     compute_metrics,
     main,
@@ -319,6 +319,45 @@ def test_resume_passes_over_a_checkpoint_cut_short_while_saving(
     full, resumed = load_file(tmp_path / "full" / "model.safetensors"), load_file(cut / "model.safetensors")
     for name in full:
         torch.testing.assert_close(resumed[name], full[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_only_the_first_process_warns_that_the_training_text_changed(
+    text_file: Path,
+    tokenizer_dir: Path,
+    config_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of several processes resuming a checkpoint of other training data says so once, from the first process
+    (the others compare nothing), before the tokenizer is read."""
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    record = {"format": run_folder.TRAINING_DATA_FORMAT, "fingerprint": "0123", "data": "old.txt"}
+    (checkpoint / run_folder.TRAINING_DATA_FILE).write_text(json.dumps(record), encoding="utf-8")
+    args = parse_args(pretrain_args(text_file, tokenizer_dir, config_dir, tmp_path / "run"))
+
+    class Stop(Exception):
+        """Raised where the tokenizer is built: the check comes before it."""
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(pretraining, "build_tokenizer", stop)
+    said = {}
+    for index in (0, 1):
+        monkeypatch.setattr(type(args[2]), "process_index", property(lambda self, index=index: index))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_bertscratch"), pytest.raises(Stop):
+            pretraining.build_trainer(*args, checkpoint=str(checkpoint))
+        said[index] = [r.getMessage() for r in caplog.records if "training data" in r.getMessage()]
+    assert said == {
+        0: [
+            f"The training data ({text_file}) changed since {checkpoint} was saved: the resumed run skips the batches "
+            "that checkpoint trained on as if they were the same, which they are not."
+        ],
+        1: [],
+    }
 
 
 def test_resume_warns_in_one_line_when_the_training_text_changed(

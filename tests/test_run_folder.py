@@ -354,6 +354,43 @@ def test_a_folder_written_whole_keeps_the_old_one_until_the_new_one_is_in_place(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exported"]
 
 
+def test_a_resumed_checkpoint_of_other_training_data_is_warned_of_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The record a checkpoint saved is compared with this run's: other data is one warning, the same data or no
+    checkpoint (a run not resumed, or one whose checkpoint records none) says nothing, and an earlier version's
+    record (no "format") is named as not compared."""
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    record = run_folder.TrainingDataRecord("0123", "train.txt")
+
+    def said(written: dict | None, resumed: Path | None = checkpoint) -> list[tuple[int, str]]:
+        if written is not None:
+            (checkpoint / run_folder.TRAINING_DATA_FILE).write_text(json.dumps(written), encoding="utf-8")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_bertscratch"):
+            record.check_resumed(None if resumed is None else str(resumed))
+        return [(entry.levelno, entry.getMessage()) for entry in caplog.records]
+
+    assert said(None) == []  # a checkpoint that records no training data
+    assert said({"format": run_folder.TRAINING_DATA_FORMAT, "fingerprint": "0123", "data": "train.txt"}) == []
+    assert said({"format": run_folder.TRAINING_DATA_FORMAT, "fingerprint": "4567", "data": "train.txt"}) == [
+        (
+            logging.WARNING,
+            f"The training data (train.txt) changed since {checkpoint} was saved: the resumed run skips the batches "
+            "that checkpoint trained on as if they were the same, which they are not.",
+        )
+    ]
+    assert said(None, resumed=None) == []
+    assert said({"fingerprint": "4567", "data": "train.txt"}) == [
+        (
+            logging.INFO,
+            f"{checkpoint} recorded its training data by path and modification time, as earlier versions did: it is "
+            "not compared with this run's.",
+        )
+    ]
+
+
 def test_a_training_data_record_that_cannot_be_read_is_named_and_not_compared(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
