@@ -529,12 +529,14 @@ class BertScratchLinear(nn.Linear):
 KEEP_MASK_BITS = 16  # the dropout rate runs rounded to a multiple of 2**-16 (0.1 as 0.1000061)
 DROPOUT_PROBE_SHAPE = (32, 4, 128, 128)  # mini's attention probabilities of a 32 x 128 batch: 2 Mi elements
 DROPOUT_PROBE_RATE = 0.1
+DROPOUT_PROBE_KEY = f"{'x'.join(map(str, DROPOUT_PROBE_SHAPE))} float32, rate {DROPOUT_PROBE_RATE}"  # its cache key
 
 
 def draws_dropout_bits(input: torch.Tensor) -> bool:
-    """Whether `apply_dropout` draws `input`'s keep mask itself: a plain CPU tensor in eager mode (no tracing, compiling,
-    exporting or torch.func transform), `BERTSCRATCH_CPU_MATMUL` not `default`/`off`, and 16-bit draws timed faster
-    than torch's dropout on this CPU (`cpu_matmul.timed_candidates`, once per machine and thread count, cached)."""
+    """Whether `apply_dropout` draws `input`'s keep mask itself: a plain CPU tensor in eager mode (no tracing,
+    compiling, exporting or torch.func transform), `BERTSCRATCH_CPU_MATMUL` not `default`/`off`, and 16-bit draws
+    timed faster than torch's dropout on this CPU (`cpu_matmul.timed_candidates`, once per machine and thread count,
+    cached)."""
     if not (
         type(input) is torch.Tensor
         and input.device.type == "cpu"
@@ -545,7 +547,6 @@ def draws_dropout_bits(input: torch.Tensor) -> bool:
         return False
     if (_forced or os.environ.get(ENV, "auto")).strip().lower() in ("default", "off"):
         return False
-    key = f"{'x'.join(map(str, DROPOUT_PROBE_SHAPE))} float32, rate {DROPOUT_PROBE_RATE}"
 
     def measure() -> dict[str, float]:
         probe = torch.randn(DROPOUT_PROBE_SHAPE, generator=torch.Generator().manual_seed(0))
@@ -561,7 +562,7 @@ def draws_dropout_bits(input: torch.Tensor) -> bool:
     def summary(seconds: dict[str, float]) -> str:
         return f"Dropout masks in CPU training drawn with {min(seconds, key=lambda name: seconds[name])}"
 
-    seconds = timed_candidates("dropout", key, measure, summary)
+    seconds = timed_candidates("dropout", DROPOUT_PROBE_KEY, measure, summary)
     return seconds["16-bit draws"] < seconds["bernoulli"]
 
 

@@ -16,8 +16,9 @@ Two things differ from transformers' BERT, both invisible at real (non-pad) posi
 
 How a forward runs its batch (input checks, the one host read, varlen and masks) is `batching_bertscratch.py`, a
 padded batch's real tokens and each device's rules for it `padding_bertscratch.py`, and the GEMM path of CPU
-inference and the dropout masks of CPU training `cpu_matmul.py`. This file imports torch, public transformers API, its own configuration and those three
-files only, so that `save_pretrained` can ship them for `trust_remote_code=True` loading.
+inference and the dropout masks of CPU training `cpu_matmul.py`. This file imports torch, public transformers API,
+its own configuration and those three files only, so that `save_pretrained` can ship them for `trust_remote_code=True`
+loading.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ def _choose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str | None)
     cpu_matmul.set_path(None)
     if winner is not None:
         seconds = {"bernoulli": 2.0, "16-bit draws": 2.0, winner: 1.0}
-        key = f"{'x'.join(map(str, cpu_matmul.DROPOUT_PROBE_SHAPE))} float32, rate {cpu_matmul.DROPOUT_PROBE_RATE}"
-        cpu_matmul.write_cache("dropout", {key: {"seconds": seconds, "probes": cpu_matmul.MAX_PROBES}})
+        entry = {"seconds": seconds, "probes": cpu_matmul.MAX_PROBES}
+        cpu_matmul.write_cache("dropout", {cpu_matmul.DROPOUT_PROBE_KEY: entry})
 
 
 @pytest.fixture
