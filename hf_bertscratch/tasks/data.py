@@ -52,30 +52,28 @@ logger = logging.getLogger(__name__)
 DOC_STRIDE = 128
 
 
+def _held_out_shares() -> dict[str, float]:
+    """The table tasks that hold a share of train out unless --validation_split_percentage is given (no validation
+    split), with that share (`TaskSpec.validation_split_percentage`)."""
+    return {name: task.validation_split_percentage for name, task in TASKS.items() if task.validation_split_percentage}
+
+
 def _task_hold_outs() -> str:
-    """What --validation_split_percentage's help says each table task holds out unless it is given (its
-    `TaskSpec.validation_split_percentage`): "imdb 5 (...); cola, sst2, ... 0 (...)"."""
-    held = [
-        f"{name} {task.validation_split_percentage:g}"
-        for name, task in TASKS.items()
-        if task.validation_split_percentage
-    ]
-    kept = [name for name, task in TASKS.items() if not task.validation_split_percentage]
+    """What --validation_split_percentage's help says each table task holds out unless it is given: "imdb 5 (...);
+    cola, sst2, ... 0 (...)"."""
+    held = _held_out_shares()
+    kept = [name for name in TASKS if name not in held]
     return (
-        f"{', '.join(held)} (no validation split: its test split is scored once, at the end; 0 chooses on that test "
-        f"split instead, scored once as the eval split); {', '.join(kept)} 0 (none held out: each has a validation "
-        "split to choose on)"
+        f"{', '.join(f'{name} {share:g}' for name, share in held.items())} (no validation split: its test split is "
+        "scored once, at the end; 0 chooses on that test split instead, scored once as the eval split); "
+        f"{', '.join(kept)} 0 (none held out: each has a validation split to choose on)"
     )
 
 
 def _task_hold_out_defaults() -> str:
     """The tasks that hold a share of train out unless --validation_split_percentage is given, with their share, as
     --eval_split's help names them: "imdb's 5%%" (argparse shows it as 5%)."""
-    return ", ".join(
-        f"{name}'s {task.validation_split_percentage:g}%%"  # argparse expands help: %% shows as %
-        for name, task in TASKS.items()
-        if task.validation_split_percentage
-    )
+    return ", ".join(f"{name}'s {share:g}%%" for name, share in _held_out_shares().items())  # argparse: %% shows %
 
 
 @dataclass
