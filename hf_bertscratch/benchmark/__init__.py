@@ -6,7 +6,8 @@ preset, the reference's weights are copied from ours through `hf_bertscratch.con
 repetitions of each model alternate (ours, reference, reference, ours, ...), so that load from other processes on
 the machine hits both alike. The workloads:
 
-- train: one MLM training step (forward, backward, AdamW) on a batch with 15% of the real tokens labelled;
+- train: one MLM training step (forward, backward, fused AdamW as Trainer's default) on a batch with 15% of the real
+  tokens labelled;
 - infer: one batched forward under `torch.inference_mode` in eval mode (full (B, T, V) logits, as scoring every
   position needs);
 - encode: the same for the bare encoder (`model.bert`: (B, T, H) last hidden states, as embeddings need);
