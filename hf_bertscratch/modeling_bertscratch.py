@@ -690,7 +690,7 @@ class _BertScratchMLMMixin(_MLMHeadBase):
         plan: BertScratchBatchPlan,
         num_items_in_batch: object = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logits (B, T, V), or (num_labelled, V) when decoding sparsely in training, and the MLM loss.
+        """Logits (B, T, V), or (num_labelled, V) in fp32 when decoding sparsely in training, and the MLM loss.
 
         When the encoder ran unpadded (`plan.padding`), logits at pad positions are 0 like the hidden states there
         (`_decode`). Sparse decoding takes the labelled positions in row-major order (as `labels[labels != -100]`);
@@ -707,7 +707,10 @@ class _BertScratchMLMMixin(_MLMHeadBase):
             labelled_logits = logits.reshape(-1, logits.shape[-1]).index_select(0, selected)
             return logits, self._mlm_loss(labelled_logits, labelled, num_items_in_batch)
         hidden = sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, selected)
-        logits = self.cls(hidden)  # (num_labelled, V)
+        # (num_labelled, V) in fp32 once: the loss reads it so, and under autocast accelerate's mixed precision
+        # converts a model's half-precision outputs to fp32 after the forward (`convert_outputs_to_fp32`), a second
+        # copy of the logits that the training step never reads.
+        logits = self.cls(hidden).float()
         return logits, self._mlm_loss(logits, labelled, num_items_in_batch)
 
     def _mlm_loss(self, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: object) -> torch.Tensor:

@@ -180,6 +180,23 @@ def test_bf16_autocast_matches_reference_within_bf16_tolerance() -> None:
     assert all(torch.isfinite(p.grad).all() for p in ours.parameters() if p.grad is not None)
 
 
+def test_sparse_training_logits_leave_autocast_in_fp32_once() -> None:
+    """Under bf16 autocast the training step's (num_labelled, V) logits come out in fp32 holding the bf16 decoding's
+    values (what the loss reads), so accelerate's mixed precision, which converts a model's half-precision outputs to
+    fp32 after the forward, has nothing left to copy."""
+    from accelerate.utils import convert_to_fp32
+
+    ours, _ = _models()
+    ours.train()
+    batch = _batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        outputs = ours(**batch)
+    labelled = int((batch["labels"] != -100).sum())
+    assert outputs.logits.shape == (labelled, VOCAB) and outputs.logits.dtype == torch.float32
+    torch.testing.assert_close(outputs.logits.bfloat16().float(), outputs.logits, atol=0, rtol=0)
+    assert convert_to_fp32(outputs).logits is outputs.logits
+
+
 def test_torch_compile_matches_eager() -> None:
     ours, _ = _models()
     batch = _batch()
