@@ -1,7 +1,7 @@
 """Which of two commits pretrains faster as the quick start runs (its processes, data, Trainer and budget): each
 commit checked out in a `git worktree`, then `python -m hf_bertscratch.pretraining` from each with a short training
-budget, alternated round by round so that both see the machine in the same state, and the tokens/s each run's
-`all_results.json` gives printed beside the ratio of their medians.
+budget, alternated round by round so that both see the machine in the same state (each round swapping which runs
+first: A B, B A, ...), and the tokens/s each run's `all_results.json` gives printed beside the ratio of their medians.
 
     python -m lab.time_pretraining_ab 713a1d7 45e564a --minutes 1.5 --rounds 2 \
         --output_json results/mlm-loss/quick-start-ab-amd-epyc-avx2.json
@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> dict:
                            check=True, capture_output=True)  # fmt: skip
         try:
             for round_ in range(args.rounds):
-                for commit in args.commits:
+                # A B, then B A, ...: the commit that runs first in a round (or second) alternates, so that being
+                # first weighs on both alike
+                for commit in args.commits if round_ % 2 == 0 else args.commits[::-1]:
                     output_dir = Path(work) / f"run-{commit}-{round_}"
                     speeds[commit].append(pretrain_tokens_per_second(checkouts[commit], output_dir, args.minutes))
                     print(f"round {round_ + 1}, {commit}: {speeds[commit][-1]:,.0f} tokens/s", flush=True)

@@ -1,5 +1,6 @@
-"""`lab/time_pretraining_ab.py`: each commit in its own worktree, runs alternated round by round from there, every
-run's tokens/s and the ratio of the medians in the record; the worktrees are removed after."""
+"""`lab/time_pretraining_ab.py`: each commit in its own worktree, runs alternated round by round from there (which
+runs first swapping each round), every run's tokens/s and the ratio of the medians in the record; the worktrees are
+removed after."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ def test_runs_alternate_between_the_commits_worktrees(monkeypatch: pytest.Monkey
     monkeypatch.setattr(script.subprocess, "run", fake_run)
     out = tmp_path / "ab.json"
     record = script.main(["aaa", "bbb", "--minutes", "0.5", "--rounds", "2", "--output_json", str(out)])
-    assert [step for step in ran if step[0] == "pretrain"] == [("pretrain", c, "0.5") for c in ("aaa", "bbb") * 2]
+    # the first commit of a round alternates: A B, then B A
+    assert [step for step in ran if step[0] == "pretrain"] == [
+        ("pretrain", c, "0.5") for c in ("aaa", "bbb", "bbb", "aaa")
+    ]
     assert ran[:2] == [("git", "add", "aaa"), ("git", "add", "bbb")]
     assert ran[-2:] == [("git", "remove", "aaa"), ("git", "remove", "bbb")]
     assert record["tokens_per_second"] == {"aaa": [100.0, 120.0], "bbb": [90.0, 96.0]}
