@@ -130,8 +130,8 @@ class BertScratchConfig(PretrainedConfig):
             None (the default): not recorded (another head, or a model fine-tuned elsewhere): 0.5.
         sparse_prediction: During training with `labels`, decode the MLM vocabulary only at labelled positions
             (`labels != -100`). The loss is unchanged; `logits` then has shape `(num_labelled, vocab_size)`, in fp32
-            under autocast too (what the loss reads). In
-            evaluation the logits stay `(batch, seq_len, vocab_size)` and the loss reads the labelled rows only.
+            under autocast too (what the loss reads). In evaluation the logits stay `(batch, seq_len, vocab_size)`
+            and the loss reads the labelled rows only.
         unpad_inputs: When `attention_mask` marks padding, run the dense layers on the real tokens only where that
             is faster: on a CPU, under FlashAttention or PyTorch's varlen kernel (sdpa on a CUDA device in half
             precision), and otherwise on a CUDA device from `hidden_size` 768 up (`padding_bertscratch.DEVICE_RULES`). Outputs at real positions are unchanged; where the batch
