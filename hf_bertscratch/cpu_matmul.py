@@ -41,8 +41,8 @@ The same cache holds the other choices that depend on the CPU, each timed once p
 `timed_candidates` (interleaved rounds, timed again by the next `MAX_PROBES` - 1 processes, each candidate keeping its
 best time: a clear answer under load can be the wrong one) and logged once per process: the decoding of a padded
 batch's MLM logits (`padding_bertscratch`), the decoding of CPU inference into a reused buffer
-(`hf_bertscratch.fast_decode`) and how training draws its dropout masks (`apply_dropout`, which `BertScratchDropout`
-and the model's attention use). `measured_choices()` lists what this process measured or read, for a benchmark's
+(`hf_bertscratch.fast_decode`), how training draws its dropout masks (`apply_dropout`, which `BertScratchDropout`
+and the model's attention use) and which attention function training runs (`eager_attention_trains_faster`). `measured_choices()` lists what this process measured or read, for a benchmark's
 record.
 
 This file imports torch only: the model file imports it, and `save_pretrained` ships it beside the model for
@@ -537,15 +537,7 @@ def draws_dropout_bits(input: torch.Tensor) -> bool:
     compiling, exporting or torch.func transform), `BERTSCRATCH_CPU_MATMUL` not `default`/`off`, and 16-bit draws
     timed faster than torch's dropout on this CPU (`cpu_matmul.timed_candidates`, once per machine and thread count,
     cached)."""
-    if not (
-        type(input) is torch.Tensor
-        and input.device.type == "cpu"
-        and input.layout == torch.strided
-        and not _is_traced()
-        and not _functorch.is_functorch_wrapped_tensor(input)
-    ):
-        return False
-    if (_forced or os.environ.get(ENV, "auto")).strip().lower() in ("default", "off"):
+    if not _eager_cpu_tensor(input) or _switched_off():
         return False
 
     def measure() -> dict[str, float]:
@@ -564,6 +556,22 @@ def draws_dropout_bits(input: torch.Tensor) -> bool:
 
     seconds = timed_candidates("dropout", DROPOUT_PROBE_KEY, measure, summary)
     return seconds["16-bit draws"] < seconds["bernoulli"]
+
+
+def _eager_cpu_tensor(input: torch.Tensor) -> bool:
+    """A plain strided CPU tensor in eager mode: no tracing, compiling, exporting or torch.func transform."""
+    return (
+        type(input) is torch.Tensor
+        and input.device.type == "cpu"
+        and input.layout == torch.strided
+        and not _is_traced()
+        and not _functorch.is_functorch_wrapped_tensor(input)
+    )
+
+
+def _switched_off() -> bool:
+    """`BERTSCRATCH_CPU_MATMUL` (or `set_path`) is `default`/`off`: torch's own paths throughout."""
+    return (_forced or os.environ.get(ENV, "auto")).strip().lower() in ("default", "off")
 
 
 def apply_dropout(input: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
@@ -609,3 +617,57 @@ class BertScratchDropout(nn.Dropout):
         if self.inplace:
             return F.dropout(input, self.p, self.training, inplace=True)
         return apply_dropout(input, self.p, self.training)
+
+
+# Attention in CPU training. Without dropout masks to draw (pretraining's default dropout 0), attention under sdpa runs
+# torch's CPU flash kernel, whose backward in bf16 took 1.5-3.7x as long as the eager function's on a 2-core Zen 4 AMD
+# EPYC at 4 heads of 32 and 64, T = 32 and 128 (a third of the quick start's step), and 0.8x as long at T = 512 with
+# heads of 32; in fp32 the kernel was the faster (0.6-0.9x). So the two are timed where training runs, per shape and
+# dtype.
+ATTENTION_PROBE_SCORES = 64 * 128 * 128  # B * nh * T * T of the probe's batch: 16 sequences of 4 heads at T = 128
+
+
+def attention_probe(query: torch.Tensor) -> tuple[str, tuple[int, int, int, int]]:
+    """The cache key of attention's training probe for `query` (B, nh, T, hs) and the (B', nh, T', hs) shape it times:
+    T' is T rounded up to a power of two (at least 16), B' as many sequences as make `ATTENTION_PROBE_SCORES` scores
+    (at least 1); the key names the heads, head size, T' and dtype."""
+    _, heads, length, head_size = query.shape
+    bucket = max(16, 1 << max(0, length - 1).bit_length())
+    sequences = max(1, ATTENTION_PROBE_SCORES // (heads * bucket * bucket))
+    dtype = str(query.dtype).removeprefix("torch.")
+    return f"{heads} heads of {head_size}, T {bucket}, {dtype}", (sequences, heads, bucket, head_size)
+
+
+def eager_attention_trains_faster(
+    query: torch.Tensor, eager: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+) -> bool:
+    """Whether attention's forward and backward ran faster through `eager` ((query, key, value) -> output, the model's
+    eager function) than through torch's `scaled_dot_product_attention`, timed on `attention_probe`'s shape in
+    `query`'s dtype (`timed_candidates`: once per machine, thread count and key, cached). Only for a plain CPU
+    `query` that autograd tracks, in eager mode (`_eager_cpu_tensor`), with `BERTSCRATCH_CPU_MATMUL` not
+    `default`/`off`; False elsewhere. The probe's tensors come from a generator of its own: the global one, which
+    seeds a run's dropout, is not drawn from."""
+    if not (_eager_cpu_tensor(query) and torch.is_grad_enabled() and query.requires_grad) or _switched_off():
+        return False
+    key, shape = attention_probe(query)
+
+    def measure() -> dict[str, float]:
+        generator = torch.Generator().manual_seed(0)
+        inputs = [torch.randn(shape, generator=generator).to(query.dtype).requires_grad_() for _ in range(3)]
+        scale = shape[-1] ** -0.5
+
+        def sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(query, key, value, scale=scale)
+
+        def train(attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+            output = attend(*inputs)
+            torch.autograd.grad(output, inputs, torch.ones_like(output))
+
+        return time_interleaved({"sdpa": lambda: train(sdpa), "eager": lambda: train(eager)}, rounds=5)
+
+    def summary(seconds: dict[str, float]) -> str:
+        faster = "the eager function" if seconds["eager"] < seconds["sdpa"] else "sdpa"
+        return f"Attention in CPU training through {faster}"
+
+    seconds = timed_candidates("training_attention", key, measure, summary)
+    return seconds["eager"] < seconds["sdpa"]

@@ -70,7 +70,15 @@ from .batching_bertscratch import (
     requested,
 )
 from .configuration_bertscratch import BertScratchConfig
-from .cpu_matmul import BertScratchDropout, BertScratchLinear, apply_dropout, draws_dropout_bits, linear_act, linear_add
+from .cpu_matmul import (
+    BertScratchDropout,
+    BertScratchLinear,
+    apply_dropout,
+    draws_dropout_bits,
+    eager_attention_trains_faster,
+    linear_act,
+    linear_add,
+)
 from .padding_bertscratch import BertScratchPadding, decode_padded
 
 # Every head of the family, by the Auto class that loads it: used for registration and for the `auto_map` that
@@ -203,10 +211,13 @@ class BertScratchAttention(nn.Module):
         query, key, value = qkv.unbind(0)  # each (B, nh, T, hs)
 
         implementation = attention_implementation(self.config, output_attentions)
-        if implementation == "sdpa" and self.training and self.config.attention_probs_dropout_prob > 0:
-            # sdpa's CPU kernel draws its dropout mask with bernoulli; the eager function, the same computation,
-            # draws it with `apply_dropout` where that is faster
-            implementation = "eager" if draws_dropout_bits(query) else implementation
+        if implementation == "sdpa" and self.training:
+            # The eager function computes what sdpa's CPU kernel does; it runs in CPU training where it draws the
+            # dropout mask faster (`apply_dropout`; the kernel draws it with bernoulli) or was timed faster at this
+            # shape and dtype (the kernel's backward in bf16)
+            dropout = self.config.attention_probs_dropout_prob
+            if (dropout > 0 and draws_dropout_bits(query)) or eager_attention_trains_faster(query, self._eager):
+                implementation = "eager"
         mask = attention_mask
         extra: dict[str, torch.Tensor | int] = {}  # what the attention function takes beside the mask
         if varlen is not None:
@@ -238,6 +249,10 @@ class BertScratchAttention(nn.Module):
             context = padding.unpad(context)  # (N, H)
         output = self.layer_norm(linear_add(self.dense, context, hidden_states, self.dropout))
         return output, probs
+
+    def _eager(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        """The eager function's output alone, without mask or dropout: what `eager_attention_trains_faster` times."""
+        return eager_attention_forward(self, query, key, value, None, self.scaling)[0]
 
 
 class BertScratchMLP(nn.Module):
