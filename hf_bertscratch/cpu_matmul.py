@@ -620,10 +620,10 @@ class BertScratchDropout(nn.Dropout):
 
 
 # Attention in CPU training. Without dropout masks to draw (pretraining's default dropout 0), attention under sdpa runs
-# torch's CPU flash kernel, whose backward in bf16 took 1.5-3.7x as long as the eager function's on a 2-core Zen 4 AMD
-# EPYC at 4 heads of 32 and 64, T = 32 and 128 (a third of the quick start's step), and 0.8x as long at T = 512 with
-# heads of 32; in fp32 the kernel was the faster (0.6-0.9x). So the two are timed where training runs, per shape and
-# dtype.
+# torch's CPU flash kernel. On a Zen 4 AMD EPYC, one thread (`lab.profile_attention`, results/cpu-choices/
+# attention-zen4.json), its forward and backward in bf16 took 2.0-7.5x as long as the eager function's at T = 32 and
+# 128 (a third of a quick-start process's samples) and 0.6-0.8x at T = 512; in fp32 0.6-0.9x from T = 128 and 1.1x at
+# T = 32. So the two are timed where training runs, per shape and dtype.
 ATTENTION_PROBE_SCORES = 64 * 128 * 128  # B * nh * T * T of the probe's batch: 16 sequences of 4 heads at T = 128
 
 
