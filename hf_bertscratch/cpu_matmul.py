@@ -42,8 +42,8 @@ The same cache holds the other choices that depend on the CPU, each timed once p
 best time: a clear answer under load can be the wrong one) and logged once per process: the decoding of a padded
 batch's MLM logits (`padding_bertscratch`), the decoding of CPU inference into a reused buffer
 (`hf_bertscratch.fast_decode`), how training draws its dropout masks (`apply_dropout`, which `BertScratchDropout`
-and the model's attention use) and which attention function training runs (`eager_attention_trains_faster`). `measured_choices()` lists what this process measured or read, for a benchmark's
-record.
+and the model's attention use) and which attention function training runs (`eager_attention_trains_faster`).
+`measured_choices()` lists what this process measured or read, for a benchmark's record.
 
 This file imports torch only: the model file imports it, and `save_pretrained` ships it beside the model for
 `trust_remote_code` loading.
