@@ -214,7 +214,7 @@ class BertScratchAttention(nn.Module):
         if implementation == "sdpa" and self.training:
             # The eager function computes what sdpa's CPU kernel does; it runs in CPU training where it draws the
             # dropout mask faster (`apply_dropout`; the kernel draws it with bernoulli) or was timed faster at this
-            # shape and dtype (the kernel's backward in bf16)
+            # shape and dtype (the kernel in bf16 on some CPUs)
             dropout = self.config.attention_probs_dropout_prob
             if (dropout > 0 and draws_dropout_bits(query)) or eager_attention_trains_faster(query, self._eager):
                 implementation = "eager"
